@@ -1,0 +1,29 @@
+//===- Wooly.h - Wooly dialect ops and enums ---------------*- C++ -*-===//
+//
+// The one header to include for the Wooly dialect: the dialect, its enums and
+// its operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_DIALECT_WOOLY_IR_WOOLY_H
+#define WOOLY_DIALECT_WOOLY_IR_WOOLY_H
+
+#include "Wooly/Dialect/Wooly/IR/WoolyDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "Wooly/Dialect/Wooly/IR/WoolyEnums.h.inc"
+
+#define GET_OP_CLASSES
+#include "Wooly/Dialect/Wooly/IR/WoolyOps.h.inc"
+
+#endif // WOOLY_DIALECT_WOOLY_IR_WOOLY_H

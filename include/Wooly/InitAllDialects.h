@@ -1,0 +1,21 @@
+//===- InitAllDialects.h - Register Wooly's dialects -------*- C++ -*-===//
+//
+// Registration of every dialect Wooly tools may see in their input.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_INITALLDIALECTS_H
+#define WOOLY_INITALLDIALECTS_H
+
+namespace mlir {
+class DialectRegistry;
+namespace wooly {
+
+/// Adds the Wooly dialect and the upstream dialects Wooly IR uses (arith,
+/// math, cf) to `registry`.
+void registerAllDialects(DialectRegistry &registry);
+
+} // namespace wooly
+} // namespace mlir
+
+#endif // WOOLY_INITALLDIALECTS_H

@@ -1,0 +1,79 @@
+//===- SSABuilder.h - On-the-fly SSA construction -----------*- C++ -*-===//
+//
+// Turns reads and writes of mutable variables (PTX virtual registers) into SSA
+// values while the IR is being built, after Braun et al., "Simple and
+// Efficient Construction of Static Single Assignment Form" (CC 2013). Phis
+// are MLIR block arguments; their incoming values are successor operands of
+// the predecessors' terminators (which must implement BranchOpInterface).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_TARGET_PTX_SSABUILDER_H
+#define WOOLY_TARGET_PTX_SSABUILDER_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::wooly {
+
+/// Builds SSA form for numbered variables of fixed types.
+///
+/// Usage: `addVariable` for each variable; `writeVariable`/`readVariable` as
+/// instructions are emitted block by block; `sealBlock` once all of a block's
+/// predecessor edges exist; `finalize` when the function is done (it seals
+/// any remaining blocks and erases the block arguments that turned out to be
+/// trivial).
+class SSABuilder {
+public:
+  /// Variable id.
+  using Var = unsigned;
+
+  /// `undef` creates the value of a variable read before any write (called
+  /// with the variable's type; it must dominate every block, e.g. a constant
+  /// in the entry block).
+  explicit SSABuilder(llvm::function_ref<Value(Type)> undef) : undef(undef) {}
+
+  /// Adds a variable of `type` and returns its id.
+  Var addVariable(Type type) {
+    types.push_back(type);
+    return types.size() - 1;
+  }
+  /// Returns the type of `var`.
+  Type getType(Var var) const { return types[var]; }
+
+  /// Records that `var` holds `value` at the end of `block` so far.
+  void writeVariable(Var var, Block *block, Value value);
+  /// Returns the value `var` holds at the current end of `block`.
+  Value readVariable(Var var, Block *block);
+  /// Declares that all predecessor edges of `block` now exist.
+  void sealBlock(Block *block);
+  /// Returns true if `block` was sealed.
+  bool isSealed(Block *block) const { return sealed.contains(block); }
+  /// Seals all blocks of the region that are not sealed yet and removes the
+  /// trivial block arguments. Call once, after the last instruction.
+  void finalize(Region &region);
+
+private:
+  Value readVariableRecursive(Var var, Block *block);
+  Value addPhiOperands(Var var, BlockArgument phi);
+  Value tryRemoveTrivialPhi(BlockArgument phi);
+  /// Follows the replacements of removed phis.
+  Value resolve(Value v) const;
+
+  llvm::function_ref<Value(Type)> undef;
+  llvm::SmallVector<Type> types;
+  llvm::DenseMap<std::pair<Block *, Var>, Value> currentDef;
+  llvm::DenseSet<Block *> sealed;
+  llvm::DenseMap<Block *, llvm::SmallVector<std::pair<Var, BlockArgument>>>
+      incompletePhis;
+  /// Phis found trivial: replaced value, erased in finalize().
+  llvm::DenseMap<Value, Value> replaced;
+};
+
+} // namespace mlir::wooly
+
+#endif // WOOLY_TARGET_PTX_SSABUILDER_H

@@ -1,0 +1,491 @@
+//===- WoolyOps.cpp - Wooly operations: verifiers and syntax -*- C++ -*-===//
+//
+// Verifiers, custom syntax and interface methods of the Wooly operations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::wooly;
+
+#include "Wooly/Dialect/Wooly/IR/WoolyEnums.cpp.inc"
+
+/// Returns the number of bits of `type` (integers, floats and vectors of
+/// them), or 0 for types without a fixed bit size.
+static unsigned bitWidth(Type type) {
+  if (type.isIntOrFloat())
+    return type.getIntOrFloatBitWidth();
+  if (auto vec = dyn_cast<VectorType>(type))
+    if (vec.hasStaticShape() && vec.getElementType().isIntOrFloat())
+      return vec.getNumElements() * vec.getElementType().getIntOrFloatBitWidth();
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// FuncOp
+//===----------------------------------------------------------------------===//
+
+void FuncOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                   FunctionType type) {
+  state.addAttribute(SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  state.addAttribute(getFunctionTypeAttrName(state.name), TypeAttr::get(type));
+  state.addRegion();
+}
+
+ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildFuncType =
+      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
+         function_interface_impl::VariadicFlag,
+         std::string &) { return builder.getFunctionType(argTypes, results); };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false,
+      getFunctionTypeAttrName(result.name), buildFuncType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void FuncOp::print(OpAsmPrinter &p) {
+  function_interface_impl::printFunctionOp(
+      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+LogicalResult FuncOp::verify() {
+  if (getKernel() && !getResultTypes().empty())
+    return emitOpError("a kernel cannot return values");
+  for (auto [name, attr] : {std::pair<StringRef, DenseI32ArrayAttr>{
+                                "maxntid", getMaxntidAttr()},
+                            {"reqntid", getReqntidAttr()}}) {
+    if (!attr)
+      continue;
+    if (attr.size() < 1 || attr.size() > 3)
+      return emitOpError() << "'" << name << "' needs 1 to 3 dimensions";
+    for (int32_t d : attr.asArrayRef())
+      if (d <= 0)
+        return emitOpError() << "'" << name << "' dimensions must be positive";
+  }
+  if (!isExternal()) {
+    Block &entry = getBody().front();
+    if (entry.getArgumentTypes() != getArgumentTypes())
+      return emitOpError("entry block arguments do not match the signature");
+  }
+  return success();
+}
+
+LogicalResult RetOp::verify() {
+  auto func = (*this)->getParentOfType<FuncOp>();
+  if (!llvm::equal(getOperandTypes(), func.getResultTypes()))
+    return emitOpError("operand types do not match the results of '")
+           << func.getSymName() << "'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GlobalOp and symbol users
+//===----------------------------------------------------------------------===//
+
+LogicalResult GlobalOp::verify() {
+  if (getAlign() <= 0 || !llvm::isPowerOf2_64(getAlign()))
+    return emitOpError("alignment must be a positive power of two");
+  if (getCount() < 0)
+    return emitOpError("element count must not be negative");
+  if (!bitWidth(getElemType()))
+    return emitOpError("element type must be an integer or float type");
+  switch (getSpace()) {
+  case StateSpace::global:
+  case StateSpace::shared:
+  case StateSpace::constant:
+  case StateSpace::local:
+    break;
+  default:
+    return emitOpError("module-scope variables live in global, shared, const "
+                       "or local space");
+  }
+  if (auto init = getInitAttr()) {
+    auto shaped = dyn_cast<ShapedType>(init.getType());
+    if (!shaped || shaped.getNumElements() > std::max<int64_t>(getCount(), 1))
+      return emitOpError("initializer has more elements than the variable");
+  }
+  return success();
+}
+
+LogicalResult
+AddressOfOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *sym = symbolTable.lookupNearestSymbolFrom(*this, getGlobalAttr());
+  if (!sym || !isa<GlobalOp, FuncOp>(sym))
+    return emitOpError("'") << getGlobal()
+                            << "' does not name a wooly.global or wooly.func";
+  return success();
+}
+
+LogicalResult CallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto fn = symbolTable.lookupNearestSymbolFrom<FuncOp>(*this, getCalleeAttr());
+  if (!fn)
+    return emitOpError("'") << getCallee() << "' does not name a wooly.func";
+  if (fn.getKernel())
+    return emitOpError("cannot call kernel '") << getCallee() << "'";
+  FunctionType type = fn.getFunctionType();
+  if (!llvm::equal(type.getInputs(), getOperandTypes()))
+    return emitOpError("argument types do not match the signature of '")
+           << getCallee() << "'";
+  if (!llvm::equal(type.getResults(), getResultTypes()))
+    return emitOpError("result types do not match the signature of '")
+           << getCallee() << "'";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Special registers and bit moves
+//===----------------------------------------------------------------------===//
+
+/// Registers indexed by a dimension.
+static bool isDimensioned(SpecialReg reg) {
+  switch (reg) {
+  case SpecialReg::tid:
+  case SpecialReg::ntid:
+  case SpecialReg::ctaid:
+  case SpecialReg::nctaid:
+  case SpecialReg::clusterid:
+  case SpecialReg::nclusterid:
+  case SpecialReg::cluster_ctaid:
+  case SpecialReg::cluster_nctaid:
+    return true;
+  default:
+    return false;
+  }
+}
+
+LogicalResult SRegOp::verify() {
+  SpecialReg reg = getReg();
+  if (isDimensioned(reg) != getDim().has_value())
+    return emitOpError("'") << stringifySpecialReg(reg) << "' "
+                            << (isDimensioned(reg) ? "needs" : "takes no")
+                            << " dimension";
+  unsigned want = 32;
+  if (reg == SpecialReg::clock64 || reg == SpecialReg::globaltimer ||
+      reg == SpecialReg::gridid)
+    want = 64;
+  if (getType().getIntOrFloatBitWidth() != want)
+    return emitOpError("'") << stringifySpecialReg(reg) << "' is " << want
+                            << "-bit";
+  return success();
+}
+
+void SRegOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  switch (getReg()) {
+  case SpecialReg::clock:
+  case SpecialReg::clock64:
+  case SpecialReg::globaltimer:
+  case SpecialReg::globaltimer_lo:
+  case SpecialReg::globaltimer_hi:
+  case SpecialReg::smid:
+  case SpecialReg::warpid:
+    // Changes while the thread runs: a read of a volatile resource, written
+    // too so that two reads are never merged.
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+    break;
+  default:
+    break;
+  }
+}
+
+/// Checks that the bits of `from` and `to` add up to the same width.
+static LogicalResult verifySameBits(Operation *op, TypeRange from,
+                                    TypeRange to) {
+  unsigned a = 0, b = 0;
+  for (Type t : from) {
+    unsigned w = bitWidth(t);
+    if (!w)
+      return op->emitOpError("operand type ") << t << " has no bit width";
+    a += w;
+  }
+  for (Type t : to) {
+    unsigned w = bitWidth(t);
+    if (!w)
+      return op->emitOpError("result type ") << t << " has no bit width";
+    b += w;
+  }
+  if (a != b)
+    return op->emitOpError("operands have ")
+           << a << " bits but results have " << b;
+  return success();
+}
+
+LogicalResult BitcastOp::verify() {
+  return verifySameBits(*this, getInput().getType(), getType());
+}
+
+LogicalResult PackOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError("needs at least two operands");
+  return verifySameBits(*this, getInputs().getTypes(), getType());
+}
+
+LogicalResult UnpackOp::verify() {
+  if (getResults().size() < 2)
+    return emitOpError("needs at least two results");
+  return verifySameBits(*this, getInput().getType(), getResultTypes());
+}
+
+/// Checks a byte access of `valueType` at `offset` into `bytesType`.
+static LogicalResult verifyByteAccess(Operation *op, Type bytesType,
+                                      Type valueType, int64_t offset) {
+  auto vec = dyn_cast<VectorType>(bytesType);
+  unsigned total = bitWidth(bytesType);
+  unsigned width = bitWidth(valueType);
+  if (!total || !width)
+    return op->emitOpError("needs types with a fixed bit width");
+  if (vec && !vec.getElementType().isInteger(8))
+    return op->emitOpError("byte array must be a vector of i8");
+  if (width % 8 && width != 1)
+    return op->emitOpError("value must be a whole number of bytes");
+  if (offset < 0 || (offset * 8 + std::max(width, 8u)) > total)
+    return op->emitOpError("access of ")
+           << std::max(width, 8u) / 8 << " bytes at offset " << offset
+           << " is outside the " << total / 8 << "-byte parameter";
+  return success();
+}
+
+LogicalResult ExtractBytesOp::verify() {
+  return verifyByteAccess(*this, getSource().getType(), getType(),
+                          getOffset());
+}
+
+LogicalResult InsertBytesOp::verify() {
+  return verifyByteAccess(*this, getDest().getType(), getValue().getType(),
+                          getOffset());
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyVectorAccess(Operation *op, TypeRange types) {
+  size_t n = types.size();
+  if (n != 1 && n != 2 && n != 4 && n != 8)
+    return op->emitOpError("accesses 1, 2, 4 or 8 values, not ") << n;
+  for (Type t : types)
+    if (t != types.front())
+      return op->emitOpError("vector elements must have one type");
+  if (!bitWidth(types.front()))
+    return op->emitOpError("value type must have a fixed bit width");
+  return success();
+}
+
+static LogicalResult verifyOrder(Operation *op, std::optional<MemOrder> sem,
+                                 std::optional<MemScope> scope,
+                                 bool isVolatile) {
+  if (scope && !sem)
+    return op->emitOpError("a scope needs a memory order");
+  if (sem && isVolatile)
+    return op->emitOpError("'volatile' excludes a memory order");
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  if (failed(verifyVectorAccess(*this, getResultTypes())))
+    return failure();
+  return verifyOrder(*this, getSem(), getScope(), getIsVolatile());
+}
+
+LogicalResult StoreOp::verify() {
+  if (failed(verifyVectorAccess(*this, getValues().getTypes())))
+    return failure();
+  if (getSpace() == StateSpace::constant)
+    return emitOpError("cannot store to the const space");
+  return verifyOrder(*this, getSem(), getScope(), getIsVolatile());
+}
+
+/// Checks the operand types of an atomic `op` on values of `type`.
+static LogicalResult verifyAtomic(Operation *op, AtomicOp kind, Type type,
+                                  size_t numValues) {
+  bool isFloatOp = kind == AtomicOp::fadd || kind == AtomicOp::fmin ||
+                   kind == AtomicOp::fmax;
+  bool bitwiseOk = kind == AtomicOp::exch || kind == AtomicOp::cas ||
+                   kind == AtomicOp::and_ || kind == AtomicOp::or_ ||
+                   kind == AtomicOp::xor_;
+  if (isFloatOp && !isa<FloatType, VectorType>(type))
+    return op->emitOpError("'") << stringifyAtomicOp(kind)
+                                << "' needs a floating-point type";
+  if (!isFloatOp && !bitwiseOk && !type.isInteger())
+    return op->emitOpError("'") << stringifyAtomicOp(kind)
+                                << "' needs an integer type";
+  size_t want = kind == AtomicOp::cas ? 2 : 1;
+  if (numValues != want)
+    return op->emitOpError("'") << stringifyAtomicOp(kind) << "' takes "
+                                << want << " value operand(s)";
+  return success();
+}
+
+LogicalResult AtomOp::verify() {
+  for (Type t : getValues().getTypes())
+    if (t != getType())
+      return emitOpError("value operands must have the result type");
+  return verifyAtomic(*this, getOp(), getType(), getValues().size());
+}
+
+LogicalResult RedOp::verify() {
+  return verifyAtomic(*this, getOp(), getValue().getType(), 1);
+}
+
+LogicalResult BarRedOp::verify() {
+  bool isPopc = getOp() == ReduxKind::popc;
+  if (!isPopc && getOp() != ReduxKind::and_ && getOp() != ReduxKind::or_)
+    return emitOpError("bar.red supports popc, and, or");
+  if (isPopc != getType().isInteger(32))
+    return emitOpError(isPopc ? "popc gives i32" : "and/or give i1");
+  return success();
+}
+
+LogicalResult VoteOp::verify() {
+  bool isBallot = getMode() == VoteMode::ballot;
+  if (isBallot != getType().isInteger(32))
+    return emitOpError(isBallot ? "ballot gives i32" : "all/any/uni give i1");
+  return success();
+}
+
+LogicalResult LdMatrixOp::verify() {
+  size_t n = getResults().size();
+  if (n != 1 && n != 2 && n != 4)
+    return emitOpError("loads 1, 2 or 4 matrices");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Floating point and conversions
+//===----------------------------------------------------------------------===//
+
+static bool isIntegerRounding(RoundingMode m) {
+  return m == RoundingMode::rni || m == RoundingMode::rzi ||
+         m == RoundingMode::rmi || m == RoundingMode::rpi;
+}
+
+/// Float arithmetic takes only the float rounding modes.
+static LogicalResult verifyFloatRounding(Operation *op,
+                                         std::optional<RoundingMode> rnd) {
+  if (rnd && (isIntegerRounding(*rnd) || *rnd == RoundingMode::rna ||
+              *rnd == RoundingMode::rs))
+    return op->emitOpError("rounding '")
+           << stringifyRoundingMode(*rnd) << "' is not valid here";
+  return success();
+}
+
+template <typename OpT>
+static LogicalResult verifyFloatBinary(OpT op) {
+  if (op.getSat() && !isa<FloatType>(getElementTypeOrSelf(op.getType())))
+    return op.emitOpError("'sat' needs a float type");
+  return verifyFloatRounding(op, op.getRnd());
+}
+
+LogicalResult FAddOp::verify() { return verifyFloatBinary(*this); }
+LogicalResult FSubOp::verify() { return verifyFloatBinary(*this); }
+LogicalResult FMulOp::verify() { return verifyFloatBinary(*this); }
+LogicalResult FmaOp::verify() { return verifyFloatRounding(*this, getRnd()); }
+
+LogicalResult FDivOp::verify() {
+  int modes = (getRnd() ? 1 : 0) + (getApprox() ? 1 : 0) + (getFull() ? 1 : 0);
+  if (modes != 1)
+    return emitOpError("needs exactly one of a rounding mode, 'approx', 'full'");
+  if ((getApprox() || getFull()) && !getType().isF32())
+    return emitOpError("'approx' and 'full' division are f32 only");
+  return verifyFloatRounding(*this, getRnd());
+}
+
+template <typename OpT>
+static LogicalResult verifyRoundedUnary(OpT op) {
+  if (op.getRnd().has_value() == op.getApprox())
+    return op.emitOpError("needs exactly one of a rounding mode or 'approx'");
+  return verifyFloatRounding(op, op.getRnd());
+}
+
+LogicalResult FSqrtOp::verify() { return verifyRoundedUnary(*this); }
+LogicalResult FRcpOp::verify() { return verifyRoundedUnary(*this); }
+
+/// The MLIR type that holds a value of PTX type `t` (signedness dropped).
+static Type storageType(MLIRContext *ctx, ScalarType t) {
+  Builder b(ctx);
+  switch (t) {
+  case ScalarType::pred:
+    return b.getI1Type();
+  case ScalarType::b8:
+  case ScalarType::u8:
+  case ScalarType::s8:
+  case ScalarType::e4m3:
+  case ScalarType::e5m2:
+    return b.getI8Type();
+  case ScalarType::b16:
+  case ScalarType::u16:
+  case ScalarType::s16:
+  case ScalarType::e4m3x2:
+  case ScalarType::e5m2x2:
+    return b.getI16Type();
+  case ScalarType::b32:
+  case ScalarType::u32:
+  case ScalarType::s32:
+  case ScalarType::tf32:
+  case ScalarType::s8x4:
+  case ScalarType::u8x4:
+    return b.getI32Type();
+  case ScalarType::b64:
+  case ScalarType::u64:
+  case ScalarType::s64:
+    return b.getI64Type();
+  case ScalarType::b128:
+    return b.getIntegerType(128);
+  case ScalarType::f16:
+    return b.getF16Type();
+  case ScalarType::bf16:
+    return b.getBF16Type();
+  case ScalarType::f16x2:
+    return VectorType::get({2}, b.getF16Type());
+  case ScalarType::bf16x2:
+    return VectorType::get({2}, b.getBF16Type());
+  case ScalarType::f32:
+    return b.getF32Type();
+  case ScalarType::f64:
+    return b.getF64Type();
+  case ScalarType::s4:
+  case ScalarType::u4:
+    return b.getIntegerType(4);
+  }
+  return {};
+}
+
+LogicalResult CvtOp::verify() {
+  size_t n = getInputs().size();
+  if (n != 1 && n != 2)
+    return emitOpError("takes one input, or two for a packed destination");
+  // Packed destinations (f16x2 from two f32, e4m3x2 from two f32 ...) take two
+  // inputs of the source type; otherwise the input holds the source type.
+  Type src = storageType(getContext(), getSrcType());
+  for (Type t : getInputs().getTypes())
+    if (bitWidth(t) != bitWidth(src))
+      return emitOpError("input of type ")
+             << t << " does not hold a '" << stringifyScalarType(getSrcType())
+             << "'";
+  Type dst = storageType(getContext(), getDstType());
+  if (bitWidth(getType()) != bitWidth(dst))
+    return emitOpError("result of type ")
+           << getType() << " does not hold a '"
+           << stringifyScalarType(getDstType()) << "'";
+  if (auto rnd = getRnd()) {
+    bool dstFloat = isa<FloatType>(getElementTypeOrSelf(dst));
+    bool srcFloat = isa<FloatType>(getElementTypeOrSelf(src));
+    if (isIntegerRounding(*rnd) && (!srcFloat || dstFloat))
+      return emitOpError("integer rounding needs a float source and an "
+                         "integer destination");
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "Wooly/Dialect/Wooly/IR/WoolyOps.cpp.inc"

@@ -1,0 +1,39 @@
+//===- InitAll.cpp - Dialect, pass and translation registration -*- C++ -*-===//
+//
+// The one place where tools get their dialects, passes and translations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+#include "Wooly/InitAllDialects.h"
+#include "Wooly/InitAllPasses.h"
+#include "Wooly/Target/PTX/PTXImporter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
+                  cf::ControlFlowDialect>();
+}
+
+void mlir::wooly::registerAllPasses() {
+  // Wooly's own passes (constrain, slice, coalesce, isolate) and conversions
+  // register here as they land. Generic cleanups are useful on imported IR.
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerSymbolDCEPass();
+  registerInlinerPass();
+  registerSCCPPass();
+}
+
+void mlir::wooly::registerAllTranslations() {
+  static bool once = [] {
+    registerPTXImportTranslation();
+    return true;
+  }();
+  (void)once;
+}

@@ -1,0 +1,133 @@
+//===- PTXAst.h - Parsed form of a PTX module --------------*- C++ -*-===//
+//
+// The syntax tree the PTX parser builds and the importer raises to Wooly IR.
+// Spellings point into the source buffer; `loc` pointers give locations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_LIB_TARGET_PTX_PTXAST_H
+#define WOOLY_LIB_TARGET_PTX_PTXAST_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SourceMgr.h"
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::wooly::ptx {
+
+/// One instruction operand.
+struct Operand {
+  enum class Kind {
+    Reg,     ///< `%r1`, `!%p` (negated), `%tid.x`.
+    Imm,     ///< integer immediate (already negated when written `-3`).
+    FImm,    ///< float immediate: `bits`, `isDouble`.
+    Symbol,  ///< a variable, function or label name.
+    Address, ///< `[base+offset]`; `name` empty for `[imm]`.
+    Vector,  ///< `{a, b}`.
+    List,    ///< `(a, b)` in calls.
+    Pair,    ///< `p|q` (two destinations).
+    Sink,    ///< `_`.
+  };
+  Kind kind = Kind::Imm;
+  llvm::StringRef name;
+  bool negated = false;
+  int64_t imm = 0;
+  uint64_t bits = 0;
+  bool isDouble = false;
+  const char *loc = nullptr;
+  std::vector<Operand> elems;
+
+  /// Returns true for an address whose base is a register.
+  bool isRegAddress() const {
+    return kind == Kind::Address && name.starts_with("%");
+  }
+};
+
+/// A PTX instruction such as `@!%p1 ld.global.v2.f32 {%f1, %f2}, [%rd1+8];`.
+struct Instruction {
+  llvm::StringRef guard; ///< Guard predicate register, empty if none.
+  bool guardNegated = false;
+  llvm::StringRef opcode;                     ///< `ld`
+  llvm::SmallVector<llvm::StringRef, 6> mods; ///< `global`, `v2`, `f32`
+  std::vector<Operand> operands;
+  const char *loc = nullptr;
+
+  /// Returns true if modifier `m` is present.
+  bool has(llvm::StringRef m) const {
+    for (llvm::StringRef x : mods)
+      if (x == m)
+        return true;
+    return false;
+  }
+};
+
+/// A declared variable: `.reg`, `.param`, or a state-space variable.
+struct VarDecl {
+  llvm::StringRef space;  ///< `reg`, `param`, `local`, `shared`, ...
+  llvm::StringRef type;   ///< `u32`, `b8`, `pred`, ...
+  llvm::StringRef name;   ///< base name
+  int64_t align = 0;      ///< 0 = natural
+  int64_t vecWidth = 1;   ///< `.v2`/`.v4`
+  int64_t arraySize = -1; ///< -1: scalar, 0: `[]`, N: `[N]` (dims multiplied)
+  int64_t rangeCount = -1; ///< `%r<N>`: N registers `%r0 .. %r{N-1}`
+  llvm::StringRef linkage; ///< `visible`, `extern`, `weak` or empty
+  llvm::StringRef ptrSpace; ///< `.ptr .global` on kernel params
+  std::vector<Operand> init; ///< initializer elements
+  bool hasInit = false;
+  const char *loc = nullptr;
+};
+
+/// A statement inside a function body.
+struct Statement {
+  enum class Kind { Instr, Label, Decl, ScopeBegin, ScopeEnd, Pragma };
+  Kind kind = Kind::Instr;
+  Instruction instr;          ///< for Instr
+  llvm::StringRef label;      ///< for Label; pragma text for Pragma
+  std::vector<VarDecl> decls; ///< for Decl
+  const char *loc = nullptr;
+};
+
+/// `.callprototype` signature.
+struct Prototype {
+  std::vector<VarDecl> results, params;
+};
+
+/// A `.entry` or `.func`, defined or declared.
+struct Function {
+  bool isKernel = false;
+  llvm::StringRef name;
+  llvm::StringRef linkage;
+  std::vector<VarDecl> results, params;
+  std::vector<int64_t> maxntid, reqntid;
+  std::optional<int64_t> minnctapersm, maxnreg;
+  bool noreturn = false;
+  bool hasBody = false;
+  std::vector<Statement> body;
+  const char *loc = nullptr;
+};
+
+/// A parsed PTX module.
+struct Module {
+  std::string version;
+  std::vector<std::string> targets;
+  int64_t addressSize = 64;
+  std::vector<VarDecl> globals;
+  std::vector<std::unique_ptr<Function>> functions;
+  /// Prototypes by label name (function-local labels are unique enough).
+  std::vector<std::pair<llvm::StringRef, Prototype>> prototypes;
+};
+
+/// Receives parse errors: the location and the message.
+using ErrorFn = llvm::function_ref<void(const char *loc, const llvm::Twine &)>;
+
+/// Parses `buffer` into `module`. Returns false after reporting the first
+/// error through `error`.
+bool parseModule(llvm::StringRef buffer, Module &module, ErrorFn error);
+
+} // namespace mlir::wooly::ptx
+
+#endif // WOOLY_LIB_TARGET_PTX_PTXAST_H

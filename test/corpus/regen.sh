@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerate all PTX files in this directory from the .cu sources.
+# Usage: ./regen.sh            (NVCC=/path/to/nvcc to override the compiler)
+set -euo pipefail
+cd "$(dirname "$0")"
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+
+for cu in *.cu; do
+  X=${cu%.cu}
+  "$NVCC" -ptx -arch=sm_80 -O3 "$X.cu" -o "$X.sm_80.ptx"
+  "$NVCC" -ptx -arch=sm_90 -O3 "$X.cu" -o "$X.sm_90.ptx"
+done
+
+# Fast-math variants (expf/rsqrtf/div lowered to approximate instructions, FTZ).
+for X in softmax layernorm; do
+  "$NVCC" -ptx -arch=sm_80 -O3 --use_fast_math "$X.cu" -o "${X}_fastmath.sm_80.ptx"
+  "$NVCC" -ptx -arch=sm_90 -O3 --use_fast_math "$X.cu" -o "${X}_fastmath.sm_90.ptx"
+done

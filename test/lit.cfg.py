@@ -1,0 +1,90 @@
+# -*- Python -*-
+# Configuration file for Wooly's lit test suite.
+
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "WOOLY"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+
+# Tests are .mlir, .ptx and .test files. test/corpus holds PTX *inputs* (and
+# their CUDA sources), not tests, so it is excluded.
+config.suffixes = [".mlir", ".ptx", ".test"]
+config.excludes = ["corpus", "lit.cfg.py", "CMakeLists.txt", "README.md", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.wooly_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()  # FileCheck, not, count, %python
+
+# Wooly's tools first on PATH, then LLVM's (FileCheck, not, split-file, ...).
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.wooly_tools_dir, append_path=True)
+
+tool_dirs = [config.wooly_tools_dir, config.llvm_tools_dir]
+tools = [
+    "wooly-opt",
+    "wooly-translate",
+    "split-file",
+    ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# PTX inputs shared by many tests.
+config.substitutions.append(
+    ("%corpus_dir", os.path.join(config.test_source_root, "corpus"))
+)
+
+# ZLUDA's PTX conformance data, beside the checkout (../shared/conformance/zluda).
+zluda_dir = os.path.realpath(config.wooly_zluda_dir)
+config.substitutions.append(("%zluda_dir", zluda_dir))
+if os.path.isdir(zluda_dir):
+    config.available_features.add("zluda")
+else:
+    lit_config.note(
+        "ZLUDA conformance folder %s not found: 'REQUIRES: zluda' tests are "
+        "unsupported" % zluda_dir
+    )
+
+
+def _has_nvidia_gpu():
+    if os.path.exists("/dev/nvidia0"):
+        return True
+    nvidia_smi = shutil.which("nvidia-smi")
+    if not nvidia_smi:
+        return False
+    try:
+        subprocess.run(
+            [nvidia_smi, "-L"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=20,
+            check=True,
+        )
+        return True
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+# Tests that need a GPU (test/Integration) say 'REQUIRES: cuda'.
+if _has_nvidia_gpu():
+    config.available_features.add("cuda")
+else:
+    lit_config.note("no NVIDIA GPU found: 'REQUIRES: cuda' tests are unsupported")
+
+# ptxas from the CUDA toolkit, to check that generated PTX assembles.
+ptxas = "/usr/local/cuda/bin/ptxas"
+if not os.path.isfile(ptxas):
+    ptxas = shutil.which("ptxas") or ""
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+else:
+    config.substitutions.append(("%ptxas", "ptxas"))
+    lit_config.note("ptxas not found: 'REQUIRES: ptxas' tests are unsupported")
