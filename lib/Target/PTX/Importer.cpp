@@ -38,6 +38,9 @@ struct VarInfo {
   SSABuilder::Var id;
   Type type;
   bool isParam = false;
+  /// For a vector register `.reg .v4 .f32 v`: its width; the components are
+  /// separate variables named `v.x` ... `v.w`.
+  unsigned vecWidth = 0;
 };
 
 /// A PTX type name's properties.
@@ -92,6 +95,27 @@ private:
   Value read(const Operand &op, Type t, bool signExtend = false);
   LogicalResult write(const Operand &op, Value v, bool signExtend = false);
   VarInfo *lookup(StringRef name);
+  StringRef vectorComponent(StringRef name, int64_t i) {
+    static const char *xyzw[] = {".x", ".y", ".z", ".w"};
+    return b.getStringAttr(name + xyzw[i]).getValue();
+  }
+  /// Expands a whole vector register into a `{v.x, v.y, ...}` operand.
+  std::optional<Operand> expandVector(const Operand &op) {
+    VarInfo *v = lookup(op.name);
+    if (!v || !v->vecWidth)
+      return std::nullopt;
+    Operand vec;
+    vec.kind = OK::Vector;
+    vec.loc = op.loc;
+    for (unsigned i = 0; i < v->vecWidth; ++i) {
+      Operand e;
+      e.kind = OK::Reg;
+      e.loc = op.loc;
+      e.name = vectorComponent(op.name, i);
+      vec.elems.push_back(e);
+    }
+    return vec;
+  }
   Value readSpecial(const Operand &op, Type t);
   Value address(const Operand &op, Type &type);
   Value undefValue(Type t);
@@ -161,6 +185,7 @@ private:
   llvm::StringMap<Block *> labels;
   llvm::DenseMap<Block *, unsigned> expectedPreds;
   llvm::SmallVector<SSABuilder::Var> retVars;
+  llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
   std::optional<SSABuilder::Var> carryVar;
   llvm::DenseMap<Type, Value> undefs;
   StringRef pendingPragma;
@@ -300,6 +325,13 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
 }
 
 VarInfo *Importer::lookup(StringRef name) {
+  if (name.size() > 2 && name[name.size() - 2] == '.') {
+    char c = name.back();
+    const char *alias = c == 'r' ? ".x" : c == 'g' ? ".y" : c == 'b' ? ".z"
+                        : c == 'a' ? ".w" : nullptr;
+    if (alias)
+      name = b.getStringAttr(name.drop_back(2) + alias).getValue();
+  }
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     auto f = it->find(name);
     if (f != it->end())
@@ -338,9 +370,24 @@ Value Importer::readSpecial(const Operand &op, Type t) {
 }
 
 Value Importer::read(const Operand &op, Type t, bool signExtend) {
+  if (op.kind == OK::Reg || op.kind == OK::Symbol) {
+    if (auto vec = expandVector(op))
+      return read(*vec, t, signExtend);
+  }
   switch (op.kind) {
   case OK::Reg: {
     VarInfo *var = lookup(op.name);
+    if (var && op.imm) {
+      // `reg + imm` as an operand.
+      Operand plain = op;
+      plain.imm = 0;
+      Value v = read(plain, t, signExtend);
+      if (!v || !v.getType().isInteger())
+        return v ? ((void)error(op.loc, "'reg + imm' needs an integer type"),
+                    Value())
+                 : v;
+      return arith::AddIOp::create(b, curLoc, v, constInt(t, op.imm));
+    }
     if (!var) {
       Value s = readSpecial(op, t);
       if (!s)
@@ -393,7 +440,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
   }
   case OK::Symbol: {
     // Register names need not start with '%'.
-    if (VarInfo *v = lookup(op.name); v && !v->isParam && !op.imm) {
+    if (VarInfo *v = lookup(op.name); v && !v->isParam) {
       Operand reg = op;
       reg.kind = OK::Reg;
       return read(reg, t, signExtend);
@@ -445,6 +492,10 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
 }
 
 LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
+  if (op.kind == OK::Reg || op.kind == OK::Symbol) {
+    if (auto vec = expandVector(op))
+      return write(*vec, v, signExtend);
+  }
   switch (op.kind) {
   case OK::Sink:
     return success();
@@ -651,8 +702,7 @@ LogicalResult Importer::declareFunction(ptx::Function &f) {
   if (f.isKernel)
     fn.setKernel(true);
   if (!f.linkage.empty())
-    if (auto l = symbolizeLinkage(f.linkage))
-      fn.setLinkageAttr(LinkageAttr::get(ctx, *l));
+    fn.setLinkage(f.linkage);
   auto dims = [&](const std::vector<int64_t> &v) {
     SmallVector<int32_t> d(v.begin(), v.end());
     return b.getDenseI32ArrayAttr(d);
@@ -734,7 +784,8 @@ void Importer::startBlock(Block *block) {
 
 LogicalResult Importer::importBody(ptx::Function &f) {
   func = funcs[f.name];
-  SSABuilder builder([&](Type t) { return undefValue(t); });
+  auto makeUndef = [&](Type t) { return undefValue(t); };
+  SSABuilder builder(makeUndef);
   ssa = &builder;
   scopes.clear();
   scopes.emplace_back();
@@ -750,17 +801,59 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   b.setInsertionPointToEnd(entry);
   ssa->sealBlock(entry);
   curLoc = loc(f.loc);
+  // `.reg .v2 .u32 x` parameters and results: one variable per component.
+  auto declareVectorReg = [&](const ptx::VarDecl &p,
+                              SmallVectorImpl<SSABuilder::Var> &ids)
+      -> LogicalResult {
+    auto pt = ptxType(p.type);
+    VarInfo whole{0, pt->type, false, static_cast<unsigned>(p.vecWidth)};
+    if (!scopes.back().try_emplace(p.name, whole).second)
+      return error(p.loc, "redeclaration of parameter '" + p.name + "'");
+    for (int64_t k = 0; k < p.vecWidth; ++k) {
+      auto id = ssa->addVariable(pt->type);
+      scopes.back().try_emplace(vectorComponent(p.name, k),
+                                VarInfo{id, pt->type, false});
+      ids.push_back(id);
+    }
+    return success();
+  };
+  vectorRets.clear();
   for (auto [i, p] : llvm::enumerate(f.params)) {
     Type t = entry->getArgument(i).getType();
+    if (p.space == "reg" && p.vecWidth > 1) {
+      SmallVector<SSABuilder::Var> ids;
+      if (failed(declareVectorReg(p, ids)))
+        return failure();
+      Type et = ssa->getType(ids[0]);
+      SmallVector<Type> parts(ids.size(), intType(widthOf(et)));
+      auto split = UnpackOp::create(b, curLoc, parts,
+                                    bitcast(entry->getArgument(i),
+                                            intType(widthOf(t))));
+      for (auto [k, id] : llvm::enumerate(ids))
+        ssa->writeVariable(id, entry, coerce(split.getResult(k), et));
+      continue;
+    }
     auto id = ssa->addVariable(t);
-    if (!scopes.back().try_emplace(p.name, VarInfo{id, t, true}).second)
+    if (!scopes.back()
+             .try_emplace(p.name, VarInfo{id, t, p.space == "param"})
+             .second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     ssa->writeVariable(id, entry, entry->getArgument(i));
   }
   for (auto [i, p] : llvm::enumerate(f.results)) {
     Type t = func.getResultTypes()[i];
+    if (p.space == "reg" && p.vecWidth > 1) {
+      SmallVector<SSABuilder::Var> ids;
+      if (failed(declareVectorReg(p, ids)))
+        return failure();
+      vectorRets[i] = ids;
+      retVars.push_back(0);
+      continue;
+    }
     auto id = ssa->addVariable(t);
-    if (!scopes.back().try_emplace(p.name, VarInfo{id, t, true}).second)
+    if (!scopes.back()
+             .try_emplace(p.name, VarInfo{id, t, p.space == "param"})
+             .second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     retVars.push_back(id);
   }
@@ -857,9 +950,8 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
           auto pt = ptxType(d.type);
           if (!pt)
             return error(d.loc, "unsupported register type '." + d.type + "'");
-          if (d.vecWidth > 1 || d.arraySize >= 0)
-            return error(d.loc, "vector and array registers are not "
-                                "supported yet");
+          if (d.arraySize >= 0)
+            return error(d.loc, "array registers are not supported yet");
           t = pt->type;
         }
         if (!t)
@@ -872,14 +964,25 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
             return error(d.loc, "redeclaration of '" + name + "'");
           return success();
         };
+        auto declareOne = [&](StringRef name) -> LogicalResult {
+          if (d.vecWidth <= 1)
+            return declare(name);
+          VarInfo whole{0, *t, false, static_cast<unsigned>(d.vecWidth)};
+          if (!scopes.back().try_emplace(name, whole).second)
+            return error(d.loc, "redeclaration of '" + name + "'");
+          for (int64_t i = 0; i < d.vecWidth; ++i)
+            if (failed(declare(vectorComponent(name, i))))
+              return failure();
+          return success();
+        };
         if (d.rangeCount >= 0) {
           for (int64_t i = 0; i < d.rangeCount; ++i) {
             // Names live as long as the module's buffer: intern them.
             StringRef n = b.getStringAttr(d.name + Twine(i)).getValue();
-            if (failed(declare(n)))
+            if (failed(declareOne(n)))
               return failure();
           }
-        } else if (failed(declare(d.name))) {
+        } else if (failed(declareOne(d.name))) {
           return failure();
         }
         continue;
@@ -956,8 +1059,19 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
 
 LogicalResult Importer::emitRet(ptx::Instruction &inst) {
   SmallVector<Value> values;
-  for (auto id : retVars)
-    values.push_back(ssa->readVariable(id, cur));
+  for (auto [i, id] : llvm::enumerate(retVars)) {
+    auto vec = vectorRets.find(i);
+    if (vec == vectorRets.end()) {
+      values.push_back(ssa->readVariable(id, cur));
+      continue;
+    }
+    SmallVector<Value> parts;
+    for (auto c : vec->second)
+      parts.push_back(ssa->readVariable(c, cur));
+    Type rt = func.getResultTypes()[i];
+    Value packed = PackOp::create(b, curLoc, intType(widthOf(rt)), parts);
+    values.push_back(bitcast(packed, rt));
+  }
   RetOp::create(b, curLoc, values);
   return success();
 }
@@ -1146,6 +1260,8 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
     return error(inst.loc, "a scope needs '.relaxed', '.acquire' or "
                            "'.release'");
 
+  if (auto v = expandVector(inst.operands[isLoad ? 0 : 1]))
+    inst.operands[isLoad ? 0 : 1] = *v;
   const Operand &data = inst.operands[isLoad ? 0 : 1];
   if (vec > 1 && (data.kind != OK::Vector ||
                   data.elems.size() != static_cast<size_t>(vec)))
@@ -1646,6 +1762,8 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
   Type laneType = elem;
   if (auto vt = dyn_cast<VectorType>(elem))
     laneType = vt.getElementType();
+  else if (lanes.size() == 2)
+    laneType = intType(widthOf(elem) / 2); // u32 result of an x2 compare
   auto materialize = [&](Value p) -> Value {
     if (isa<FloatType>(laneType)) {
       Value one = arith::ConstantOp::create(b, curLoc, laneType,
@@ -1696,6 +1814,8 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
   auto dt = instrType(inst, 0), st = instrType(inst, 1);
   if (!dt || !st)
     return error(inst.loc, "'cvt' needs a destination and a source type");
+  if (inst.has("pack"))
+    return error(inst.loc, "'cvt.pack' is not supported yet");
   bool packed = inst.operands.size() == 3;
   if (!packed && failed(expectOperands(inst, 2)))
     return failure();

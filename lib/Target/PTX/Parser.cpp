@@ -687,17 +687,17 @@ bool Parser::parseOperand(Operand &op) {
     consume();
     if (op.name == "_") {
       op.kind = Operand::Kind::Sink;
-    } else if (op.name.starts_with("%")) {
-      op.kind = Operand::Kind::Reg;
-      // Special-register components: `%tid.x`.
-      if (cur().is(TokenKind::Directive) && adjacent(prev, cur())) {
+    } else {
+      op.kind = op.name.starts_with("%") ? Operand::Kind::Reg
+                                         : Operand::Kind::Symbol;
+      // Components: `%tid.x`, `v.w` of a vector register.
+      if (cur().is(TokenKind::Directive) && adjacent(prev, cur()) &&
+          (op.kind == Operand::Kind::Reg || cur().spelling.size() == 2)) {
         op.name = StringRef(op.name.data(),
                             cur().spelling.end() - op.name.data());
         consume();
       }
-    } else {
-      op.kind = Operand::Kind::Symbol;
-      // `sym+4` as an immediate address expression.
+      // `sym + 4` / `reg + 4` as an operand.
       if (cur().is(TokenKind::Plus)) {
         consume();
         if (!parseInt(op.imm))

@@ -176,6 +176,12 @@ void SSABuilder::sealBlock(Block *block) {
 void SSABuilder::finalize(Region &region) {
   for (Block &block : region)
     sealBlock(&block);
+  // Values captured before a phi was found trivial may have created new uses
+  // of it since: redirect every remaining use to its final replacement.
+  for (Block &block : region)
+    for (BlockArgument arg : block.getArguments())
+      if (replaced.contains(arg))
+        arg.replaceAllUsesWith(resolve(arg));
   // Erase the arguments of removed phis, with their incoming operands.
   for (Block &block : region) {
     for (int i = block.getNumArguments() - 1; i >= 0; --i) {

@@ -57,6 +57,8 @@ void FuncOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult FuncOp::verify() {
+  if (auto linkage = getLinkage(); linkage && !symbolizeLinkage(*linkage))
+    return emitOpError("unknown linkage '") << *linkage << "'";
   if (getKernel() && !getResultTypes().empty())
     return emitOpError("a kernel cannot return values");
   for (auto [name, attr] : {std::pair<StringRef, DenseI32ArrayAttr>{
@@ -480,9 +482,8 @@ LogicalResult CvtOp::verify() {
   if (auto rnd = getRnd()) {
     bool dstFloat = isa<FloatType>(getElementTypeOrSelf(dst));
     bool srcFloat = isa<FloatType>(getElementTypeOrSelf(src));
-    if (isIntegerRounding(*rnd) && (!srcFloat || dstFloat))
-      return emitOpError("integer rounding needs a float source and an "
-                         "integer destination");
+    if (isIntegerRounding(*rnd) && !srcFloat)
+      return emitOpError("integer rounding needs a float source");
   }
   return success();
 }

@@ -51,7 +51,7 @@ def Wooly_FuncOp : Wooly_Op<"func", [
 
     ```mlir
     wooly.func @axpy(%a: f32 {wooly.type = "f32"}, %x: i64 {wooly.type = "u64"})
-        attributes {kernel, linkage = 1 : i32, maxntid = array<i32: 256>} {
+        attributes {kernel, linkage = "visible", maxntid = array<i32: 256>} {
       wooly.ret
     }
     ```
@@ -61,7 +61,7 @@ def Wooly_FuncOp : Wooly_Op<"func", [
                        OptionalAttr<DictArrayAttr>:$arg_attrs,
                        OptionalAttr<DictArrayAttr>:$res_attrs,
                        UnitAttr:$kernel,
-                       OptionalAttr<Wooly_Linkage>:$linkage,
+                       OptionalAttr<StrAttr>:$linkage,
                        OptionalAttr<DenseI32ArrayAttr>:$maxntid,
                        OptionalAttr<DenseI32ArrayAttr>:$reqntid,
                        OptionalAttr<I32Attr>:$minnctapersm,
@@ -489,7 +489,7 @@ def Wooly_BarRedOp : Wooly_Op<"bar_red"> {
   let arguments = (ins Wooly_ReduxKind:$op, I32:$id, Optional<I32>:$count,
                        I1:$pred);
   let results = (outs AnyTypeOf<[I1, I32]>:$result);
-  let assemblyFormat = "$op $id (`,` $count^)? `,` $pred attr-dict `:` type($result)";
+  let assemblyFormat = "$op $id `,` $pred (`count` $count^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 
