@@ -312,6 +312,13 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
   unsigned fw = widthOf(from), tw = widthOf(t);
   if (fw == tw)
     return bitcast(v, t);
+  // Integer constants (immediates) are re-materialized at the new width.
+  if (auto cst = v.getDefiningOp<arith::ConstantOp>())
+    if (auto ia = dyn_cast<IntegerAttr>(cst.getValue()); ia && t.isInteger()) {
+      llvm::APInt val = ia.getValue();
+      val = fw > tw ? val.trunc(tw) : signExtend ? val.sext(tw) : val.zext(tw);
+      return arith::ConstantOp::create(b, curLoc, t, b.getIntegerAttr(t, val));
+    }
   // Different widths: go through integers of each width.
   Value i = bitcast(v, intType(fw));
   Value r;
@@ -1587,11 +1594,11 @@ LogicalResult Importer::emitCarry(ptx::Instruction &inst) {
     if (!rhs)
       return failure();
   }
-  Value i1True = constInt(b.getI1Type(), 1);
   Value cin = useCarry ? ssa->readVariable(*carryVar, cur)
-                       : constInt(b.getI1Type(), isSub ? 0 : 0);
+                       : constInt(b.getI1Type(), 0);
   Value r, cout;
   if (isSub) {
+    Value i1True = constInt(b.getI1Type(), 1);
     // a - b - borrow computed as a + ~b + !borrow; CC.CF receives the
     // borrow (the inverted carry), as NVIDIA hardware does.
     Value nb = arith::XOrIOp::create(b, curLoc, rhs, constInt(ty, -1));
@@ -1739,7 +1746,7 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
       return arith::OrIOp::create(b, curLoc, v, boolIn);
     return arith::XOrIOp::create(b, curLoc, v, boolIn);
   };
-  Value i1True = constInt(b.getI1Type(), 1);
+  auto i1True = [&] { return constInt(b.getI1Type(), 1); };
   const Operand &dst = inst.operands[0];
   if (!isSet) {
     if (lanes.size() == 2) {
@@ -1752,7 +1759,7 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
     if (dst.kind == OK::Pair) {
       if (failed(write(dst.elems[0], combine(lanes[0]))))
         return failure();
-      Value notR = arith::XOrIOp::create(b, curLoc, lanes[0], i1True);
+      Value notR = arith::XOrIOp::create(b, curLoc, lanes[0], i1True());
       return write(dst.elems[1], combine(notR));
     }
     return write(dst, combine(lanes[0]));
