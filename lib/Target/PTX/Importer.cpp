@@ -150,6 +150,18 @@ private:
   LogicalResult emitMatrix(ptx::Instruction &inst);
   LogicalResult emitMisc(ptx::Instruction &inst);
 
+  /// `a + b` (or `a - b`) on s32, clamped to [INT32_MIN, INT32_MAX].
+  Value saturatingAddS32(Value a, Value c, bool subtract = false) {
+    Type i64 = intType(64);
+    Value wa = arith::ExtSIOp::create(b, curLoc, i64, a);
+    Value wc = arith::ExtSIOp::create(b, curLoc, i64, c);
+    Value s = subtract ? Value(arith::SubIOp::create(b, curLoc, wa, wc))
+                       : Value(arith::AddIOp::create(b, curLoc, wa, wc));
+    s = arith::MaxSIOp::create(b, curLoc, s, constInt(i64, INT32_MIN));
+    s = arith::MinSIOp::create(b, curLoc, s, constInt(i64, INT32_MAX));
+    return arith::TruncIOp::create(b, curLoc, intType(32), s);
+  }
+
   LogicalResult expectOperands(ptx::Instruction &inst, size_t n) {
     if (inst.operands.size() != n)
       return error(inst.loc, "'" + inst.opcode + "' expects " + Twine(n) +
@@ -1438,14 +1450,7 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
       if (!t->isSigned || !ty.isInteger(32))
         return error(inst.loc, "'.sat' integer add/sub is only defined for "
                                ".s32");
-      Type i64 = intType(64);
-      Value a = arith::ExtSIOp::create(b, curLoc, i64, src[0]);
-      Value c = arith::ExtSIOp::create(b, curLoc, i64, src[1]);
-      Value s = op == "add" ? Value(arith::AddIOp::create(b, curLoc, a, c))
-                            : Value(arith::SubIOp::create(b, curLoc, a, c));
-      s = arith::MaxSIOp::create(b, curLoc, s, constInt(i64, INT32_MIN));
-      s = arith::MinSIOp::create(b, curLoc, s, constInt(i64, INT32_MAX));
-      r = arith::TruncIOp::create(b, curLoc, ty, s);
+      r = saturatingAddS32(src[0], src[1], /*subtract=*/op == "sub");
     } else {
       r = op == "add" ? Value(arith::AddIOp::create(b, curLoc, src[0], src[1]))
                       : Value(arith::SubIOp::create(b, curLoc, src[0], src[1]));
@@ -1549,13 +1554,7 @@ LogicalResult Importer::emitMulMad(ptx::Instruction &inst) {
     if (inst.has("sat")) {
       if (!hi || !t->isSigned || !ty.isInteger(32))
         return error(inst.loc, "'.sat' is only defined for mad.hi.s32");
-      Type i64 = intType(64);
-      Value s = arith::AddIOp::create(
-          b, curLoc, arith::ExtSIOp::create(b, curLoc, i64, r),
-          arith::ExtSIOp::create(b, curLoc, i64, addend));
-      s = arith::MaxSIOp::create(b, curLoc, s, constInt(i64, INT32_MIN));
-      s = arith::MinSIOp::create(b, curLoc, s, constInt(i64, INT32_MAX));
-      r = arith::TruncIOp::create(b, curLoc, ty, s);
+      r = saturatingAddS32(r, addend);
     } else {
       r = arith::AddIOp::create(b, curLoc, r, addend);
     }
@@ -1961,7 +1960,13 @@ LogicalResult Importer::emitBits(ptx::Instruction &inst) {
       Value d = src(3, i32);
       if (!d)
         return failure();
-      r = arith::AddIOp::create(b, curLoc, r, d);
+      if (inst.has("sat")) {
+        if (half != HalfSel::hi || sign != Signedness::s)
+          return error(inst.loc, "'.sat' is only defined for mad24.hi.s32");
+        r = saturatingAddS32(r, d);
+      } else {
+        r = arith::AddIOp::create(b, curLoc, r, d);
+      }
     }
   } else if (op == "sad") {
     if (failed(expectOperands(inst, 4)))
@@ -2161,7 +2166,11 @@ LogicalResult Importer::emitBarrier(ptx::Instruction &inst) {
   if (op == "fence") {
     if (inst.has("proxy") || inst.has("mbarrier_init"))
       return unsupported(inst);
-    MemOrder sem = inst.has("acq_rel") ? MemOrder::acq_rel : MemOrder::sc;
+    // A fence without `.sem` is `.acq_rel` (PTX ISA, `fence`).
+    MemOrder sem = inst.has("sc")        ? MemOrder::sc
+                   : inst.has("acquire") ? MemOrder::acquire
+                   : inst.has("release") ? MemOrder::release
+                                         : MemOrder::acq_rel;
     std::optional<MemScope> scope;
     for (StringRef m : inst.mods)
       if (auto s = symbolizeMemScope(m))

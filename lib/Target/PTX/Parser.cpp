@@ -79,6 +79,8 @@ private:
   ErrorFn error;
   Token tok[2];
   bool failed = false;
+  /// Location of the last integer parseInt() read, for range errors.
+  const char *lastIntLoc = nullptr;
 };
 
 } // namespace
@@ -95,6 +97,7 @@ bool Parser::parseInt(int64_t &value, bool allowNegative) {
   if (!Lexer::parseInteger(cur().spelling, v))
     return failHere("integer '" + cur().spelling + "' is out of range");
   value = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  lastIntLoc = cur().loc();
   consume();
   return true;
 }
@@ -144,7 +147,7 @@ bool Parser::parseModule(Module &m) {
       if (!parseInt(m.addressSize, false))
         return false;
       if (m.addressSize != 32 && m.addressSize != 64)
-        return fail(tok[0].loc(), ".address_size must be 32 or 64");
+        return fail(lastIntLoc, ".address_size must be 32 or 64");
     } else if (d == ".file" || d == ".loc") {
       restartAt(cur().loc());
     } else if (d == ".section") {
@@ -182,7 +185,7 @@ bool Parser::parseModule(Module &m) {
     }
   }
   if (m.version.empty())
-    return fail(tok[0].loc(), "missing .version directive");
+    return fail(cur().loc(), "missing .version directive");
   return !failed;
 }
 
@@ -196,7 +199,7 @@ bool Parser::parseDims(std::vector<int64_t> &dims) {
       if (!parseInt(n, false))
         return false;
       if (n <= 0 || n > (int64_t(1) << 32))
-        return fail(tok[0].loc(), "array size out of range");
+        return fail(lastIntLoc, "array size out of range");
       dims.push_back(n);
     }
     if (!expect(TokenKind::RBracket, "after an array size"))
@@ -274,7 +277,7 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
       if (!parseInt(d.align, false))
         return false;
       if (d.align <= 0 || (d.align & (d.align - 1)) || d.align > (1 << 20))
-        return fail(tok[0].loc(), "alignment must be a power of two");
+        return fail(lastIntLoc, "alignment must be a power of two");
     } else if (w == "v2" || w == "v4" || w == "v8") {
       d.vecWidth = w[1] - '0';
       consume();
@@ -306,7 +309,7 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
     if (!parseInt(d.rangeCount, false))
       return false;
     if (d.rangeCount < 0 || d.rangeCount > (1 << 24))
-      return fail(tok[0].loc(), "register range out of bounds");
+      return fail(lastIntLoc, "register range out of bounds");
     if (!expect(TokenKind::Greater, "after a register count"))
       return false;
   }
@@ -376,6 +379,7 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
   // Performance directives.
   while (cur().is(TokenKind::Directive)) {
     StringRef d = cur().spelling;
+    const char *dloc = cur().loc();
     consume();
     if (d == ".maxntid" || d == ".reqntid") {
       auto &dims = d == ".maxntid" ? f->maxntid : f->reqntid;
@@ -405,7 +409,7 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
       if (!expect(TokenKind::Semicolon, "after .pragma"))
         return false;
     } else {
-      return fail(tok[0].loc(), "unsupported function directive '" + d + "'");
+      return fail(dloc, "unsupported function directive '" + d + "'");
     }
   }
   if (cur().is(TokenKind::Semicolon)) {
@@ -462,7 +466,7 @@ bool Parser::parseBody(Function &f, Module &m) {
         if (!cur().is(TokenKind::String))
           return failHere("expected a string after .pragma");
         s.kind = Statement::Kind::Pragma;
-        s.label = cur().spelling;
+        s.label = cur().spelling.drop_front().drop_back();
         consume();
         if (!expect(TokenKind::Semicolon, "after .pragma"))
           return false;
@@ -493,7 +497,7 @@ bool Parser::parseBody(Function &f, Module &m) {
             if (!parseInt(more.rangeCount, false))
               return false;
             if (more.rangeCount < 0 || more.rangeCount > (1 << 24))
-              return fail(tok[0].loc(), "register range out of bounds");
+              return fail(lastIntLoc, "register range out of bounds");
             if (!expect(TokenKind::Greater, "after a register count"))
               return false;
           }

@@ -93,9 +93,10 @@ LogicalResult RetOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult GlobalOp::verify() {
-  if (getAlign() <= 0 || !llvm::isPowerOf2_64(getAlign()))
+  int64_t align = getAlignAttr().getInt();
+  if (align <= 0 || !llvm::isPowerOf2_64(align))
     return emitOpError("alignment must be a positive power of two");
-  if (getCount() < 0)
+  if (getCountAttr().getInt() < 0)
     return emitOpError("element count must not be negative");
   if (!bitWidth(getElemType()))
     return emitOpError("element type must be an integer or float type");
@@ -111,7 +112,8 @@ LogicalResult GlobalOp::verify() {
   }
   if (auto init = getInitAttr()) {
     auto shaped = dyn_cast<ShapedType>(init.getType());
-    if (!shaped || shaped.getNumElements() > std::max<int64_t>(getCount(), 1))
+    if (!shaped ||
+        shaped.getNumElements() > std::max<int64_t>(getCountAttr().getInt(), 1))
       return emitOpError("initializer has more elements than the variable");
   }
   return success();
@@ -480,7 +482,6 @@ LogicalResult CvtOp::verify() {
            << getType() << " does not hold a '"
            << stringifyScalarType(getDstType()) << "'";
   if (auto rnd = getRnd()) {
-    bool dstFloat = isa<FloatType>(getElementTypeOrSelf(dst));
     bool srcFloat = isa<FloatType>(getElementTypeOrSelf(src));
     if (isIntegerRounding(*rnd) && !srcFloat)
       return emitOpError("integer rounding needs a float source");
