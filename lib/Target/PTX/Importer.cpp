@@ -607,8 +607,24 @@ LogicalResult Importer::importGlobal(const ptx::VarDecl &d, StringRef name) {
   if (isa<VectorType>(elem)) // f16x2 storage
     elem = intType(32);
   int64_t align = d.align ? d.align : std::max<int64_t>(widthOf(elem) / 8, 1);
-  ElementsAttr init;
-  if (d.hasInit) {
+  Attribute init;
+  bool hasAddresses = llvm::any_of(
+      d.init, [](const Operand &o) { return o.kind == OK::Symbol; });
+  if (d.hasInit && hasAddresses) {
+    if (!elem.isInteger(64) && !elem.isInteger(32))
+      return error(d.loc, "address initializers need a .u32/.u64 variable");
+    if (d.init.size() > static_cast<size_t>(std::max<int64_t>(count, 1)))
+      return error(d.loc, "too many initializers for '" + name + "'");
+    SmallVector<Attribute> values;
+    for (const Operand &o : d.init)
+      values.push_back(o.kind == OK::Symbol
+                           ? Attribute(FlatSymbolRefAttr::get(ctx, o.name))
+                           : Attribute(b.getIntegerAttr(
+                                 elem, o.kind == OK::Imm
+                                           ? o.imm
+                                           : static_cast<int64_t>(o.bits))));
+    init = b.getArrayAttr(values);
+  } else if (d.hasInit) {
     if (d.init.size() > static_cast<size_t>(std::max<int64_t>(count, 1)))
       return error(d.loc, "too many initializers for '" + name + "'");
     auto vt = RankedTensorType::get({static_cast<int64_t>(d.init.size())},
@@ -1820,8 +1836,47 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
   auto dt = instrType(inst, 0), st = instrType(inst, 1);
   if (!dt || !st)
     return error(inst.loc, "'cvt' needs a destination and a source type");
-  if (inst.has("pack"))
-    return error(inst.loc, "'cvt.pack' is not supported yet");
+  if (inst.has("pack")) {
+    // cvt.pack.sat.T.s32{.b32} d, a, b{, c}: with w the width of T,
+    // d = (c << 2w) | (sat_T(a) << w) | sat_T(b), the fields as raw bits.
+    auto ct = instrType(inst, 0), at = instrType(inst, 1);
+    if (!ct || !at || !inst.has("sat") || at->scalar != ScalarType::s32)
+      return error(inst.loc, "'cvt.pack' needs '.sat', a destination type "
+                             "and '.s32' sources");
+    unsigned w = widthOf(ct->type);
+    bool withC = inst.operands.size() == 4;
+    if (w == 16 ? withC : !withC)
+      return expectOperands(inst, w == 16 ? 3 : 4);
+    if (w != 4 && w != 8 && w != 16)
+      return error(inst.loc, "'cvt.pack' to '." +
+                                 stringifyScalarType(ct->scalar) +
+                                 "' is not supported yet");
+    Type i32 = intType(32);
+    auto field = [&](const Operand &o) -> Value {
+      Value v = read(o, i32);
+      if (!v)
+        return {};
+      Value narrow = CvtOp::create(b, curLoc, ct->type, ValueRange{v},
+                                   ScalarType::s32, ct->scalar,
+                                   RoundingModeAttr(), false, /*sat=*/true,
+                                   false, false);
+      return arith::ExtUIOp::create(b, curLoc, i32, narrow);
+    };
+    Value fa = field(inst.operands[1]), fb = field(inst.operands[2]);
+    if (!fa || !fb)
+      return failure();
+    Value r = arith::OrIOp::create(
+        b, curLoc, arith::ShLIOp::create(b, curLoc, fa, constInt(i32, w)), fb);
+    if (withC) {
+      Value c = read(inst.operands[3], i32);
+      if (!c)
+        return failure();
+      r = arith::OrIOp::create(
+          b, curLoc, arith::ShLIOp::create(b, curLoc, c, constInt(i32, 2 * w)),
+          r);
+    }
+    return write(inst.operands[0], r);
+  }
   bool packed = inst.operands.size() == 3;
   if (!packed && failed(expectOperands(inst, 2)))
     return failure();

@@ -86,6 +86,10 @@ Token Lexer::lexNumber(const char *start) {
     cur += 2;
     while (cur != end && llvm::isHexDigit(*cur))
       ++cur;
+  } else if (*cur == '0' && cur + 1 != end && (cur[1] == 'b' || cur[1] == 'B')) {
+    cur += 2;
+    while (cur != end && (*cur == '0' || *cur == '1'))
+      ++cur;
   } else {
     while (cur != end && llvm::isDigit(*cur))
       ++cur;

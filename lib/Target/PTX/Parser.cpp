@@ -228,8 +228,20 @@ bool Parser::parseInitializer(VarDecl &d) {
     Operand op;
     op.loc = cur().loc();
     if (cur().is(TokenKind::Identifier)) {
-      return failHere("initializers with addresses ('" + cur().spelling +
-                      "') are not supported yet");
+      // The address of a variable or function.
+      if (peek().is(TokenKind::LParen))
+        return failHere("'" + cur().spelling +
+                        "(...)' initializers are not supported yet");
+      op.kind = Operand::Kind::Symbol;
+      op.name = cur().spelling;
+      consume();
+      if (cur().is(TokenKind::Plus) || cur().is(TokenKind::Minus))
+        return failHere("address initializers with an offset are not "
+                        "supported yet");
+      d.init.push_back(op);
+      if (cur().is(TokenKind::Comma))
+        consume();
+      continue;
     }
     bool neg = false;
     if (cur().is(TokenKind::Minus)) {

@@ -9,6 +9,7 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Region.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::wooly;
@@ -74,15 +75,17 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       val = phi;
       break;
     }
-    if (block->getSinglePredecessor() && block->hasOneUse()) {
-      block = block->getSinglePredecessor();
+    Block *pred = block->hasOneUse() ? block->getSinglePredecessor() : nullptr;
+    if (pred && !llvm::is_contained(chain, pred)) {
+      block = pred;
       continue;
     }
     if (block->hasNoPredecessors()) {
       val = undef(types[var]);
       break;
     }
-    // Several predecessors: break cycles with an operandless phi first.
+    // Several predecessors, or a single-predecessor cycle (unreachable
+    // code): break the cycle with an operandless phi first.
     BlockArgument phi = block->addArgument(
         types[var], UnknownLoc::get(types[var].getContext()));
     forEachIncomingEdge(block, [&](Operation *term, unsigned index) {

@@ -110,11 +110,42 @@ LogicalResult GlobalOp::verify() {
     return emitOpError("module-scope variables live in global, shared, const "
                        "or local space");
   }
+  int64_t capacity = std::max<int64_t>(getCountAttr().getInt(), 1);
   if (auto init = getInitAttr()) {
-    auto shaped = dyn_cast<ShapedType>(init.getType());
-    if (!shaped ||
-        shaped.getNumElements() > std::max<int64_t>(getCountAttr().getInt(), 1))
-      return emitOpError("initializer has more elements than the variable");
+    if (auto dense = dyn_cast<ElementsAttr>(init)) {
+      auto shaped = dyn_cast<ShapedType>(dense.getType());
+      if (!shaped || shaped.getNumElements() > capacity)
+        return emitOpError("initializer has more elements than the variable");
+    } else {
+      auto array = cast<ArrayAttr>(init);
+      if (static_cast<int64_t>(array.size()) > capacity)
+        return emitOpError("initializer has more elements than the variable");
+      for (Attribute a : array) {
+        if (isa<FlatSymbolRefAttr>(a) && !getElemType().isInteger(64) &&
+            !getElemType().isInteger(32))
+          return emitOpError("address initializers need a 32- or 64-bit "
+                             "integer element type");
+        if (!isa<IntegerAttr, FloatAttr, FlatSymbolRefAttr>(a))
+          return emitOpError("initializer elements must be numbers or "
+                             "symbol references");
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult GlobalOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto array = dyn_cast_if_present<ArrayAttr>(getInitAttr());
+  if (!array)
+    return success();
+  for (Attribute a : array) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(a);
+    if (!ref)
+      continue;
+    Operation *sym = symbolTable.lookupNearestSymbolFrom(*this, ref);
+    if (!sym || !isa<GlobalOp, FuncOp>(sym))
+      return emitOpError("initializer names '")
+             << ref.getValue() << "', which is not a wooly.global or wooly.func";
   }
   return success();
 }

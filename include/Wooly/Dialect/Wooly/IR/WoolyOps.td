@@ -84,23 +84,27 @@ def Wooly_FuncOp : Wooly_Op<"func", [
   }];
 }
 
-def Wooly_GlobalOp : Wooly_Op<"global", [Symbol]> {
+def Wooly_GlobalOp : Wooly_Op<"global", [Symbol,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a module-scope variable in a state space";
   let description = [{
     A `.global`, `.shared`, `.const` or `.local` variable of `count` elements
     of `elem_type` (`count = 0` declares an unsized array: the dynamic shared
     memory `extern .shared .align 16 .b8 smem[]`). `init` holds the initial
-    value as dense elements when the PTX gives one.
+    value when the PTX gives one: dense elements, or an array whose elements
+    are numbers or symbol references (`.const .u64 p[2] = {x, y}`), each
+    reference standing for the address of that variable or function in its
+    own state space, as `wooly.addressof` gives it.
 
     ```mlir
-    wooly.global shared @tile : f32[256] {align = 4 : i64}
-    wooly.global shared extern @dyn : i8[0] {align = 16 : i64}
+    wooly.global shared @tile : f32[256] align 4
+    wooly.global shared extern @dyn : i8[0] align 16
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Wooly_StateSpace:$space,
                        TypeAttr:$elem_type, I64Attr:$count, I64Attr:$align,
                        OptionalAttr<Wooly_Linkage>:$linkage,
-                       OptionalAttr<ElementsAttr>:$init);
+                       OptionalAttr<AnyAttrOf<[ElementsAttr, ArrayAttr]>>:$init);
   let assemblyFormat = [{
     $space ($linkage^)? $sym_name `:` $elem_type `[` $count `]` `align` $align
     (`init` $init^)? attr-dict
@@ -215,7 +219,7 @@ def Wooly_CallIndirectOp : Wooly_Op<"call_indirect"> {
     register and a `.callprototype`).
 
     ```mlir
-    %r = wooly.call_indirect %fp(%a) : i64, (i64) -> i64
+    %r = wooly.call_indirect %fp(%a) : (i64) -> i64
     ```
   }];
   let arguments = (ins I64:$callee, Variadic<AnyType>:$args);
