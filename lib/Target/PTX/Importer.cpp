@@ -41,6 +41,8 @@ struct VarInfo {
   /// For a vector register `.reg .v4 .f32 v`: its width; the components are
   /// separate variables named `v.x` ... `v.w`.
   unsigned vecWidth = 0;
+  /// For a kernel parameter: its argument number.
+  int argIndex = -1;
 };
 
 /// A PTX type name's properties.
@@ -479,9 +481,17 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
       return coerce(a, t);
     }
     if (VarInfo *v = lookup(op.name); v && v->isParam) {
-      (void)error(op.loc, "taking the address of parameter '" + op.name +
-                        "' is not supported yet");
-      return {};
+      if (v->argIndex < 0 || !func.getKernel()) {
+        (void)error(op.loc, "taking the address of parameter '" + op.name +
+                                "' is only supported for kernel parameters");
+        return {};
+      }
+      Type at = widthOf(t) == 32 ? intType(32) : intType(64);
+      Value a = ParamAddressOp::create(b, curLoc, at,
+                                       b.getI64IntegerAttr(v->argIndex));
+      if (op.imm)
+        a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
+      return coerce(a, t);
     }
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};
@@ -869,9 +879,9 @@ LogicalResult Importer::importBody(ptx::Function &f) {
       continue;
     }
     auto id = ssa->addVariable(t);
-    if (!scopes.back()
-             .try_emplace(p.name, VarInfo{id, t, p.space == "param"})
-             .second)
+    VarInfo info{id, t, p.space == "param"};
+    info.argIndex = static_cast<int>(i);
+    if (!scopes.back().try_emplace(p.name, info).second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     ssa->writeVariable(id, entry, entry->getArgument(i));
   }
@@ -1254,13 +1264,11 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
     return error(addrOp.loc, "expected an address operand '[...]'");
   // Parameters are values in Wooly IR.
   VarInfo *named = addrOp.name.empty() ? nullptr : lookup(addrOp.name);
-  if (space == StateSpace::param || (named && named->isParam)) {
-    VarInfo *param = addrOp.name.empty() ? nullptr : lookup(addrOp.name);
-    if (!param || !param->isParam)
-      return error(addrOp.loc, "parameter accesses through addresses are not "
-                               "supported yet");
-    return emitParamAccess(inst, isLoad, param, addrOp.imm, *t, vec);
-  }
+  if (named && named->isParam)
+    return emitParamAccess(inst, isLoad, named, addrOp.imm, *t, vec);
+  if (space == StateSpace::param && !isLoad)
+    return error(inst.loc, "stores to parameters through addresses are not "
+                           "supported yet");
   Type at;
   Value addr = address(addrOp, at);
   if (!addr)

@@ -595,3 +595,27 @@ wooly.func @f(%a: i32) {
   %r = wooly.div x %a, %a : i32
   wooly.ret
 }
+
+// -----
+
+// A parameter address needs an in-range parameter of a kernel.
+wooly.func @k(%a: i64) attributes {kernel} {
+  // expected-error @+1 {{'wooly.param_address' op parameter index 1 is out of range}}
+  %0 = wooly.param_address 1 : i64
+  wooly.ret
+}
+
+// -----
+
+// Device functions have no parameter addresses.
+wooly.func @f(%a: i64) {
+  // expected-error @+1 {{'wooly.param_address' op is only valid inside a kernel}}
+  %0 = wooly.param_address 0 : i64
+  wooly.ret
+}
+
+// -----
+
+// Address initializers must name a variable or function.
+// expected-error @+1 {{'wooly.global' op initializer names 'nowhere', which is not a wooly.global or wooly.func}}
+wooly.global const @t : i64[1] align 8 init [@nowhere]

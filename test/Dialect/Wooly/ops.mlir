@@ -377,3 +377,20 @@ wooly.func @misc(%t: i32, %p: i64) {
   %0 = wooly.createpolicy "evict_last" "evict_unchanged" 0.5 : i64
   wooly.ret
 }
+
+// -----
+
+// Kernel parameter addresses and address-valued initializers.
+
+// CHECK: wooly.global const @table : i64[2] align 8 init [@tile, 3]
+wooly.global const @table : i64[2] align 8 init [@tile, 3]
+wooly.global shared @tile : f32[4] align 4
+
+// CHECK-LABEL: wooly.func @param_addr(
+// CHECK: %[[P:.*]] = param_address 0 : i64
+// CHECK: ld param %[[P]] : i64 -> i64
+wooly.func @param_addr(%a: i64) attributes {kernel} {
+  %0 = wooly.param_address 0 : i64
+  %1 = wooly.ld param %0 : i64 -> i64
+  wooly.ret
+}

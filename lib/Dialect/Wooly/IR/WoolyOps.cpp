@@ -80,6 +80,18 @@ LogicalResult FuncOp::verify() {
   return success();
 }
 
+LogicalResult ParamAddressOp::verify() {
+  auto func = (*this)->getParentOfType<FuncOp>();
+  if (!func || !func.getKernel())
+    return emitOpError("is only valid inside a kernel");
+  if (getIndexAttr().getInt() < 0 ||
+      getIndexAttr().getInt() >=
+          static_cast<int64_t>(func.getArgumentTypes().size()))
+    return emitOpError("parameter index ")
+           << getIndexAttr().getInt() << " is out of range";
+  return success();
+}
+
 LogicalResult RetOp::verify() {
   auto func = (*this)->getParentOfType<FuncOp>();
   if (!llvm::equal(getOperandTypes(), func.getResultTypes()))

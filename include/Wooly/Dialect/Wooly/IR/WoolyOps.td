@@ -128,6 +128,24 @@ def Wooly_AddressOfOp : Wooly_Op<"addressof", [Pure,
   let assemblyFormat = "$global attr-dict `:` type($result)";
 }
 
+def Wooly_ParamAddressOp : Wooly_Op<"param_address", [Pure]> {
+  let summary = "address of a kernel parameter in the param state space";
+  let description = [{
+    The address, in the `param` state space, of the kernel's parameter
+    number `index` (PTX's `mov.u64 %rd, kernel_param_0`). Loads from it with
+    `wooly.ld param` read the parameter's bytes; kernel parameters are
+    read-only.
+
+    ```mlir
+    %p = wooly.param_address 0 : i64
+    ```
+  }];
+  let arguments = (ins I64Attr:$index);
+  let results = (outs Wooly_Addr:$result);
+  let assemblyFormat = "$index attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Wooly_RetOp : Wooly_Op<"ret", [Terminator, ReturnLike,
     HasParent<"FuncOp">]> {
   let summary = "return from a kernel or device function";
