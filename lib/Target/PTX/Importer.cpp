@@ -145,6 +145,7 @@ private:
   LogicalResult emitSetp(ptx::Instruction &inst, bool isSet);
   LogicalResult emitCvt(ptx::Instruction &inst);
   LogicalResult emitBits(ptx::Instruction &inst);
+  LogicalResult emitVideoShift(ptx::Instruction &inst);
   LogicalResult emitAtom(ptx::Instruction &inst, bool isRed);
   LogicalResult emitWarp(ptx::Instruction &inst);
   LogicalResult emitBarrier(ptx::Instruction &inst);
@@ -1177,6 +1178,8 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
       op == "shf" || op == "bmsk" || op == "mul24" || op == "mad24" ||
       op == "sad" || op == "dp4a" || op == "dp2a")
     return emitBits(inst);
+  if (op == "vshl" || op == "vshr")
+    return emitVideoShift(inst);
   if (op == "atom")
     return emitAtom(inst, false);
   if (op == "red")
@@ -2056,6 +2059,69 @@ LogicalResult Importer::emitBits(ptx::Instruction &inst) {
                          inst.has("hi") ? HalfSel::hi : HalfSel::lo, a, c, d);
   } else {
     return unsupported(inst);
+  }
+  return write(inst.operands[0], r);
+}
+
+/// vshl/vshr.dtype.atype.u32{.sat}.mode{.op2} d, a, b{, c}: the scalar video
+/// shifts without byte/half selectors, decomposed into arith ops on 64 bits:
+/// the amount is clamped to 32 (`.clamp`) or taken mod 32 (`.wrap`), the
+/// shifted value saturates to dtype with `.sat` (else it is truncated), then
+/// `.add`/`.min`/`.max` combine it with c.
+LogicalResult Importer::emitVideoShift(ptx::Instruction &inst) {
+  auto dt = instrType(inst, 0), at = instrType(inst, 1), bt = instrType(inst, 2);
+  if (!dt || !at || !bt || !dt->type.isInteger(32) ||
+      !at->type.isInteger(32) || !bt->type.isInteger(32) || bt->isSigned)
+    return error(inst.loc, "'" + inst.opcode +
+                               "' needs .u32/.s32 dtype and atype and a .u32 "
+                               "shift type");
+  bool clamp = inst.has("clamp");
+  if (!clamp && !inst.has("wrap"))
+    return error(inst.loc, "'" + inst.opcode + "' needs '.clamp' or '.wrap'");
+  std::optional<StringRef> op2;
+  for (StringRef m : {"add", "min", "max"})
+    if (inst.has(m))
+      op2 = m;
+  if (failed(expectOperands(inst, op2 ? 4 : 3)))
+    return failure();
+  for (const Operand &o : inst.operands)
+    if (o.name.contains('.'))
+      return error(o.loc, "video byte/half selectors are not supported yet");
+  Type i32 = intType(32), i64 = intType(64);
+  Value a = read(inst.operands[1], i32), n = read(inst.operands[2], i32);
+  if (!a || !n)
+    return failure();
+  n = clamp ? Value(arith::MinUIOp::create(b, curLoc, n, constInt(i32, 32)))
+            : Value(arith::AndIOp::create(b, curLoc, n, constInt(i32, 31)));
+  Value wa = at->isSigned ? Value(arith::ExtSIOp::create(b, curLoc, i64, a))
+                          : Value(arith::ExtUIOp::create(b, curLoc, i64, a));
+  Value wn = arith::ExtUIOp::create(b, curLoc, i64, n);
+  Value t;
+  if (inst.opcode == "vshl")
+    t = arith::ShLIOp::create(b, curLoc, wa, wn);
+  else if (at->isSigned)
+    t = arith::ShRSIOp::create(b, curLoc, wa, wn);
+  else
+    t = arith::ShRUIOp::create(b, curLoc, wa, wn);
+  if (inst.has("sat")) {
+    int64_t lo = dt->isSigned ? INT32_MIN : 0;
+    int64_t hi = dt->isSigned ? INT32_MAX : UINT32_MAX;
+    t = arith::MaxSIOp::create(b, curLoc, t, constInt(i64, lo));
+    t = arith::MinSIOp::create(b, curLoc, t, constInt(i64, hi));
+  }
+  Value r = arith::TruncIOp::create(b, curLoc, i32, t);
+  if (op2) {
+    Value c = read(inst.operands[3], i32);
+    if (!c)
+      return failure();
+    if (*op2 == "add")
+      r = arith::AddIOp::create(b, curLoc, r, c);
+    else if (*op2 == "min")
+      r = dt->isSigned ? Value(arith::MinSIOp::create(b, curLoc, r, c))
+                       : Value(arith::MinUIOp::create(b, curLoc, r, c));
+    else
+      r = dt->isSigned ? Value(arith::MaxSIOp::create(b, curLoc, r, c))
+                       : Value(arith::MaxUIOp::create(b, curLoc, r, c));
   }
   return write(inst.operands[0], r);
 }
