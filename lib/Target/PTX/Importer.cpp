@@ -667,7 +667,11 @@ LogicalResult Importer::importGlobal(const ptx::VarDecl &d, StringRef name) {
     }
     init = DenseElementsAttr::get(vt, values);
   }
-  b.setInsertionPointToEnd(module.getBody());
+  // Function-scope variables go right before their function.
+  if (func && func->getParentOp() == module.getOperation() && ssa)
+    b.setInsertionPoint(func);
+  else
+    b.setInsertionPointToEnd(module.getBody());
   LinkageAttr linkage;
   if (!d.linkage.empty())
     if (auto l = symbolizeLinkage(d.linkage))
@@ -1034,9 +1038,13 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
         continue;
       }
       // Function-scope .local/.shared/.global/.const variables are module
-      // symbols in Wooly IR.
+      // symbols in Wooly IR, tagged with the function that declares them
+      // (a `.local` one is per activation: lowering must give recursive
+      // functions a frame of their own).
       if (failed(importGlobal(d, d.name)))
         return failure();
+      globals[d.name]->setAttr("wooly.function_scope",
+                               FlatSymbolRefAttr::get(func.getSymNameAttr()));
       b.setInsertionPointToEnd(cur);
     }
     return success();
@@ -1059,11 +1067,11 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
   g.kind = OK::Reg;
   g.name = inst.guard;
   g.negated = inst.guardNegated;
-  g.loc = inst.loc;
+  g.loc = inst.guardLoc;
   VarInfo *var = lookup(inst.guard);
   if (!var || !var->type.isInteger(1))
-    return error(inst.loc, "guard '" + inst.guard +
-                               "' is not a declared predicate register");
+    return error(inst.guardLoc, "guard '" + inst.guard +
+                                    "' is not a declared predicate register");
   Value pred = read(g, b.getI1Type());
   if (!pred)
     return failure();
@@ -1287,10 +1295,11 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
       cache = CacheOpAttr::get(ctx, *c);
     else if (m == "volatile")
       isVolatile = true;
+    else if (m == "mmio")
+      return error(inst.loc, "'.mmio' accesses are not supported yet");
     else if (m == "relaxed" || m == "acquire" || m == "release" ||
-             m == "weak" || m == "mmio")
-      sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m == "mmio" ? "relaxed"
-                                                                  : m));
+             m == "weak")
+      sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m));
     else if (auto s = symbolizeMemScope(m))
       scope = MemScopeAttr::get(ctx, *s);
     else if (m.starts_with("L1::") || m.starts_with("L2::"))

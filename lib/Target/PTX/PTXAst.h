@@ -51,6 +51,7 @@ struct Operand {
 struct Instruction {
   llvm::StringRef guard; ///< Guard predicate register, empty if none.
   bool guardNegated = false;
+  const char *guardLoc = nullptr;
   llvm::StringRef opcode;                     ///< `ld`
   llvm::SmallVector<llvm::StringRef, 6> mods; ///< `global`, `v2`, `f32`
   std::vector<Operand> operands;

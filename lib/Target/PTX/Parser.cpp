@@ -575,6 +575,7 @@ bool Parser::parseInstruction(Instruction &inst) {
     }
     if (!cur().is(TokenKind::Identifier))
       return failHere("expected a predicate register after '@'");
+    inst.guardLoc = cur().loc();
     inst.guard = cur().spelling;
     consume();
   }
