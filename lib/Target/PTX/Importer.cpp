@@ -198,6 +198,13 @@ private:
   Block *entry = nullptr;
   std::vector<llvm::StringMap<VarInfo>> scopes;
   llvm::StringMap<Block *> labels;
+  /// Function-scope variables: PTX name to module symbol name.
+  llvm::StringMap<StringRef> localSymbols;
+  /// Returns the module symbol that `name` refers to in the current function.
+  StringRef symbolName(StringRef name) const {
+    auto it = localSymbols.find(name);
+    return it == localSymbols.end() ? name : it->second;
+  }
   llvm::DenseMap<Block *, unsigned> expectedPreds;
   llvm::SmallVector<SSABuilder::Var> retVars;
   llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
@@ -473,10 +480,11 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
     }
     if (op.name == "WARP_SZ")
       return coerce(constInt(intType(32), 32), t);
-    if (globals.count(op.name) || funcs.count(op.name)) {
+    if (StringRef sym = symbolName(op.name);
+        globals.count(sym) || funcs.count(sym)) {
       Type at = widthOf(t) == 32 ? intType(32) : intType(64);
       Value a = AddressOfOp::create(b, curLoc, at,
-                                    FlatSymbolRefAttr::get(ctx, op.name));
+                                    FlatSymbolRefAttr::get(ctx, sym));
       if (op.imm)
         a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
       return coerce(a, t);
@@ -578,10 +586,11 @@ Value Importer::address(const Operand &op, Type &type) {
     }
     type = var->type.isInteger(32) ? intType(32) : intType(64);
     base = coerce(ssa->readVariable(var->id, cur), type);
-  } else if (globals.count(op.name) || funcs.count(op.name)) {
+  } else if (StringRef sym = symbolName(op.name);
+             globals.count(sym) || funcs.count(sym)) {
     type = addrType();
     base = AddressOfOp::create(b, curLoc, type,
-                               FlatSymbolRefAttr::get(ctx, op.name));
+                               FlatSymbolRefAttr::get(ctx, sym));
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};
@@ -840,6 +849,7 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   scopes.clear();
   scopes.emplace_back();
   labels.clear();
+  localSymbols.clear();
   expectedPreds.clear();
   retVars.clear();
   carryVar.reset();
@@ -1041,10 +1051,19 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
       // symbols in Wooly IR, tagged with the function that declares them
       // (a `.local` one is per activation: lowering must give recursive
       // functions a frame of their own).
-      if (failed(importGlobal(d, d.name)))
+      // A name already taken at module scope (the same static in two
+      // functions) gets a unique symbol, used for this function's body.
+      StringRef symName = d.name;
+      for (unsigned n = 0; globals.count(symName) || funcs.count(symName); ++n)
+        symName = b.getStringAttr(func.getSymName() + "." + d.name +
+                                  (n ? "." + Twine(n) : Twine()))
+                      .getValue();
+      if (!localSymbols.try_emplace(d.name, symName).second)
+        return error(d.loc, "redefinition of '" + d.name + "'");
+      if (failed(importGlobal(d, symName)))
         return failure();
-      globals[d.name]->setAttr("wooly.function_scope",
-                               FlatSymbolRefAttr::get(func.getSymNameAttr()));
+      globals[symName]->setAttr("wooly.function_scope",
+                                FlatSymbolRefAttr::get(func.getSymNameAttr()));
       b.setInsertionPointToEnd(cur);
     }
     return success();
@@ -1142,6 +1161,9 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
     afterEdgeTo(target);
     return success();
   }
+  if ((op == "ret" || op == "exit" || op == "trap" || op == "brkpt") &&
+      !inst.operands.empty())
+    return error(inst.loc, "'" + op + "' takes no operands");
   if (op == "ret")
     return emitRet(inst);
   if (op == "exit") {
@@ -1389,6 +1411,8 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
                  arith::SelectOp::create(b, curLoc, p, a, c));
   }
   if (op == "shl" || op == "shr") {
+    if (!ty.isInteger())
+      return error(inst.loc, "'" + op + "' needs a .b16, .b32 or .b64 type");
     Value a = read(inst.operands[1], ty);
     const Operand &amt = inst.operands[2];
     if (!a)
@@ -2734,8 +2758,10 @@ OwningOpRef<ModuleOp> mlir::wooly::importPTX(StringRef ptx,
                                              StringRef bufferName,
                                              MLIRContext *context) {
   llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(ptx, bufferName),
-                        llvm::SMLoc());
+  sm.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(ptx, bufferName,
+                                       /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
   return importPTX(sm, context);
 }
 
