@@ -25,6 +25,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::wooly;
 using llvm::StringRef;
@@ -57,17 +59,34 @@ class Importer {
 public:
   Importer(MLIRContext *ctx, llvm::SourceMgr &sm, ptx::Module &ast)
       : ctx(ctx), sm(sm), ast(ast), b(ctx) {
-    bufferName = b.getStringAttr(
-        sm.getMemoryBuffer(sm.getMainFileID())->getBufferIdentifier());
+    const llvm::MemoryBuffer *buf = sm.getMemoryBuffer(sm.getMainFileID());
+    bufferName = b.getStringAttr(buf->getBufferIdentifier());
+    cursor = {buf->getBufferStart(), buf->getBufferStart(), 1};
   }
 
   OwningOpRef<ModuleOp> run();
 
+  /// Returns the `file:line:col` location of `p` in the buffer. Locations
+  /// are mostly requested in increasing order, so the line is found by
+  /// counting newlines from the previous position.
   Location loc(const char *p) {
     if (!p)
       return UnknownLoc::get(ctx);
-    auto [line, col] = sm.getLineAndColumn(llvm::SMLoc::getFromPointer(p));
-    return FileLineColLoc::get(bufferName, line, col);
+    if (p < cursor.pos) {
+      auto [line, col] = sm.getLineAndColumn(llvm::SMLoc::getFromPointer(p));
+      return FileLineColLoc::get(bufferName, line, col);
+    }
+    for (const char *q = cursor.pos; q < p;) {
+      const char *nl = static_cast<const char *>(std::memchr(q, '\n', p - q));
+      if (!nl)
+        break;
+      ++cursor.line;
+      cursor.lineStart = nl + 1;
+      q = nl + 1;
+    }
+    cursor.pos = p;
+    return FileLineColLoc::get(bufferName, cursor.line,
+                               static_cast<unsigned>(p - cursor.lineStart) + 1);
   }
   LogicalResult error(const char *p, const Twine &msg) {
     mlir::emitError(loc(p)) << msg;
@@ -89,9 +108,13 @@ private:
   DictionaryAttr paramAttrs(const ptx::VarDecl &d);
 
   // Values.
+  /// Returns the function's one `arith.constant` of `value`, created at the
+  /// top of the entry block on first use.
+  Value constant(TypedAttr value);
   Value constInt(Type t, int64_t v) {
-    return arith::ConstantOp::create(b, curLoc, t, b.getIntegerAttr(t, v));
+    return constant(b.getIntegerAttr(t, v));
   }
+  Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
   Value coerce(Value v, Type t, bool signExtend = false);
   Value bitcast(Value v, Type t);
   Value read(const Operand &op, Type t, bool signExtend = false);
@@ -185,6 +208,11 @@ private:
   ptx::Module &ast;
   OpBuilder b;
   StringAttr bufferName;
+  /// The last position loc() resolved.
+  struct {
+    const char *pos, *lineStart;
+    unsigned line;
+  } cursor;
   Location curLoc = UnknownLoc::get(ctx);
   ModuleOp module;
   llvm::StringMap<FuncOp> funcs;
@@ -209,7 +237,8 @@ private:
   llvm::SmallVector<SSABuilder::Var> retVars;
   llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
   std::optional<SSABuilder::Var> carryVar;
-  llvm::DenseMap<Type, Value> undefs;
+  llvm::DenseMap<Attribute, Value> constants;
+  Operation *lastConstant = nullptr;
   StringRef pendingPragma;
 };
 
@@ -297,26 +326,29 @@ std::optional<StateSpace> Importer::spaceOf(const ptx::Instruction &inst) {
 // Values
 //===----------------------------------------------------------------------===//
 
+Value Importer::constant(TypedAttr value) {
+  auto [it, inserted] = constants.try_emplace(value, Value());
+  if (!inserted)
+    return it->second;
+  OpBuilder::InsertionGuard g(b);
+  // Constants are hoisted to the entry block, in order of first use.
+  if (lastConstant)
+    b.setInsertionPointAfter(lastConstant);
+  else
+    b.setInsertionPointToStart(entry);
+  auto op = arith::ConstantOp::create(b, curLoc, value);
+  lastConstant = op;
+  it->second = op;
+  return op;
+}
+
 Value Importer::undefValue(Type t) {
   // A register read before any write holds an unspecified value; Wooly
   // fixes it to zero so every backend computes the same.
-  auto it = undefs.find(t);
-  if (it != undefs.end())
-    return it->second;
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(entry);
-  Value v;
-  Location l = UnknownLoc::get(ctx);
-  if (auto ft = dyn_cast<FloatType>(t))
-    v = arith::ConstantOp::create(b, l, t, b.getFloatAttr(ft, 0.0));
-  else if (auto vt = dyn_cast<VectorType>(t))
-    v = arith::ConstantOp::create(b, l, vt,
-                                  DenseElementsAttr::get(
-                                      vt, b.getZeroAttr(vt.getElementType())));
-  else
-    v = arith::ConstantOp::create(b, l, t, b.getIntegerAttr(t, 0));
-  undefs[t] = v;
-  return v;
+  if (auto vt = dyn_cast<VectorType>(t))
+    return constant(
+        DenseElementsAttr::get(vt, b.getZeroAttr(vt.getElementType())));
+  return constant(cast<TypedAttr>(b.getZeroAttr(t)));
 }
 
 Value Importer::bitcast(Value v, Type t) {
@@ -339,7 +371,7 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
     if (auto ia = dyn_cast<IntegerAttr>(cst.getValue()); ia && t.isInteger()) {
       llvm::APInt val = ia.getValue();
       val = fw > tw ? val.trunc(tw) : signExtend ? val.sext(tw) : val.zext(tw);
-      return arith::ConstantOp::create(b, curLoc, t, b.getIntegerAttr(t, val));
+      return constant(b.getIntegerAttr(t, val));
     }
   // Different widths: go through integers of each width.
   Value i = bitcast(v, intType(fw));
@@ -436,8 +468,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
   }
   case OK::Imm: {
     if (auto ft = dyn_cast<FloatType>(t))
-      return arith::ConstantOp::create(
-          b, curLoc, t, b.getFloatAttr(ft, static_cast<double>(op.imm)));
+      return constFloat(t, static_cast<double>(op.imm));
     if (!t.isInteger()) {
       Value i = constInt(intType(widthOf(t)), op.imm);
       return bitcast(i, t);
@@ -457,7 +488,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         value.convert(ft.getFloatSemantics(),
                       llvm::APFloat::rmNearestTiesToEven, &lost);
       }
-      return arith::ConstantOp::create(b, curLoc, t, b.getFloatAttr(ft, value));
+      return constant(b.getFloatAttr(ft, value));
     }
     unsigned w = widthOf(t);
     if (!w) {
@@ -853,7 +884,8 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   expectedPreds.clear();
   retVars.clear();
   carryVar.reset();
-  undefs.clear();
+  constants.clear();
+  lastConstant = nullptr;
   pendingPragma = {};
 
   entry = func.addEntryBlock();
@@ -1707,9 +1739,9 @@ LogicalResult Importer::emitUnaryFloat(ptx::Instruction &inst) {
       if (op == "sqrt") {
         r = math::SqrtOp::create(b, curLoc, x);
       } else {
-        Value one = arith::ConstantOp::create(
-            b, curLoc, t->type, b.getFloatAttr(t->type, 1.0));
-        r = arith::DivFOp::create(b, curLoc, one, x);
+        if (!isa<FloatType>(t->type))
+          return error(inst.loc, "'rcp' needs a scalar float type");
+        r = arith::DivFOp::create(b, curLoc, constFloat(t->type, 1.0), x);
       }
     } else {
       auto ra = rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr();
@@ -1832,11 +1864,8 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
     laneType = intType(widthOf(elem) / 2); // u32 result of an x2 compare
   auto materialize = [&](Value p) -> Value {
     if (isa<FloatType>(laneType)) {
-      Value one = arith::ConstantOp::create(b, curLoc, laneType,
-                                            b.getFloatAttr(laneType, 1.0));
-      Value zero = arith::ConstantOp::create(b, curLoc, laneType,
-                                             b.getFloatAttr(laneType, 0.0));
-      return arith::SelectOp::create(b, curLoc, p, one, zero);
+      return arith::SelectOp::create(b, curLoc, p, constFloat(laneType, 1.0),
+                                     constFloat(laneType, 0.0));
     }
     return arith::SelectOp::create(b, curLoc, p, constInt(laneType, -1),
                                    constInt(laneType, 0));
