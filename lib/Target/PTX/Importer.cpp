@@ -73,8 +73,10 @@ public:
     if (!p)
       return UnknownLoc::get(ctx);
     if (p < cursor.pos) {
+      // Moving backwards (function bodies after all headers): restart the
+      // cursor at p's line.
       auto [line, col] = sm.getLineAndColumn(llvm::SMLoc::getFromPointer(p));
-      return FileLineColLoc::get(bufferName, line, col);
+      cursor = {p, p - (col - 1), line};
     }
     for (const char *q = cursor.pos; q < p;) {
       const char *nl = static_cast<const char *>(std::memchr(q, '\n', p - q));
@@ -860,7 +862,7 @@ void Importer::afterEdgeTo(Block *target) {
 }
 
 void Importer::branchTo(Block *target) {
-  cf::BranchOp::create(b, curLoc, target, target->getArguments());
+  cf::BranchOp::create(b, curLoc, target, ValueRange());
   afterEdgeTo(target);
 }
 
@@ -1132,7 +1134,7 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
     Block *next = new Block();
     expectedPreds[next] = 1;
     auto br = cf::CondBranchOp::create(b, curLoc, pred, target,
-                                       target->getArguments(), next,
+                                       ValueRange(), next,
                                        ValueRange());
     if (!pendingPragma.empty()) {
       br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
@@ -1185,7 +1187,7 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
   StringRef op = inst.opcode;
   if (op == "bra") {
     Block *target = labels.lookup(inst.operands[0].name);
-    auto br = cf::BranchOp::create(b, curLoc, target, target->getArguments());
+    auto br = cf::BranchOp::create(b, curLoc, target, ValueRange());
     if (!pendingPragma.empty()) {
       br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
       pendingPragma = {};

@@ -1,6 +1,8 @@
 //===- SSABuilder.cpp - On-the-fly SSA construction ---------*- C++ -*-===//
 //
-// Braun et al.'s algorithm with MLIR block arguments as phis.
+// Braun et al.'s algorithm with MLIR block arguments as phis. Incoming values
+// are kept in a side table until finalize(), which writes each edge's
+// successor operands once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,14 +16,13 @@
 using namespace mlir;
 using namespace mlir::wooly;
 
-/// Calls `fn(terminator, successorIndex)` for each edge into `block`.
-template <typename Fn>
-static void forEachIncomingEdge(Block *block, Fn fn) {
+/// Returns the edges into `block`, in a stable order.
+static llvm::SmallVector<std::pair<Operation *, unsigned>, 4>
+incomingEdges(Block *block) {
   llvm::SmallVector<std::pair<Operation *, unsigned>, 4> edges;
   for (BlockOperand &use : block->getUses())
     edges.emplace_back(use.getOwner(), use.getOperandNumber());
-  for (auto [term, index] : edges)
-    fn(term, index);
+  return edges;
 }
 
 Value SSABuilder::resolve(Value v) const {
@@ -53,6 +54,7 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
   // instructions must not exhaust the stack.
   llvm::SmallVector<Block *, 8> chain;
   Value val;
+  Location loc = UnknownLoc::get(types[var].getContext());
   while (true) {
     auto it = currentDef.find({block, var});
     if (it != currentDef.end()) {
@@ -61,16 +63,8 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
     }
     chain.push_back(block);
     if (!sealed.contains(block)) {
-      BlockArgument phi = block->addArgument(types[var], block->empty()
-                                                             ? UnknownLoc::get(
-                                                                   types[var].getContext())
-                                                             : block->front().getLoc());
-      // Edges that already exist get a placeholder operand now so the
-      // successor operand lists stay aligned with the block arguments.
-      forEachIncomingEdge(block, [&](Operation *term, unsigned index) {
-        cast<BranchOpInterface>(term).getSuccessorOperands(index).append(
-            phi);
-      });
+      // Incomplete phi: its operands are added when the block is sealed.
+      BlockArgument phi = block->addArgument(types[var], loc);
       incompletePhis[block].emplace_back(var, phi);
       val = phi;
       break;
@@ -86,11 +80,7 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
     }
     // Several predecessors, or a single-predecessor cycle (unreachable
     // code): break the cycle with an operandless phi first.
-    BlockArgument phi = block->addArgument(
-        types[var], UnknownLoc::get(types[var].getContext()));
-    forEachIncomingEdge(block, [&](Operation *term, unsigned index) {
-      cast<BranchOpInterface>(term).getSuccessorOperands(index).append(phi);
-    });
+    BlockArgument phi = block->addArgument(types[var], loc);
     writeVariable(var, block, phi);
     val = addPhiOperands(var, phi);
     break;
@@ -101,66 +91,36 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
 }
 
 Value SSABuilder::addPhiOperands(Var var, BlockArgument phi) {
-  Block *block = phi.getOwner();
-  unsigned argIndex = phi.getArgNumber();
-  forEachIncomingEdge(block, [&](Operation *term, unsigned index) {
-    Value incoming = readVariable(var, term->getBlock());
-    SuccessorOperands ops =
-        cast<BranchOpInterface>(term).getSuccessorOperands(index);
-    ops.getMutableForwardedOperands()[argIndex].set(incoming);
-  });
+  Incoming values;
+  for (Edge edge : incomingEdges(phi.getOwner()))
+    values.emplace_back(edge, readVariable(var, edge.first->getBlock()));
+  for (auto &[edge, v] : values)
+    phiUsers[v].push_back(phi);
+  incoming[phi] = std::move(values);
   return tryRemoveTrivialPhi(phi);
 }
 
 Value SSABuilder::tryRemoveTrivialPhi(BlockArgument phi) {
-  Block *block = phi.getOwner();
-  unsigned argIndex = phi.getArgNumber();
   Value same;
-  bool trivial = true;
-  forEachIncomingEdge(block, [&](Operation *term, unsigned index) {
-    if (!trivial)
-      return;
-    Value op = resolve(cast<BranchOpInterface>(term)
-                           .getSuccessorOperands(index)
-                           .getForwardedOperands()[argIndex]);
+  for (auto &[edge, v] : incoming[phi]) {
+    Value op = resolve(v);
     if (op == same || op == phi)
-      return;
-    if (same) {
-      trivial = false;
-      return;
-    }
-    same = op;
-  });
-  if (!trivial)
-    return phi;
-  if (!same)
-    same = undef(phi.getType());
-  // Phis that use this one may become trivial too.
-  llvm::SmallVector<BlockArgument> users;
-  for (OpOperand &use : phi.getUses()) {
-    auto branch = dyn_cast<BranchOpInterface>(use.getOwner());
-    if (!branch)
       continue;
-    for (unsigned s = 0, e = branch->getNumSuccessors(); s < e; ++s) {
-      SuccessorOperands so = branch.getSuccessorOperands(s);
-      auto range = so.getForwardedOperands();
-      if (range.empty())
-        continue;
-      unsigned begin = range.getBeginOperandIndex();
-      unsigned n = use.getOperandNumber();
-      if (n >= begin && n < begin + range.size()) {
-        BlockArgument user =
-            branch->getSuccessor(s)->getArgument(n - begin);
-        if (user != phi)
-          users.push_back(user);
-      }
-    }
+    if (same)
+      return phi; // Merges at least two values: not trivial.
+    same = op;
   }
-  phi.replaceAllUsesWith(same);
+  if (!same)
+    same = undef(phi.getType()); // Unreachable, or only self-references.
   replaced[phi] = same;
-  for (BlockArgument user : users)
-    if (!replaced.contains(user))
+  phi.replaceAllUsesWith(same);
+  // Phis that used this one may have become trivial.
+  auto users = phiUsers.lookup(phi);
+  for (BlockArgument user : users) {
+    phiUsers[same].push_back(user);
+    if (user != phi && !replaced.contains(user) && incoming.contains(user))
       tryRemoveTrivialPhi(user);
+  }
   return same;
 }
 
@@ -179,26 +139,39 @@ void SSABuilder::sealBlock(Block *block) {
 void SSABuilder::finalize(Region &region) {
   for (Block &block : region)
     sealBlock(&block);
-  // Values captured before a phi was found trivial may have created new uses
-  // of it since: redirect every remaining use to its final replacement.
-  for (Block &block : region)
-    for (BlockArgument arg : block.getArguments())
-      if (replaced.contains(arg))
-        arg.replaceAllUsesWith(resolve(arg));
-  // Erase the arguments of removed phis, with their incoming operands.
   for (Block &block : region) {
+    if (block.getNumArguments() == 0 || block.isEntryBlock())
+      continue;
+    // Values captured before a phi was found trivial may have created new
+    // uses of it since: redirect them, then drop the argument.
     for (int i = block.getNumArguments() - 1; i >= 0; --i) {
       BlockArgument arg = block.getArgument(i);
       if (!replaced.contains(arg))
         continue;
-      forEachIncomingEdge(&block, [&](Operation *term, unsigned index) {
-        cast<BranchOpInterface>(term).getSuccessorOperands(index).erase(i);
-      });
+      arg.replaceAllUsesWith(resolve(arg));
       block.eraseArgument(i);
+    }
+    if (block.getNumArguments() == 0)
+      continue;
+    // One write of successor operands per edge.
+    for (Edge edge : incomingEdges(&block)) {
+      llvm::SmallVector<Value, 4> operands;
+      for (BlockArgument arg : block.getArguments()) {
+        Value v;
+        for (auto &[e, value] : incoming[arg])
+          if (e == edge)
+            v = resolve(value);
+        operands.push_back(v ? v : undef(arg.getType()));
+      }
+      cast<BranchOpInterface>(edge.first)
+          .getSuccessorOperands(edge.second)
+          .append(operands);
     }
   }
   replaced.clear();
   currentDef.clear();
   incompletePhis.clear();
+  incoming.clear();
+  phiUsers.clear();
   sealed.clear();
 }

@@ -3,8 +3,9 @@
 // Turns reads and writes of mutable variables (PTX virtual registers) into SSA
 // values while the IR is being built, after Braun et al., "Simple and
 // Efficient Construction of Static Single Assignment Form" (CC 2013). Phis
-// are MLIR block arguments; their incoming values are successor operands of
-// the predecessors' terminators (which must implement BranchOpInterface).
+// are MLIR block arguments; their incoming values become successor operands of
+// the predecessors' terminators (which must implement BranchOpInterface) when
+// the function is finished.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,9 +25,13 @@ namespace mlir::wooly {
 ///
 /// Usage: `addVariable` for each variable; `writeVariable`/`readVariable` as
 /// instructions are emitted block by block; `sealBlock` once all of a block's
-/// predecessor edges exist; `finalize` when the function is done (it seals
-/// any remaining blocks and erases the block arguments that turned out to be
-/// trivial).
+/// predecessor edges exist; `finalize` when the function is done.
+///
+/// Branches are created without successor operands. Until `finalize`, the
+/// incoming values of each phi live in a side table, so that adding and
+/// removing phis never rewrites terminators; `finalize` seals the remaining
+/// blocks, erases the block arguments that turned out to be trivial, and
+/// gives every edge its successor operands in one step.
 class SSABuilder {
 public:
   /// Variable id.
@@ -34,7 +39,7 @@ public:
 
   /// `undef` creates the value of a variable read before any write (called
   /// with the variable's type; it must dominate every block, e.g. a constant
-  /// in the entry block).
+  /// in the entry block). It must outlive the builder.
   explicit SSABuilder(llvm::function_ref<Value(Type)> undef) : undef(undef) {}
 
   /// Adds a variable of `type` and returns its id.
@@ -53,11 +58,17 @@ public:
   void sealBlock(Block *block);
   /// Returns true if `block` was sealed.
   bool isSealed(Block *block) const { return sealed.contains(block); }
-  /// Seals all blocks of the region that are not sealed yet and removes the
-  /// trivial block arguments. Call once, after the last instruction.
+  /// Seals all blocks of the region that are not sealed yet, removes the
+  /// trivial phis and writes the successor operands of every branch into the
+  /// region. Call once, after the last instruction.
   void finalize(Region &region);
 
 private:
+  /// One incoming edge: a terminator and the index of the successor.
+  using Edge = std::pair<Operation *, unsigned>;
+  /// A phi's incoming values, one per edge.
+  using Incoming = llvm::SmallVector<std::pair<Edge, Value>, 2>;
+
   Value readVariableRecursive(Var var, Block *block);
   Value addPhiOperands(Var var, BlockArgument phi);
   Value tryRemoveTrivialPhi(BlockArgument phi);
@@ -70,6 +81,10 @@ private:
   llvm::DenseSet<Block *> sealed;
   llvm::DenseMap<Block *, llvm::SmallVector<std::pair<Var, BlockArgument>>>
       incompletePhis;
+  /// Incoming values of each phi that has them.
+  llvm::DenseMap<Value, Incoming> incoming;
+  /// Phis that list a value among their incoming values.
+  llvm::DenseMap<Value, llvm::SmallVector<BlockArgument, 2>> phiUsers;
   /// Phis found trivial: replaced value, erased in finalize().
   llvm::DenseMap<Value, Value> replaced;
 };
