@@ -1294,8 +1294,10 @@ LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
     return error(data.loc, "expected a vector of " + Twine(vec) + " values");
   for (int i = 0; i < vec; ++i) {
     int64_t off = offset + i * (elemBits / 8);
-    Value whole = ssa->readVariable(param->id, cur);
     bool direct = off == 0 && elemBits == total;
+    // A store of the whole parameter does not read its old value.
+    Value whole = isLoad || !direct ? ssa->readVariable(param->id, cur)
+                                    : Value();
     if (isLoad) {
       Value v = direct ? bitcast(whole, ty.type)
                        : Value(ExtractBytesOp::create(b, curLoc, ty.type, whole,
