@@ -22,8 +22,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/StringSaver.h"
 
 #include <cstring>
 
@@ -55,7 +57,7 @@ struct PtxType {
   ScalarType scalar = ScalarType::b32;
 };
 
-class Importer {
+class Importer final : public ptx::ModuleSink {
 public:
   Importer(MLIRContext *ctx, llvm::SourceMgr &sm, ptx::Module &ast)
       : ctx(ctx), sm(sm), ast(ast), b(ctx) {
@@ -64,7 +66,17 @@ public:
     cursor = {buf->getBufferStart(), buf->getBufferStart(), 1};
   }
 
+  /// Parses the buffer and raises each variable and function as soon as it
+  /// is parsed.
   OwningOpRef<ModuleOp> run();
+
+  bool onGlobal(const ptx::VarDecl &var) override {
+    return succeeded(importGlobal(var, var.name));
+  }
+  bool onFunction(ptx::Function &f) override {
+    return succeeded(declareFunction(f)) &&
+           (!f.hasBody || succeeded(importBody(f)));
+  }
 
   /// Returns the `file:line:col` location of `p` in the buffer. Locations
   /// are mostly requested in increasing order, so the line is found by
@@ -124,7 +136,7 @@ private:
   VarInfo *lookup(StringRef name);
   StringRef vectorComponent(StringRef name, int64_t i) {
     static const char *xyzw[] = {".x", ".y", ".z", ".w"};
-    return b.getStringAttr(name + xyzw[i]).getValue();
+    return names.save(name + xyzw[i]);
   }
   /// Expands a whole vector register into a `{v.x, v.y, ...}` operand.
   std::optional<Operand> expandVector(const Operand &op) {
@@ -210,6 +222,9 @@ private:
   ptx::Module &ast;
   OpBuilder b;
   StringAttr bufferName;
+  /// Storage for names the importer makes up (`%r7` of `%r<10>`, `v.x`).
+  llvm::BumpPtrAllocator nameAlloc;
+  llvm::UniqueStringSaver names{nameAlloc};
   /// The last position loc() resolved.
   struct {
     const char *pos, *lineStart;
@@ -218,7 +233,7 @@ private:
   Location curLoc = UnknownLoc::get(ctx);
   ModuleOp module;
   llvm::StringMap<FuncOp> funcs;
-  llvm::StringMap<const ptx::Function *> funcAst;
+  llvm::StringSet<> definedFuncs;
   llvm::StringMap<GlobalOp> globals;
 
   // Per function.
@@ -393,7 +408,7 @@ VarInfo *Importer::lookup(StringRef name) {
     const char *alias = c == 'r' ? ".x" : c == 'g' ? ".y" : c == 'b' ? ".z"
                         : c == 'a' ? ".w" : nullptr;
     if (alias)
-      name = b.getStringAttr(name.drop_back(2) + alias).getValue();
+      name = names.save(name.drop_back(2) + alias);
   }
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     auto f = it->find(name);
@@ -778,10 +793,14 @@ LogicalResult Importer::declareFunction(ptx::Function &f) {
         existing.getKernel() != f.isKernel)
       return error(f.loc, "'" + f.name +
                               "' redeclared with a different signature");
-    if (f.hasBody && funcAst[f.name]->hasBody)
+    if (f.hasBody && !definedFuncs.insert(f.name).second)
       return error(f.loc, "redefinition of '" + f.name + "'");
-    if (f.hasBody)
-      funcAst[f.name] = &f;
+    if (f.hasBody) {
+      // The definition after a prototype: it is no longer a declaration.
+      existing.setPublic();
+      if (!f.linkage.empty())
+        existing.setLinkage(f.linkage);
+    }
     return success();
   }
   if (globals.count(f.name))
@@ -812,7 +831,8 @@ LogicalResult Importer::declareFunction(ptx::Function &f) {
   if (!f.hasBody)
     fn.setPrivate();
   funcs[f.name] = fn;
-  funcAst[f.name] = &f;
+  if (f.hasBody)
+    definedFuncs.insert(f.name);
   return success();
 }
 
@@ -821,21 +841,18 @@ OwningOpRef<ModuleOp> Importer::run() {
                    cf::ControlFlowDialect>();
   OwningOpRef<ModuleOp> owned = ModuleOp::create(loc(nullptr));
   module = *owned;
+  const llvm::MemoryBuffer *buf = sm.getMemoryBuffer(sm.getMainFileID());
+  bool parsed = ptx::parseModule(
+      buf->getBuffer(), ast,
+      [&](const char *p, const Twine &msg) { (void)error(p, msg); }, this);
+  if (!parsed)
+    return nullptr;
   module->setAttr("wooly.ptx_version", b.getStringAttr(ast.version));
   SmallVector<Attribute> targets;
   for (auto &t : ast.targets)
     targets.push_back(b.getStringAttr(t));
   module->setAttr("wooly.target", b.getArrayAttr(targets));
   module->setAttr("wooly.address_size", b.getI32IntegerAttr(ast.addressSize));
-  for (auto &g : ast.globals)
-    if (failed(importGlobal(g, g.name)))
-      return nullptr;
-  for (auto &f : ast.functions)
-    if (failed(declareFunction(*f)))
-      return nullptr;
-  for (auto &f : ast.functions)
-    if (f->hasBody && failed(importBody(*f)))
-      return nullptr;
   if (failed(verify(module)))
     return nullptr;
   return owned;
@@ -1072,7 +1089,7 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
         if (d.rangeCount >= 0) {
           for (int64_t i = 0; i < d.rangeCount; ++i) {
             // Names live as long as the module's buffer: intern them.
-            StringRef n = b.getStringAttr(d.name + Twine(i)).getValue();
+            StringRef n = names.save(d.name + Twine(i));
             if (failed(declareOne(n)))
               return failure();
           }
@@ -2771,18 +2788,7 @@ LogicalResult Importer::emitMisc(ptx::Instruction &inst) {
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(llvm::SourceMgr &sourceMgr,
                                              MLIRContext *context) {
-  const llvm::MemoryBuffer *buf =
-      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   ptx::Module ast;
-  StringAttr name = StringAttr::get(context, buf->getBufferIdentifier());
-  bool ok = ptx::parseModule(
-      buf->getBuffer(), ast, [&](const char *p, const Twine &msg) {
-        auto [line, col] =
-            sourceMgr.getLineAndColumn(llvm::SMLoc::getFromPointer(p));
-        mlir::emitError(FileLineColLoc::get(name, line, col)) << msg;
-      });
-  if (!ok)
-    return nullptr;
   Importer importer(context, sourceMgr, ast);
   return importer.run();
 }

@@ -41,10 +41,12 @@ struct Operand {
   const char *loc = nullptr;
   std::vector<Operand> elems;
 
-  /// Returns true for an address whose base is a register.
-  bool isRegAddress() const {
-    return kind == Kind::Address && name.starts_with("%");
-  }
+  Operand() = default;
+  Operand(const Operand &) = default;
+  Operand &operator=(const Operand &) = default;
+  // noexcept moves keep std::vector from copying on growth.
+  Operand(Operand &&) noexcept = default;
+  Operand &operator=(Operand &&) noexcept = default;
 };
 
 /// A PTX instruction such as `@!%p1 ld.global.v2.f32 {%f1, %f2}, [%rd1+8];`.
@@ -56,6 +58,12 @@ struct Instruction {
   llvm::SmallVector<llvm::StringRef, 6> mods; ///< `global`, `v2`, `f32`
   std::vector<Operand> operands;
   const char *loc = nullptr;
+
+  Instruction() = default;
+  Instruction(const Instruction &) = default;
+  Instruction &operator=(const Instruction &) = default;
+  Instruction(Instruction &&) noexcept = default;
+  Instruction &operator=(Instruction &&) noexcept = default;
 
   /// Returns true if modifier `m` is present.
   bool has(llvm::StringRef m) const {
@@ -90,6 +98,12 @@ struct Statement {
   llvm::StringRef label;      ///< for Label; pragma text for Pragma
   std::vector<VarDecl> decls; ///< for Decl
   const char *loc = nullptr;
+
+  Statement() = default;
+  Statement(const Statement &) = default;
+  Statement &operator=(const Statement &) = default;
+  Statement(Statement &&) noexcept = default;
+  Statement &operator=(Statement &&) noexcept = default;
 };
 
 /// `.callprototype` signature.
@@ -125,9 +139,25 @@ struct Module {
 /// Receives parse errors: the location and the message.
 using ErrorFn = llvm::function_ref<void(const char *loc, const llvm::Twine &)>;
 
+/// Receives module-scope variables and functions as soon as they are parsed,
+/// so that a consumer can raise a function and free its syntax tree before
+/// the next one is read.
+class ModuleSink {
+public:
+  virtual ~ModuleSink() = default;
+  /// Called for each module-scope variable; returns false to stop (after
+  /// reporting an error).
+  virtual bool onGlobal(const VarDecl &var) = 0;
+  /// Called for each function declaration or definition; returns false to
+  /// stop (after reporting an error).
+  virtual bool onFunction(Function &function) = 0;
+};
+
 /// Parses `buffer` into `module`. Returns false after reporting the first
-/// error through `error`.
-bool parseModule(llvm::StringRef buffer, Module &module, ErrorFn error);
+/// error through `error`. With a `sink`, variables and functions go to it
+/// instead of `module.globals` and `module.functions`.
+bool parseModule(llvm::StringRef buffer, Module &module, ErrorFn error,
+                 ModuleSink *sink = nullptr);
 
 } // namespace mlir::wooly::ptx
 

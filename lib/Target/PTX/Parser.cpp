@@ -19,7 +19,8 @@ namespace {
 /// Recursive-descent PTX parser with two tokens of lookahead.
 class Parser {
 public:
-  Parser(StringRef buffer, ErrorFn error) : lexer(buffer), error(error) {
+  Parser(StringRef buffer, ErrorFn error, ModuleSink *sink)
+      : lexer(buffer), error(error), sink(sink) {
     tok[0] = lexer.next();
     tok[1] = lexer.next();
   }
@@ -75,8 +76,29 @@ private:
   bool parseDims(std::vector<int64_t> &dims);
   bool skipSection();
 
+  /// Hands a finished variable or function to the sink, or keeps it.
+  bool emitGlobal(Module &m, VarDecl v) {
+    if (!sink) {
+      m.globals.push_back(std::move(v));
+      return true;
+    }
+    if (!sink->onGlobal(v))
+      failed = true;
+    return !failed;
+  }
+  bool emitFunction(Module &m, std::unique_ptr<Function> f) {
+    if (!sink) {
+      m.functions.push_back(std::move(f));
+      return true;
+    }
+    if (!sink->onFunction(*f))
+      failed = true;
+    return !failed;
+  }
+
   Lexer lexer;
   ErrorFn error;
+  ModuleSink *sink;
   Token tok[2];
   bool failed = false;
   /// Location of the last integer parseInt() read, for range errors.
@@ -165,8 +187,8 @@ bool Parser::parseModule(Module &m) {
         v.linkage = linkage;
         if (!parseVarDecl(v, true))
           return false;
-        m.globals.push_back(std::move(v));
-        if (!expect(TokenKind::Semicolon, "after a variable declaration"))
+        if (!expect(TokenKind::Semicolon, "after a variable declaration") ||
+            !emitGlobal(m, std::move(v)))
           return false;
       }
     } else if (d == ".entry" || d == ".func") {
@@ -177,8 +199,8 @@ bool Parser::parseModule(Module &m) {
       VarDecl v;
       if (!parseVarDecl(v, true))
         return false;
-      m.globals.push_back(std::move(v));
-      if (!expect(TokenKind::Semicolon, "after a variable declaration"))
+      if (!expect(TokenKind::Semicolon, "after a variable declaration") ||
+          !emitGlobal(m, std::move(v)))
         return false;
     } else {
       return failHere("unsupported PTX directive '" + d + "' at module scope");
@@ -434,8 +456,7 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
     return failHere("expected '{' or ';' after function header, found '" +
                     cur().spelling + "'");
   }
-  m.functions.push_back(std::move(f));
-  return true;
+  return emitFunction(m, std::move(f));
 }
 
 bool Parser::parseBody(Function &f, Module &m) {
@@ -594,6 +615,7 @@ bool Parser::parseInstruction(Instruction &inst) {
     consume();
     return true;
   }
+  inst.operands.reserve(4);
   while (true) {
     Operand op;
     if (!parseOperand(op))
@@ -739,7 +761,7 @@ bool Parser::parseOperand(Operand &op) {
 }
 
 bool mlir::wooly::ptx::parseModule(StringRef buffer, Module &module,
-                                   ErrorFn error) {
-  Parser p(buffer, error);
+                                   ErrorFn error, ModuleSink *sink) {
+  Parser p(buffer, error, sink);
   return p.parseModule(module);
 }
