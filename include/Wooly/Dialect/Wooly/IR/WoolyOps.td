@@ -586,6 +586,9 @@ def Wooly_ReduxOp : Wooly_Op<"redux"> {
 def Wooly_ActiveMaskOp : Wooly_Op<"activemask"> {
   let summary = "mask of the active lanes of the warp (`activemask`)";
   let description = [{
+    The mask of the lanes of the executing warp that are active (not exited
+    and not diverged away) at this point, bit `i` for lane `i`.
+
     ```mlir
     %m = wooly.activemask : i32
     ```
@@ -902,6 +905,8 @@ def Wooly_Lop3Op : Wooly_Op<"lop3", [Pure, SameOperandsAndResultType]> {
 def Wooly_BrevOp : Wooly_Op<"brev", [Pure, SameOperandsAndResultType]> {
   let summary = "bit reverse (`brev`)";
   let description = [{
+    Reverses the order of the bits of the operand (bit 0 becomes the top bit).
+
     ```mlir
     %r = wooly.brev %a : i32
     ```
@@ -1027,6 +1032,11 @@ def Wooly_Dp2aOp : Wooly_Op<"dp2a", [Pure]> {
 def Wooly_CvtaOp : Wooly_Op<"cvta", [Pure]> {
   let summary = "convert between a state-space and a generic address (`cvta`)";
   let description = [{
+    `to_generic` maps an address of `space` into the generic address space;
+    `from_generic` maps a generic address that points into `space` back to
+    that space's own addressing. The result is undefined (as in PTX) when a
+    generic address does not point into `space`.
+
     ```mlir
     %g = wooly.cvta to_generic shared %s : i32 -> i64
     ```
@@ -1039,6 +1049,8 @@ def Wooly_CvtaOp : Wooly_Op<"cvta", [Pure]> {
 def Wooly_IsSpacePOp : Wooly_Op<"isspacep", [Pure]> {
   let summary = "test whether a generic address lies in a state space (`isspacep`)";
   let description = [{
+    True when the generic address `addr` points into `space`.
+
     ```mlir
     %p = wooly.isspacep shared %a : i64
     ```
@@ -1074,6 +1086,9 @@ def Wooly_CpAsyncOp : Wooly_Op<"cp_async"> {
 def Wooly_CpAsyncCommitOp : Wooly_Op<"cp_async_commit"> {
   let summary = "close the current group of async copies (`cp.async.commit_group`)";
   let description = [{
+    Groups all `wooly.cp_async` copies issued by this thread since the last
+    commit; `wooly.cp_async_wait` waits on such groups.
+
     ```mlir
     wooly.cp_async_commit
     ```
@@ -1161,6 +1176,10 @@ def Wooly_WmmaLoadOp : Wooly_Op<"wmma_load"> {
 def Wooly_WmmaStoreOp : Wooly_Op<"wmma_store", [AttrSizedOperandSegments]> {
   let summary = "store a wmma accumulator fragment (`wmma.store.d.sync.aligned`)";
   let description = [{
+    Warp-collective store of the accumulator fragment `values` (element type
+    `type`, `layout`, `shape`) to `addr` in `space` with row stride `stride`
+    elements.
+
     ```mlir
     wooly.wmma_store row "m16n16k16" f32 global %p, %s (%d0, ...) : i64, f32, ...
     ```
@@ -1199,6 +1218,9 @@ def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
 def Wooly_NanosleepOp : Wooly_Op<"nanosleep"> {
   let summary = "suspend the thread for about `ns` nanoseconds (`nanosleep`)";
   let description = [{
+    Suspends the thread for a duration close to `ns` nanoseconds (at most
+    1 ms, as in PTX); it has no other effect.
+
     ```mlir
     wooly.nanosleep %t
     ```
