@@ -74,8 +74,14 @@ public:
     return succeeded(importGlobal(var, var.name));
   }
   bool onFunction(ptx::Function &f) override {
-    return succeeded(declareFunction(f)) &&
-           (!f.hasBody || succeeded(importBody(f)));
+    if (failed(declareFunction(f)))
+      return false;
+    if (!f.hasBody)
+      return true;
+    // Verify each function while its IR is still in cache; the module-level
+    // checks (symbol uses) run once at the end.
+    return succeeded(importBody(f)) &&
+           succeeded(verify(funcs.lookup(f.name), /*verifyRecursively=*/true));
   }
 
   /// Returns the `file:line:col` location of `p` in the buffer. Locations
@@ -853,7 +859,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     targets.push_back(b.getStringAttr(t));
   module->setAttr("wooly.target", b.getArrayAttr(targets));
   module->setAttr("wooly.address_size", b.getI32IntegerAttr(ast.addressSize));
-  if (failed(verify(module)))
+  if (failed(verify(module, /*verifyRecursively=*/false)))
     return nullptr;
   return owned;
 }
