@@ -56,7 +56,7 @@ struct Instruction {
   const char *guardLoc = nullptr;
   llvm::StringRef opcode;                     ///< `ld`
   llvm::SmallVector<llvm::StringRef, 6> mods; ///< `global`, `v2`, `f32`
-  std::vector<Operand> operands;
+  llvm::SmallVector<Operand, 3> operands;
   const char *loc = nullptr;
 
   Instruction() = default;

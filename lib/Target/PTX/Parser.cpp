@@ -615,7 +615,6 @@ bool Parser::parseInstruction(Instruction &inst) {
     consume();
     return true;
   }
-  inst.operands.reserve(4);
   while (true) {
     Operand op;
     if (!parseOperand(op))
