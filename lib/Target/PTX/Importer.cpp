@@ -247,7 +247,33 @@ private:
   SSABuilder *ssa = nullptr;
   Block *cur = nullptr;
   Block *entry = nullptr;
-  std::vector<llvm::StringMap<VarInfo>> scopes;
+  /// A `%r<N>` declaration: its registers get variables on first use.
+  struct RegRange {
+    StringRef prefix;
+    int64_t count;
+    Type type;
+  };
+  /// One `{ }` scope: its variables and register ranges.
+  struct Scope {
+    llvm::StringMap<VarInfo> vars;
+    SmallVector<RegRange, 4> ranges;
+
+    /// Returns the range that declares `name`, if any.
+    const RegRange *rangeOf(StringRef name) const {
+      for (const RegRange &r : ranges) {
+        if (!name.starts_with(r.prefix))
+          continue;
+        StringRef digits = name.drop_front(r.prefix.size());
+        uint64_t n;
+        if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
+            digits.getAsInteger(10, n) || n >= static_cast<uint64_t>(r.count))
+          continue;
+        return &r;
+      }
+      return nullptr;
+    }
+  };
+  std::vector<Scope> scopes;
   llvm::StringMap<Block *> labels;
   /// Function-scope variables: PTX name to module symbol name.
   llvm::StringMap<StringRef> localSymbols;
@@ -417,9 +443,14 @@ VarInfo *Importer::lookup(StringRef name) {
       name = names.save(name.drop_back(2) + alias);
   }
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
-    auto f = it->find(name);
-    if (f != it->end())
+    auto f = it->vars.find(name);
+    if (f != it->vars.end())
       return &f->second;
+    if (const RegRange *r = it->rangeOf(name)) {
+      // First use of a register of a `%r<N>` range.
+      VarInfo info{ssa->addVariable(r->type), r->type, false};
+      return &it->vars.try_emplace(name, info).first->second;
+    }
   }
   return nullptr;
 }
@@ -924,11 +955,11 @@ LogicalResult Importer::importBody(ptx::Function &f) {
       -> LogicalResult {
     auto pt = ptxType(p.type);
     VarInfo whole{0, pt->type, false, static_cast<unsigned>(p.vecWidth)};
-    if (!scopes.back().try_emplace(p.name, whole).second)
+    if (!scopes.back().vars.try_emplace(p.name, whole).second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     for (int64_t k = 0; k < p.vecWidth; ++k) {
       auto id = ssa->addVariable(pt->type);
-      scopes.back().try_emplace(vectorComponent(p.name, k),
+      scopes.back().vars.try_emplace(vectorComponent(p.name, k),
                                 VarInfo{id, pt->type, false});
       ids.push_back(id);
     }
@@ -953,7 +984,7 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     auto id = ssa->addVariable(t);
     VarInfo info{id, t, p.space == "param"};
     info.argIndex = static_cast<int>(i);
-    if (!scopes.back().try_emplace(p.name, info).second)
+    if (!scopes.back().vars.try_emplace(p.name, info).second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     ssa->writeVariable(id, entry, entry->getArgument(i));
   }
@@ -969,7 +1000,7 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     }
     auto id = ssa->addVariable(t);
     if (!scopes.back()
-             .try_emplace(p.name, VarInfo{id, t, p.space == "param"})
+             .vars.try_emplace(p.name, VarInfo{id, t, p.space == "param"})
              .second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     retVars.push_back(id);
@@ -1075,8 +1106,9 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
           return error(d.loc, "unsupported parameter type '." + d.type + "'");
         auto declare = [&](StringRef name) -> LogicalResult {
           auto id = ssa->addVariable(*t);
-          if (!scopes.back()
-                   .try_emplace(name, VarInfo{id, *t, d.space == "param"})
+          if (scopes.back().rangeOf(name) ||
+              !scopes.back()
+                   .vars.try_emplace(name, VarInfo{id, *t, d.space == "param"})
                    .second)
             return error(d.loc, "redeclaration of '" + name + "'");
           return success();
@@ -1085,14 +1117,19 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
           if (d.vecWidth <= 1)
             return declare(name);
           VarInfo whole{0, *t, false, static_cast<unsigned>(d.vecWidth)};
-          if (!scopes.back().try_emplace(name, whole).second)
+          if (!scopes.back().vars.try_emplace(name, whole).second)
             return error(d.loc, "redeclaration of '" + name + "'");
           for (int64_t i = 0; i < d.vecWidth; ++i)
             if (failed(declare(vectorComponent(name, i))))
               return failure();
           return success();
         };
-        if (d.rangeCount >= 0) {
+        if (d.rangeCount >= 0 && d.vecWidth <= 1 && d.space == "reg") {
+          for (const RegRange &r : scopes.back().ranges)
+            if (r.prefix == d.name)
+              return error(d.loc, "redeclaration of '" + d.name + "<...>'");
+          scopes.back().ranges.push_back({d.name, d.rangeCount, *t});
+        } else if (d.rangeCount >= 0) {
           for (int64_t i = 0; i < d.rangeCount; ++i) {
             // Names live as long as the module's buffer: intern them.
             StringRef n = names.save(d.name + Twine(i));
