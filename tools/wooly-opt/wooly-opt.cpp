@@ -18,7 +18,8 @@ int main(int argc, char **argv) {
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "wooly-opt: verify, transform and print Wooly IR.\n\n"
-      "Reads Wooly IR (as printed by `wooly-translate --import-ptx`), runs the\n"
+      "Reads Wooly IR (as printed by `wooly-translate --import-ptx`), runs "
+      "the\n"
       "passes named on the command line and prints the result. Useful flags:\n"
       "  --verify-diagnostics  check `expected-error` annotations\n"
       "  --verify-roundtrip    check that the printed IR parses back\n"

@@ -51,7 +51,7 @@ struct VarInfo {
 
 /// A PTX type name's properties.
 struct PtxType {
-  Type type;         ///< MLIR storage type
+  Type type; ///< MLIR storage type
   bool isSigned = false;
   bool isFloat = false;
   ScalarType scalar = ScalarType::b32;
@@ -131,9 +131,7 @@ private:
   /// Returns the function's one `arith.constant` of `value`, created at the
   /// top of the entry block on first use.
   Value constant(TypedAttr value);
-  Value constInt(Type t, int64_t v) {
-    return constant(b.getIntegerAttr(t, v));
-  }
+  Value constInt(Type t, int64_t v) { return constant(b.getIntegerAttr(t, v)); }
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
   Value coerce(Value v, Type t, bool signExtend = false);
   Value bitcast(Value v, Type t);
@@ -308,26 +306,61 @@ std::optional<PtxType> Importer::ptxType(StringRef n) {
   t.isFloat = k == 'f' || n.starts_with("bf") || n == "tf32" ||
               n.starts_with("e4") || n.starts_with("e5");
   switch (*sc) {
-  case ScalarType::pred: t.type = b.getI1Type(); break;
-  case ScalarType::b8: case ScalarType::u8: case ScalarType::s8:
-  case ScalarType::e4m3: case ScalarType::e5m2:
-    t.type = intType(8); break;
-  case ScalarType::b16: case ScalarType::u16: case ScalarType::s16:
-  case ScalarType::e4m3x2: case ScalarType::e5m2x2:
-    t.type = intType(16); break;
-  case ScalarType::b32: case ScalarType::u32: case ScalarType::s32:
-  case ScalarType::tf32: case ScalarType::s8x4: case ScalarType::u8x4:
-    t.type = intType(32); break;
-  case ScalarType::b64: case ScalarType::u64: case ScalarType::s64:
-    t.type = intType(64); break;
-  case ScalarType::b128: t.type = intType(128); break;
-  case ScalarType::f16: t.type = b.getF16Type(); break;
-  case ScalarType::bf16: t.type = b.getBF16Type(); break;
-  case ScalarType::f16x2: t.type = VectorType::get({2}, b.getF16Type()); break;
-  case ScalarType::bf16x2: t.type = VectorType::get({2}, b.getBF16Type()); break;
-  case ScalarType::f32: t.type = b.getF32Type(); break;
-  case ScalarType::f64: t.type = b.getF64Type(); break;
-  case ScalarType::s4: case ScalarType::u4: t.type = intType(4); break;
+  case ScalarType::pred:
+    t.type = b.getI1Type();
+    break;
+  case ScalarType::b8:
+  case ScalarType::u8:
+  case ScalarType::s8:
+  case ScalarType::e4m3:
+  case ScalarType::e5m2:
+    t.type = intType(8);
+    break;
+  case ScalarType::b16:
+  case ScalarType::u16:
+  case ScalarType::s16:
+  case ScalarType::e4m3x2:
+  case ScalarType::e5m2x2:
+    t.type = intType(16);
+    break;
+  case ScalarType::b32:
+  case ScalarType::u32:
+  case ScalarType::s32:
+  case ScalarType::tf32:
+  case ScalarType::s8x4:
+  case ScalarType::u8x4:
+    t.type = intType(32);
+    break;
+  case ScalarType::b64:
+  case ScalarType::u64:
+  case ScalarType::s64:
+    t.type = intType(64);
+    break;
+  case ScalarType::b128:
+    t.type = intType(128);
+    break;
+  case ScalarType::f16:
+    t.type = b.getF16Type();
+    break;
+  case ScalarType::bf16:
+    t.type = b.getBF16Type();
+    break;
+  case ScalarType::f16x2:
+    t.type = VectorType::get({2}, b.getF16Type());
+    break;
+  case ScalarType::bf16x2:
+    t.type = VectorType::get({2}, b.getBF16Type());
+    break;
+  case ScalarType::f32:
+    t.type = b.getF32Type();
+    break;
+  case ScalarType::f64:
+    t.type = b.getF64Type();
+    break;
+  case ScalarType::s4:
+  case ScalarType::u4:
+    t.type = intType(4);
+    break;
   }
   return t;
 }
@@ -437,8 +470,11 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
 VarInfo *Importer::lookup(StringRef name) {
   if (name.size() > 2 && name[name.size() - 2] == '.') {
     char c = name.back();
-    const char *alias = c == 'r' ? ".x" : c == 'g' ? ".y" : c == 'b' ? ".z"
-                        : c == 'a' ? ".w" : nullptr;
+    const char *alias = c == 'r'   ? ".x"
+                        : c == 'g' ? ".y"
+                        : c == 'b' ? ".z"
+                        : c == 'a' ? ".w"
+                                   : nullptr;
     if (alias)
       name = names.save(name.drop_back(2) + alias);
   }
@@ -467,16 +503,15 @@ Value Importer::readSpecial(const Operand &op, Type t) {
   auto reg = symbolizeSpecialReg(base);
   if (!reg)
     return {};
-  unsigned w = (*reg == SpecialReg::clock64 || *reg == SpecialReg::globaltimer ||
-                *reg == SpecialReg::gridid)
+  unsigned w = (*reg == SpecialReg::clock64 ||
+                *reg == SpecialReg::globaltimer || *reg == SpecialReg::gridid)
                    ? 64
                    : 32;
-  bool needsDim = *reg == SpecialReg::tid || *reg == SpecialReg::ntid ||
-                  *reg == SpecialReg::ctaid || *reg == SpecialReg::nctaid ||
-                  *reg == SpecialReg::clusterid ||
-                  *reg == SpecialReg::nclusterid ||
-                  *reg == SpecialReg::cluster_ctaid ||
-                  *reg == SpecialReg::cluster_nctaid;
+  bool needsDim =
+      *reg == SpecialReg::tid || *reg == SpecialReg::ntid ||
+      *reg == SpecialReg::ctaid || *reg == SpecialReg::nctaid ||
+      *reg == SpecialReg::clusterid || *reg == SpecialReg::nclusterid ||
+      *reg == SpecialReg::cluster_ctaid || *reg == SpecialReg::cluster_nctaid;
   if (needsDim != dim.has_value())
     return {};
   Value v = SRegOp::create(b, curLoc, intType(w), *reg,
@@ -515,8 +550,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         (void)error(op.loc, "'!' needs a predicate register");
         return {};
       }
-      v = arith::XOrIOp::create(b, curLoc, v,
-                                constInt(b.getI1Type(), 1));
+      v = arith::XOrIOp::create(b, curLoc, v, constInt(b.getI1Type(), 1));
     }
     return coerce(v, t, signExtend);
   }
@@ -531,12 +565,11 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
   }
   case OK::FImm: {
     if (auto ft = dyn_cast<FloatType>(t)) {
-      llvm::APFloat value =
-          op.isDouble
-              ? llvm::APFloat(llvm::APFloat::IEEEdouble(),
-                              llvm::APInt(64, op.bits))
-              : llvm::APFloat(llvm::APFloat::IEEEsingle(),
-                              llvm::APInt(32, op.bits));
+      llvm::APFloat value = op.isDouble
+                                ? llvm::APFloat(llvm::APFloat::IEEEdouble(),
+                                                llvm::APInt(64, op.bits))
+                                : llvm::APFloat(llvm::APFloat::IEEEsingle(),
+                                                llvm::APInt(32, op.bits));
       if (&value.getSemantics() != &ft.getFloatSemantics()) {
         bool lost;
         value.convert(ft.getFloatSemantics(),
@@ -568,8 +601,8 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
     if (StringRef sym = symbolName(op.name);
         globals.count(sym) || funcs.count(sym)) {
       Type at = widthOf(t) == 32 ? intType(32) : intType(64);
-      Value a = AddressOfOp::create(b, curLoc, at,
-                                    FlatSymbolRefAttr::get(ctx, sym));
+      Value a =
+          AddressOfOp::create(b, curLoc, at, FlatSymbolRefAttr::get(ctx, sym));
       if (op.imm)
         a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
       return coerce(a, t);
@@ -674,8 +707,8 @@ Value Importer::address(const Operand &op, Type &type) {
   } else if (StringRef sym = symbolName(op.name);
              globals.count(sym) || funcs.count(sym)) {
     type = addrType();
-    base = AddressOfOp::create(b, curLoc, type,
-                               FlatSymbolRefAttr::get(ctx, sym));
+    base =
+        AddressOfOp::create(b, curLoc, type, FlatSymbolRefAttr::get(ctx, sym));
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};
@@ -697,8 +730,8 @@ LogicalResult Importer::importGlobal(const ptx::VarDecl &d, StringRef name) {
                    .Case("local", StateSpace::local)
                    .Default(std::nullopt);
   if (!space)
-    return error(d.loc, "unsupported state space '." + d.space +
-                            "' for a variable");
+    return error(d.loc,
+                 "unsupported state space '." + d.space + "' for a variable");
   auto t = ptxType(d.type);
   if (!t || d.type == "pred")
     return error(d.loc, "unsupported variable type '." + d.type + "'");
@@ -722,35 +755,35 @@ LogicalResult Importer::importGlobal(const ptx::VarDecl &d, StringRef name) {
       return error(d.loc, "too many initializers for '" + name + "'");
     SmallVector<Attribute> values;
     for (const Operand &o : d.init)
-      values.push_back(o.kind == OK::Symbol
-                           ? Attribute(FlatSymbolRefAttr::get(ctx, o.name))
-                           : Attribute(b.getIntegerAttr(
-                                 elem, o.kind == OK::Imm
-                                           ? o.imm
-                                           : static_cast<int64_t>(o.bits))));
+      values.push_back(
+          o.kind == OK::Symbol
+              ? Attribute(FlatSymbolRefAttr::get(ctx, o.name))
+              : Attribute(b.getIntegerAttr(
+                    elem,
+                    o.kind == OK::Imm ? o.imm : static_cast<int64_t>(o.bits))));
     init = b.getArrayAttr(values);
   } else if (d.hasInit) {
     if (d.init.size() > static_cast<size_t>(std::max<int64_t>(count, 1)))
       return error(d.loc, "too many initializers for '" + name + "'");
-    auto vt = RankedTensorType::get({static_cast<int64_t>(d.init.size())},
-                                    elem);
+    auto vt =
+        RankedTensorType::get({static_cast<int64_t>(d.init.size())}, elem);
     SmallVector<Attribute> values;
     for (const Operand &o : d.init) {
       if (auto ft = dyn_cast<FloatType>(elem)) {
         double v = o.kind == OK::Imm ? static_cast<double>(o.imm)
-                   : o.isDouble ? llvm::bit_cast<double>(o.bits)
+                   : o.isDouble      ? llvm::bit_cast<double>(o.bits)
                                 : static_cast<double>(llvm::bit_cast<float>(
                                       static_cast<uint32_t>(o.bits)));
         if (o.kind == OK::FImm && !o.isDouble && ft.isF32()) {
-          values.push_back(b.getFloatAttr(
-              ft, llvm::APFloat(llvm::APFloat::IEEEsingle(),
-                                llvm::APInt(32, o.bits))));
+          values.push_back(
+              b.getFloatAttr(ft, llvm::APFloat(llvm::APFloat::IEEEsingle(),
+                                               llvm::APInt(32, o.bits))));
           continue;
         }
         if (o.kind == OK::FImm && o.isDouble && ft.isF64()) {
-          values.push_back(b.getFloatAttr(
-              ft, llvm::APFloat(llvm::APFloat::IEEEdouble(),
-                                llvm::APInt(64, o.bits))));
+          values.push_back(
+              b.getFloatAttr(ft, llvm::APFloat(llvm::APFloat::IEEEdouble(),
+                                               llvm::APInt(64, o.bits))));
           continue;
         }
         values.push_back(b.getFloatAttr(ft, v));
@@ -783,8 +816,8 @@ std::optional<Type> Importer::paramType(const ptx::VarDecl &d) {
   if (!t)
     return std::nullopt;
   if (d.arraySize >= 0 || d.vecWidth > 1) {
-    int64_t n = std::max<int64_t>(d.arraySize, 1) * d.vecWidth *
-                (widthOf(t->type) / 8);
+    int64_t n =
+        std::max<int64_t>(d.arraySize, 1) * d.vecWidth * (widthOf(t->type) / 8);
     if (n <= 0)
       return std::nullopt;
     return VectorType::get({n}, intType(8));
@@ -797,7 +830,8 @@ DictionaryAttr Importer::paramAttrs(const ptx::VarDecl &d) {
   attrs.push_back(b.getNamedAttr("wooly.name", b.getStringAttr(d.name)));
   attrs.push_back(b.getNamedAttr("wooly.type", b.getStringAttr(d.type)));
   if (d.align)
-    attrs.push_back(b.getNamedAttr("wooly.align", b.getI64IntegerAttr(d.align)));
+    attrs.push_back(
+        b.getNamedAttr("wooly.align", b.getI64IntegerAttr(d.align)));
   if (!d.ptrSpace.empty())
     attrs.push_back(
         b.getNamedAttr("wooly.ptr_space", b.getStringAttr(d.ptrSpace)));
@@ -828,8 +862,8 @@ LogicalResult Importer::declareFunction(ptx::Function &f) {
     FuncOp existing = it->second;
     if (existing.getFunctionType() != type ||
         existing.getKernel() != f.isKernel)
-      return error(f.loc, "'" + f.name +
-                              "' redeclared with a different signature");
+      return error(f.loc,
+                   "'" + f.name + "' redeclared with a different signature");
     if (f.hasBody && !definedFuncs.insert(f.name).second)
       return error(f.loc, "redefinition of '" + f.name + "'");
     if (f.hasBody) {
@@ -950,9 +984,9 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   ssa->sealBlock(entry);
   curLoc = loc(f.loc);
   // `.reg .v2 .u32 x` parameters and results: one variable per component.
-  auto declareVectorReg = [&](const ptx::VarDecl &p,
-                              SmallVectorImpl<SSABuilder::Var> &ids)
-      -> LogicalResult {
+  auto declareVectorReg =
+      [&](const ptx::VarDecl &p,
+          SmallVectorImpl<SSABuilder::Var> &ids) -> LogicalResult {
     auto pt = ptxType(p.type);
     VarInfo whole{0, pt->type, false, static_cast<unsigned>(p.vecWidth)};
     if (!scopes.back().vars.try_emplace(p.name, whole).second)
@@ -960,7 +994,7 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     for (int64_t k = 0; k < p.vecWidth; ++k) {
       auto id = ssa->addVariable(pt->type);
       scopes.back().vars.try_emplace(vectorComponent(p.name, k),
-                                VarInfo{id, pt->type, false});
+                                     VarInfo{id, pt->type, false});
       ids.push_back(id);
     }
     return success();
@@ -974,9 +1008,9 @@ LogicalResult Importer::importBody(ptx::Function &f) {
         return failure();
       Type et = ssa->getType(ids[0]);
       SmallVector<Type> parts(ids.size(), intType(widthOf(et)));
-      auto split = UnpackOp::create(b, curLoc, parts,
-                                    bitcast(entry->getArgument(i),
-                                            intType(widthOf(t))));
+      auto split =
+          UnpackOp::create(b, curLoc, parts,
+                           bitcast(entry->getArgument(i), intType(widthOf(t))));
       for (auto [k, id] : llvm::enumerate(ids))
         ssa->writeVariable(id, entry, coerce(split.getResult(k), et));
       continue;
@@ -1029,8 +1063,8 @@ LogicalResult Importer::importBody(ptx::Function &f) {
       return error(s.instr.loc, "'bra' expects one label operand");
     Block *target = labels.lookup(ops[0].name);
     if (!target)
-      return error(ops[0].loc, "branch to undefined label '" + ops[0].name +
-                                   "'");
+      return error(ops[0].loc,
+                   "branch to undefined label '" + ops[0].name + "'");
     ++expectedPreds[target];
   }
 
@@ -1042,8 +1076,8 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     }
   if (succeeded(result) && scopes.size() != 1)
     result = error(f.loc, "unbalanced '{' in body of '" + f.name + "'");
-  if (succeeded(result) && (cur->empty() ||
-                            !cur->back().hasTrait<OpTrait::IsTerminator>())) {
+  if (succeeded(result) &&
+      (cur->empty() || !cur->back().hasTrait<OpTrait::IsTerminator>())) {
     // Falling off the end of a body returns.
     ptx::Instruction ret;
     ret.opcode = "ret";
@@ -1193,9 +1227,8 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
     Block *target = labels.lookup(inst.operands[0].name);
     Block *next = new Block();
     expectedPreds[next] = 1;
-    auto br = cf::CondBranchOp::create(b, curLoc, pred, target,
-                                       ValueRange(), next,
-                                       ValueRange());
+    auto br = cf::CondBranchOp::create(b, curLoc, pred, target, ValueRange(),
+                                       next, ValueRange());
     if (!pendingPragma.empty()) {
       br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
       pendingPragma = {};
@@ -1278,11 +1311,10 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
     return emitLdSt(inst, true);
   if (op == "st")
     return emitLdSt(inst, false);
-  if (op == "add" || op == "sub" || op == "and" || op == "or" ||
-      op == "xor" || op == "min" || op == "max" || op == "div" ||
-      op == "rem" || op == "shl" || op == "shr" || op == "not" ||
-      op == "cnot" || op == "neg" || op == "abs" || op == "selp" ||
-      op == "copysign")
+  if (op == "add" || op == "sub" || op == "and" || op == "or" || op == "xor" ||
+      op == "min" || op == "max" || op == "div" || op == "rem" || op == "shl" ||
+      op == "shr" || op == "not" || op == "cnot" || op == "neg" ||
+      op == "abs" || op == "selp" || op == "copysign")
     return inst.has("cc") ? emitCarry(inst) : emitIntOrFloatArith(inst);
   if (op == "addc" || op == "subc" || op == "madc")
     return emitCarry(inst);
@@ -1343,8 +1375,8 @@ LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
   for (int i = 0; i < vec; ++i) {
     int64_t off = offset + i * (elemBits / 8);
     if (off < 0 || off * 8 + elemBits > total)
-      return error(inst.loc, "access outside parameter of " +
-                                 Twine(total / 8) + " bytes");
+      return error(inst.loc, "access outside parameter of " + Twine(total / 8) +
+                                 " bytes");
   }
   auto elemOperand = [&](int i) -> const Operand & {
     return vec > 1 ? data.elems[i] : data;
@@ -1356,12 +1388,13 @@ LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
     int64_t off = offset + i * (elemBits / 8);
     bool direct = off == 0 && elemBits == total;
     // A store of the whole parameter does not read its old value.
-    Value whole = isLoad || !direct ? ssa->readVariable(param->id, cur)
-                                    : Value();
+    Value whole =
+        isLoad || !direct ? ssa->readVariable(param->id, cur) : Value();
     if (isLoad) {
-      Value v = direct ? bitcast(whole, ty.type)
-                       : Value(ExtractBytesOp::create(b, curLoc, ty.type, whole,
-                                                      off));
+      Value v =
+          direct
+              ? bitcast(whole, ty.type)
+              : Value(ExtractBytesOp::create(b, curLoc, ty.type, whole, off));
       if (failed(write(elemOperand(i), v, ty.isSigned)))
         return failure();
     } else {
@@ -1415,8 +1448,7 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
       isVolatile = true;
     else if (m == "mmio")
       return error(inst.loc, "'.mmio' accesses are not supported yet");
-    else if (m == "relaxed" || m == "acquire" || m == "release" ||
-             m == "weak")
+    else if (m == "relaxed" || m == "acquire" || m == "release" || m == "weak")
       sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m));
     else if (auto s = symbolizeMemScope(m))
       scope = MemScopeAttr::get(ctx, *s);
@@ -1503,8 +1535,7 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
           p = read(inst.operands[3], b.getI1Type());
     if (!a || !c || !p)
       return failure();
-    return write(inst.operands[0],
-                 arith::SelectOp::create(b, curLoc, p, a, c));
+    return write(inst.operands[0], arith::SelectOp::create(b, curLoc, p, a, c));
   }
   if (op == "shl" || op == "shr") {
     if (!ty.isInteger())
@@ -1556,14 +1587,14 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
       auto rnd = roundingOf(inst);
       bool sat = inst.has("sat");
       if (!ftz && !sat && (!rnd || *rnd == RoundingMode::rn)) {
-        auto fm = rnd ? arith::FastMathFlags::none
-                      : arith::FastMathFlags::contract;
+        auto fm =
+            rnd ? arith::FastMathFlags::none : arith::FastMathFlags::contract;
         r = op == "add"
                 ? Value(arith::AddFOp::create(b, curLoc, src[0], src[1], fm))
                 : Value(arith::SubFOp::create(b, curLoc, src[0], src[1], fm));
       } else {
-        auto rndAttr = rnd ? RoundingModeAttr::get(ctx, *rnd)
-                           : RoundingModeAttr();
+        auto rndAttr =
+            rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr();
         r = op == "add" ? Value(FAddOp::create(b, curLoc, src[0], src[1],
                                                rndAttr, ftz, sat))
                         : Value(FSubOp::create(b, curLoc, src[0], src[1],
@@ -1572,10 +1603,9 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     } else if (op == "min" || op == "max") {
       bool nan = inst.has("NaN");
       bool xs = inst.has("xorsign");
-      r = op == "min" ? Value(FMinOp::create(b, curLoc, src[0], src[1], nan,
-                                             ftz, xs))
-                      : Value(FMaxOp::create(b, curLoc, src[0], src[1], nan,
-                                             ftz, xs));
+      r = op == "min"
+              ? Value(FMinOp::create(b, curLoc, src[0], src[1], nan, ftz, xs))
+              : Value(FMaxOp::create(b, curLoc, src[0], src[1], nan, ftz, xs));
     } else if (op == "div") {
       auto rnd = roundingOf(inst);
       bool approx = inst.has("approx"), full = inst.has("full");
@@ -1620,8 +1650,8 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
   } else if (op == "not") {
     r = arith::XOrIOp::create(b, curLoc, src[0], constInt(ty, -1));
   } else if (op == "cnot") {
-    Value z = arith::CmpIOp::create(b, curLoc, arith::CmpIPredicate::eq,
-                                    src[0], constInt(ty, 0));
+    Value z = arith::CmpIOp::create(b, curLoc, arith::CmpIPredicate::eq, src[0],
+                                    constInt(ty, 0));
     r = arith::ExtUIOp::create(b, curLoc, ty, z);
   } else if (op == "neg") {
     r = arith::SubIOp::create(b, curLoc, constInt(ty, 0), src[0]);
@@ -1749,8 +1779,8 @@ LogicalResult Importer::emitCarry(ptx::Instruction &inst) {
     if (!rhs)
       return failure();
   }
-  Value cin = useCarry ? ssa->readVariable(*carryVar, cur)
-                       : constInt(b.getI1Type(), 0);
+  Value cin =
+      useCarry ? ssa->readVariable(*carryVar, cur) : constInt(b.getI1Type(), 0);
   Value r, cout;
   if (isSub) {
     Value i1True = constInt(b.getI1Type(), 1);
@@ -1760,7 +1790,8 @@ LogicalResult Importer::emitCarry(ptx::Instruction &inst) {
     Value notBorrow = arith::XOrIOp::create(b, curLoc, cin, i1True);
     auto s1 = arith::AddUIExtendedOp::create(b, curLoc, lhs, nb);
     auto s2 = arith::AddUIExtendedOp::create(
-        b, curLoc, s1.getSum(), arith::ExtUIOp::create(b, curLoc, ty, notBorrow));
+        b, curLoc, s1.getSum(),
+        arith::ExtUIOp::create(b, curLoc, ty, notBorrow));
     r = s2.getSum();
     Value carry =
         arith::OrIOp::create(b, curLoc, s1.getOverflow(), s2.getOverflow());
@@ -1839,19 +1870,28 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
   size_t n = inst.operands.size();
   if (n != (boolOp ? 4u : 3u))
     return expectOperands(inst, boolOp ? 4 : 3);
-  Value a = read(inst.operands[1], st->type), c = read(inst.operands[2], st->type);
+  Value a = read(inst.operands[1], st->type),
+        c = read(inst.operands[2], st->type);
   if (!a || !c)
     return failure();
   Value cmpResult;
   if (st->isFloat) {
     using P = arith::CmpFPredicate;
     auto pred = llvm::StringSwitch<std::optional<P>>(cmp)
-                    .Case("eq", P::OEQ).Case("ne", P::ONE).Case("lt", P::OLT)
-                    .Case("le", P::OLE).Case("gt", P::OGT).Case("ge", P::OGE)
-                    .Case("equ", P::UEQ).Case("neu", P::UNE)
-                    .Case("ltu", P::ULT).Case("leu", P::ULE)
-                    .Case("gtu", P::UGT).Case("geu", P::UGE)
-                    .Case("num", P::ORD).Case("nan", P::UNO)
+                    .Case("eq", P::OEQ)
+                    .Case("ne", P::ONE)
+                    .Case("lt", P::OLT)
+                    .Case("le", P::OLE)
+                    .Case("gt", P::OGT)
+                    .Case("ge", P::OGE)
+                    .Case("equ", P::UEQ)
+                    .Case("neu", P::UNE)
+                    .Case("ltu", P::ULT)
+                    .Case("leu", P::ULE)
+                    .Case("gtu", P::UGT)
+                    .Case("geu", P::UGE)
+                    .Case("num", P::ORD)
+                    .Case("nan", P::UNO)
                     .Default(std::nullopt);
     if (!pred)
       return error(inst.loc, "unknown float comparison '." + cmp + "'");
@@ -1864,13 +1904,16 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
     using P = arith::CmpIPredicate;
     bool s = st->isSigned;
     auto pred = llvm::StringSwitch<std::optional<P>>(cmp)
-                    .Case("eq", P::eq).Case("ne", P::ne)
+                    .Case("eq", P::eq)
+                    .Case("ne", P::ne)
                     .Case("lt", s ? P::slt : P::ult)
                     .Case("le", s ? P::sle : P::ule)
                     .Case("gt", s ? P::sgt : P::ugt)
                     .Case("ge", s ? P::sge : P::uge)
-                    .Case("lo", P::ult).Case("ls", P::ule)
-                    .Case("hi", P::ugt).Case("hs", P::uge)
+                    .Case("lo", P::ult)
+                    .Case("ls", P::ule)
+                    .Case("hi", P::ugt)
+                    .Case("hs", P::uge)
                     .Default(std::nullopt);
     if (!pred)
       return error(inst.loc, "unknown integer comparison '." + cmp + "'");
@@ -1879,9 +1922,8 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
   // Per-lane results: scalars give one, x2 types give two (low half first).
   SmallVector<Value, 2> lanes;
   if (isa<VectorType>(cmpResult.getType())) {
-    auto parts = UnpackOp::create(b, curLoc,
-                                  TypeRange{b.getI1Type(), b.getI1Type()},
-                                  cmpResult);
+    auto parts = UnpackOp::create(
+        b, curLoc, TypeRange{b.getI1Type(), b.getI1Type()}, cmpResult);
     lanes.append(parts.getResults().begin(), parts.getResults().end());
   } else {
     lanes.push_back(cmpResult);
@@ -1937,8 +1979,8 @@ LogicalResult Importer::emitSetp(ptx::Instruction &inst, bool isSet) {
   if (lanes.size() == 2) {
     Value lo = materialize(combine(lanes[0]));
     Value hi = materialize(combine(lanes[1]));
-    Value packed = PackOp::create(b, curLoc, intType(widthOf(elem)),
-                                  ValueRange{lo, hi});
+    Value packed =
+        PackOp::create(b, curLoc, intType(widthOf(elem)), ValueRange{lo, hi});
     return write(dst, packed);
   }
   return write(dst, materialize(combine(lanes[0])));
@@ -1993,10 +2035,9 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
       Value v = read(o, i32);
       if (!v)
         return {};
-      Value narrow = CvtOp::create(b, curLoc, ct->type, ValueRange{v},
-                                   ScalarType::s32, ct->scalar,
-                                   RoundingModeAttr(), false, /*sat=*/true,
-                                   false, false);
+      Value narrow = CvtOp::create(
+          b, curLoc, ct->type, ValueRange{v}, ScalarType::s32, ct->scalar,
+          RoundingModeAttr(), false, /*sat=*/true, false, false);
       return arith::ExtUIOp::create(b, curLoc, i32, narrow);
     };
     Value fa = field(inst.operands[1]), fb = field(inst.operands[2]);
@@ -2037,7 +2078,8 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
              st->scalar == ScalarType::f32 && dt->scalar == ScalarType::f64) {
     r = arith::ExtFOp::create(b, curLoc, dt->type, in[0]);
   } else if (!packed && !sat && !relu && !satfinite && !ftz &&
-             (st->scalar == ScalarType::f16 || st->scalar == ScalarType::bf16) &&
+             (st->scalar == ScalarType::f16 ||
+              st->scalar == ScalarType::bf16) &&
              (dt->scalar == ScalarType::f32 || dt->scalar == ScalarType::f64)) {
     r = arith::ExtFOp::create(b, curLoc, dt->type, in[0]);
   } else if (!packed && !sat && !ftz && !relu && !satfinite && srcInt &&
@@ -2195,9 +2237,10 @@ LogicalResult Importer::emitBits(ptx::Instruction &inst) {
 /// shifted value saturates to dtype with `.sat` (else it is truncated), then
 /// `.add`/`.min`/`.max` combine it with c.
 LogicalResult Importer::emitVideoShift(ptx::Instruction &inst) {
-  auto dt = instrType(inst, 0), at = instrType(inst, 1), bt = instrType(inst, 2);
-  if (!dt || !at || !bt || !dt->type.isInteger(32) ||
-      !at->type.isInteger(32) || !bt->type.isInteger(32) || bt->isSigned)
+  auto dt = instrType(inst, 0), at = instrType(inst, 1),
+       bt = instrType(inst, 2);
+  if (!dt || !at || !bt || !dt->type.isInteger(32) || !at->type.isInteger(32) ||
+      !bt->type.isInteger(32) || bt->isSigned)
     return error(inst.loc, "'" + inst.opcode +
                                "' needs .u32/.s32 dtype and atype and a .u32 "
                                "shift type");
@@ -2256,10 +2299,9 @@ LogicalResult Importer::emitAtom(ptx::Instruction &inst, bool isRed) {
   auto t = instrType(inst);
   if (!t)
     return error(inst.loc, "'" + inst.opcode + "' needs a type");
-  if (widthOf(t->type) > 64 || isa<VectorType>(t->type) ||
-      inst.has("v2") || inst.has("v4") || inst.has("v8"))
-    return error(inst.loc, "atomics on '." +
-                               stringifyScalarType(t->scalar) +
+  if (widthOf(t->type) > 64 || isa<VectorType>(t->type) || inst.has("v2") ||
+      inst.has("v4") || inst.has("v8"))
+    return error(inst.loc, "atomics on '." + stringifyScalarType(t->scalar) +
                                "' or vectors are not supported yet");
   StateSpace space = spaceOf(inst).value_or(StateSpace::generic);
   MemOrderAttr sem;
@@ -2273,11 +2315,13 @@ LogicalResult Importer::emitAtom(ptx::Instruction &inst, bool isRed) {
     else if (m == "add")
       kind = t->isFloat ? AtomicOp::fadd : AtomicOp::add;
     else if (m == "min")
-      kind = t->isFloat ? AtomicOp::fmin
-             : t->isSigned ? AtomicOp::smin : AtomicOp::umin;
+      kind = t->isFloat    ? AtomicOp::fmin
+             : t->isSigned ? AtomicOp::smin
+                           : AtomicOp::umin;
     else if (m == "max")
-      kind = t->isFloat ? AtomicOp::fmax
-             : t->isSigned ? AtomicOp::smax : AtomicOp::umax;
+      kind = t->isFloat    ? AtomicOp::fmax
+             : t->isSigned ? AtomicOp::smax
+                           : AtomicOp::umax;
     else if (m == "inc" || m == "dec" || m == "exch" || m == "cas")
       kind = *symbolizeAtomicOp(m);
     else if (m == "and" || m == "or" || m == "xor")
@@ -2309,8 +2353,8 @@ LogicalResult Importer::emitAtom(ptx::Instruction &inst, bool isRed) {
     RedOp::create(b, curLoc, space, *kind, addr, vals[0], sem, scope);
     return success();
   }
-  Value r = AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem,
-                           scope);
+  Value r =
+      AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem, scope);
   return write(inst.operands[0], r, t->isSigned);
 }
 
@@ -2410,7 +2454,7 @@ LogicalResult Importer::emitBarrier(ptx::Instruction &inst) {
   StringRef op = inst.opcode;
   Type i32 = intType(32);
   if (op == "membar") {
-    MemScope scope = inst.has("cta") ? MemScope::cta
+    MemScope scope = inst.has("cta")   ? MemScope::cta
                      : inst.has("sys") ? MemScope::sys
                                        : MemScope::gpu;
     if (inst.has("proxy"))
@@ -2468,8 +2512,9 @@ LogicalResult Importer::emitBarrier(ptx::Instruction &inst) {
       !(inst.mods.size() == 1 && inst.mods[0] == "aligned"))
     return unsupported(inst);
   if (inst.operands.empty() || inst.operands.size() > 2)
-    return error(inst.loc, "'" + op + "' expects a barrier id and an "
-                                      "optional thread count");
+    return error(inst.loc, "'" + op +
+                               "' expects a barrier id and an "
+                               "optional thread count");
   Value id = read(inst.operands[0], i32);
   Value count;
   if (inst.operands.size() == 2 && !(count = read(inst.operands[1], i32)))
@@ -2502,8 +2547,8 @@ LogicalResult Importer::emitCall(ptx::Instruction &inst) {
   if (callee.kind == OK::Symbol) {
     fn = funcs.lookup(callee.name);
     if (!fn)
-      return error(callee.loc, "call to undeclared function '" + callee.name +
-                                   "'");
+      return error(callee.loc,
+                   "call to undeclared function '" + callee.name + "'");
     argTypes.assign(fn.getArgumentTypes().begin(), fn.getArgumentTypes().end());
     resTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
   } else if (callee.kind == OK::Reg) {
@@ -2553,10 +2598,9 @@ LogicalResult Importer::emitCall(ptx::Instruction &inst) {
   }
   Operation *call;
   if (fn) {
-    auto c = CallOp::create(b, curLoc, resTypes,
-                            FlatSymbolRefAttr::get(fn.getSymNameAttr()),
-                            argValues, /*uni=*/UnitAttr(), ArrayAttr(),
-                            ArrayAttr());
+    auto c = CallOp::create(
+        b, curLoc, resTypes, FlatSymbolRefAttr::get(fn.getSymNameAttr()),
+        argValues, /*uni=*/UnitAttr(), ArrayAttr(), ArrayAttr());
     if (inst.has("uni"))
       c.setUni(true);
     call = c;
@@ -2607,8 +2651,7 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
         return success();
       }
       if (inst.has("wait_group")) {
-        if (failed(expectOperands(inst, 1)) ||
-            inst.operands[0].kind != OK::Imm)
+        if (failed(expectOperands(inst, 1)) || inst.operands[0].kind != OK::Imm)
           return error(inst.loc, "'cp.async.wait_group' needs an immediate");
         CpAsyncWaitOp::create(b, curLoc, inst.operands[0].imm);
         return success();
@@ -2632,8 +2675,8 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
       Value srcSize;
       if (inst.operands.size() == 4 && !(srcSize = read(inst.operands[3], i32)))
         return failure();
-      CacheOpAttr cache = CacheOpAttr::get(
-          ctx, inst.has("cg") ? CacheOp::cg : CacheOp::ca);
+      CacheOpAttr cache =
+          CacheOpAttr::get(ctx, inst.has("cg") ? CacheOp::cg : CacheOp::ca);
       CpAsyncOp::create(b, curLoc, dst, coerce(src, intType(64)),
                         b.getI32IntegerAttr(size), srcSize, cache);
       return success();
@@ -2692,10 +2735,10 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
     if (d.kind != OK::Vector)
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(types[0]));
-    auto mma = MmaOp::create(
-        b, curLoc, dt, b.getStringAttr(shape), layouts[0], layouts[1],
-        types[0].scalar, types[1].scalar, types[2].scalar, types[3].scalar, a,
-        bb, c, inst.has("satfinite"));
+    auto mma = MmaOp::create(b, curLoc, dt, b.getStringAttr(shape), layouts[0],
+                             layouts[1], types[0].scalar, types[1].scalar,
+                             types[2].scalar, types[3].scalar, a, bb, c,
+                             inst.has("satfinite"));
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();
@@ -2707,10 +2750,10 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
   StringRef kindMod = inst.mods[0];
   StateSpace space = spaceOf(inst).value_or(StateSpace::generic);
   if (kindMod == "load") {
-    auto role = inst.mods.size() > 1 ? symbolizeMatrixRole(inst.mods[1])
-                                     : std::nullopt;
-    if (!role || layouts.empty() || types.empty() ||
-        inst.operands.size() < 2 || inst.operands.size() > 3)
+    auto role =
+        inst.mods.size() > 1 ? symbolizeMatrixRole(inst.mods[1]) : std::nullopt;
+    if (!role || layouts.empty() || types.empty() || inst.operands.size() < 2 ||
+        inst.operands.size() > 3)
       return error(inst.loc, "malformed 'wmma.load'");
     Type at;
     Value addr = address(inst.operands[1], at);
@@ -2724,8 +2767,8 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> rt(d.elems.size(), regType(types[0]));
     auto ld = WmmaLoadOp::create(b, curLoc, rt, *role, layouts[0],
-                                 b.getStringAttr(shape), types[0].scalar,
-                                 space, addr, stride);
+                                 b.getStringAttr(shape), types[0].scalar, space,
+                                 addr, stride);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], ld.getResult(k))))
         return failure();
@@ -2764,8 +2807,8 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(dty));
     auto mma = WmmaMmaOp::create(b, curLoc, dt, layouts[0], layouts[1],
-                                 b.getStringAttr(shape), dty.scalar,
-                                 cty.scalar, a, bb, c);
+                                 b.getStringAttr(shape), dty.scalar, cty.scalar,
+                                 a, bb, c);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();
@@ -2812,9 +2855,9 @@ LogicalResult Importer::emitMisc(ptx::Instruction &inst) {
       const Operand &f = inst.operands[1];
       if (f.kind != OK::FImm)
         return error(f.loc, "fraction must be a float immediate");
-      fraction = f.isDouble ? llvm::bit_cast<double>(f.bits)
-                            : llvm::bit_cast<float>(
-                                  static_cast<uint32_t>(f.bits));
+      fraction = f.isDouble
+                     ? llvm::bit_cast<double>(f.bits)
+                     : llvm::bit_cast<float>(static_cast<uint32_t>(f.bits));
     }
     Value r = CreatePolicyOp::create(
         b, curLoc, intType(64), b.getStringAttr(prios[0]),

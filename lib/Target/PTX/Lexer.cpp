@@ -14,32 +14,58 @@ using namespace mlir::wooly::ptx;
 
 llvm::StringRef mlir::wooly::ptx::tokenKindName(TokenKind kind) {
   switch (kind) {
-  case TokenKind::Eof: return "end of file";
-  case TokenKind::Error: return "invalid character";
-  case TokenKind::Identifier: return "identifier";
-  case TokenKind::Directive: return "directive";
-  case TokenKind::Integer: return "integer";
-  case TokenKind::Float: return "floating-point literal";
-  case TokenKind::String: return "string";
-  case TokenKind::Comma: return "','";
-  case TokenKind::Semicolon: return "';'";
-  case TokenKind::Colon: return "':'";
-  case TokenKind::LBracket: return "'['";
-  case TokenKind::RBracket: return "']'";
-  case TokenKind::LBrace: return "'{'";
-  case TokenKind::RBrace: return "'}'";
-  case TokenKind::LParen: return "'('";
-  case TokenKind::RParen: return "')'";
-  case TokenKind::Plus: return "'+'";
-  case TokenKind::Minus: return "'-'";
-  case TokenKind::Bang: return "'!'";
-  case TokenKind::At: return "'@'";
-  case TokenKind::Pipe: return "'|'";
-  case TokenKind::Less: return "'<'";
-  case TokenKind::Greater: return "'>'";
-  case TokenKind::Equal: return "'='";
-  case TokenKind::Star: return "'*'";
-  case TokenKind::Tilde: return "'~'";
+  case TokenKind::Eof:
+    return "end of file";
+  case TokenKind::Error:
+    return "invalid character";
+  case TokenKind::Identifier:
+    return "identifier";
+  case TokenKind::Directive:
+    return "directive";
+  case TokenKind::Integer:
+    return "integer";
+  case TokenKind::Float:
+    return "floating-point literal";
+  case TokenKind::String:
+    return "string";
+  case TokenKind::Comma:
+    return "','";
+  case TokenKind::Semicolon:
+    return "';'";
+  case TokenKind::Colon:
+    return "':'";
+  case TokenKind::LBracket:
+    return "'['";
+  case TokenKind::RBracket:
+    return "']'";
+  case TokenKind::LBrace:
+    return "'{'";
+  case TokenKind::RBrace:
+    return "'}'";
+  case TokenKind::LParen:
+    return "'('";
+  case TokenKind::RParen:
+    return "')'";
+  case TokenKind::Plus:
+    return "'+'";
+  case TokenKind::Minus:
+    return "'-'";
+  case TokenKind::Bang:
+    return "'!'";
+  case TokenKind::At:
+    return "'@'";
+  case TokenKind::Pipe:
+    return "'|'";
+  case TokenKind::Less:
+    return "'<'";
+  case TokenKind::Greater:
+    return "'>'";
+  case TokenKind::Equal:
+    return "'='";
+  case TokenKind::Star:
+    return "'*'";
+  case TokenKind::Tilde:
+    return "'~'";
   }
   return "token";
 }
@@ -75,8 +101,8 @@ void Lexer::skipSpaceAndComments() {
 Token Lexer::lexNumber(const char *start) {
   const char *end = buffer.end();
   // Hexadecimal float bit patterns: 0f + 8 hex digits, 0d + 16 hex digits.
-  if (*cur == '0' && cur + 1 != end && (cur[1] == 'f' || cur[1] == 'F' ||
-                                        cur[1] == 'd' || cur[1] == 'D')) {
+  if (*cur == '0' && cur + 1 != end &&
+      (cur[1] == 'f' || cur[1] == 'F' || cur[1] == 'd' || cur[1] == 'D')) {
     cur += 2;
     while (cur != end && llvm::isHexDigit(*cur))
       ++cur;
@@ -86,7 +112,8 @@ Token Lexer::lexNumber(const char *start) {
     cur += 2;
     while (cur != end && llvm::isHexDigit(*cur))
       ++cur;
-  } else if (*cur == '0' && cur + 1 != end && (cur[1] == 'b' || cur[1] == 'B')) {
+  } else if (*cur == '0' && cur + 1 != end &&
+             (cur[1] == 'b' || cur[1] == 'B')) {
     cur += 2;
     while (cur != end && (*cur == '0' || *cur == '1'))
       ++cur;
@@ -133,25 +160,44 @@ Token Lexer::next() {
     return make(TokenKind::Eof, start);
   char c = *cur++;
   switch (c) {
-  case ',': return make(TokenKind::Comma, start);
-  case ';': return make(TokenKind::Semicolon, start);
-  case ':': return make(TokenKind::Colon, start);
-  case '[': return make(TokenKind::LBracket, start);
-  case ']': return make(TokenKind::RBracket, start);
-  case '{': return make(TokenKind::LBrace, start);
-  case '}': return make(TokenKind::RBrace, start);
-  case '(': return make(TokenKind::LParen, start);
-  case ')': return make(TokenKind::RParen, start);
-  case '+': return make(TokenKind::Plus, start);
-  case '-': return make(TokenKind::Minus, start);
-  case '!': return make(TokenKind::Bang, start);
-  case '@': return make(TokenKind::At, start);
-  case '|': return make(TokenKind::Pipe, start);
-  case '<': return make(TokenKind::Less, start);
-  case '>': return make(TokenKind::Greater, start);
-  case '=': return make(TokenKind::Equal, start);
-  case '*': return make(TokenKind::Star, start);
-  case '~': return make(TokenKind::Tilde, start);
+  case ',':
+    return make(TokenKind::Comma, start);
+  case ';':
+    return make(TokenKind::Semicolon, start);
+  case ':':
+    return make(TokenKind::Colon, start);
+  case '[':
+    return make(TokenKind::LBracket, start);
+  case ']':
+    return make(TokenKind::RBracket, start);
+  case '{':
+    return make(TokenKind::LBrace, start);
+  case '}':
+    return make(TokenKind::RBrace, start);
+  case '(':
+    return make(TokenKind::LParen, start);
+  case ')':
+    return make(TokenKind::RParen, start);
+  case '+':
+    return make(TokenKind::Plus, start);
+  case '-':
+    return make(TokenKind::Minus, start);
+  case '!':
+    return make(TokenKind::Bang, start);
+  case '@':
+    return make(TokenKind::At, start);
+  case '|':
+    return make(TokenKind::Pipe, start);
+  case '<':
+    return make(TokenKind::Less, start);
+  case '>':
+    return make(TokenKind::Greater, start);
+  case '=':
+    return make(TokenKind::Equal, start);
+  case '*':
+    return make(TokenKind::Star, start);
+  case '~':
+    return make(TokenKind::Tilde, start);
   case '"': {
     while (cur != end && *cur != '"' && *cur != '\n') {
       if (*cur == '\\' && cur + 1 != end)

@@ -76,14 +76,14 @@ struct Instruction {
 
 /// A declared variable: `.reg`, `.param`, or a state-space variable.
 struct VarDecl {
-  llvm::StringRef space;  ///< `reg`, `param`, `local`, `shared`, ...
-  llvm::StringRef type;   ///< `u32`, `b8`, `pred`, ...
-  llvm::StringRef name;   ///< base name
-  int64_t align = 0;      ///< 0 = natural
-  int64_t vecWidth = 1;   ///< `.v2`/`.v4`
-  int64_t arraySize = -1; ///< -1: scalar, 0: `[]`, N: `[N]` (dims multiplied)
-  int64_t rangeCount = -1; ///< `%r<N>`: N registers `%r0 .. %r{N-1}`
-  llvm::StringRef linkage; ///< `visible`, `extern`, `weak` or empty
+  llvm::StringRef space;    ///< `reg`, `param`, `local`, `shared`, ...
+  llvm::StringRef type;     ///< `u32`, `b8`, `pred`, ...
+  llvm::StringRef name;     ///< base name
+  int64_t align = 0;        ///< 0 = natural
+  int64_t vecWidth = 1;     ///< `.v2`/`.v4`
+  int64_t arraySize = -1;   ///< -1: scalar, 0: `[]`, N: `[N]` (dims multiplied)
+  int64_t rangeCount = -1;  ///< `%r<N>`: N registers `%r0 .. %r{N-1}`
+  llvm::StringRef linkage;  ///< `visible`, `extern`, `weak` or empty
   llvm::StringRef ptrSpace; ///< `.ptr .global` on kernel params
   std::vector<Operand> init; ///< initializer elements
   bool hasInit = false;

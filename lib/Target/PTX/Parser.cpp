@@ -331,11 +331,11 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
     }
   }
   if (d.type.empty())
-    return failHere("expected a type in declaration, found '" +
-                    cur().spelling + "'");
+    return failHere("expected a type in declaration, found '" + cur().spelling +
+                    "'");
   if (!cur().is(TokenKind::Identifier))
-    return failHere("expected a name in declaration, found '" +
-                    cur().spelling + "'");
+    return failHere("expected a name in declaration, found '" + cur().spelling +
+                    "'");
   d.name = cur().spelling;
   consume();
   if (cur().is(TokenKind::Less)) {
@@ -403,8 +403,7 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
     if (!parseParamList(f->results))
       return false;
   if (!cur().is(TokenKind::Identifier))
-    return failHere("expected a function name, found '" + cur().spelling +
-                    "'");
+    return failHere("expected a function name, found '" + cur().spelling + "'");
   f->name = cur().spelling;
   consume();
   if (cur().is(TokenKind::LParen))
@@ -427,7 +426,8 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
       } while (cur().is(TokenKind::Comma));
       if (dims.size() > 3)
         return fail(f->loc, d + " takes at most 3 dimensions");
-    } else if (d == ".minnctapersm" || d == ".maxnreg" || d == ".maxnctapersm") {
+    } else if (d == ".minnctapersm" || d == ".maxnreg" ||
+               d == ".maxnctapersm") {
       int64_t v;
       if (!parseInt(v, false))
         return false;
@@ -710,8 +710,8 @@ bool Parser::parseOperand(Operand &op) {
     if (cur().is(TokenKind::Float)) {
       op.kind = Operand::Kind::FImm;
       if (!Lexer::parseFloat(cur().spelling, op.bits, op.isDouble))
-        return failHere("malformed floating-point literal '" +
-                        cur().spelling + "'");
+        return failHere("malformed floating-point literal '" + cur().spelling +
+                        "'");
       if (neg)
         op.bits ^= op.isDouble ? (uint64_t(1) << 63) : (uint64_t(1) << 31);
       consume();
@@ -726,13 +726,13 @@ bool Parser::parseOperand(Operand &op) {
     if (op.name == "_") {
       op.kind = Operand::Kind::Sink;
     } else {
-      op.kind = op.name.starts_with("%") ? Operand::Kind::Reg
-                                         : Operand::Kind::Symbol;
+      op.kind =
+          op.name.starts_with("%") ? Operand::Kind::Reg : Operand::Kind::Symbol;
       // Components: `%tid.x`, `v.w` of a vector register.
       if (cur().is(TokenKind::Directive) && adjacent(prev, cur()) &&
           (op.kind == Operand::Kind::Reg || cur().spelling.size() == 2)) {
-        op.name = StringRef(op.name.data(),
-                            cur().spelling.end() - op.name.data());
+        op.name =
+            StringRef(op.name.data(), cur().spelling.end() - op.name.data());
         consume();
       }
       // `sym + 4` / `reg + 4` as an operand.

@@ -67,7 +67,8 @@ struct Token {
 class Lexer {
 public:
   /// Creates a lexer over `buffer`, which must outlive the tokens.
-  explicit Lexer(llvm::StringRef buffer) : buffer(buffer), cur(buffer.begin()) {}
+  explicit Lexer(llvm::StringRef buffer)
+      : buffer(buffer), cur(buffer.begin()) {}
 
   /// Returns the next token; `Eof` at the end (and forever after).
   Token next();

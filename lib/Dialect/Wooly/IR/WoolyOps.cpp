@@ -23,7 +23,8 @@ static unsigned bitWidth(Type type) {
     return type.getIntOrFloatBitWidth();
   if (auto vec = dyn_cast<VectorType>(type))
     if (vec.hasStaticShape() && vec.getElementType().isIntOrFloat())
-      return vec.getNumElements() * vec.getElementType().getIntOrFloatBitWidth();
+      return vec.getNumElements() *
+             vec.getElementType().getIntOrFloatBitWidth();
   return 0;
 }
 
@@ -61,9 +62,9 @@ LogicalResult FuncOp::verify() {
     return emitOpError("unknown linkage '") << *linkage << "'";
   if (getKernel() && !getResultTypes().empty())
     return emitOpError("a kernel cannot return values");
-  for (auto [name, attr] : {std::pair<StringRef, DenseI32ArrayAttr>{
-                                "maxntid", getMaxntidAttr()},
-                            {"reqntid", getReqntidAttr()}}) {
+  for (auto [name, attr] :
+       {std::pair<StringRef, DenseI32ArrayAttr>{"maxntid", getMaxntidAttr()},
+        {"reqntid", getReqntidAttr()}}) {
     if (!attr)
       continue;
     if (attr.size() < 1 || attr.size() > 3)
@@ -157,7 +158,8 @@ LogicalResult GlobalOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     Operation *sym = symbolTable.lookupNearestSymbolFrom(*this, ref);
     if (!sym || !isa<GlobalOp, FuncOp>(sym))
       return emitOpError("initializer names '")
-             << ref.getValue() << "', which is not a wooly.global or wooly.func";
+             << ref.getValue()
+             << "', which is not a wooly.global or wooly.func";
   }
   return success();
 }
@@ -166,8 +168,8 @@ LogicalResult
 AddressOfOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *sym = symbolTable.lookupNearestSymbolFrom(*this, getGlobalAttr());
   if (!sym || !isa<GlobalOp, FuncOp>(sym))
-    return emitOpError("'") << getGlobal()
-                            << "' does not name a wooly.global or wooly.func";
+    return emitOpError("'")
+           << getGlobal() << "' does not name a wooly.global or wooly.func";
   return success();
 }
 
@@ -211,16 +213,16 @@ static bool isDimensioned(SpecialReg reg) {
 LogicalResult SRegOp::verify() {
   SpecialReg reg = getReg();
   if (isDimensioned(reg) != getDim().has_value())
-    return emitOpError("'") << stringifySpecialReg(reg) << "' "
-                            << (isDimensioned(reg) ? "needs" : "takes no")
-                            << " dimension";
+    return emitOpError("'")
+           << stringifySpecialReg(reg) << "' "
+           << (isDimensioned(reg) ? "needs" : "takes no") << " dimension";
   unsigned want = 32;
   if (reg == SpecialReg::clock64 || reg == SpecialReg::globaltimer ||
       reg == SpecialReg::gridid)
     want = 64;
   if (getType().getIntOrFloatBitWidth() != want)
-    return emitOpError("'") << stringifySpecialReg(reg) << "' is " << want
-                            << "-bit";
+    return emitOpError("'")
+           << stringifySpecialReg(reg) << "' is " << want << "-bit";
   return success();
 }
 
@@ -303,8 +305,7 @@ static LogicalResult verifyByteAccess(Operation *op, Type bytesType,
 }
 
 LogicalResult ExtractBytesOp::verify() {
-  return verifyByteAccess(*this, getSource().getType(), getType(),
-                          getOffset());
+  return verifyByteAccess(*this, getSource().getType(), getType(), getOffset());
 }
 
 LogicalResult InsertBytesOp::verify() {
@@ -361,15 +362,15 @@ static LogicalResult verifyAtomic(Operation *op, AtomicOp kind, Type type,
                    kind == AtomicOp::and_ || kind == AtomicOp::or_ ||
                    kind == AtomicOp::xor_;
   if (isFloatOp && !isa<FloatType, VectorType>(type))
-    return op->emitOpError("'") << stringifyAtomicOp(kind)
-                                << "' needs a floating-point type";
+    return op->emitOpError("'")
+           << stringifyAtomicOp(kind) << "' needs a floating-point type";
   if (!isFloatOp && !bitwiseOk && !type.isInteger())
-    return op->emitOpError("'") << stringifyAtomicOp(kind)
-                                << "' needs an integer type";
+    return op->emitOpError("'")
+           << stringifyAtomicOp(kind) << "' needs an integer type";
   size_t want = kind == AtomicOp::cas ? 2 : 1;
   if (numValues != want)
-    return op->emitOpError("'") << stringifyAtomicOp(kind) << "' takes "
-                                << want << " value operand(s)";
+    return op->emitOpError("'") << stringifyAtomicOp(kind) << "' takes " << want
+                                << " value operand(s)";
   return success();
 }
 
@@ -426,8 +427,7 @@ static LogicalResult verifyFloatRounding(Operation *op,
   return success();
 }
 
-template <typename OpT>
-static LogicalResult verifyFloatBinary(OpT op) {
+template <typename OpT> static LogicalResult verifyFloatBinary(OpT op) {
   if (op.getSat() && !isa<FloatType>(getElementTypeOrSelf(op.getType())))
     return op.emitOpError("'sat' needs a float type");
   return verifyFloatRounding(op, op.getRnd());
@@ -441,14 +441,14 @@ LogicalResult FmaOp::verify() { return verifyFloatRounding(*this, getRnd()); }
 LogicalResult FDivOp::verify() {
   int modes = (getRnd() ? 1 : 0) + (getApprox() ? 1 : 0) + (getFull() ? 1 : 0);
   if (modes != 1)
-    return emitOpError("needs exactly one of a rounding mode, 'approx', 'full'");
+    return emitOpError(
+        "needs exactly one of a rounding mode, 'approx', 'full'");
   if ((getApprox() || getFull()) && !getType().isF32())
     return emitOpError("'approx' and 'full' division are f32 only");
   return verifyFloatRounding(*this, getRnd());
 }
 
-template <typename OpT>
-static LogicalResult verifyRoundedUnary(OpT op) {
+template <typename OpT> static LogicalResult verifyRoundedUnary(OpT op) {
   if (op.getRnd().has_value() == op.getApprox())
     return op.emitOpError("needs exactly one of a rounding mode or 'approx'");
   return verifyFloatRounding(op, op.getRnd());
