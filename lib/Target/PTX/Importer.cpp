@@ -305,63 +305,7 @@ std::optional<PtxType> Importer::ptxType(StringRef n) {
   t.isSigned = k == 's';
   t.isFloat = k == 'f' || n.starts_with("bf") || n == "tf32" ||
               n.starts_with("e4") || n.starts_with("e5");
-  switch (*sc) {
-  case ScalarType::pred:
-    t.type = b.getI1Type();
-    break;
-  case ScalarType::b8:
-  case ScalarType::u8:
-  case ScalarType::s8:
-  case ScalarType::e4m3:
-  case ScalarType::e5m2:
-    t.type = intType(8);
-    break;
-  case ScalarType::b16:
-  case ScalarType::u16:
-  case ScalarType::s16:
-  case ScalarType::e4m3x2:
-  case ScalarType::e5m2x2:
-    t.type = intType(16);
-    break;
-  case ScalarType::b32:
-  case ScalarType::u32:
-  case ScalarType::s32:
-  case ScalarType::tf32:
-  case ScalarType::s8x4:
-  case ScalarType::u8x4:
-    t.type = intType(32);
-    break;
-  case ScalarType::b64:
-  case ScalarType::u64:
-  case ScalarType::s64:
-    t.type = intType(64);
-    break;
-  case ScalarType::b128:
-    t.type = intType(128);
-    break;
-  case ScalarType::f16:
-    t.type = b.getF16Type();
-    break;
-  case ScalarType::bf16:
-    t.type = b.getBF16Type();
-    break;
-  case ScalarType::f16x2:
-    t.type = VectorType::get({2}, b.getF16Type());
-    break;
-  case ScalarType::bf16x2:
-    t.type = VectorType::get({2}, b.getBF16Type());
-    break;
-  case ScalarType::f32:
-    t.type = b.getF32Type();
-    break;
-  case ScalarType::f64:
-    t.type = b.getF64Type();
-    break;
-  case ScalarType::s4:
-  case ScalarType::u4:
-    t.type = intType(4);
-    break;
-  }
+  t.type = getStorageType(ctx, *sc);
   return t;
 }
 

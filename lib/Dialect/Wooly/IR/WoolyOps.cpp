@@ -457,8 +457,7 @@ template <typename OpT> static LogicalResult verifyRoundedUnary(OpT op) {
 LogicalResult FSqrtOp::verify() { return verifyRoundedUnary(*this); }
 LogicalResult FRcpOp::verify() { return verifyRoundedUnary(*this); }
 
-/// The MLIR type that holds a value of PTX type `t` (signedness dropped).
-static Type storageType(MLIRContext *ctx, ScalarType t) {
+Type mlir::wooly::getStorageType(MLIRContext *ctx, ScalarType t) {
   Builder b(ctx);
   switch (t) {
   case ScalarType::pred:
@@ -513,13 +512,13 @@ LogicalResult CvtOp::verify() {
     return emitOpError("takes one input, or two for a packed destination");
   // Packed destinations (f16x2 from two f32, e4m3x2 from two f32 ...) take two
   // inputs of the source type; otherwise the input holds the source type.
-  Type src = storageType(getContext(), getSrcType());
+  Type src = getStorageType(getContext(), getSrcType());
   for (Type t : getInputs().getTypes())
     if (bitWidth(t) != bitWidth(src))
       return emitOpError("input of type ")
              << t << " does not hold a '" << stringifyScalarType(getSrcType())
              << "'";
-  Type dst = storageType(getContext(), getDstType());
+  Type dst = getStorageType(getContext(), getDstType());
   if (bitWidth(getType()) != bitWidth(dst))
     return emitOpError("result of type ")
            << getType() << " does not hold a '"

@@ -26,4 +26,12 @@
 #define GET_OP_CLASSES
 #include "Wooly/Dialect/Wooly/IR/WoolyOps.h.inc"
 
+namespace mlir::wooly {
+/// Returns the MLIR type that holds a value of PTX type `t`: `i1` for
+/// `.pred`, signless integers for the bit/integer types (and the fp8 and tf32
+/// encodings), `f16`/`bf16`/`f32`/`f64`, `vector<2xf16>`/`vector<2xbf16>`
+/// for the packed pairs. Signedness is not part of the result.
+Type getStorageType(MLIRContext *ctx, ScalarType t);
+} // namespace mlir::wooly
+
 #endif // WOOLY_DIALECT_WOOLY_IR_WOOLY_H
