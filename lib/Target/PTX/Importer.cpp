@@ -1358,8 +1358,11 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
   auto t = instrType(inst);
   if (!t)
     return error(inst.loc, "'" + inst.opcode + "' needs a type");
-  if (inst.operands.size() < 2)
-    return expectOperands(inst, 2);
+  // `.L2::cache_hint` adds a cache-policy operand: a performance hint that
+  // is kept as the `wooly.hints` attribute, not as a value.
+  size_t want = inst.has("L2::cache_hint") ? 3 : 2;
+  if (inst.operands.size() != want)
+    return expectOperands(inst, want);
   int vec = 1;
   for (StringRef m : inst.mods)
     if (m == "v2" || m == "v4" || m == "v8")
