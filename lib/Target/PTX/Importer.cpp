@@ -143,8 +143,9 @@ private:
     return names.save(name + xyzw[i]);
   }
   /// Expands a whole vector register into a `{v.x, v.y, ...}` operand.
-  std::optional<Operand> expandVector(const Operand &op) {
-    VarInfo *v = lookup(op.name);
+  std::optional<Operand> expandVector(const Operand &op,
+                                      VarInfo *known = nullptr) {
+    VarInfo *v = known ? known : lookup(op.name);
     if (!v || !v->vecWidth)
       return std::nullopt;
     Operand vec;
@@ -464,13 +465,13 @@ Value Importer::readSpecial(const Operand &op, Type t) {
 }
 
 Value Importer::read(const Operand &op, Type t, bool signExtend) {
-  if (op.kind == OK::Reg || op.kind == OK::Symbol) {
-    if (auto vec = expandVector(op))
-      return read(*vec, t, signExtend);
-  }
+  // Registers and names are looked up once.
+  VarInfo *var = op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name)
+                                                             : nullptr;
+  if (var && var->vecWidth)
+    return read(*expandVector(op, var), t, signExtend);
   switch (op.kind) {
   case OK::Reg: {
-    VarInfo *var = lookup(op.name);
     if (var && op.imm) {
       // `reg + imm` as an operand.
       Operand plain = op;
@@ -531,7 +532,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
   }
   case OK::Symbol: {
     // Register names need not start with '%'.
-    if (VarInfo *v = lookup(op.name); v && !v->isParam) {
+    if (VarInfo *v = var; v && !v->isParam) {
       Operand reg = op;
       reg.kind = OK::Reg;
       return read(reg, t, signExtend);
@@ -551,7 +552,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
       return coerce(a, t);
     }
-    if (VarInfo *v = lookup(op.name); v && v->isParam) {
+    if (VarInfo *v = var; v && v->isParam) {
       if (v->argIndex < 0 || !func.getKernel()) {
         (void)error(op.loc, "taking the address of parameter '" + op.name +
                                 "' is only supported for kernel parameters");
@@ -592,16 +593,15 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
 }
 
 LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
-  if (op.kind == OK::Reg || op.kind == OK::Symbol) {
-    if (auto vec = expandVector(op))
-      return write(*vec, v, signExtend);
-  }
+  VarInfo *var = op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name)
+                                                             : nullptr;
+  if (var && var->vecWidth)
+    return write(*expandVector(op, var), v, signExtend);
   switch (op.kind) {
   case OK::Sink:
     return success();
   case OK::Symbol:
   case OK::Reg: {
-    VarInfo *var = lookup(op.name);
     if (!var || (op.kind == OK::Symbol && var->isParam))
       return error(op.loc, "use of undeclared register '" + op.name + "'");
     if (op.negated)

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SourceMgr.h"
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,7 +122,7 @@ struct Function {
   std::optional<int64_t> minnctapersm, maxnreg;
   bool noreturn = false;
   bool hasBody = false;
-  std::vector<Statement> body;
+  std::deque<Statement> body; ///< deque: no moves while it grows
   const char *loc = nullptr;
 };
 
