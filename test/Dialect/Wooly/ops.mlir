@@ -332,13 +332,13 @@ wooly.func @generic(%s: i32, %g: i64) {
 // CHECK: cp_async_wait 1
 // CHECK: %{{.*}}:4 = ldmatrix %[[D]] trans : i32 -> i32, i32, i32, i32
 // CHECK: %{{.*}} = ldmatrix %[[D]] : i32 -> i32
-// CHECK: %{{.*}}:4 = mma_sync "m16n8k16" row col f32 bf16 bf16 f32(%[[R]], %[[R]], %[[R]], %[[R]]) (%[[R]], %[[R]]) (%[[F]], %[[F]], %[[F]], %[[F]]) : (i32, i32, i32, i32) (i32, i32) (f32, f32, f32, f32) -> f32, f32, f32, f32
-// CHECK: %{{.*}}:2 = mma_sync "m16n8k32" row col s32 s8 s8 s32 satfinite(%[[R]], %[[R]]) (%[[R]]) (%[[R]], %[[R]]) : (i32, i32) (i32) (i32, i32) -> i32, i32
+// CHECK: %{{.*}}:4 = mma_sync "m16n8k16" row col f32 bf16 bf16 f32 (%[[R]], %[[R]], %[[R]], %[[R]]) (%[[R]], %[[R]]) (%[[F]], %[[F]], %[[F]], %[[F]]) : (i32, i32, i32, i32) (i32, i32) (f32, f32, f32, f32) -> f32, f32, f32, f32
+// CHECK: %{{.*}}:2 = mma_sync "m16n8k32" row col s32 s8 s8 s32 satfinite (%[[R]], %[[R]]) (%[[R]]) (%[[R]], %[[R]]) : (i32, i32) (i32) (i32, i32) -> i32, i32
 // CHECK: %{{.*}}:2 = wmma_load a row "m16n16k16" f16 global %[[S]], %[[N]] : i64 -> i32, i32
 // CHECK: %{{.*}} = wmma_load c col "m16n16k16" f32 shared %[[D]] : i32 -> f32
-// CHECK: %{{.*}}:2 = wmma_mma row col "m16n16k16" f32 f32(%[[R]], %[[R]]) (%[[R]]) (%[[F]], %[[F]]) : (i32, i32) (i32) (f32, f32) -> f32, f32
-// CHECK: wmma_store row "m16n16k16" f32 global %[[S]], %[[N]](%[[F]], %[[F]]) : i64, f32, f32
-// CHECK: wmma_store col "m16n16k16" f32 shared %[[D]](%[[F]]) : i32, f32
+// CHECK: %{{.*}}:2 = wmma_mma row col "m16n16k16" f32 f32 (%[[R]], %[[R]]) (%[[R]]) (%[[F]], %[[F]]) : (i32, i32) (i32) (f32, f32) -> f32, f32
+// CHECK: wmma_store row "m16n16k16" f32 global %[[S]], %[[N]] (%[[F]], %[[F]]) : i64, f32, f32
+// CHECK: wmma_store col "m16n16k16" f32 shared %[[D]] (%[[F]]) : i32, f32
 wooly.func @matrix(%d: i32, %s: i64, %n: i32, %r: i32, %f: f32) {
   wooly.cp_async %d, %s, 16 cache cg : i32, i64
   wooly.cp_async %d, %s, 8 src_size %n cache ca : i32, i64

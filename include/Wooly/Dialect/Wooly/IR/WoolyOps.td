@@ -1148,7 +1148,7 @@ def Wooly_MmaOp : Wooly_Op<"mma_sync", [Pure, AttrSizedOperandSegments]> {
   let results = (outs Variadic<AnyType>:$d);
   let assemblyFormat = [{
     $shape $layout_a $layout_b $d_type $a_type $b_type $c_type (`satfinite` $satfinite^)?
-    `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
+    ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
     `:` `(` type($a) `)` `(` type($b) `)` `(` type($c) `)` `->` type($d)
   }];
 }
@@ -1188,7 +1188,7 @@ def Wooly_WmmaStoreOp : Wooly_Op<"wmma_store", [AttrSizedOperandSegments]> {
                        Wooly_ScalarType:$type, Wooly_StateSpace:$space,
                        Wooly_Addr:$addr, Optional<I32>:$stride, Variadic<AnyType>:$values);
   let assemblyFormat = [{
-    $layout $shape $type $space $addr (`,` $stride^)? `(` $values `)` attr-dict `:` type($addr) `,` type($values)
+    $layout $shape $type $space $addr (`,` $stride^)? ` ` `(` $values `)` attr-dict `:` type($addr) `,` type($values)
   }];
 }
 
@@ -1206,7 +1206,7 @@ def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
                        Variadic<AnyType>:$a, Variadic<AnyType>:$b, Variadic<AnyType>:$c);
   let results = (outs Variadic<AnyType>:$d);
   let assemblyFormat = [{
-    $layout_a $layout_b $shape $d_type $c_type `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
+    $layout_a $layout_b $shape $d_type $c_type ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
     `:` `(` type($a) `)` `(` type($b) `)` `(` type($c) `)` `->` type($d)
   }];
 }
