@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/StringSaver.h"
+#include "llvm/Support/thread.h"
 
 #include <cstring>
 
@@ -34,6 +35,9 @@ using namespace mlir::wooly;
 using llvm::StringRef;
 using ptx::Operand;
 using OK = Operand::Kind;
+
+/// Stack size of the import thread: room for about a million nested frames.
+static constexpr unsigned kImportStackSize = 512u << 20;
 
 namespace {
 
@@ -285,6 +289,16 @@ private:
   llvm::SmallVector<SSABuilder::Var> retVars;
   llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
   std::optional<SSABuilder::Var> carryVar;
+  /// While a guarded side-effect-free instruction is emitted: its guard.
+  /// Writes then keep the old value where the guard is false (a select).
+  Value guard;
+  /// Writes `v` to variable `id`, honouring the guard.
+  void assign(SSABuilder::Var id, Value v) {
+    if (guard)
+      v = arith::SelectOp::create(b, curLoc, guard, v,
+                                  ssa->readVariable(id, cur));
+    ssa->writeVariable(id, cur, v);
+  }
   llvm::DenseMap<Attribute, Value> constants;
   Operation *lastConstant = nullptr;
   StringRef pendingPragma;
@@ -606,7 +620,7 @@ LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
       return error(op.loc, "use of undeclared register '" + op.name + "'");
     if (op.negated)
       return error(op.loc, "'!' is not allowed on a destination");
-    ssa->writeVariable(var->id, cur, coerce(v, var->type, signExtend));
+    assign(var->id, coerce(v, var->type, signExtend));
     return success();
   }
   case OK::Vector: {
@@ -878,6 +892,24 @@ OwningOpRef<ModuleOp> Importer::run() {
 //===----------------------------------------------------------------------===//
 
 static bool isBranch(const ptx::Instruction &i) { return i.opcode == "bra"; }
+
+/// Instructions that only compute register values (no memory, no warp or
+/// CTA interaction, no traps): a guarded one can run unconditionally.
+static bool isSideEffectFree(const ptx::Instruction &i) {
+  return llvm::StringSwitch<bool>(i.opcode)
+      .Cases({"mov", "add", "sub", "mul", "mad", "fma", "div", "rem", "min",
+              "max", "abs", "neg", "not", "cnot", "and", "or", "xor"},
+             true)
+      .Cases({"shl", "shr", "selp", "setp", "set", "cvt", "cvta", "isspacep",
+              "popc", "clz", "brev", "bfind", "bfe", "bfi", "prmt", "lop3"},
+             true)
+      .Cases({"shf", "bmsk", "mul24", "mad24", "sad", "dp4a", "dp2a",
+              "copysign", "sqrt", "rcp", "rsqrt", "sin", "cos", "lg2", "ex2",
+              "tanh"},
+             true)
+      .Cases({"addc", "subc", "madc", "vshl", "vshr"}, true)
+      .Default(false);
+}
 static bool isTerminator(const ptx::Instruction &i) {
   return i.opcode == "bra" || i.opcode == "ret" || i.opcode == "exit" ||
          i.opcode == "trap";
@@ -902,8 +934,7 @@ void Importer::startBlock(Block *block) {
   func.getBody().push_back(block);
   cur = block;
   b.setInsertionPointToEnd(block);
-  if (!expectedPreds.lookup(block))
-    ssa->sealBlock(block);
+  afterEdgeTo(block);
 }
 
 LogicalResult Importer::importBody(ptx::Function &f) {
@@ -1180,6 +1211,15 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
     afterEdgeTo(target);
     startBlock(next);
     return success();
+  }
+
+  // A guarded instruction without side effects (and that cannot fault) runs
+  // unconditionally; its results are selected by the guard.
+  if (isSideEffectFree(inst)) {
+    guard = pred;
+    LogicalResult r = emitUnguarded(inst);
+    guard = Value();
+    return r;
   }
 
   // Any other guarded instruction: branch around it.
@@ -1755,7 +1795,7 @@ LogicalResult Importer::emitCarry(ptx::Instruction &inst) {
     }
   }
   if (setCarry)
-    ssa->writeVariable(*carryVar, cur, cout);
+    assign(*carryVar, cout);
   return write(inst.operands[0], r);
 }
 
@@ -2821,9 +2861,17 @@ LogicalResult Importer::emitMisc(ptx::Instruction &inst) {
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(llvm::SourceMgr &sourceMgr,
                                              MLIRContext *context) {
-  ptx::Module ast;
-  Importer importer(context, sourceMgr, ast);
-  return importer.run();
+  // SSA construction recurses along chains of join blocks (one per guarded
+  // memory instruction, say), which valid PTX can make arbitrarily long: run
+  // the import on a thread with a large stack (reserved, not committed).
+  OwningOpRef<ModuleOp> result;
+  llvm::thread worker(std::optional<unsigned>(kImportStackSize), [&] {
+    ptx::Module ast;
+    Importer importer(context, sourceMgr, ast);
+    result = importer.run();
+  });
+  worker.join();
+  return result;
 }
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(StringRef ptx,

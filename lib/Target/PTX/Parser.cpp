@@ -8,6 +8,7 @@
 #include "PTXAst.h"
 #include "Wooly/Target/PTX/Lexer.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/Twine.h"
 
@@ -103,6 +104,9 @@ private:
   bool failed = false;
   /// Location of the last integer parseInt() read, for range errors.
   const char *lastIntLoc = nullptr;
+  /// Current nesting of parseOperand().
+  unsigned operandDepth = 0;
+  static constexpr unsigned kMaxOperandDepth = 8;
 };
 
 } // namespace
@@ -660,6 +664,12 @@ bool Parser::parseAddress(Operand &op) {
 
 bool Parser::parseOperand(Operand &op) {
   op.loc = cur().loc();
+  // Operands nest only a little in PTX (`{a, b}` inside a call list, `p|q`,
+  // `!p`); a limit keeps hostile input from exhausting the stack.
+  if (operandDepth >= kMaxOperandDepth)
+    return failHere("operand nesting too deep");
+  ++operandDepth;
+  auto leave = llvm::make_scope_exit([&] { --operandDepth; });
   const Token &t = cur();
   if (t.is(TokenKind::LBracket))
     return parseAddress(op);
