@@ -2783,7 +2783,12 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
     if (layouts.size() != 2 || types.size() < 2 ||
         failed(expectOperands(inst, 4)))
       return error(inst.loc, "malformed 'wmma.mma'");
+    // `.dtype.ctype` (f16 inputs) or `.dtype.atype.btype.ctype`.
+    if (types.size() != 2 && types.size() != 4)
+      return error(inst.loc, "malformed 'wmma.mma'");
     PtxType dty = types[0], cty = types.back();
+    ScalarType aty = types.size() == 4 ? types[1].scalar : ScalarType::f16;
+    ScalarType bty = types.size() == 4 ? types[2].scalar : ScalarType::f16;
     SmallVector<Value> a, bb, c;
     if (!readVec(inst.operands[1], i32, a) ||
         !readVec(inst.operands[2], i32, bb) ||
@@ -2794,8 +2799,8 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(dty));
     auto mma = WmmaMmaOp::create(b, curLoc, dt, layouts[0], layouts[1],
-                                 b.getStringAttr(shape), dty.scalar, cty.scalar,
-                                 a, bb, c);
+                                 b.getStringAttr(shape), dty.scalar, aty, bty,
+                                 cty.scalar, a, bb, c, inst.has("satfinite"));
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();

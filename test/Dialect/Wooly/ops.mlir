@@ -336,7 +336,7 @@ wooly.func @generic(%s: i32, %g: i64) {
 // CHECK: %{{.*}}:2 = mma_sync "m16n8k32" row col s32 s8 s8 s32 satfinite (%[[R]], %[[R]]) (%[[R]]) (%[[R]], %[[R]]) : (i32, i32) (i32) (i32, i32) -> i32, i32
 // CHECK: %{{.*}}:2 = wmma_load a row "m16n16k16" f16 global %[[S]], %[[N]] : i64 -> i32, i32
 // CHECK: %{{.*}} = wmma_load c col "m16n16k16" f32 shared %[[D]] : i32 -> f32
-// CHECK: %{{.*}}:2 = wmma_mma row col "m16n16k16" f32 f32 (%[[R]], %[[R]]) (%[[R]]) (%[[F]], %[[F]]) : (i32, i32) (i32) (f32, f32) -> f32, f32
+// CHECK: %{{.*}}:2 = wmma_mma row col "m16n16k16" f32 f16 f16 f32 (%[[R]], %[[R]]) (%[[R]]) (%[[F]], %[[F]]) : (i32, i32) (i32) (f32, f32) -> f32, f32
 // CHECK: wmma_store row "m16n16k16" f32 global %[[S]], %[[N]] (%[[F]], %[[F]]) : i64, f32, f32
 // CHECK: wmma_store col "m16n16k16" f32 shared %[[D]] (%[[F]]) : i32, f32
 wooly.func @matrix(%d: i32, %s: i64, %n: i32, %r: i32, %f: f32) {
@@ -353,7 +353,7 @@ wooly.func @matrix(%d: i32, %s: i64, %n: i32, %r: i32, %f: f32) {
       (%r, %r) (%r) (%r, %r) : (i32, i32) (i32) (i32, i32) -> i32, i32
   %4:2 = wooly.wmma_load a row "m16n16k16" f16 global %s, %n : i64 -> i32, i32
   %5 = wooly.wmma_load c col "m16n16k16" f32 shared %d : i32 -> f32
-  %6:2 = wooly.wmma_mma row col "m16n16k16" f32 f32 (%r, %r) (%r) (%f, %f)
+  %6:2 = wooly.wmma_mma row col "m16n16k16" f32 f16 f16 f32 (%r, %r) (%r) (%f, %f)
       : (i32, i32) (i32) (f32, f32) -> f32, f32
   wooly.wmma_store row "m16n16k16" f32 global %s, %n (%f, %f) : i64, f32, f32
   wooly.wmma_store col "m16n16k16" f32 shared %d (%f) : i32, f32

@@ -1195,18 +1195,23 @@ def Wooly_WmmaStoreOp : Wooly_Op<"wmma_store", [AttrSizedOperandSegments]> {
 def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
   let summary = "wmma matrix multiply-accumulate (`wmma.mma.sync.aligned`)";
   let description = [{
-    `D = A * B + C` on wmma fragments.
+    `D = A * B + C` on wmma fragments of `shape`, with the element types
+    `d_type a_type b_type c_type` (PTX's short form `.f32.f32` means f16
+    inputs) and `satfinite` as in PTX.
 
     ```mlir
-    %d:8 = wooly.wmma_mma row col "m16n16k16" f32 f32 (...) (...) (...) : ...
+    %d:8 = wooly.wmma_mma row col "m16n16k16" f32 f16 f16 f32 (...) (...) (...) : ...
     ```
   }];
   let arguments = (ins Wooly_Layout:$layout_a, Wooly_Layout:$layout_b, StrAttr:$shape,
-                       Wooly_ScalarType:$d_type, Wooly_ScalarType:$c_type,
-                       Variadic<AnyType>:$a, Variadic<AnyType>:$b, Variadic<AnyType>:$c);
+                       Wooly_ScalarType:$d_type, Wooly_ScalarType:$a_type,
+                       Wooly_ScalarType:$b_type, Wooly_ScalarType:$c_type,
+                       Variadic<AnyType>:$a, Variadic<AnyType>:$b, Variadic<AnyType>:$c,
+                       UnitAttr:$satfinite);
   let results = (outs Variadic<AnyType>:$d);
   let assemblyFormat = [{
-    $layout_a $layout_b $shape $d_type $c_type ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
+    $layout_a $layout_b $shape $d_type $a_type $b_type $c_type (`satfinite` $satfinite^)?
+    ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
     `:` `(` type($a) `)` `(` type($b) `)` `(` type($c) `)` `->` type($d)
   }];
 }
