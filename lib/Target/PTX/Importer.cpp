@@ -38,6 +38,10 @@ using OK = Operand::Kind;
 
 /// Stack size of the import thread: room for about a million nested frames.
 static constexpr unsigned kImportStackSize = 512u << 20;
+/// The largest `%v<N>` range of vector registers or `.param`s accepted.
+static constexpr int64_t kMaxEagerRange = 4096;
+/// The largest `.param` byte array accepted.
+static constexpr int64_t kMaxParamBytes = int64_t(1) << 20;
 
 namespace {
 
@@ -135,7 +139,13 @@ private:
   /// Returns the function's one `arith.constant` of `value`, created at the
   /// top of the entry block on first use.
   Value constant(TypedAttr value);
-  Value constInt(Type t, int64_t v) { return constant(b.getIntegerAttr(t, v)); }
+  /// The integer constant `v` of type `t`, sign-extended or truncated to
+  /// the width of `t`.
+  Value constInt(Type t, int64_t v) {
+    return constant(b.getIntegerAttr(
+        t, llvm::APInt(64, v, /*isSigned=*/true)
+               .sextOrTrunc(t.getIntOrFloatBitWidth())));
+  }
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
   Value coerce(Value v, Type t, bool signExtend = false);
   Value bitcast(Value v, Type t);
@@ -337,11 +347,12 @@ std::optional<PtxType> Importer::instrType(const ptx::Instruction &inst,
   return std::nullopt;
 }
 
-static unsigned widthOf(Type t) {
+static uint64_t widthOf(Type t) {
   if (t.isIntOrFloat())
     return t.getIntOrFloatBitWidth();
   if (auto v = dyn_cast<VectorType>(t))
-    return v.getNumElements() * v.getElementType().getIntOrFloatBitWidth();
+    return static_cast<uint64_t>(v.getNumElements()) *
+           v.getElementType().getIntOrFloatBitWidth();
   return 0;
 }
 
@@ -660,6 +671,10 @@ Value Importer::address(const Operand &op, Type &type) {
       (void)error(op.loc, "parameter used as an address register");
       return {};
     }
+    if (var->vecWidth) {
+      (void)error(op.loc, "vector register used as an address");
+      return {};
+    }
     type = var->type.isInteger(32) ? intType(32) : intType(64);
     base = coerce(ssa->readVariable(var->id, cur), type);
   } else if (StringRef sym = symbolName(op.name);
@@ -776,7 +791,8 @@ std::optional<Type> Importer::paramType(const ptx::VarDecl &d) {
   if (d.arraySize >= 0 || d.vecWidth > 1) {
     int64_t n =
         std::max<int64_t>(d.arraySize, 1) * d.vecWidth * (widthOf(t->type) / 8);
-    if (n <= 0)
+    // PTX limits parameter space to a few KiB; 1 MiB bounds hostile input.
+    if (n <= 0 || n > kMaxParamBytes)
       return std::nullopt;
     return VectorType::get({n}, intType(8));
   }
@@ -962,6 +978,8 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   auto declareVectorReg =
       [&](const ptx::VarDecl &p,
           SmallVectorImpl<SSABuilder::Var> &ids) -> LogicalResult {
+    if (p.vecWidth > 4)
+      return error(p.loc, "vector registers have at most 4 elements");
     auto pt = ptxType(p.type);
     VarInfo whole{0, pt->type, false, static_cast<unsigned>(p.vecWidth)};
     if (!scopes.back().vars.try_emplace(p.name, whole).second)
@@ -1109,6 +1127,8 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
             return error(d.loc, "unsupported register type '." + d.type + "'");
           if (d.arraySize >= 0)
             return error(d.loc, "array registers are not supported yet");
+          if (d.vecWidth > 4)
+            return error(d.loc, "vector registers have at most 4 elements");
           t = pt->type;
         }
         if (!t)
@@ -1139,6 +1159,11 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
               return error(d.loc, "redeclaration of '" + d.name + "<...>'");
           scopes.back().ranges.push_back({d.name, d.rangeCount, *t});
         } else if (d.rangeCount >= 0) {
+          // Vector and .param ranges are expanded eagerly: keep them small.
+          if (d.rangeCount > kMaxEagerRange)
+            return error(d.loc, "ranges of vector registers or parameters "
+                                "are limited to " +
+                                    Twine(kMaxEagerRange) + " names");
           for (int64_t i = 0; i < d.rangeCount; ++i) {
             // Names live as long as the module's buffer: intern them.
             StringRef n = names.save(d.name + Twine(i));
@@ -1154,13 +1179,9 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
       // symbols in Wooly IR, tagged with the function that declares them
       // (a `.local` one is per activation: lowering must give recursive
       // functions a frame of their own).
-      // A name already taken at module scope (the same static in two
-      // functions) gets a unique symbol, used for this function's body.
-      StringRef symName = d.name;
-      for (unsigned n = 0; globals.count(symName) || funcs.count(symName); ++n)
-        symName = b.getStringAttr(func.getSymName() + "." + d.name +
-                                  (n ? "." + Twine(n) : Twine()))
-                      .getValue();
+      // Their symbol is `function.name`: PTX names cannot contain '.', so it
+      // never collides with a module-scope name, declared before or after.
+      StringRef symName = names.save(func.getSymName() + "." + d.name);
       if (!localSymbols.try_emplace(d.name, symName).second)
         return error(d.loc, "redefinition of '" + d.name + "'");
       if (failed(importGlobal(d, symName)))
@@ -1299,11 +1320,15 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
       op == "min" || op == "max" || op == "div" || op == "rem" || op == "shl" ||
       op == "shr" || op == "not" || op == "cnot" || op == "neg" ||
       op == "abs" || op == "selp" || op == "copysign")
-    return inst.has("cc") ? emitCarry(inst) : emitIntOrFloatArith(inst);
+    return !inst.has("cc")                ? emitIntOrFloatArith(inst)
+           : op == "add" || op == "sub" ? emitCarry(inst)
+                                        : unsupported(inst);
   if (op == "addc" || op == "subc" || op == "madc")
     return emitCarry(inst);
   if (op == "mul" || op == "mad" || op == "fma")
-    return inst.has("cc") ? emitCarry(inst) : emitMulMad(inst);
+    return !inst.has("cc") ? emitMulMad(inst)
+           : op == "mad"   ? emitCarry(inst)
+                           : unsupported(inst);
   if (op == "sqrt" || op == "rcp" || op == "rsqrt" || op == "sin" ||
       op == "cos" || op == "lg2" || op == "ex2" || op == "tanh")
     return emitUnaryFloat(inst);
@@ -1354,14 +1379,15 @@ LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
                                         VarInfo *param, int64_t offset,
                                         PtxType ty, int vec) {
   const Operand &data = inst.operands[isLoad ? 0 : 1];
-  unsigned elemBits = widthOf(ty.type);
-  unsigned total = widthOf(param->type);
-  for (int i = 0; i < vec; ++i) {
-    int64_t off = offset + i * (elemBits / 8);
-    if (off < 0 || off * 8 + elemBits > total)
-      return error(inst.loc, "access outside parameter of " + Twine(total / 8) +
-                                 " bytes");
-  }
+  uint64_t elemBytes = std::max<uint64_t>(widthOf(ty.type) / 8, 1);
+  uint64_t totalBytes = widthOf(param->type) / 8;
+  uint64_t elemBits = widthOf(ty.type);
+  uint64_t total = widthOf(param->type);
+  // Checked without overflow: offsets come straight from the input.
+  if (offset < 0 || static_cast<uint64_t>(offset) > totalBytes ||
+      (totalBytes - offset) / elemBytes < static_cast<uint64_t>(vec))
+    return error(inst.loc, "access outside parameter of " +
+                               Twine(totalBytes) + " bytes");
   auto elemOperand = [&](int i) -> const Operand & {
     return vec > 1 ? data.elems[i] : data;
   };
@@ -1588,6 +1614,9 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
                                                rndAttr, ftz, sat));
       }
     } else if (op == "min" || op == "max") {
+      if (inst.has("relu"))
+        return error(inst.loc, "'." + op + ".relu' on floats is not "
+                               "supported yet");
       bool nan = inst.has("NaN");
       bool xs = inst.has("xorsign");
       r = op == "min"
@@ -1644,12 +1673,19 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     r = arith::SubIOp::create(b, curLoc, constInt(ty, 0), src[0]);
   } else if (op == "abs") {
     r = math::AbsIOp::create(b, curLoc, src[0]);
-  } else if (op == "min") {
-    r = t->isSigned ? Value(arith::MinSIOp::create(b, curLoc, src[0], src[1]))
-                    : Value(arith::MinUIOp::create(b, curLoc, src[0], src[1]));
-  } else if (op == "max") {
-    r = t->isSigned ? Value(arith::MaxSIOp::create(b, curLoc, src[0], src[1]))
-                    : Value(arith::MaxUIOp::create(b, curLoc, src[0], src[1]));
+  } else if (op == "min" || op == "max") {
+    bool isMin = op == "min";
+    r = t->isSigned
+            ? (isMin ? Value(arith::MinSIOp::create(b, curLoc, src[0], src[1]))
+                     : Value(arith::MaxSIOp::create(b, curLoc, src[0], src[1])))
+            : (isMin ? Value(arith::MinUIOp::create(b, curLoc, src[0], src[1]))
+                     : Value(arith::MaxUIOp::create(b, curLoc, src[0], src[1])));
+    // `.relu` clamps negative results to 0 (signed types only).
+    if (inst.has("relu")) {
+      if (!t->isSigned)
+        return error(inst.loc, "'." + op + ".relu' needs a signed type");
+      r = arith::MaxSIOp::create(b, curLoc, r, constInt(ty, 0));
+    }
   } else if (op == "div") {
     r = DivOp::create(b, curLoc, t->isSigned ? Signedness::s : Signedness::u,
                       src[0], src[1]);
@@ -1690,6 +1726,8 @@ LogicalResult Importer::emitMulMad(ptx::Instruction &inst) {
                                : RoundingModeAttr(),
                            ftz, sat);
     } else {
+      if (inst.has("oob"))
+        return error(inst.loc, "'.oob' is not supported yet");
       // mad.f32 without rounding is fma.rn (sm_20+).
       RoundingMode mode = rnd.value_or(RoundingMode::rn);
       bool relu = inst.has("relu");
@@ -2243,15 +2281,19 @@ LogicalResult Importer::emitVideoShift(ptx::Instruction &inst) {
   for (const Operand &o : inst.operands)
     if (o.name.contains('.'))
       return error(o.loc, "video byte/half selectors are not supported yet");
-  Type i32 = intType(32), i64 = intType(64);
+  Type i32 = intType(32), wide = intType(64);
   Value a = read(inst.operands[1], i32), n = read(inst.operands[2], i32);
   if (!a || !n)
     return failure();
   n = clamp ? Value(arith::MinUIOp::create(b, curLoc, n, constInt(i32, 32)))
             : Value(arith::AndIOp::create(b, curLoc, n, constInt(i32, 31)));
-  Value wa = at->isSigned ? Value(arith::ExtSIOp::create(b, curLoc, i64, a))
-                          : Value(arith::ExtUIOp::create(b, curLoc, i64, a));
-  Value wn = arith::ExtUIOp::create(b, curLoc, i64, n);
+  // 32-bit values shifted by up to 32: 64 bits hold every result, and with
+  // `.sat` a 128-bit intermediate keeps the signed clamp exact.
+  if (inst.has("sat"))
+    wide = intType(128);
+  Value wa = at->isSigned ? Value(arith::ExtSIOp::create(b, curLoc, wide, a))
+                          : Value(arith::ExtUIOp::create(b, curLoc, wide, a));
+  Value wn = arith::ExtUIOp::create(b, curLoc, wide, n);
   Value t;
   if (inst.opcode == "vshl")
     t = arith::ShLIOp::create(b, curLoc, wa, wn);
@@ -2262,8 +2304,8 @@ LogicalResult Importer::emitVideoShift(ptx::Instruction &inst) {
   if (inst.has("sat")) {
     int64_t lo = dt->isSigned ? INT32_MIN : 0;
     int64_t hi = dt->isSigned ? INT32_MAX : UINT32_MAX;
-    t = arith::MaxSIOp::create(b, curLoc, t, constInt(i64, lo));
-    t = arith::MinSIOp::create(b, curLoc, t, constInt(i64, hi));
+    t = arith::MaxSIOp::create(b, curLoc, t, constInt(wide, lo));
+    t = arith::MinSIOp::create(b, curLoc, t, constInt(wide, hi));
   }
   Value r = arith::TruncIOp::create(b, curLoc, i32, t);
   if (op2) {
@@ -2575,6 +2617,11 @@ LogicalResult Importer::emitCall(ptx::Instruction &inst) {
     Value v;
     VarInfo *var = a.kind == OK::Symbol ? lookup(a.name) : nullptr;
     if (var && var->isParam) {
+      if (widthOf(var->type) != widthOf(argTypes[k]))
+        return error(a.loc, "argument '" + a.name + "' has " +
+                                Twine(widthOf(var->type) / 8) +
+                                " bytes; the callee's parameter has " +
+                                Twine(widthOf(argTypes[k]) / 8));
       v = coerce(ssa->readVariable(var->id, cur), argTypes[k]);
     } else {
       v = read(a, argTypes[k]);
@@ -2605,6 +2652,11 @@ LogicalResult Importer::emitCall(ptx::Instruction &inst) {
         return failure();
       continue;
     }
+    if (widthOf(var->type) != widthOf(resTypes[k]))
+      return error(r.loc, "result '" + r.name + "' has " +
+                              Twine(widthOf(var->type) / 8) +
+                              " bytes; the callee returns " +
+                              Twine(widthOf(resTypes[k]) / 8));
     ssa->writeVariable(var->id, cur, coerce(call->getResult(k), var->type));
   }
   return success();
@@ -2660,8 +2712,23 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
       if (size != 4 && size != 8 && size != 16)
         return error(inst.operands[2].loc, "copy size must be 4, 8 or 16");
       Value srcSize;
-      if (inst.operands.size() == 4 && !(srcSize = read(inst.operands[3], i32)))
-        return failure();
+      if (inst.operands.size() == 4) {
+        const Operand &last = inst.operands[3];
+        VarInfo *lv = last.kind == OK::Reg || last.kind == OK::Symbol
+                          ? lookup(last.name)
+                          : nullptr;
+        if (lv && lv->type.isInteger(1)) {
+          // The ignore-src predicate: when true, nothing is read and the
+          // whole destination is zero-filled (src-size 0).
+          Value p = read(last, b.getI1Type());
+          if (!p)
+            return failure();
+          srcSize = arith::SelectOp::create(b, curLoc, p, constInt(i32, 0),
+                                            constInt(i32, size));
+        } else if (!(srcSize = read(last, i32))) {
+          return failure();
+        }
+      }
       CacheOpAttr cache =
           CacheOpAttr::get(ctx, inst.has("cg") ? CacheOp::cg : CacheOp::ca);
       CpAsyncOp::create(b, curLoc, dst, coerce(src, intType(64)),

@@ -75,6 +75,9 @@ private:
   bool parseAddress(Operand &op);
   bool parseInitializer(VarDecl &d);
   bool parseDims(std::vector<int64_t> &dims);
+  /// Parses optional `[N][M]...` dimensions into `d.arraySize` (their
+  /// product; 0 for `[]`), at most 2^32 elements.
+  bool parseArraySize(VarDecl &d);
   bool skipSection();
 
   /// Hands a finished variable or function to the sink, or keeps it.
@@ -234,6 +237,27 @@ bool Parser::parseDims(std::vector<int64_t> &dims) {
   return true;
 }
 
+bool Parser::parseArraySize(VarDecl &d) {
+  const char *loc = cur().loc();
+  std::vector<int64_t> dims;
+  if (!parseDims(dims))
+    return false;
+  if (dims.empty())
+    return true;
+  int64_t n = 1;
+  for (int64_t x : dims) {
+    if (x == 0) {
+      n = 0;
+      break;
+    }
+    n *= x;
+    if (n > (int64_t(1) << 32))
+      return fail(loc, "array too large");
+  }
+  d.arraySize = n;
+  return true;
+}
+
 bool Parser::parseInitializer(VarDecl &d) {
   // `= value` or `= {v, v, ...}` (nested braces flattened).
   d.hasInit = true;
@@ -351,22 +375,8 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
     if (!expect(TokenKind::Greater, "after a register count"))
       return false;
   }
-  std::vector<int64_t> dims;
-  if (!parseDims(dims))
+  if (!parseArraySize(d))
     return false;
-  if (!dims.empty()) {
-    int64_t n = 1;
-    for (int64_t x : dims) {
-      if (x == 0) {
-        n = 0;
-        break;
-      }
-      n *= x;
-      if (n > (int64_t(1) << 32))
-        return fail(d.loc, "array too large");
-    }
-    d.arraySize = n;
-  }
   if (cur().is(TokenKind::Equal)) {
     if (!allowInit)
       return failHere("initializer not allowed here");
@@ -426,15 +436,19 @@ bool Parser::parseFunction(Module &m, StringRef linkage) {
         int64_t v;
         if (!parseInt(v, false))
           return false;
+        if (v <= 0 || v > INT32_MAX)
+          return fail(lastIntLoc, d + " values must be in [1, 2^31)");
         dims.push_back(v);
       } while (cur().is(TokenKind::Comma));
       if (dims.size() > 3)
-        return fail(f->loc, d + " takes at most 3 dimensions");
+        return fail(dloc, d + " takes at most 3 dimensions");
     } else if (d == ".minnctapersm" || d == ".maxnreg" ||
                d == ".maxnctapersm") {
       int64_t v;
       if (!parseInt(v, false))
         return false;
+      if (v < 0 || v > INT32_MAX)
+        return fail(lastIntLoc, d + " must be in [0, 2^31)");
       if (d == ".minnctapersm")
         f->minnctapersm = v;
       else if (d == ".maxnreg")
@@ -538,14 +552,8 @@ bool Parser::parseBody(Function &f, Module &m) {
             if (!expect(TokenKind::Greater, "after a register count"))
               return false;
           }
-          std::vector<int64_t> dims;
-          if (!parseDims(dims))
+          if (!parseArraySize(more))
             return false;
-          if (!dims.empty()) {
-            more.arraySize = 1;
-            for (int64_t x : dims)
-              more.arraySize = x == 0 ? 0 : more.arraySize * x;
-          }
           s.decls.push_back(more);
         }
         if (!expect(TokenKind::Semicolon, "after a declaration"))

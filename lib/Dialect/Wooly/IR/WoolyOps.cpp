@@ -18,12 +18,12 @@ using namespace mlir::wooly;
 
 /// Returns the number of bits of `type` (integers, floats and vectors of
 /// them), or 0 for types without a fixed bit size.
-static unsigned bitWidth(Type type) {
+static uint64_t bitWidth(Type type) {
   if (type.isIntOrFloat())
     return type.getIntOrFloatBitWidth();
   if (auto vec = dyn_cast<VectorType>(type))
     if (vec.hasStaticShape() && vec.getElementType().isIntOrFloat())
-      return vec.getNumElements() *
+      return static_cast<uint64_t>(vec.getNumElements()) *
              vec.getElementType().getIntOrFloatBitWidth();
   return 0;
 }
@@ -289,18 +289,21 @@ LogicalResult UnpackOp::verify() {
 static LogicalResult verifyByteAccess(Operation *op, Type bytesType,
                                       Type valueType, int64_t offset) {
   auto vec = dyn_cast<VectorType>(bytesType);
-  unsigned total = bitWidth(bytesType);
-  unsigned width = bitWidth(valueType);
+  uint64_t total = bitWidth(bytesType);
+  uint64_t width = bitWidth(valueType);
   if (!total || !width)
     return op->emitOpError("needs types with a fixed bit width");
   if (vec && !vec.getElementType().isInteger(8))
     return op->emitOpError("byte array must be a vector of i8");
   if (width % 8 && width != 1)
     return op->emitOpError("value must be a whole number of bytes");
-  if (offset < 0 || (offset * 8 + std::max(width, 8u)) > total)
+  uint64_t bytes = std::max<uint64_t>(width, 8) / 8, size = total / 8;
+  // Checked without overflow: the offset is an arbitrary attribute.
+  if (offset < 0 || static_cast<uint64_t>(offset) > size ||
+      size - offset < bytes)
     return op->emitOpError("access of ")
-           << std::max(width, 8u) / 8 << " bytes at offset " << offset
-           << " is outside the " << total / 8 << "-byte parameter";
+           << bytes << " bytes at offset " << offset << " is outside the "
+           << size << "-byte parameter";
   return success();
 }
 
