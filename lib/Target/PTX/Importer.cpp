@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
@@ -142,9 +143,9 @@ private:
   /// The integer constant `v` of type `t`, sign-extended or truncated to
   /// the width of `t`.
   Value constInt(Type t, int64_t v) {
-    return constant(b.getIntegerAttr(
-        t, llvm::APInt(64, v, /*isSigned=*/true)
-               .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    return constant(
+        b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                .sextOrTrunc(t.getIntOrFloatBitWidth())));
   }
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
   Value coerce(Value v, Type t, bool signExtend = false);
@@ -269,19 +270,26 @@ private:
   /// One `{ }` scope: its variables and register ranges.
   struct Scope {
     llvm::StringMap<VarInfo> vars;
-    SmallVector<RegRange, 4> ranges;
+    /// Register ranges by prefix (`%r` for `%r<10>`).
+    llvm::StringMap<RegRange> ranges;
 
-    /// Returns the range that declares `name`, if any.
+    /// Returns the range that declares `name`, if any: `name` is a prefix
+    /// followed by a decimal index below the range's count.
     const RegRange *rangeOf(StringRef name) const {
-      for (const RegRange &r : ranges) {
-        if (!name.starts_with(r.prefix))
+      if (ranges.empty())
+        return nullptr;
+      // Try each split into prefix and all-digit suffix.
+      for (size_t i = name.size(); i > 0 && llvm::isDigit(name[i - 1]); --i) {
+        auto it = ranges.find(name.take_front(i - 1));
+        if (it == ranges.end())
           continue;
-        StringRef digits = name.drop_front(r.prefix.size());
+        StringRef digits = name.drop_front(i - 1);
         uint64_t n;
-        if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
-            digits.getAsInteger(10, n) || n >= static_cast<uint64_t>(r.count))
+        if ((digits.size() > 1 && digits[0] == '0') ||
+            digits.getAsInteger(10, n) ||
+            n >= static_cast<uint64_t>(it->second.count))
           continue;
-        return &r;
+        return &it->second;
       }
       return nullptr;
     }
@@ -491,8 +499,8 @@ Value Importer::readSpecial(const Operand &op, Type t) {
 
 Value Importer::read(const Operand &op, Type t, bool signExtend) {
   // Registers and names are looked up once.
-  VarInfo *var = op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name)
-                                                             : nullptr;
+  VarInfo *var =
+      op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name) : nullptr;
   if (var && var->vecWidth)
     return read(*expandVector(op, var), t, signExtend);
   switch (op.kind) {
@@ -618,8 +626,8 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
 }
 
 LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
-  VarInfo *var = op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name)
-                                                             : nullptr;
+  VarInfo *var =
+      op.kind == OK::Reg || op.kind == OK::Symbol ? lookup(op.name) : nullptr;
   if (var && var->vecWidth)
     return write(*expandVector(op, var), v, signExtend);
   switch (op.kind) {
@@ -1154,10 +1162,11 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
           return success();
         };
         if (d.rangeCount >= 0 && d.vecWidth <= 1 && d.space == "reg") {
-          for (const RegRange &r : scopes.back().ranges)
-            if (r.prefix == d.name)
-              return error(d.loc, "redeclaration of '" + d.name + "<...>'");
-          scopes.back().ranges.push_back({d.name, d.rangeCount, *t});
+          if (!scopes.back()
+                   .ranges
+                   .try_emplace(d.name, RegRange{d.name, d.rangeCount, *t})
+                   .second)
+            return error(d.loc, "redeclaration of '" + d.name + "<...>'");
         } else if (d.rangeCount >= 0) {
           // Vector and .param ranges are expanded eagerly: keep them small.
           if (d.rangeCount > kMaxEagerRange)
@@ -1320,7 +1329,7 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
       op == "min" || op == "max" || op == "div" || op == "rem" || op == "shl" ||
       op == "shr" || op == "not" || op == "cnot" || op == "neg" ||
       op == "abs" || op == "selp" || op == "copysign")
-    return !inst.has("cc")                ? emitIntOrFloatArith(inst)
+    return !inst.has("cc")              ? emitIntOrFloatArith(inst)
            : op == "add" || op == "sub" ? emitCarry(inst)
                                         : unsupported(inst);
   if (op == "addc" || op == "subc" || op == "madc")
@@ -1386,8 +1395,8 @@ LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
   // Checked without overflow: offsets come straight from the input.
   if (offset < 0 || static_cast<uint64_t>(offset) > totalBytes ||
       (totalBytes - offset) / elemBytes < static_cast<uint64_t>(vec))
-    return error(inst.loc, "access outside parameter of " +
-                               Twine(totalBytes) + " bytes");
+    return error(inst.loc,
+                 "access outside parameter of " + Twine(totalBytes) + " bytes");
   auto elemOperand = [&](int i) -> const Operand & {
     return vec > 1 ? data.elems[i] : data;
   };
@@ -1615,8 +1624,9 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
       }
     } else if (op == "min" || op == "max") {
       if (inst.has("relu"))
-        return error(inst.loc, "'." + op + ".relu' on floats is not "
-                               "supported yet");
+        return error(inst.loc, "'." + op +
+                                   ".relu' on floats is not "
+                                   "supported yet");
       bool nan = inst.has("NaN");
       bool xs = inst.has("xorsign");
       r = op == "min"
@@ -1678,8 +1688,9 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     r = t->isSigned
             ? (isMin ? Value(arith::MinSIOp::create(b, curLoc, src[0], src[1]))
                      : Value(arith::MaxSIOp::create(b, curLoc, src[0], src[1])))
-            : (isMin ? Value(arith::MinUIOp::create(b, curLoc, src[0], src[1]))
-                     : Value(arith::MaxUIOp::create(b, curLoc, src[0], src[1])));
+            : (isMin
+                   ? Value(arith::MinUIOp::create(b, curLoc, src[0], src[1]))
+                   : Value(arith::MaxUIOp::create(b, curLoc, src[0], src[1])));
     // `.relu` clamps negative results to 0 (signed types only).
     if (inst.has("relu")) {
       if (!t->isSigned)
