@@ -37,6 +37,9 @@ using llvm::StringRef;
 using ptx::Operand;
 using OK = Operand::Kind;
 
+/// Inputs up to this size are imported on the caller's thread: they cannot
+/// nest deeper than a few thousand frames (well under 1 MiB of stack).
+static constexpr size_t kInlineImportBytes = 64 * 1024;
 /// Stack size of the import thread: room for about a million nested frames.
 static constexpr unsigned kImportStackSize = 512u << 20;
 /// The largest `%v<N>` range of vector registers or `.param`s accepted.
@@ -2945,14 +2948,21 @@ LogicalResult Importer::emitMisc(ptx::Instruction &inst) {
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(llvm::SourceMgr &sourceMgr,
                                              MLIRContext *context) {
   // SSA construction recurses along chains of join blocks (one per guarded
-  // memory instruction, say), which valid PTX can make arbitrarily long: run
-  // the import on a thread with a large stack (reserved, not committed).
-  OwningOpRef<ModuleOp> result;
-  llvm::thread worker(std::optional<unsigned>(kImportStackSize), [&] {
+  // memory instruction, say), which valid PTX can make arbitrarily long. A
+  // small input cannot nest deeply enough to matter and is imported here;
+  // a large one on a thread with a large stack (reserved, not committed).
+  auto import = [&] {
     ptx::Module ast;
     Importer importer(context, sourceMgr, ast);
-    result = importer.run();
-  });
+    return importer.run();
+  };
+  const llvm::MemoryBuffer *buf =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  if (buf->getBufferSize() <= kInlineImportBytes)
+    return import();
+  OwningOpRef<ModuleOp> result;
+  llvm::thread worker(std::optional<unsigned>(kImportStackSize),
+                      [&] { result = import(); });
   worker.join();
   return result;
 }
