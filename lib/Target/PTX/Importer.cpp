@@ -525,6 +525,10 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         (void)error(op.loc, "use of undeclared register '" + op.name + "'");
       return s;
     }
+    if (t.isInteger(1) && !var->type.isInteger(1)) {
+      (void)error(op.loc, "'" + op.name + "' is not a predicate register");
+      return {};
+    }
     Value v = ssa->readVariable(var->id, cur);
     if (op.negated) {
       if (!v.getType().isInteger(1)) {
@@ -1697,7 +1701,7 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     // `.relu` clamps negative results to 0 (signed types only).
     if (inst.has("relu")) {
       if (!t->isSigned)
-        return error(inst.loc, "'." + op + ".relu' needs a signed type");
+        return error(inst.loc, "'" + op + ".relu' needs a signed type");
       r = arith::MaxSIOp::create(b, curLoc, r, constInt(ty, 0));
     }
   } else if (op == "div") {
@@ -1759,6 +1763,8 @@ LogicalResult Importer::emitMulMad(ptx::Instruction &inst) {
     return failure();
   Value r;
   if (wide) {
+    if (widthOf(ty) != 16 && widthOf(ty) != 32)
+      return error(inst.loc, "'" + op + ".wide' needs a 16- or 32-bit type");
     Type wt = intType(widthOf(ty) * 2);
     a = coerce(a, wt, t->isSigned);
     c = coerce(c, wt, t->isSigned);
@@ -2113,10 +2119,12 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
   if (!packed && srcInt && dstInt && !sat) {
     // Integer to integer: truncate or extend by the source's signedness.
     r = coerce(in[0], dt->type, st->isSigned);
-  } else if (!packed && !ftz && !sat && !relu && !satfinite &&
+  } else if (!packed && !rnd && !ftz && !sat && !relu && !satfinite &&
              st->scalar == ScalarType::f32 && dt->scalar == ScalarType::f64) {
+    // Exact widening; with a rounding modifier (cvt.rni.f64.f32 rounds to
+    // an integral value) it stays a wooly.cvt.
     r = arith::ExtFOp::create(b, curLoc, dt->type, in[0]);
-  } else if (!packed && !sat && !relu && !satfinite && !ftz &&
+  } else if (!packed && !rnd && !sat && !relu && !satfinite && !ftz &&
              (st->scalar == ScalarType::f16 ||
               st->scalar == ScalarType::bf16) &&
              (dt->scalar == ScalarType::f32 || dt->scalar == ScalarType::f64)) {

@@ -553,10 +553,28 @@ wooly.func @f(%a: f64) {
 
 // -----
 
-// cvt takes one input, or two for a packed destination.
+// cvt takes two inputs exactly for a pair packed from f32.
 wooly.func @f(%a: f32) {
-  // expected-error @+1 {{'wooly.cvt' op takes one input, or two for a packed destination}}
+  // expected-error @+1 {{'wooly.cvt' op takes 2 input(s) for 'f32' to 'f16x2'}}
   %r = wooly.cvt %a, %a, %a rn : f32 to f16x2 : f32, f32, f32 -> vector<2xf16>
+  wooly.ret
+}
+
+// -----
+
+// A one-input cvt to a pair from f32 is missing its second half.
+wooly.func @f(%a: f32) {
+  // expected-error @+1 {{'wooly.cvt' op takes 2 input(s) for 'f32' to 'f16x2'}}
+  %r = wooly.cvt %a rn : f32 to f16x2 : f32 -> vector<2xf16>
+  wooly.ret
+}
+
+// -----
+
+// Other conversions take one input.
+wooly.func @f(%a: i32) {
+  // expected-error @+1 {{'wooly.cvt' op takes 1 input(s) for 'u32' to 'u16'}}
+  %r = wooly.cvt %a, %a sat : u32 to u16 : i32, i32 -> i16
   wooly.ret
 }
 

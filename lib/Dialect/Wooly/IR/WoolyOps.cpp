@@ -511,8 +511,16 @@ Type mlir::wooly::getStorageType(MLIRContext *ctx, ScalarType t) {
 
 LogicalResult CvtOp::verify() {
   size_t n = getInputs().size();
-  if (n != 1 && n != 2)
-    return emitOpError("takes one input, or two for a packed destination");
+  // Two inputs exactly for the pairs packed from f32 (cvt.rn.f16x2.f32 d,
+  // a, b and the like).
+  ScalarType dstT = getDstType();
+  bool pair = dstT == ScalarType::f16x2 || dstT == ScalarType::bf16x2 ||
+              dstT == ScalarType::e4m3x2 || dstT == ScalarType::e5m2x2;
+  size_t want = pair && getSrcType() == ScalarType::f32 ? 2 : 1;
+  if (n != want)
+    return emitOpError("takes ")
+           << want << " input(s) for '" << stringifyScalarType(getSrcType())
+           << "' to '" << stringifyScalarType(dstT) << "'";
   // Packed destinations (f16x2 from two f32, e4m3x2 from two f32 ...) take two
   // inputs of the source type; otherwise the input holds the source type.
   Type src = getStorageType(getContext(), getSrcType());
