@@ -1631,9 +1631,8 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
       }
     } else if (op == "min" || op == "max") {
       if (inst.has("relu"))
-        return error(inst.loc, "'." + op +
-                                   ".relu' on floats is not "
-                                   "supported yet");
+        return error(inst.loc,
+                     "'" + op + ".relu' on floats is not supported yet");
       bool nan = inst.has("NaN");
       bool xs = inst.has("xorsign");
       r = op == "min"
