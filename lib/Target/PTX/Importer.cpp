@@ -154,6 +154,9 @@ private:
   Value coerce(Value v, Type t, bool signExtend = false);
   Value bitcast(Value v, Type t);
   Value read(const Operand &op, Type t, bool signExtend = false);
+  /// Reads operands 1..n of `inst` (its sources) as `t` into `out`.
+  bool readSources(const ptx::Instruction &inst, Type t,
+                   SmallVectorImpl<Value> &out);
   LogicalResult write(const Operand &op, Value v, bool signExtend = false);
   VarInfo *lookup(StringRef name);
   StringRef vectorComponent(StringRef name, int64_t i) {
@@ -1527,12 +1530,10 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
   return success();
 }
 
-/// Reads operands 1..n of `inst` as `t`.
-static bool readSources(Importer &imp, ptx::Instruction &inst, Type t,
-                        SmallVectorImpl<Value> &out,
-                        llvm::function_ref<Value(const Operand &, Type)> rd) {
+bool Importer::readSources(const ptx::Instruction &inst, Type t,
+                           SmallVectorImpl<Value> &out) {
   for (size_t i = 1; i < inst.operands.size(); ++i) {
-    Value v = rd(inst.operands[i], t);
+    Value v = read(inst.operands[i], t);
     if (!v)
       return false;
     out.push_back(v);
@@ -1558,7 +1559,6 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     return failure();
   Type ty = t->type;
   SmallVector<Value> src;
-  auto rd = [&](const Operand &o, Type tt) { return read(o, tt); };
   if (op == "selp") {
     Value a = read(inst.operands[1], ty), c = read(inst.operands[2], ty),
           p = read(inst.operands[3], b.getI1Type());
@@ -1604,7 +1604,7 @@ LogicalResult Importer::emitIntOrFloatArith(ptx::Instruction &inst) {
     }
     return write(inst.operands[0], r);
   }
-  if (!readSources(*this, inst, ty, src, rd))
+  if (!readSources(inst, ty, src))
     return failure();
   Value r;
   bool ftz = inst.has("ftz");
@@ -1726,8 +1726,7 @@ LogicalResult Importer::emitMulMad(ptx::Instruction &inst) {
   Type ty = t->type;
   if (t->isFloat) {
     SmallVector<Value> src;
-    if (!readSources(*this, inst, ty, src,
-                     [&](const Operand &o, Type tt) { return read(o, tt); }))
+    if (!readSources(inst, ty, src))
       return failure();
     auto rnd = roundingOf(inst);
     bool ftz = inst.has("ftz"), sat = inst.has("sat");
@@ -2114,7 +2113,6 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
   }
   Value r;
   bool srcInt = !st->isFloat, dstInt = !dt->isFloat;
-  unsigned sw = widthOf(st->type), dw = widthOf(dt->type);
   if (!packed && srcInt && dstInt && !sat) {
     // Integer to integer: truncate or extend by the source's signedness.
     r = coerce(in[0], dt->type, st->isSigned);
@@ -2135,8 +2133,6 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
             ? Value(arith::SIToFPOp::create(b, curLoc, dt->type, in[0]))
             : Value(arith::UIToFPOp::create(b, curLoc, dt->type, in[0]));
   } else {
-    (void)sw;
-    (void)dw;
     r = CvtOp::create(b, curLoc, dt->type, in, st->scalar, dt->scalar,
                       rnd ? RoundingModeAttr::get(ctx, *rnd)
                           : RoundingModeAttr(),
