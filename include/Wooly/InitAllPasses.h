@@ -16,6 +16,11 @@ void registerAllPasses();
 /// Registers the translations of `wooly-translate` (`--import-ptx`).
 void registerAllTranslations();
 
+/// Hides the command-line options that libLLVM registers for its backends
+/// (hundreds of them) from `--help`, keeping MLIR's `--mlir-*` options and
+/// the tool's own (registered later). `--help-hidden` still lists all.
+void hideBackendOptions();
+
 } // namespace mlir::wooly
 
 #endif // WOOLY_INITALLPASSES_H

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
 
 void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
   registry.insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
@@ -36,4 +37,14 @@ void mlir::wooly::registerAllTranslations() {
     return true;
   }();
   (void)once;
+}
+
+void mlir::wooly::hideBackendOptions() {
+  for (auto &entry : llvm::cl::getRegisteredOptions()) {
+    llvm::StringRef name = entry.first;
+    if (name.starts_with("mlir-") || name == "color" || name == "help" ||
+        name == "help-list" || name == "version")
+      continue;
+    entry.second->setHiddenFlag(llvm::cl::Hidden);
+  }
 }

@@ -12,6 +12,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  mlir::wooly::hideBackendOptions();
   mlir::wooly::registerAllPasses();
   mlir::DialectRegistry registry;
   mlir::wooly::registerAllDialects(registry);

@@ -10,6 +10,7 @@
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  mlir::wooly::hideBackendOptions();
   mlir::wooly::registerAllTranslations();
   return mlir::failed(mlir::mlirTranslateMain(
       argc, argv,
