@@ -186,10 +186,10 @@ private:
   Value undefValue(Type t);
 
   // Control flow.
-  Block *labelBlock(StringRef name) { return labels.lookup(name); }
   void branchTo(Block *target);
   void afterEdgeTo(Block *target);
   void startBlock(Block *block);
+  LogicalResult resolveLabels(ptx::Function &f);
   LogicalResult emitStatement(ptx::Statement &s);
   LogicalResult emitInstruction(ptx::Instruction &inst);
   LogicalResult emitUnguarded(ptx::Instruction &inst);
@@ -301,7 +301,11 @@ private:
     }
   };
   std::vector<Scope> scopes;
-  llvm::StringMap<Block *> labels;
+  /// The block of each label statement and the target block of each `bra`
+  /// instruction (labels are scoped by `{ }` like registers).
+  llvm::DenseMap<const void *, Block *> blockOf;
+  /// Every label block, owned here until it is inserted into the body.
+  SmallVector<Block *> labelBlocks;
   /// Function-scope variables: PTX name to module symbol name.
   llvm::StringMap<StringRef> localSymbols;
   /// Returns the module symbol that `name` refers to in the current function.
@@ -978,7 +982,8 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   ssa = &builder;
   scopes.clear();
   scopes.emplace_back();
-  labels.clear();
+  blockOf.clear();
+  labelBlocks.clear();
   localSymbols.clear();
   expectedPreds.clear();
   retVars.clear();
@@ -1051,40 +1056,12 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     retVars.push_back(id);
   }
 
-  // Pre-pass: label blocks and the number of edges into each.
-  bool fallsThrough = true;
+  LogicalResult result = resolveLabels(f);
   for (auto &s : f.body) {
-    if (s.kind == ptx::Statement::Kind::Label) {
-      if (labels.count(s.label))
-        return error(s.loc, "redefinition of label '" + s.label + "'");
-      Block *blk = new Block();
-      labels[s.label] = blk;
-      if (fallsThrough)
-        ++expectedPreds[blk];
-      fallsThrough = true;
-    } else if (s.kind == ptx::Statement::Kind::Instr) {
-      fallsThrough = !(isTerminator(s.instr) && s.instr.guard.empty());
-    }
-  }
-  for (auto &s : f.body) {
-    if (s.kind != ptx::Statement::Kind::Instr || !isBranch(s.instr))
-      continue;
-    auto &ops = s.instr.operands;
-    if (ops.size() != 1 || ops[0].kind != OK::Symbol)
-      return error(s.instr.loc, "'bra' expects one label operand");
-    Block *target = labels.lookup(ops[0].name);
-    if (!target)
-      return error(ops[0].loc,
-                   "branch to undefined label '" + ops[0].name + "'");
-    ++expectedPreds[target];
-  }
-
-  LogicalResult result = success();
-  for (auto &s : f.body)
-    if (failed(emitStatement(s))) {
-      result = failure();
+    if (failed(result))
       break;
-    }
+    result = emitStatement(s);
+  }
   if (succeeded(result) && scopes.size() != 1)
     result = error(f.loc, "unbalanced '{' in body of '" + f.name + "'");
   if (succeeded(result) &&
@@ -1097,8 +1074,7 @@ LogicalResult Importer::importBody(ptx::Function &f) {
   }
   // Blocks of labels never reached by emission (after a failure) are owned
   // here; drop their uses first.
-  for (auto &entryIt : labels) {
-    Block *blk = entryIt.second;
+  for (Block *blk : labelBlocks) {
     if (!blk->getParent()) {
       blk->dropAllUses();
       delete blk;
@@ -1108,6 +1084,65 @@ LogicalResult Importer::importBody(ptx::Function &f) {
     ssa->finalize(func.getBody());
   ssa = nullptr;
   return result;
+}
+
+/// Gives each label its block and each `bra` its target, and counts the edges
+/// into every label block. Labels are scoped by `{ }`: a branch goes to the
+/// label of that name in the innermost enclosing scope that has one, so the
+/// same inline-assembly block (with its labels) may appear several times.
+LogicalResult Importer::resolveLabels(ptx::Function &f) {
+  llvm::DenseMap<std::pair<unsigned, StringRef>, Block *> byScope;
+  SmallVector<unsigned> parentOf{0}, open{0};
+  SmallVector<std::pair<ptx::Instruction *, unsigned>> branches;
+  bool fallsThrough = true;
+  for (auto &s : f.body) {
+    switch (s.kind) {
+    case ptx::Statement::Kind::ScopeBegin:
+      parentOf.push_back(open.back());
+      open.push_back(parentOf.size() - 1);
+      break;
+    case ptx::Statement::Kind::ScopeEnd:
+      if (open.size() > 1)
+        open.pop_back();
+      break;
+    case ptx::Statement::Kind::Label: {
+      Block *&blk = byScope[{open.back(), s.label}];
+      if (blk)
+        return error(s.loc, "redefinition of label '" + s.label + "'");
+      blk = new Block();
+      labelBlocks.push_back(blk);
+      blockOf[&s] = blk;
+      if (fallsThrough)
+        ++expectedPreds[blk];
+      fallsThrough = true;
+      break;
+    }
+    case ptx::Statement::Kind::Instr:
+      fallsThrough = !(isTerminator(s.instr) && s.instr.guard.empty());
+      if (isBranch(s.instr))
+        branches.emplace_back(&s.instr, open.back());
+      break;
+    default:
+      break;
+    }
+  }
+  for (auto [inst, scope] : branches) {
+    auto &ops = inst->operands;
+    if (ops.size() != 1 || ops[0].kind != OK::Symbol)
+      return error(inst->loc, "'bra' expects one label operand");
+    Block *target = nullptr;
+    for (unsigned id = scope;; id = parentOf[id]) {
+      target = byScope.lookup({id, ops[0].name});
+      if (target || id == 0)
+        break;
+    }
+    if (!target)
+      return error(ops[0].loc,
+                   "branch to undefined label '" + ops[0].name + "'");
+    blockOf[inst] = target;
+    ++expectedPreds[target];
+  }
+  return success();
 }
 
 LogicalResult Importer::emitStatement(ptx::Statement &s) {
@@ -1125,7 +1160,7 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
     pendingPragma = s.label;
     return success();
   case K::Label: {
-    Block *blk = labels.lookup(s.label);
+    Block *blk = blockOf.lookup(&s);
     curLoc = loc(s.loc);
     if (!cur->empty() && cur->back().hasTrait<OpTrait::IsTerminator>()) {
       // Previous block ended: nothing falls through.
@@ -1239,7 +1274,7 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
     return failure();
 
   if (isBranch(inst)) {
-    Block *target = labels.lookup(inst.operands[0].name);
+    Block *target = blockOf.lookup(&inst);
     Block *next = new Block();
     expectedPreds[next] = 1;
     auto br = cf::CondBranchOp::create(b, curLoc, pred, target, ValueRange(),
@@ -1303,7 +1338,7 @@ LogicalResult Importer::emitRet(ptx::Instruction &inst) {
 LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
   StringRef op = inst.opcode;
   if (op == "bra") {
-    Block *target = labels.lookup(inst.operands[0].name);
+    Block *target = blockOf.lookup(&inst);
     auto br = cf::BranchOp::create(b, curLoc, target, ValueRange());
     if (!pendingPragma.empty()) {
       br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
