@@ -1,11 +1,12 @@
 //===- Importer.cpp - Raise a PTX syntax tree to Wooly IR ----*- C++ -*-===//
 //
-// Walks the parsed PTX module and builds Wooly IR: module-scope variables
-// become `wooly.global`, functions become `wooly.func`, virtual registers
-// become SSA values through SSABuilder, predicated instructions become
-// conditional branches around the instruction, and each instruction becomes
-// `arith`/`math` ops where those have exactly the PTX semantics, `wooly` ops
-// otherwise. Anything not understood is a located error.
+// Raises PTX to Wooly IR as the parser delivers it, one function at a time:
+// module-scope variables become `wooly.global`, functions `wooly.func`,
+// virtual registers SSA values (through SSABuilder), guarded instructions
+// either selects (when they only compute registers) or conditional branches
+// around the instruction, and each instruction `arith`/`math` ops where those
+// have exactly the PTX semantics, `wooly` ops otherwise. Anything not
+// understood is a located error.
 //
 //===----------------------------------------------------------------------===//
 
