@@ -23,6 +23,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -229,6 +230,11 @@ private:
     return arith::TruncIOp::create(b, curLoc, intType(32), s);
   }
 
+  /// PTX requires a register to have the size of the instruction type,
+  /// except for `ld`, `st` and `cvt` (which extend and truncate).
+  bool relaxedSizes = false;
+  LogicalResult checkOperandSize(const Operand &op, const VarInfo &var, Type t);
+
   LogicalResult expectOperands(ptx::Instruction &inst, size_t n) {
     if (inst.operands.size() != n)
       return error(inst.loc, "'" + inst.opcode + "' expects " + Twine(n) +
@@ -373,6 +379,15 @@ static uint64_t widthOf(Type t) {
     return static_cast<uint64_t>(v.getNumElements()) *
            v.getElementType().getIntOrFloatBitWidth();
   return 0;
+}
+
+LogicalResult Importer::checkOperandSize(const Operand &op, const VarInfo &var,
+                                         Type t) {
+  if (relaxedSizes || widthOf(var.type) == widthOf(t))
+    return success();
+  return error(op.loc,
+               "register '" + op.name + "' has " + Twine(widthOf(var.type)) +
+                   " bits; the instruction operates on " + Twine(widthOf(t)));
 }
 
 std::optional<StateSpace> Importer::spaceOf(const ptx::Instruction &inst) {
@@ -537,6 +552,8 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
       (void)error(op.loc, "'" + op.name + "' is not a predicate register");
       return {};
     }
+    if (failed(checkOperandSize(op, *var, t)))
+      return {};
     Value v = ssa->readVariable(var->id, cur);
     if (op.negated) {
       if (!v.getType().isInteger(1)) {
@@ -654,6 +671,8 @@ LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
       return error(op.loc, "use of undeclared register '" + op.name + "'");
     if (op.negated)
       return error(op.loc, "'!' is not allowed on a destination");
+    if (failed(checkOperandSize(op, *var, v.getType())))
+      return failure();
     assign(var->id, coerce(v, var->type, signExtend));
     return success();
   }
@@ -1367,10 +1386,12 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
   }
   if (op == "mov")
     return emitMov(inst);
-  if (op == "ld" || op == "ldu")
-    return emitLdSt(inst, true);
-  if (op == "st")
-    return emitLdSt(inst, false);
+  if (op == "ld" || op == "ldu" || op == "st" || op == "cvt") {
+    // These extend or truncate registers of another size.
+    relaxedSizes = true;
+    auto restore = llvm::make_scope_exit([&] { relaxedSizes = false; });
+    return op == "cvt" ? emitCvt(inst) : emitLdSt(inst, op != "st");
+  }
   if (op == "add" || op == "sub" || op == "and" || op == "or" || op == "xor" ||
       op == "min" || op == "max" || op == "div" || op == "rem" || op == "shl" ||
       op == "shr" || op == "not" || op == "cnot" || op == "neg" ||
@@ -1424,10 +1445,39 @@ LogicalResult Importer::emitMov(ptx::Instruction &inst) {
   auto t = instrType(inst);
   if (!t || failed(expectOperands(inst, 2)))
     return t ? failure() : error(inst.loc, "'mov' needs a type");
-  Value v = read(inst.operands[1], t->type);
-  if (!v)
-    return failure();
-  return write(inst.operands[0], v);
+  int vec = 1;
+  for (StringRef m : inst.mods)
+    if (m == "v2" || m == "v4" || m == "v8")
+      vec = m[1] - '0';
+  if (vec == 1) {
+    Value v = read(inst.operands[1], t->type);
+    if (!v)
+      return failure();
+    return write(inst.operands[0], v);
+  }
+  // mov.vN.T: element-wise moves between vectors of N registers (vector
+  // registers or `{a, b, ...}`). All sources are read before any write, so
+  // permutations such as `{b, a}, {a, b}` work.
+  SmallVector<Operand, 2> sides;
+  for (const Operand &o : inst.operands) {
+    auto expanded = expandVector(o);
+    const Operand &v = expanded ? *expanded : o;
+    if (v.kind != OK::Vector || v.elems.size() != static_cast<size_t>(vec))
+      return error(o.loc, "'mov.v" + Twine(vec) + "' needs vectors of " +
+                              Twine(vec) + " registers");
+    sides.push_back(v);
+  }
+  SmallVector<Value, 8> values;
+  for (const Operand &e : sides[1].elems) {
+    Value v = read(e, t->type);
+    if (!v)
+      return failure();
+    values.push_back(v);
+  }
+  for (auto [e, v] : llvm::zip(sides[0].elems, values))
+    if (failed(write(e, v)))
+      return failure();
+  return success();
 }
 
 LogicalResult Importer::emitParamAccess(ptx::Instruction &inst, bool isLoad,
