@@ -29,7 +29,6 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/StringSaver.h"
-#include "llvm/Support/thread.h"
 
 #include <cstring>
 
@@ -39,11 +38,6 @@ using llvm::StringRef;
 using ptx::Operand;
 using OK = Operand::Kind;
 
-/// Inputs up to this size are imported on the caller's thread: they cannot
-/// nest deeper than a few thousand frames (well under 1 MiB of stack).
-static constexpr size_t kInlineImportBytes = 64 * 1024;
-/// Stack size of the import thread: room for about a million nested frames.
-static constexpr unsigned kImportStackSize = 512u << 20;
 /// The largest `%v<N>` range of vector registers or `.param`s accepted.
 static constexpr int64_t kMaxEagerRange = 4096;
 /// The largest `.param` byte array accepted.
@@ -3036,24 +3030,12 @@ LogicalResult Importer::emitMisc(ptx::Instruction &inst) {
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(llvm::SourceMgr &sourceMgr,
                                              MLIRContext *context) {
-  // SSA construction recurses along chains of join blocks (one per guarded
-  // memory instruction, say), which valid PTX can make arbitrarily long. A
-  // small input cannot nest deeply enough to matter and is imported here;
-  // a large one on a thread with a large stack (reserved, not committed).
-  auto import = [&] {
-    ptx::Module ast;
-    Importer importer(context, sourceMgr, ast);
-    return importer.run();
-  };
-  const llvm::MemoryBuffer *buf =
-      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-  if (buf->getBufferSize() <= kInlineImportBytes)
-    return import();
-  OwningOpRef<ModuleOp> result;
-  llvm::thread worker(std::optional<unsigned>(kImportStackSize),
-                      [&] { result = import(); });
-  worker.join();
-  return result;
+  // Nothing in the import recurses with the input's size (SSA construction
+  // uses worklists, operand nesting is bounded), so it runs on the caller's
+  // thread whatever the input.
+  ptx::Module ast;
+  Importer importer(context, sourceMgr, ast);
+  return importer.run();
 }
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(StringRef ptx,

@@ -110,6 +110,9 @@ private:
   /// Current nesting of parseOperand().
   unsigned operandDepth = 0;
   static constexpr unsigned kMaxOperandDepth = 8;
+  /// Bound on one function body (the largest real kernels have a few
+  /// hundred thousand instructions), which bounds the importer's memory.
+  static constexpr size_t kMaxStatements = 2000000;
 };
 
 } // namespace
@@ -481,6 +484,10 @@ bool Parser::parseBody(Function &f, Module &m) {
   consume(); // {
   int depth = 1;
   while (depth > 0) {
+    if (f.body.size() >= kMaxStatements)
+      return failHere("function '" + f.name + "' has more than " +
+                      llvm::Twine(kMaxStatements) +
+                      " statements; not supported");
     const Token &t = cur();
     Statement s;
     s.loc = t.loc();

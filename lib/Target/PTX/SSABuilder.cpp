@@ -25,13 +25,21 @@ incomingEdges(Block *block) {
   return edges;
 }
 
-Value SSABuilder::resolve(Value v) const {
+Value SSABuilder::resolve(Value v) {
+  Value root = v;
   while (true) {
-    auto it = replaced.find(v);
+    auto it = replaced.find(root);
     if (it == replaced.end())
-      return v;
-    v = it->second;
+      break;
+    root = it->second;
   }
+  // Path compression: chains of removed phis are followed once.
+  while (v != root) {
+    Value &next = replaced[v];
+    v = next;
+    next = root;
+  }
+  return root;
 }
 
 void SSABuilder::writeVariable(Var var, Block *block, Value value) {
@@ -46,7 +54,22 @@ Value SSABuilder::readVariable(Var var, Block *block) {
       it->second = v;
     return v;
   }
-  return readVariableRecursive(var, block);
+  Value v = readVariableRecursive(var, block);
+  drainPendingPhis();
+  return resolve(v);
+}
+
+void SSABuilder::drainPendingPhis() {
+  // Phis get their operands here, one at a time, rather than by recursion:
+  // a read may walk back through any number of join blocks.
+  if (draining)
+    return;
+  draining = true;
+  while (!pendingPhis.empty()) {
+    auto [var, phi] = pendingPhis.pop_back_val();
+    addPhiOperands(var, phi);
+  }
+  draining = false;
 }
 
 Value SSABuilder::readVariableRecursive(Var var, Block *block) {
@@ -79,10 +102,12 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       break;
     }
     // Several predecessors, or a single-predecessor cycle (unreachable
-    // code): break the cycle with an operandless phi first.
+    // code): an operandless phi breaks cycles; its operands are added by
+    // drainPendingPhis().
     BlockArgument phi = block->addArgument(types[var], loc);
     writeVariable(var, block, phi);
-    val = addPhiOperands(var, phi);
+    pendingPhis.emplace_back(var, phi);
+    val = phi;
     break;
   }
   for (Block *b : chain)
@@ -94,34 +119,60 @@ Value SSABuilder::addPhiOperands(Var var, BlockArgument phi) {
   Incoming values;
   for (Edge edge : incomingEdges(phi.getOwner()))
     values.emplace_back(edge, readVariable(var, edge.first->getBlock()));
-  for (auto &[edge, v] : values)
-    phiUsers[v].push_back(phi);
+  for (auto &[edge, v] : values) {
+    auto &users = phiUsers[v];
+    if (users.empty() || users.back() != phi)
+      users.push_back(phi);
+  }
   incoming[phi] = std::move(values);
   return tryRemoveTrivialPhi(phi);
 }
 
-Value SSABuilder::tryRemoveTrivialPhi(BlockArgument phi) {
-  Value same;
-  for (auto &[edge, v] : incoming[phi]) {
-    Value op = resolve(v);
-    if (op == same || op == phi)
+Value SSABuilder::tryRemoveTrivialPhi(BlockArgument start) {
+  // A worklist rather than recursion: removing one phi can make a long
+  // chain of its users trivial.
+  llvm::SmallVector<BlockArgument, 4> work{start};
+  while (!work.empty()) {
+    BlockArgument phi = work.pop_back_val();
+    auto inc = incoming.find(phi);
+    if (replaced.contains(phi) || inc == incoming.end())
       continue;
-    if (same)
-      return phi; // Merges at least two values: not trivial.
-    same = op;
+    Value same;
+    bool trivial = true;
+    for (auto &[edge, v] : inc->second) {
+      Value op = resolve(v);
+      if (op == same || op == phi)
+        continue;
+      if (same) {
+        trivial = false; // Merges at least two values.
+        break;
+      }
+      same = op;
+    }
+    if (!trivial)
+      continue;
+    if (!same)
+      same = undef(phi.getType()); // Unreachable, or only self-references.
+    replaced[phi] = same;
+    phi.replaceAllUsesWith(same);
+    // Phis that used this one may have become trivial; the live ones now
+    // use `same` (removed phis are not carried along: that would grow the
+    // user lists quadratically along chains of joins).
+    llvm::SmallVector<BlockArgument, 2> users;
+    if (auto it = phiUsers.find(phi); it != phiUsers.end()) {
+      users = std::move(it->second);
+      phiUsers.erase(it);
+    }
+    for (BlockArgument user : users) {
+      if (user == phi || replaced.contains(user))
+        continue;
+      auto &sameUsers = phiUsers[same];
+      if (sameUsers.empty() || sameUsers.back() != user)
+        sameUsers.push_back(user);
+      work.push_back(user);
+    }
   }
-  if (!same)
-    same = undef(phi.getType()); // Unreachable, or only self-references.
-  replaced[phi] = same;
-  phi.replaceAllUsesWith(same);
-  // Phis that used this one may have become trivial.
-  auto users = phiUsers.lookup(phi);
-  for (BlockArgument user : users) {
-    phiUsers[same].push_back(user);
-    if (user != phi && !replaced.contains(user) && incoming.contains(user))
-      tryRemoveTrivialPhi(user);
-  }
-  return same;
+  return resolve(start);
 }
 
 void SSABuilder::sealBlock(Block *block) {
@@ -134,6 +185,7 @@ void SSABuilder::sealBlock(Block *block) {
   incompletePhis.erase(it);
   for (auto [var, phi] : phis)
     addPhiOperands(var, phi);
+  drainPendingPhis();
 }
 
 void SSABuilder::finalize(Region &region) {

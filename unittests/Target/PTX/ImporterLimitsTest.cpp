@@ -52,6 +52,24 @@ TEST(PTXImporterLimits, LongChainOfGuardedStores) {
   EXPECT_TRUE(succeeded(verify(*module)));
 }
 
+// 50,000 guarded branches to the next line: a chain of 50,000 join blocks,
+// each with its own scoped label; reading a register at the end walks them
+// all (with worklists, not recursion, so the caller's stack suffices).
+TEST(PTXImporterLimits, LongChainOfJoins) {
+  std::string ptx = kHeader;
+  ptx += ".visible .entry k(.param .u64 o)\n{\n"
+         "  .reg .pred p;\n  .reg .b32 a;\n  .reg .b64 r;\n"
+         "  ld.param.u64 r, [o];\n  mov.u32 a, 1;\n  setp.eq.u32 p, a, 0;\n";
+  for (int i = 0; i < 50000; ++i)
+    ptx += "  { @p bra L; L: }\n";
+  ptx += "  st.global.u32 [r], a;\n  ret;\n}\n";
+  MLIRContext ctx;
+  std::string err;
+  auto module = importText(ctx, ptx, err);
+  ASSERT_TRUE(module) << err;
+  EXPECT_TRUE(succeeded(verify(*module)));
+}
+
 // Guarded arithmetic becomes selects: no blocks at all.
 TEST(PTXImporterLimits, GuardedArithmeticNeedsNoBlocks) {
   std::string ptx = kHeader;

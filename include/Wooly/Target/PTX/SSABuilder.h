@@ -70,10 +70,12 @@ private:
   using Incoming = llvm::SmallVector<std::pair<Edge, Value>, 2>;
 
   Value readVariableRecursive(Var var, Block *block);
+  /// Adds the operands of the phis created by reads, until none is left.
+  void drainPendingPhis();
   Value addPhiOperands(Var var, BlockArgument phi);
   Value tryRemoveTrivialPhi(BlockArgument phi);
   /// Follows the replacements of removed phis.
-  Value resolve(Value v) const;
+  Value resolve(Value v);
 
   llvm::function_ref<Value(Type)> undef;
   llvm::SmallVector<Type> types;
@@ -85,6 +87,9 @@ private:
   llvm::DenseMap<Value, Incoming> incoming;
   /// Phis that list a value among their incoming values.
   llvm::DenseMap<Value, llvm::SmallVector<BlockArgument, 2>> phiUsers;
+  /// Phis of sealed blocks still waiting for their operands.
+  llvm::SmallVector<std::pair<Var, BlockArgument>> pendingPhis;
+  bool draining = false;
   /// Phis found trivial: replaced value, erased in finalize().
   llvm::DenseMap<Value, Value> replaced;
 };
