@@ -2129,7 +2129,7 @@ LogicalResult Importer::emitCvt(ptx::Instruction &inst) {
     auto space = spaceOf(inst);
     if (!space || failed(expectOperands(inst, 2)))
       return space ? failure() : error(inst.loc, "'isspacep' needs a space");
-    Value a = read(inst.operands[1], intType(64));
+    Value a = read(inst.operands[1], addrType());
     if (!a)
       return failure();
     return write(inst.operands[0], IsSpacePOp::create(b, curLoc, *space, a));
@@ -2736,7 +2736,7 @@ LogicalResult Importer::emitCall(ptx::Instruction &inst) {
       c.setUni(true);
     call = c;
   } else {
-    Value target = read(callee, intType(64));
+    Value target = read(callee, addrType());
     if (!target)
       return failure();
     call = CallIndirectOp::create(b, curLoc, resTypes, target, argValues);

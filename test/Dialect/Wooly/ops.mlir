@@ -44,7 +44,7 @@ wooly.func private @decl(i64) -> f32
 // CHECK: %{{.*}} = call uni @callee(%[[T]], %[[F]]) : (i32, f32) -> i32
 // CHECK: %{{.*}} = call @callee(%[[T]], %[[F]]) : (i32, f32) -> i32
 // CHECK: %[[FP:.*]] = addressof @decl : i64
-// CHECK: %{{.*}} = call_indirect %[[FP]](%[[FP]]) : (i64) -> f32
+// CHECK: %{{.*}} = call_indirect %[[FP]](%[[FP]]) : i64, (i64) -> f32
 // CHECK: brkpt
 // CHECK: exit
 wooly.func @k(%p: i64 {wooly.type = "u64", wooly.align = 8 : i64}) attributes {kernel, linkage = "visible", maxntid = array<i32: 128, 1, 1>, reqntid = array<i32: 128>, minnctapersm = 2 : i32, maxnreg = 64 : i32} {
@@ -53,7 +53,7 @@ wooly.func @k(%p: i64 {wooly.type = "u64", wooly.align = 8 : i64}) attributes {k
   %r = wooly.call uni @callee(%t, %f) : (i32, f32) -> i32
   %r1 = wooly.call @callee(%t, %f) : (i32, f32) -> i32
   %fp = wooly.addressof @decl : i64
-  %r2 = wooly.call_indirect %fp(%fp) : (i64) -> f32
+  %r2 = wooly.call_indirect %fp(%fp) : i64, (i64) -> f32
   wooly.brkpt
   wooly.exit
 }

@@ -237,13 +237,13 @@ def Wooly_CallIndirectOp : Wooly_Op<"call_indirect"> {
     register and a `.callprototype`).
 
     ```mlir
-    %r = wooly.call_indirect %fp(%a) : (i64) -> i64
+    %r = wooly.call_indirect %fp(%a) : i64, (i64) -> i64
     ```
   }];
-  let arguments = (ins I64:$callee, Variadic<AnyType>:$args);
+  let arguments = (ins Wooly_Addr:$callee, Variadic<AnyType>:$args);
   let results = (outs Variadic<AnyType>);
   let assemblyFormat = [{
-    $callee `(` $args `)` attr-dict `:` functional-type($args, results)
+    $callee `(` $args `)` attr-dict `:` type($callee) `,` functional-type($args, results)
   }];
 }
 
@@ -1055,7 +1055,7 @@ def Wooly_IsSpacePOp : Wooly_Op<"isspacep", [Pure]> {
     %p = wooly.isspacep shared %a : i64
     ```
   }];
-  let arguments = (ins Wooly_StateSpace:$space, I64:$addr);
+  let arguments = (ins Wooly_StateSpace:$space, Wooly_Addr:$addr);
   let results = (outs I1:$result);
   let assemblyFormat = "$space $addr attr-dict `:` type($addr)";
 }
