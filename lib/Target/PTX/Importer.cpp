@@ -270,7 +270,6 @@ private:
   Block *entry = nullptr;
   /// A `%r<N>` declaration: its registers get variables on first use.
   struct RegRange {
-    StringRef prefix;
     int64_t count;
     Type type;
   };
@@ -968,12 +967,8 @@ static bool isTerminator(const ptx::Instruction &i) {
 }
 
 void Importer::afterEdgeTo(Block *target) {
-  unsigned edges = 0;
-  for (auto &use : target->getUses()) {
-    (void)use;
-    ++edges;
-  }
-  if (edges >= expectedPreds.lookup(target))
+  // Sealed once every edge counted in the pre-pass exists.
+  if (llvm::range_size(target->getUses()) >= expectedPreds.lookup(target))
     ssa->sealBlock(target);
 }
 
@@ -1222,8 +1217,7 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
         };
         if (d.rangeCount >= 0 && d.vecWidth <= 1 && d.space == "reg") {
           if (!scopes.back()
-                   .ranges
-                   .try_emplace(d.name, RegRange{d.name, d.rangeCount, *t})
+                   .ranges.try_emplace(d.name, RegRange{d.rangeCount, *t})
                    .second)
             return error(d.loc, "redeclaration of '" + d.name + "<...>'");
         } else if (d.rangeCount >= 0) {

@@ -658,10 +658,7 @@ bool Parser::parseAddress(Operand &op) {
   op.kind = Operand::Kind::Address;
   if (cur().is(TokenKind::Identifier)) {
     op.name = cur().spelling;
-    Token prev = cur();
     consume();
-    // `%r.x`-style suffixes are not addresses; reject later.
-    (void)prev;
     if (cur().is(TokenKind::Plus) || cur().is(TokenKind::Minus)) {
       bool neg = cur().is(TokenKind::Minus);
       consume();
