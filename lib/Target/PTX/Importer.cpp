@@ -1377,7 +1377,7 @@ LogicalResult Importer::emitUnguarded(ptx::Instruction &inst) {
   if (op == "ld" || op == "ldu" || op == "st" || op == "cvt") {
     // These extend or truncate registers of another size.
     relaxedSizes = true;
-    auto restore = llvm::make_scope_exit([&] { relaxedSizes = false; });
+    llvm::scope_exit restore([&] { relaxedSizes = false; });
     return op == "cvt" ? emitCvt(inst) : emitLdSt(inst, op != "st");
   }
   if (op == "add" || op == "sub" || op == "and" || op == "or" || op == "xor" ||

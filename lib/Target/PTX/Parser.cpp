@@ -681,7 +681,7 @@ bool Parser::parseOperand(Operand &op) {
   if (operandDepth >= kMaxOperandDepth)
     return failHere("operand nesting too deep");
   ++operandDepth;
-  auto leave = llvm::make_scope_exit([&] { --operandDepth; });
+  llvm::scope_exit leave([&] { --operandDepth; });
   const Token &t = cur();
   if (t.is(TokenKind::LBracket))
     return parseAddress(op);
