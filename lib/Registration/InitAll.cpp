@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/InitAllDialects.h"
 #include "Wooly/InitAllPasses.h"
@@ -11,19 +12,24 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 
 void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
   registry.insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
-                  cf::ControlFlowDialect>();
+                  cf::ControlFlowDialect, func::FuncDialect,
+                  vector::VectorDialect, LLVM::LLVMDialect>();
 }
 
 void mlir::wooly::registerAllPasses() {
   // Wooly's own passes (constrain, slice, coalesce, isolate) and conversions
   // register here as they land. Generic cleanups are useful on imported IR.
+  registerWoolyConversionPasses();
   registerCanonicalizerPass();
   registerCSEPass();
   registerSymbolDCEPass();

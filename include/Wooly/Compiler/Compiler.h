@@ -1,0 +1,137 @@
+//===- Compiler.h - One compile API for every Wooly target -----*- C++ -*-===//
+//
+// `compile(input, target, options)` turns PTX text or a Wooly module into a
+// binary for one target plus the metadata a runtime needs to launch its
+// kernels; `cacheKey(...)` names the result so that it is compiled once.
+// Targets: `host` (an ELF object for the CPU backend's JIT); `sm_XX` and
+// `gfxXXX` report "not supported yet" until their lowerings land.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_COMPILER_COMPILER_H
+#define WOOLY_COMPILER_COMPILER_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace wooly {
+
+/// A compilation target.
+struct Target {
+  enum class Kind { Host, NVPTX, AMDGCN };
+  Kind kind = Kind::Host;
+  /// `sm_90`, `gfx942`; the host CPU's name for `host`.
+  std::string chip;
+
+  /// Parses `host`, `sm_XX` or `gfxXXX`.
+  static llvm::Expected<Target> parse(llvm::StringRef text);
+  /// The spelling `parse` accepts.
+  std::string str() const;
+};
+
+/// What the caller may choose about a compilation.
+struct CompileOptions {
+  /// LLVM optimisation level (0-3).
+  unsigned optLevel = 2;
+  /// Check global/const/generic accesses against live allocations.
+  bool boundsChecks = true;
+};
+
+/// The input of a compilation: PTX text or Wooly IR (MLIR text).
+struct CompileInput {
+  enum class Kind { PTX, MLIR };
+  Kind kind = Kind::PTX;
+  std::string text;
+  /// Name used in diagnostics (a file name).
+  std::string name = "<input>";
+};
+
+/// What a runtime needs to know to launch one kernel.
+struct KernelInfo {
+  /// The PTX name of the kernel.
+  std::string name;
+  /// The symbol of its entry point in the binary.
+  std::string symbol;
+  /// Offset and size of each parameter in the parameter buffer.
+  std::vector<uint64_t> paramOffsets, paramSizes;
+  /// Size of the whole parameter buffer.
+  uint64_t paramBufferSize = 0;
+  /// True when the kernel reaches a barrier or warp collective (its threads
+  /// then run as fibers on the CPU backend).
+  bool needsFibers = false;
+  /// `.maxntid`/`.reqntid` (0 where absent).
+  std::array<uint32_t, 3> maxntid{}, reqntid{};
+};
+
+/// A module-scope `.global`/`.const` variable of the binary.
+struct GlobalInfo {
+  std::string name, symbol;
+  uint64_t size = 0;
+};
+
+/// The result of a compilation.
+struct CompiledModule {
+  Target target;
+  /// The binary: an ELF relocatable object for `host`.
+  std::string binary;
+  std::vector<KernelInfo> kernels;
+  std::vector<GlobalInfo> globals;
+  /// Bytes of static shared memory (the dynamic part starts here).
+  uint64_t staticSharedSize = 0;
+  /// Number of memory-access sites (the size of the per-worker cache).
+  uint64_t numAccessSites = 0;
+  /// The key this module was compiled under.
+  std::string key;
+
+  /// Returns the kernel named `name`, or null.
+  const KernelInfo *findKernel(llvm::StringRef name) const;
+  /// A self-contained byte string (for an on-disk cache or the wire).
+  std::string serialize() const;
+  static llvm::Expected<CompiledModule> deserialize(llvm::StringRef bytes);
+};
+
+/// The key of a compilation: a SHA-256 over the input, the target, the
+/// options and the compiler's identity (Wooly and LLVM versions and the
+/// build). Any change of these changes the key.
+std::string cacheKey(const CompileInput &input, const Target &target,
+                     const CompileOptions &options);
+
+/// Compiles `input` for `target`. Errors carry `file:line:col` locations.
+llvm::Expected<CompiledModule> compile(const CompileInput &input,
+                                       const Target &target,
+                                       const CompileOptions &options);
+
+/// A thread-safe cache of compiled modules, in memory and optionally in a
+/// directory (one file per key).
+class CompileCache {
+public:
+  /// `directory` empty: memory only.
+  explicit CompileCache(std::string directory = "");
+
+  /// Returns the cached module for the input, compiling it on a miss.
+  llvm::Expected<std::shared_ptr<const CompiledModule>>
+  getOrCompile(const CompileInput &input, const Target &target,
+               const CompileOptions &options);
+
+  /// Hits and misses so far.
+  uint64_t hits() const { return numHits; }
+  uint64_t misses() const { return numMisses; }
+
+private:
+  std::string directory;
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const CompiledModule>> entries;
+  uint64_t numHits = 0, numMisses = 0;
+};
+
+} // namespace wooly
+
+#endif // WOOLY_COMPILER_COMPILER_H

@@ -1,0 +1,54 @@
+//===- Passes.td - Wooly conversion passes -----------------*- tablegen -*-===//
+//
+// Lowerings out of the Wooly dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_CONVERSION_PASSES
+#define WOOLY_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def WoolyExpandArith : Pass<"wooly-expand-arith", "ModuleOp"> {
+  let summary = "Expand Wooly's pure computation ops into arith/math/vector";
+  let description = [{
+    Rewrites the Wooly ops that compute a value without touching memory or
+    other threads (integer bit manipulation such as `bfe`, `prmt`, `lop3`,
+    `shf`; PTX-clamped shifts and total division; `cvt` with rounding and
+    saturation; floating-point ops with `.ftz`, `.sat`, directed rounding and
+    `.approx`; `pack`/`unpack`/`bitcast`/`extract_bytes`/`insert_bytes`) into
+    upstream `arith`, `math` and `vector` ops with exactly PTX's semantics.
+    This expansion is shared by every target (`lib/Conversion/WoolyCommon`).
+    Where a target has no instruction for a semantics (directed rounding on
+    the host), the expansion calls a runtime helper `__wooly_*` declared as
+    a private `func.func`.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "math::MathDialect",
+                           "vector::VectorDialect", "func::FuncDialect"];
+}
+
+def ConvertWoolyToLLVM : Pass<"convert-wooly-to-llvm", "ModuleOp"> {
+  let summary = "Lower Wooly IR to the LLVM dialect for the host CPU backend";
+  let description = [{
+    Lowers a module of Wooly kernels (after `wooly-expand-arith`) to the LLVM
+    dialect for execution by the CPU SIMT runtime (`lib/Runtime/CPU`).
+    Every function takes a pointer to the thread context
+    (`WoolyThreadCtx`, `include/Wooly/Runtime/CPU/ABI.h`) as its first
+    argument; a kernel `@k` becomes `@__wooly_kernel_k(ctx, params)`, which
+    reads its parameters from the CUDA parameter buffer. Special registers
+    are read from the context; shared memory is addressed relative to the
+    block's shared window; every global, const and generic access is checked
+    against the live allocations through a per-access-site cache (a miss
+    calls the runtime, which reports an out-of-bounds access as a launch
+    error). Barriers and warp collectives call the runtime, which schedules
+    the block's threads as fibers.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+  let options = [
+    Option<"boundsChecks", "bounds-checks", "bool", /*default=*/"true",
+           "Check every global/const/generic access against the live "
+           "allocations (an out-of-bounds access becomes a launch error)">,
+  ];
+}
+
+#endif // WOOLY_CONVERSION_PASSES

@@ -1,0 +1,161 @@
+//===- ABI.h - Contract between host-lowered kernels and the CPU runtime -===//
+//
+// The one place that fixes how code produced by `convert-wooly-to-llvm`
+// talks to the CPU SIMT runtime (`lib/Runtime/CPU`): the layout of the
+// per-thread context, the entry-point signature of a kernel, and the
+// `__wooly_rt_*` functions the generated code calls. Plain C so that both
+// sides include it; the lowering takes field offsets from `offsetof`.
+//
+// Address spaces on the host:
+//   - global, const and generic addresses are host pointers (64-bit);
+//   - shared addresses are byte offsets into the block's shared window
+//     (`ctx->shared`, `ctx->totalSmemSize` bytes: static shared variables of
+//     the module first, then the launch's dynamic shared memory); the generic
+//     address of shared offset `o` is `ctx->shared + o`;
+//   - local variables live on the executing thread's stack; their local and
+//     generic addresses are the same host pointer;
+//   - param addresses are host pointers into the launch's parameter buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_CPU_ABI_H
+#define WOOLY_RUNTIME_CPU_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One cached address range per memory-access site of a module: an access
+/// of `size` bytes at `addr` is valid without asking the runtime when
+/// `lo <= addr && addr + size <= hi`. An empty entry (`lo == hi == 0`)
+/// never matches. The cache belongs to one worker and one launch.
+typedef struct WoolyAccessRange {
+  uint64_t lo;
+  uint64_t hi;
+} WoolyAccessRange;
+
+/// The context of one GPU thread, passed as the first argument of every
+/// lowered function. Field order and sizes are part of the ABI.
+typedef struct WoolyThreadCtx {
+  uint32_t tid[3];
+  uint32_t ntid[3];
+  uint32_t ctaid[3];
+  uint32_t nctaid[3];
+  uint32_t laneid;
+  uint32_t warpid;
+  uint32_t nwarpid;
+  uint32_t dynSmemSize;
+  uint32_t totalSmemSize;
+  uint32_t gridid;
+  /// Base of the block's shared window (`totalSmemSize` bytes).
+  char *shared;
+  /// The launch's parameter buffer (CUDA layout).
+  const char *params;
+  /// Per-site access cache (see `WoolyAccessRange`); one per worker.
+  WoolyAccessRange *siteCache;
+  /// Runtime-private state of the executing thread (fiber, block, launch).
+  void *runtime;
+} WoolyThreadCtx;
+
+/// A lowered kernel `@k` is exported as `__wooly_kernel_k` with this type.
+typedef void (*WoolyKernelFn)(WoolyThreadCtx *ctx, const char *params);
+
+/// Flags of `__wooly_rt_check`.
+enum {
+  WOOLY_ACCESS_READ = 1,
+  WOOLY_ACCESS_WRITE = 2,
+};
+
+/// Slow path of an access check (global, const or generic space): if
+/// `[addr, addr + size)` lies inside one live allocation, a module global,
+/// the block's shared window or the thread's stack, refills
+/// `ctx->siteCache[site]` when the range may be cached and returns;
+/// otherwise records an out-of-bounds launch error and ends the launch
+/// (does not return).
+void __wooly_rt_check(WoolyThreadCtx *ctx, uint32_t site, uint64_t addr,
+                      uint32_t size, uint32_t flags);
+
+/// Reports a shared-memory access `[offset, offset + size)` outside the
+/// block's shared window; does not return.
+void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
+                           uint32_t size);
+
+/// `bar.sync`/`barrier.sync`/`bar.arrive` on barrier `id` expecting `count`
+/// threads (0: all threads of the block that have not exited).
+void __wooly_rt_barrier(WoolyThreadCtx *ctx, uint32_t id, uint32_t count,
+                        uint32_t arriveOnly);
+
+/// `bar.red.{popc,and,or}` over `pred`; returns the reduction.
+uint32_t __wooly_rt_bar_red(WoolyThreadCtx *ctx, uint32_t op, uint32_t id,
+                            uint32_t count, uint32_t pred);
+
+/// Warp collectives: the calling lane contributes `in[0..nin)` and waits
+/// until every lane of `mask` (that exists and has not exited) has reached a
+/// collective; the runtime then computes each lane's `out[0..nout)`.
+/// The encoding of `in`/`out` per kind is documented with the enum.
+enum WoolyWarpKind {
+  /// `bar.warp.sync`: no data.
+  WOOLY_WARP_SYNC = 0,
+  /// `shfl.sync`: in = {mode (up,down,bfly,idx), value, lane, clamp};
+  /// out = {value, valid}.
+  WOOLY_WARP_SHFL = 1,
+  /// `vote.sync`: in = {mode (all,any,uni,ballot), pred}; out = {result}.
+  WOOLY_WARP_VOTE = 2,
+  /// `match.sync`: in = {mode (any,all), lo, hi, is64}; out = {mask, pred}.
+  WOOLY_WARP_MATCH = 3,
+  /// `redux.sync`: in = {op (ReduxKind), value}; out = {result}.
+  WOOLY_WARP_REDUX = 4,
+  /// `activemask`: no input; out = {mask of the lanes that reached it}.
+  WOOLY_WARP_ACTIVEMASK = 5,
+  /// `ldmatrix`: in = {shared offset lo, hi, count (1,2,4), trans};
+  /// out = count words.
+  WOOLY_WARP_LDMATRIX = 6,
+  /// `mma.sync`: in = {shape code, types (a | b<<8 | c<<16 | d<<24, as
+  /// ScalarType), layouts (a | b<<1 | satfinite<<2), na, nb, nc, then
+  /// na + nb + nc words of fragments (64-bit elements take two words)};
+  /// out = the D fragment's words.
+  WOOLY_WARP_MMA = 7,
+  /// `wmma.load`: in = {role (a,b,c), layout, shape code, type, space,
+  /// addr lo, addr hi, stride (elements)}; out = the fragment's words.
+  WOOLY_WARP_WMMA_LOAD = 8,
+  /// `wmma.store.d`: in = {layout, shape code, type, space, addr lo,
+  /// addr hi, stride, then the fragment's words}; no output.
+  WOOLY_WARP_WMMA_STORE = 9,
+  /// `wmma.mma`: encoded as for `WOOLY_WARP_MMA`.
+  WOOLY_WARP_WMMA_MMA = 10,
+};
+/// Shape codes of `mma`/`wmma`: `m | n << 8 | k << 16`.
+void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
+                     const uint32_t *in, uint32_t nin, uint32_t *out,
+                     uint32_t nout);
+
+/// `exit` from a device function (or a kernel that cannot return): ends the
+/// calling thread. Does not return.
+void __wooly_rt_exit(WoolyThreadCtx *ctx);
+
+/// `trap`: ends the launch with an error naming the kernel. Does not return.
+void __wooly_rt_trap(WoolyThreadCtx *ctx);
+
+/// Timers and ids that change while a thread runs: `which` is the
+/// SpecialReg value (`clock`, `clock64`, `globaltimer`, `smid`, ...).
+uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which);
+
+/// `isspacep`: 1 when generic `addr` is in `space` (StateSpace value).
+uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
+                             uint64_t addr);
+
+/// `nanosleep`: yields the calling thread to the others of its block.
+void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns);
+
+/// CUDA's device-side `vprintf(format, args)` with the argument buffer
+/// laid out as nvcc does (each argument aligned to its size).
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
+                           uint64_t args);
+
+#ifdef __cplusplus
+} // extern "C"
+#endif
+
+#endif // WOOLY_RUNTIME_CPU_ABI_H

@@ -1,0 +1,99 @@
+//===- CpuDevice.h - The CPU backend: JIT and SIMT executor -------*- C++ -*-===//
+//
+// Runs kernels compiled for the `host` target with GPU semantics. Blocks are
+// spread over a pool of worker threads. Within a block, a kernel that never
+// synchronises runs its threads one after another on the worker's stack; a
+// kernel that reaches a barrier, a warp collective or `nanosleep` runs each
+// GPU thread as a fiber, and a deterministic scheduler on the worker resumes
+// fibers until all are blocked, then completes the barriers and warp
+// collectives whose participants have all arrived (32-lane warps,
+// `%laneid = tid % 32` over the linearised thread index).
+//
+// Errors (bad launch configuration, out-of-bounds access, `trap`, deadlock)
+// are returned from `launch`; the device stays usable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_CPU_CPUDEVICE_H
+#define WOOLY_RUNTIME_CPU_CPUDEVICE_H
+
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Runtime/CPU/DeviceMemory.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace wooly::cpu {
+
+/// Grid, block and dynamic shared memory of a launch.
+struct LaunchConfig {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamicSharedBytes = 0;
+};
+
+/// A module loaded into a device (opaque).
+class LoadedModule;
+
+/// The device limits the CPU backend enforces (those of an sm_90 GPU).
+struct DeviceLimits {
+  uint32_t maxThreadsPerBlock = 1024;
+  std::array<uint32_t, 3> maxBlockDim{1024, 1024, 64};
+  std::array<uint32_t, 3> maxGridDim{0x7fffffffu, 65535, 65535};
+  uint32_t maxSharedBytesPerBlock = 227 * 1024;
+};
+
+/// The CPU backend device: memory, loaded modules, launches.
+class CpuDevice {
+public:
+  struct Options {
+    /// Worker threads for blocks (0: one per hardware thread).
+    unsigned workers = 0;
+    /// Receives device-side printf output (default: stdout).
+    std::function<void(llvm::StringRef)> printfSink;
+    /// Stack size of each GPU thread when it runs as a fiber.
+    size_t fiberStackBytes = 128 * 1024;
+  };
+
+  CpuDevice();
+  explicit CpuDevice(Options options);
+  ~CpuDevice();
+  CpuDevice(const CpuDevice &) = delete;
+  CpuDevice &operator=(const CpuDevice &) = delete;
+
+  DeviceMemory &memory();
+  const DeviceLimits &limits() const;
+
+  /// Links a compiled `host` module into the JIT and registers its globals.
+  llvm::Expected<LoadedModule *>
+  loadModule(std::shared_ptr<const CompiledModule> module);
+  /// Removes a module; its globals stop being valid memory.
+  llvm::Error unloadModule(LoadedModule *module);
+  /// The compiled module behind a loaded one.
+  const CompiledModule &compiled(const LoadedModule *module) const;
+
+  /// Device address and size of a module's `.global`/`.const` variable.
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  globalAddress(LoadedModule *module, llvm::StringRef name);
+
+  /// Runs `kernel` to completion. `params` is the CUDA parameter buffer
+  /// (see `KernelInfo::paramOffsets`); its size must match the kernel's.
+  llvm::Error launch(LoadedModule *module, llvm::StringRef kernel,
+                     const LaunchConfig &config,
+                     llvm::ArrayRef<uint8_t> params);
+
+  class Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace wooly::cpu
+
+#endif // WOOLY_RUNTIME_CPU_CPUDEVICE_H

@@ -1,0 +1,79 @@
+//===- DeviceMemory.h - Device memory of the CPU backend ---------*- C++ -*-===//
+//
+// Allocations of "device" memory for the CPU backend: host memory whose
+// bounds are known per allocation, so that kernels' accesses can be checked
+// (`__wooly_rt_check`) and copies validated. Module globals are registered
+// here too, as allocations the user cannot free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_CPU_DEVICEMEMORY_H
+#define WOOLY_RUNTIME_CPU_DEVICEMEMORY_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+
+namespace wooly::cpu {
+
+/// One live allocation: `[base, base + size)`.
+struct Allocation {
+  uint64_t base = 0;
+  uint64_t size = 0;
+  /// Registered by a module (a `.global`/`.const` variable): not freeable.
+  bool moduleGlobal = false;
+  /// For module globals: the variable's name.
+  std::string name;
+};
+
+/// The allocator and bounds registry. Thread-safe.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+  ~DeviceMemory();
+
+  /// Allocates `size` bytes (256-byte aligned, zero-filled), returns the
+  /// device address. Fails on size 0, over the limit or when out of memory.
+  llvm::Expected<uint64_t> allocate(uint64_t size);
+  /// Frees an allocation made by `allocate`; `addr` must be its base.
+  llvm::Error free(uint64_t addr);
+
+  /// Copies between host and device memory; the device range must lie
+  /// inside one allocation.
+  llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t size);
+  llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t size);
+  llvm::Error copyDeviceToDevice(uint64_t dst, uint64_t src, uint64_t size);
+  llvm::Error memset(uint64_t dst, uint8_t value, uint64_t size);
+
+  /// Registers / unregisters host memory owned by a loaded module.
+  void registerGlobal(uint64_t base, uint64_t size, std::string name);
+  void unregisterGlobal(uint64_t base);
+
+  /// The allocation containing `[addr, addr + size)`, if any.
+  std::optional<Allocation> find(uint64_t addr, uint64_t size) const;
+  /// The allocation nearest to `addr` (for error messages).
+  std::optional<Allocation> nearest(uint64_t addr) const;
+
+  /// Bytes currently allocated by `allocate`.
+  uint64_t bytesInUse() const;
+  /// Upper bound on `bytesInUse` (default: no limit).
+  void setLimit(uint64_t bytes) { limit = bytes; }
+
+private:
+  llvm::Error checkRange(uint64_t addr, uint64_t size, const char *what) const;
+
+  mutable std::shared_mutex mutex;
+  std::map<uint64_t, Allocation> allocations;
+  uint64_t inUse = 0;
+  uint64_t limit = UINT64_MAX;
+};
+
+} // namespace wooly::cpu
+
+#endif // WOOLY_RUNTIME_CPU_DEVICEMEMORY_H

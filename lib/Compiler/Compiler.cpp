@@ -1,0 +1,473 @@
+//===- Compiler.cpp - The compile API and its cache ---------------*- C++ -*-===//
+//
+// PTX/Wooly -> (wooly-expand-arith, convert-wooly-to-llvm) -> LLVM IR ->
+// optimised native object for the host. The metadata (kernels, parameter
+// layout, globals, shared memory) is read from the lowered module, where the
+// conversion left it as attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Conversion/Passes.h"
+#include "Wooly/InitAllDialects.h"
+#include "Wooly/Target/PTX/PTXImporter.h"
+
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <unistd.h>
+
+using namespace wooly;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+#ifndef WOOLY_VERSION_STRING
+#define WOOLY_VERSION_STRING "unknown"
+#endif
+#ifndef WOOLY_BUILD_ID
+#define WOOLY_BUILD_ID "unknown"
+#endif
+
+static Error makeError(const llvm::Twine &msg) {
+  return llvm::make_error<llvm::StringError>(msg,
+                                             llvm::inconvertibleErrorCode());
+}
+
+//===----------------------------------------------------------------------===//
+// Target
+//===----------------------------------------------------------------------===//
+
+Expected<Target> Target::parse(StringRef text) {
+  Target t;
+  unsigned n;
+  if (text == "host" || text == "cpu") {
+    t.kind = Kind::Host;
+    t.chip = llvm::sys::getHostCPUName().str();
+    return t;
+  }
+  if (text.starts_with("sm_") && !text.drop_front(3).getAsInteger(10, n)) {
+    t.kind = Kind::NVPTX;
+    t.chip = text.str();
+    return t;
+  }
+  if (text.starts_with("gfx") && text.size() > 3) {
+    t.kind = Kind::AMDGCN;
+    t.chip = text.str();
+    return t;
+  }
+  return makeError("unknown target '" + text +
+                   "' (expected host, sm_XX or gfxXXX)");
+}
+
+std::string Target::str() const {
+  return kind == Kind::Host ? "host" : chip;
+}
+
+//===----------------------------------------------------------------------===//
+// CompiledModule
+//===----------------------------------------------------------------------===//
+
+const KernelInfo *CompiledModule::findKernel(StringRef name) const {
+  for (const KernelInfo &k : kernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+std::string CompiledModule::serialize() const {
+  llvm::json::Array ks, gs;
+  for (const KernelInfo &k : kernels)
+    ks.push_back(llvm::json::Object{
+        {"name", k.name},
+        {"symbol", k.symbol},
+        {"paramOffsets", llvm::json::Array(k.paramOffsets)},
+        {"paramSizes", llvm::json::Array(k.paramSizes)},
+        {"paramBufferSize", k.paramBufferSize},
+        {"needsFibers", k.needsFibers},
+        {"maxntid", llvm::json::Array(k.maxntid)},
+        {"reqntid", llvm::json::Array(k.reqntid)}});
+  for (const GlobalInfo &g : globals)
+    gs.push_back(llvm::json::Object{
+        {"name", g.name}, {"symbol", g.symbol}, {"size", g.size}});
+  llvm::json::Object header{{"target", target.str()},
+                            {"chip", target.chip},
+                            {"kernels", std::move(ks)},
+                            {"globals", std::move(gs)},
+                            {"staticSharedSize", staticSharedSize},
+                            {"numAccessSites", numAccessSites},
+                            {"key", key},
+                            {"binarySize", uint64_t(binary.size())}};
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << llvm::json::Value(std::move(header)) << '\n' << binary;
+  return out;
+}
+
+Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
+  auto [head, rest] = bytes.split('\n');
+  Expected<llvm::json::Value> v = llvm::json::parse(head);
+  if (!v)
+    return v.takeError();
+  const llvm::json::Object *o = v->getAsObject();
+  if (!o)
+    return makeError("compiled module: bad header");
+  CompiledModule m;
+  auto str = [&](const llvm::json::Object &obj, StringRef key) {
+    return obj.getString(key).value_or("").str();
+  };
+  auto num = [&](const llvm::json::Object &obj, StringRef key) {
+    return uint64_t(obj.getInteger(key).value_or(0));
+  };
+  auto nums = [&](const llvm::json::Object &obj, StringRef key) {
+    std::vector<uint64_t> out;
+    if (const llvm::json::Array *a = obj.getArray(key))
+      for (const llvm::json::Value &e : *a)
+        out.push_back(e.getAsInteger().value_or(0));
+    return out;
+  };
+  Expected<Target> t = Target::parse(str(*o, "target"));
+  if (!t)
+    return t.takeError();
+  m.target = *t;
+  m.target.chip = str(*o, "chip");
+  m.staticSharedSize = num(*o, "staticSharedSize");
+  m.numAccessSites = num(*o, "numAccessSites");
+  m.key = str(*o, "key");
+  if (const llvm::json::Array *ks = o->getArray("kernels"))
+    for (const llvm::json::Value &kv : *ks) {
+      const llvm::json::Object *ko = kv.getAsObject();
+      if (!ko)
+        return makeError("compiled module: bad kernel entry");
+      KernelInfo k;
+      k.name = str(*ko, "name");
+      k.symbol = str(*ko, "symbol");
+      k.paramOffsets = nums(*ko, "paramOffsets");
+      k.paramSizes = nums(*ko, "paramSizes");
+      k.paramBufferSize = num(*ko, "paramBufferSize");
+      k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
+      std::vector<uint64_t> mx = nums(*ko, "maxntid"), rq = nums(*ko, "reqntid");
+      for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
+        k.maxntid[i] = mx[i];
+      for (unsigned i = 0; i < 3 && i < rq.size(); ++i)
+        k.reqntid[i] = rq[i];
+      m.kernels.push_back(std::move(k));
+    }
+  if (const llvm::json::Array *gs = o->getArray("globals"))
+    for (const llvm::json::Value &gv : *gs)
+      if (const llvm::json::Object *go = gv.getAsObject())
+        m.globals.push_back({str(*go, "name"), str(*go, "symbol"),
+                             num(*go, "size")});
+  if (rest.size() != num(*o, "binarySize"))
+    return makeError("compiled module: truncated binary");
+  m.binary = rest.str();
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation
+//===----------------------------------------------------------------------===//
+
+std::string wooly::cacheKey(const CompileInput &input, const Target &target,
+                            const CompileOptions &options) {
+  llvm::SHA256 h;
+  auto field = [&](StringRef s) {
+    uint64_t n = s.size();
+    h.update(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(&n),
+                                     sizeof(n)));
+    h.update(s);
+  };
+  field("wooly " WOOLY_VERSION_STRING " build " WOOLY_BUILD_ID);
+  field("llvm " LLVM_VERSION_STRING);
+  field(target.str());
+  field(target.chip);
+  if (target.kind == Target::Kind::Host) {
+    // The object is specific to the host CPU's features.
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    std::vector<std::string> fs;
+    for (auto &f : features)
+      fs.push_back((f.second ? "+" : "-") + f.first().str());
+    llvm::sort(fs);
+    for (const std::string &f : fs)
+      field(f);
+  }
+  field("O" + std::to_string(options.optLevel));
+  field(options.boundsChecks ? "checks" : "nochecks");
+  field(input.kind == CompileInput::Kind::PTX ? "ptx" : "mlir");
+  field(input.text);
+  return llvm::toHex(h.final(), /*LowerCase=*/true);
+}
+
+namespace {
+/// Creates the host TargetMachine (native target, host CPU and features).
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(unsigned optLevel) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return makeError("no LLVM backend for the host: " + err);
+  llvm::SubtargetFeatures features;
+  for (auto &f : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(f.first(), f.second);
+  llvm::TargetOptions to;
+  llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
+                                : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                                : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), to,
+      llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm)
+    return makeError("cannot create the host target machine");
+  return std::move(tm);
+}
+
+/// Optimises `m` at `optLevel` with LLVM's default pipeline.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
+  if (optLevel == 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+/// Reads the kernel and global metadata the conversion left on the module.
+void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
+  if (auto a = module->getAttrOfType<mlir::IntegerAttr>("wooly.num_access_sites"))
+    out.numAccessSites = a.getInt();
+  if (auto a =
+          module->getAttrOfType<mlir::IntegerAttr>("wooly.static_shared_size"))
+    out.staticSharedSize = a.getInt();
+  for (auto fn : module.getOps<mlir::LLVM::LLVMFuncOp>()) {
+    auto name = fn->getAttrOfType<mlir::StringAttr>("wooly.kernel");
+    if (!name)
+      continue;
+    KernelInfo k;
+    k.name = name.getValue().str();
+    k.symbol = fn.getName().str();
+    auto offsets =
+        fn->getAttrOfType<mlir::DenseI64ArrayAttr>("wooly.param_offsets");
+    auto sizes = fn->getAttrOfType<mlir::DenseI64ArrayAttr>("wooly.param_sizes");
+    for (int64_t o : offsets.asArrayRef())
+      k.paramOffsets.push_back(o);
+    for (int64_t s : sizes.asArrayRef())
+      k.paramSizes.push_back(s);
+    for (size_t i = 0; i < k.paramOffsets.size(); ++i)
+      k.paramBufferSize =
+          std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
+    k.needsFibers = fn->hasAttr("wooly.needs_fibers");
+    auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
+      if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
+        d = {1, 1, 1};
+        for (auto [i, v] : llvm::enumerate(a.asArrayRef()))
+          if (i < 3)
+            d[i] = v;
+      }
+    };
+    dims("wooly.maxntid", k.maxntid);
+    dims("wooly.reqntid", k.reqntid);
+    out.kernels.push_back(std::move(k));
+  }
+  for (auto g : module.getOps<mlir::LLVM::GlobalOp>()) {
+    StringRef sym = g.getSymName();
+    if (!sym.starts_with("__wooly_g_"))
+      continue;
+    auto arr = mlir::cast<mlir::LLVM::LLVMArrayType>(g.getType());
+    mlir::Type elem = arr.getElementType();
+    uint64_t elemBytes =
+        mlir::isa<mlir::VectorType>(elem)
+            ? mlir::cast<mlir::VectorType>(elem).getNumElements() *
+                  ((mlir::cast<mlir::VectorType>(elem)
+                        .getElementType()
+                        .getIntOrFloatBitWidth() +
+                    7) /
+                   8)
+            : (elem.getIntOrFloatBitWidth() + 7) / 8;
+    out.globals.push_back({sym.drop_front(strlen("__wooly_g_")).str(),
+                           sym.str(), arr.getNumElements() * elemBytes});
+  }
+}
+} // namespace
+
+Expected<CompiledModule> wooly::compile(const CompileInput &input,
+                                        const Target &target,
+                                        const CompileOptions &options) {
+  if (target.kind != Target::Kind::Host)
+    return makeError("target '" + target.str() +
+                     "' is not supported yet (only 'host' is)");
+  mlir::DialectRegistry registry;
+  mlir::wooly::registerAllDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+
+  // Collect every diagnostic as "file:line:col: error: message".
+  std::string diags;
+  llvm::raw_string_ostream diagOS(diags);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+      return mlir::success();
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
+      diagOS << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
+             << fl.getColumn() << ": ";
+    else
+      diagOS << input.name << ": ";
+    diagOS << "error: " << d.str() << '\n';
+    return mlir::success();
+  });
+  auto failWith = [&](StringRef what) {
+    return makeError(diags.empty() ? (input.name + ": " + what).str()
+                                   : StringRef(diags).rtrim().str());
+  };
+
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (input.kind == CompileInput::Kind::PTX)
+    module = mlir::wooly::importPTX(input.text, input.name, &ctx);
+  else
+    module = mlir::parseSourceString<mlir::ModuleOp>(
+        input.text, mlir::ParserConfig(&ctx), input.name);
+  if (!module)
+    return failWith("cannot read the input");
+
+  mlir::PassManager pm(&ctx);
+  pm.addPass(mlir::wooly::createWoolyExpandArith());
+  mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
+  convOpts.boundsChecks = options.boundsChecks;
+  pm.addPass(mlir::wooly::createConvertWoolyToLLVM(convOpts));
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  if (mlir::failed(pm.run(*module)))
+    return failWith("lowering failed");
+
+  CompiledModule out;
+  out.target = target;
+  out.key = cacheKey(input, target, options);
+  collectMetadata(*module, out);
+
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(*module, llvmCtx, input.name);
+  if (!llvmModule)
+    return failWith("translation to LLVM IR failed");
+  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      createHostTargetMachine(options.optLevel);
+  if (!tm)
+    return tm.takeError();
+  llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  llvmModule->setDataLayout((*tm)->createDataLayout());
+  optimize(*llvmModule, **tm, options.optLevel);
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
+                                 llvm::CodeGenFileType::ObjectFile))
+    return makeError("the host backend cannot emit an object file");
+  codegen.run(*llvmModule);
+  out.binary.assign(object.begin(), object.end());
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// CompileCache
+//===----------------------------------------------------------------------===//
+
+CompileCache::CompileCache(std::string directory)
+    : directory(std::move(directory)) {}
+
+Expected<std::shared_ptr<const CompiledModule>>
+CompileCache::getOrCompile(const CompileInput &input, const Target &target,
+                           const CompileOptions &options) {
+  std::string key = cacheKey(input, target, options);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = entries.find(key);
+    if (it != entries.end()) {
+      ++numHits;
+      return it->second;
+    }
+  }
+  llvm::SmallString<256> path;
+  if (!directory.empty()) {
+    path = directory;
+    llvm::sys::path::append(path, key + ".wooly");
+    if (auto buf = llvm::MemoryBuffer::getFile(path)) {
+      Expected<CompiledModule> m =
+          CompiledModule::deserialize((*buf)->getBuffer());
+      if (m && m->key == key) {
+        auto shared = std::make_shared<const CompiledModule>(std::move(*m));
+        std::lock_guard<std::mutex> lock(mutex);
+        ++numHits;
+        entries[key] = shared;
+        return shared;
+      }
+      if (!m)
+        llvm::consumeError(m.takeError()); // A damaged entry is recompiled.
+    }
+  }
+  Expected<CompiledModule> m = compile(input, target, options);
+  if (!m)
+    return m.takeError();
+  auto shared = std::make_shared<const CompiledModule>(std::move(*m));
+  if (!directory.empty()) {
+    // Write to a temporary file and rename, so readers never see a part.
+    llvm::sys::fs::create_directories(directory);
+    std::string tmp = (path + ".tmp" + std::to_string(::getpid())).str();
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream f(tmp, ec);
+      if (!ec)
+        f << shared->serialize();
+    }
+    if (!ec)
+      llvm::sys::fs::rename(tmp, path);
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  ++numMisses;
+  entries.emplace(key, shared);
+  return shared;
+}

@@ -1,0 +1,1616 @@
+//===- WoolyToLLVM.cpp - Lower Wooly IR for the host CPU backend -*- C++ -*-===//
+//
+// `convert-wooly-to-llvm`: lowers Wooly kernels to the LLVM dialect for the
+// CPU SIMT runtime. The contract with the runtime (thread context layout,
+// kernel entry signature, `__wooly_rt_*` functions, address spaces) is
+// `include/Wooly/Runtime/CPU/ABI.h`.
+//
+// Functions: `wooly.func @f` becomes `llvm.func @__wooly_fn_f(ctx, args...)`
+// returning its results (a struct when there are several); a kernel `@k`
+// becomes `llvm.func @__wooly_kernel_k(ctx, params)` whose entry block loads
+// the parameters from the CUDA parameter buffer. Function-scope `.local`
+// variables become allocas in the entry block of their function (one per
+// activation, as PTX requires for recursion).
+//
+// Memory: every global/const/generic access is checked against a
+// per-access-site cache of a valid address range held by the worker
+// (`WoolyThreadCtx::siteCache`); a miss calls `__wooly_rt_check`, which
+// refills the entry or ends the launch with an out-of-bounds error. Shared
+// accesses are offsets into the block's shared window, checked inline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+#include "Wooly/Runtime/CPU/ABI.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cstddef>
+
+namespace mlir::wooly {
+#define GEN_PASS_DEF_CONVERTWOOLYTOLLVM
+#include "Wooly/Conversion/Passes.h.inc"
+} // namespace mlir::wooly
+
+using namespace mlir;
+using namespace mlir::wooly;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Shared state of one run of the pass
+//===----------------------------------------------------------------------===//
+
+/// What the patterns share: the layout of shared memory, the local
+/// variables' allocas, the next access-site id and the options.
+struct LoweringState {
+  bool boundsChecks = true;
+  /// Next memory-access site id (index into `WoolyThreadCtx::siteCache`).
+  uint32_t nextSite = 0;
+  /// Offset of each `.shared` variable in the shared window.
+  llvm::StringMap<uint64_t> sharedOffsets;
+  /// Offset of the dynamic shared memory (`extern .shared x[]`).
+  uint64_t dynamicSharedOffset = 0;
+  /// Symbols of the module's `.global`/`.const` variables.
+  llvm::StringSet<> memoryGlobals;
+  /// Function-scope `.local` variables: symbol -> (function, size, align).
+  struct LocalVar {
+    StringRef function;
+    uint64_t bytes;
+    uint64_t align;
+  };
+  llvm::StringMap<LocalVar> localVars;
+  /// The alloca of each local variable in the lowered function.
+  DenseMap<std::pair<Operation *, StringRef>, Value> localAllocas;
+  /// Kernel parameter offsets in the parameter buffer, per kernel.
+  llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
+  /// Functions that (transitively) reach a barrier, a warp collective or
+  /// `nanosleep`: their threads must run as fibers.
+  llvm::StringSet<> needsFibers;
+};
+
+/// Byte size of a value of type `t` in memory.
+uint64_t byteSize(Type t) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return v.getNumElements() * byteSize(v.getElementType());
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits == 1 ? 1 : (bits + 7) / 8;
+}
+
+std::string kernelSymbol(StringRef name) {
+  return ("__wooly_kernel_" + name).str();
+}
+std::string functionSymbol(StringRef name) {
+  return ("__wooly_fn_" + name).str();
+}
+std::string globalSymbol(StringRef name) { return ("__wooly_g_" + name).str(); }
+
+//===----------------------------------------------------------------------===//
+// IR-building helpers
+//===----------------------------------------------------------------------===//
+
+/// Builds the lowered code of one op; holds the rewriter and location.
+struct Emitter {
+  ConversionPatternRewriter &rw;
+  Location loc;
+  LoweringState &state;
+
+  Type i8() { return rw.getI8Type(); }
+  Type i32() { return rw.getI32Type(); }
+  Type i64() { return rw.getI64Type(); }
+  Type ptr() { return LLVM::LLVMPointerType::get(rw.getContext()); }
+
+  Value c32(uint64_t v) {
+    return LLVM::ConstantOp::create(rw, loc, i32(), rw.getI32IntegerAttr(v));
+  }
+  Value c64(uint64_t v) {
+    return LLVM::ConstantOp::create(rw, loc, i64(), rw.getI64IntegerAttr(v));
+  }
+  Value cst(Type t, uint64_t v) {
+    return LLVM::ConstantOp::create(rw, loc, t, rw.getIntegerAttr(t, v));
+  }
+
+  /// The thread context: first argument of the enclosing lowered function.
+  Value ctx(Operation *op) {
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    return fn.getBody().front().getArgument(0);
+  }
+
+  Value gep(Value base, Value byteOffset) {
+    return LLVM::GEPOp::create(rw, loc, ptr(), i8(), base,
+                               ArrayRef<LLVM::GEPArg>{byteOffset});
+  }
+  Value gep(Value base, int64_t byteOffset) {
+    if (byteOffset == 0)
+      return base;
+    return LLVM::GEPOp::create(rw, loc, ptr(), i8(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(byteOffset)});
+  }
+  Value loadField(Value ctx, size_t offset, Type t) {
+    return LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset)));
+  }
+
+  /// Zero-extends or truncates integer `v` to `t`.
+  Value intCast(Value v, Type t) {
+    unsigned from = v.getType().getIntOrFloatBitWidth();
+    unsigned to = t.getIntOrFloatBitWidth();
+    if (from == to)
+      return v;
+    if (from < to)
+      return LLVM::ZExtOp::create(rw, loc, t, v);
+    return LLVM::TruncOp::create(rw, loc, t, v);
+  }
+  Value toI64(Value v) { return intCast(v, i64()); }
+
+  Value call(StringRef fn, Type result, ValueRange args) {
+    auto op = LLVM::CallOp::create(
+        rw, loc, result ? TypeRange{result} : TypeRange{},
+        FlatSymbolRefAttr::get(rw.getContext(), fn), args);
+    return result ? op.getResult() : Value();
+  }
+
+  /// An alloca in the entry block of the enclosing function (so that loops
+  /// do not grow the stack).
+  Value entryAlloca(Operation *op, Type elem, uint64_t count,
+                    uint64_t align = 8) {
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    OpBuilder::InsertionGuard guard(rw);
+    rw.setInsertionPointToStart(&fn.getBody().front());
+    Value n = LLVM::ConstantOp::create(rw, loc, rw.getI64Type(),
+                                       rw.getI64IntegerAttr(count));
+    return LLVM::AllocaOp::create(rw, loc, ptr(), elem, n, align);
+  }
+
+  /// Splits the current block at the insertion point: emits
+  /// `cond_br ok, cont, slow`, lets `slowPath` fill the slow block, which
+  /// falls through to `cont`; leaves the insertion point at `cont`.
+  void emitUnlikely(Value ok, llvm::function_ref<void()> slowPath) {
+    Block *cur = rw.getInsertionBlock();
+    Block *cont = rw.splitBlock(cur, rw.getInsertionPoint());
+    Block *slow = rw.createBlock(cont);
+    rw.setInsertionPointToEnd(cur);
+    auto br = LLVM::CondBrOp::create(rw, loc, ok, cont, slow);
+    br.setBranchWeights(rw.getDenseI32ArrayAttr({2000, 1}));
+    rw.setInsertionPointToStart(slow);
+    slowPath();
+    LLVM::BrOp::create(rw, loc, ValueRange{}, cont);
+    rw.setInsertionPointToStart(cont);
+  }
+
+  /// Returns a pointer for an access of `size` bytes at integer address
+  /// `addr` in `space`, checking bounds as the ABI describes.
+  FailureOr<Value> address(Operation *op, StateSpace space, Value addr,
+                           uint64_t size, unsigned flags) {
+    Value c = ctx(op);
+    switch (space) {
+    case StateSpace::shared:
+    case StateSpace::shared_cluster: {
+      Value off = toI64(addr);
+      if (state.boundsChecks) {
+        uint32_t site = state.nextSite++;
+        Value total = toI64(loadField(
+            c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
+        Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
+        Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
+                                            off, total);
+        Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
+                                          end, total);
+        Value ok = LLVM::AndOp::create(rw, loc, inside, fits);
+        emitUnlikely(ok, [&] {
+          call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
+        });
+      }
+      Value base = loadField(c, offsetof(WoolyThreadCtx, shared), ptr());
+      return gep(base, off);
+    }
+    case StateSpace::local:
+    case StateSpace::param:
+      if (addr.getType().getIntOrFloatBitWidth() != 64)
+        return op->emitOpError("32-bit ")
+               << stringifyStateSpace(space)
+               << " addresses are not supported on the host yet";
+      return Value(LLVM::IntToPtrOp::create(rw, loc, ptr(), addr));
+    case StateSpace::generic:
+    case StateSpace::global:
+    case StateSpace::constant: {
+      if (addr.getType().getIntOrFloatBitWidth() != 64)
+        return op->emitOpError("32-bit ")
+               << stringifyStateSpace(space)
+               << " addresses are not supported on the host yet";
+      if (state.boundsChecks) {
+        uint32_t site = state.nextSite++;
+        Value cache =
+            loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
+        Value entry = gep(cache, int64_t(site) * sizeof(WoolyAccessRange));
+        Value lo = LLVM::LoadOp::create(rw, loc, i64(), entry);
+        Value span = LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8));
+        Value off = LLVM::SubOp::create(rw, loc, addr, lo);
+        Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
+        Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
+                                            off, span);
+        Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
+                                          end, span);
+        Value ok = LLVM::AndOp::create(rw, loc, inside, fits);
+        emitUnlikely(ok, [&] {
+          call("__wooly_rt_check", {},
+               {c, c32(site), addr, c32(size), c32(flags)});
+        });
+      }
+      return Value(LLVM::IntToPtrOp::create(rw, loc, ptr(), addr));
+    }
+    }
+    return op->emitOpError("unsupported state space");
+  }
+};
+
+/// The LLVM atomic ordering of a PTX memory order (relaxed by default).
+LLVM::AtomicOrdering ordering(std::optional<MemOrder> sem) {
+  if (!sem)
+    return LLVM::AtomicOrdering::monotonic;
+  switch (*sem) {
+  case MemOrder::weak:
+  case MemOrder::relaxed:
+    return LLVM::AtomicOrdering::monotonic;
+  case MemOrder::acquire:
+    return LLVM::AtomicOrdering::acquire;
+  case MemOrder::release:
+    return LLVM::AtomicOrdering::release;
+  case MemOrder::acq_rel:
+    return LLVM::AtomicOrdering::acq_rel;
+  case MemOrder::sc:
+    return LLVM::AtomicOrdering::seq_cst;
+  }
+  return LLVM::AtomicOrdering::seq_cst;
+}
+
+/// Base of the Wooly patterns: gives access to the shared state.
+template <typename Op>
+struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
+  WoolyPattern(const LLVMTypeConverter &converter, LoweringState &state)
+      : ConvertOpToLLVMPattern<Op>(converter), state(state) {}
+  LoweringState &state;
+  Emitter emitter(ConversionPatternRewriter &rw, Operation *op) const {
+    return Emitter{rw, op->getLoc(), state};
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Functions, calls and terminators
+//===----------------------------------------------------------------------===//
+
+/// Lowers `wooly.func` to `llvm.func` with the thread context first; a
+/// kernel's entry block reads its parameters from the parameter buffer.
+struct FuncOpLowering : WoolyPattern<FuncOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(FuncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    MLIRContext *mctx = op.getContext();
+    Type ptrTy = e.ptr();
+    if (op.isDeclaration()) {
+      // External declarations (`vprintf`, ...) are resolved at the call.
+      rw.eraseOp(op);
+      return success();
+    }
+    bool kernel = op.getKernel();
+    ArrayRef<Type> argTypes = op.getArgumentTypes();
+    ArrayRef<Type> resTypes = op.getResultTypes();
+    Type resultType = LLVM::LLVMVoidType::get(mctx);
+    if (resTypes.size() == 1)
+      resultType = resTypes[0];
+    else if (resTypes.size() > 1)
+      resultType = LLVM::LLVMStructType::getLiteral(mctx, resTypes);
+    SmallVector<Type> llvmArgs{ptrTy};
+    if (kernel)
+      llvmArgs.push_back(ptrTy);
+    else
+      llvmArgs.append(argTypes.begin(), argTypes.end());
+    auto fnType = LLVM::LLVMFunctionType::get(resultType, llvmArgs);
+    std::string name = kernel ? kernelSymbol(op.getSymName())
+                              : functionSymbol(op.getSymName());
+    auto fn = LLVM::LLVMFuncOp::create(
+        rw, op.getLoc(), name, fnType,
+        kernel ? LLVM::Linkage::External : LLVM::Linkage::Internal);
+    if (kernel) {
+      fn.setNoUnwind(true);
+      // Metadata for the compile API (read before translation to LLVM IR).
+      SmallVector<int64_t> offsets, sizes;
+      for (auto [i, t] : llvm::enumerate(argTypes)) {
+        offsets.push_back(state.paramOffsets[op.getSymName()][i]);
+        sizes.push_back(byteSize(t));
+      }
+      fn->setAttr("wooly.kernel", rw.getStringAttr(op.getSymName()));
+      fn->setAttr("wooly.param_offsets", rw.getDenseI64ArrayAttr(offsets));
+      fn->setAttr("wooly.param_sizes", rw.getDenseI64ArrayAttr(sizes));
+      if (state.needsFibers.contains(op.getSymName()))
+        fn->setAttr("wooly.needs_fibers", rw.getUnitAttr());
+      for (StringRef bound : {"maxntid", "reqntid"})
+        if (Attribute a = op->getAttr(bound))
+          fn->setAttr(("wooly." + bound).str(), a);
+    }
+
+    // New entry block: context (+ parameters), then a branch to the body.
+    Block *entry = rw.createBlock(&fn.getBody(), {}, llvmArgs,
+                                  SmallVector<Location>(llvmArgs.size(),
+                                                        op.getLoc()));
+    Block *body = &op.getBody().front();
+    rw.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
+    rw.setInsertionPointToEnd(entry);
+    SmallVector<Value> bodyArgs;
+    if (kernel) {
+      ArrayRef<uint64_t> offsets = state.paramOffsets[op.getSymName()];
+      for (auto [i, t] : llvm::enumerate(argTypes)) {
+        Value p = e.gep(entry->getArgument(1), int64_t(offsets[i]));
+        bodyArgs.push_back(LLVM::LoadOp::create(rw, op.getLoc(), t, p,
+                                                /*alignment=*/1));
+      }
+    } else {
+      for (unsigned i = 0; i < argTypes.size(); ++i)
+        bodyArgs.push_back(entry->getArgument(i + 1));
+    }
+    // Local variables of this function: one alloca each, per activation.
+    for (auto &[sym, var] : state.localVars) {
+      if (var.function != op.getSymName())
+        continue;
+      Value n = e.c64(var.bytes ? var.bytes : 1);
+      Value slot = LLVM::AllocaOp::create(rw, op.getLoc(), ptrTy, e.i8(), n,
+                                          var.align);
+      state.localAllocas[{fn.getOperation(), sym}] = slot;
+    }
+    LLVM::BrOp::create(rw, op.getLoc(), bodyArgs, body);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// `wooly.ret` returns the results (a struct when there are several).
+struct RetOpLowering : WoolyPattern<RetOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(RetOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    ValueRange vals = adaptor.getOperands();
+    if (vals.size() <= 1) {
+      rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, vals);
+      return success();
+    }
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    Type st = fn.getFunctionType().getReturnType();
+    Value agg = LLVM::UndefOp::create(rw, op.getLoc(), st);
+    for (auto [i, v] : llvm::enumerate(vals))
+      agg = LLVM::InsertValueOp::create(rw, op.getLoc(), agg, v, i);
+    rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, agg);
+    return success();
+  }
+};
+
+/// `exit` in a kernel returns; in a device function it ends the thread
+/// through the runtime.
+struct ExitOpLowering : WoolyPattern<ExitOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ExitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    if (fn.getName().starts_with("__wooly_kernel_")) {
+      rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
+      return success();
+    }
+    Emitter e = emitter(rw, op);
+    e.call("__wooly_rt_exit", {}, {e.ctx(op)});
+    rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
+    return success();
+  }
+};
+
+/// `trap` ends the launch with an error.
+struct TrapOpLowering : WoolyPattern<TrapOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(TrapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    e.call("__wooly_rt_trap", {}, {e.ctx(op)});
+    rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
+    return success();
+  }
+};
+
+/// Unpacks the result of a lowered call into the op's results.
+void replaceWithCallResults(ConversionPatternRewriter &rw, Operation *op,
+                            LLVM::CallOp call) {
+  if (op->getNumResults() <= 1) {
+    rw.replaceOp(op, call.getResults());
+    return;
+  }
+  SmallVector<Value> results;
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    results.push_back(LLVM::ExtractValueOp::create(rw, op->getLoc(),
+                                                   call.getResult(), i));
+  rw.replaceOp(op, results);
+}
+
+Type callResultType(MLIRContext *mctx, TypeRange results) {
+  if (results.empty())
+    return {};
+  if (results.size() == 1)
+    return results[0];
+  return LLVM::LLVMStructType::getLiteral(mctx, SmallVector<Type>(results));
+}
+
+/// `wooly.call` passes the thread context first; `vprintf` goes to the
+/// runtime's printf.
+struct CallOpLowering : WoolyPattern<CallOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CallOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    StringRef callee = op.getCallee();
+    Value c = e.ctx(op);
+    if (callee == "vprintf") {
+      if (adaptor.getOperands().size() != 2 || op.getNumResults() > 1)
+        return op.emitOpError("vprintf takes (format, args)");
+      Value r = e.call("__wooly_rt_vprintf", e.i32(),
+                       {c, e.toI64(adaptor.getOperands()[0]),
+                        e.toI64(adaptor.getOperands()[1])});
+      if (op.getNumResults() == 1)
+        rw.replaceOp(op, e.intCast(r, op.getResult(0).getType()));
+      else
+        rw.eraseOp(op);
+      return success();
+    }
+    auto module = op->getParentOfType<ModuleOp>();
+    auto target = module.lookupSymbol<FuncOp>(callee);
+    if (!target || target.isDeclaration())
+      return op.emitOpError("calls '")
+             << callee
+             << "', which has no definition in the module (external device "
+                "functions other than vprintf are not supported yet)";
+    SmallVector<Value> args{c};
+    args.append(adaptor.getOperands().begin(), adaptor.getOperands().end());
+    Type rt = callResultType(op.getContext(), op.getResultTypes());
+    auto call = LLVM::CallOp::create(
+        rw, op.getLoc(), rt ? TypeRange{rt} : TypeRange{},
+        FlatSymbolRefAttr::get(op.getContext(), functionSymbol(callee)), args);
+    replaceWithCallResults(rw, op, call);
+    return success();
+  }
+};
+
+/// `wooly.call_indirect` calls through a function's generic address.
+struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    if (adaptor.getCallee().getType().getIntOrFloatBitWidth() != 64)
+      return op.emitOpError("32-bit function addresses are not supported");
+    Value fnPtr =
+        LLVM::IntToPtrOp::create(rw, op.getLoc(), e.ptr(), adaptor.getCallee());
+    SmallVector<Value> args{fnPtr, e.ctx(op)};
+    args.append(adaptor.getArgs().begin(), adaptor.getArgs().end());
+    Type rt = callResultType(op.getContext(), op.getResultTypes());
+    SmallVector<Type> argTypes{e.ptr()};
+    for (Value a : adaptor.getArgs())
+      argTypes.push_back(a.getType());
+    auto fnType = LLVM::LLVMFunctionType::get(
+        rt ? rt : LLVM::LLVMVoidType::get(op.getContext()), argTypes);
+    auto call = LLVM::CallOp::create(rw, op.getLoc(), fnType, args);
+    replaceWithCallResults(rw, op, call);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Variables and addresses
+//===----------------------------------------------------------------------===//
+
+/// `wooly.global` ops were turned into LLVM globals before the patterns ran.
+struct GlobalOpLowering : WoolyPattern<GlobalOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// Materialises the address of `sym` (a variable or function) as an integer
+/// of type `t`.
+FailureOr<Value> symbolAddress(Emitter &e, Operation *op, StringRef sym,
+                               Type t) {
+  LoweringState &s = e.state;
+  auto it = s.sharedOffsets.find(sym);
+  if (it != s.sharedOffsets.end())
+    return e.cst(t, it->second);
+  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+  auto local = s.localAllocas.find({fn.getOperation(), sym});
+  if (local != s.localAllocas.end()) {
+    if (t.getIntOrFloatBitWidth() != 64)
+      return op->emitOpError("32-bit local addresses are not supported on "
+                             "the host yet");
+    return Value(LLVM::PtrToIntOp::create(e.rw, e.loc, t, local->second));
+  }
+  if (s.localVars.count(sym))
+    return op->emitOpError("takes the address of local variable '")
+           << sym << "' outside its function";
+  std::string target;
+  auto module = op->getParentOfType<ModuleOp>();
+  if (s.memoryGlobals.contains(sym))
+    target = globalSymbol(sym);
+  else if (auto f = module.lookupSymbol<FuncOp>(sym); f && !f.isDeclaration())
+    target = f.getKernel() ? kernelSymbol(sym) : functionSymbol(sym);
+  else if (auto lf = module.lookupSymbol<LLVM::LLVMFuncOp>(functionSymbol(sym)))
+    target = functionSymbol(sym);
+  else if (auto lk = module.lookupSymbol<LLVM::LLVMFuncOp>(kernelSymbol(sym)))
+    target = kernelSymbol(sym);
+  else
+    return op->emitOpError("address of unknown symbol '") << sym << "'";
+  if (t.getIntOrFloatBitWidth() != 64)
+    return op->emitOpError("32-bit global addresses are not supported on the "
+                           "host yet");
+  Value addr = LLVM::AddressOfOp::create(e.rw, e.loc, e.ptr(), target);
+  return Value(LLVM::PtrToIntOp::create(e.rw, e.loc, t, addr));
+}
+
+/// `wooly.addressof`: shared variables are offsets, locals are allocas,
+/// globals and functions are host addresses.
+struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    FailureOr<Value> v =
+        symbolAddress(e, op, op.getGlobal(), op.getType());
+    if (failed(v))
+      return failure();
+    rw.replaceOp(op, *v);
+    return success();
+  }
+};
+
+/// `wooly.param_address i`: host address of kernel parameter `i` in the
+/// parameter buffer.
+struct ParamAddressOpLowering : WoolyPattern<ParamAddressOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ParamAddressOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+    StringRef name = fn.getName();
+    if (!name.consume_front("__wooly_kernel_"))
+      return op.emitOpError("parameter addresses of device functions are not "
+                            "supported yet");
+    ArrayRef<uint64_t> offsets = state.paramOffsets[name];
+    if (op.getIndex() >= offsets.size())
+      return op.emitOpError("parameter index out of range");
+    if (op.getType().getIntOrFloatBitWidth() != 64)
+      return op.emitOpError("32-bit parameter addresses are not supported on "
+                            "the host yet");
+    Value params = fn.getBody().front().getArgument(1);
+    Value p = e.gep(params, int64_t(offsets[op.getIndex()]));
+    rw.replaceOpWithNewOp<LLVM::PtrToIntOp>(op, op.getType(), p);
+    return success();
+  }
+};
+
+/// `wooly.cvta`: shared offsets move by the window base; the other spaces
+/// share the generic address.
+struct CvtaOpLowering : WoolyPattern<CvtaOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Value a = adaptor.getAddr();
+    Type rt = op.getType();
+    if (op.getSpace() == StateSpace::shared ||
+        op.getSpace() == StateSpace::shared_cluster) {
+      Value base = e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared),
+                               e.ptr());
+      Value baseInt = LLVM::PtrToIntOp::create(rw, e.loc, e.i64(), base);
+      if (op.getDir() == CvtaDir::to_generic) {
+        Value g = LLVM::AddOp::create(rw, e.loc, baseInt, e.toI64(a));
+        rw.replaceOp(op, e.intCast(g, rt));
+      } else {
+        Value o = LLVM::SubOp::create(rw, e.loc, e.toI64(a), baseInt);
+        rw.replaceOp(op, e.intCast(o, rt));
+      }
+      return success();
+    }
+    if (a.getType().getIntOrFloatBitWidth() != 64 ||
+        rt.getIntOrFloatBitWidth() != 64)
+      return op.emitOpError("32-bit ")
+             << stringifyStateSpace(op.getSpace())
+             << " addresses are not supported on the host yet";
+    rw.replaceOp(op, a);
+    return success();
+  }
+};
+
+/// `wooly.isspacep`: shared is a range test; the others ask the runtime.
+struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Value r = e.call("__wooly_rt_isspacep", e.i32(),
+                     {e.ctx(op), e.c32(uint32_t(op.getSpace())),
+                      e.toI64(adaptor.getAddr())});
+    rw.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::ne, r,
+                                        e.c32(0));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Special registers
+//===----------------------------------------------------------------------===//
+
+/// `wooly.sreg`: ids come from the thread context, timers from the runtime,
+/// lane masks from `%laneid`; a block is a cluster of one CTA.
+struct SRegOpLowering : WoolyPattern<SRegOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(SRegOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Value c = e.ctx(op);
+    unsigned dim = op.getDim() ? unsigned(*op.getDim()) : 0;
+    auto field = [&](size_t base) {
+      return e.loadField(c, base + 4 * dim, e.i32());
+    };
+    Value v;
+    switch (op.getReg()) {
+    case SpecialReg::tid:
+      v = field(offsetof(WoolyThreadCtx, tid));
+      break;
+    case SpecialReg::ntid:
+      v = field(offsetof(WoolyThreadCtx, ntid));
+      break;
+    case SpecialReg::ctaid:
+    case SpecialReg::clusterid:
+      v = field(offsetof(WoolyThreadCtx, ctaid));
+      break;
+    case SpecialReg::nctaid:
+    case SpecialReg::nclusterid:
+      v = field(offsetof(WoolyThreadCtx, nctaid));
+      break;
+    case SpecialReg::cluster_ctaid:
+    case SpecialReg::cluster_ctarank:
+      v = e.c32(0);
+      break;
+    case SpecialReg::cluster_nctaid:
+    case SpecialReg::cluster_nctarank:
+      v = e.c32(1);
+      break;
+    case SpecialReg::laneid:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
+      break;
+    case SpecialReg::warpid:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, warpid), e.i32());
+      break;
+    case SpecialReg::nwarpid:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, nwarpid), e.i32());
+      break;
+    case SpecialReg::gridid:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, gridid), e.i32());
+      break;
+    case SpecialReg::dynamic_smem_size:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, dynSmemSize), e.i32());
+      break;
+    case SpecialReg::total_smem_size:
+      v = e.loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), e.i32());
+      break;
+    case SpecialReg::warpsize:
+      v = e.c32(32);
+      break;
+    case SpecialReg::lanemask_eq:
+    case SpecialReg::lanemask_le:
+    case SpecialReg::lanemask_lt:
+    case SpecialReg::lanemask_ge:
+    case SpecialReg::lanemask_gt: {
+      Value lane = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
+      Value bit = LLVM::ShlOp::create(rw, e.loc, e.c32(1), lane);
+      Value lt = LLVM::SubOp::create(rw, e.loc, bit, e.c32(1));
+      Value le = LLVM::OrOp::create(rw, e.loc, lt, bit);
+      Value ones = e.c32(0xffffffffu);
+      switch (op.getReg()) {
+      case SpecialReg::lanemask_eq:
+        v = bit;
+        break;
+      case SpecialReg::lanemask_lt:
+        v = lt;
+        break;
+      case SpecialReg::lanemask_le:
+        v = le;
+        break;
+      case SpecialReg::lanemask_ge:
+        v = LLVM::XOrOp::create(rw, e.loc, lt, ones);
+        break;
+      default:
+        v = LLVM::XOrOp::create(rw, e.loc, le, ones);
+        break;
+      }
+      break;
+    }
+    default:
+      // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
+      v = e.call("__wooly_rt_sreg", e.i64(),
+                 {c, e.c32(uint32_t(op.getReg()))});
+      break;
+    }
+    rw.replaceOp(op, e.intCast(v, op.getType()));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// `wooly.ld`: a checked load of one value or a vector of values.
+struct LoadOpLowering : WoolyPattern<LoadOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(LoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Type t = op.getResult(0).getType();
+    uint64_t elem = byteSize(t);
+    uint64_t n = op.getNumResults();
+    FailureOr<Value> p = e.address(op, op.getSpace(), adaptor.getAddr(),
+                                   elem * n, WOOLY_ACCESS_READ);
+    if (failed(p))
+      return failure();
+    SmallVector<Value> results;
+    bool atomic = op.getSem() && *op.getSem() != MemOrder::weak && n == 1;
+    for (uint64_t i = 0; i < n; ++i) {
+      auto ld = LLVM::LoadOp::create(
+          rw, e.loc, t, e.gep(*p, int64_t(i * elem)),
+          atomic ? elem : 1, op.getIsVolatile(), /*nontemporal=*/false,
+          /*invariant=*/false, /*invariantGroup=*/false,
+          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
+      results.push_back(ld);
+    }
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// `wooly.st`: a checked store of one value or a vector of values.
+struct StoreOpLowering : WoolyPattern<StoreOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    ValueRange vals = adaptor.getValues();
+    uint64_t elem = byteSize(vals[0].getType());
+    FailureOr<Value> p = e.address(op, op.getSpace(), adaptor.getAddr(),
+                                   elem * vals.size(), WOOLY_ACCESS_WRITE);
+    if (failed(p))
+      return failure();
+    bool atomic =
+        op.getSem() && *op.getSem() != MemOrder::weak && vals.size() == 1;
+    for (auto [i, v] : llvm::enumerate(vals))
+      LLVM::StoreOp::create(
+          rw, e.loc, v, e.gep(*p, int64_t(i * elem)), atomic ? elem : 1,
+          op.getIsVolatile(), /*nontemporal=*/false, /*invariantGroup=*/false,
+          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// The `atomicrmw` operation of a PTX atomic op (`cas` is separate).
+LLVM::AtomicBinOp atomicBinOp(AtomicOp op) {
+  switch (op) {
+  case AtomicOp::add:
+    return LLVM::AtomicBinOp::add;
+  case AtomicOp::fadd:
+    return LLVM::AtomicBinOp::fadd;
+  case AtomicOp::umin:
+    return LLVM::AtomicBinOp::umin;
+  case AtomicOp::smin:
+    return LLVM::AtomicBinOp::min;
+  case AtomicOp::fmin:
+    return LLVM::AtomicBinOp::fmin;
+  case AtomicOp::umax:
+    return LLVM::AtomicBinOp::umax;
+  case AtomicOp::smax:
+    return LLVM::AtomicBinOp::max;
+  case AtomicOp::fmax:
+    return LLVM::AtomicBinOp::fmax;
+  case AtomicOp::inc:
+    return LLVM::AtomicBinOp::uinc_wrap;
+  case AtomicOp::dec:
+    return LLVM::AtomicBinOp::udec_wrap;
+  case AtomicOp::and_:
+    return LLVM::AtomicBinOp::_and;
+  case AtomicOp::or_:
+    return LLVM::AtomicBinOp::_or;
+  case AtomicOp::xor_:
+    return LLVM::AtomicBinOp::_xor;
+  case AtomicOp::exch:
+  case AtomicOp::cas:
+    return LLVM::AtomicBinOp::xchg;
+  }
+  return LLVM::AtomicBinOp::xchg;
+}
+
+/// Emits an atomic read-modify-write and returns the old value.
+FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
+                            AtomicOp kind, Value addr, ValueRange values,
+                            std::optional<MemOrder> sem) {
+  Type t = values[0].getType();
+  uint64_t size = byteSize(t);
+  FailureOr<Value> p = e.address(op, space, addr, size,
+                                 WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE);
+  if (failed(p))
+    return failure();
+  LLVM::AtomicOrdering ord = ordering(sem);
+  if (kind == AtomicOp::cas) {
+    Value cmp = values[0], val = values[1];
+    bool isFloat = !isa<IntegerType>(t);
+    Type it = e.rw.getIntegerType(size * 8);
+    if (isFloat) {
+      cmp = LLVM::BitcastOp::create(e.rw, e.loc, it, cmp);
+      val = LLVM::BitcastOp::create(e.rw, e.loc, it, val);
+    }
+    LLVM::AtomicOrdering failOrd =
+        ord == LLVM::AtomicOrdering::release
+            ? LLVM::AtomicOrdering::monotonic
+            : (ord == LLVM::AtomicOrdering::acq_rel ? LLVM::AtomicOrdering::acquire
+                                                    : ord);
+    Value pair =
+        LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, *p, cmp, val, ord, failOrd);
+    Value old = LLVM::ExtractValueOp::create(e.rw, e.loc, pair, 0);
+    if (isFloat)
+      old = LLVM::BitcastOp::create(e.rw, e.loc, t, old);
+    return old;
+  }
+  return Value(LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind), *p,
+                                         values[0], ord));
+}
+
+/// `wooly.atom`: `atomicrmw`/`cmpxchg` on the checked address.
+struct AtomOpLowering : WoolyPattern<AtomOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(AtomOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    FailureOr<Value> old =
+        emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
+                   adaptor.getValues(), op.getSem());
+    if (failed(old))
+      return failure();
+    rw.replaceOp(op, *old);
+    return success();
+  }
+};
+
+/// `wooly.red`: an atomic whose old value is dropped.
+struct RedOpLowering : WoolyPattern<RedOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(RedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    if (failed(emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
+                          ValueRange{adaptor.getValue()}, op.getSem())))
+      return failure();
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// `wooly.fence`: a host fence of the same strength.
+struct FenceOpLowering : WoolyPattern<FenceOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(FenceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    LLVM::AtomicOrdering ord = op.getSem() == MemOrder::sc
+                                   ? LLVM::AtomicOrdering::seq_cst
+                                   : LLVM::AtomicOrdering::acq_rel;
+    rw.replaceOpWithNewOp<LLVM::FenceOp>(op, ord, StringRef());
+    return success();
+  }
+};
+
+/// `wooly.cp_async`: copied at once (completion before the wait is a valid
+/// schedule): `src_size` bytes from global, the rest of `size` zero-filled.
+struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    uint64_t size = op.getSize();
+    FailureOr<Value> dst = e.address(op, StateSpace::shared, adaptor.getDst(),
+                                     size, WOOLY_ACCESS_WRITE);
+    if (failed(dst))
+      return failure();
+    if (!adaptor.getSrcSize()) {
+      FailureOr<Value> src = e.address(op, StateSpace::global,
+                                       adaptor.getSrc(), size,
+                                       WOOLY_ACCESS_READ);
+      if (failed(src))
+        return failure();
+      LLVM::MemcpyOp::create(rw, e.loc, *dst, *src, e.c64(size), false);
+      rw.eraseOp(op);
+      return success();
+    }
+    // Partial copy: min(src_size, size) bytes, then zeros.
+    Value srcSize = e.toI64(adaptor.getSrcSize());
+    Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult,
+                                    srcSize, e.c64(size));
+    Value n = LLVM::SelectOp::create(rw, e.loc, lt, srcSize, e.c64(size));
+    Value nz = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n,
+                                    e.c64(0));
+    // The source is checked (for `size` bytes at most) only when read.
+    Value src = LLVM::IntToPtrOp::create(rw, e.loc, e.ptr(), adaptor.getSrc());
+    Block *cur = rw.getInsertionBlock();
+    Block *cont = rw.splitBlock(cur, rw.getInsertionPoint());
+    Block *copy = rw.createBlock(cont);
+    rw.setInsertionPointToEnd(cur);
+    LLVM::CondBrOp::create(rw, e.loc, nz, copy, cont);
+    rw.setInsertionPointToStart(copy);
+    if (state.boundsChecks)
+      e.call("__wooly_rt_check", {},
+             {e.ctx(op), e.c32(state.nextSite++), adaptor.getSrc(),
+              LLVM::TruncOp::create(rw, e.loc, e.i32(), n),
+              e.c32(WOOLY_ACCESS_READ)});
+    LLVM::MemcpyOp::create(rw, e.loc, *dst, src, n, false);
+    LLVM::BrOp::create(rw, e.loc, ValueRange{}, cont);
+    rw.setInsertionPointToStart(cont);
+    Value rest = LLVM::SubOp::create(rw, e.loc, e.c64(size), n);
+    Value tail = e.gep(*dst, n);
+    LLVM::MemsetOp::create(rw, e.loc, tail,
+                           LLVM::ConstantOp::create(rw, e.loc, e.i8(),
+                                                    rw.getI8IntegerAttr(0)),
+                           rest, false);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Barriers and warp collectives
+//===----------------------------------------------------------------------===//
+
+/// `wooly.barrier`: the runtime parks the thread until the barrier fills.
+struct BarrierOpLowering : WoolyPattern<BarrierOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
+    e.call("__wooly_rt_barrier", {},
+           {e.ctx(op), adaptor.getId(), count, e.c32(op.getArrive() ? 1 : 0)});
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// `wooly.bar_red`: a barrier that reduces a predicate.
+struct BarRedOpLowering : WoolyPattern<BarRedOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
+    Value pred = LLVM::ZExtOp::create(rw, e.loc, e.i32(), adaptor.getPred());
+    Value r = e.call("__wooly_rt_bar_red", e.i32(),
+                     {e.ctx(op), e.c32(uint32_t(op.getOp())), adaptor.getId(),
+                      count, pred});
+    if (op.getType().isInteger(1))
+      r = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r,
+                               e.c32(0));
+    rw.replaceOp(op, r);
+    return success();
+  }
+};
+
+/// Marshals a warp collective: the inputs become 32-bit words in an entry
+/// alloca, `__wooly_rt_warp` fills the output words.
+struct WarpCall {
+  Emitter &e;
+  Operation *op;
+  SmallVector<Value> words;
+
+  void add(Value v) {
+    Type t = v.getType();
+    if (t.isInteger(1)) {
+      words.push_back(LLVM::ZExtOp::create(e.rw, e.loc, e.i32(), v));
+      return;
+    }
+    unsigned bits = byteSize(t) * 8;
+    Type it = e.rw.getIntegerType(bits);
+    Value i = isa<IntegerType>(t) ? v : LLVM::BitcastOp::create(e.rw, e.loc, it, v);
+    if (bits <= 32) {
+      words.push_back(e.intCast(i, e.i32()));
+      return;
+    }
+    for (unsigned sh = 0; sh < bits; sh += 32) {
+      Value s = sh ? Value(LLVM::LShrOp::create(e.rw, e.loc, i,
+                                                 e.cst(it, sh)))
+                   : i;
+      words.push_back(LLVM::TruncOp::create(e.rw, e.loc, e.i32(), s));
+    }
+  }
+  void addConst(uint32_t v) { words.push_back(e.c32(v)); }
+
+  /// Emits the call; returns the pointer to the output words.
+  Value emit(uint32_t kind, Value mask, uint32_t nout) {
+    Value in = e.entryAlloca(op, e.i32(), std::max<size_t>(words.size(), 1), 4);
+    for (auto [i, w] : llvm::enumerate(words))
+      LLVM::StoreOp::create(e.rw, e.loc, w, e.gep(in, int64_t(4 * i)));
+    Value out = e.entryAlloca(op, e.i32(), std::max<uint32_t>(nout, 1), 4);
+    e.call("__wooly_rt_warp", {},
+           {e.ctx(op), e.c32(kind), mask, in, e.c32(words.size()), out,
+            e.c32(nout)});
+    return out;
+  }
+
+  /// Reads a value of type `t` from the output words starting at `*word`.
+  Value read(Value out, unsigned &word, Type t) {
+    if (t.isInteger(1)) {
+      Value w = LLVM::LoadOp::create(e.rw, e.loc, e.i32(),
+                                     e.gep(out, int64_t(4 * word++)));
+      return LLVM::ICmpOp::create(e.rw, e.loc, LLVM::ICmpPredicate::ne, w,
+                                  e.c32(0));
+    }
+    unsigned bytes = byteSize(t);
+    Value v = LLVM::LoadOp::create(e.rw, e.loc, t,
+                                   e.gep(out, int64_t(4 * word)), 4);
+    word += (bytes + 3) / 4;
+    return v;
+  }
+};
+
+/// Encodes an mma/wmma shape string `mMnNkK` as `m | n << 8 | k << 16`.
+FailureOr<uint32_t> shapeCode(Operation *op, StringRef shape) {
+  unsigned m, n, k;
+  StringRef s = shape;
+  if (!s.consume_front("m") || s.consumeInteger(10, m) ||
+      !s.consume_front("n") || s.consumeInteger(10, n) ||
+      !s.consume_front("k") || s.consumeInteger(10, k) || !s.empty())
+    return op->emitOpError("bad matrix shape '") << shape << "'";
+  return m | n << 8 | k << 16;
+}
+
+struct ShflOpLowering : WoolyPattern<ShflOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ShflOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getMode()));
+    w.add(adaptor.getValue());
+    w.add(adaptor.getLane());
+    w.add(adaptor.getClamp());
+    Value out = w.emit(WOOLY_WARP_SHFL, adaptor.getMask(), 2);
+    unsigned word = 0;
+    Value v = w.read(out, word, e.i32());
+    Value ok = w.read(out, word, rw.getI1Type());
+    rw.replaceOp(op, {v, ok});
+    return success();
+  }
+};
+
+struct VoteOpLowering : WoolyPattern<VoteOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(VoteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getMode()));
+    w.add(adaptor.getPred());
+    Value out = w.emit(WOOLY_WARP_VOTE, adaptor.getMask(), 1);
+    unsigned word = 0;
+    rw.replaceOp(op, w.read(out, word, op.getType()));
+    return success();
+  }
+};
+
+struct MatchOpLowering : WoolyPattern<MatchOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(MatchOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getMode()));
+    Value v = adaptor.getValue();
+    bool is64 = v.getType().isInteger(64);
+    w.add(is64 ? v : e.toI64(v)); // two words: lo, hi
+    w.addConst(is64 ? 1 : 0);
+    Value out = w.emit(WOOLY_WARP_MATCH, adaptor.getMask(), 2);
+    unsigned word = 0;
+    Value m = w.read(out, word, e.i32());
+    Value p = w.read(out, word, rw.getI1Type());
+    rw.replaceOp(op, {m, p});
+    return success();
+  }
+};
+
+struct ReduxOpLowering : WoolyPattern<ReduxOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ReduxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getOp()));
+    w.add(adaptor.getValue());
+    Value out = w.emit(WOOLY_WARP_REDUX, adaptor.getMask(), 1);
+    unsigned word = 0;
+    rw.replaceOp(op, w.read(out, word, e.i32()));
+    return success();
+  }
+};
+
+struct ActiveMaskOpLowering : WoolyPattern<ActiveMaskOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ActiveMaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    Value out = w.emit(WOOLY_WARP_ACTIVEMASK, e.c32(0xffffffffu), 1);
+    unsigned word = 0;
+    rw.replaceOp(op, w.read(out, word, e.i32()));
+    return success();
+  }
+};
+
+struct WarpSyncOpLowering : WoolyPattern<WarpSyncOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WarpSyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.emit(WOOLY_WARP_SYNC, adaptor.getMask(), 0);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct LdMatrixOpLowering : WoolyPattern<LdMatrixOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    WarpCall w{e, op, {}};
+    w.add(e.toI64(adaptor.getAddr()));
+    w.addConst(op.getNumResults());
+    w.addConst(op.getTrans() ? 1 : 0);
+    Value out = w.emit(WOOLY_WARP_LDMATRIX, e.c32(0xffffffffu),
+                       op.getNumResults());
+    unsigned word = 0;
+    SmallVector<Value> results;
+    for (Value r : op.getResults())
+      results.push_back(w.read(out, word, r.getType()));
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// Words needed for values of the given types.
+uint32_t wordCount(TypeRange types) {
+  uint32_t n = 0;
+  for (Type t : types)
+    n += (byteSize(t) + 3) / 4;
+  return n;
+}
+
+/// `mma.sync` and `wmma.mma`: the runtime multiplies the warp's fragments.
+template <typename Op>
+struct MmaLowering : WoolyPattern<Op> {
+  using WoolyPattern<Op>::WoolyPattern;
+  uint32_t kind;
+  MmaLowering(const LLVMTypeConverter &c, LoweringState &s, uint32_t kind)
+      : WoolyPattern<Op>(c, s), kind(kind) {}
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = this->emitter(rw, op);
+    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
+    if (failed(shape))
+      return failure();
+    WarpCall w{e, op, {}};
+    w.addConst(*shape);
+    w.addConst(uint32_t(op.getAType()) | uint32_t(op.getBType()) << 8 |
+               uint32_t(op.getCType()) << 16 | uint32_t(op.getDType()) << 24);
+    w.addConst(uint32_t(op.getLayoutA()) | uint32_t(op.getLayoutB()) << 1 |
+               (op.getSatfinite() ? 4u : 0u));
+    w.addConst(wordCount(adaptor.getA().getTypes()));
+    w.addConst(wordCount(adaptor.getB().getTypes()));
+    w.addConst(wordCount(adaptor.getC().getTypes()));
+    for (Value v : adaptor.getA())
+      w.add(v);
+    for (Value v : adaptor.getB())
+      w.add(v);
+    for (Value v : adaptor.getC())
+      w.add(v);
+    uint32_t nout = wordCount(op.getResultTypes());
+    Value out = w.emit(kind, e.c32(0xffffffffu), nout);
+    unsigned word = 0;
+    SmallVector<Value> results;
+    for (Value r : op.getResults())
+      results.push_back(w.read(out, word, r.getType()));
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// Address of a wmma fragment access as a generic host address.
+FailureOr<Value> wmmaAddress(Emitter &e, Operation *op, StateSpace space,
+                             Value addr) {
+  if (space == StateSpace::shared || space == StateSpace::shared_cluster) {
+    Value base = e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared),
+                             e.ptr());
+    Value baseInt = LLVM::PtrToIntOp::create(e.rw, e.loc, e.i64(), base);
+    return Value(LLVM::AddOp::create(e.rw, e.loc, baseInt, e.toI64(addr)));
+  }
+  if (addr.getType().getIntOrFloatBitWidth() != 64)
+    return op->emitOpError("32-bit addresses are not supported on the host "
+                           "yet");
+  return addr;
+}
+
+struct WmmaLoadOpLowering : WoolyPattern<WmmaLoadOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WmmaLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
+    FailureOr<Value> addr =
+        wmmaAddress(e, op, op.getSpace(), adaptor.getAddr());
+    if (failed(shape) || failed(addr))
+      return failure();
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getRole()));
+    w.addConst(uint32_t(op.getLayout()));
+    w.addConst(*shape);
+    w.addConst(uint32_t(op.getType()));
+    w.addConst(uint32_t(StateSpace::generic));
+    w.add(*addr);
+    if (adaptor.getStride())
+      w.add(adaptor.getStride());
+    else
+      w.addConst(0);
+    uint32_t nout = wordCount(op.getResultTypes());
+    Value out = w.emit(WOOLY_WARP_WMMA_LOAD, e.c32(0xffffffffu), nout);
+    unsigned word = 0;
+    SmallVector<Value> results;
+    for (Value r : op.getResults())
+      results.push_back(w.read(out, word, r.getType()));
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct WmmaStoreOpLowering : WoolyPattern<WmmaStoreOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WmmaStoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
+    FailureOr<Value> addr =
+        wmmaAddress(e, op, op.getSpace(), adaptor.getAddr());
+    if (failed(shape) || failed(addr))
+      return failure();
+    WarpCall w{e, op, {}};
+    w.addConst(uint32_t(op.getLayout()));
+    w.addConst(*shape);
+    w.addConst(uint32_t(op.getType()));
+    w.addConst(uint32_t(StateSpace::generic));
+    w.add(*addr);
+    if (adaptor.getStride())
+      w.add(adaptor.getStride());
+    else
+      w.addConst(0);
+    for (Value v : adaptor.getValues())
+      w.add(v);
+    w.emit(WOOLY_WARP_WMMA_STORE, e.c32(0xffffffffu), 0);
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Hints and no-ops
+//===----------------------------------------------------------------------===//
+
+/// Ops with no effect on the host: prefetches, breakpoints, the async-copy
+/// group bookkeeping (copies complete at once).
+template <typename Op>
+struct EraseLowering : WoolyPattern<Op> {
+  using WoolyPattern<Op>::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+/// `createpolicy` yields an opaque cache policy, ignored by the host.
+struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    rw.replaceOp(op, e.cst(op.getType(), 0));
+    return success();
+  }
+};
+
+/// `nanosleep` yields to the other threads of the block.
+struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    e.call("__wooly_rt_nanosleep", {},
+           {e.ctx(op), e.intCast(adaptor.getOperands()[0], e.i32())});
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Module-level preparation
+//===----------------------------------------------------------------------===//
+
+/// The LLVM initializer of a global's `init` attribute, or null (zeros).
+Attribute denseInitializer(GlobalOp g, Type arrayElem) {
+  auto init = g.getInitAttr();
+  if (!init)
+    return {};
+  if (auto el = dyn_cast<DenseElementsAttr>(init)) {
+    auto shape = RankedTensorType::get({int64_t(el.getNumElements())},
+                                       el.getElementType());
+    return el.reshape(shape);
+  }
+  return {};
+}
+
+/// Lays out shared memory, collects locals and parameter offsets, and
+/// creates the LLVM globals of `.global`/`.const` variables.
+LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  Type ptrTy = LLVM::LLVMPointerType::get(module.getContext());
+  uint64_t sharedEnd = 0, dynAlign = 16;
+  SmallVector<GlobalOp> externShared;
+  for (auto g : module.getOps<GlobalOp>()) {
+    Type elem = g.getElemType();
+    uint64_t bytes = byteSize(elem) * g.getCount();
+    uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
+    switch (g.getSpace()) {
+    case StateSpace::shared:
+    case StateSpace::shared_cluster:
+      if (g.getCount() == 0) {
+        externShared.push_back(g);
+        dynAlign = std::max(dynAlign, align);
+        break;
+      }
+      sharedEnd = llvm::alignTo(sharedEnd, align);
+      state.sharedOffsets[g.getSymName()] = sharedEnd;
+      sharedEnd += bytes;
+      break;
+    case StateSpace::local: {
+      auto owner = g->getAttrOfType<FlatSymbolRefAttr>("wooly.function_scope");
+      if (!owner)
+        return g.emitOpError("module-scope .local variables are not supported "
+                             "on the host yet");
+      if (g.getInitAttr())
+        return g.emitOpError("initialized .local variables are not supported");
+      state.localVars[g.getSymName()] = {owner.getValue(), bytes, align};
+      break;
+    }
+    case StateSpace::global:
+    case StateSpace::constant: {
+      if (g.getInitAttr() && !isa<DenseElementsAttr>(g.getInitAttr()))
+        return g.emitOpError("initializers with addresses are not supported "
+                             "on the host yet");
+      if (g.getLinkage() && *g.getLinkage() == Linkage::extern_)
+        return g.emitOpError("external variables are not supported on the "
+                             "host yet");
+      uint64_t count = std::max<uint64_t>(g.getCount(), 1);
+      Type arrTy = LLVM::LLVMArrayType::get(elem, count);
+      Attribute value = denseInitializer(g, elem);
+      auto lg = LLVM::GlobalOp::create(
+          b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::External,
+          globalSymbol(g.getSymName()), value, align);
+      if (!value) {
+        // Zero-initialised, as PTX variables are.
+        Region &r = lg.getInitializerRegion();
+        Block *blk = b.createBlock(&r);
+        b.setInsertionPointToStart(blk);
+        Value z = LLVM::ZeroOp::create(b, g.getLoc(), arrTy);
+        LLVM::ReturnOp::create(b, g.getLoc(), z);
+        b.setInsertionPointToStart(module.getBody());
+      }
+      state.memoryGlobals.insert(g.getSymName());
+      break;
+    }
+    default:
+      return g.emitOpError("variables in the ")
+             << stringifyStateSpace(g.getSpace())
+             << " state space are not supported on the host";
+    }
+  }
+  state.dynamicSharedOffset = llvm::alignTo(sharedEnd, dynAlign);
+  for (GlobalOp g : externShared)
+    state.sharedOffsets[g.getSymName()] = state.dynamicSharedOffset;
+
+  // Kernel parameter layout: each parameter at its alignment (CUDA's rule).
+  for (auto f : module.getOps<FuncOp>()) {
+    if (!f.getKernel())
+      continue;
+    SmallVector<uint64_t> offsets;
+    uint64_t off = 0;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+      Type t = f.getArgumentTypes()[i];
+      uint64_t size = byteSize(t);
+      uint64_t align = size;
+      if (auto a = f.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
+        align = a.getInt();
+      else if (isa<VectorType>(t))
+        align = 1;
+      align = std::max<uint64_t>(align, 1);
+      off = llvm::alignTo(off, align);
+      offsets.push_back(off);
+      off += size;
+    }
+    state.paramOffsets[f.getSymName()] = offsets;
+  }
+
+  // Which functions need fibers: those with a collective op, and callers of
+  // them (indirect calls are assumed to reach one).
+  llvm::StringMap<SmallVector<StringRef>> callers;
+  SmallVector<StringRef> worklist;
+  for (auto f : module.getOps<FuncOp>()) {
+    bool direct = false;
+    f.walk([&](Operation *op) {
+      if (isa<BarrierOp, BarRedOp, ShflOp, VoteOp, MatchOp, ReduxOp,
+              ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
+              WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
+        direct = true;
+      else if (auto call = dyn_cast<CallOp>(op))
+        callers[call.getCallee()].push_back(f.getSymName());
+    });
+    if (direct && state.needsFibers.insert(f.getSymName()).second)
+      worklist.push_back(f.getSymName());
+  }
+  while (!worklist.empty()) {
+    StringRef f = worklist.pop_back_val();
+    for (StringRef caller : callers[f])
+      if (state.needsFibers.insert(caller).second)
+        worklist.push_back(caller);
+  }
+
+  // Declarations of the runtime entry points.
+  MLIRContext *ctx = module.getContext();
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  Type voidTy = LLVM::LLVMVoidType::get(ctx);
+  auto declare = [&](StringRef name, Type result, ArrayRef<Type> args,
+                     bool noreturn = false) {
+    auto fn = LLVM::LLVMFuncOp::create(
+        b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, args));
+    if (noreturn)
+      fn->setAttr("passthrough",
+                  b.getArrayAttr({b.getStringAttr("noreturn")}));
+    fn.setNoUnwind(true);
+  };
+  declare("__wooly_rt_check", voidTy, {ptrTy, i32, i64, i32, i32});
+  declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
+  declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
+  declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});
+  declare("__wooly_rt_warp", voidTy, {ptrTy, i32, i32, ptrTy, i32, ptrTy, i32});
+  declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
+  declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
+  declare("__wooly_rt_sreg", i64, {ptrTy, i32});
+  declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
+  declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
+  declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
+  return success();
+}
+
+struct ConvertWoolyToLLVMPass
+    : wooly::impl::ConvertWoolyToLLVMBase<ConvertWoolyToLLVMPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    LoweringState state;
+    state.boundsChecks = boundsChecks;
+    if (failed(prepareModule(module, state)))
+      return signalPassFailure();
+
+    LowerToLLVMOptions options(ctx);
+    LLVMTypeConverter converter(ctx, options);
+    RewritePatternSet patterns(ctx);
+    patterns.add<FuncOpLowering, RetOpLowering, ExitOpLowering,
+                 TrapOpLowering, CallOpLowering, CallIndirectOpLowering,
+                 GlobalOpLowering, AddressOfOpLowering, ParamAddressOpLowering,
+                 CvtaOpLowering, IsSpacePOpLowering, SRegOpLowering,
+                 LoadOpLowering, StoreOpLowering, AtomOpLowering,
+                 RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
+                 BarrierOpLowering, BarRedOpLowering, ShflOpLowering,
+                 VoteOpLowering, MatchOpLowering, ReduxOpLowering,
+                 ActiveMaskOpLowering, WarpSyncOpLowering, LdMatrixOpLowering,
+                 WmmaLoadOpLowering, WmmaStoreOpLowering,
+                 EraseLowering<PrefetchOp>, EraseLowering<BrkptOp>,
+                 EraseLowering<CpAsyncCommitOp>, EraseLowering<CpAsyncWaitOp>,
+                 CreatePolicyOpLowering, NanosleepOpLowering>(converter,
+                                                               state);
+    patterns.add<MmaLowering<MmaOp>>(converter, state, WOOLY_WARP_MMA);
+    patterns.add<MmaLowering<WmmaMmaOp>>(converter, state,
+                                         WOOLY_WARP_WMMA_MMA);
+    arith::populateArithToLLVMConversionPatterns(converter, patterns);
+    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+    populateFuncToLLVMConversionPatterns(converter, patterns);
+    populateMathToLLVMConversionPatterns(converter, patterns);
+    populateMathToLibmConversionPatterns(patterns, /*benefit=*/0);
+    populateVectorToLLVMConversionPatterns(converter, patterns);
+
+    LLVMConversionTarget target(*ctx);
+    target.addLegalOp<ModuleOp>();
+    target.addIllegalDialect<WoolyDialect, arith::ArithDialect,
+                             math::MathDialect, cf::ControlFlowDialect,
+                             func::FuncDialect, vector::VectorDialect>();
+    if (failed(applyFullConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    module->setAttr("wooly.num_access_sites",
+                    IntegerAttr::get(IntegerType::get(ctx, 64),
+                                     state.nextSite));
+    module->setAttr("wooly.static_shared_size",
+                    IntegerAttr::get(IntegerType::get(ctx, 64),
+                                     state.dynamicSharedOffset));
+  }
+};
+
+} // namespace

@@ -1,0 +1,1258 @@
+//===- CpuDevice.cpp - The CPU backend: JIT and SIMT executor ----*- C++ -*-===//
+//
+// How a launch runs (see also CpuDevice.h):
+//
+//  - Blocks are taken from an atomic counter by the workers of a pool, so a
+//    grid of any size runs with bounded memory.
+//  - A kernel that never synchronises (no barrier, warp collective,
+//    nanosleep or indirect call on any path, as the lowering computes) runs
+//    its threads one after another on the worker's own stack: one call per
+//    thread, no context switches.
+//  - Otherwise every GPU thread of the block is a fiber. The scheduler
+//    resumes each runnable fiber in thread order until it blocks (barrier,
+//    collective, nanosleep) or ends; when none is runnable it completes every
+//    barrier whose expected count has arrived and every warp collective
+//    whose participants (the lanes of its mask that have not exited) are all
+//    waiting, then repeats. Nothing is left to chance: the same launch gives
+//    the same interleaving, and a block where no thread can move is reported
+//    as a deadlock.
+//  - Out-of-bounds accesses, `trap` and deadlocks end the launch with an
+//    error that names the kernel, block and thread. In fiber mode the failing
+//    fiber is simply abandoned; in the direct mode the worker `longjmp`s out
+//    of the generated code (which holds no resources) back to the block loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Runtime/CPU/ABI.h"
+#include "Wooly/Runtime/CPU/FloatHelpers.h"
+
+#include "Fiber.h"
+#include "WarpOps.h"
+
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <pthread.h>
+#include <thread>
+
+using namespace wooly;
+using namespace wooly::cpu;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+static Error makeError(const llvm::Twine &msg) {
+  return llvm::make_error<llvm::StringError>(msg,
+                                             llvm::inconvertibleErrorCode());
+}
+
+namespace {
+enum class ThreadStatus : uint8_t {
+  Runnable,
+  AtBarrier,
+  AtWarp,
+  Yielded,
+  Exited,
+  Faulted,
+};
+
+struct Worker;
+struct LaunchState;
+
+/// One GPU thread. `ctx` comes first: the generated code receives
+/// `&ctx`, and `ctx.runtime` points back here.
+struct GpuThread {
+  WoolyThreadCtx ctx;
+  Worker *worker = nullptr;
+  uint32_t index = 0;
+  ThreadStatus status = ThreadStatus::Runnable;
+  FiberContext fiber;
+  // A pending warp collective.
+  uint32_t warpKind = 0, warpMask = 0;
+  WarpLane warpLane;
+  // A pending barrier and its bar.red result.
+  uint32_t barrierResult = 0;
+};
+
+struct Barrier {
+  uint32_t arrived = 0;
+  uint32_t expected = 0; // 0: all live threads.
+  uint32_t popc = 0, andAll = 1, orAny = 0;
+  std::vector<uint32_t> waiting;
+};
+
+/// A loaded module: its JITDylib, entry points and globals.
+struct LoadedModuleImpl {
+  std::shared_ptr<const CompiledModule> compiled;
+  llvm::orc::JITDylib *dylib = nullptr;
+  llvm::StringMap<WoolyKernelFn> kernels;
+  llvm::StringMap<std::pair<uint64_t, uint64_t>> globals;
+};
+
+/// Everything about the launch in progress.
+struct LaunchState {
+  const KernelInfo *kernel = nullptr;
+  WoolyKernelFn fn = nullptr;
+  LaunchConfig config;
+  uint32_t totalShared = 0;
+  uint32_t threadsPerBlock = 0;
+  uint64_t numBlocks = 0;
+  uint64_t numSites = 0;
+  const char *params = nullptr;
+  std::atomic<uint64_t> nextBlock{0};
+  std::atomic<bool> failed{false};
+  std::mutex errorMutex;
+  std::string error;
+  DeviceMemory *memory = nullptr;
+  std::function<void(StringRef)> *printfSink = nullptr;
+  unsigned numWorkers = 1;
+
+  void fail(std::string message) {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (!failed.exchange(true))
+      error = std::move(message);
+  }
+};
+
+/// A worker of the pool and its per-launch state.
+struct Worker {
+  unsigned index = 0;
+  LaunchState *launch = nullptr;
+  std::vector<WoolyAccessRange> cache;
+  std::vector<char> shared;
+  uint64_t block[3] = {0, 0, 0};
+  // Direct mode.
+  GpuThread direct;
+  std::jmp_buf jmp;
+  uint64_t stackLo = 0, stackHi = 0;
+  // Fiber mode.
+  bool fiberMode = false;
+  std::vector<GpuThread> threads;
+  std::vector<FiberStack> stacks;
+  size_t stackBytes = 0;
+  FiberContext scheduler;
+  GpuThread *running = nullptr;
+  Barrier barriers[16];
+};
+
+enum : int { kJmpExit = 1, kJmpFault = 2 };
+
+GpuThread *threadOf(WoolyThreadCtx *ctx) {
+  return static_cast<GpuThread *>(ctx->runtime);
+}
+
+std::string describeThread(const GpuThread *t) {
+  const WoolyThreadCtx &c = t->ctx;
+  return llvm::formatv("block ({0},{1},{2}) thread ({3},{4},{5})", c.ctaid[0],
+                       c.ctaid[1], c.ctaid[2], c.tid[0], c.tid[1], c.tid[2])
+      .str();
+}
+
+/// Returns control to the scheduler (fiber mode) with `t` in its status.
+void yieldToScheduler(GpuThread *t) {
+  fiberSwitch(t->fiber, t->worker->scheduler);
+}
+
+/// Ends the launch with `message` and leaves the generated code for good.
+[[noreturn]] void faultThread(GpuThread *t, const std::string &message) {
+  Worker *w = t->worker;
+  w->launch->fail("kernel '" + w->launch->kernel->name + "': " + message +
+                  " (" + describeThread(t) + ")");
+  if (w->fiberMode) {
+    t->status = ThreadStatus::Faulted;
+    yieldToScheduler(t);
+    __builtin_unreachable();
+  }
+  std::longjmp(w->jmp, kJmpFault);
+}
+
+std::string hex(uint64_t v) { return llvm::formatv("{0:x}", v).str(); }
+
+/// The current thread's stack range (fiber stack or the worker's own).
+std::pair<uint64_t, uint64_t> stackRange(GpuThread *t) {
+  Worker *w = t->worker;
+  if (w->fiberMode) {
+    const FiberStack &s = w->stacks[t->index];
+    uint64_t lo = reinterpret_cast<uint64_t>(s.base());
+    return {lo, lo + s.size()};
+  }
+  return {w->stackLo, w->stackHi};
+}
+
+void computeWorkerStack(Worker &w) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+      w.stackLo = reinterpret_cast<uint64_t>(addr);
+      w.stackHi = w.stackLo + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points called by generated code (ABI.h)
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+void __wooly_rt_check(WoolyThreadCtx *ctx, uint32_t site, uint64_t addr,
+                      uint32_t size, uint32_t flags) {
+  GpuThread *t = threadOf(ctx);
+  Worker *w = t->worker;
+  if (std::optional<Allocation> a = w->launch->memory->find(addr, size)) {
+    if (site < w->cache.size())
+      w->cache[site] = {a->base, a->size};
+    return;
+  }
+  uint64_t shared = reinterpret_cast<uint64_t>(ctx->shared);
+  if (addr >= shared && addr - shared < ctx->totalSmemSize &&
+      size <= ctx->totalSmemSize - (addr - shared)) {
+    if (site < w->cache.size())
+      w->cache[site] = {shared, ctx->totalSmemSize};
+    return;
+  }
+  auto [lo, hi] = stackRange(t);
+  if (addr >= lo && addr < hi && size <= hi - addr)
+    return; // A local variable (not cached: each fiber has its own stack).
+  uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
+  uint64_t paramBytes = w->launch->kernel->paramBufferSize;
+  if (addr >= params && addr - params < paramBytes &&
+      size <= paramBytes - (addr - params))
+    return;
+  std::string what = (flags & WOOLY_ACCESS_WRITE)
+                         ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
+                         : "read";
+  std::string msg = "out-of-bounds " + what + " of " + std::to_string(size) +
+                    " bytes at address 0x" + hex(addr);
+  if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
+    int64_t delta = int64_t(addr - n->base);
+    msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
+                         "allocation at 0x{2:x}{3})",
+                         delta, n->size, n->base,
+                         n->moduleGlobal ? " '" + n->name + "'" : "")
+               .str();
+  }
+  faultThread(t, msg);
+}
+
+void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
+                           uint32_t size) {
+  faultThread(threadOf(ctx),
+              "out-of-bounds shared-memory access of " + std::to_string(size) +
+                  " bytes at offset " + std::to_string(offset) +
+                  " (the block has " + std::to_string(ctx->totalSmemSize) +
+                  " bytes of shared memory)");
+}
+
+static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
+                            bool arriveOnly, int redOp, uint32_t pred) {
+  Worker *w = t->worker;
+  if (!w->fiberMode)
+    faultThread(t, "internal error: barrier reached in direct mode");
+  if (id >= 16)
+    faultThread(t, "barrier id " + std::to_string(id) + " is out of range");
+  if (count != 0 && (count % 32 != 0 && count != w->launch->threadsPerBlock))
+    faultThread(t, "barrier thread count " + std::to_string(count) +
+                       " is not a multiple of the warp size");
+  Barrier &b = w->barriers[id];
+  if (count && b.arrived && b.expected != count)
+    faultThread(t, "barrier " + std::to_string(id) +
+                       " used with different thread counts");
+  b.expected = count;
+  ++b.arrived;
+  if (redOp >= 0) {
+    b.popc += pred ? 1 : 0;
+    b.andAll &= pred ? 1 : 0;
+    b.orAny |= pred ? 1 : 0;
+  }
+  if (arriveOnly)
+    return;
+  b.waiting.push_back(t->index);
+  t->status = ThreadStatus::AtBarrier;
+  yieldToScheduler(t);
+}
+
+void __wooly_rt_barrier(WoolyThreadCtx *ctx, uint32_t id, uint32_t count,
+                        uint32_t arriveOnly) {
+  arriveAtBarrier(threadOf(ctx), id, count, arriveOnly, -1, 0);
+}
+
+uint32_t __wooly_rt_bar_red(WoolyThreadCtx *ctx, uint32_t op, uint32_t id,
+                            uint32_t count, uint32_t pred) {
+  GpuThread *t = threadOf(ctx);
+  arriveAtBarrier(t, id, count, false, int(op), pred);
+  uint32_t r = t->barrierResult;
+  switch (op) {
+  case 5: // and
+    return (r >> 30) & 1;
+  case 6: // or
+    return r >> 31;
+  default: // popc
+    return r & 0x3fffffffu;
+  }
+}
+
+void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
+                     const uint32_t *in, uint32_t nin, uint32_t *out,
+                     uint32_t nout) {
+  GpuThread *t = threadOf(ctx);
+  if (!t->worker->fiberMode)
+    faultThread(t, "internal error: warp collective reached in direct mode");
+  t->warpKind = kind;
+  t->warpMask = mask;
+  t->warpLane = WarpLane{in, nin, out, nout};
+  t->status = ThreadStatus::AtWarp;
+  yieldToScheduler(t);
+}
+
+void __wooly_rt_exit(WoolyThreadCtx *ctx) {
+  GpuThread *t = threadOf(ctx);
+  if (t->worker->fiberMode) {
+    t->status = ThreadStatus::Exited;
+    yieldToScheduler(t);
+    __builtin_unreachable();
+  }
+  std::longjmp(t->worker->jmp, kJmpExit);
+}
+
+void __wooly_rt_trap(WoolyThreadCtx *ctx) {
+  faultThread(threadOf(ctx), "trap instruction executed");
+}
+
+uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
+  using namespace std::chrono;
+  GpuThread *t = threadOf(ctx);
+  switch (which) {
+  case 7: // smid
+    return t->worker->index;
+  case 8: // nsmid
+    return t->worker->launch->numWorkers;
+  case 10: // clock
+  case 11: // clock64
+    return uint64_t(
+        duration_cast<nanoseconds>(steady_clock::now().time_since_epoch())
+            .count());
+  case 12: // globaltimer
+  case 27: // globaltimer_lo
+  case 28: { // globaltimer_hi
+    uint64_t ns = uint64_t(
+        duration_cast<nanoseconds>(system_clock::now().time_since_epoch())
+            .count());
+    return which == 28 ? ns >> 32 : (which == 27 ? ns & 0xffffffffu : ns);
+  }
+  default:
+    return 0;
+  }
+}
+
+uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
+                             uint64_t addr) {
+  GpuThread *t = threadOf(ctx);
+  uint64_t shared = reinterpret_cast<uint64_t>(ctx->shared);
+  bool inShared = addr >= shared && addr - shared < ctx->totalSmemSize;
+  auto [lo, hi] = stackRange(t);
+  bool inLocal = addr >= lo && addr < hi;
+  uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
+  bool inParam =
+      addr >= params && addr - params < t->worker->launch->kernel->paramBufferSize;
+  switch (space) {
+  case 3: // shared
+  case 7: // shared::cluster
+    return inShared;
+  case 5: // local
+    return inLocal;
+  case 6: // param
+    return inParam;
+  case 1: // global
+    return !inShared && !inLocal && !inParam;
+  case 4: // const
+    return t->worker->launch->memory->find(addr, 0).has_value();
+  default:
+    return 1;
+  }
+}
+
+void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns) {
+  GpuThread *t = threadOf(ctx);
+  if (!t->worker->fiberMode)
+    return;
+  t->status = ThreadStatus::Yielded;
+  yieldToScheduler(t);
+}
+
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
+                           uint64_t args);
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// printf
+//===----------------------------------------------------------------------===//
+
+/// Reads a NUL-terminated string from device memory, checking each byte.
+static bool readDeviceString(GpuThread *t, uint64_t addr, std::string &out) {
+  DeviceMemory &mem = *t->worker->launch->memory;
+  std::optional<Allocation> a = mem.find(addr, 1);
+  if (!a)
+    return false;
+  uint64_t end = a->base + a->size;
+  for (uint64_t p = addr; p < end; ++p) {
+    char c = *reinterpret_cast<const char *>(p);
+    if (!c)
+      return true;
+    out.push_back(c);
+  }
+  return false;
+}
+
+/// CUDA's device printf: the arguments are packed in a buffer, each aligned
+/// to its size (integers promoted to at least 4 bytes, floats to double).
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
+                           uint64_t args) {
+  GpuThread *t = threadOf(ctx);
+  std::string fmt;
+  if (!readDeviceString(t, format, fmt))
+    faultThread(t, "printf format string at 0x" + hex(format) +
+                       " is not a NUL-terminated string in device memory");
+  std::string out;
+  uint64_t cursor = args;
+  auto take = [&](uint64_t size) -> uint64_t {
+    cursor = (cursor + size - 1) / size * size;
+    uint64_t v = 0;
+    if (!t->worker->launch->memory->find(cursor, size)) {
+      // The argument buffer is a local array of the calling thread.
+      auto [lo, hi] = stackRange(t);
+      if (cursor < lo || cursor + size > hi)
+        faultThread(t, "printf argument buffer at 0x" + hex(cursor) +
+                           " is out of bounds");
+    }
+    std::memcpy(&v, reinterpret_cast<const void *>(cursor), size);
+    cursor += size;
+    return v;
+  };
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out.push_back(fmt[i]);
+      continue;
+    }
+    size_t start = i++;
+    if (i < fmt.size() && fmt[i] == '%') {
+      out.push_back('%');
+      continue;
+    }
+    while (i < fmt.size() && strchr("-+ #0", fmt[i]))
+      ++i;
+    while (i < fmt.size() && (isdigit(fmt[i]) || fmt[i] == '.'))
+      ++i;
+    int longs = 0;
+    while (i < fmt.size() && strchr("hlLqjzt", fmt[i])) {
+      if (strchr("lLqjzt", fmt[i]))
+        ++longs;
+      ++i;
+    }
+    if (i >= fmt.size())
+      break;
+    char conv = fmt[i];
+    std::string spec = fmt.substr(start, i - start);
+    // Strip length modifiers; re-add the one the host needs.
+    std::string flags;
+    for (char c : spec)
+      if (!strchr("hlLqjzt", c))
+        flags.push_back(c);
+    char buf[512];
+    switch (conv) {
+    case 'd':
+    case 'i': {
+      int64_t v = longs ? int64_t(take(8)) : int64_t(int32_t(take(4)));
+      snprintf(buf, sizeof buf, (flags + "lld").c_str(), (long long)v);
+      break;
+    }
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o': {
+      uint64_t v = longs ? take(8) : uint64_t(uint32_t(take(4)));
+      snprintf(buf, sizeof buf, (flags + "ll" + conv).c_str(),
+               (unsigned long long)v);
+      break;
+    }
+    case 'c':
+      snprintf(buf, sizeof buf, (flags + "c").c_str(), int(take(4)));
+      break;
+    case 'f':
+    case 'F':
+    case 'e':
+    case 'E':
+    case 'g':
+    case 'G':
+    case 'a':
+    case 'A': {
+      uint64_t bits = take(8);
+      double d;
+      std::memcpy(&d, &bits, 8);
+      snprintf(buf, sizeof buf, (flags + conv).c_str(), d);
+      break;
+    }
+    case 'p':
+      snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)take(8));
+      break;
+    case 's': {
+      uint64_t p = take(8);
+      std::string s;
+      if (!readDeviceString(t, p, s))
+        s = "(bad string)";
+      snprintf(buf, sizeof buf, (flags + "s").c_str(), s.c_str());
+      break;
+    }
+    default:
+      snprintf(buf, sizeof buf, "%s", spec.c_str());
+      break;
+    }
+    out += buf;
+  }
+  static std::mutex printMutex;
+  std::lock_guard<std::mutex> lock(printMutex);
+  if (t->worker->launch->printfSink && *t->worker->launch->printfSink)
+    (*t->worker->launch->printfSink)(out);
+  else {
+    fwrite(out.data(), 1, out.size(), stdout);
+    fflush(stdout);
+  }
+  return int32_t(out.size());
+}
+
+//===----------------------------------------------------------------------===//
+// The block executor
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void initThreadCtx(Worker &w, GpuThread &t, uint32_t linear) {
+  LaunchState &l = *w.launch;
+  const auto &blk = l.config.block;
+  WoolyThreadCtx &c = t.ctx;
+  c.tid[0] = linear % blk[0];
+  c.tid[1] = (linear / blk[0]) % blk[1];
+  c.tid[2] = linear / (blk[0] * blk[1]);
+  for (int i = 0; i < 3; ++i) {
+    c.ntid[i] = blk[i];
+    c.ctaid[i] = uint32_t(w.block[i]);
+    c.nctaid[i] = l.config.grid[i];
+  }
+  c.laneid = linear % 32;
+  c.warpid = linear / 32;
+  c.nwarpid = (l.threadsPerBlock + 31) / 32;
+  c.dynSmemSize = l.config.dynamicSharedBytes;
+  c.totalSmemSize = l.totalShared;
+  c.gridid = 1;
+  c.shared = w.shared.data();
+  c.params = l.params;
+  c.siteCache = w.cache.data();
+  c.runtime = &t;
+  t.worker = &w;
+  t.index = linear;
+  t.status = ThreadStatus::Runnable;
+}
+
+/// Direct mode: threads in order on the worker's stack.
+void runBlockDirect(Worker &w) {
+  LaunchState &l = *w.launch;
+  GpuThread &t = w.direct;
+  // Not a local: its value must survive longjmp.
+  static thread_local uint32_t next;
+  next = 0;
+  int why = setjmp(w.jmp);
+  if (why == kJmpFault)
+    return;
+  if (why == kJmpExit)
+    ++next;
+  for (; next < l.threadsPerBlock; ++next) {
+    initThreadCtx(w, t, next);
+    l.fn(&t.ctx, l.params);
+  }
+}
+
+void fiberMain(void *arg) {
+  auto *t = static_cast<GpuThread *>(arg);
+  t->worker->launch->fn(&t->ctx, t->worker->launch->params);
+  t->status = ThreadStatus::Exited;
+  yieldToScheduler(t);
+  __builtin_unreachable();
+}
+
+/// Completes barriers that have their expected number of arrivals.
+bool resolveBarriers(Worker &w, uint32_t live) {
+  bool progress = false;
+  for (uint32_t id = 0; id < 16; ++id) {
+    Barrier &b = w.barriers[id];
+    if (!b.arrived)
+      continue;
+    uint32_t expected = b.expected ? b.expected : live;
+    if (b.arrived < expected)
+      continue;
+    // bar.red results, packed: popc in bits 0-29, and in bit 30, or in 31.
+    uint32_t andAll = b.andAll, orAny = b.orAny, popc = b.popc;
+    for (uint32_t i : b.waiting) {
+      w.threads[i].status = ThreadStatus::Runnable;
+      w.threads[i].barrierResult = popc | (andAll << 30) | (orAny << 31);
+    }
+    b = Barrier();
+    progress = true;
+  }
+  return progress;
+}
+
+/// Completes warp collectives whose participants have all arrived.
+bool resolveWarps(Worker &w) {
+  LaunchState &l = *w.launch;
+  uint32_t n = l.threadsPerBlock;
+  bool progress = false;
+  for (uint32_t base = 0; base < n; base += 32) {
+    uint32_t lanes = std::min<uint32_t>(32, n - base);
+    uint32_t live = 0, waiting = 0, activeMaskLanes = 0;
+    for (uint32_t i = 0; i < lanes; ++i) {
+      GpuThread &t = w.threads[base + i];
+      if (t.status != ThreadStatus::Exited)
+        live |= 1u << i;
+      if (t.status == ThreadStatus::AtWarp) {
+        waiting |= 1u << i;
+        if (t.warpKind == WOOLY_WARP_ACTIVEMASK)
+          activeMaskLanes |= 1u << i;
+      }
+    }
+    if (!waiting)
+      continue;
+    // activemask: the lanes that reached it together.
+    if (activeMaskLanes) {
+      for (uint32_t i = 0; i < lanes; ++i)
+        if (activeMaskLanes & (1u << i)) {
+          GpuThread &t = w.threads[base + i];
+          if (t.warpLane.nout)
+            t.warpLane.out[0] = activeMaskLanes;
+          t.status = ThreadStatus::Runnable;
+        }
+      waiting &= ~activeMaskLanes;
+      progress = true;
+    }
+    for (uint32_t i = 0; i < lanes; ++i) {
+      if (!(waiting & (1u << i)))
+        continue;
+      GpuThread &lead = w.threads[base + i];
+      uint32_t group = (lead.warpMask & live) | (1u << i);
+      if ((group & waiting) != group)
+        continue; // Someone of the group has not arrived yet.
+      WarpLane laneData[32];
+      for (uint32_t j = 0; j < 32; ++j) {
+        if (!(group & (1u << j)))
+          continue;
+        GpuThread &t = w.threads[base + j];
+        if (t.warpKind != lead.warpKind) {
+          faultThread(&t, llvm::formatv("warp collective mismatch: lane {0} "
+                                        "waits at collective kind {1}, lane "
+                                        "{2} at kind {3}",
+                                        i, lead.warpKind, j, t.warpKind)
+                              .str());
+        }
+        laneData[j] = t.warpLane;
+      }
+      std::string error;
+      bool ok;
+      if (lead.warpKind == WOOLY_WARP_SYNC)
+        ok = true;
+      else if (lead.warpKind >= WOOLY_WARP_LDMATRIX) {
+        WarpMemory mem;
+        mem.shared = w.shared.data();
+        mem.sharedSize = l.totalShared;
+        mem.checkGeneric = [&](uint64_t addr, uint64_t size, bool write,
+                               std::string &err) {
+          if (l.memory->find(addr, size))
+            return true;
+          uint64_t sh = reinterpret_cast<uint64_t>(w.shared.data());
+          if (addr >= sh && addr - sh < l.totalShared &&
+              size <= l.totalShared - (addr - sh))
+            return true;
+          err = "out-of-bounds matrix " + std::string(write ? "store" : "load") +
+                " of " + std::to_string(size) + " bytes at address 0x" +
+                hex(addr);
+          return false;
+        };
+        if (group != 0xffffffffu)
+          ok = false, error = "matrix collectives need all 32 lanes of the "
+                              "warp";
+        else
+          ok = resolveMatrixOp(lead.warpKind, laneData, group, mem, error);
+      } else
+        ok = resolveWarpOp(lead.warpKind, laneData, group, error);
+      if (!ok) {
+        l.fail("kernel '" + l.kernel->name + "': " + error + " (" +
+               describeThread(&lead) + ")");
+        return false;
+      }
+      for (uint32_t j = 0; j < 32; ++j)
+        if (group & (1u << j))
+          w.threads[base + j].status = ThreadStatus::Runnable;
+      waiting &= ~group;
+      progress = true;
+    }
+  }
+  return progress;
+}
+
+/// Fiber mode: the deterministic block scheduler.
+void runBlockFibers(Worker &w) {
+  LaunchState &l = *w.launch;
+  uint32_t n = l.threadsPerBlock;
+  if (w.threads.size() < n)
+    w.threads.resize(n);
+  while (w.stacks.size() < n)
+    w.stacks.emplace_back(w.stackBytes);
+  for (uint32_t i = 0; i < n; ++i) {
+    GpuThread &t = w.threads[i];
+    initThreadCtx(w, t, i);
+    fiberInit(t.fiber, w.stacks[i].base(), w.stacks[i].size(), &fiberMain,
+              &t);
+  }
+  for (Barrier &b : w.barriers)
+    b = Barrier();
+  for (;;) {
+    bool ran = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      GpuThread &t = w.threads[i];
+      if (t.status == ThreadStatus::Yielded) {
+        t.status = ThreadStatus::Runnable;
+        continue; // It runs in the next round, after the others.
+      }
+      if (t.status != ThreadStatus::Runnable)
+        continue;
+      w.running = &t;
+      fiberSwitch(w.scheduler, t.fiber);
+      w.running = nullptr;
+      ran = true;
+      if (t.status == ThreadStatus::Faulted || l.failed.load())
+        return;
+    }
+    uint32_t live = 0;
+    bool anyRunnable = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      ThreadStatus s = w.threads[i].status;
+      if (s != ThreadStatus::Exited)
+        ++live;
+      if (s == ThreadStatus::Runnable || s == ThreadStatus::Yielded)
+        anyRunnable = true;
+    }
+    if (live == 0)
+      return;
+    bool progress = resolveWarps(w);
+    if (l.failed.load())
+      return;
+    progress |= resolveBarriers(w, live);
+    if (progress || anyRunnable || ran)
+      continue;
+    // Nobody can move: report who waits where.
+    std::string who;
+    for (uint32_t i = 0; i < n && who.size() < 300; ++i) {
+      GpuThread &t = w.threads[i];
+      if (t.status == ThreadStatus::AtBarrier)
+        who += " thread " + std::to_string(i) + " at a barrier;";
+      else if (t.status == ThreadStatus::AtWarp)
+        who += " thread " + std::to_string(i) + " at a warp collective (mask 0x" +
+               hex(t.warpMask) + ");";
+    }
+    l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
+           std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) + "," +
+           std::to_string(w.block[2]) + "):" + who);
+    return;
+  }
+}
+
+void runWorker(Worker &w) {
+  LaunchState &l = *w.launch;
+  w.cache.assign(l.numSites, WoolyAccessRange{0, 0});
+  w.shared.assign(std::max<uint32_t>(l.totalShared, 1), 0);
+  w.fiberMode = l.kernel->needsFibers;
+  computeWorkerStack(w);
+  const auto &g = l.config.grid;
+  for (;;) {
+    if (l.failed.load(std::memory_order_relaxed))
+      return;
+    uint64_t b = l.nextBlock.fetch_add(1);
+    if (b >= l.numBlocks)
+      return;
+    w.block[0] = b % g[0];
+    w.block[1] = (b / g[0]) % g[1];
+    w.block[2] = b / (uint64_t(g[0]) * g[1]);
+    std::memset(w.shared.data(), 0, w.shared.size());
+    if (w.fiberMode)
+      runBlockFibers(w);
+    else
+      runBlockDirect(w);
+  }
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Warp collectives other than the matrix ones
+//===----------------------------------------------------------------------===//
+
+bool wooly::cpu::resolveWarpOp(uint32_t kind, WarpLane lanes[32],
+                               uint32_t group, std::string &error) {
+  auto in = [&](uint32_t lane, uint32_t i) -> uint32_t {
+    return i < lanes[lane].nin ? lanes[lane].in[i] : 0;
+  };
+  auto out = [&](uint32_t lane, uint32_t i, uint32_t v) {
+    if (i < lanes[lane].nout)
+      lanes[lane].out[i] = v;
+  };
+  auto each = [&](auto fn) {
+    for (uint32_t i = 0; i < 32; ++i)
+      if (group & (1u << i))
+        fn(i);
+  };
+  switch (kind) {
+  case WOOLY_WARP_SHFL:
+    each([&](uint32_t lane) {
+      uint32_t mode = in(lane, 0), b = in(lane, 2) & 31, c = in(lane, 3);
+      uint32_t cval = c & 31, segmask = (c >> 8) & 31;
+      int maxLane = int((lane & segmask) | (cval & ~segmask));
+      int minLane = int(lane & segmask);
+      int j = int(lane);
+      bool pval = false;
+      switch (mode) {
+      case 0: // up
+        j = int(lane) - int(b);
+        pval = j >= maxLane;
+        break;
+      case 1: // down
+        j = int(lane) + int(b);
+        pval = j <= maxLane;
+        break;
+      case 2: // bfly
+        j = int(lane ^ b);
+        pval = j <= maxLane;
+        break;
+      default: // idx
+        j = minLane | int(b & ~segmask);
+        pval = j <= maxLane;
+        break;
+      }
+      if (!pval)
+        j = int(lane);
+      // A source lane outside the group (inactive) gives an unspecified
+      // value on the GPU; here it is the reading lane's own value.
+      uint32_t src = (group & (1u << j)) ? uint32_t(j) : lane;
+      out(lane, 0, in(src, 1));
+      out(lane, 1, pval ? 1 : 0);
+    });
+    return true;
+  case WOOLY_WARP_VOTE: {
+    uint32_t ballot = 0;
+    each([&](uint32_t lane) {
+      if (in(lane, 1))
+        ballot |= 1u << lane;
+    });
+    each([&](uint32_t lane) {
+      switch (in(lane, 0)) {
+      case 0: // all
+        out(lane, 0, (ballot & group) == group);
+        break;
+      case 1: // any
+        out(lane, 0, ballot != 0);
+        break;
+      case 2: // uni
+        out(lane, 0, ballot == 0 || (ballot & group) == group);
+        break;
+      default: // ballot
+        out(lane, 0, ballot);
+        break;
+      }
+    });
+    return true;
+  }
+  case WOOLY_WARP_MATCH:
+    each([&](uint32_t lane) {
+      uint64_t v = uint64_t(in(lane, 1)) | uint64_t(in(lane, 2)) << 32;
+      uint32_t same = 0;
+      each([&](uint32_t other) {
+        uint64_t o = uint64_t(in(other, 1)) | uint64_t(in(other, 2)) << 32;
+        if (o == v)
+          same |= 1u << other;
+      });
+      if (in(lane, 0) == 0) { // any
+        out(lane, 0, same);
+        out(lane, 1, 0);
+      } else { // all
+        bool all = same == group;
+        out(lane, 0, all ? group : 0);
+        out(lane, 1, all ? 1 : 0);
+      }
+    });
+    return true;
+  case WOOLY_WARP_REDUX: {
+    uint32_t op = 0;
+    bool first = true;
+    uint32_t acc = 0;
+    each([&](uint32_t lane) {
+      op = in(lane, 0);
+      uint32_t v = in(lane, 1);
+      if (first) {
+        acc = op == 8 ? (v != 0) : v; // popc counts predicates
+        first = false;
+        return;
+      }
+      switch (op) {
+      case 0:
+        acc += v;
+        break;
+      case 1:
+        acc = std::min(acc, v);
+        break;
+      case 2:
+        acc = uint32_t(std::min(int32_t(acc), int32_t(v)));
+        break;
+      case 3:
+        acc = std::max(acc, v);
+        break;
+      case 4:
+        acc = uint32_t(std::max(int32_t(acc), int32_t(v)));
+        break;
+      case 5:
+        acc &= v;
+        break;
+      case 6:
+        acc |= v;
+        break;
+      case 7:
+        acc ^= v;
+        break;
+      default:
+        acc += v != 0;
+        break;
+      }
+    });
+    each([&](uint32_t lane) { out(lane, 0, acc); });
+    return true;
+  }
+  default:
+    error = "unknown warp collective kind " + std::to_string(kind);
+    return false;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// CpuDevice
+//===----------------------------------------------------------------------===//
+
+class CpuDevice::Impl {
+public:
+  explicit Impl(Options options) : options(std::move(options)) {
+    unsigned n = this->options.workers;
+    if (n == 0)
+      n = std::max(1u, std::thread::hardware_concurrency());
+    workers.resize(n);
+    for (unsigned i = 0; i < n; ++i) {
+      workers[i] = std::make_unique<Worker>();
+      workers[i]->index = i;
+      workers[i]->stackBytes = this->options.fiberStackBytes;
+    }
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(poolMutex);
+      stopping = true;
+    }
+    poolCv.notify_all();
+    for (std::thread &t : threads)
+      t.join();
+    for (auto &m : modules)
+      unregisterGlobals(*m);
+  }
+
+  Error ensureJIT() {
+    if (jit)
+      return Error::success();
+    static std::once_flag once;
+    std::call_once(once, [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+    });
+    auto j = llvm::orc::LLJITBuilder().create();
+    if (!j)
+      return j.takeError();
+    jit = std::move(*j);
+    return Error::success();
+  }
+
+  /// Runtime entry points and float helpers, bound by name.
+  llvm::orc::SymbolMap runtimeSymbols() {
+    llvm::orc::SymbolMap map;
+    auto add = [&](StringRef name, void *addr) {
+      map[jit->mangleAndIntern(name)] = llvm::orc::ExecutorSymbolDef(
+          llvm::orc::ExecutorAddr::fromPtr(addr),
+          llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+    };
+#define WOOLY_RT(name) add(#name, reinterpret_cast<void *>(&name))
+    WOOLY_RT(__wooly_rt_check);
+    WOOLY_RT(__wooly_rt_shared_oob);
+    WOOLY_RT(__wooly_rt_barrier);
+    WOOLY_RT(__wooly_rt_bar_red);
+    WOOLY_RT(__wooly_rt_warp);
+    WOOLY_RT(__wooly_rt_exit);
+    WOOLY_RT(__wooly_rt_trap);
+    WOOLY_RT(__wooly_rt_sreg);
+    WOOLY_RT(__wooly_rt_isspacep);
+    WOOLY_RT(__wooly_rt_nanosleep);
+    WOOLY_RT(__wooly_rt_vprintf);
+#undef WOOLY_RT
+    forEachFloatHelper(
+        [&](const char *name, void *addr) { add(name, addr); });
+    return map;
+  }
+
+  Expected<LoadedModule *> load(std::shared_ptr<const CompiledModule> m) {
+    if (m->target.kind != Target::Kind::Host)
+      return makeError("module compiled for '" + m->target.str() +
+                       "' cannot run on the CPU backend");
+    std::lock_guard<std::mutex> lock(deviceMutex);
+    if (Error e = ensureJIT())
+      return std::move(e);
+    auto impl = std::make_unique<LoadedModuleImpl>();
+    impl->compiled = m;
+    auto jd = jit->createJITDylib("wooly-module-" +
+                                  std::to_string(nextModuleId++));
+    if (!jd)
+      return jd.takeError();
+    impl->dylib = &*jd;
+    if (Error e = impl->dylib->define(
+            llvm::orc::absoluteSymbols(runtimeSymbols())))
+      return std::move(e);
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        jit->getDataLayout().getGlobalPrefix());
+    if (!gen)
+      return gen.takeError();
+    impl->dylib->addGenerator(std::move(*gen));
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
+    if (Error e = jit->addObjectFile(*impl->dylib, std::move(buffer)))
+      return std::move(e);
+    for (const KernelInfo &k : m->kernels) {
+      auto sym = jit->lookup(*impl->dylib, k.symbol);
+      if (!sym)
+        return sym.takeError();
+      impl->kernels[k.name] = sym->toPtr<WoolyKernelFn>();
+    }
+    for (const GlobalInfo &g : m->globals) {
+      auto sym = jit->lookup(*impl->dylib, g.symbol);
+      if (!sym)
+        return sym.takeError();
+      uint64_t addr = sym->getValue();
+      impl->globals[g.name] = {addr, g.size};
+      memory.registerGlobal(addr, g.size, g.name);
+    }
+    modules.push_back(std::move(impl));
+    return reinterpret_cast<LoadedModule *>(modules.back().get());
+  }
+
+  void unregisterGlobals(LoadedModuleImpl &m) {
+    for (auto &g : m.globals)
+      memory.unregisterGlobal(g.second.first);
+  }
+
+  Error unload(LoadedModule *handle) {
+    std::lock_guard<std::mutex> lock(deviceMutex);
+    auto *m = reinterpret_cast<LoadedModuleImpl *>(handle);
+    auto it = llvm::find_if(modules, [&](auto &p) { return p.get() == m; });
+    if (it == modules.end())
+      return makeError("unknown module");
+    unregisterGlobals(*m);
+    if (Error e = jit->getExecutionSession().removeJITDylib(*m->dylib))
+      return e;
+    modules.erase(it);
+    return Error::success();
+  }
+
+  Error launch(LoadedModule *handle, StringRef kernelName,
+               const LaunchConfig &config, llvm::ArrayRef<uint8_t> params) {
+    auto *m = reinterpret_cast<LoadedModuleImpl *>(handle);
+    const KernelInfo *k = m->compiled->findKernel(kernelName);
+    if (!k)
+      return makeError("no kernel named '" + kernelName + "' in the module");
+    auto fail = [&](const llvm::Twine &msg) {
+      return makeError("launch of kernel '" + kernelName + "': " + msg);
+    };
+    uint64_t threads = 1, blocks = 1;
+    for (int i = 0; i < 3; ++i) {
+      if (config.block[i] == 0 || config.grid[i] == 0)
+        return fail("grid and block dimensions must be at least 1");
+      if (config.block[i] > limits.maxBlockDim[i])
+        return fail(llvm::formatv("block dimension {0} is {1}, the limit is "
+                                  "{2}",
+                                  "xyz"[i], config.block[i],
+                                  limits.maxBlockDim[i]));
+      if (config.grid[i] > limits.maxGridDim[i])
+        return fail(llvm::formatv("grid dimension {0} is {1}, the limit is {2}",
+                                  "xyz"[i], config.grid[i],
+                                  limits.maxGridDim[i]));
+      threads *= config.block[i];
+      blocks *= config.grid[i];
+    }
+    if (threads > limits.maxThreadsPerBlock)
+      return fail(llvm::formatv("{0} threads per block, the limit is {1}",
+                                threads, limits.maxThreadsPerBlock));
+    if (k->reqntid[0] && (k->reqntid[0] != config.block[0] ||
+                          k->reqntid[1] != config.block[1] ||
+                          k->reqntid[2] != config.block[2]))
+      return fail(llvm::formatv("the kernel requires a block of {0}x{1}x{2} "
+                                "threads (.reqntid)",
+                                k->reqntid[0], k->reqntid[1], k->reqntid[2]));
+    if (k->maxntid[0] &&
+        threads > uint64_t(k->maxntid[0]) * k->maxntid[1] * k->maxntid[2])
+      return fail(llvm::formatv("{0} threads exceed the kernel's .maxntid "
+                                "{1}x{2}x{3}",
+                                threads, k->maxntid[0], k->maxntid[1],
+                                k->maxntid[2]));
+    uint64_t shared = m->compiled->staticSharedSize + config.dynamicSharedBytes;
+    if (shared > limits.maxSharedBytesPerBlock)
+      return fail(llvm::formatv("{0} bytes of shared memory, the limit is {1}",
+                                shared, limits.maxSharedBytesPerBlock));
+    if (params.size() != k->paramBufferSize)
+      return fail(llvm::formatv("the parameter buffer has {0} bytes, the "
+                                "kernel takes {1} ({2} parameters)",
+                                params.size(), k->paramBufferSize,
+                                k->paramOffsets.size()));
+
+    std::lock_guard<std::mutex> launchLock(launchMutex);
+    // The parameter buffer is copied: the kernel may take its address.
+    std::vector<char> paramCopy(params.begin(), params.end());
+    paramCopy.resize(std::max<size_t>(paramCopy.size(), 1));
+    LaunchState l;
+    l.kernel = k;
+    l.fn = m->kernels.lookup(kernelName);
+    l.config = config;
+    l.totalShared = uint32_t(shared);
+    l.threadsPerBlock = uint32_t(threads);
+    l.numBlocks = blocks;
+    l.numSites = m->compiled->numAccessSites;
+    l.params = paramCopy.data();
+    l.memory = &memory;
+    l.printfSink = &options.printfSink;
+    unsigned useWorkers =
+        unsigned(std::min<uint64_t>(blocks, uint64_t(workers.size())));
+    l.numWorkers = useWorkers;
+    for (unsigned i = 0; i < useWorkers; ++i)
+      workers[i]->launch = &l;
+    runOnPool(useWorkers);
+    for (unsigned i = 0; i < useWorkers; ++i)
+      workers[i]->launch = nullptr;
+    if (l.failed.load())
+      return makeError(l.error);
+    return Error::success();
+  }
+
+  /// Runs `runWorker` on workers [0, n): worker 0 on the calling thread,
+  /// the others on pool threads.
+  void runOnPool(unsigned n) {
+    if (n > 1) {
+      std::unique_lock<std::mutex> lock(poolMutex);
+      while (threads.size() < workers.size() - 1) {
+        unsigned idx = unsigned(threads.size()) + 1;
+        threads.emplace_back([this, idx] { poolLoop(idx); });
+      }
+      active = n - 1;
+      ++generation;
+      lock.unlock();
+      poolCv.notify_all();
+    }
+    runWorker(*workers[0]);
+    if (n > 1) {
+      std::unique_lock<std::mutex> lock(poolMutex);
+      doneCv.wait(lock, [&] { return active == 0; });
+    }
+  }
+
+  void poolLoop(unsigned idx) {
+    uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(poolMutex);
+      poolCv.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping)
+        return;
+      seen = generation;
+      bool mine = workers[idx]->launch != nullptr;
+      lock.unlock();
+      if (!mine)
+        continue;
+      runWorker(*workers[idx]);
+      lock.lock();
+      if (--active == 0)
+        doneCv.notify_all();
+    }
+  }
+
+  Options options;
+  DeviceLimits limits;
+  DeviceMemory memory;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::vector<std::unique_ptr<LoadedModuleImpl>> modules;
+  uint64_t nextModuleId = 0;
+  std::mutex deviceMutex, launchMutex;
+  std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<std::thread> threads;
+  std::mutex poolMutex;
+  std::condition_variable poolCv, doneCv;
+  uint64_t generation = 0;
+  unsigned active = 0;
+  bool stopping = false;
+};
+
+CpuDevice::CpuDevice() : CpuDevice(Options()) {}
+CpuDevice::CpuDevice(Options options)
+    : impl(std::make_unique<Impl>(std::move(options))) {}
+CpuDevice::~CpuDevice() = default;
+
+DeviceMemory &CpuDevice::memory() { return impl->memory; }
+const DeviceLimits &CpuDevice::limits() const { return impl->limits; }
+
+Expected<LoadedModule *>
+CpuDevice::loadModule(std::shared_ptr<const CompiledModule> module) {
+  return impl->load(std::move(module));
+}
+
+Error CpuDevice::unloadModule(LoadedModule *module) {
+  return impl->unload(module);
+}
+
+const CompiledModule &CpuDevice::compiled(const LoadedModule *module) const {
+  return *reinterpret_cast<const LoadedModuleImpl *>(module)->compiled;
+}
+
+Expected<std::pair<uint64_t, uint64_t>>
+CpuDevice::globalAddress(LoadedModule *module, StringRef name) {
+  auto *m = reinterpret_cast<LoadedModuleImpl *>(module);
+  auto it = m->globals.find(name);
+  if (it == m->globals.end())
+    return makeError("no global variable named '" + name + "' in the module");
+  return it->second;
+}
+
+Error CpuDevice::launch(LoadedModule *module, StringRef kernel,
+                        const LaunchConfig &config,
+                        llvm::ArrayRef<uint8_t> params) {
+  return impl->launch(module, kernel, config, params);
+}

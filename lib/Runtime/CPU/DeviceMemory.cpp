@@ -1,0 +1,163 @@
+//===- DeviceMemory.cpp - Device memory of the CPU backend --------*- C++ -*-===//
+
+#include "Wooly/Runtime/CPU/DeviceMemory.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+using namespace wooly::cpu;
+using llvm::Error;
+
+static Error makeError(const llvm::Twine &msg) {
+  return llvm::make_error<llvm::StringError>(msg,
+                                             llvm::inconvertibleErrorCode());
+}
+
+static std::string hex(uint64_t v) {
+  return llvm::formatv("{0:x}", v).str();
+}
+
+DeviceMemory::~DeviceMemory() {
+  for (auto &[base, a] : allocations)
+    if (!a.moduleGlobal)
+      std::free(reinterpret_cast<void *>(base));
+}
+
+llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size) {
+  if (size == 0)
+    return makeError("cannot allocate 0 bytes");
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex);
+    if (size > limit || inUse > limit - size)
+      return makeError("out of device memory: " + llvm::Twine(size) +
+                       " bytes requested, " + llvm::Twine(inUse) + " of " +
+                       llvm::Twine(limit) + " in use");
+  }
+  uint64_t rounded = (size + 255) & ~uint64_t(255);
+  if (rounded < size)
+    return makeError("allocation size overflows");
+  void *p = std::aligned_alloc(256, rounded);
+  if (!p)
+    return makeError("out of host memory allocating " + llvm::Twine(size) +
+                     " bytes");
+  std::memset(p, 0, rounded);
+  uint64_t base = reinterpret_cast<uint64_t>(p);
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  allocations[base] = Allocation{base, size, false, ""};
+  inUse += size;
+  return base;
+}
+
+Error DeviceMemory::free(uint64_t addr) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(addr);
+  if (it == allocations.end() || it->second.moduleGlobal)
+    return makeError("free of 0x" + hex(addr) +
+                     ", which is not the base of a live allocation");
+  inUse -= it->second.size;
+  allocations.erase(it);
+  lock.unlock();
+  std::free(reinterpret_cast<void *>(addr));
+  return Error::success();
+}
+
+void DeviceMemory::registerGlobal(uint64_t base, uint64_t size,
+                                  std::string name) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  allocations[base] = Allocation{base, size, true, std::move(name)};
+}
+
+void DeviceMemory::unregisterGlobal(uint64_t base) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  allocations.erase(base);
+}
+
+std::optional<Allocation> DeviceMemory::find(uint64_t addr,
+                                             uint64_t size) const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.upper_bound(addr);
+  if (it == allocations.begin())
+    return std::nullopt;
+  --it;
+  const Allocation &a = it->second;
+  uint64_t off = addr - a.base;
+  if (off < a.size && size <= a.size - off)
+    return a;
+  // A zero-size module global still owns its base address.
+  if (size == 0 && off == 0)
+    return a;
+  return std::nullopt;
+}
+
+std::optional<Allocation> DeviceMemory::nearest(uint64_t addr) const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  if (allocations.empty())
+    return std::nullopt;
+  auto it = allocations.upper_bound(addr);
+  std::optional<Allocation> best;
+  uint64_t bestDist = UINT64_MAX;
+  if (it != allocations.end()) {
+    best = it->second;
+    bestDist = it->second.base - addr;
+  }
+  if (it != allocations.begin()) {
+    --it;
+    uint64_t end = it->second.base + it->second.size;
+    uint64_t d = addr >= end ? addr - end : 0;
+    if (d <= bestDist)
+      best = it->second;
+  }
+  return best;
+}
+
+uint64_t DeviceMemory::bytesInUse() const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  return inUse;
+}
+
+Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
+                               const char *what) const {
+  if (size == 0)
+    return Error::success();
+  if (find(addr, size))
+    return Error::success();
+  return makeError(llvm::Twine(what) + " of " + llvm::Twine(size) +
+                   " bytes at device address 0x" + hex(addr) +
+                   " is outside every live allocation");
+}
+
+Error DeviceMemory::copyToDevice(uint64_t dst, const void *src,
+                                 uint64_t size) {
+  if (Error e = checkRange(dst, size, "copy to device"))
+    return e;
+  std::memcpy(reinterpret_cast<void *>(dst), src, size);
+  return Error::success();
+}
+
+Error DeviceMemory::copyFromDevice(void *dst, uint64_t src, uint64_t size) {
+  if (Error e = checkRange(src, size, "copy from device"))
+    return e;
+  std::memcpy(dst, reinterpret_cast<const void *>(src), size);
+  return Error::success();
+}
+
+Error DeviceMemory::copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                       uint64_t size) {
+  if (Error e = checkRange(src, size, "device-to-device copy source"))
+    return e;
+  if (Error e = checkRange(dst, size, "device-to-device copy destination"))
+    return e;
+  std::memmove(reinterpret_cast<void *>(dst),
+               reinterpret_cast<const void *>(src), size);
+  return Error::success();
+}
+
+Error DeviceMemory::memset(uint64_t dst, uint8_t value, uint64_t size) {
+  if (Error e = checkRange(dst, size, "memset"))
+    return e;
+  std::memset(reinterpret_cast<void *>(dst), value, size);
+  return Error::success();
+}

@@ -1,0 +1,139 @@
+//===- Fiber.cpp - Minimal stackful coroutines for GPU threads ---*- C++ -*-===//
+
+#include "Fiber.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <utility>
+
+using namespace wooly::cpu;
+
+#if defined(__x86_64__)
+extern "C" void wooly_fiber_switch(void **save, void *next);
+extern "C" void wooly_fiber_trampoline();
+
+// Saves rbp, rbx, r12-r15, MXCSR and the x87 control word on the current
+// stack, stores the stack pointer in *save, loads `next` and restores the
+// same from there. A new fiber's stack is laid out so that the restore pops
+// `arg` into r12 and `entry` into r13 and "returns" into the trampoline.
+asm(R"(
+  .text
+  .globl wooly_fiber_switch
+  .type wooly_fiber_switch,@function
+wooly_fiber_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size wooly_fiber_switch, .-wooly_fiber_switch
+
+  .globl wooly_fiber_trampoline
+  .type wooly_fiber_trampoline,@function
+wooly_fiber_trampoline:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size wooly_fiber_trampoline, .-wooly_fiber_trampoline
+)");
+
+void wooly::cpu::fiberInit(FiberContext &ctx, char *stack, size_t size,
+                           void (*entry)(void *), void *arg) {
+  uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + size) & ~uintptr_t(15);
+  // After the switch pops 8 + 6 * 8 bytes and returns, rsp = top - 16, so
+  // the trampoline's call enters `entry` with the ABI's alignment.
+  auto *sp = reinterpret_cast<uint64_t *>(top - 80);
+  uint32_t mxcsr;
+  uint16_t fpcw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpcw));
+  std::memset(sp, 0, 80);
+  std::memcpy(reinterpret_cast<char *>(sp), &mxcsr, 4);
+  std::memcpy(reinterpret_cast<char *>(sp) + 4, &fpcw, 2);
+  sp[1] = 0;                                             // r15
+  sp[2] = 0;                                             // r14
+  sp[3] = reinterpret_cast<uint64_t>(entry);             // r13
+  sp[4] = reinterpret_cast<uint64_t>(arg);               // r12
+  sp[5] = 0;                                             // rbx
+  sp[6] = 0;                                             // rbp
+  sp[7] = reinterpret_cast<uint64_t>(&wooly_fiber_trampoline);
+  ctx.sp = sp;
+}
+
+void wooly::cpu::fiberSwitch(FiberContext &from, FiberContext &to) {
+  wooly_fiber_switch(&from.sp, to.sp);
+}
+#else
+namespace {
+void ucontextEntry(unsigned lo, unsigned hi, unsigned alo, unsigned ahi) {
+  auto entry = reinterpret_cast<void (*)(void *)>(uintptr_t(lo) |
+                                                  uintptr_t(hi) << 32);
+  void *arg = reinterpret_cast<void *>(uintptr_t(alo) | uintptr_t(ahi) << 32);
+  entry(arg);
+  std::abort();
+}
+} // namespace
+
+void wooly::cpu::fiberInit(FiberContext &ctx, char *stack, size_t size,
+                           void (*entry)(void *), void *arg) {
+  getcontext(&ctx.uc);
+  ctx.uc.uc_stack.ss_sp = stack;
+  ctx.uc.uc_stack.ss_size = size;
+  ctx.uc.uc_link = nullptr;
+  uintptr_t e = reinterpret_cast<uintptr_t>(entry);
+  uintptr_t a = reinterpret_cast<uintptr_t>(arg);
+  makecontext(&ctx.uc, reinterpret_cast<void (*)()>(&ucontextEntry), 4,
+              unsigned(e), unsigned(e >> 32), unsigned(a), unsigned(a >> 32));
+}
+
+void wooly::cpu::fiberSwitch(FiberContext &from, FiberContext &to) {
+  swapcontext(&from.uc, &to.uc);
+}
+#endif
+
+FiberStack::FiberStack(size_t bytes) {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  usableBytes = (bytes + page - 1) / page * page;
+  mappingBytes = usableBytes + page;
+  void *p = mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    throw std::bad_alloc();
+  mapping = static_cast<char *>(p);
+  mprotect(mapping, page, PROT_NONE); // Guard page: overflow faults.
+  usable = mapping + page;
+}
+
+FiberStack::FiberStack(FiberStack &&o) noexcept { *this = std::move(o); }
+
+FiberStack &FiberStack::operator=(FiberStack &&o) noexcept {
+  std::swap(mapping, o.mapping);
+  std::swap(mappingBytes, o.mappingBytes);
+  std::swap(usable, o.usable);
+  std::swap(usableBytes, o.usableBytes);
+  return *this;
+}
+
+FiberStack::~FiberStack() {
+  if (mapping)
+    munmap(mapping, mappingBytes);
+}

@@ -1,0 +1,255 @@
+//===- wooly-conformance.cpp - Run the ZLUDA PTX conformance suite -*- C++ -*-===//
+//
+// Runs every test of a ZLUDA-style suite (a folder with `expected.json` and
+// `ptx/`, see its README) on the CPU backend, following the suite's rules:
+// zeroed output buffer, input copied in, arguments (input, output) as device
+// pointers (both the output for warp tests), one block of `block_dim_x`
+// threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
+// the output. Prints each failure and `N passed, N failed, N skipped`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Runtime/CPU/CpuDevice.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace wooly;
+using namespace wooly::cpu;
+using llvm::StringRef;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory cat("wooly-conformance options");
+static cl::opt<std::string> suiteDir(cl::Positional, cl::Required,
+                                     cl::desc("<suite folder>"), cl::cat(cat));
+static cl::opt<std::string>
+    filter("filter", cl::desc("Only run tests whose name matches this regex"),
+           cl::cat(cat));
+static cl::opt<bool> verbose("v", cl::desc("Print every test's result"),
+                             cl::cat(cat));
+static cl::opt<bool> variant32("ptx32",
+                               cl::desc("Run the 32-bit-address variants "
+                                        "(ptx32/) instead"),
+                               cl::cat(cat));
+
+namespace {
+unsigned typeBytes(StringRef t) {
+  if (t == "u8")
+    return 1;
+  if (t == "u16" || t == "i16" || t == "f16")
+    return 2;
+  if (t == "u32" || t == "i32" || t == "f32")
+    return 4;
+  if (t == "u64" || t == "i64" || t == "f64")
+    return 8;
+  return 0;
+}
+
+/// Parses the `*_hex` strings into little-endian bytes.
+bool hexElements(const llvm::json::Array *arr, unsigned bytes,
+                 std::vector<uint8_t> &out) {
+  if (!arr)
+    return false;
+  for (const llvm::json::Value &v : *arr) {
+    auto s = v.getAsString();
+    if (!s)
+      return false;
+    uint64_t x;
+    StringRef t = *s;
+    t.consume_front("0x");
+    if (t.getAsInteger(16, x))
+      return false;
+    for (unsigned i = 0; i < bytes; ++i)
+      out.push_back(uint8_t(x >> (8 * i)));
+  }
+  return true;
+}
+
+std::string elemHex(const uint8_t *p, unsigned bytes) {
+  uint64_t x = 0;
+  for (unsigned i = 0; i < bytes; ++i)
+    x |= uint64_t(p[i]) << (8 * i);
+  return llvm::formatv("{0:x}", x).str();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(cat);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "wooly-conformance: run a ZLUDA-style PTX "
+                              "conformance suite on the CPU backend\n");
+  llvm::SmallString<256> jsonPath(suiteDir);
+  llvm::sys::path::append(jsonPath, "expected.json");
+  auto buf = llvm::MemoryBuffer::getFile(jsonPath);
+  if (!buf) {
+    llvm::errs() << "error: cannot read " << jsonPath << ": "
+                 << buf.getError().message() << '\n';
+    return 2;
+  }
+  auto json = llvm::json::parse((*buf)->getBuffer());
+  if (!json || !json->getAsObject()) {
+    llvm::errs() << "error: " << jsonPath << " is not a JSON object\n";
+    if (!json)
+      llvm::consumeError(json.takeError());
+    return 2;
+  }
+  std::optional<llvm::Regex> re;
+  if (!filter.empty())
+    re.emplace(filter);
+
+  // Tests in name order, so that the output is stable.
+  std::vector<std::string> names;
+  for (auto &kv : *json->getAsObject())
+    names.push_back(kv.first.str());
+  llvm::sort(names);
+
+  CpuDevice device;
+  Target host = llvm::cantFail(Target::parse("host"));
+  unsigned passed = 0, failed = 0, skipped = 0;
+  for (const std::string &name : names) {
+    if (re && !re->match(name))
+      continue;
+    const llvm::json::Object &t = *json->getAsObject()->getObject(name);
+    auto report = [&](StringRef what) {
+      ++failed;
+      llvm::outs() << "FAIL " << name << ": " << what << '\n';
+    };
+    if (!t.getBoolean("enabled").value_or(false)) {
+      ++skipped;
+      if (verbose)
+        llvm::outs() << "SKIP " << name << ": "
+                     << t.getString("disabled_reason").value_or("disabled")
+                     << '\n';
+      continue;
+    }
+    StringRef rel = variant32 ? t.getString("ptx_32bit").value_or("")
+                              : t.getString("ptx").value_or("");
+    if (rel.empty()) {
+      if (variant32)
+        continue; // No 32-bit variant.
+      report("no ptx file");
+      continue;
+    }
+    llvm::SmallString<256> ptxPath(suiteDir);
+    llvm::sys::path::append(ptxPath, rel);
+    auto ptx = llvm::MemoryBuffer::getFile(ptxPath);
+    if (!ptx) {
+      report("cannot read " + ptxPath.str().str());
+      continue;
+    }
+    CompileInput input;
+    input.text = (*ptx)->getBuffer().str();
+    input.name = ptxPath.str().str();
+    auto compiled = compile(input, host, CompileOptions());
+    if (!compiled) {
+      std::string msg = llvm::toString(compiled.takeError());
+      report("compile error: " + StringRef(msg).split('\n').first.str());
+      continue;
+    }
+    auto module = std::make_shared<const CompiledModule>(std::move(*compiled));
+    auto loaded = device.loadModule(module);
+    if (!loaded) {
+      report("load error: " + llvm::toString(loaded.takeError()));
+      continue;
+    }
+    auto unload = llvm::make_scope_exit([&] {
+      llvm::consumeError(device.unloadModule(*loaded));
+    });
+    StringRef kernel = t.getString("kernel").value_or(name);
+    const KernelInfo *k = module->findKernel(kernel);
+    if (!k) {
+      report("no kernel '" + kernel.str() + "'");
+      continue;
+    }
+    unsigned inBytes = typeBytes(t.getString("input_type").value_or(""));
+    unsigned outBytes = typeBytes(t.getString("output_type").value_or(""));
+    std::vector<uint8_t> in, expected;
+    bool hasInput = t.getArray("input_hex") != nullptr;
+    if ((hasInput && !hexElements(t.getArray("input_hex"), inBytes, in)) ||
+        !outBytes ||
+        !hexElements(t.getArray("output_hex"), outBytes, expected)) {
+      report("malformed expected.json entry");
+      continue;
+    }
+    DeviceMemory &mem = device.memory();
+    auto outAddr = mem.allocate(std::max<size_t>(expected.size(), 1));
+    uint64_t inAddr = 0;
+    if (!outAddr) {
+      report(llvm::toString(outAddr.takeError()));
+      continue;
+    }
+    if (hasInput && !in.empty()) {
+      auto a = mem.allocate(in.size());
+      if (!a) {
+        report(llvm::toString(a.takeError()));
+        continue;
+      }
+      inAddr = *a;
+      llvm::cantFail(mem.copyToDevice(inAddr, in.data(), in.size()));
+    } else {
+      inAddr = *outAddr;
+    }
+    auto freeAll = llvm::make_scope_exit([&] {
+      llvm::consumeError(mem.free(*outAddr));
+      if (inAddr != *outAddr)
+        llvm::consumeError(mem.free(inAddr));
+    });
+    // Arguments: (input, output); warp kernels often take only the output.
+    std::vector<uint8_t> params(k->paramBufferSize, 0);
+    uint64_t ptrs[2] = {inAddr, *outAddr};
+    if (k->paramOffsets.size() == 1)
+      ptrs[0] = *outAddr;
+    bool badParams = false;
+    for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
+      if (i >= 2 || k->paramSizes[i] != 8) {
+        badParams = true;
+        break;
+      }
+      std::memcpy(params.data() + k->paramOffsets[i], &ptrs[i], 8);
+    }
+    if (badParams) {
+      report("kernel parameters are not one or two 64-bit pointers");
+      continue;
+    }
+    LaunchConfig config;
+    config.block[0] = uint32_t(t.getInteger("block_dim_x").value_or(1));
+    config.dynamicSharedBytes = 1024;
+    if (auto e = device.launch(*loaded, kernel, config, params)) {
+      report("launch error: " + llvm::toString(std::move(e)));
+      continue;
+    }
+    std::vector<uint8_t> got(expected.size());
+    llvm::cantFail(mem.copyFromDevice(got.data(), *outAddr, got.size()));
+    size_t bad = expected.size();
+    for (size_t i = 0; i < expected.size(); i += outBytes)
+      if (std::memcmp(&got[i], &expected[i], outBytes)) {
+        bad = i;
+        break;
+      }
+    if (bad != expected.size()) {
+      report(llvm::formatv("element {0}: got 0x{1}, expected 0x{2}",
+                           bad / outBytes, elemHex(&got[bad], outBytes),
+                           elemHex(&expected[bad], outBytes))
+                 .str());
+      continue;
+    }
+    ++passed;
+    if (verbose)
+      llvm::outs() << "PASS " << name << '\n';
+  }
+  llvm::outs() << passed << " passed, " << failed << " failed, " << skipped
+               << " skipped\n";
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,446 @@
+//===- wooly-run.cpp - Run one kernel by hand ---------------------*- C++ -*-===//
+//
+// Compiles a PTX or Wooly file for a backend, creates the buffers and
+// scalars named by `--arg`, launches one kernel and prints (or saves) the
+// buffers afterwards. Example:
+//
+//   wooly-run saxpy.ptx --kernel=saxpy --grid=4 --block=256
+//       --arg=n:u32:1024 --arg=a:f32:2.0 --arg=x:f32[1024]:random:seed=1
+//       --arg=y:f32[1024]:zero --print=y
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Runtime/CPU/CpuDevice.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+using namespace wooly;
+using namespace wooly::cpu;
+using llvm::StringRef;
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory runCat("wooly-run options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<input .ptx or .mlir file>"),
+                                      cl::cat(runCat));
+static cl::opt<std::string>
+    kernelName("kernel", cl::desc("Kernel to launch (default: the only one)"),
+               cl::cat(runCat));
+static cl::opt<std::string>
+    backend("backend", cl::init("cpu"),
+            cl::desc("Where to run: cpu (the embedded CPU backend) or cuda"),
+            cl::cat(runCat));
+static cl::opt<std::string> gridOpt("grid", cl::init("1"),
+                                    cl::desc("Grid size: X[,Y[,Z]]"),
+                                    cl::cat(runCat));
+static cl::opt<std::string> blockOpt("block", cl::init("1"),
+                                     cl::desc("Block size: X[,Y[,Z]]"),
+                                     cl::cat(runCat));
+static cl::opt<unsigned>
+    sharedOpt("shared", cl::init(0),
+              cl::desc("Bytes of dynamic shared memory per block"),
+              cl::cat(runCat));
+static cl::list<std::string> argOpts(
+    "arg",
+    cl::desc("A kernel argument, in parameter order:\n"
+             "  NAME:TYPE:VALUE          a scalar (u8..u64, s8..s64, f32, "
+             "f64, b32, b64)\n"
+             "  NAME:TYPE[COUNT]:INIT    a buffer of COUNT elements, passed "
+             "by address;\n"
+             "                           INIT is zero, random[:seed=N], "
+             "iota, fill=V or file=PATH"),
+    cl::cat(runCat));
+static cl::list<std::string>
+    printOpts("print",
+              cl::desc("Print this buffer after the launch (default: all)"),
+              cl::cat(runCat));
+static cl::list<std::string>
+    saveOpts("save", cl::desc("NAME=PATH: write the buffer's bytes to PATH"),
+             cl::cat(runCat));
+static cl::opt<unsigned> printLimit("print-limit", cl::init(32),
+                                    cl::desc("Elements printed per buffer (0: "
+                                             "all)"),
+                                    cl::cat(runCat));
+static cl::opt<unsigned> workers("workers", cl::init(0),
+                                 cl::desc("CPU worker threads (0: one per "
+                                          "core)"),
+                                 cl::cat(runCat));
+static cl::opt<unsigned> repeat("repeat", cl::init(1),
+                                cl::desc("Launch the kernel N times"),
+                                cl::cat(runCat));
+static cl::opt<bool> timing("time", cl::desc("Print compile and run times"),
+                            cl::cat(runCat));
+static cl::opt<bool> noChecks("no-bounds-checks",
+                              cl::desc("Compile without memory-access checks"),
+                              cl::cat(runCat));
+
+namespace {
+struct ElemType {
+  char kind; // 'u', 's', 'f', 'b'
+  unsigned bytes;
+};
+
+llvm::Expected<ElemType> parseType(StringRef t) {
+  ElemType e{t.empty() ? '?' : t[0], 0};
+  unsigned bits;
+  if (t.size() < 2 || !StringRef("usfb").contains(e.kind) ||
+      t.drop_front().getAsInteger(10, bits) ||
+      !(bits == 8 || bits == 16 || bits == 32 || bits == 64) ||
+      (e.kind == 'f' && bits == 8))
+    return llvm::createStringError("unknown element type '" + t +
+                                   "' (u8..u64, s8..s64, b8..b64, f16, f32, "
+                                   "f64)");
+  e.bytes = bits / 8;
+  return e;
+}
+
+/// Encodes `text` as an element of type `e` into `out` (little-endian).
+bool encode(ElemType e, StringRef text, uint8_t *out) {
+  uint64_t bits = 0;
+  if (e.kind == 'f') {
+    double d;
+    if (text.getAsDouble(d))
+      return false;
+    if (e.bytes == 8)
+      std::memcpy(&bits, &d, 8);
+    else if (e.bytes == 4) {
+      float f = float(d);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      bits = b;
+    } else {
+      // f16: via float, round to nearest even.
+      float f = float(d);
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff,
+               man = x & 0x7fffff;
+      uint16_t h;
+      if (exp == 0xff)
+        h = uint16_t(sign | 0x7c00 | (man ? 0x200 : 0));
+      else {
+        int e16 = int(exp) - 127 + 15;
+        if (e16 >= 31)
+          h = uint16_t(sign | 0x7c00);
+        else if (e16 <= 0) {
+          if (e16 < -10)
+            h = uint16_t(sign);
+          else {
+            uint32_t m = man | 0x800000;
+            unsigned shift = unsigned(14 - e16);
+            uint32_t r = m >> shift, rem = m & ((1u << shift) - 1),
+                     half = 1u << (shift - 1);
+            if (rem > half || (rem == half && (r & 1)))
+              ++r;
+            h = uint16_t(sign | r);
+          }
+        } else {
+          uint32_t r = man >> 13, rem = man & 0x1fff;
+          uint32_t v = (uint32_t(e16) << 10) | r;
+          if (rem > 0x1000 || (rem == 0x1000 && (v & 1)))
+            ++v;
+          h = uint16_t(sign | v);
+        }
+      }
+      bits = h;
+    }
+  } else {
+    int64_t s;
+    uint64_t u;
+    if (!text.getAsInteger(0, u))
+      bits = u;
+    else if (!text.getAsInteger(0, s))
+      bits = uint64_t(s);
+    else
+      return false;
+  }
+  std::memcpy(out, &bits, e.bytes);
+  return true;
+}
+
+std::string formatElem(ElemType e, const uint8_t *p) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, p, e.bytes);
+  if (e.kind == 'f' && e.bytes == 4) {
+    float f;
+    uint32_t b = uint32_t(bits);
+    std::memcpy(&f, &b, 4);
+    return llvm::formatv("{0}", f).str();
+  }
+  if (e.kind == 'f' && e.bytes == 8) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return llvm::formatv("{0}", d).str();
+  }
+  if (e.kind == 's') {
+    int64_t v = int64_t(bits << (64 - 8 * e.bytes)) >> (64 - 8 * e.bytes);
+    return std::to_string(v);
+  }
+  if (e.kind == 'u')
+    return std::to_string(bits);
+  return "0x" + llvm::utohexstr(bits);
+}
+
+/// One `--arg`.
+struct Arg {
+  std::string name;
+  ElemType type;
+  bool buffer = false;
+  uint64_t count = 0;
+  std::vector<uint8_t> bytes; // Scalar value or initial buffer contents.
+  uint64_t device = 0;
+};
+
+llvm::Expected<Arg> parseArg(StringRef spec) {
+  Arg a;
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError("--arg=" + spec + ": " + why);
+  };
+  auto [name, rest] = spec.split(':');
+  auto [typeText, init] = rest.split(':');
+  if (name.empty() || typeText.empty())
+    return fail("expected NAME:TYPE:VALUE or NAME:TYPE[COUNT]:INIT");
+  a.name = name.str();
+  StringRef base = typeText;
+  if (size_t lb = typeText.find('['); lb != StringRef::npos) {
+    if (!typeText.ends_with("]"))
+      return fail("missing ']'");
+    base = typeText.take_front(lb);
+    if (typeText.slice(lb + 1, typeText.size() - 1).getAsInteger(0, a.count) ||
+        a.count == 0)
+      return fail("bad element count");
+    a.buffer = true;
+  }
+  auto t = parseType(base);
+  if (!t)
+    return fail(llvm::toString(t.takeError()));
+  a.type = *t;
+  if (!a.buffer) {
+    a.bytes.resize(a.type.bytes);
+    if (!encode(a.type, init, a.bytes.data()))
+      return fail("bad value '" + init + "'");
+    return a;
+  }
+  a.bytes.assign(a.count * a.type.bytes, 0);
+  auto [mode, modeArg] = init.split(':');
+  if (init.empty() || mode == "zero")
+    return a;
+  if (mode == "random") {
+    uint64_t seed = 1;
+    if (modeArg.consume_front("seed=") && modeArg.getAsInteger(0, seed))
+      return fail("bad seed");
+    std::mt19937_64 rng(seed);
+    for (uint64_t i = 0; i < a.count; ++i) {
+      uint8_t *p = a.bytes.data() + i * a.type.bytes;
+      if (a.type.kind == 'f') {
+        // Uniform in [-1, 1): finite values of every type.
+        double d = double(rng() >> 11) / double(1ull << 53) * 2.0 - 1.0;
+        encode(a.type, llvm::formatv("{0:e17}", d).str(), p);
+      } else {
+        uint64_t v = rng();
+        std::memcpy(p, &v, a.type.bytes);
+      }
+    }
+    return a;
+  }
+  if (mode == "iota") {
+    for (uint64_t i = 0; i < a.count; ++i)
+      encode(a.type, std::to_string(i), a.bytes.data() + i * a.type.bytes);
+    return a;
+  }
+  if (mode.consume_front("fill=")) {
+    for (uint64_t i = 0; i < a.count; ++i)
+      if (!encode(a.type, mode, a.bytes.data() + i * a.type.bytes))
+        return fail("bad fill value");
+    return a;
+  }
+  if (mode.consume_front("file=")) {
+    auto buf = llvm::MemoryBuffer::getFile(mode);
+    if (!buf)
+      return fail("cannot read '" + mode + "': " + buf.getError().message());
+    size_t n = std::min<size_t>((*buf)->getBufferSize(), a.bytes.size());
+    std::memcpy(a.bytes.data(), (*buf)->getBufferStart(), n);
+    return a;
+  }
+  return fail("unknown initialiser '" + init +
+              "' (zero, random[:seed=N], iota, fill=V, file=PATH)");
+}
+
+bool parseDims(StringRef text, std::array<uint32_t, 3> &dims) {
+  llvm::SmallVector<StringRef> parts;
+  text.split(parts, ',');
+  if (parts.empty() || parts.size() > 3)
+    return false;
+  dims = {1, 1, 1};
+  for (auto [i, p] : llvm::enumerate(parts))
+    if (p.trim().getAsInteger(0, dims[i]))
+      return false;
+  return true;
+}
+
+int fail(const llvm::Twine &msg) {
+  llvm::WithColor::error(llvm::errs(), "wooly-run") << msg << '\n';
+  return 1;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runCat);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "wooly-run: compile a PTX or Wooly file and run one of its kernels\n\n"
+      "Buffers are allocated in device memory and passed by address; "
+      "scalars by value,\nin the order of the --arg options (which must "
+      "match the kernel's parameters).\nAfter the launch the buffers are "
+      "printed (or saved with --save).\n");
+
+  if (backend != "cpu")
+    return fail("backend '" + backend +
+                "' is not supported yet (only 'cpu' is)");
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buf)
+    return fail("cannot read '" + inputFile + "': " + buf.getError().message());
+  CompileInput input;
+  input.text = (*buf)->getBuffer().str();
+  input.name = inputFile;
+  input.kind = StringRef(inputFile).ends_with(".mlir")
+                   ? CompileInput::Kind::MLIR
+                   : CompileInput::Kind::PTX;
+  CompileOptions options;
+  options.boundsChecks = !noChecks;
+  auto target = Target::parse("host");
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto compiled = compile(input, *target, options);
+  if (!compiled) {
+    llvm::errs() << llvm::toString(compiled.takeError()) << '\n';
+    return 1;
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  auto module = std::make_shared<const CompiledModule>(std::move(*compiled));
+
+  std::string kernel = kernelName;
+  if (kernel.empty()) {
+    if (module->kernels.size() != 1)
+      return fail(llvm::formatv("the module has {0} kernels; choose one with "
+                                "--kernel",
+                                module->kernels.size()));
+    kernel = module->kernels[0].name;
+  }
+  const KernelInfo *info = module->findKernel(kernel);
+  if (!info)
+    return fail("no kernel named '" + kernel + "' in " + inputFile);
+
+  std::vector<Arg> args;
+  for (const std::string &spec : argOpts) {
+    auto a = parseArg(spec);
+    if (!a)
+      return fail(llvm::toString(a.takeError()));
+    args.push_back(std::move(*a));
+  }
+  if (args.size() != info->paramOffsets.size())
+    return fail(llvm::formatv("kernel '{0}' takes {1} parameters, {2} --arg "
+                              "given",
+                              kernel, info->paramOffsets.size(), args.size()));
+
+  CpuDevice::Options devOptions;
+  devOptions.workers = workers;
+  CpuDevice device(devOptions);
+  auto loaded = device.loadModule(module);
+  if (!loaded)
+    return fail(llvm::toString(loaded.takeError()));
+  auto t2 = std::chrono::steady_clock::now();
+
+  std::vector<uint8_t> params(info->paramBufferSize, 0);
+  for (auto [i, a] : llvm::enumerate(args)) {
+    uint64_t size = info->paramSizes[i];
+    const uint8_t *src = a.bytes.data();
+    uint64_t n = a.bytes.size();
+    if (a.buffer) {
+      auto addr = device.memory().allocate(a.bytes.size());
+      if (!addr)
+        return fail(llvm::toString(addr.takeError()));
+      a.device = *addr;
+      if (auto e = device.memory().copyToDevice(a.device, a.bytes.data(),
+                                                a.bytes.size()))
+        return fail(llvm::toString(std::move(e)));
+      src = reinterpret_cast<const uint8_t *>(&a.device);
+      n = 8;
+    }
+    if (n != size)
+      return fail(llvm::formatv("--arg {0} has {1} bytes, parameter {2} of "
+                                "'{3}' has {4}",
+                                a.name, n, i, kernel, size));
+    std::memcpy(params.data() + info->paramOffsets[i], src, n);
+  }
+
+  LaunchConfig config;
+  if (!parseDims(gridOpt, config.grid))
+    return fail("bad --grid '" + gridOpt + "'");
+  if (!parseDims(blockOpt, config.block))
+    return fail("bad --block '" + blockOpt + "'");
+  config.dynamicSharedBytes = sharedOpt;
+
+  auto t3 = std::chrono::steady_clock::now();
+  for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r)
+    if (auto e = device.launch(*loaded, kernel, config, params))
+      return fail(llvm::toString(std::move(e)));
+  auto t4 = std::chrono::steady_clock::now();
+
+  for (Arg &a : args) {
+    if (!a.buffer)
+      continue;
+    if (auto e = device.memory().copyFromDevice(a.bytes.data(), a.device,
+                                                a.bytes.size()))
+      return fail(llvm::toString(std::move(e)));
+  }
+  for (const std::string &s : saveOpts) {
+    auto [name, path] = StringRef(s).split('=');
+    auto it = llvm::find_if(args, [&](const Arg &a) { return a.name == name; });
+    if (it == args.end() || !it->buffer)
+      return fail("--save: no buffer named '" + name + "'");
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    if (ec)
+      return fail("cannot write '" + path + "': " + ec.message());
+    out.write(reinterpret_cast<const char *>(it->bytes.data()),
+              it->bytes.size());
+  }
+  for (const Arg &a : args) {
+    if (!a.buffer)
+      continue;
+    if (!printOpts.empty() && !llvm::is_contained(printOpts, a.name))
+      continue;
+    llvm::outs() << a.name << ':';
+    uint64_t n = printLimit ? std::min<uint64_t>(printLimit, a.count) : a.count;
+    for (uint64_t i = 0; i < n; ++i)
+      llvm::outs() << ' ' << formatElem(a.type, a.bytes.data() + i * a.type.bytes);
+    if (n < a.count)
+      llvm::outs() << " ... (" << a.count << " elements)";
+    llvm::outs() << '\n';
+  }
+  if (timing) {
+    using ms = std::chrono::duration<double, std::milli>;
+    llvm::errs() << llvm::formatv("compile {0:f2} ms, load {1:f2} ms, run "
+                                  "{2:f3} ms per launch\n",
+                                  ms(t1 - t0).count(), ms(t2 - t1).count(),
+                                  ms(t4 - t3).count() / std::max(1u, unsigned(repeat)));
+  }
+  return 0;
+}
