@@ -80,7 +80,7 @@ std::string elemHex(const uint8_t *p, unsigned bytes) {
   uint64_t x = 0;
   for (unsigned i = 0; i < bytes; ++i)
     x |= uint64_t(p[i]) << (8 * i);
-  return llvm::formatv("{0:x}", x).str();
+  return llvm::formatv("{0:x-}", x).str();
 }
 } // namespace
 

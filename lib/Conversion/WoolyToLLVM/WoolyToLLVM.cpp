@@ -81,6 +81,8 @@ struct LoweringState {
   DenseMap<std::pair<Operation *, StringRef>, Value> localAllocas;
   /// Kernel parameter offsets in the parameter buffer, per kernel.
   llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
+  /// Functions with a body: name -> is a kernel.
+  llvm::StringMap<bool> definedFunctions;
   /// Functions that (transitively) reach a barrier, a warp collective or
   /// `nanosleep`: their threads must run as fibers.
   llvm::StringSet<> needsFibers;
@@ -478,9 +480,8 @@ struct CallOpLowering : WoolyPattern<CallOp> {
         rw.eraseOp(op);
       return success();
     }
-    auto module = op->getParentOfType<ModuleOp>();
-    auto target = module.lookupSymbol<FuncOp>(callee);
-    if (!target || target.isDeclaration())
+    auto target = state.definedFunctions.find(callee);
+    if (target == state.definedFunctions.end() || target->second)
       return op.emitOpError("calls '")
              << callee
              << "', which has no definition in the module (external device "
@@ -556,15 +557,11 @@ FailureOr<Value> symbolAddress(Emitter &e, Operation *op, StringRef sym,
     return op->emitOpError("takes the address of local variable '")
            << sym << "' outside its function";
   std::string target;
-  auto module = op->getParentOfType<ModuleOp>();
   if (s.memoryGlobals.contains(sym))
     target = globalSymbol(sym);
-  else if (auto f = module.lookupSymbol<FuncOp>(sym); f && !f.isDeclaration())
-    target = f.getKernel() ? kernelSymbol(sym) : functionSymbol(sym);
-  else if (auto lf = module.lookupSymbol<LLVM::LLVMFuncOp>(functionSymbol(sym)))
-    target = functionSymbol(sym);
-  else if (auto lk = module.lookupSymbol<LLVM::LLVMFuncOp>(kernelSymbol(sym)))
-    target = kernelSymbol(sym);
+  else if (auto f = s.definedFunctions.find(sym);
+           f != s.definedFunctions.end())
+    target = f->second ? kernelSymbol(sym) : functionSymbol(sym);
   else
     return op->emitOpError("address of unknown symbol '") << sym << "'";
   if (t.getIntOrFloatBitWidth() != 64)
@@ -1401,17 +1398,24 @@ struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
 // Module-level preparation
 //===----------------------------------------------------------------------===//
 
-/// The LLVM initializer of a global's `init` attribute, or null (zeros).
-Attribute denseInitializer(GlobalOp g, Type arrayElem) {
-  auto init = g.getInitAttr();
-  if (!init)
+/// The initializer of a global whose `init` is dense elements, padded with
+/// zeros to `count` elements; null otherwise.
+Attribute denseInitializer(GlobalOp g, uint64_t count) {
+  auto el = dyn_cast_or_null<DenseElementsAttr>(g.getInitAttr());
+  if (!el)
     return {};
-  if (auto el = dyn_cast<DenseElementsAttr>(init)) {
-    auto shape = RankedTensorType::get({int64_t(el.getNumElements())},
-                                       el.getElementType());
+  Type et = el.getElementType();
+  auto shape = RankedTensorType::get({int64_t(count)}, et);
+  // A list shorter than the variable (`{1.0}` for `f32 a[4]`) is padded.
+  if (uint64_t(el.getNumElements()) == count)
     return el.reshape(shape);
-  }
-  return {};
+  SmallVector<Attribute> values(el.getValues<Attribute>());
+  values.resize(std::min<uint64_t>(values.size(), count));
+  Builder b(g.getContext());
+  Attribute zero = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, 0.0))
+                                      : Attribute(b.getIntegerAttr(et, 0));
+  values.resize(count, zero);
+  return DenseElementsAttr::get(shape, values);
 }
 
 /// Lays out shared memory, collects locals and parameter offsets, and
@@ -1422,6 +1426,24 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   Type ptrTy = LLVM::LLVMPointerType::get(module.getContext());
   uint64_t sharedEnd = 0, dynAlign = 16;
   SmallVector<GlobalOp> externShared;
+  for (auto f : module.getOps<FuncOp>())
+    if (!f.isDeclaration())
+      state.definedFunctions[f.getSymName()] = f.getKernel();
+  // Shared variables first: initializers may take their addresses.
+  for (auto g : module.getOps<GlobalOp>()) {
+    if (g.getSpace() != StateSpace::shared &&
+        g.getSpace() != StateSpace::shared_cluster)
+      continue;
+    uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
+    if (g.getCount() == 0) {
+      externShared.push_back(g);
+      dynAlign = std::max(dynAlign, align);
+      continue;
+    }
+    sharedEnd = llvm::alignTo(sharedEnd, align);
+    state.sharedOffsets[g.getSymName()] = sharedEnd;
+    sharedEnd += byteSize(g.getElemType()) * g.getCount();
+  }
   for (auto g : module.getOps<GlobalOp>()) {
     Type elem = g.getElemType();
     uint64_t bytes = byteSize(elem) * g.getCount();
@@ -1429,15 +1451,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
     switch (g.getSpace()) {
     case StateSpace::shared:
     case StateSpace::shared_cluster:
-      if (g.getCount() == 0) {
-        externShared.push_back(g);
-        dynAlign = std::max(dynAlign, align);
-        break;
-      }
-      sharedEnd = llvm::alignTo(sharedEnd, align);
-      state.sharedOffsets[g.getSymName()] = sharedEnd;
-      sharedEnd += bytes;
-      break;
+      break; // Laid out above.
     case StateSpace::local: {
       auto owner = g->getAttrOfType<FlatSymbolRefAttr>("wooly.function_scope");
       if (!owner)
@@ -1450,25 +1464,67 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
     }
     case StateSpace::global:
     case StateSpace::constant: {
-      if (g.getInitAttr() && !isa<DenseElementsAttr>(g.getInitAttr()))
-        return g.emitOpError("initializers with addresses are not supported "
-                             "on the host yet");
       if (g.getLinkage() && *g.getLinkage() == Linkage::extern_)
         return g.emitOpError("external variables are not supported on the "
                              "host yet");
       uint64_t count = std::max<uint64_t>(g.getCount(), 1);
       Type arrTy = LLVM::LLVMArrayType::get(elem, count);
-      Attribute value = denseInitializer(g, elem);
+      Attribute value = denseInitializer(g, count);
       auto lg = LLVM::GlobalOp::create(
           b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::External,
           globalSymbol(g.getSymName()), value, align);
       if (!value) {
-        // Zero-initialised, as PTX variables are.
+        // Zero-initialised, as PTX variables are, then the listed elements
+        // (numbers or addresses of variables and functions).
         Region &r = lg.getInitializerRegion();
         Block *blk = b.createBlock(&r);
         b.setInsertionPointToStart(blk);
-        Value z = LLVM::ZeroOp::create(b, g.getLoc(), arrTy);
-        LLVM::ReturnOp::create(b, g.getLoc(), z);
+        Location loc = g.getLoc();
+        Value agg = LLVM::ZeroOp::create(b, loc, arrTy);
+        if (auto list = dyn_cast_or_null<ArrayAttr>(g.getInitAttr())) {
+          for (auto [i, a] : llvm::enumerate(list)) {
+            if (i >= count)
+              break;
+            Value v;
+            if (auto ref = dyn_cast<FlatSymbolRefAttr>(a)) {
+              StringRef sym = ref.getValue();
+              if (!isa<IntegerType>(elem))
+                return g.emitOpError("address initializer for a non-integer "
+                                     "element");
+              auto sh = state.sharedOffsets.find(sym);
+              if (sh != state.sharedOffsets.end()) {
+                v = LLVM::ConstantOp::create(
+                    b, loc, elem, b.getIntegerAttr(elem, sh->second));
+              } else {
+                std::string target;
+                if (auto f = state.definedFunctions.find(sym);
+                    f != state.definedFunctions.end())
+                  target = f->second ? kernelSymbol(sym) : functionSymbol(sym);
+                else if (auto og = module.lookupSymbol<GlobalOp>(sym);
+                         og && (og.getSpace() == StateSpace::global ||
+                                og.getSpace() == StateSpace::constant))
+                  target = globalSymbol(sym);
+                else
+                  return g.emitOpError("initializer refers to '")
+                         << sym << "', which has no host address";
+                Value p = LLVM::AddressOfOp::create(b, loc, ptrTy, target);
+                v = LLVM::PtrToIntOp::create(b, loc, elem, p);
+              }
+            } else if (auto ia = dyn_cast<IntegerAttr>(a)) {
+              v = LLVM::ConstantOp::create(
+                  b, loc, elem,
+                  isa<IntegerType>(elem)
+                      ? Attribute(b.getIntegerAttr(elem, ia.getValue()))
+                      : Attribute(ia));
+            } else if (auto fa = dyn_cast<FloatAttr>(a)) {
+              v = LLVM::ConstantOp::create(b, loc, elem, fa);
+            } else {
+              return g.emitOpError("unsupported initializer element ") << a;
+            }
+            agg = LLVM::InsertValueOp::create(b, loc, agg, v, int64_t(i));
+          }
+        }
+        LLVM::ReturnOp::create(b, loc, agg);
         b.setInsertionPointToStart(module.getBody());
       }
       state.memoryGlobals.insert(g.getSymName());

@@ -179,7 +179,7 @@ void yieldToScheduler(GpuThread *t) {
   std::longjmp(w->jmp, kJmpFault);
 }
 
-std::string hex(uint64_t v) { return llvm::formatv("{0:x}", v).str(); }
+std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
 /// The current thread's stack range (fiber stack or the worker's own).
 std::pair<uint64_t, uint64_t> stackRange(GpuThread *t) {
@@ -244,7 +244,7 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, uint32_t site, uint64_t addr,
   if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
     int64_t delta = int64_t(addr - n->base);
     msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
-                         "allocation at 0x{2:x}{3})",
+                         "allocation at {2:x}{3})",
                          delta, n->size, n->base,
                          n->moduleGlobal ? " '" + n->name + "'" : "")
                .str();

@@ -17,7 +17,7 @@ static Error makeError(const llvm::Twine &msg) {
 }
 
 static std::string hex(uint64_t v) {
-  return llvm::formatv("{0:x}", v).str();
+  return llvm::formatv("{0:x-}", v).str();
 }
 
 DeviceMemory::~DeviceMemory() {

@@ -178,7 +178,8 @@ private:
     return vec;
   }
   Value readSpecial(const Operand &op, Type t);
-  Value address(const Operand &op, Type &type);
+  Value address(const Operand &op, Type &type,
+                std::optional<StateSpace> access = std::nullopt);
   Value undefValue(Type t);
 
   // Control flow.
@@ -687,7 +688,10 @@ LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
 }
 
 /// Computes the address of an `[addr]` operand; `type` receives its type.
-Value Importer::address(const Operand &op, Type &type) {
+/// For a generic `access`, a variable of another state space named
+/// directly (`ld.b32 r, [shared_var]`) is converted to its generic address.
+Value Importer::address(const Operand &op, Type &type,
+                        std::optional<StateSpace> access) {
   if (op.kind != OK::Address) {
     (void)error(op.loc, "expected an address operand '[...]'");
     return {};
@@ -717,6 +721,12 @@ Value Importer::address(const Operand &op, Type &type) {
     type = addrType();
     base =
         AddressOfOp::create(b, curLoc, type, FlatSymbolRefAttr::get(ctx, sym));
+    auto g = globals.find(sym);
+    if (access == StateSpace::generic && g != globals.end() &&
+        g->second.getSpace() != StateSpace::global &&
+        g->second.getSpace() != StateSpace::generic)
+      base = CvtaOp::create(b, curLoc, type, CvtaDir::to_generic,
+                            g->second.getSpace(), base);
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};
@@ -1538,7 +1548,7 @@ LogicalResult Importer::emitLdSt(ptx::Instruction &inst, bool isLoad) {
     return error(inst.loc, "stores to parameters through addresses are not "
                            "supported yet");
   Type at;
-  Value addr = address(addrOp, at);
+  Value addr = address(addrOp, at, space);
   if (!addr)
     return failure();
 
@@ -1900,19 +1910,18 @@ LogicalResult Importer::emitCarry(ptx::Instruction &inst) {
       useCarry ? ssa->readVariable(*carryVar, cur) : constInt(b.getI1Type(), 0);
   Value r, cout;
   if (isSub) {
-    Value i1True = constInt(b.getI1Type(), 1);
-    // a - b - borrow computed as a + ~b + !borrow; CC.CF receives the
-    // borrow (the inverted carry), as NVIDIA hardware does.
+    // a - b computed as a + ~b + CF (CF = 1 when there is no borrow), and
+    // CC.CF receives the carry out of that sum, as NVIDIA hardware does
+    // (the ZLUDA suite's subc_cc_s32 checks this against a GPU): a borrow
+    // leaves CF = 0, and subc consumes CF the same way.
     Value nb = arith::XOrIOp::create(b, curLoc, rhs, constInt(ty, -1));
-    Value notBorrow = arith::XOrIOp::create(b, curLoc, cin, i1True);
+    Value carryIn = useCarry ? cin : constInt(b.getI1Type(), 1);
     auto s1 = arith::AddUIExtendedOp::create(b, curLoc, lhs, nb);
     auto s2 = arith::AddUIExtendedOp::create(
         b, curLoc, s1.getSum(),
-        arith::ExtUIOp::create(b, curLoc, ty, notBorrow));
+        arith::ExtUIOp::create(b, curLoc, ty, carryIn));
     r = s2.getSum();
-    Value carry =
-        arith::OrIOp::create(b, curLoc, s1.getOverflow(), s2.getOverflow());
-    cout = arith::XOrIOp::create(b, curLoc, carry, i1True);
+    cout = arith::OrIOp::create(b, curLoc, s1.getOverflow(), s2.getOverflow());
   } else {
     auto s1 = arith::AddUIExtendedOp::create(b, curLoc, lhs, rhs);
     r = s1.getSum();
@@ -2459,7 +2468,8 @@ LogicalResult Importer::emitAtom(ptx::Instruction &inst, bool isRed) {
   if (failed(expectOperands(inst, want)))
     return failure();
   Type at;
-  Value addr = address(inst.operands[isRed ? 0 : 1], at);
+  Value addr = address(inst.operands[isRed ? 0 : 1], at,
+                       spaceOf(inst).value_or(StateSpace::generic));
   if (!addr)
     return failure();
   SmallVector<Value, 2> vals;
