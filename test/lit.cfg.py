@@ -31,6 +31,8 @@ tool_dirs = [config.wooly_tools_dir, config.llvm_tools_dir]
 tools = [
     "wooly-opt",
     "wooly-translate",
+    "wooly-run",
+    "wooly-conformance",
     "split-file",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]

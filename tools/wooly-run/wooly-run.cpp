@@ -178,12 +178,16 @@ std::string formatElem(ElemType e, const uint8_t *p) {
     float f;
     uint32_t b = uint32_t(bits);
     std::memcpy(&f, &b, 4);
-    return llvm::formatv("{0}", f).str();
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.9g", double(f));
+    return buf;
   }
   if (e.kind == 'f' && e.bytes == 8) {
     double d;
     std::memcpy(&d, &bits, 8);
-    return llvm::formatv("{0}", d).str();
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.17g", d);
+    return buf;
   }
   if (e.kind == 's') {
     int64_t v = int64_t(bits << (64 - 8 * e.bytes)) >> (64 - 8 * e.bytes);
@@ -411,7 +415,8 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(e)));
   }
   for (const std::string &s : saveOpts) {
-    auto [name, path] = StringRef(s).split('=');
+    StringRef name = StringRef(s).split('=').first;
+    StringRef path = StringRef(s).split('=').second;
     auto it = llvm::find_if(args, [&](const Arg &a) { return a.name == name; });
     if (it == args.end() || !it->buffer)
       return fail("--save: no buffer named '" + name + "'");

@@ -789,7 +789,7 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
     for (uint64_t i = 0; i < n; ++i) {
       auto ld = LLVM::LoadOp::create(
           rw, e.loc, t, e.gep(*p, int64_t(i * elem)),
-          atomic ? elem : 1, op.getIsVolatile(), /*nontemporal=*/false,
+          /*alignment=*/elem, op.getIsVolatile(), /*nontemporal=*/false,
           /*invariant=*/false, /*invariantGroup=*/false,
           atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
       results.push_back(ld);
@@ -816,7 +816,7 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
         op.getSem() && *op.getSem() != MemOrder::weak && vals.size() == 1;
     for (auto [i, v] : llvm::enumerate(vals))
       LLVM::StoreOp::create(
-          rw, e.loc, v, e.gep(*p, int64_t(i * elem)), atomic ? elem : 1,
+          rw, e.loc, v, e.gep(*p, int64_t(i * elem)), /*alignment=*/elem,
           op.getIsVolatile(), /*nontemporal=*/false, /*invariantGroup=*/false,
           atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
     rw.eraseOp(op);

@@ -1,0 +1,20 @@
+// RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file --verify-diagnostics
+
+// Calls to external functions other than vprintf cannot run on the host.
+wooly.func private @ext(i32) -> i32 attributes {linkage = "extern"}
+wooly.func @k(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
+  // expected-error @+2 {{calls 'ext', which has no definition in the module}}
+  // expected-error @+1 {{failed to legalize operation 'wooly.call'}}
+  %r = wooly.call @ext(%a) : (i32) -> i32
+  wooly.ret
+}
+
+// -----
+
+// 32-bit global addresses need a 32-bit address space the host lacks.
+wooly.func @k32(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
+  // expected-error @+2 {{32-bit global addresses are not supported on the host yet}}
+  // expected-error @+1 {{failed to legalize operation 'wooly.ld'}}
+  %v = wooly.ld global %a : i32 -> f32
+  wooly.ret
+}

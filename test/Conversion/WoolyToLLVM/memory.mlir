@@ -1,0 +1,86 @@
+// RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file | FileCheck %s
+// RUN: wooly-opt %s --convert-wooly-to-llvm="bounds-checks=false" --split-input-file | FileCheck %s --check-prefix=NOCHECK
+
+// A kernel reads its parameters from the parameter buffer (second argument)
+// at their CUDA offsets; a global load is checked through the site cache.
+// CHECK-LABEL: llvm.func @__wooly_kernel_k(
+// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr, %[[PARAMS:.*]]: !llvm.ptr)
+// CHECK-SAME: wooly.kernel = "k"
+// CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
+// CHECK: %[[N:.*]] = llvm.load %[[PARAMS]]
+// CHECK: %[[PP:.*]] = llvm.getelementptr %[[PARAMS]][8]
+// CHECK: %[[P:.*]] = llvm.load %[[PP]] {{.*}} -> i64
+// CHECK: llvm.br ^bb1(%[[N]], %[[P]] : i32, i64)
+// CHECK: ^bb1(%{{.*}}: i32, %[[ADDR:.*]]: i64):
+// CHECK: %[[CACHEP:.*]] = llvm.getelementptr %[[CTX]][88]
+// CHECK: %[[CACHE:.*]] = llvm.load %[[CACHEP]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[LO:.*]] = llvm.load %[[CACHE]] : !llvm.ptr -> i64
+// CHECK: %[[OFF:.*]] = llvm.sub %[[ADDR]], %[[LO]]
+// CHECK: llvm.cond_br %{{.*}} weights([2000, 1]), ^[[OK:.*]], ^[[SLOW:.*]]
+// CHECK: ^[[SLOW]]:
+// CHECK: llvm.call @__wooly_rt_check(%[[CTX]], %{{.*}}, %[[ADDR]]
+// CHECK: ^[[OK]]:
+// CHECK: %[[GP:.*]] = llvm.inttoptr %[[ADDR]] : i64 to !llvm.ptr
+// CHECK: llvm.load %[[GP]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// NOCHECK-LABEL: llvm.func @__wooly_kernel_k(
+// NOCHECK-NOT: __wooly_rt_check(
+// NOCHECK: llvm.return
+wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %v = wooly.ld global %p : i64 -> f32
+  wooly.ret
+}
+
+// -----
+
+// Shared variables are laid out in one window; an access is an offset from
+// the window base in the context, checked against its size inline.
+// CHECK: module attributes {wooly.num_access_sites = 1 : i64, wooly.static_shared_size = 272 : i64}
+// CHECK-LABEL: llvm.func @__wooly_kernel_s(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[OFF:.*]] = llvm.mlir.constant(256 : i32) : i32
+// CHECK: %[[OFF64:.*]] = llvm.zext %[[OFF]] : i32 to i64
+// CHECK: %[[TOTP:.*]] = llvm.getelementptr %[[CTX]][64]
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+// CHECK: %[[BASEP:.*]] = llvm.getelementptr %[[CTX]][72]
+// CHECK: %[[BASE:.*]] = llvm.load %[[BASEP]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[OFF64]]]
+// CHECK: llvm.store %{{.*}}, %[[PTR]] {alignment = 4 : i64} : f32, !llvm.ptr
+wooly.global shared @a : f32[64] align 4
+wooly.global shared @b : i32[4] align 16
+wooly.global shared extern @dyn : i8[0] align 16
+wooly.func @s(%x: f32 {wooly.type = "f32"}) attributes {kernel} {
+  %p = wooly.addressof @b : i32
+  wooly.st shared %p, %x : i32, f32
+  wooly.ret
+}
+
+// -----
+
+// .global variables become LLVM globals (zero-filled, or padded lists);
+// their address is a host pointer.
+// CHECK: llvm.mlir.global external @__wooly_g_g(dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 4 : i64} : !llvm.array<4 x f32>
+// CHECK-LABEL: llvm.func @__wooly_kernel_gk(
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @__wooly_g_g : !llvm.ptr
+// CHECK: llvm.ptrtoint %[[A]] : !llvm.ptr to i64
+wooly.global global @g : f32[4] align 4 init dense<[1.0]> : tensor<1xf32>
+wooly.func @gk() attributes {kernel} {
+  %a = wooly.addressof @g : i64
+  %v = wooly.ld global %a : i64 -> f32
+  wooly.ret
+}
+
+// -----
+
+// Atomics lower to atomicrmw/cmpxchg with PTX's orderings; inc/dec wrap.
+// CHECK-LABEL: llvm.func @__wooly_kernel_atomics(
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw uinc_wrap %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} acq_rel acquire : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f32
+wooly.func @atomics(%p: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}, %f: f32 {wooly.type = "f32"}) attributes {kernel} {
+  %0 = wooly.atom global add %p, %v : i64, i32 -> i32
+  %1 = wooly.atom global inc %p, %v : i64, i32 -> i32
+  %2 = wooly.atom global cas acq_rel gpu %p, %v, %1 : i64, i32, i32 -> i32
+  wooly.red global fadd %p, %f : i64, f32
+  wooly.ret
+}

@@ -1,0 +1,48 @@
+// RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file | FileCheck %s
+
+// Barriers and warp collectives call the runtime; a kernel that reaches one
+// is marked as needing fibers.
+// CHECK-LABEL: llvm.func @__wooly_kernel_k(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK-SAME: wooly.needs_fibers
+// CHECK: llvm.call @__wooly_rt_barrier(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: llvm.call @__wooly_rt_warp(%[[CTX]], %{{.*}}, %{{.*}}, %[[IN:.*]], %{{.*}}, %[[OUT:.*]], %{{.*}})
+// CHECK: llvm.load %[[OUT]] {alignment = 4 : i64} : !llvm.ptr -> i32
+wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c31 = arith.constant 31 : i32
+  %m = arith.constant -1 : i32
+  wooly.barrier %c0 aligned
+  %r, %ok = wooly.shfl bfly %v, %c0, %c31, %m : i32
+  wooly.ret
+}
+
+// -----
+
+// A kernel without barriers or collectives runs its threads directly.
+// CHECK-LABEL: llvm.func @__wooly_kernel_plain(
+// CHECK-NOT: wooly.needs_fibers
+// CHECK: llvm.return
+wooly.func @plain() attributes {kernel} {
+  wooly.ret
+}
+
+// -----
+
+// A kernel is marked when a device function it calls synchronises; `exit`
+// in a device function ends the thread through the runtime.
+// CHECK-LABEL: llvm.func internal @__wooly_fn_helper(
+// CHECK: llvm.call @__wooly_rt_exit(
+// CHECK-NEXT: llvm.unreachable
+// CHECK-LABEL: llvm.func @__wooly_kernel_caller(
+// CHECK-SAME: wooly.needs_fibers
+// CHECK: llvm.call @__wooly_fn_helper(%{{.*}})
+wooly.func @helper() {
+  %c0 = arith.constant 0 : i32
+  wooly.barrier %c0
+  wooly.exit
+}
+wooly.func @caller() attributes {kernel} {
+  wooly.call @helper() : () -> ()
+  wooly.ret
+}
