@@ -440,6 +440,7 @@ int main(int argc, char **argv) {
       llvm::outs() << " ... (" << a.count << " elements)";
     llvm::outs() << '\n';
   }
+  llvm::outs().flush();
   if (timing) {
     using ms = std::chrono::duration<double, std::milli>;
     llvm::errs() << llvm::formatv("compile {0:f2} ms, load {1:f2} ms, run "
