@@ -39,6 +39,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -1624,6 +1626,14 @@ struct ConvertWoolyToLLVMPass
     state.boundsChecks = boundsChecks;
     if (failed(prepareModule(module, state)))
       return signalPassFailure();
+    // Byte-array parameters (`insert_bytes`/`extract_bytes` expand to
+    // strided slices) become element inserts/extracts VectorToLLVM knows.
+    {
+      RewritePatternSet vectorPatterns(ctx);
+      vector::populateVectorInsertExtractStridedSliceTransforms(vectorPatterns);
+      if (failed(applyPatternsGreedily(module, std::move(vectorPatterns))))
+        return signalPassFailure();
+    }
 
     LowerToLLVMOptions options(ctx);
     LLVMTypeConverter converter(ctx, options);

@@ -1831,7 +1831,11 @@ LogicalResult Importer::emitMulMad(ptx::Instruction &inst) {
       // mad.f32 without rounding is fma.rn (sm_20+).
       RoundingMode mode = rnd.value_or(RoundingMode::rn);
       bool relu = inst.has("relu");
-      if (mode == RoundingMode::rn && !ftz && !sat && !relu)
+      // math.fma only for f32/f64: for f16/bf16, LLVM may compute it in
+      // f32 and round twice, so wooly.fma (one rounding) is used instead.
+      Type elem = getElementTypeOrSelf(src[0].getType());
+      if (mode == RoundingMode::rn && !ftz && !sat && !relu &&
+          (elem.isF32() || elem.isF64()))
         r = math::FmaOp::create(b, curLoc, src[0], src[1], src[2]);
       else
         r = FmaOp::create(b, curLoc, src[0], src[1], src[2], mode, ftz, sat,
@@ -2846,6 +2850,11 @@ LogicalResult Importer::emitMatrix(ptx::Instruction &inst) {
     Value addr = address(inst.operands[1], at);
     if (!addr)
       return failure();
+    // Without `.shared` the address is generic (and must point to shared
+    // memory): the op takes a shared-space address.
+    if (!inst.has("shared"))
+      addr = CvtaOp::create(b, curLoc, at, CvtaDir::from_generic,
+                            StateSpace::shared, addr);
     SmallVector<Type> types(n, i32);
     auto ld = LdMatrixOp::create(b, curLoc, types, addr, inst.has("trans"));
     const Operand &d = inst.operands[0];

@@ -1,0 +1,146 @@
+//===- CompilerTest.cpp - The compile API and its cache key -----*- C++ -*-===//
+
+#include "Wooly/Compiler/Compiler.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+using namespace wooly;
+
+namespace {
+const char *kPTX = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+  .reg .b64 %rd<2>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+
+CompileInput ptx(std::string text = kPTX) {
+  CompileInput in;
+  in.text = std::move(text);
+  in.name = "k.ptx";
+  return in;
+}
+
+Target host() { return llvm::cantFail(Target::parse("host")); }
+
+TEST(CacheKey, StableForTheSameCompilation) {
+  EXPECT_EQ(cacheKey(ptx(), host(), {}), cacheKey(ptx(), host(), {}));
+  EXPECT_EQ(cacheKey(ptx(), host(), {}).size(), 64u); // SHA-256 in hex.
+}
+
+TEST(CacheKey, ChangesWithEverythingThatAffectsTheOutput) {
+  std::string base = cacheKey(ptx(), host(), {});
+  // Input text (even one character).
+  EXPECT_NE(base, cacheKey(ptx(std::string(kPTX) + " "), host(), {}));
+  // Input kind.
+  CompileInput mlir = ptx();
+  mlir.kind = CompileInput::Kind::MLIR;
+  EXPECT_NE(base, cacheKey(mlir, host(), {}));
+  // Target.
+  EXPECT_NE(base, cacheKey(ptx(), llvm::cantFail(Target::parse("sm_90")), {}));
+  EXPECT_NE(cacheKey(ptx(), llvm::cantFail(Target::parse("sm_80")), {}),
+            cacheKey(ptx(), llvm::cantFail(Target::parse("sm_90")), {}));
+  // Options.
+  CompileOptions o1;
+  o1.optLevel = 3;
+  EXPECT_NE(base, cacheKey(ptx(), host(), o1));
+  CompileOptions o2;
+  o2.boundsChecks = false;
+  EXPECT_NE(base, cacheKey(ptx(), host(), o2));
+  // The name of the input is not part of the output.
+  CompileInput renamed = ptx();
+  renamed.name = "other.ptx";
+  EXPECT_EQ(base, cacheKey(renamed, host(), {}));
+}
+
+TEST(Target, ParsesAndRejects) {
+  EXPECT_EQ(llvm::cantFail(Target::parse("sm_90")).str(), "sm_90");
+  EXPECT_EQ(llvm::cantFail(Target::parse("gfx942")).kind,
+            Target::Kind::AMDGCN);
+  auto bad = Target::parse("tpu");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("unknown target 'tpu'"),
+            std::string::npos);
+}
+
+TEST(Compile, HostModuleHasKernelMetadata) {
+  auto m = compile(ptx(), host(), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  ASSERT_EQ(m->kernels.size(), 1u);
+  const KernelInfo &k = m->kernels[0];
+  EXPECT_EQ(k.name, "k");
+  EXPECT_EQ(k.paramOffsets, (std::vector<uint64_t>{0, 8}));
+  EXPECT_EQ(k.paramSizes, (std::vector<uint64_t>{8, 4}));
+  EXPECT_EQ(k.paramBufferSize, 12u);
+  EXPECT_FALSE(k.needsFibers);
+  EXPECT_FALSE(m->binary.empty());
+  EXPECT_EQ(m->key, cacheKey(ptx(), host(), {}));
+}
+
+TEST(Compile, GpuTargetsAreNotSupportedYet) {
+  auto m = compile(ptx(), llvm::cantFail(Target::parse("sm_90")), {});
+  ASSERT_FALSE(bool(m));
+  EXPECT_NE(llvm::toString(m.takeError()).find("not supported yet"),
+            std::string::npos);
+}
+
+TEST(Compile, ErrorsCarryLocations) {
+  auto m = compile(ptx(".version 7.0\n.target sm_80\n.address_size 64\n"
+                       ".visible .entry k() { frobnicate.u32 %r1; }\n"),
+                   host(), {});
+  ASSERT_FALSE(bool(m));
+  std::string msg = llvm::toString(m.takeError());
+  EXPECT_NE(msg.find("k.ptx:4:"), std::string::npos) << msg;
+}
+
+TEST(CompiledModule, SerializeRoundTrip) {
+  auto m = compile(ptx(), host(), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  auto back = CompiledModule::deserialize(m->serialize());
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->binary, m->binary);
+  EXPECT_EQ(back->key, m->key);
+  ASSERT_EQ(back->kernels.size(), 1u);
+  EXPECT_EQ(back->kernels[0].paramOffsets, m->kernels[0].paramOffsets);
+  // A truncated entry is rejected, not misread.
+  std::string bytes = m->serialize();
+  EXPECT_FALSE(bool(CompiledModule::deserialize(
+      llvm::StringRef(bytes).drop_back(10))));
+  llvm::consumeError(
+      CompiledModule::deserialize(llvm::StringRef(bytes).drop_back(10))
+          .takeError());
+}
+
+TEST(CompileCache, HitsInMemoryAndOnDisk) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("wooly-cache", dir));
+  {
+    CompileCache cache(dir.str().str());
+    auto a = cache.getOrCompile(ptx(), host(), {});
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    auto b = cache.getOrCompile(ptx(), host(), {});
+    ASSERT_TRUE(bool(b));
+    EXPECT_EQ(a->get(), b->get());
+    EXPECT_EQ(cache.misses(), 1u);
+    EXPECT_EQ(cache.hits(), 1u);
+  }
+  // A new cache over the same directory finds the entry on disk.
+  CompileCache again(dir.str().str());
+  auto c = again.getOrCompile(ptx(), host(), {});
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(again.hits(), 1u);
+  EXPECT_EQ(again.misses(), 0u);
+  llvm::sys::fs::remove_directories(dir);
+}
+} // namespace
