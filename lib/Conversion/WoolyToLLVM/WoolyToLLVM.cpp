@@ -862,6 +862,95 @@ LLVM::AtomicBinOp atomicBinOp(AtomicOp op) {
   return LLVM::AtomicBinOp::xchg;
 }
 
+/// A shared-memory atomic on the host: a block's threads run on one worker
+/// and switch only inside runtime calls, and no other block sees its shared
+/// memory, so a plain load-modify-store is atomic (and avoids `lock`ed
+/// instructions, ~15x slower).
+Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
+  auto &rw = e.rw;
+  Location loc = e.loc;
+  Type t = values[0].getType();
+  uint64_t size = byteSize(t);
+  Value old = LLVM::LoadOp::create(rw, loc, t, p, size);
+  Value v = values[0];
+  auto cmp = [&](LLVM::ICmpPredicate pred, Value a, Value b) {
+    return LLVM::ICmpOp::create(rw, loc, pred, a, b);
+  };
+  auto select = [&](Value c, Value a, Value b) {
+    return Value(LLVM::SelectOp::create(rw, loc, c, a, b));
+  };
+  Value next;
+  switch (kind) {
+  case AtomicOp::add:
+    next = LLVM::AddOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::fadd:
+    next = LLVM::FAddOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::umin:
+    next = select(cmp(LLVM::ICmpPredicate::ult, v, old), v, old);
+    break;
+  case AtomicOp::smin:
+    next = select(cmp(LLVM::ICmpPredicate::slt, v, old), v, old);
+    break;
+  case AtomicOp::umax:
+    next = select(cmp(LLVM::ICmpPredicate::ugt, v, old), v, old);
+    break;
+  case AtomicOp::smax:
+    next = select(cmp(LLVM::ICmpPredicate::sgt, v, old), v, old);
+    break;
+  case AtomicOp::fmin:
+    next = LLVM::MinNumOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::fmax:
+    next = LLVM::MaxNumOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::inc: {
+    // old >= v ? 0 : old + 1
+    Value one = e.cst(t, 1), zero = e.cst(t, 0);
+    next = select(cmp(LLVM::ICmpPredicate::uge, old, v), zero,
+                  LLVM::AddOp::create(rw, loc, old, one));
+    break;
+  }
+  case AtomicOp::dec: {
+    // old == 0 || old > v ? v : old - 1
+    Value one = e.cst(t, 1), zero = e.cst(t, 0);
+    Value wrap = LLVM::OrOp::create(rw, loc,
+                                    cmp(LLVM::ICmpPredicate::eq, old, zero),
+                                    cmp(LLVM::ICmpPredicate::ugt, old, v));
+    next = select(wrap, v, LLVM::SubOp::create(rw, loc, old, one));
+    break;
+  }
+  case AtomicOp::and_:
+    next = LLVM::AndOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::or_:
+    next = LLVM::OrOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::xor_:
+    next = LLVM::XOrOp::create(rw, loc, old, v);
+    break;
+  case AtomicOp::exch:
+    next = v;
+    break;
+  case AtomicOp::cas: {
+    // Compare bits (a float compare would treat NaN and -0 differently).
+    Type it = rw.getIntegerType(size * 8);
+    Value oldBits = isa<IntegerType>(t)
+                        ? old
+                        : Value(LLVM::BitcastOp::create(rw, loc, it, old));
+    Value cmpBits = isa<IntegerType>(t)
+                        ? values[0]
+                        : Value(LLVM::BitcastOp::create(rw, loc, it, values[0]));
+    next = select(cmp(LLVM::ICmpPredicate::eq, oldBits, cmpBits), values[1],
+                  old);
+    break;
+  }
+  }
+  LLVM::StoreOp::create(rw, loc, next, p, size);
+  return old;
+}
+
 /// Emits an atomic read-modify-write and returns the old value.
 FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
                             AtomicOp kind, Value addr, ValueRange values,
@@ -872,6 +961,8 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
                                  WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE);
   if (failed(p))
     return failure();
+  if (space == StateSpace::shared || space == StateSpace::shared_cluster)
+    return emitSharedAtomic(e, kind, *p, values);
   LLVM::AtomicOrdering ord = ordering(sem);
   if (kind == AtomicOp::cas) {
     Value cmp = values[0], val = values[1];

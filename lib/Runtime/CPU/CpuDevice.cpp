@@ -137,6 +137,7 @@ struct Worker {
   // Direct mode.
   GpuThread direct;
   std::jmp_buf jmp;
+  uint32_t next = 0;
   uint64_t stackLo = 0, stackHi = 0;
   // Fiber mode.
   bool fiberMode = false;
@@ -544,20 +545,16 @@ int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
 
 namespace {
 
-void initThreadCtx(Worker &w, GpuThread &t, uint32_t linear) {
+/// Sets the fields of `t.ctx` that are the same for every thread of the
+/// block.
+void initBlockCtx(Worker &w, GpuThread &t) {
   LaunchState &l = *w.launch;
-  const auto &blk = l.config.block;
   WoolyThreadCtx &c = t.ctx;
-  c.tid[0] = linear % blk[0];
-  c.tid[1] = (linear / blk[0]) % blk[1];
-  c.tid[2] = linear / (blk[0] * blk[1]);
   for (int i = 0; i < 3; ++i) {
-    c.ntid[i] = blk[i];
+    c.ntid[i] = l.config.block[i];
     c.ctaid[i] = uint32_t(w.block[i]);
     c.nctaid[i] = l.config.grid[i];
   }
-  c.laneid = linear % 32;
-  c.warpid = linear / 32;
   c.nwarpid = (l.threadsPerBlock + 31) / 32;
   c.dynSmemSize = l.config.dynamicSharedBytes;
   c.totalSmemSize = l.totalShared;
@@ -567,25 +564,60 @@ void initThreadCtx(Worker &w, GpuThread &t, uint32_t linear) {
   c.siteCache = w.cache.data();
   c.runtime = &t;
   t.worker = &w;
-  t.index = linear;
   t.status = ThreadStatus::Runnable;
 }
 
-/// Direct mode: threads in order on the worker's stack.
+/// Sets the thread-specific fields for linear thread index `linear`.
+void setThreadIndex(Worker &w, GpuThread &t, uint32_t linear) {
+  const auto &blk = w.launch->config.block;
+  WoolyThreadCtx &c = t.ctx;
+  c.tid[0] = linear % blk[0];
+  c.tid[1] = (linear / blk[0]) % blk[1];
+  c.tid[2] = linear / (blk[0] * blk[1]);
+  c.laneid = linear % 32;
+  c.warpid = linear / 32;
+  t.index = linear;
+}
+
+void initThreadCtx(Worker &w, GpuThread &t, uint32_t linear) {
+  initBlockCtx(w, t);
+  setThreadIndex(w, t, linear);
+}
+
+/// Direct mode: threads in order on the worker's stack. The block-wide
+/// context is set once; the thread index advances incrementally.
 void runBlockDirect(Worker &w) {
   LaunchState &l = *w.launch;
   GpuThread &t = w.direct;
-  // Not a local: its value must survive longjmp.
-  static thread_local uint32_t next;
-  next = 0;
+  WoolyThreadCtx &c = t.ctx;
+  initBlockCtx(w, t);
+  const auto &blk = l.config.block;
+  // `w.next` is memory, not a local, so its value survives longjmp.
+  w.next = 0;
   int why = setjmp(w.jmp);
   if (why == kJmpFault)
     return;
   if (why == kJmpExit)
-    ++next;
-  for (; next < l.threadsPerBlock; ++next) {
-    initThreadCtx(w, t, next);
-    l.fn(&t.ctx, l.params);
+    ++w.next;
+  if (w.next >= l.threadsPerBlock)
+    return;
+  setThreadIndex(w, t, w.next);
+  WoolyKernelFn fn = l.fn;
+  const char *params = l.params;
+  for (;;) {
+    fn(&c, params);
+    uint32_t next = ++w.next;
+    if (next >= l.threadsPerBlock)
+      return;
+    c.laneid = next & 31;
+    c.warpid = next >> 5;
+    if (++c.tid[0] == blk[0]) {
+      c.tid[0] = 0;
+      if (++c.tid[1] == blk[1]) {
+        c.tid[1] = 0;
+        ++c.tid[2];
+      }
+    }
   }
 }
 
