@@ -84,3 +84,26 @@ wooly.func @atomics(%p: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}, 
   wooly.red global fadd %p, %f : i64, f32
   wooly.ret
 }
+
+// -----
+
+// Shared-memory atomics are a plain load-modify-store: a block's threads run
+// on one worker and switch only inside runtime calls.
+// CHECK-LABEL: llvm.func @__wooly_kernel_shared_atomics(
+// CHECK-NOT: llvm.atomicrmw
+// CHECK: %[[OLD:.*]] = llvm.load %[[P:.*]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK: %[[NEW:.*]] = llvm.add %[[OLD]], %{{.*}} : i32
+// CHECK: llvm.store %[[NEW]], %[[P]] {alignment = 4 : i64} : i32, !llvm.ptr
+// CHECK: %[[OLD2:.*]] = llvm.load %[[P2:.*]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK: %[[EQ:.*]] = llvm.icmp "eq" %[[OLD2]], %{{.*}} : i32
+// CHECK: %[[SEL:.*]] = llvm.select %[[EQ]], %{{.*}}, %[[OLD2]] : i1, i32
+// CHECK: llvm.store %[[SEL]], %[[P2]]
+// CHECK-NOT: llvm.cmpxchg
+// CHECK: llvm.return
+wooly.global shared @counter : i32[1] align 4
+wooly.func @shared_atomics(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %p = wooly.addressof @counter : i32
+  %0 = wooly.atom shared add %p, %v : i32, i32 -> i32
+  %1 = wooly.atom shared cas %p, %v, %0 : i32, i32, i32 -> i32
+  wooly.ret
+}
