@@ -107,6 +107,7 @@ std::string CompiledModule::serialize() const {
     ks.push_back(llvm::json::Object{
         {"name", k.name},
         {"symbol", k.symbol},
+        {"blockSymbol", k.blockSymbol},
         {"paramOffsets", llvm::json::Array(k.paramOffsets)},
         {"paramSizes", llvm::json::Array(k.paramSizes)},
         {"paramBufferSize", k.paramBufferSize},
@@ -168,6 +169,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       KernelInfo k;
       k.name = str(*ko, "name");
       k.symbol = str(*ko, "symbol");
+      k.blockSymbol = str(*ko, "blockSymbol");
       k.paramOffsets = nums(*ko, "paramOffsets");
       k.paramSizes = nums(*ko, "paramSizes");
       k.paramBufferSize = num(*ko, "paramBufferSize");
@@ -300,6 +302,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
       k.paramBufferSize =
           std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
     k.needsFibers = fn->hasAttr("wooly.needs_fibers");
+    if (auto blockFn = fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
+      k.blockSymbol = blockFn.getValue().str();
     auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
       if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
         d = {1, 1, 1};

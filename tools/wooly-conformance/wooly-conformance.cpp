@@ -1,7 +1,8 @@
 //===- wooly-conformance.cpp - Run the ZLUDA PTX conformance suite -*- C++ -*-===//
 //
 // Runs every test of a ZLUDA-style suite (a folder with `expected.json` and
-// `ptx/`, see its README) on the CPU backend, following the suite's rules:
+// `ptx/`, see its README) on the CPU backend (or, with --backend=cuda, the
+// original PTX on an NVIDIA GPU), following the suite's rules:
 // zeroed output buffer, input copied in, arguments (input, output) as device
 // pointers (both the output for warp tests), one block of `block_dim_x`
 // threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
@@ -11,6 +12,7 @@
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Runtime/CUDA/CudaDevice.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -25,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
+#include <optional>
 
 using namespace wooly;
 using namespace wooly::cpu;
@@ -44,6 +47,11 @@ static cl::opt<std::string> knownFailures(
     cl::desc("File of tests expected to fail, one per line: NAME reason...; "
              "they are reported as known and do not fail the run"),
     cl::cat(cat));
+static cl::opt<std::string>
+    backend("backend", cl::init("cpu"),
+            cl::desc("Where to run: cpu (the CPU backend) or cuda (the "
+                     "original PTX on an NVIDIA GPU)"),
+            cl::cat(cat));
 static cl::opt<bool> variant32("ptx32",
                                cl::desc("Run the 32-bit-address variants "
                                         "(ptx32/) instead"),
@@ -140,7 +148,39 @@ int main(int argc, char **argv) {
     }
   }
 
-  CpuDevice device;
+  // The cpu backend runs the compiled module; the cuda backend runs the
+  // original PTX, with the parameter layout of the host compilation.
+  std::optional<CpuDevice> cpuDevice;
+  std::unique_ptr<cuda::CudaDevice> gpu;
+  if (backend == "cuda") {
+    auto d = cuda::CudaDevice::open();
+    if (!d) {
+      llvm::errs() << "error: " << llvm::toString(d.takeError()) << '\n';
+      return 2;
+    }
+    gpu = std::move(*d);
+    llvm::outs() << "device: " << gpu->name() << '\n';
+  } else if (backend == "cpu") {
+    cpuDevice.emplace();
+  } else {
+    llvm::errs() << "error: unknown backend '" << backend
+                 << "' (cpu or cuda)\n";
+    return 2;
+  }
+  auto allocate = [&](uint64_t n) {
+    return gpu ? gpu->allocate(n) : cpuDevice->memory().allocate(n);
+  };
+  auto freeMem = [&](uint64_t addr) {
+    return gpu ? gpu->free(addr) : cpuDevice->memory().free(addr);
+  };
+  auto copyToDevice = [&](uint64_t dst, const void *src, uint64_t n) {
+    return gpu ? gpu->copyToDevice(dst, src, n)
+               : cpuDevice->memory().copyToDevice(dst, src, n);
+  };
+  auto copyFromDevice = [&](void *dst, uint64_t src, uint64_t n) {
+    return gpu ? gpu->copyFromDevice(dst, src, n)
+               : cpuDevice->memory().copyFromDevice(dst, src, n);
+  };
   Target host = llvm::cantFail(Target::parse("host"));
   unsigned passed = 0, failed = 0, skipped = 0, knownFailed = 0;
   for (const std::string &name : names) {
@@ -191,13 +231,26 @@ int main(int argc, char **argv) {
       continue;
     }
     auto module = std::make_shared<const CompiledModule>(std::move(*compiled));
-    auto loaded = device.loadModule(module);
-    if (!loaded) {
-      report("load error: " + llvm::toString(loaded.takeError()));
-      continue;
+    LoadedModule *loaded = nullptr;
+    cuda::CudaModule *gpuModule = nullptr;
+    if (gpu) {
+      auto m = gpu->loadPTX(input.text);
+      if (!m) {
+        report("load error: " + llvm::toString(m.takeError()));
+        continue;
+      }
+      gpuModule = *m;
+    } else {
+      auto l = cpuDevice->loadModule(module);
+      if (!l) {
+        report("load error: " + llvm::toString(l.takeError()));
+        continue;
+      }
+      loaded = *l;
     }
     auto unload = llvm::scope_exit([&] {
-      llvm::consumeError(device.unloadModule(*loaded));
+      llvm::consumeError(gpu ? gpu->unloadModule(gpuModule)
+                             : cpuDevice->unloadModule(loaded));
     });
     StringRef kernel = t.getString("kernel").value_or(name);
     const KernelInfo *k = module->findKernel(kernel);
@@ -215,28 +268,30 @@ int main(int argc, char **argv) {
       report("malformed expected.json entry");
       continue;
     }
-    DeviceMemory &mem = device.memory();
-    auto outAddr = mem.allocate(std::max<size_t>(expected.size(), 1));
+    auto outAddr = allocate(std::max<size_t>(expected.size(), 1));
     uint64_t inAddr = 0;
     if (!outAddr) {
       report(llvm::toString(outAddr.takeError()));
       continue;
     }
     if (hasInput && !in.empty()) {
-      auto a = mem.allocate(in.size());
+      auto a = allocate(in.size());
       if (!a) {
         report(llvm::toString(a.takeError()));
         continue;
       }
       inAddr = *a;
-      llvm::cantFail(mem.copyToDevice(inAddr, in.data(), in.size()));
+      if (auto e = copyToDevice(inAddr, in.data(), in.size())) {
+        report(llvm::toString(std::move(e)));
+        continue;
+      }
     } else {
       inAddr = *outAddr;
     }
     auto freeAll = llvm::scope_exit([&] {
-      llvm::consumeError(mem.free(*outAddr));
+      llvm::consumeError(freeMem(*outAddr));
       if (inAddr != *outAddr)
-        llvm::consumeError(mem.free(inAddr));
+        llvm::consumeError(freeMem(inAddr));
     });
     // Arguments: (input, output); warp kernels often take only the output.
     std::vector<uint8_t> params(k->paramBufferSize, 0);
@@ -258,12 +313,19 @@ int main(int argc, char **argv) {
     LaunchConfig config;
     config.block[0] = uint32_t(t.getInteger("block_dim_x").value_or(1));
     config.dynamicSharedBytes = 1024;
-    if (auto e = device.launch(*loaded, kernel, config, params)) {
+    if (auto e = gpu ? gpu->launch(gpuModule, kernel,
+                                   {config.grid, config.block,
+                                    config.dynamicSharedBytes},
+                                   params, k->paramOffsets, k->paramSizes)
+                     : cpuDevice->launch(loaded, kernel, config, params)) {
       report("launch error: " + llvm::toString(std::move(e)));
       continue;
     }
     std::vector<uint8_t> got(expected.size());
-    llvm::cantFail(mem.copyFromDevice(got.data(), *outAddr, got.size()));
+    if (auto e = copyFromDevice(got.data(), *outAddr, got.size())) {
+      report(llvm::toString(std::move(e)));
+      continue;
+    }
     size_t bad = expected.size();
     for (size_t i = 0; i < expected.size(); i += outBytes)
       if (std::memcmp(&got[i], &expected[i], outBytes)) {

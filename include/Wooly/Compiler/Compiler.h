@@ -60,6 +60,10 @@ struct KernelInfo {
   std::string name;
   /// The symbol of its entry point in the binary.
   std::string symbol;
+  /// For kernels that never synchronise, the symbol of a function that runs
+  /// the block's threads from a linear index on (`__wooly_block_<name>`);
+  /// empty otherwise.
+  std::string blockSymbol;
   /// Offset and size of each parameter in the parameter buffer.
   std::vector<uint64_t> paramOffsets, paramSizes;
   /// Size of the whole parameter buffer.

@@ -64,6 +64,11 @@ namespace {
 /// variables' allocas, the next access-site id and the options.
 struct LoweringState {
   bool boundsChecks = true;
+  /// `[scope]` of the accesses to runtime memory (thread context, site
+  /// cache, parameter buffer). Kernel memory accesses never touch it, so
+  /// they carry it as `noalias_scopes`, which lets LLVM keep context fields
+  /// and cache entries in registers across the kernel's stores.
+  ArrayAttr runtimeScope;
   /// Next memory-access site id (index into `WoolyThreadCtx::siteCache`).
   uint32_t nextSite = 0;
   /// Offset of each `.shared` variable in the shared window.
@@ -147,8 +152,21 @@ struct Emitter {
     return LLVM::GEPOp::create(rw, loc, ptr(), i8(), base,
                                ArrayRef<LLVM::GEPArg>{int32_t(byteOffset)});
   }
+  /// Marks an access to runtime memory (context, cache, parameters).
+  template <typename OpTy> OpTy runtime(OpTy op) {
+    cast<LLVM::AliasAnalysisOpInterface>(op.getOperation())
+        .setAliasScopes(state.runtimeScope);
+    return op;
+  }
+  /// Marks an access to kernel memory (global, shared, local, ...).
+  template <typename OpTy> OpTy data(OpTy op) {
+    cast<LLVM::AliasAnalysisOpInterface>(op.getOperation())
+        .setNoAliasScopes(state.runtimeScope);
+    return op;
+  }
   Value loadField(Value ctx, size_t offset, Type t) {
-    return LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset)));
+    return runtime(
+        LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset))));
   }
 
   /// Zero-extends or truncates integer `v` to `t`.
@@ -243,8 +261,9 @@ struct Emitter {
         Value cache =
             loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
         Value entry = gep(cache, int64_t(site) * sizeof(WoolyAccessRange));
-        Value lo = LLVM::LoadOp::create(rw, loc, i64(), entry);
-        Value span = LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8));
+        Value lo = runtime(LLVM::LoadOp::create(rw, loc, i64(), entry));
+        Value span =
+            runtime(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
         Value off = LLVM::SubOp::create(rw, loc, addr, lo);
         Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
         Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
@@ -363,8 +382,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       ArrayRef<uint64_t> offsets = state.paramOffsets[op.getSymName()];
       for (auto [i, t] : llvm::enumerate(argTypes)) {
         Value p = e.gep(entry->getArgument(1), int64_t(offsets[i]));
-        bodyArgs.push_back(LLVM::LoadOp::create(rw, op.getLoc(), t, p,
-                                                /*alignment=*/1));
+        bodyArgs.push_back(e.runtime(LLVM::LoadOp::create(
+            rw, op.getLoc(), t, p, /*alignment=*/1)));
       }
     } else {
       for (unsigned i = 0; i < argTypes.size(); ++i)
@@ -789,11 +808,11 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
     SmallVector<Value> results;
     bool atomic = op.getSem() && *op.getSem() != MemOrder::weak && n == 1;
     for (uint64_t i = 0; i < n; ++i) {
-      auto ld = LLVM::LoadOp::create(
+      auto ld = e.data(LLVM::LoadOp::create(
           rw, e.loc, t, e.gep(*p, int64_t(i * elem)),
           /*alignment=*/elem, op.getIsVolatile(), /*nontemporal=*/false,
           /*invariant=*/false, /*invariantGroup=*/false,
-          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
+          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic));
       results.push_back(ld);
     }
     rw.replaceOp(op, results);
@@ -817,10 +836,10 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
     bool atomic =
         op.getSem() && *op.getSem() != MemOrder::weak && vals.size() == 1;
     for (auto [i, v] : llvm::enumerate(vals))
-      LLVM::StoreOp::create(
+      e.data(LLVM::StoreOp::create(
           rw, e.loc, v, e.gep(*p, int64_t(i * elem)), /*alignment=*/elem,
           op.getIsVolatile(), /*nontemporal=*/false, /*invariantGroup=*/false,
-          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic);
+          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic));
     rw.eraseOp(op);
     return success();
   }
@@ -871,7 +890,7 @@ Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
   Location loc = e.loc;
   Type t = values[0].getType();
   uint64_t size = byteSize(t);
-  Value old = LLVM::LoadOp::create(rw, loc, t, p, size);
+  Value old = e.data(LLVM::LoadOp::create(rw, loc, t, p, size));
   Value v = values[0];
   auto cmp = [&](LLVM::ICmpPredicate pred, Value a, Value b) {
     return LLVM::ICmpOp::create(rw, loc, pred, a, b);
@@ -947,7 +966,7 @@ Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
     break;
   }
   }
-  LLVM::StoreOp::create(rw, loc, next, p, size);
+  e.data(LLVM::StoreOp::create(rw, loc, next, p, size));
   return old;
 }
 
@@ -977,15 +996,15 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
             ? LLVM::AtomicOrdering::monotonic
             : (ord == LLVM::AtomicOrdering::acq_rel ? LLVM::AtomicOrdering::acquire
                                                     : ord);
-    Value pair =
-        LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, *p, cmp, val, ord, failOrd);
+    Value pair = e.data(
+        LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, *p, cmp, val, ord, failOrd));
     Value old = LLVM::ExtractValueOp::create(e.rw, e.loc, pair, 0);
     if (isFloat)
       old = LLVM::BitcastOp::create(e.rw, e.loc, t, old);
     return old;
   }
-  return Value(LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind), *p,
-                                         values[0], ord));
+  return Value(e.data(LLVM::AtomicRMWOp::create(
+      e.rw, e.loc, atomicBinOp(kind), *p, values[0], ord)));
 }
 
 /// `wooly.atom`: `atomicrmw`/`cmpxchg` on the checked address.
@@ -1706,6 +1725,108 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   return success();
 }
 
+/// For a kernel that never synchronises, builds
+/// `__wooly_block_<k>(ctx, params, start)`: a loop over the block's threads
+/// from linear index `start`, setting `%tid`, `%laneid` and `%warpid` in the
+/// context and calling the kernel, which is inlined. This saves a call per
+/// thread and lets LLVM hoist the parameter and context loads out of the
+/// loop (both pointers are `noalias`: generated code never writes them).
+void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
+                    ArrayAttr runtimeScope) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(kernel);
+  Location loc = kernel.getLoc();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = b.getI32Type();
+  StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            {ptrTy, ptrTy, i32});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, ("__wooly_block_" + name).str(),
+                                     fnType);
+  fn.setNoUnwind(true);
+  kernel->setAttr("wooly.block_function", b.getStringAttr(fn.getName()));
+  for (unsigned i = 0; i < 2; ++i) {
+    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+    kernel.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                      b.getUnitAttr());
+  }
+  kernel.setAlwaysInlineAttr(b.getUnitAttr());
+
+  Block *entry = fn.addEntryBlock(b);
+  Value c = entry->getArgument(0), params = entry->getArgument(1),
+        start = entry->getArgument(2);
+  b.setInsertionPointToStart(entry);
+  auto cst = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v));
+  };
+  auto field = [&](size_t offset) {
+    Value p = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
+                                  ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+    return p;
+  };
+  size_t tidOff = offsetof(WoolyThreadCtx, tid);
+  size_t ntidOff = offsetof(WoolyThreadCtx, ntid);
+  auto load = [&](Value p) {
+    auto op = LLVM::LoadOp::create(b, loc, i32, p);
+    op.setAliasScopesAttr(runtimeScope);
+    return op;
+  };
+  auto store = [&](Value v, Value p) {
+    auto op = LLVM::StoreOp::create(b, loc, v, p);
+    op.setAliasScopesAttr(runtimeScope);
+  };
+  Value nx = load(field(ntidOff));
+  Value ny = load(field(ntidOff + 4));
+  Value nz = load(field(ntidOff + 8));
+  Value nxy = LLVM::MulOp::create(b, loc, nx, ny);
+  Value n = LLVM::MulOp::create(b, loc, nxy, nz);
+  Value tx0 = LLVM::URemOp::create(b, loc, start, nx);
+  Value q = LLVM::UDivOp::create(b, loc, start, nx);
+  Value ty0 = LLVM::URemOp::create(b, loc, q, ny);
+  Value tz0 = LLVM::UDivOp::create(b, loc, start, nxy);
+  Value tidX = field(tidOff), tidY = field(tidOff + 4), tidZ = field(tidOff + 8);
+  Value lane = field(offsetof(WoolyThreadCtx, laneid));
+  Value warp = field(offsetof(WoolyThreadCtx, warpid));
+
+  Block *header = b.createBlock(&fn.getBody(), {}, {i32, i32, i32, i32},
+                                {loc, loc, loc, loc});
+  Block *body = b.createBlock(&fn.getBody());
+  Block *exit = b.createBlock(&fn.getBody());
+  b.setInsertionPointToEnd(entry);
+  LLVM::BrOp::create(b, loc, ValueRange{start, tx0, ty0, tz0}, header);
+
+  b.setInsertionPointToStart(header);
+  Value i = header->getArgument(0), tx = header->getArgument(1),
+        ty = header->getArgument(2), tz = header->getArgument(3);
+  Value more = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, i, n);
+  LLVM::CondBrOp::create(b, loc, more, body, exit);
+
+  b.setInsertionPointToStart(body);
+  store(tx, tidX);
+  store(ty, tidY);
+  store(tz, tidZ);
+  store(LLVM::AndOp::create(b, loc, i, cst(31)), lane);
+  store(LLVM::LShrOp::create(b, loc, i, cst(5)), warp);
+  LLVM::CallOp::create(b, loc, TypeRange{},
+                       FlatSymbolRefAttr::get(ctx, kernel.getName()),
+                       ValueRange{c, params});
+  Value next = LLVM::AddOp::create(b, loc, i, cst(1));
+  Value tx1 = LLVM::AddOp::create(b, loc, tx, cst(1));
+  Value wrapX = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tx1, nx);
+  Value txN = LLVM::SelectOp::create(b, loc, wrapX, cst(0), tx1);
+  Value ty1 = LLVM::SelectOp::create(b, loc, wrapX,
+                                     LLVM::AddOp::create(b, loc, ty, cst(1)), ty);
+  Value wrapY = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ty1, ny);
+  Value tyN = LLVM::SelectOp::create(b, loc, wrapY, cst(0), ty1);
+  Value tzN = LLVM::SelectOp::create(b, loc, wrapY,
+                                     LLVM::AddOp::create(b, loc, tz, cst(1)), tz);
+  LLVM::BrOp::create(b, loc, ValueRange{next, txN, tyN, tzN}, header);
+
+  b.setInsertionPointToStart(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
 struct ConvertWoolyToLLVMPass
     : wooly::impl::ConvertWoolyToLLVMBase<ConvertWoolyToLLVMPass> {
   using Base::Base;
@@ -1715,6 +1836,13 @@ struct ConvertWoolyToLLVMPass
     MLIRContext *ctx = &getContext();
     LoweringState state;
     state.boundsChecks = boundsChecks;
+    auto domain = LLVM::AliasScopeDomainAttr::get(
+        ctx, DistinctAttr::create(UnitAttr::get(ctx)),
+        StringAttr::get(ctx, "wooly"));
+    state.runtimeScope = ArrayAttr::get(
+        ctx, {LLVM::AliasScopeAttr::get(
+                 ctx, DistinctAttr::create(UnitAttr::get(ctx)), domain,
+                 StringAttr::get(ctx, "wooly runtime memory"))});
     if (failed(prepareModule(module, state)))
       return signalPassFailure();
     // Byte-array parameters (`insert_bytes`/`extract_bytes` expand to
@@ -1760,6 +1888,10 @@ struct ConvertWoolyToLLVMPass
                              func::FuncDialect, vector::VectorDialect>();
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+
+    for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>()))
+      if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
+        buildBlockLoop(module, fn, state.runtimeScope);
 
     module->setAttr("wooly.num_access_sites",
                     IntegerAttr::get(IntegerType::get(ctx, 64),

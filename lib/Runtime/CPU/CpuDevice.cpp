@@ -99,6 +99,8 @@ struct LoadedModuleImpl {
   std::shared_ptr<const CompiledModule> compiled;
   llvm::orc::JITDylib *dylib = nullptr;
   llvm::StringMap<WoolyKernelFn> kernels;
+  /// Block loops (`KernelInfo::blockSymbol`), where the kernel has one.
+  llvm::StringMap<WoolyBlockFn> blockLoops;
   llvm::StringMap<std::pair<uint64_t, uint64_t>> globals;
 };
 
@@ -106,6 +108,7 @@ struct LoadedModuleImpl {
 struct LaunchState {
   const KernelInfo *kernel = nullptr;
   WoolyKernelFn fn = nullptr;
+  WoolyBlockFn blockFn = nullptr;
   LaunchConfig config;
   uint32_t totalShared = 0;
   uint32_t threadsPerBlock = 0;
@@ -590,18 +593,26 @@ void runBlockDirect(Worker &w) {
   LaunchState &l = *w.launch;
   GpuThread &t = w.direct;
   WoolyThreadCtx &c = t.ctx;
-  initBlockCtx(w, t);
   const auto &blk = l.config.block;
+  initBlockCtx(w, t);
   // `w.next` is memory, not a local, so its value survives longjmp.
   w.next = 0;
   int why = setjmp(w.jmp);
   if (why == kJmpFault)
     return;
-  if (why == kJmpExit)
-    ++w.next;
+  if (why == kJmpExit) {
+    // The thread in the context exited; continue with the next one.
+    w.next = c.tid[0] + blk[0] * (c.tid[1] + blk[1] * c.tid[2]) + 1;
+  }
   if (w.next >= l.threadsPerBlock)
     return;
   setThreadIndex(w, t, w.next);
+  if (l.blockFn) {
+    // The generated loop runs the rest of the block; after an `exit` in a
+    // device function it is resumed after the exiting thread.
+    l.blockFn(&c, l.params, w.next);
+    return;
+  }
   WoolyKernelFn fn = l.fn;
   const char *params = l.params;
   for (;;) {
@@ -1088,6 +1099,12 @@ public:
       if (!sym)
         return sym.takeError();
       impl->kernels[k.name] = sym->toPtr<WoolyKernelFn>();
+      if (!k.blockSymbol.empty()) {
+        auto block = jit->lookup(*impl->dylib, k.blockSymbol);
+        if (!block)
+          return block.takeError();
+        impl->blockLoops[k.name] = block->toPtr<WoolyBlockFn>();
+      }
     }
     for (const GlobalInfo &g : m->globals) {
       auto sym = jit->lookup(*impl->dylib, g.symbol);
@@ -1176,6 +1193,7 @@ public:
     LaunchState l;
     l.kernel = k;
     l.fn = m->kernels.lookup(kernelName);
+    l.blockFn = m->blockLoops.lookup(kernelName);
     l.config = config;
     l.totalShared = uint32_t(shared);
     l.threadsPerBlock = uint32_t(threads);

@@ -4,7 +4,7 @@
 // A kernel reads its parameters from the parameter buffer (second argument)
 // at their CUDA offsets; a global load is checked through the site cache.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
-// CHECK-SAME: %[[CTX:.*]]: !llvm.ptr, %[[PARAMS:.*]]: !llvm.ptr)
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.noalias})
 // CHECK-SAME: wooly.kernel = "k"
 // CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
 // CHECK: %[[N:.*]] = llvm.load %[[PARAMS]]
@@ -13,15 +13,23 @@
 // CHECK: llvm.br ^bb1(%[[N]], %[[P]] : i32, i64)
 // CHECK: ^bb1(%{{.*}}: i32, %[[ADDR:.*]]: i64):
 // CHECK: %[[CACHEP:.*]] = llvm.getelementptr %[[CTX]][88]
-// CHECK: %[[CACHE:.*]] = llvm.load %[[CACHEP]] : !llvm.ptr -> !llvm.ptr
-// CHECK: %[[LO:.*]] = llvm.load %[[CACHE]] : !llvm.ptr -> i64
+// CHECK: %[[CACHE:.*]] = llvm.load %[[CACHEP]] {{.*}}: !llvm.ptr -> !llvm.ptr
+// CHECK: %[[LO:.*]] = llvm.load %[[CACHE]] {{.*}}: !llvm.ptr -> i64
 // CHECK: %[[OFF:.*]] = llvm.sub %[[ADDR]], %[[LO]]
 // CHECK: llvm.cond_br %{{.*}} weights([2000, 1]), ^[[OK:.*]], ^[[SLOW:.*]]
 // CHECK: ^[[SLOW]]:
 // CHECK: llvm.call @__wooly_rt_check(%[[CTX]], %{{.*}}, %[[ADDR]]
 // CHECK: ^[[OK]]:
 // CHECK: %[[GP:.*]] = llvm.inttoptr %[[ADDR]] : i64 to !llvm.ptr
-// CHECK: llvm.load %[[GP]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK: llvm.load %[[GP]] {alignment = 4 : i64, noalias_scopes = [#{{.*}}]} : !llvm.ptr -> f32
+// A kernel without barriers also gets a loop over the block's threads that
+// sets %tid/%laneid/%warpid in the context and calls it (inlined later).
+// CHECK-LABEL: llvm.func @__wooly_block_k(
+// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.noalias}, %[[START:[^:]*]]: i32)
+// CHECK: ^[[HEAD:.*]](%[[I:.*]]: i32, %[[TX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK: llvm.icmp "ult" %[[I]]
+// CHECK: llvm.store %[[TX]], %{{.*}} {alias_scopes = [#{{.*}}]} : i32, !llvm.ptr
+// CHECK: llvm.call @__wooly_kernel_k(%[[BCTX]], %[[BPAR]])
 // NOCHECK-LABEL: llvm.func @__wooly_kernel_k(
 // NOCHECK-NOT: __wooly_rt_check(
 // NOCHECK: llvm.return
@@ -42,9 +50,9 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 // CHECK: %[[TOTP:.*]] = llvm.getelementptr %[[CTX]][64]
 // CHECK: llvm.call @__wooly_rt_shared_oob(
 // CHECK: %[[BASEP:.*]] = llvm.getelementptr %[[CTX]][72]
-// CHECK: %[[BASE:.*]] = llvm.load %[[BASEP]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[BASE:.*]] = llvm.load %[[BASEP]] {{.*}}: !llvm.ptr -> !llvm.ptr
 // CHECK: %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[OFF64]]]
-// CHECK: llvm.store %{{.*}}, %[[PTR]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK: llvm.store %{{.*}}, %[[PTR]] {alignment = 4 : i64, noalias_scopes = [#{{.*}}]} : f32, !llvm.ptr
 wooly.global shared @a : f32[64] align 4
 wooly.global shared @b : i32[4] align 16
 wooly.global shared extern @dyn : i8[0] align 16
@@ -73,10 +81,10 @@ wooly.func @gk() attributes {kernel} {
 
 // Atomics lower to atomicrmw/cmpxchg with PTX's orderings; inc/dec wrap.
 // CHECK-LABEL: llvm.func @__wooly_kernel_atomics(
-// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
-// CHECK: llvm.atomicrmw uinc_wrap %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
-// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} acq_rel acquire : !llvm.ptr, i32
-// CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f32
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} monotonic {{.*}}: !llvm.ptr, i32
+// CHECK: llvm.atomicrmw uinc_wrap %{{.*}}, %{{.*}} monotonic {{.*}}: !llvm.ptr, i32
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} acq_rel acquire {{.*}}: !llvm.ptr, i32
+// CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic {{.*}}: !llvm.ptr, f32
 wooly.func @atomics(%p: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}, %f: f32 {wooly.type = "f32"}) attributes {kernel} {
   %0 = wooly.atom global add %p, %v : i64, i32 -> i32
   %1 = wooly.atom global inc %p, %v : i64, i32 -> i32
@@ -91,10 +99,10 @@ wooly.func @atomics(%p: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}, 
 // on one worker and switch only inside runtime calls.
 // CHECK-LABEL: llvm.func @__wooly_kernel_shared_atomics(
 // CHECK-NOT: llvm.atomicrmw
-// CHECK: %[[OLD:.*]] = llvm.load %[[P:.*]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK: %[[OLD:.*]] = llvm.load %[[P:.*]] {alignment = 4 : i64, noalias_scopes = {{.*}}} : !llvm.ptr -> i32
 // CHECK: %[[NEW:.*]] = llvm.add %[[OLD]], %{{.*}} : i32
-// CHECK: llvm.store %[[NEW]], %[[P]] {alignment = 4 : i64} : i32, !llvm.ptr
-// CHECK: %[[OLD2:.*]] = llvm.load %[[P2:.*]] {alignment = 4 : i64} : !llvm.ptr -> i32
+// CHECK: llvm.store %[[NEW]], %[[P]] {{.*}}: i32, !llvm.ptr
+// CHECK: %[[OLD2:.*]] = llvm.load %[[P2:.*]] {alignment = 4 : i64, noalias_scopes = {{.*}}} : !llvm.ptr -> i32
 // CHECK: %[[EQ:.*]] = llvm.icmp "eq" %[[OLD2]], %{{.*}} : i32
 // CHECK: %[[SEL:.*]] = llvm.select %[[EQ]], %{{.*}}, %[[OLD2]] : i1, i32
 // CHECK: llvm.store %[[SEL]], %[[P2]]

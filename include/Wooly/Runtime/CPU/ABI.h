@@ -62,6 +62,12 @@ typedef struct WoolyThreadCtx {
 /// A lowered kernel `@k` is exported as `__wooly_kernel_k` with this type.
 typedef void (*WoolyKernelFn)(WoolyThreadCtx *ctx, const char *params);
 
+/// A kernel that never synchronises also gets `__wooly_block_k`, which runs
+/// the threads of the block with linear index `start` and above, setting
+/// `tid`, `laneid` and `warpid` in `ctx` (the other fields are the caller's).
+typedef void (*WoolyBlockFn)(WoolyThreadCtx *ctx, const char *params,
+                             uint32_t start);
+
 /// Flags of `__wooly_rt_check`.
 enum {
   WOOLY_ACCESS_READ = 1,

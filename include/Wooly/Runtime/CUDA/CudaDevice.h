@@ -1,0 +1,99 @@
+//===- CudaDevice.h - Run original PTX on an NVIDIA GPU ---------*- C++ -*-===//
+//
+// The `cuda` backend: runs the ORIGINAL PTX natively on an NVIDIA GPU through
+// the CUDA driver API. The driver (libcuda.so.1) is loaded at run time with
+// dlopen, so building Wooly needs neither the driver nor the CUDA headers;
+// the few types and entry points used are declared in CudaDevice.cpp.
+//
+// The device works in the primary context of its GPU, made current on the
+// thread that opened it; use a device from that thread only. Every launch is
+// synchronous (cuCtxSynchronize), so an error of the kernel is reported by
+// the launch that caused it, naming the kernel.
+//
+// The kernel's parameter buffer has CUDA's layout, the one that
+// `KernelInfo::paramOffsets/paramSizes` describe (compile the PTX for the
+// host to get them); it is passed with CU_LAUNCH_PARAM_BUFFER_POINTER.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_CUDA_CUDADEVICE_H
+#define WOOLY_RUNTIME_CUDA_CUDADEVICE_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace wooly::cuda {
+
+/// A PTX module loaded into a CudaDevice (opaque; owned by the device).
+class CudaModule;
+
+/// Grid, block and dynamic shared memory of a launch.
+struct CudaLaunchConfig {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamicSharedBytes = 0;
+};
+
+/// One NVIDIA GPU, driven through the CUDA driver API.
+class CudaDevice {
+public:
+  /// The driver library that `open(int)` loads.
+  static constexpr const char *defaultDriverLibrary = "libcuda.so.1";
+
+  /// Loads the driver, initialises it and opens GPU `ordinal` (its primary
+  /// context, made current on this thread). Errors: "CUDA driver
+  /// libcuda.so.1 not found (...)", "no CUDA device (...)", a missing entry
+  /// point, or the driver's error name and text.
+  static llvm::Expected<std::unique_ptr<CudaDevice>> open(int ordinal = 0);
+  /// The same with another driver library (a path or a soname; for tests).
+  static llvm::Expected<std::unique_ptr<CudaDevice>>
+  open(int ordinal, llvm::StringRef driverLibrary);
+
+  ~CudaDevice();
+  CudaDevice(const CudaDevice &) = delete;
+  CudaDevice &operator=(const CudaDevice &) = delete;
+
+  /// The GPU's name (cuDeviceGetName), e.g. "NVIDIA H100 80GB HBM3".
+  const std::string &name() const;
+  /// The GPU's ordinal.
+  int ordinal() const;
+
+  /// Device memory (cuMemAlloc); addresses are CUdeviceptr values. Like the
+  /// CPU backend's, a new allocation is zero-filled (a size of 0 gets 1 byte).
+  llvm::Expected<uint64_t> allocate(uint64_t bytes);
+  llvm::Error free(uint64_t addr);
+  llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t bytes);
+  llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes);
+  llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes);
+
+  /// JIT-compiles PTX text with the driver (cuModuleLoadDataEx). A PTX the
+  /// driver rejects gives an error with ptxas's log.
+  llvm::Expected<CudaModule *> loadPTX(llvm::StringRef ptx);
+  /// Unloads a module returned by loadPTX.
+  llvm::Error unloadModule(CudaModule *module);
+
+  /// Runs `kernel` of `module` to completion. `params` is the CUDA
+  /// parameter buffer; `paramOffsets`/`paramSizes` (optional, e.g. from
+  /// KernelInfo) are checked to lie inside it.
+  llvm::Error launch(CudaModule *module, llvm::StringRef kernel,
+                     const CudaLaunchConfig &config,
+                     llvm::ArrayRef<uint8_t> params,
+                     llvm::ArrayRef<uint64_t> paramOffsets = {},
+                     llvm::ArrayRef<uint64_t> paramSizes = {});
+
+  class Impl;
+
+private:
+  explicit CudaDevice(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace wooly::cuda
+
+#endif // WOOLY_RUNTIME_CUDA_CUDADEVICE_H

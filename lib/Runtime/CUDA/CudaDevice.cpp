@@ -1,0 +1,397 @@
+//===- CudaDevice.cpp - Run original PTX on an NVIDIA GPU -------*- C++ -*-===//
+//
+// The CUDA driver API, loaded with dlopen. Only the types, enum values and
+// entry points used here are declared (from the driver API's documented
+// ABI); cuda.h is not needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Runtime/CUDA/CudaDevice.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <vector>
+
+using namespace wooly::cuda;
+using llvm::StringRef;
+
+namespace {
+// The driver API's ABI, as far as it is used.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long; // The _v2 entry points' pointer type.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
+using CUjit_option = int;
+using CUfunction_attribute = int;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+
+// CUjit_option values.
+constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER = 3;
+constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
+constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+// CUfunction_attribute values.
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES =
+    8;
+
+// The `extra` argument of cuLaunchKernel.
+void *const CU_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x00);
+void *const CU_LAUNCH_PARAM_BUFFER_POINTER = reinterpret_cast<void *>(0x01);
+void *const CU_LAUNCH_PARAM_BUFFER_SIZE = reinterpret_cast<void *>(0x02);
+
+// Dynamic shared memory above this needs an opt-in (cuFuncSetAttribute).
+constexpr uint32_t kDefaultMaxDynamicShared = 48 * 1024;
+
+// Size of the JIT's info and error logs.
+constexpr size_t kJitLogBytes = 16 * 1024;
+
+struct DriverApi {
+  CUresult (*cuGetErrorName)(CUresult, const char **) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char **) = nullptr;
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDeviceGetCount)(int *) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char *, int, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned,
+                                 CUjit_option *, void **) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule,
+                                  const char *) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute,
+                                 int) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **) = nullptr;
+};
+
+/// Resolves `fn` from the first of `names` that the library exports.
+template <typename Fn>
+llvm::Error resolve(void *lib, StringRef library, Fn &fn,
+                    std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (void *sym = dlsym(lib, name)) {
+      fn = reinterpret_cast<Fn>(sym);
+      return llvm::Error::success();
+    }
+  return llvm::createStringError("CUDA driver " + library +
+                                 " lacks the entry point " + *names.begin() +
+                                 " (driver too old?)");
+}
+} // namespace
+
+namespace wooly::cuda {
+class CudaModule {
+public:
+  CUmodule handle = nullptr;
+  llvm::StringMap<CUfunction> functions;
+};
+} // namespace wooly::cuda
+
+class CudaDevice::Impl {
+public:
+  void *library = nullptr;
+  std::string libraryName;
+  DriverApi api;
+  CUdevice device = 0;
+  int ordinal = 0;
+  CUcontext context = nullptr;
+  bool contextRetained = false;
+  std::string name;
+  std::vector<std::unique_ptr<CudaModule>> modules;
+
+  ~Impl() {
+    for (auto &m : modules)
+      if (m->handle)
+        api.cuModuleUnload(m->handle);
+    if (contextRetained)
+      api.cuDevicePrimaryCtxRelease(device);
+    // The driver library stays loaded: unloading libcuda is not supported
+    // while the process may still hold driver state.
+  }
+
+  /// "NAME: description" of a driver error code.
+  std::string describe(CUresult r) const {
+    const char *errName = nullptr, *errText = nullptr;
+    if (api.cuGetErrorName)
+      api.cuGetErrorName(r, &errName);
+    if (api.cuGetErrorString)
+      api.cuGetErrorString(r, &errText);
+    std::string s = errName ? errName : ("CUDA error " + std::to_string(r));
+    if (errText)
+      s += std::string(": ") + errText;
+    return s;
+  }
+
+  llvm::Error check(CUresult r, const llvm::Twine &what) const {
+    if (r == CUDA_SUCCESS)
+      return llvm::Error::success();
+    return llvm::createStringError(what + ": " + describe(r));
+  }
+};
+
+llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
+  return open(ordinal, defaultDriverLibrary);
+}
+
+llvm::Expected<std::unique_ptr<CudaDevice>>
+CudaDevice::open(int ordinal, StringRef driverLibrary) {
+  auto impl = std::make_unique<Impl>();
+  impl->libraryName = driverLibrary.str();
+  impl->ordinal = ordinal;
+  dlerror();
+  impl->library = dlopen(impl->libraryName.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!impl->library) {
+    const char *why = dlerror();
+    return llvm::createStringError("CUDA driver " + impl->libraryName +
+                                   " not found (" +
+                                   (why ? why : "dlopen failed") + ")");
+  }
+  void *lib = impl->library;
+  StringRef libName = impl->libraryName;
+  DriverApi &api = impl->api;
+
+  // The error functions and cuInit first: a driver without a GPU still
+  // answers these, and "no CUDA device" is the error to report then.
+  if (auto e = resolve(lib, libName, api.cuGetErrorName, {"cuGetErrorName"}))
+    return std::move(e);
+  if (auto e =
+          resolve(lib, libName, api.cuGetErrorString, {"cuGetErrorString"}))
+    return std::move(e);
+  if (auto e = resolve(lib, libName, api.cuInit, {"cuInit"}))
+    return std::move(e);
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+    if (r == CUDA_ERROR_NO_DEVICE)
+      return llvm::createStringError("no CUDA device (" + impl->describe(r) +
+                                     ")");
+    return impl->check(r, "cannot initialise the CUDA driver (cuInit)");
+  }
+
+#define WOOLY_RESOLVE(field, ...)                                              \
+  if (auto e = resolve(lib, libName, api.field, {__VA_ARGS__}))                \
+    return std::move(e);
+  WOOLY_RESOLVE(cuDeviceGetCount, "cuDeviceGetCount")
+  WOOLY_RESOLVE(cuDeviceGet, "cuDeviceGet")
+  WOOLY_RESOLVE(cuDeviceGetName, "cuDeviceGetName")
+  WOOLY_RESOLVE(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
+  WOOLY_RESOLVE(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2",
+                "cuDevicePrimaryCtxRelease")
+  WOOLY_RESOLVE(cuCtxSetCurrent, "cuCtxSetCurrent")
+  WOOLY_RESOLVE(cuCtxSynchronize, "cuCtxSynchronize")
+  WOOLY_RESOLVE(cuMemAlloc, "cuMemAlloc_v2")
+  WOOLY_RESOLVE(cuMemFree, "cuMemFree_v2")
+  WOOLY_RESOLVE(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
+  WOOLY_RESOLVE(cuMemcpyDtoH, "cuMemcpyDtoH_v2")
+  WOOLY_RESOLVE(cuMemsetD8, "cuMemsetD8_v2")
+  WOOLY_RESOLVE(cuModuleLoadDataEx, "cuModuleLoadDataEx")
+  WOOLY_RESOLVE(cuModuleUnload, "cuModuleUnload")
+  WOOLY_RESOLVE(cuModuleGetFunction, "cuModuleGetFunction")
+  WOOLY_RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute")
+  WOOLY_RESOLVE(cuLaunchKernel, "cuLaunchKernel")
+#undef WOOLY_RESOLVE
+
+  int count = 0;
+  if (auto e = impl->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
+    return std::move(e);
+  if (count == 0)
+    return llvm::createStringError("no CUDA device (the driver reports none)");
+  if (ordinal < 0 || ordinal >= count)
+    return llvm::createStringError(llvm::formatv(
+        "no CUDA device {0} (the driver reports {1})", ordinal, count));
+  if (auto e = impl->check(api.cuDeviceGet(&impl->device, ordinal),
+                           llvm::formatv("cuDeviceGet({0})", ordinal)))
+    return std::move(e);
+  char name[256] = {};
+  if (auto e = impl->check(
+          api.cuDeviceGetName(name, int(sizeof name) - 1, impl->device),
+          "cuDeviceGetName"))
+    return std::move(e);
+  impl->name = name;
+  if (auto e = impl->check(
+          api.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
+          "cannot create a context on CUDA device " + impl->name))
+    return std::move(e);
+  impl->contextRetained = true;
+  if (auto e =
+          impl->check(api.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
+    return std::move(e);
+  return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(impl)));
+}
+
+CudaDevice::CudaDevice(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+CudaDevice::~CudaDevice() = default;
+
+const std::string &CudaDevice::name() const { return impl->name; }
+int CudaDevice::ordinal() const { return impl->ordinal; }
+
+llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
+  CUdeviceptr p = 0;
+  // The driver refuses empty allocations; give them one byte.
+  uint64_t size = std::max<uint64_t>(bytes, 1);
+  if (auto e = impl->check(impl->api.cuMemAlloc(&p, size),
+                           llvm::formatv("cuMemAlloc of {0} bytes", bytes)))
+    return std::move(e);
+  // Zero-filled, as the CPU backend's memory is.
+  if (auto e = impl->check(impl->api.cuMemsetD8(p, 0, size),
+                           llvm::formatv("cuMemsetD8 of {0} bytes", size))) {
+    impl->api.cuMemFree(p);
+    return std::move(e);
+  }
+  return uint64_t(p);
+}
+
+llvm::Error CudaDevice::free(uint64_t addr) {
+  return impl->check(impl->api.cuMemFree(CUdeviceptr(addr)),
+                     llvm::formatv("cuMemFree(0x{0:x-})", addr));
+}
+
+llvm::Error CudaDevice::copyToDevice(uint64_t dst, const void *src,
+                                     uint64_t bytes) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  return impl->check(
+      impl->api.cuMemcpyHtoD(CUdeviceptr(dst), src, bytes),
+      llvm::formatv("cuMemcpyHtoD of {0} bytes to 0x{1:x-}", bytes, dst));
+}
+
+llvm::Error CudaDevice::copyFromDevice(void *dst, uint64_t src,
+                                       uint64_t bytes) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  return impl->check(
+      impl->api.cuMemcpyDtoH(dst, CUdeviceptr(src), bytes),
+      llvm::formatv("cuMemcpyDtoH of {0} bytes from 0x{1:x-}", bytes, src));
+}
+
+llvm::Error CudaDevice::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  return impl->check(
+      impl->api.cuMemsetD8(CUdeviceptr(dst), value, bytes),
+      llvm::formatv("cuMemsetD8 of {0} bytes at 0x{1:x-}", bytes, dst));
+}
+
+llvm::Expected<CudaModule *> CudaDevice::loadPTX(StringRef ptx) {
+  std::string text = ptx.str(); // The driver wants a NUL-terminated image.
+  std::vector<char> infoLog(kJitLogBytes, 0), errorLog(kJitLogBytes, 0);
+  CUjit_option options[] = {
+      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {
+      infoLog.data(), reinterpret_cast<void *>(uintptr_t(kJitLogBytes - 1)),
+      errorLog.data(), reinterpret_cast<void *>(uintptr_t(kJitLogBytes - 1))};
+  auto module = std::make_unique<CudaModule>();
+  CUresult r = impl->api.cuModuleLoadDataEx(&module->handle, text.c_str(),
+                                            unsigned(std::size(options)),
+                                            options, values);
+  if (r != CUDA_SUCCESS) {
+    std::string msg =
+        "cannot load the PTX on " + impl->name + ": " + impl->describe(r);
+    StringRef log = StringRef(errorLog.data()).trim();
+    if (!log.empty())
+      msg += "\n" + log.str();
+    return llvm::createStringError(msg);
+  }
+  CudaModule *raw = module.get();
+  impl->modules.push_back(std::move(module));
+  return raw;
+}
+
+llvm::Error CudaDevice::unloadModule(CudaModule *module) {
+  auto it = llvm::find_if(impl->modules,
+                          [&](const auto &m) { return m.get() == module; });
+  if (it == impl->modules.end())
+    return llvm::createStringError("unloadModule: unknown module");
+  CUmodule handle = (*it)->handle;
+  impl->modules.erase(it);
+  return impl->check(impl->api.cuModuleUnload(handle), "cuModuleUnload");
+}
+
+llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
+                               const CudaLaunchConfig &config,
+                               llvm::ArrayRef<uint8_t> params,
+                               llvm::ArrayRef<uint64_t> paramOffsets,
+                               llvm::ArrayRef<uint64_t> paramSizes) {
+  if (!module)
+    return llvm::createStringError("launch of kernel '" + kernel +
+                                   "': no module");
+  if (paramOffsets.size() != paramSizes.size())
+    return llvm::createStringError(llvm::formatv(
+        "launch of kernel '{0}': {1} parameter offsets but {2} sizes", kernel,
+        paramOffsets.size(), paramSizes.size()));
+  for (size_t i = 0; i < paramOffsets.size(); ++i)
+    if (paramOffsets[i] + paramSizes[i] > params.size())
+      return llvm::createStringError(llvm::formatv(
+          "launch of kernel '{0}': parameter {1} (offset {2}, {3} bytes) lies "
+          "outside the {4}-byte parameter buffer",
+          kernel, i, paramOffsets[i], paramSizes[i], params.size()));
+
+  const DriverApi &api = impl->api;
+  auto [it, inserted] = module->functions.try_emplace(kernel, nullptr);
+  if (inserted) {
+    std::string name = kernel.str();
+    if (CUresult r =
+            api.cuModuleGetFunction(&it->second, module->handle, name.c_str());
+        r != CUDA_SUCCESS) {
+      module->functions.erase(it);
+      return llvm::createStringError(
+          "no kernel '" + kernel +
+          "' in the module (cuModuleGetFunction: " + impl->describe(r) + ")");
+    }
+  }
+  CUfunction fn = it->second;
+  if (config.dynamicSharedBytes > kDefaultMaxDynamicShared)
+    if (auto e = impl->check(
+            api.cuFuncSetAttribute(
+                fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(config.dynamicSharedBytes)),
+            llvm::formatv("launch of kernel '{0}': {1} bytes of dynamic "
+                          "shared memory",
+                          kernel, config.dynamicSharedBytes)))
+      return e;
+
+  // The driver reads the buffer during cuLaunchKernel; a copy keeps the
+  // caller's bytes const and gives an empty buffer a valid address.
+  std::vector<uint8_t> buffer(params.begin(), params.end());
+  size_t size = buffer.size();
+  uint8_t dummy = 0;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER,
+                   buffer.empty() ? static_cast<void *>(&dummy)
+                                  : static_cast<void *>(buffer.data()),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  if (auto e = impl->check(
+          api.cuLaunchKernel(fn, config.grid[0], config.grid[1], config.grid[2],
+                             config.block[0], config.block[1], config.block[2],
+                             config.dynamicSharedBytes, nullptr, nullptr,
+                             extra),
+          llvm::formatv("launch of kernel '{0}' (grid ({1},{2},{3}), block "
+                        "({4},{5},{6}), {7} bytes of dynamic shared memory)",
+                        kernel, config.grid[0], config.grid[1], config.grid[2],
+                        config.block[0], config.block[1], config.block[2],
+                        config.dynamicSharedBytes)))
+    return e;
+  return impl->check(api.cuCtxSynchronize(), "kernel '" + kernel + "'");
+}

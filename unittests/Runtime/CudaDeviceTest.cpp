@@ -1,0 +1,144 @@
+//===- CudaDeviceTest.cpp - CudaDevice with fake drivers --------*- C++ -*-===//
+//
+// CudaDevice (lib/Runtime/CUDA) loads the CUDA driver with dlopen. These
+// tests give it stand-in drivers (FakeCudaDriver.cpp, built as libcuda.so.1
+// in three folders), so they run without a GPU: the error messages, the
+// order of initialisation and the launch's parameter-buffer wiring.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Runtime/CUDA/CudaDevice.h"
+
+#include "gtest/gtest.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <vector>
+
+using namespace wooly::cuda;
+
+namespace {
+std::string errorText(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+template <typename T> std::string errorText(llvm::Expected<T> &x) {
+  EXPECT_FALSE(bool(x));
+  return x ? std::string() : llvm::toString(x.takeError());
+}
+
+/// Mirrors FakeCudaDriver.cpp's record of the last launch.
+struct FakeLaunch {
+  char kernel[64];
+  unsigned grid[3], block[3], shared;
+  std::vector<uint8_t> params;
+};
+
+const FakeLaunch *lastLaunch() {
+  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib)
+    return nullptr;
+  auto fn = reinterpret_cast<const FakeLaunch *(*)()>(
+      dlsym(lib, "fakeCudaLastLaunch"));
+  return fn ? fn() : nullptr;
+}
+
+TEST(CudaDeviceTest, MissingDriver) {
+  auto d = CudaDevice::open(0, "/nonexistent/libcuda.so.1");
+  std::string msg = errorText(d);
+  EXPECT_NE(msg.find("CUDA driver /nonexistent/libcuda.so.1 not found ("),
+            std::string::npos)
+      << msg;
+}
+
+TEST(CudaDeviceTest, NoDevice) {
+  auto d = CudaDevice::open(0, FAKE_CUDA_NO_DEVICE);
+  EXPECT_EQ(errorText(d), "no CUDA device (CUDA_ERROR_NO_DEVICE: no "
+                          "CUDA-capable device is detected)");
+}
+
+TEST(CudaDeviceTest, MissingEntryPoint) {
+  auto d = CudaDevice::open(0, FAKE_CUDA_INCOMPLETE);
+  std::string msg = errorText(d);
+  EXPECT_NE(msg.find("lacks the entry point cuLaunchKernel"), std::string::npos)
+      << msg;
+}
+
+TEST(CudaDeviceTest, NoSuchOrdinal) {
+  auto d = CudaDevice::open(3, FAKE_CUDA_FULL);
+  EXPECT_EQ(errorText(d), "no CUDA device 3 (the driver reports 1)");
+}
+
+const char *kPtx = ".version 7.0\n.target sm_80\n.address_size 64\n"
+                   ".visible .entry copy(.param .u32 n, .param .u64 p)\n"
+                   "{ ret; }\n"
+                   ".visible .entry faulty() { ret; }\n";
+
+TEST(CudaDeviceTest, MemoryAndLaunch) {
+  auto opened = CudaDevice::open(0, FAKE_CUDA_FULL);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  CudaDevice &dev = **opened;
+  EXPECT_EQ(dev.name(), "Fake GPU");
+
+  // Memory: zero-filled allocations, copies both ways, memset.
+  auto addr = dev.allocate(16);
+  ASSERT_TRUE(bool(addr)) << llvm::toString(addr.takeError());
+  uint8_t bytes[16];
+  std::memset(bytes, 0xee, sizeof bytes);
+  ASSERT_FALSE(bool(dev.copyFromDevice(bytes, *addr, 16)));
+  for (uint8_t b : bytes)
+    EXPECT_EQ(b, 0);
+  uint8_t pattern[4] = {1, 2, 3, 4};
+  ASSERT_FALSE(bool(dev.copyToDevice(*addr + 4, pattern, 4)));
+  ASSERT_FALSE(bool(dev.memset(*addr + 12, 0x7f, 4)));
+  ASSERT_FALSE(bool(dev.copyFromDevice(bytes, *addr, 16)));
+  EXPECT_EQ(bytes[4], 1);
+  EXPECT_EQ(bytes[7], 4);
+  EXPECT_EQ(bytes[12], 0x7f);
+  EXPECT_EQ(bytes[11], 0);
+
+  // A PTX the JIT rejects: its log comes with the error.
+  auto bad = dev.loadPTX("garbage");
+  std::string msg = errorText(bad);
+  EXPECT_NE(msg.find("CUDA_ERROR_INVALID_PTX"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ptxas fatal   : no .entry in the input"),
+            std::string::npos)
+      << msg;
+
+  auto module = dev.loadPTX(kPtx);
+  ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+
+  // The parameter buffer reaches cuLaunchKernel through `extra`.
+  std::vector<uint8_t> params(16, 0);
+  uint32_t n = 42;
+  std::memcpy(params.data(), &n, 4);
+  std::memcpy(params.data() + 8, &*addr, 8);
+  CudaLaunchConfig config;
+  config.grid = {2, 3, 4};
+  config.block = {32, 2, 1};
+  config.dynamicSharedBytes = 1024;
+  ASSERT_FALSE(
+      bool(dev.launch(*module, "copy", config, params, {0, 8}, {4, 8})));
+  const FakeLaunch *last = lastLaunch();
+  ASSERT_NE(last, nullptr);
+  EXPECT_STREQ(last->kernel, "copy");
+  EXPECT_EQ(last->grid[2], 4u);
+  EXPECT_EQ(last->block[0], 32u);
+  EXPECT_EQ(last->shared, 1024u);
+  EXPECT_EQ(last->params, params);
+
+  // A parameter outside the buffer; an unknown kernel; a kernel that faults.
+  EXPECT_EQ(
+      errorText(dev.launch(*module, "copy", config, params, {0, 12}, {4, 8})),
+      "launch of kernel 'copy': parameter 1 (offset 12, 8 bytes) lies "
+      "outside the 16-byte parameter buffer");
+  EXPECT_EQ(errorText(dev.launch(*module, "nope", config, params)),
+            "no kernel 'nope' in the module (cuModuleGetFunction: "
+            "CUDA_ERROR_NOT_FOUND: named symbol not found)");
+  EXPECT_EQ(errorText(dev.launch(*module, "faulty", config, {})),
+            "kernel 'faulty': CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
+            "access was encountered");
+
+  EXPECT_FALSE(bool(dev.unloadModule(*module)));
+  EXPECT_FALSE(bool(dev.free(*addr)));
+}
+} // namespace

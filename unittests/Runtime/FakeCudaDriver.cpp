@@ -1,0 +1,191 @@
+//===- FakeCudaDriver.cpp - A libcuda.so.1 for tests ------------*- C++ -*-===//
+//
+// Just enough of the CUDA driver API for CudaDeviceTest, without a GPU:
+// memory is host memory, a "module" is the PTX text, and cuLaunchKernel
+// records its arguments (fakeCudaLastLaunch) instead of running anything.
+// Built three times (unittests/Runtime/CMakeLists.txt), as libcuda.so.1 in
+// three folders:
+//   FAKE_CUDA_NO_DEVICE   cuInit fails with CUDA_ERROR_NO_DEVICE;
+//   FAKE_CUDA_INCOMPLETE  cuLaunchKernel is missing;
+//   (neither)             the whole API used by CudaDevice.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define API extern "C" __attribute__((visibility("default")))
+
+namespace {
+const char *errorName(int r) {
+  switch (r) {
+  case 0:
+    return "CUDA_SUCCESS";
+  case 1:
+    return "CUDA_ERROR_INVALID_VALUE";
+  case 100:
+    return "CUDA_ERROR_NO_DEVICE";
+  case 218:
+    return "CUDA_ERROR_INVALID_PTX";
+  case 500:
+    return "CUDA_ERROR_NOT_FOUND";
+  case 700:
+    return "CUDA_ERROR_ILLEGAL_ADDRESS";
+  }
+  return nullptr;
+}
+const char *errorString(int r) {
+  switch (r) {
+  case 0:
+    return "no error";
+  case 1:
+    return "invalid argument";
+  case 100:
+    return "no CUDA-capable device is detected";
+  case 218:
+    return "a PTX JIT compilation failed";
+  case 500:
+    return "named symbol not found";
+  case 700:
+    return "an illegal memory access was encountered";
+  }
+  return nullptr;
+}
+struct Module {
+  std::string ptx;
+};
+struct Function {
+  std::string name;
+};
+std::string pendingError; // The kernel whose launch "faults" at sync.
+} // namespace
+
+/// What the last cuLaunchKernel received.
+struct FakeLaunch {
+  char kernel[64];
+  unsigned grid[3], block[3], shared;
+  std::vector<uint8_t> params;
+};
+static FakeLaunch lastLaunch;
+API const FakeLaunch *fakeCudaLastLaunch() { return &lastLaunch; }
+
+API int cuGetErrorName(int r, const char **s) {
+  *s = errorName(r);
+  return *s ? 0 : 1;
+}
+API int cuGetErrorString(int r, const char **s) {
+  *s = errorString(r);
+  return *s ? 0 : 1;
+}
+
+#ifdef FAKE_CUDA_NO_DEVICE
+API int cuInit(unsigned) { return 100; }
+#else
+API int cuInit(unsigned) { return 0; }
+API int cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+API int cuDeviceGet(int *d, int ordinal) {
+  *d = ordinal;
+  return ordinal == 0 ? 0 : 1;
+}
+API int cuDeviceGetName(char *name, int len, int) {
+  std::strncpy(name, "Fake GPU", size_t(len));
+  return 0;
+}
+API int cuDevicePrimaryCtxRetain(void **ctx, int) {
+  static int context;
+  *ctx = &context;
+  return 0;
+}
+API int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+API int cuCtxSetCurrent(void *) { return 0; }
+API int cuCtxSynchronize() {
+  if (pendingError.empty())
+    return 0;
+  pendingError.clear();
+  return 700;
+}
+API int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  if (n == 0)
+    return 1;
+  *p = reinterpret_cast<uintptr_t>(std::malloc(n));
+  return 0;
+}
+API int cuMemFree_v2(unsigned long long p) {
+  std::free(reinterpret_cast<void *>(uintptr_t(p)));
+  return 0;
+}
+API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+  std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
+  return 0;
+}
+API int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+  std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(s)), n);
+  return 0;
+}
+API int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
+  std::memset(reinterpret_cast<void *>(uintptr_t(d)), v, n);
+  return 0;
+}
+API int cuModuleLoadDataEx(void **module, const void *image, unsigned n,
+                           int *options, void **values) {
+  const char *ptx = static_cast<const char *>(image);
+  if (std::strstr(ptx, ".entry") == nullptr) {
+    // Writes into the error log (option 5) of the size given (option 6).
+    char *log = nullptr;
+    size_t size = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      if (options[i] == 5)
+        log = static_cast<char *>(values[i]);
+      if (options[i] == 6)
+        size = reinterpret_cast<uintptr_t>(values[i]);
+    }
+    if (log && size)
+      std::snprintf(log, size, "ptxas fatal   : no .entry in the input");
+    return 218;
+  }
+  *module = new Module{ptx};
+  return 0;
+}
+API int cuModuleUnload(void *module) {
+  delete static_cast<Module *>(module);
+  return 0;
+}
+API int cuModuleGetFunction(void **fn, void *module, const char *name) {
+  std::string entry = std::string(".entry ") + name;
+  if (static_cast<Module *>(module)->ptx.find(entry) == std::string::npos)
+    return 500;
+  *fn = new Function{name}; // Leaked: tests only.
+  return 0;
+}
+API int cuFuncSetAttribute(void *, int, int) { return 0; }
+#ifndef FAKE_CUDA_INCOMPLETE
+API int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                       void *stream, void **kernelParams, void **extra) {
+  if (stream || kernelParams || !extra)
+    return 1;
+  // {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END}
+  if (extra[0] != reinterpret_cast<void *>(1) ||
+      extra[2] != reinterpret_cast<void *>(2) || extra[4] != nullptr)
+    return 1;
+  const auto *buf = static_cast<const uint8_t *>(extra[1]);
+  size_t size = *static_cast<size_t *>(extra[3]);
+  const std::string &name = static_cast<Function *>(fn)->name;
+  std::snprintf(lastLaunch.kernel, sizeof lastLaunch.kernel, "%s",
+                name.c_str());
+  lastLaunch.grid[0] = gx, lastLaunch.grid[1] = gy, lastLaunch.grid[2] = gz;
+  lastLaunch.block[0] = bx, lastLaunch.block[1] = by, lastLaunch.block[2] = bz;
+  lastLaunch.shared = shared;
+  lastLaunch.params.assign(buf, buf + size);
+  if (name == "faulty")
+    pendingError = name;
+  return 0;
+}
+#endif
+#endif
