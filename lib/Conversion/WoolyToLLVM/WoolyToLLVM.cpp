@@ -1217,127 +1217,6 @@ FailureOr<uint32_t> shapeCode(Operation *op, StringRef shape) {
   return m | n << 8 | k << 16;
 }
 
-struct ShflOpLowering : WoolyPattern<ShflOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ShflOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getMode()));
-    w.add(adaptor.getValue());
-    w.add(adaptor.getLane());
-    w.add(adaptor.getClamp());
-    Value out = w.emit(WOOLY_WARP_SHFL, adaptor.getMask(), 2);
-    unsigned word = 0;
-    Value v = w.read(out, word, e.i32());
-    Value ok = w.read(out, word, rw.getI1Type());
-    rw.replaceOp(op, {v, ok});
-    return success();
-  }
-};
-
-struct VoteOpLowering : WoolyPattern<VoteOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(VoteOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getMode()));
-    w.add(adaptor.getPred());
-    Value out = w.emit(WOOLY_WARP_VOTE, adaptor.getMask(), 1);
-    unsigned word = 0;
-    rw.replaceOp(op, w.read(out, word, op.getType()));
-    return success();
-  }
-};
-
-struct MatchOpLowering : WoolyPattern<MatchOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(MatchOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getMode()));
-    Value v = adaptor.getValue();
-    bool is64 = v.getType().isInteger(64);
-    w.add(is64 ? v : e.toI64(v)); // two words: lo, hi
-    w.addConst(is64 ? 1 : 0);
-    Value out = w.emit(WOOLY_WARP_MATCH, adaptor.getMask(), 2);
-    unsigned word = 0;
-    Value m = w.read(out, word, e.i32());
-    Value p = w.read(out, word, rw.getI1Type());
-    rw.replaceOp(op, {m, p});
-    return success();
-  }
-};
-
-struct ReduxOpLowering : WoolyPattern<ReduxOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ReduxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getOp()));
-    w.add(adaptor.getValue());
-    Value out = w.emit(WOOLY_WARP_REDUX, adaptor.getMask(), 1);
-    unsigned word = 0;
-    rw.replaceOp(op, w.read(out, word, e.i32()));
-    return success();
-  }
-};
-
-struct ActiveMaskOpLowering : WoolyPattern<ActiveMaskOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ActiveMaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    Value out = w.emit(WOOLY_WARP_ACTIVEMASK, e.c32(0xffffffffu), 1);
-    unsigned word = 0;
-    rw.replaceOp(op, w.read(out, word, e.i32()));
-    return success();
-  }
-};
-
-struct WarpSyncOpLowering : WoolyPattern<WarpSyncOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WarpSyncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.emit(WOOLY_WARP_SYNC, adaptor.getMask(), 0);
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-struct LdMatrixOpLowering : WoolyPattern<LdMatrixOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    WarpCall w{e, op, {}};
-    w.add(e.toI64(adaptor.getAddr()));
-    w.addConst(op.getNumResults());
-    w.addConst(op.getTrans() ? 1 : 0);
-    Value out = w.emit(WOOLY_WARP_LDMATRIX, e.c32(0xffffffffu),
-                       op.getNumResults());
-    unsigned word = 0;
-    SmallVector<Value> results;
-    for (Value r : op.getResults())
-      results.push_back(w.read(out, word, r.getType()));
-    rw.replaceOp(op, results);
-    return success();
-  }
-};
-
 /// Words needed for values of the given types.
 uint32_t wordCount(TypeRange types) {
   uint32_t n = 0;
@@ -1346,45 +1225,26 @@ uint32_t wordCount(TypeRange types) {
   return n;
 }
 
-/// `mma.sync` and `wmma.mma`: the runtime multiplies the warp's fragments.
+/// Adds the mma/wmma.mma header (shape, types, layouts, fragment sizes) and
+/// fragments as `WOOLY_WARP_MMA` documents.
 template <typename Op>
-struct MmaLowering : WoolyPattern<Op> {
-  using WoolyPattern<Op>::WoolyPattern;
-  uint32_t kind;
-  MmaLowering(const LLVMTypeConverter &c, LoweringState &s, uint32_t kind)
-      : WoolyPattern<Op>(c, s), kind(kind) {}
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = this->emitter(rw, op);
-    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
-    if (failed(shape))
-      return failure();
-    WarpCall w{e, op, {}};
-    w.addConst(*shape);
-    w.addConst(uint32_t(op.getAType()) | uint32_t(op.getBType()) << 8 |
-               uint32_t(op.getCType()) << 16 | uint32_t(op.getDType()) << 24);
-    w.addConst(uint32_t(op.getLayoutA()) | uint32_t(op.getLayoutB()) << 1 |
-               (op.getSatfinite() ? 4u : 0u));
-    w.addConst(wordCount(adaptor.getA().getTypes()));
-    w.addConst(wordCount(adaptor.getB().getTypes()));
-    w.addConst(wordCount(adaptor.getC().getTypes()));
-    for (Value v : adaptor.getA())
+LogicalResult marshalMma(Op op, typename Op::Adaptor adaptor, WarpCall &w) {
+  FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
+  if (failed(shape))
+    return failure();
+  w.addConst(*shape);
+  w.addConst(uint32_t(op.getAType()) | uint32_t(op.getBType()) << 8 |
+             uint32_t(op.getCType()) << 16 | uint32_t(op.getDType()) << 24);
+  w.addConst(uint32_t(op.getLayoutA()) | uint32_t(op.getLayoutB()) << 1 |
+             (op.getSatfinite() ? 4u : 0u));
+  w.addConst(wordCount(adaptor.getA().getTypes()));
+  w.addConst(wordCount(adaptor.getB().getTypes()));
+  w.addConst(wordCount(adaptor.getC().getTypes()));
+  for (ValueRange frag : {adaptor.getA(), adaptor.getB(), adaptor.getC()})
+    for (Value v : frag)
       w.add(v);
-    for (Value v : adaptor.getB())
-      w.add(v);
-    for (Value v : adaptor.getC())
-      w.add(v);
-    uint32_t nout = wordCount(op.getResultTypes());
-    Value out = w.emit(kind, e.c32(0xffffffffu), nout);
-    unsigned word = 0;
-    SmallVector<Value> results;
-    for (Value r : op.getResults())
-      results.push_back(w.read(out, word, r.getType()));
-    rw.replaceOp(op, results);
-    return success();
-  }
-};
+  return success();
+}
 
 /// Address of a wmma fragment access as a generic host address.
 FailureOr<Value> wmmaAddress(Emitter &e, Operation *op, StateSpace space,
@@ -1401,64 +1261,123 @@ FailureOr<Value> wmmaAddress(Emitter &e, Operation *op, StateSpace space,
   return addr;
 }
 
-struct WmmaLoadOpLowering : WoolyPattern<WmmaLoadOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WmmaLoadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
-    FailureOr<Value> addr =
-        wmmaAddress(e, op, op.getSpace(), adaptor.getAddr());
-    if (failed(shape) || failed(addr))
-      return failure();
-    WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getRole()));
-    w.addConst(uint32_t(op.getLayout()));
-    w.addConst(*shape);
-    w.addConst(uint32_t(op.getType()));
-    w.addConst(uint32_t(StateSpace::generic));
-    w.add(*addr);
-    if (adaptor.getStride())
-      w.add(adaptor.getStride());
-    else
-      w.addConst(0);
-    uint32_t nout = wordCount(op.getResultTypes());
-    Value out = w.emit(WOOLY_WARP_WMMA_LOAD, e.c32(0xffffffffu), nout);
-    unsigned word = 0;
-    SmallVector<Value> results;
-    for (Value r : op.getResults())
-      results.push_back(w.read(out, word, r.getType()));
-    rw.replaceOp(op, results);
-    return success();
-  }
+/// Adds the common part of `wmma.load`/`wmma.store`: layout, shape, type,
+/// generic address and stride.
+template <typename Op>
+LogicalResult marshalWmmaAccess(Op op, typename Op::Adaptor adaptor,
+                                WarpCall &w) {
+  FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
+  FailureOr<Value> addr =
+      wmmaAddress(w.e, op, op.getSpace(), adaptor.getAddr());
+  if (failed(shape) || failed(addr))
+    return failure();
+  w.addConst(uint32_t(op.getLayout()));
+  w.addConst(*shape);
+  w.addConst(uint32_t(op.getType()));
+  w.addConst(uint32_t(StateSpace::generic));
+  w.add(*addr);
+  if (adaptor.getStride())
+    w.add(adaptor.getStride());
+  else
+    w.addConst(0);
+  return success();
+}
+
+// How each warp collective is encoded (`WoolyWarpKind` in ABI.h): `marshal`
+// adds the op's input words and returns the kind and the lane mask.
+struct WarpRequest {
+  uint32_t kind;
+  Value mask;
 };
 
-struct WmmaStoreOpLowering : WoolyPattern<WmmaStoreOp> {
-  using WoolyPattern::WoolyPattern;
+FailureOr<WarpRequest> marshal(ShflOp op, ShflOp::Adaptor a, WarpCall &w) {
+  w.addConst(uint32_t(op.getMode()));
+  w.add(a.getValue());
+  w.add(a.getLane());
+  w.add(a.getClamp());
+  return WarpRequest{WOOLY_WARP_SHFL, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(VoteOp op, VoteOp::Adaptor a, WarpCall &w) {
+  w.addConst(uint32_t(op.getMode()));
+  w.add(a.getPred());
+  return WarpRequest{WOOLY_WARP_VOTE, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(MatchOp op, MatchOp::Adaptor a, WarpCall &w) {
+  w.addConst(uint32_t(op.getMode()));
+  Value v = a.getValue();
+  bool is64 = v.getType().isInteger(64);
+  w.add(is64 ? v : w.e.toI64(v)); // Two words: lo, hi.
+  w.addConst(is64 ? 1 : 0);
+  return WarpRequest{WOOLY_WARP_MATCH, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(ReduxOp op, ReduxOp::Adaptor a, WarpCall &w) {
+  w.addConst(uint32_t(op.getOp()));
+  w.add(a.getValue());
+  return WarpRequest{WOOLY_WARP_REDUX, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(ActiveMaskOp, ActiveMaskOp::Adaptor,
+                               WarpCall &w) {
+  return WarpRequest{WOOLY_WARP_ACTIVEMASK, w.e.c32(0xffffffffu)};
+}
+FailureOr<WarpRequest> marshal(WarpSyncOp, WarpSyncOp::Adaptor a,
+                               WarpCall &) {
+  return WarpRequest{WOOLY_WARP_SYNC, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(LdMatrixOp op, LdMatrixOp::Adaptor a,
+                               WarpCall &w) {
+  w.add(w.e.toI64(a.getAddr()));
+  w.addConst(op.getNumResults());
+  w.addConst(op.getTrans() ? 1 : 0);
+  return WarpRequest{WOOLY_WARP_LDMATRIX, w.e.c32(0xffffffffu)};
+}
+FailureOr<WarpRequest> marshal(MmaOp op, MmaOp::Adaptor a, WarpCall &w) {
+  if (failed(marshalMma(op, a, w)))
+    return failure();
+  return WarpRequest{WOOLY_WARP_MMA, w.e.c32(0xffffffffu)};
+}
+FailureOr<WarpRequest> marshal(WmmaMmaOp op, WmmaMmaOp::Adaptor a,
+                               WarpCall &w) {
+  if (failed(marshalMma(op, a, w)))
+    return failure();
+  return WarpRequest{WOOLY_WARP_WMMA_MMA, w.e.c32(0xffffffffu)};
+}
+FailureOr<WarpRequest> marshal(WmmaLoadOp op, WmmaLoadOp::Adaptor a,
+                               WarpCall &w) {
+  w.addConst(uint32_t(op.getRole()));
+  if (failed(marshalWmmaAccess(op, a, w)))
+    return failure();
+  return WarpRequest{WOOLY_WARP_WMMA_LOAD, w.e.c32(0xffffffffu)};
+}
+FailureOr<WarpRequest> marshal(WmmaStoreOp op, WmmaStoreOp::Adaptor a,
+                               WarpCall &w) {
+  if (failed(marshalWmmaAccess(op, a, w)))
+    return failure();
+  for (Value v : a.getValues())
+    w.add(v);
+  return WarpRequest{WOOLY_WARP_WMMA_STORE, w.e.c32(0xffffffffu)};
+}
+
+/// A warp collective: marshal the inputs, call `__wooly_rt_warp`, read the
+/// results back in order (the runtime parks the thread until every lane of
+/// the mask has arrived).
+template <typename Op>
+struct WarpOpLowering : WoolyPattern<Op> {
+  using WoolyPattern<Op>::WoolyPattern;
   LogicalResult
-  matchAndRewrite(WmmaStoreOp op, OpAdaptor adaptor,
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    FailureOr<uint32_t> shape = shapeCode(op, op.getShape());
-    FailureOr<Value> addr =
-        wmmaAddress(e, op, op.getSpace(), adaptor.getAddr());
-    if (failed(shape) || failed(addr))
-      return failure();
+    Emitter e = this->emitter(rw, op);
     WarpCall w{e, op, {}};
-    w.addConst(uint32_t(op.getLayout()));
-    w.addConst(*shape);
-    w.addConst(uint32_t(op.getType()));
-    w.addConst(uint32_t(StateSpace::generic));
-    w.add(*addr);
-    if (adaptor.getStride())
-      w.add(adaptor.getStride());
-    else
-      w.addConst(0);
-    for (Value v : adaptor.getValues())
-      w.add(v);
-    w.emit(WOOLY_WARP_WMMA_STORE, e.c32(0xffffffffu), 0);
-    rw.eraseOp(op);
+    FailureOr<WarpRequest> request = marshal(op, adaptor, w);
+    if (failed(request))
+      return failure();
+    Value out =
+        w.emit(request->kind, request->mask, wordCount(op->getResultTypes()));
+    unsigned word = 0;
+    SmallVector<Value> results;
+    for (Type t : op->getResultTypes())
+      results.push_back(w.read(out, word, t));
+    rw.replaceOp(op, results);
     return success();
   }
 };
@@ -1863,17 +1782,16 @@ struct ConvertWoolyToLLVMPass
                  CvtaOpLowering, IsSpacePOpLowering, SRegOpLowering,
                  LoadOpLowering, StoreOpLowering, AtomOpLowering,
                  RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
-                 BarrierOpLowering, BarRedOpLowering, ShflOpLowering,
-                 VoteOpLowering, MatchOpLowering, ReduxOpLowering,
-                 ActiveMaskOpLowering, WarpSyncOpLowering, LdMatrixOpLowering,
-                 WmmaLoadOpLowering, WmmaStoreOpLowering,
+                 BarrierOpLowering, BarRedOpLowering, WarpOpLowering<ShflOp>,
+                 WarpOpLowering<VoteOp>, WarpOpLowering<MatchOp>,
+                 WarpOpLowering<ReduxOp>, WarpOpLowering<ActiveMaskOp>,
+                 WarpOpLowering<WarpSyncOp>, WarpOpLowering<LdMatrixOp>,
+                 WarpOpLowering<MmaOp>, WarpOpLowering<WmmaMmaOp>,
+                 WarpOpLowering<WmmaLoadOp>, WarpOpLowering<WmmaStoreOp>,
                  EraseLowering<PrefetchOp>, EraseLowering<BrkptOp>,
                  EraseLowering<CpAsyncCommitOp>, EraseLowering<CpAsyncWaitOp>,
                  CreatePolicyOpLowering, NanosleepOpLowering>(converter,
                                                                state);
-    patterns.add<MmaLowering<MmaOp>>(converter, state, WOOLY_WARP_MMA);
-    patterns.add<MmaLowering<WmmaMmaOp>>(converter, state,
-                                         WOOLY_WARP_WMMA_MMA);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     populateFuncToLLVMConversionPatterns(converter, patterns);
