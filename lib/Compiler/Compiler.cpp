@@ -210,14 +210,15 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
   field(target.str());
   field(target.chip);
   if (target.kind == Target::Kind::Host) {
-    // The object is specific to the host CPU's features.
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    std::vector<std::string> fs;
-    for (auto &f : features)
-      fs.push_back((f.second ? "+" : "-") + f.first().str());
-    llvm::sort(fs);
-    for (const std::string &f : fs)
-      field(f);
+    // The object is specific to the host CPU's features (queried once).
+    static const std::string hostFeatures = [] {
+      std::vector<std::string> fs;
+      for (auto &f : llvm::sys::getHostCPUFeatures())
+        fs.push_back((f.second ? "+" : "-") + f.first().str());
+      llvm::sort(fs);
+      return llvm::join(fs, ",");
+    }();
+    field(hostFeatures);
   }
   field("O" + std::to_string(options.optLevel));
   field(options.boundsChecks ? "checks" : "nochecks");
