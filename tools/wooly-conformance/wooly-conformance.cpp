@@ -11,8 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
-#include "Wooly/Runtime/CPU/CpuDevice.h"
-#include "Wooly/Runtime/CUDA/CudaDevice.h"
+#include "Wooly/Runtime/Backend.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -30,7 +29,6 @@
 #include <optional>
 
 using namespace wooly;
-using namespace wooly::cpu;
 using llvm::StringRef;
 namespace cl = llvm::cl;
 
@@ -148,39 +146,18 @@ int main(int argc, char **argv) {
     }
   }
 
-  // The cpu backend runs the compiled module; the cuda backend runs the
-  // original PTX, with the parameter layout of the host compilation.
-  std::optional<CpuDevice> cpuDevice;
-  std::unique_ptr<cuda::CudaDevice> gpu;
-  if (backend == "cuda") {
-    auto d = cuda::CudaDevice::open();
-    if (!d) {
-      llvm::errs() << "error: " << llvm::toString(d.takeError()) << '\n';
-      return 2;
-    }
-    gpu = std::move(*d);
-    llvm::outs() << "device: " << gpu->name() << '\n';
-  } else if (backend == "cpu") {
-    cpuDevice.emplace();
-  } else {
-    llvm::errs() << "error: unknown backend '" << backend
-                 << "' (cpu or cuda)\n";
+  // The backend gets both the compiled module and the PTX: the cpu backend
+  // runs the former, the cuda backend the original PTX (with the parameter
+  // layout of the host compilation).
+  auto created = createBackend(backend);
+  if (!created) {
+    llvm::errs() << "error: " << llvm::toString(created.takeError()) << '\n';
     return 2;
   }
-  auto allocate = [&](uint64_t n) {
-    return gpu ? gpu->allocate(n) : cpuDevice->memory().allocate(n);
-  };
-  auto freeMem = [&](uint64_t addr) {
-    return gpu ? gpu->free(addr) : cpuDevice->memory().free(addr);
-  };
-  auto copyToDevice = [&](uint64_t dst, const void *src, uint64_t n) {
-    return gpu ? gpu->copyToDevice(dst, src, n)
-               : cpuDevice->memory().copyToDevice(dst, src, n);
-  };
-  auto copyFromDevice = [&](void *dst, uint64_t src, uint64_t n) {
-    return gpu ? gpu->copyFromDevice(dst, src, n)
-               : cpuDevice->memory().copyFromDevice(dst, src, n);
-  };
+  Backend &device = **created;
+  // The CPU backend is the default; name any other device in the output.
+  if (device.kind() != "cpu")
+    llvm::outs() << "device: " << device.name() << '\n';
   Target host = llvm::cantFail(Target::parse("host"));
   unsigned passed = 0, failed = 0, skipped = 0, knownFailed = 0;
   for (const std::string &name : names) {
@@ -192,8 +169,8 @@ int main(int argc, char **argv) {
       auto k = known.find(name);
       if (k != known.end()) {
         ++knownFailed;
-        llvm::outs() << "KNOWN FAIL " << name << ": " << what << "\n  reason: "
-                     << k->second << '\n';
+        llvm::outs() << "KNOWN FAIL " << name << ": " << what
+                     << "\n  reason: " << k->second << '\n';
         return;
       }
       llvm::outs() << "FAIL " << name << ": " << what << '\n';
@@ -231,27 +208,13 @@ int main(int argc, char **argv) {
       continue;
     }
     auto module = std::make_shared<const CompiledModule>(std::move(*compiled));
-    LoadedModule *loaded = nullptr;
-    cuda::CudaModule *gpuModule = nullptr;
-    if (gpu) {
-      auto m = gpu->loadPTX(input.text);
-      if (!m) {
-        report("load error: " + llvm::toString(m.takeError()));
-        continue;
-      }
-      gpuModule = *m;
-    } else {
-      auto l = cpuDevice->loadModule(module);
-      if (!l) {
-        report("load error: " + llvm::toString(l.takeError()));
-        continue;
-      }
-      loaded = *l;
+    auto loaded = device.loadModule(module, input.text);
+    if (!loaded) {
+      report("load error: " + llvm::toString(loaded.takeError()));
+      continue;
     }
-    auto unload = llvm::scope_exit([&] {
-      llvm::consumeError(gpu ? gpu->unloadModule(gpuModule)
-                             : cpuDevice->unloadModule(loaded));
-    });
+    auto unload = llvm::scope_exit(
+        [&] { llvm::consumeError(device.unloadModule(*loaded)); });
     StringRef kernel = t.getString("kernel").value_or(name);
     const KernelInfo *k = module->findKernel(kernel);
     if (!k) {
@@ -268,20 +231,20 @@ int main(int argc, char **argv) {
       report("malformed expected.json entry");
       continue;
     }
-    auto outAddr = allocate(std::max<size_t>(expected.size(), 1));
+    auto outAddr = device.allocate(std::max<size_t>(expected.size(), 1));
     uint64_t inAddr = 0;
     if (!outAddr) {
       report(llvm::toString(outAddr.takeError()));
       continue;
     }
     if (hasInput && !in.empty()) {
-      auto a = allocate(in.size());
+      auto a = device.allocate(in.size());
       if (!a) {
         report(llvm::toString(a.takeError()));
         continue;
       }
       inAddr = *a;
-      if (auto e = copyToDevice(inAddr, in.data(), in.size())) {
+      if (auto e = device.copyToDevice(inAddr, in.data(), in.size())) {
         report(llvm::toString(std::move(e)));
         continue;
       }
@@ -289,9 +252,9 @@ int main(int argc, char **argv) {
       inAddr = *outAddr;
     }
     auto freeAll = llvm::scope_exit([&] {
-      llvm::consumeError(freeMem(*outAddr));
+      llvm::consumeError(device.free(*outAddr));
       if (inAddr != *outAddr)
-        llvm::consumeError(freeMem(inAddr));
+        llvm::consumeError(device.free(inAddr));
     });
     // Arguments: (input, output); warp kernels often take only the output.
     std::vector<uint8_t> params(k->paramBufferSize, 0);
@@ -313,16 +276,12 @@ int main(int argc, char **argv) {
     LaunchConfig config;
     config.block[0] = uint32_t(t.getInteger("block_dim_x").value_or(1));
     config.dynamicSharedBytes = 1024;
-    if (auto e = gpu ? gpu->launch(gpuModule, kernel,
-                                   {config.grid, config.block,
-                                    config.dynamicSharedBytes},
-                                   params, k->paramOffsets, k->paramSizes)
-                     : cpuDevice->launch(loaded, kernel, config, params)) {
+    if (auto e = device.launch(*loaded, kernel, config, params)) {
       report("launch error: " + llvm::toString(std::move(e)));
       continue;
     }
     std::vector<uint8_t> got(expected.size());
-    if (auto e = copyFromDevice(got.data(), *outAddr, got.size())) {
+    if (auto e = device.copyFromDevice(got.data(), *outAddr, got.size())) {
       report(llvm::toString(std::move(e)));
       continue;
     }

@@ -11,8 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
-#include "Wooly/Runtime/CPU/CpuDevice.h"
-#include "Wooly/Runtime/CUDA/CudaDevice.h"
+#include "Wooly/Runtime/Backend.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -25,11 +24,9 @@
 
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <random>
 
 using namespace wooly;
-using namespace wooly::cpu;
 using llvm::StringRef;
 
 namespace cl = llvm::cl;
@@ -316,12 +313,21 @@ int main(int argc, char **argv) {
       "match the kernel's parameters).\nAfter the launch the buffers are "
       "printed (or saved with --save).\n");
 
-  if (backend != "cpu" && backend != "cuda")
-    return fail("backend '" + backend +
-                "' is not supported yet (only 'cpu' and 'cuda' are)");
-  bool onGpu = backend == "cuda";
-  if (onGpu && StringRef(inputFile).ends_with(".mlir"))
-    return fail("--backend=cuda runs the original PTX: give a .ptx file");
+  if (!llvm::is_contained(backendNames(), StringRef(backend))) {
+    std::string known;
+    llvm::ArrayRef<StringRef> names = backendNames();
+    for (auto [i, n] : llvm::enumerate(names)) {
+      if (i)
+        known += i + 1 == names.size() ? " and " : ", ";
+      known += "'" + n.str() + "'";
+    }
+    return fail("backend '" + backend + "' is not supported yet (only " +
+                known + " are)");
+  }
+  if (backendRunsOriginalPTX(backend) &&
+      StringRef(inputFile).ends_with(".mlir"))
+    return fail("--backend=" + backend +
+                " runs the original PTX: give a .ptx file");
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buf)
     return fail("cannot read '" + inputFile + "': " + buf.getError().message());
@@ -370,41 +376,20 @@ int main(int argc, char **argv) {
                               "given",
                               kernel, info->paramOffsets.size(), args.size()));
 
-  // The cpu backend runs the compiled module; the cuda backend runs the
-  // original PTX, with the parameter layout of the host compilation.
-  std::optional<CpuDevice> cpuDevice;
-  LoadedModule *loaded = nullptr;
-  std::unique_ptr<cuda::CudaDevice> gpu;
-  cuda::CudaModule *gpuModule = nullptr;
-  if (onGpu) {
-    auto d = cuda::CudaDevice::open();
-    if (!d)
-      return fail(llvm::toString(d.takeError()));
-    gpu = std::move(*d);
-    auto m = gpu->loadPTX(input.text);
-    if (!m)
-      return fail(llvm::toString(m.takeError()));
-    gpuModule = *m;
-  } else {
-    CpuDevice::Options devOptions;
-    devOptions.workers = workers;
-    cpuDevice.emplace(devOptions);
-    auto l = cpuDevice->loadModule(module);
-    if (!l)
-      return fail(llvm::toString(l.takeError()));
-    loaded = *l;
-  }
-  auto allocate = [&](uint64_t n) {
-    return gpu ? gpu->allocate(n) : cpuDevice->memory().allocate(n);
-  };
-  auto copyToDevice = [&](uint64_t dst, const void *src, uint64_t n) {
-    return gpu ? gpu->copyToDevice(dst, src, n)
-               : cpuDevice->memory().copyToDevice(dst, src, n);
-  };
-  auto copyFromDevice = [&](void *dst, uint64_t src, uint64_t n) {
-    return gpu ? gpu->copyFromDevice(dst, src, n)
-               : cpuDevice->memory().copyFromDevice(dst, src, n);
-  };
+  // The backend gets both the compiled module and the source text: the cpu
+  // backend runs the former, the cuda backend the original PTX (with the
+  // parameter layout of the host compilation).
+  BackendOptions backendOptions;
+  backendOptions.cpuWorkers = workers;
+  auto created = createBackend(backend, backendOptions);
+  if (!created)
+    return fail(llvm::toString(created.takeError()));
+  Backend &device = **created;
+  StringRef ptxText =
+      input.kind == CompileInput::Kind::PTX ? StringRef(input.text) : "";
+  auto loaded = device.loadModule(module, ptxText);
+  if (!loaded)
+    return fail(llvm::toString(loaded.takeError()));
   auto t2 = std::chrono::steady_clock::now();
 
   std::vector<uint8_t> params(info->paramBufferSize, 0);
@@ -413,11 +398,12 @@ int main(int argc, char **argv) {
     const uint8_t *src = a.bytes.data();
     uint64_t n = a.bytes.size();
     if (a.buffer) {
-      auto addr = allocate(a.bytes.size());
+      auto addr = device.allocate(a.bytes.size());
       if (!addr)
         return fail(llvm::toString(addr.takeError()));
       a.device = *addr;
-      if (auto e = copyToDevice(a.device, a.bytes.data(), a.bytes.size()))
+      if (auto e =
+              device.copyToDevice(a.device, a.bytes.data(), a.bytes.size()))
         return fail(llvm::toString(std::move(e)));
       src = reinterpret_cast<const uint8_t *>(&a.device);
       n = 8;
@@ -438,18 +424,15 @@ int main(int argc, char **argv) {
 
   auto t3 = std::chrono::steady_clock::now();
   for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r)
-    if (auto e = gpu ? gpu->launch(gpuModule, kernel,
-                                   {config.grid, config.block,
-                                    config.dynamicSharedBytes},
-                                   params, info->paramOffsets, info->paramSizes)
-                     : cpuDevice->launch(loaded, kernel, config, params))
+    if (auto e = device.launch(*loaded, kernel, config, params))
       return fail(llvm::toString(std::move(e)));
   auto t4 = std::chrono::steady_clock::now();
 
   for (Arg &a : args) {
     if (!a.buffer)
       continue;
-    if (auto e = copyFromDevice(a.bytes.data(), a.device, a.bytes.size()))
+    if (auto e =
+            device.copyFromDevice(a.bytes.data(), a.device, a.bytes.size()))
       return fail(llvm::toString(std::move(e)));
   }
   for (const std::string &s : saveOpts) {

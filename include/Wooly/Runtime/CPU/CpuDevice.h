@@ -18,6 +18,7 @@
 #define WOOLY_RUNTIME_CPU_CPUDEVICE_H
 
 #include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/CPU/DeviceMemory.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -31,12 +32,9 @@
 
 namespace wooly::cpu {
 
-/// Grid, block and dynamic shared memory of a launch.
-struct LaunchConfig {
-  std::array<uint32_t, 3> grid{1, 1, 1};
-  std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t dynamicSharedBytes = 0;
-};
+/// Grid, block and dynamic shared memory of a launch (wooly::LaunchConfig,
+/// shared by all backends; see Wooly/Runtime/Backend.h).
+using wooly::LaunchConfig;
 
 /// A module loaded into a device (opaque).
 class LoadedModule;

@@ -19,6 +19,8 @@
 #ifndef WOOLY_RUNTIME_CUDA_CUDADEVICE_H
 #define WOOLY_RUNTIME_CUDA_CUDADEVICE_H
 
+#include "Wooly/Runtime/Backend.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -33,12 +35,9 @@ namespace wooly::cuda {
 /// A PTX module loaded into a CudaDevice (opaque; owned by the device).
 class CudaModule;
 
-/// Grid, block and dynamic shared memory of a launch.
-struct CudaLaunchConfig {
-  std::array<uint32_t, 3> grid{1, 1, 1};
-  std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t dynamicSharedBytes = 0;
-};
+/// Grid, block and dynamic shared memory of a launch (wooly::LaunchConfig,
+/// shared by all backends; see Wooly/Runtime/Backend.h).
+using CudaLaunchConfig = wooly::LaunchConfig;
 
 /// One NVIDIA GPU, driven through the CUDA driver API.
 class CudaDevice {

@@ -1,0 +1,133 @@
+//===- Backend.h - One interface over Wooly's execution backends -*- C++
+//-*-===//
+//
+// A `Backend` is a device that runs kernels: memory, loaded modules and
+// launches, behind one interface, so that tools (wooly-run,
+// wooly-conformance) and the server pick a backend by name instead of
+// special-casing each one. `createBackend` builds one:
+//
+//   - `cpu`: the embedded CPU backend (wooly::cpu::CpuDevice); it runs the
+//     module compiled for the `host` target.
+//   - `cuda`: the ORIGINAL PTX on an NVIDIA GPU through the CUDA driver
+//     (wooly::cuda::CudaDevice); the compiled module only supplies the
+//     kernels' parameter layouts (KernelInfo).
+//
+// Every backend takes the CUDA parameter buffer of a kernel (the layout of
+// `KernelInfo::paramOffsets/paramSizes`), and every launch is synchronous:
+// an error of the kernel is reported by the launch that caused it.
+//
+// This header is light (no Compiler or backend headers), so the backends'
+// own headers include it for `LaunchConfig`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_BACKEND_H
+#define WOOLY_RUNTIME_BACKEND_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace wooly {
+
+struct CompiledModule;
+
+/// Grid, block and dynamic shared memory of a launch (shared by all
+/// backends).
+struct LaunchConfig {
+  /// Blocks of the grid in x, y, z.
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  /// Threads of a block in x, y, z.
+  std::array<uint32_t, 3> block{1, 1, 1};
+  /// Bytes of dynamic shared memory per block.
+  uint32_t dynamicSharedBytes = 0;
+};
+
+/// A module loaded into a Backend (opaque; owned by the backend that
+/// loaded it, valid until `Backend::unloadModule` or the backend's end).
+class BackendModule;
+
+/// How `createBackend` sets a backend up. Each backend reads the fields
+/// that concern it and ignores the others.
+struct BackendOptions {
+  /// cpu: worker threads for blocks (0: one per hardware thread).
+  unsigned cpuWorkers = 0;
+  /// cpu: receives device-side printf output (empty: stdout). The cuda
+  /// backend's printf output is written by the driver, to stdout.
+  std::function<void(llvm::StringRef)> printfSink;
+  /// cuda: the ordinal of the GPU to open.
+  int cudaOrdinal = 0;
+  /// cuda: the driver library to load, a path or a soname (empty: the
+  /// default, libcuda.so.1; another one is for tests).
+  std::string cudaDriverLibrary;
+};
+
+/// A device that runs kernels. Not thread-safe: use a backend from one
+/// thread (the cuda backend: the thread that created it).
+class Backend {
+public:
+  virtual ~Backend();
+
+  /// The backend's kind, as `createBackend` takes it ("cpu", "cuda").
+  virtual llvm::StringRef kind() const = 0;
+  /// A description of the device for people: "cpu (2 workers)", or the
+  /// GPU's name (e.g. "NVIDIA H100 80GB HBM3").
+  virtual std::string name() const = 0;
+
+  /// Allocates `bytes` of zero-filled device memory; returns its device
+  /// address.
+  virtual llvm::Expected<uint64_t> allocate(uint64_t bytes) = 0;
+  /// Frees an allocation; `addr` must be an address `allocate` returned.
+  virtual llvm::Error free(uint64_t addr) = 0;
+  /// Copies `bytes` from host memory at `src` to device address `dst`.
+  virtual llvm::Error copyToDevice(uint64_t dst, const void *src,
+                                   uint64_t bytes) = 0;
+  /// Copies `bytes` from device address `src` to host memory at `dst`.
+  virtual llvm::Error copyFromDevice(void *dst, uint64_t src,
+                                     uint64_t bytes) = 0;
+  /// Sets `bytes` of device memory at `dst` to `value`.
+  virtual llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
+
+  /// Loads a module. `compiled` is the module compiled for the `host`
+  /// target, `ptxText` the PTX it was compiled from (empty if there is
+  /// none, e.g. for a Wooly file). The cpu backend runs `compiled`; the
+  /// cuda backend JIT-compiles `ptxText` with the driver and keeps
+  /// `compiled` (which may then be null) for the kernels' parameter
+  /// layouts. The module stays owned by the backend.
+  virtual llvm::Expected<BackendModule *>
+  loadModule(std::shared_ptr<const CompiledModule> compiled,
+             llvm::StringRef ptxText) = 0;
+  /// Unloads a module returned by `loadModule`; the handle becomes invalid.
+  virtual llvm::Error unloadModule(BackendModule *module) = 0;
+
+  /// Runs kernel `kernelName` of `module` to completion. `params` is the
+  /// CUDA parameter buffer (see `KernelInfo::paramOffsets`).
+  virtual llvm::Error launch(BackendModule *module, llvm::StringRef kernelName,
+                             const LaunchConfig &config,
+                             llvm::ArrayRef<uint8_t> params) = 0;
+};
+
+/// The names `createBackend` knows, in the order of its error message
+/// ("cpu", "cuda").
+llvm::ArrayRef<llvm::StringRef> backendNames();
+
+/// Whether the backend `name` runs the original PTX text (so cannot run a
+/// Wooly .mlir file); false for an unknown name.
+bool backendRunsOriginalPTX(llvm::StringRef name);
+
+/// Creates the backend `name` ("cpu" or "cuda"). Errors: "unknown backend
+/// 'x' (cpu or cuda)", or the backend's own failure to start, unchanged
+/// (e.g. "CUDA driver libcuda.so.1 not found (...)", "no CUDA device
+/// (...)").
+llvm::Expected<std::unique_ptr<Backend>>
+createBackend(llvm::StringRef name, const BackendOptions &options = {});
+
+} // namespace wooly
+
+#endif // WOOLY_RUNTIME_BACKEND_H

@@ -1,0 +1,259 @@
+//===- Backend.cpp - The backends behind wooly::Backend -----------*- C++
+//-*-===//
+//
+// Two adapters: CpuBackend over cpu::CpuDevice (runs the compiled host
+// module) and CudaBackend over cuda::CudaDevice (runs the original PTX, with
+// the parameter layout of the compiled module), and `createBackend`, which
+// picks one by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Runtime/Backend.h"
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Runtime/CUDA/CudaDevice.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace wooly {
+
+/// A loaded module: the backend's own handle and the compiled module.
+class BackendModule {
+public:
+  explicit BackendModule(std::shared_ptr<const CompiledModule> compiled)
+      : compiled(std::move(compiled)) {}
+  virtual ~BackendModule() = default;
+
+  /// The module compiled for `host` (null for a cuda module loaded
+  /// without one).
+  std::shared_ptr<const CompiledModule> compiled;
+};
+
+Backend::~Backend() = default;
+
+namespace {
+
+/// Owns the BackendModule objects handed out by one backend.
+template <typename ModuleT> class ModuleTable {
+public:
+  ModuleT *add(std::unique_ptr<ModuleT> m) {
+    ModuleT *raw = m.get();
+    modules[raw] = std::move(m);
+    return raw;
+  }
+  /// The module behind `handle`, or null if this backend did not load it
+  /// (or has unloaded it).
+  ModuleT *find(BackendModule *handle) const {
+    auto it = modules.find(handle);
+    return it == modules.end() ? nullptr : it->second.get();
+  }
+  void erase(BackendModule *handle) { modules.erase(handle); }
+
+private:
+  llvm::DenseMap<BackendModule *, std::unique_ptr<ModuleT>> modules;
+};
+
+llvm::Error unknownModule(llvm::StringRef backend) {
+  return llvm::createStringError("not a module of this " + backend +
+                                 " backend (unloaded or from another one)");
+}
+
+//===----------------------------------------------------------------------===//
+// cpu
+//===----------------------------------------------------------------------===//
+
+class CpuModule : public BackendModule {
+public:
+  CpuModule(std::shared_ptr<const CompiledModule> compiled,
+            cpu::LoadedModule *loaded)
+      : BackendModule(std::move(compiled)), loaded(loaded) {}
+  cpu::LoadedModule *loaded;
+};
+
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(const BackendOptions &options)
+      : device(deviceOptions(options)),
+        workers(options.cpuWorkers
+                    ? options.cpuWorkers
+                    : std::max(1u, std::thread::hardware_concurrency())) {}
+
+  llvm::StringRef kind() const override { return "cpu"; }
+  std::string name() const override {
+    return llvm::formatv("cpu ({0} worker{1})", workers,
+                         workers == 1 ? "" : "s")
+        .str();
+  }
+
+  llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
+    return device.memory().allocate(bytes);
+  }
+  llvm::Error free(uint64_t addr) override {
+    return device.memory().free(addr);
+  }
+  llvm::Error copyToDevice(uint64_t dst, const void *src,
+                           uint64_t bytes) override {
+    return device.memory().copyToDevice(dst, src, bytes);
+  }
+  llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes) override {
+    return device.memory().copyFromDevice(dst, src, bytes);
+  }
+  llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
+    return device.memory().memset(dst, value, bytes);
+  }
+
+  llvm::Expected<BackendModule *>
+  loadModule(std::shared_ptr<const CompiledModule> compiled,
+             llvm::StringRef /*ptxText*/) override {
+    if (!compiled)
+      return llvm::createStringError(
+          "the cpu backend runs the compiled host module: none given");
+    auto loaded = device.loadModule(compiled);
+    if (!loaded)
+      return loaded.takeError();
+    return modules.add(
+        std::make_unique<CpuModule>(std::move(compiled), *loaded));
+  }
+
+  llvm::Error unloadModule(BackendModule *handle) override {
+    CpuModule *m = modules.find(handle);
+    if (!m)
+      return unknownModule("cpu");
+    llvm::Error e = device.unloadModule(m->loaded);
+    modules.erase(handle);
+    return e;
+  }
+
+  llvm::Error launch(BackendModule *handle, llvm::StringRef kernelName,
+                     const LaunchConfig &config,
+                     llvm::ArrayRef<uint8_t> params) override {
+    CpuModule *m = modules.find(handle);
+    if (!m)
+      return unknownModule("cpu");
+    return device.launch(m->loaded, kernelName, config, params);
+  }
+
+private:
+  static cpu::CpuDevice::Options deviceOptions(const BackendOptions &o) {
+    cpu::CpuDevice::Options d;
+    d.workers = o.cpuWorkers;
+    if (o.printfSink)
+      d.printfSink = o.printfSink;
+    return d;
+  }
+
+  cpu::CpuDevice device;
+  unsigned workers;
+  ModuleTable<CpuModule> modules;
+};
+
+//===----------------------------------------------------------------------===//
+// cuda
+//===----------------------------------------------------------------------===//
+
+class GpuModule : public BackendModule {
+public:
+  GpuModule(std::shared_ptr<const CompiledModule> compiled,
+            cuda::CudaModule *loaded)
+      : BackendModule(std::move(compiled)), loaded(loaded) {}
+  cuda::CudaModule *loaded;
+};
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(std::unique_ptr<cuda::CudaDevice> device)
+      : device(std::move(device)) {}
+
+  llvm::StringRef kind() const override { return "cuda"; }
+  std::string name() const override { return device->name(); }
+
+  llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
+    return device->allocate(bytes);
+  }
+  llvm::Error free(uint64_t addr) override { return device->free(addr); }
+  llvm::Error copyToDevice(uint64_t dst, const void *src,
+                           uint64_t bytes) override {
+    return device->copyToDevice(dst, src, bytes);
+  }
+  llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes) override {
+    return device->copyFromDevice(dst, src, bytes);
+  }
+  llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
+    return device->memset(dst, value, bytes);
+  }
+
+  llvm::Expected<BackendModule *>
+  loadModule(std::shared_ptr<const CompiledModule> compiled,
+             llvm::StringRef ptxText) override {
+    if (ptxText.empty())
+      return llvm::createStringError(
+          "the cuda backend runs the original PTX: none given");
+    auto loaded = device->loadPTX(ptxText);
+    if (!loaded)
+      return loaded.takeError();
+    return modules.add(
+        std::make_unique<GpuModule>(std::move(compiled), *loaded));
+  }
+
+  llvm::Error unloadModule(BackendModule *handle) override {
+    GpuModule *m = modules.find(handle);
+    if (!m)
+      return unknownModule("cuda");
+    llvm::Error e = device->unloadModule(m->loaded);
+    modules.erase(handle);
+    return e;
+  }
+
+  llvm::Error launch(BackendModule *handle, llvm::StringRef kernelName,
+                     const LaunchConfig &config,
+                     llvm::ArrayRef<uint8_t> params) override {
+    GpuModule *m = modules.find(handle);
+    if (!m)
+      return unknownModule("cuda");
+    // The compiled module's layout lets the device check the buffer; a
+    // kernel it does not know is left to the driver to report.
+    const KernelInfo *info =
+        m->compiled ? m->compiled->findKernel(kernelName) : nullptr;
+    if (!info)
+      return device->launch(m->loaded, kernelName, config, params);
+    return device->launch(m->loaded, kernelName, config, params,
+                          info->paramOffsets, info->paramSizes);
+  }
+
+private:
+  // Destroyed after `modules` (declared first): the device unloads what is
+  // still loaded when it closes.
+  std::unique_ptr<cuda::CudaDevice> device;
+  ModuleTable<GpuModule> modules;
+};
+
+const llvm::StringRef kBackendNames[] = {"cpu", "cuda"};
+
+} // namespace
+
+llvm::ArrayRef<llvm::StringRef> backendNames() { return kBackendNames; }
+
+bool backendRunsOriginalPTX(llvm::StringRef name) { return name == "cuda"; }
+
+llvm::Expected<std::unique_ptr<Backend>>
+createBackend(llvm::StringRef name, const BackendOptions &options) {
+  if (name == "cpu")
+    return std::make_unique<CpuBackend>(options);
+  if (name == "cuda") {
+    auto device = options.cudaDriverLibrary.empty()
+                      ? cuda::CudaDevice::open(options.cudaOrdinal)
+                      : cuda::CudaDevice::open(options.cudaOrdinal,
+                                               options.cudaDriverLibrary);
+    if (!device)
+      return device.takeError();
+    return std::make_unique<CudaBackend>(std::move(*device));
+  }
+  return llvm::createStringError("unknown backend '" + name +
+                                 "' (cpu or cuda)");
+}
+
+} // namespace wooly
