@@ -1,4 +1,4 @@
-//===- Compiler.cpp - The compile API and its cache ---------------*- C++ -*-===//
+//===- Compiler.cpp - The compile API and its cache -------------*- C++ -*-===//
 //
 // PTX/Wooly -> (wooly-expand-arith, convert-wooly-to-llvm) -> LLVM IR ->
 // optimised native object for the host. The metadata (kernels, parameter

@@ -1,4 +1,4 @@
-//===- wooly-conformance.cpp - Run the ZLUDA PTX conformance suite -*- C++ -*-===//
+//===- wooly-conformance.cpp - Run a PTX conformance suite -----*- C++ -*-===//
 //
 // Runs every test of a ZLUDA-style suite (a folder with `expected.json` and
 // `ptx/`, see its README) on the CPU backend (or, with --backend=cuda, the

@@ -1,4 +1,4 @@
-//===- wooly-run.cpp - Run one kernel by hand ---------------------*- C++ -*-===//
+//===- wooly-run.cpp - Run one kernel by hand -------------------*- C++ -*-===//
 //
 // Compiles a PTX or Wooly file for a backend, creates the buffers and
 // scalars named by `--arg`, launches one kernel and prints (or saves) the

@@ -1,4 +1,4 @@
-//===- CpuDeviceTest.cpp - Launch semantics of the CPU backend ----*- C++ -*-===//
+//===- CpuDeviceTest.cpp - Launch semantics of the CPU backend --*- C++ -*-===//
 //
 // Bad launches and faulting kernels return errors and leave the device
 // usable; barriers with counts, bar.red, nanosleep and printf behave as on a

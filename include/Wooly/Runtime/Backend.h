@@ -1,5 +1,4 @@
-//===- Backend.h - One interface over Wooly's execution backends -*- C++
-//-*-===//
+//===- Backend.h - One interface over the execution backends ---*- C++ -*-===//
 //
 // A `Backend` is a device that runs kernels: memory, loaded modules and
 // launches, behind one interface, so that tools (wooly-run,

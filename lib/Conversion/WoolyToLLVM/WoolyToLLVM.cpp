@@ -1,4 +1,4 @@
-//===- WoolyToLLVM.cpp - Lower Wooly IR for the host CPU backend -*- C++ -*-===//
+//===- WoolyToLLVM.cpp - Lower Wooly IR for the CPU backend -----*- C++ -*-===//
 //
 // `convert-wooly-to-llvm`: lowers Wooly kernels to the LLVM dialect for the
 // CPU SIMT runtime. The contract with the runtime (thread context layout,

@@ -1,4 +1,4 @@
-//===- CpuDevice.cpp - The CPU backend: JIT and SIMT executor ----*- C++ -*-===//
+//===- CpuDevice.cpp - The CPU backend: JIT and SIMT executor ---*- C++ -*-===//
 //
 // How a launch runs (see also CpuDevice.h):
 //

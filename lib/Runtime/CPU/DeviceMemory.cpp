@@ -1,4 +1,4 @@
-//===- DeviceMemory.cpp - Device memory of the CPU backend --------*- C++ -*-===//
+//===- DeviceMemory.cpp - Device memory of the CPU backend ------*- C++ -*-===//
 
 #include "Wooly/Runtime/CPU/DeviceMemory.h"
 

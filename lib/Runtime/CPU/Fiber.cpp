@@ -1,4 +1,4 @@
-//===- Fiber.cpp - Minimal stackful coroutines for GPU threads ---*- C++ -*-===//
+//===- Fiber.cpp - Minimal stackful coroutines for GPU threads --*- C++ -*-===//
 
 #include "Fiber.h"
 

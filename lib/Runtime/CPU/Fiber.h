@@ -1,4 +1,4 @@
-//===- Fiber.h - Minimal stackful coroutines for GPU threads -----*- C++ -*-===//
+//===- Fiber.h - Minimal stackful coroutines for GPU threads ----*- C++ -*-===//
 //
 // Internal to the CPU runtime. A fiber is a stack plus a saved stack
 // pointer; `switchTo` saves the callee-saved registers (and the FP control

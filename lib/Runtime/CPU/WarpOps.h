@@ -1,4 +1,4 @@
-//===- WarpOps.h - Semantics of warp collectives on the CPU ------*- C++ -*-===//
+//===- WarpOps.h - Semantics of warp collectives on the CPU -----*- C++ -*-===//
 //
 // Internal to the CPU runtime. When every lane of a warp collective has
 // arrived, the scheduler calls one of these with the participating lanes'

@@ -1,4 +1,4 @@
-//===- CpuDevice.h - The CPU backend: JIT and SIMT executor -------*- C++ -*-===//
+//===- CpuDevice.h - The CPU backend: JIT and SIMT executor -----*- C++ -*-===//
 //
 // Runs kernels compiled for the `host` target with GPU semantics. Blocks are
 // spread over a pool of worker threads. Within a block, a kernel that never

@@ -1,4 +1,4 @@
-//===- DeviceMemory.h - Device memory of the CPU backend ---------*- C++ -*-===//
+//===- DeviceMemory.h - Device memory of the CPU backend --------*- C++ -*-===//
 //
 // Allocations of "device" memory for the CPU backend: host memory whose
 // bounds are known per allocation, so that kernels' accesses can be checked

@@ -1,4 +1,4 @@
-//===- FloatHelpers.h - Floating-point helpers of the CPU backend -*- C++ -*-===//
+//===- FloatHelpers.h - Float helpers of the CPU backend --------*- C++ -*-===//
 //
 // Functions that code produced by `wooly-expand-arith` calls where the host
 // has no instruction with PTX's semantics: arithmetic with a directed
