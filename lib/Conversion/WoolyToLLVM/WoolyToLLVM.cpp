@@ -262,18 +262,13 @@ struct Emitter {
             loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
         Value entry = gep(cache, int64_t(site) * sizeof(WoolyAccessRange));
         Value lo = runtime(LLVM::LoadOp::create(rw, loc, i64(), entry));
-        Value span =
+        Value last =
             runtime(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
         Value off = LLVM::SubOp::create(rw, loc, addr, lo);
-        Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
-        Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
-                                            off, span);
-        Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
-                                          end, span);
-        Value ok = LLVM::AndOp::create(rw, loc, inside, fits);
+        Value ok = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
+                                        off, last);
         emitUnlikely(ok, [&] {
-          call("__wooly_rt_check", {},
-               {c, c32(site), addr, c32(size), c32(flags)});
+          call("__wooly_rt_check", {}, {c, entry, addr, c32(size), c32(flags)});
         });
       }
       return Value(LLVM::IntToPtrOp::create(rw, loc, ptr(), addr));
@@ -1093,8 +1088,8 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
     rw.setInsertionPointToStart(copy);
     if (state.boundsChecks)
       e.call("__wooly_rt_check", {},
-             {e.ctx(op), e.c32(state.nextSite++), adaptor.getSrc(),
-              LLVM::TruncOp::create(rw, e.loc, e.i32(), n),
+             {e.ctx(op), LLVM::ZeroOp::create(rw, e.loc, e.ptr()),
+              adaptor.getSrc(), LLVM::TruncOp::create(rw, e.loc, e.i32(), n),
               e.c32(WOOLY_ACCESS_READ)});
     LLVM::MemcpyOp::create(rw, e.loc, *dst, src, n, false);
     LLVM::BrOp::create(rw, e.loc, ValueRange{}, cont);
@@ -1630,7 +1625,24 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
                   b.getArrayAttr({b.getStringAttr("noreturn")}));
     fn.setNoUnwind(true);
   };
-  declare("__wooly_rt_check", voidTy, {ptrTy, i32, i64, i32, i32});
+  {
+    // See ABI.h: when it returns, the check has only read the context and
+    // written the cache entry (and runtime-private memory).
+    declare("__wooly_rt_check", voidTy, {ptrTy, ptrTy, i64, i32, i32});
+    auto check = module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_rt_check");
+    auto none = LLVM::ModRefInfo::NoModRef, rw = LLVM::ModRefInfo::ModRef;
+    check.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
+        ctx, {/*other=*/none, /*argMem=*/rw, /*inaccessibleMem=*/rw,
+              /*errnoMem=*/none, /*targetMem0=*/none, /*targetMem1=*/none}));
+    check.setArgAttr(0, LLVM::LLVMDialect::getReadonlyAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(0, LLVM::LLVMDialect::getNoCaptureAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(1, LLVM::LLVMDialect::getWriteOnlyAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(1, LLVM::LLVMDialect::getNoCaptureAttrName(),
+                     b.getUnitAttr());
+  }
   declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
   declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
   declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});
@@ -1665,10 +1677,23 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
                                      fnType);
   fn.setNoUnwind(true);
   kernel->setAttr("wooly.block_function", b.getStringAttr(fn.getName()));
-  for (unsigned i = 0; i < 2; ++i) {
-    fn.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
-    kernel.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
-                      b.getUnitAttr());
+  // Both pointers are noalias and dereferenceable, so loads through them
+  // may be hoisted out of the thread loop even from conditional code.
+  int64_t paramBytes = 0;
+  if (auto offsets =
+          kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_offsets")) {
+    auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_sizes");
+    for (auto [o, n] : llvm::zip(offsets.asArrayRef(), sizes.asArrayRef()))
+      paramBytes = std::max(paramBytes, o + n);
+  }
+  for (LLVM::LLVMFuncOp f : {fn, kernel}) {
+    for (unsigned i = 0; i < 2; ++i)
+      f.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+    f.setArgAttr(0, LLVM::LLVMDialect::getDereferenceableAttrName(),
+                 b.getI64IntegerAttr(sizeof(WoolyThreadCtx)));
+    if (paramBytes)
+      f.setArgAttr(1, LLVM::LLVMDialect::getDereferenceableAttrName(),
+                   b.getI64IntegerAttr(paramBytes));
   }
   kernel.setAlwaysInlineAttr(b.getUnitAttr());
 

@@ -216,20 +216,21 @@ void computeWorkerStack(Worker &w) {
 
 extern "C" {
 
-void __wooly_rt_check(WoolyThreadCtx *ctx, uint32_t site, uint64_t addr,
-                      uint32_t size, uint32_t flags) {
+void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
+                      uint64_t addr, uint32_t size, uint32_t flags) {
   GpuThread *t = threadOf(ctx);
   Worker *w = t->worker;
   if (std::optional<Allocation> a = w->launch->memory->find(addr, size)) {
-    if (site < w->cache.size())
-      w->cache[site] = {a->base, a->size};
+    // `find` guarantees a->size >= size.
+    if (entry)
+      *entry = {a->base, a->size - size};
     return;
   }
   uint64_t shared = reinterpret_cast<uint64_t>(ctx->shared);
   if (addr >= shared && addr - shared < ctx->totalSmemSize &&
       size <= ctx->totalSmemSize - (addr - shared)) {
-    if (site < w->cache.size())
-      w->cache[site] = {shared, ctx->totalSmemSize};
+    if (entry)
+      *entry = {shared, ctx->totalSmemSize - size};
     return;
   }
   auto [lo, hi] = stackRange(t);
@@ -827,7 +828,11 @@ void runBlockFibers(Worker &w) {
 
 void runWorker(Worker &w) {
   LaunchState &l = *w.launch;
-  w.cache.assign(l.numSites, WoolyAccessRange{0, 0});
+  // Empty entries: `lo` is a scratch buffer no kernel can name, and only
+  // an access at exactly that address (harmless) would match.
+  static char scratch[64];
+  w.cache.assign(l.numSites,
+                 WoolyAccessRange{reinterpret_cast<uint64_t>(scratch), 0});
   w.shared.assign(std::max<uint32_t>(l.totalShared, 1), 0);
   w.fiberMode = l.kernel->needsFibers;
   computeWorkerStack(w);

@@ -27,13 +27,17 @@
 extern "C" {
 #endif
 
-/// One cached address range per memory-access site of a module: an access
-/// of `size` bytes at `addr` is valid without asking the runtime when
-/// `lo <= addr && addr + size <= hi`. An empty entry (`lo == hi == 0`)
-/// never matches. The cache belongs to one worker and one launch.
+/// One cached address range per memory-access site of a module. Each site
+/// has a fixed access size, so the entry stores the first valid address
+/// `lo` and the last valid start offset `last` (range size minus access
+/// size): an access at `addr` is valid without asking the runtime when
+/// `addr - lo <= last` in unsigned arithmetic (one compare; an address below
+/// `lo` wraps to a huge offset). An empty entry points `lo` at a small
+/// runtime-owned scratch buffer with `last = 0`, so nothing a kernel can
+/// name matches it. The cache belongs to one worker and one launch.
 typedef struct WoolyAccessRange {
   uint64_t lo;
-  uint64_t hi;
+  uint64_t last;
 } WoolyAccessRange;
 
 /// The context of one GPU thread, passed as the first argument of every
@@ -76,12 +80,15 @@ enum {
 
 /// Slow path of an access check (global, const or generic space): if
 /// `[addr, addr + size)` lies inside one live allocation, a module global,
-/// the block's shared window or the thread's stack, refills
-/// `ctx->siteCache[site]` when the range may be cached and returns;
-/// otherwise records an out-of-bounds launch error and ends the launch
-/// (does not return).
-void __wooly_rt_check(WoolyThreadCtx *ctx, uint32_t site, uint64_t addr,
-                      uint32_t size, uint32_t flags);
+/// the block's shared window or the thread's stack, refills `*entry` (the
+/// site's cache entry; may be null) when the range may be cached and
+/// returns; otherwise records an out-of-bounds launch error and ends the
+/// launch (does not return). When it returns it has read `*ctx` and written
+/// only `*entry` and runtime-private memory: the lowering declares it so
+/// (`memory(argmem: readwrite, inaccessiblemem: readwrite)`, `ctx`
+/// read-only), which lets LLVM keep context fields in registers across it.
+void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
+                      uint64_t addr, uint32_t size, uint32_t flags);
 
 /// Reports a shared-memory access `[offset, offset + size)` outside the
 /// block's shared window; does not return.
