@@ -59,8 +59,9 @@ static cl::list<std::string> argOpts(
     cl::desc("A kernel argument, in parameter order:\n"
              "  NAME:TYPE:VALUE          a scalar (u8..u64, s8..s64, f32, "
              "f64, b32, b64)\n"
-             "  NAME:TYPE[COUNT]:INIT    a buffer of COUNT elements, passed "
-             "by address;\n"
+             "  NAME:TYPE:COUNT:INIT     a buffer of COUNT elements, passed "
+             "by address\n"
+             "  NAME:TYPE[COUNT]:INIT    (the same);\n"
              "                           INIT is zero, random[:seed=N], "
              "iota, fill=V or file=PATH"),
     cl::cat(runCat));
@@ -217,10 +218,18 @@ llvm::Expected<Arg> parseArg(StringRef spec) {
   auto [name, rest] = spec.split(':');
   auto [typeText, init] = rest.split(':');
   if (name.empty() || typeText.empty())
-    return fail("expected NAME:TYPE:VALUE or NAME:TYPE[COUNT]:INIT");
+    return fail("expected NAME:TYPE:VALUE, NAME:TYPE:COUNT:INIT or "
+                "NAME:TYPE[COUNT]:INIT");
   a.name = name.str();
   StringRef base = typeText;
-  if (size_t lb = typeText.find('['); lb != StringRef::npos) {
+  if (!typeText.contains('[') && init.contains(':')) {
+    // NAME:TYPE:COUNT:INIT (a scalar has a single field after the type).
+    auto [countText, bufferInit] = init.split(':');
+    if (countText.getAsInteger(0, a.count) || a.count == 0)
+      return fail("bad element count '" + countText + "'");
+    a.buffer = true;
+    init = bufferInit;
+  } else if (size_t lb = typeText.find('['); lb != StringRef::npos) {
     if (!typeText.ends_with("]"))
       return fail("missing ']'");
     base = typeText.take_front(lb);
