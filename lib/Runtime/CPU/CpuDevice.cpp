@@ -150,6 +150,9 @@ struct Worker {
   FiberContext scheduler;
   GpuThread *running = nullptr;
   Barrier barriers[16];
+  /// Threads of the block waiting at a warp collective / a barrier, and
+  /// threads that have exited: the scheduler skips work when they are 0.
+  uint32_t atWarp = 0, atBarrier = 0, exited = 0;
 };
 
 enum : int { kJmpExit = 1, kJmpFault = 2 };
@@ -290,6 +293,7 @@ static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
   if (arriveOnly)
     return;
   b.waiting.push_back(t->index);
+  ++w->atBarrier;
   t->status = ThreadStatus::AtBarrier;
   yieldToScheduler(t);
 }
@@ -323,6 +327,7 @@ void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
   t->warpKind = kind;
   t->warpMask = mask;
   t->warpLane = WarpLane{in, nin, out, nout};
+  ++t->worker->atWarp;
   t->status = ThreadStatus::AtWarp;
   yieldToScheduler(t);
 }
@@ -583,11 +588,6 @@ void setThreadIndex(Worker &w, GpuThread &t, uint32_t linear) {
   t.index = linear;
 }
 
-void initThreadCtx(Worker &w, GpuThread &t, uint32_t linear) {
-  initBlockCtx(w, t);
-  setThreadIndex(w, t, linear);
-}
-
 /// Direct mode: threads in order on the worker's stack. The block-wide
 /// context is set once; the thread index advances incrementally.
 void runBlockDirect(Worker &w) {
@@ -653,6 +653,7 @@ bool resolveBarriers(Worker &w, uint32_t live) {
       continue;
     // bar.red results, packed: popc in bits 0-29, and in bit 30, or in 31.
     uint32_t andAll = b.andAll, orAny = b.orAny, popc = b.popc;
+    w.atBarrier -= uint32_t(b.waiting.size());
     for (uint32_t i : b.waiting) {
       w.threads[i].status = ThreadStatus::Runnable;
       w.threads[i].barrierResult = popc | (andAll << 30) | (orAny << 31);
@@ -691,6 +692,7 @@ bool resolveWarps(Worker &w) {
           if (t.warpLane.nout)
             t.warpLane.out[0] = activeMaskLanes;
           t.status = ThreadStatus::Runnable;
+          --w.atWarp;
         }
       waiting &= ~activeMaskLanes;
       progress = true;
@@ -750,8 +752,10 @@ bool resolveWarps(Worker &w) {
         return false;
       }
       for (uint32_t j = 0; j < 32; ++j)
-        if (group & (1u << j))
+        if (group & (1u << j)) {
           w.threads[base + j].status = ThreadStatus::Runnable;
+          --w.atWarp;
+        }
       waiting &= ~group;
       progress = true;
     }
@@ -767,20 +771,38 @@ void runBlockFibers(Worker &w) {
     w.threads.resize(n);
   while (w.stacks.size() < n)
     w.stacks.emplace_back(w.stackBytes);
+  const auto &blk = l.config.block;
+  uint32_t tx = 0, ty = 0, tz = 0;
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread &t = w.threads[i];
-    initThreadCtx(w, t, i);
+    initBlockCtx(w, t);
+    // The thread index advances without divisions.
+    t.ctx.tid[0] = tx;
+    t.ctx.tid[1] = ty;
+    t.ctx.tid[2] = tz;
+    t.ctx.laneid = i & 31;
+    t.ctx.warpid = i >> 5;
+    t.index = i;
+    if (++tx == blk[0]) {
+      tx = 0;
+      if (++ty == blk[1]) {
+        ty = 0;
+        ++tz;
+      }
+    }
     fiberInit(t.fiber, w.stacks[i].base(), w.stacks[i].size(), &fiberMain,
               &t);
   }
   for (Barrier &b : w.barriers)
     b = Barrier();
+  w.atWarp = w.atBarrier = w.exited = 0;
   for (;;) {
-    bool ran = false;
+    bool ran = false, yielded = false;
     for (uint32_t i = 0; i < n; ++i) {
       GpuThread &t = w.threads[i];
       if (t.status == ThreadStatus::Yielded) {
         t.status = ThreadStatus::Runnable;
+        yielded = true;
         continue; // It runs in the next round, after the others.
       }
       if (t.status != ThreadStatus::Runnable)
@@ -789,25 +811,23 @@ void runBlockFibers(Worker &w) {
       fiberSwitch(w.scheduler, t.fiber);
       w.running = nullptr;
       ran = true;
-      if (t.status == ThreadStatus::Faulted || l.failed.load())
+      if (t.status == ThreadStatus::Exited)
+        ++w.exited;
+      else if (t.status == ThreadStatus::Faulted || l.failed.load())
         return;
     }
-    uint32_t live = 0;
-    bool anyRunnable = false;
-    for (uint32_t i = 0; i < n; ++i) {
-      ThreadStatus s = w.threads[i].status;
-      if (s != ThreadStatus::Exited)
-        ++live;
-      if (s == ThreadStatus::Runnable || s == ThreadStatus::Yielded)
-        anyRunnable = true;
-    }
+    uint32_t live = n - w.exited;
     if (live == 0)
       return;
-    bool progress = resolveWarps(w);
-    if (l.failed.load())
-      return;
-    progress |= resolveBarriers(w, live);
-    if (progress || anyRunnable || ran)
+    bool progress = false;
+    if (w.atWarp) {
+      progress |= resolveWarps(w);
+      if (l.failed.load())
+        return;
+    }
+    if (w.atBarrier)
+      progress |= resolveBarriers(w, live);
+    if (progress || yielded || ran)
       continue;
     // Nobody can move: report who waits where.
     std::string who;
