@@ -10,6 +10,7 @@
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/InitAllDialects.h"
+#include "Wooly/InitAllPasses.h"
 #include "Wooly/Target/PTX/PTXImporter.h"
 
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -111,6 +113,7 @@ std::string CompiledModule::serialize() const {
         {"paramOffsets", llvm::json::Array(k.paramOffsets)},
         {"paramSizes", llvm::json::Array(k.paramSizes)},
         {"paramBufferSize", k.paramBufferSize},
+        {"paramRoles", llvm::json::Array(k.paramRoles)},
         {"needsFibers", k.needsFibers},
         {"maxntid", llvm::json::Array(k.maxntid)},
         {"reqntid", llvm::json::Array(k.reqntid)}});
@@ -173,6 +176,9 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       k.paramOffsets = nums(*ko, "paramOffsets");
       k.paramSizes = nums(*ko, "paramSizes");
       k.paramBufferSize = num(*ko, "paramBufferSize");
+      if (const llvm::json::Array *roles = ko->getArray("paramRoles"))
+        for (const llvm::json::Value &r : *roles)
+          k.paramRoles.push_back(r.getAsString().value_or("").str());
       k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
       std::vector<uint64_t> mx = nums(*ko, "maxntid"), rq = nums(*ko, "reqntid");
       for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
@@ -222,6 +228,7 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
   }
   field("O" + std::to_string(options.optLevel));
   field(options.boundsChecks ? "checks" : "nochecks");
+  field("passes " + options.passes);
   field(input.kind == CompileInput::Kind::PTX ? "ptx" : "mlir");
   field(input.text);
   return llvm::toHex(h.final(), /*LowerCase=*/true);
@@ -299,6 +306,11 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
       k.paramOffsets.push_back(o);
     for (int64_t s : sizes.asArrayRef())
       k.paramSizes.push_back(s);
+    k.paramRoles.assign(k.paramOffsets.size(), "");
+    if (auto roles = fn->getAttrOfType<mlir::ArrayAttr>("wooly.param_roles"))
+      for (auto [i, r] : llvm::enumerate(roles))
+        if (i < k.paramRoles.size())
+          k.paramRoles[i] = mlir::cast<mlir::StringAttr>(r).getValue().str();
     for (size_t i = 0; i < k.paramOffsets.size(); ++i)
       k.paramBufferSize =
           std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
@@ -380,6 +392,16 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     return failWith("cannot read the input");
 
   mlir::PassManager pm(&ctx);
+  if (!options.passes.empty()) {
+    static std::once_flag registered;
+    std::call_once(registered, [] { mlir::wooly::registerAllPasses(); });
+    std::string errors;
+    llvm::raw_string_ostream errorOS(errors);
+    if (mlir::failed(mlir::parsePassPipeline(
+            "builtin.module(" + options.passes + ")", pm, errorOS)))
+      return makeError("bad pass pipeline '" + options.passes + "': " +
+                       StringRef(errors).trim());
+  }
   pm.addPass(mlir::wooly::createWoolyExpandArith());
   mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
   convOpts.boundsChecks = options.boundsChecks;

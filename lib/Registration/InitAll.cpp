@@ -6,6 +6,7 @@
 
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
+#include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 #include "Wooly/InitAllDialects.h"
 #include "Wooly/InitAllPasses.h"
 #include "Wooly/Target/PTX/PTXImporter.h"
@@ -29,6 +30,7 @@ void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
 void mlir::wooly::registerAllPasses() {
   // Wooly's own passes (constrain, slice, coalesce, isolate) and conversions
   // register here as they land. Generic cleanups are useful on imported IR.
+  registerWoolyTransformsPasses();
   registerWoolyConversionPasses();
   registerCanonicalizerPass();
   registerCSEPass();

@@ -19,7 +19,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
+
+#include "Strategies.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -81,13 +84,13 @@ struct Loaded {
   std::string error;
 };
 
-/// Compiles and loads test/corpus/<file> once per process.
-Loaded &load(const std::string &file) {
-  static std::map<std::string, Loaded> cache;
-  auto it = cache.find(file);
+/// Compiles (with `passes`) and loads test/corpus/<file> once per process.
+Loaded &load(const std::string &file, const std::string &passes) {
+  static std::map<std::pair<std::string, std::string>, Loaded> cache;
+  auto it = cache.find({file, passes});
   if (it != cache.end())
     return it->second;
-  Loaded &l = cache[file];
+  Loaded &l = cache[{file, passes}];
   std::string path = std::string(WOOLY_CORPUS_DIR) + "/" + file;
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf) {
@@ -99,10 +102,12 @@ Loaded &load(const std::string &file) {
     l.error = llvm::toString(target.takeError());
     return l;
   }
+  CompileOptions options;
+  options.passes = passes;
   auto compiled =
       compile(CompileInput{CompileInput::Kind::PTX,
                            (*buf)->getBuffer().str(), file},
-              *target, CompileOptions());
+              *target, options);
   if (!compiled) {
     l.error = "compiling " + file + ": " + llvm::toString(compiled.takeError());
     return l;
@@ -135,7 +140,18 @@ struct P {
 
 using Dim = std::array<uint32_t, 3>;
 
-class CorpusDiff : public ::testing::TestWithParam<const char *> {
+/// A test parameter: the PTX architecture and the launch strategy.
+struct Variant {
+  std::string arch;
+  wooly::test::Strategy strategy;
+};
+
+/// How gtest prints a Variant (in test listings and failures).
+void PrintTo(const Variant &v, std::ostream *os) {
+  *os << v.arch << " " << v.strategy.name;
+}
+
+class CorpusDiff : public ::testing::TestWithParam<Variant> {
 protected:
   std::vector<uint64_t> allocated;
 
@@ -146,7 +162,7 @@ protected:
 
   /// `<base>.<arch>.ptx`
   std::string ptx(const std::string &base) const {
-    return base + "." + GetParam() + ".ptx";
+    return base + "." + GetParam().arch + ".ptx";
   }
 
   Buf alloc(size_t bytes) {
@@ -178,7 +194,8 @@ protected:
   ::testing::AssertionResult launch(const std::string &file,
                                     const char *kernel, Dim grid, Dim block,
                                     uint32_t shared, std::vector<P> args) {
-    Loaded &l = load(file);
+    const wooly::test::Strategy &strategy = GetParam().strategy;
+    Loaded &l = load(file, strategy.passes);
     if (!l.module)
       return ::testing::AssertionFailure() << l.error;
     const CompiledModule &cm = device().compiled(l.module);
@@ -186,11 +203,14 @@ protected:
     if (!k)
       return ::testing::AssertionFailure()
              << "no kernel " << kernel << " in " << file;
-    if (k->paramOffsets.size() != args.size())
+    size_t userParams = 0;
+    for (const std::string &role : k->paramRoles)
+      userParams += role.empty();
+    if (userParams != args.size())
       return ::testing::AssertionFailure()
-             << kernel << " takes " << k->paramOffsets.size()
+             << kernel << " takes " << userParams
              << " parameters, test passes " << args.size();
-    std::vector<uint8_t> params(k->paramBufferSize, 0);
+    std::vector<uint8_t> params(userParamBufferSize(*k), 0);
     for (size_t i = 0; i < args.size(); ++i) {
       if (k->paramSizes[i] != args[i].b.size())
         return ::testing::AssertionFailure()
@@ -199,8 +219,14 @@ protected:
       std::memcpy(params.data() + k->paramOffsets[i], args[i].b.data(),
                   args[i].b.size());
     }
-    if (auto e = device().launch(l.module, kernel,
-                                 LaunchConfig{grid, block, shared}, params))
+    llvm::Error e = llvm::Error::success();
+    if (strategy.launch)
+      e = strategy.launch(wooly::test::LaunchRequest{
+          &device(), l.module, k, LaunchConfig{grid, block, shared}, params});
+    else
+      e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
+                          params);
+    if (e)
       return ::testing::AssertionFailure()
              << "launch of " << kernel << " (" << file
              << ") failed: " << llvm::toString(std::move(e));
@@ -825,15 +851,8 @@ TEST_P(CorpusDiff, cp_async_pipelined_sum) {
 TEST_P(CorpusDiff, devfunc_chain) {
   const int n = 1000;
   auto x = randF(n, -20, 20, 28);
-  // Known bug (skipped only while it reproduces): stats3 returns a 12-byte
-  // struct (`.param .align 4 .b8 func_retval0[12]`); the `st.param` stores at
-  // offsets 0/4/8 become wooly insert_bytes on vector<12xi8>, which
-  // ExpandArith.cpp expands to vector.insert_strided_slice, and nothing lowers
-  // that op to LLVM ("failed to legalize operation
-  // 'vector.insert_strided_slice'").
-  if (Loaded &l = load(ptx("devfunc"));
-      !l.module && l.error.find("insert_strided_slice") != std::string::npos)
-    GTEST_SKIP() << "known bug: " << l.error;
+  // stats3 returns a 12-byte struct (`.param .b8 func_retval0[12]`), built
+  // with byte inserts: the strided-slice path of the host lowering.
   Buf bx = up(x), bo = alloc(3 * n * 4), bc = alloc(n * 4), bh = alloc(n * 8);
   ASSERT_TRUE(launch(ptx("devfunc"), "devfunc_chain", {ceilDiv(n, 128), 1, 1},
                      {128, 1, 1}, 0, {n, bx, bo, bc, bh}));
@@ -1597,9 +1616,20 @@ TEST_P(CorpusDiff, wmma_gemm) {
   EXPECT_TRUE(sameBits(down<float>(bC), want));
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, CorpusDiff, ::testing::Values("sm_80", "sm_90"),
-                         [](const ::testing::TestParamInfo<const char *> &i) {
-                           return std::string(i.param);
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+  for (const wooly::test::Strategy &s : wooly::test::allStrategies())
+    for (const char *arch : {"sm_80", "sm_90"})
+      out.push_back({arch, s});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, CorpusDiff, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant> &i) {
+                           return i.param.arch +
+                                  (i.param.strategy.name == "plain"
+                                       ? std::string()
+                                       : "_" + i.param.strategy.name);
                          });
 
 } // namespace

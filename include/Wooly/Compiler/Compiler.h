@@ -43,6 +43,10 @@ struct CompileOptions {
   unsigned optLevel = 2;
   /// Check global/const/generic accesses against live allocations.
   bool boundsChecks = true;
+  /// Wooly passes to run on the imported module before lowering, as an MLIR
+  /// pipeline of module passes, e.g. "wooly-constrain" or
+  /// "wooly-slice,wooly-isolate" (empty: none).
+  std::string passes;
 };
 
 /// The input of a compilation: PTX text or Wooly IR (MLIR text).
@@ -68,6 +72,10 @@ struct KernelInfo {
   std::vector<uint64_t> paramOffsets, paramSizes;
   /// Size of the whole parameter buffer.
   uint64_t paramBufferSize = 0;
+  /// For each parameter, its launch role ("" for the user's parameters;
+  /// e.g. "virtual_grid_x" for one a pass appended, see
+  /// include/Wooly/Dialect/Wooly/Transforms/Passes.td).
+  std::vector<std::string> paramRoles;
   /// True when the kernel reaches a barrier or warp collective (its threads
   /// then run as fibers on the CPU backend).
   bool needsFibers = false;

@@ -358,6 +358,16 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       fn->setAttr("wooly.kernel", rw.getStringAttr(op.getSymName()));
       fn->setAttr("wooly.param_offsets", rw.getDenseI64ArrayAttr(offsets));
       fn->setAttr("wooly.param_sizes", rw.getDenseI64ArrayAttr(sizes));
+      // Launch parameters appended by the sharing passes.
+      SmallVector<Attribute> roles;
+      bool anyRole = false;
+      for (unsigned i = 0; i < argTypes.size(); ++i) {
+        auto role = op.getArgAttrOfType<StringAttr>(i, "wooly.launch_param");
+        anyRole |= bool(role);
+        roles.push_back(role ? role : rw.getStringAttr(""));
+      }
+      if (anyRole)
+        fn->setAttr("wooly.param_roles", rw.getArrayAttr(roles));
       if (state.needsFibers.contains(op.getSymName()))
         fn->setAttr("wooly.needs_fibers", rw.getUnitAttr());
       for (StringRef bound : {"maxntid", "reqntid"})
