@@ -9,6 +9,7 @@
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/InitAllDialects.h"
 #include "Wooly/InitAllPasses.h"
 #include "Wooly/Target/PTX/PTXImporter.h"
@@ -116,6 +117,10 @@ std::string CompiledModule::serialize() const {
         {"paramRoles", llvm::json::Array(k.paramRoles)},
         {"needsFibers", k.needsFibers},
         {"maxntid", llvm::json::Array(k.maxntid)},
+        {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
+        {"staticSharedBytes", k.staticSharedBytes},
+        {"registerEstimate", uint64_t(k.registerEstimate)},
+        {"costHint", k.costHint},
         {"reqntid", llvm::json::Array(k.reqntid)}});
   for (const GlobalInfo &g : globals)
     gs.push_back(llvm::json::Object{
@@ -180,6 +185,12 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
         for (const llvm::json::Value &r : *roles)
           k.paramRoles.push_back(r.getAsString().value_or("").str());
       k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
+      if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
+        for (const llvm::json::Value &b : *ro)
+          k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));
+      k.staticSharedBytes = num(*ko, "staticSharedBytes");
+      k.registerEstimate = unsigned(num(*ko, "registerEstimate"));
+      k.costHint = num(*ko, "costHint");
       std::vector<uint64_t> mx = nums(*ko, "maxntid"), rq = nums(*ko, "reqntid");
       for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
         k.maxntid[i] = mx[i];
@@ -397,11 +408,20 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     std::call_once(registered, [] { mlir::wooly::registerAllPasses(); });
     std::string errors;
     llvm::raw_string_ostream errorOS(errors);
-    if (mlir::failed(mlir::parsePassPipeline(
-            "builtin.module(" + options.passes + ")", pm, errorOS)))
+    // `pm` is anchored on builtin.module already: the passes go in as they
+    // are (wrapping them in "builtin.module(...)" would nest them on the
+    // module's nested modules, of which there are none).
+    if (mlir::failed(mlir::parsePassPipeline(options.passes, pm, errorOS)))
       return makeError("bad pass pipeline '" + options.passes + "': " +
                        StringRef(errors).trim());
   }
+  if (mlir::failed(pm.run(*module)))
+    return failWith("a pass failed");
+  // Analyses of the (transformed) Wooly kernels, before lowering.
+  std::vector<mlir::wooly::KernelSummary> summaries =
+      mlir::wooly::analyzeKernels(*module);
+
+  pm.clear();
   pm.addPass(mlir::wooly::createWoolyExpandArith());
   mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
   convOpts.boundsChecks = options.boundsChecks;
@@ -414,6 +434,15 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   out.target = target;
   out.key = cacheKey(input, target, options);
   collectMetadata(*module, out);
+  for (KernelInfo &k : out.kernels)
+    for (const mlir::wooly::KernelSummary &sum : summaries)
+      if (sum.name == k.name) {
+        for (const mlir::wooly::ParamUsage &p : sum.params)
+          k.readOnlyParams.push_back(p.isReadOnlyPointer());
+        k.staticSharedBytes = sum.staticSharedBytes;
+        k.registerEstimate = sum.registerEstimate;
+        k.costHint = sum.costHint;
+      }
 
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =

@@ -84,6 +84,9 @@ TEST(Compile, HostModuleHasKernelMetadata) {
   EXPECT_EQ(k.paramSizes, (std::vector<uint64_t>{8, 4}));
   EXPECT_EQ(k.paramBufferSize, 12u);
   EXPECT_FALSE(k.needsFibers);
+  // The pointer is written through; the u32 is not a pointer.
+  EXPECT_EQ(k.readOnlyParams, (std::vector<bool>{false, false}));
+  EXPECT_GT(k.costHint, 0u);
   EXPECT_FALSE(m->binary.empty());
   EXPECT_EQ(m->key, cacheKey(ptx(), host(), {}));
 }
@@ -102,6 +105,39 @@ TEST(Compile, ErrorsCarryLocations) {
   ASSERT_FALSE(bool(m));
   std::string msg = llvm::toString(m.takeError());
   EXPECT_NE(msg.find("k.ptx:4:"), std::string::npos) << msg;
+}
+
+TEST(Compile, ReportsReadOnlyPointerParameters) {
+  auto m = compile(ptx(R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry copy(.param .u64 src, .param .u64 dst)
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r1;
+  ld.param.u64 %rd1, [src];
+  ld.param.u64 %rd2, [dst];
+  ld.global.u32 %r1, [%rd1];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)"),
+                   host(), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->kernels[0].readOnlyParams, (std::vector<bool>{true, false}));
+  auto back = CompiledModule::deserialize(m->serialize());
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->kernels[0].readOnlyParams, (std::vector<bool>{true, false}));
+}
+
+TEST(Compile, RunsRequestedPassesAndRejectsUnknownOnes) {
+  CompileOptions o;
+  o.passes = "wooly-no-such-pass";
+  auto m = compile(ptx(), host(), o);
+  ASSERT_FALSE(bool(m));
+  EXPECT_NE(llvm::toString(m.takeError()).find("bad pass pipeline"),
+            std::string::npos);
 }
 
 TEST(CompiledModule, SerializeRoundTrip) {

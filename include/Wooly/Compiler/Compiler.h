@@ -81,6 +81,15 @@ struct KernelInfo {
   bool needsFibers = false;
   /// `.maxntid`/`.reqntid` (0 where absent).
   std::array<uint32_t, 3> maxntid{}, reqntid{};
+  /// Analyses (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h): for
+  /// each parameter, whether it is a pointer the kernel only reads through
+  /// (its buffer may be deduplicated across tenants).
+  std::vector<bool> readOnlyParams;
+  /// Static shared memory the kernel itself names, an estimate of its
+  /// registers per thread, and a static cost hint.
+  uint64_t staticSharedBytes = 0;
+  unsigned registerEstimate = 0;
+  uint64_t costHint = 0;
 };
 
 /// A module-scope `.global`/`.const` variable of the binary.

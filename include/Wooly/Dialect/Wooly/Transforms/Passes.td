@@ -20,16 +20,22 @@ def WoolyConstrain : Pass<"wooly-constrain", "ModuleOp"> {
   let summary = "Run each kernel on at most N physical blocks";
   let description = [{
     Rewrites every kernel so that a launch on any number N of physical
-    blocks (chosen at launch time, 1-D) computes exactly what the original
-    computes on its grid: each physical block loops over the virtual block
-    ids `b, b + N, b + 2N, ...` below the virtual grid size; `%ctaid` and
-    `%nctaid` read the virtual values; `ret`/`exit` continue with the next
-    virtual block; a block barrier separates iterations when the kernel
-    uses shared memory or barriers. Device functions are inlined first;
-    kernels whose remaining calls read block ids, or that use constructs
-    that make the transformation unsafe, are refused with a reason.
+    blocks (chosen at launch time, 1-D: a grid of (N, 1, 1)) computes
+    exactly what the original computes on its grid: each physical block
+    loops over the virtual block ids `b, b + N, b + 2N, ...` (64-bit) below
+    the virtual grid size; `%ctaid`/`%clusterid` read the virtual id's
+    components `(v % vx, v / vx % vy, v / (vx * vy))`, `%nctaid`/
+    `%nclusterid` the virtual grid; `ret`/`exit` in the kernel continue with
+    the next virtual block; a block barrier (`barrier 0`, all threads)
+    separates iterations when the kernel uses shared memory (any `.shared`
+    variable in the module), barriers or warp collectives. Device functions
+    are not inlined (yet): kernels that call one that reads block ids or may
+    `exit`, kernels with indirect calls or `%gridid`, and calls into the
+    CUDA device runtime's cooperative groups (grid sync) are refused with a
+    located error. Not detected: a kernel in which some threads of a block
+    leave while others later wait at a barrier (see Constrain.cpp).
     Launch parameters (u32 each): `virtual_grid_x`, `virtual_grid_y`,
-    `virtual_grid_z` (the original grid).
+    `virtual_grid_z` (the original grid; vx * vy * vz within CUDA's limits).
   }];
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
@@ -38,15 +44,21 @@ def WoolySlice : Pass<"wooly-slice", "ModuleOp"> {
   let summary = "Run only virtual blocks [begin, end) of a launch, preemptibly";
   let description = [{
     Like `wooly-constrain`, but a launch executes only the virtual blocks
-    with linear ids in `[slice_begin, slice_end)`, handed out one at a time
-    from a counter in device memory; before taking the next block a
-    physical block reads the preemption flag and stops when it is non-zero.
-    When the launch ends, `slice_begin + *counter` (clamped to `slice_end`)
-    is the first virtual block not executed: a new launch from there
+    with linear ids in `[slice_begin, slice_end)` (and below the grid's
+    size), handed out one at a time: at the top of each iteration, after a
+    barrier, thread (0,0,0) reads the preemption flag (when its address is
+    not 0); if the flag is 0 it takes `idx = atom.global.add(*counter, 1)`;
+    it publishes `slice_begin + idx`, or "stop" when preempted or past the
+    end, through a `.shared` u32 the pass adds, and after a second barrier
+    every thread reads it. A physical block that sees the flag set stops
+    without taking an index, and a taken index is either executed in full
+    or lies past the end; so after the launch the virtual blocks executed
+    are exactly `[slice_begin, slice_begin + min(*counter, slice_end -
+    slice_begin))`, and a new launch from there (counter zeroed again)
     resumes the slice. Launch parameters: `virtual_grid_x/y/z` (u32),
     `slice_begin`, `slice_end` (u32), `slice_counter` (u64 device address
     of a u32, zero before the launch), `preempt_flag` (u64 device address
-    of a u32, or 0 for none).
+    of a u32, or 0 for none). Refusals as for `wooly-constrain`.
   }];
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
@@ -55,12 +67,32 @@ def WoolyIsolate : Pass<"wooly-isolate", "ModuleOp"> {
   let summary = "Fence every global and generic access into the tenant's memory";
   let description = [{
     Software fault isolation for kernels of different tenants in one
-    device context: every global and generic memory access (loads, stores,
-    atomics, `cp.async`, vector accesses) is confined to the tenant's
-    memory region given at launch time; see the pass's source for the
-    policy (redirect or trap) and the launch parameters.
+    device context: every global, generic and const memory access (loads,
+    stores incl. vectors, atomics, `red`, `cp.async` sources, wmma
+    loads/stores) is confined to the tenant's region
+    `[isolate_base, isolate_base + isolate_size)`. Policy: redirect, never
+    trap: an access of `n` bytes becomes
+    `base + minu(addr - base, size - n)` (unchanged when inside the region,
+    else the region's last `n` bytes). Accesses through the address of a
+    module variable or kernel parameter are clamped into that object;
+    generic addresses made from shared/local addresses become accesses to
+    that space. Device functions get the region as two trailing arguments;
+    indirect calls are refused. Launch parameters (u64 each):
+    `isolate_base`, `isolate_size` (at least 256 bytes). Details and
+    limitations: lib/Dialect/Wooly/Transforms/Isolate.cpp.
   }];
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
+}
+
+def WoolyPrintKernelAnalysis : Pass<"wooly-print-kernel-analysis", "ModuleOp"> {
+  let summary = "Report the kernel analyses as remarks (for tests and people)";
+  let description = [{
+    Emits one remark per kernel with what `analyzeKernel`
+    (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h) finds: the
+    read-only pointer parameters (their buffers may be deduplicated), the
+    written and escaping ones, static shared memory, the register estimate,
+    barrier and warp-collective use, and the cost hint.
+  }];
 }
 
 #endif // WOOLY_TRANSFORMS_PASSES

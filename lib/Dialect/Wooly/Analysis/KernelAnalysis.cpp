@@ -1,0 +1,281 @@
+//===- KernelAnalysis.cpp - What the runtime needs to know of a kernel ----===//
+//
+// Read-only pointer parameters are found by a forward taint analysis over
+// SSA: each value carries the set of parameters it may be derived from
+// (through any computation except comparisons, and through block arguments
+// to a fixed point). A parameter reaching the address of a memory access is
+// a pointer; reaching the address of a write makes it written; reaching a
+// stored value, a call or an atomic's operand makes it escape. The result is
+// sound for deduplication: a parameter reported read-only is never written
+// through by the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+
+#include "mlir/Analysis/Liveness.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+using namespace mlir::wooly;
+
+namespace {
+/// Parameter sets per SSA value.
+class Taint {
+public:
+  explicit Taint(unsigned numParams) : numParams(numParams), none(numParams) {}
+
+  const llvm::BitVector &get(Value v) {
+    auto it = sets.find(v);
+    return it != sets.end() ? it->second : none;
+  }
+  /// Adds `bits` to `v`'s set; returns true when it grew.
+  bool add(Value v, const llvm::BitVector &bits) {
+    if (bits.none())
+      return false;
+    llvm::BitVector &set = sets.try_emplace(v, numParams).first->second;
+    llvm::BitVector before = set;
+    set |= bits;
+    return set != before;
+  }
+
+private:
+  unsigned numParams;
+  llvm::BitVector none;
+  llvm::DenseMap<Value, llvm::BitVector> sets;
+};
+
+/// The address operand and whether the access writes, for memory ops.
+struct Access {
+  Value addr;
+  bool writes;
+};
+
+SmallVector<Access, 2> accessesOf(Operation *op) {
+  if (auto ld = dyn_cast<LoadOp>(op))
+    return {{ld.getAddr(), false}};
+  if (auto st = dyn_cast<StoreOp>(op))
+    return {{st.getAddr(), true}};
+  if (auto at = dyn_cast<AtomOp>(op))
+    return {{at.getAddr(), true}};
+  if (auto red = dyn_cast<RedOp>(op))
+    return {{red.getAddr(), true}};
+  if (auto cp = dyn_cast<CpAsyncOp>(op))
+    return {{cp.getSrc(), false}, {cp.getDst(), true}};
+  if (auto wl = dyn_cast<WmmaLoadOp>(op))
+    return {{wl.getAddr(), false}};
+  if (auto ws = dyn_cast<WmmaStoreOp>(op))
+    return {{ws.getAddr(), true}};
+  if (auto lm = dyn_cast<LdMatrixOp>(op))
+    return {{lm.getAddr(), false}};
+  return {};
+}
+
+/// Loop depth of each block, from the back edges of the CFG.
+llvm::DenseMap<Block *, unsigned> loopDepths(Region &region) {
+  llvm::DenseMap<Block *, unsigned> depth;
+  if (region.empty())
+    return depth;
+  DominanceInfo dom(region.getParentOp());
+  for (Block &b : region) {
+    for (Block *succ : b.getSuccessors()) {
+      if (!dom.dominates(succ, &b))
+        continue;
+      // Back edge b -> succ: the natural loop is succ plus every block that
+      // reaches b without passing through succ.
+      llvm::SmallPtrSet<Block *, 16> body{succ};
+      SmallVector<Block *> work{&b};
+      while (!work.empty()) {
+        Block *x = work.pop_back_val();
+        if (!body.insert(x).second)
+          continue;
+        for (Block *pred : x->getPredecessors())
+          work.push_back(pred);
+      }
+      for (Block *x : body)
+        ++depth[x];
+    }
+  }
+  return depth;
+}
+
+uint64_t byteSize(Type t) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return v.getNumElements() * byteSize(v.getElementType());
+  unsigned bits = t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 8;
+  return bits == 1 ? 1 : (bits + 7) / 8;
+}
+
+unsigned registerUnits(Type t) {
+  if (t.isInteger(1))
+    return 0; // Predicates live in predicate registers.
+  if (auto v = dyn_cast<VectorType>(t))
+    return (v.getNumElements() * v.getElementTypeBitWidth() + 31) / 32;
+  if (t.isIntOrFloat())
+    return (t.getIntOrFloatBitWidth() + 31) / 32;
+  return 1;
+}
+} // namespace
+
+KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
+  KernelSummary s;
+  s.name = kernel.getSymName().str();
+  unsigned n = kernel.getNumArguments();
+  s.params.resize(n);
+  if (auto module = kernel->getParentOfType<ModuleOp>()) {
+    // The static shared variables the kernel (or a function it calls)
+    // names, laid out as the lowering does.
+    llvm::DenseSet<StringRef> used;
+    SmallVector<FuncOp> work{kernel};
+    llvm::DenseSet<Operation *> seen{kernel};
+    while (!work.empty()) {
+      FuncOp f = work.pop_back_val();
+      f.walk([&](Operation *op) {
+        if (auto a = dyn_cast<AddressOfOp>(op))
+          used.insert(a.getGlobal());
+        if (auto c = dyn_cast<CallOp>(op))
+          if (auto callee = module.lookupSymbol<FuncOp>(c.getCallee()))
+            if (seen.insert(callee).second)
+              work.push_back(callee);
+      });
+    }
+    uint64_t end = 0;
+    for (auto g : module.getOps<GlobalOp>()) {
+      if (g.getSpace() != StateSpace::shared || g.getCount() == 0 ||
+          !used.contains(g.getSymName()))
+        continue;
+      uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
+      end = (end + align - 1) / align * align +
+            byteSize(g.getElemType()) * g.getCount();
+    }
+    s.staticSharedBytes = end;
+  }
+  if (kernel.isDeclaration())
+    return s;
+
+  // Taint: parameter i starts in argument i; propagate to a fixed point.
+  Taint taint(n);
+  Block &entry = kernel.getBody().front();
+  for (unsigned i = 0; i < n; ++i) {
+    llvm::BitVector self(n);
+    self.set(i);
+    taint.add(entry.getArgument(i), self);
+  }
+  llvm::BitVector pointers(n), written(n), escapes(n);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    kernel.walk([&](Operation *op) {
+      // Into results: from every operand, except through comparisons and
+      // memory reads (a loaded value is not derived from its address).
+      if (!isa<arith::CmpIOp, arith::CmpFOp>(op) && accessesOf(op).empty())
+        for (Value r : op->getResults())
+          for (Value o : op->getOperands())
+            changed |= taint.add(r, taint.get(o));
+      // Into successor block arguments.
+      if (auto br = dyn_cast<BranchOpInterface>(op))
+        for (unsigned i = 0; i < op->getNumSuccessors(); ++i) {
+          OperandRange fwd = br.getSuccessorOperands(i).getForwardedOperands();
+          Block *succ = op->getSuccessor(i);
+          unsigned skip = succ->getNumArguments() - fwd.size();
+          for (auto [j, v] : llvm::enumerate(fwd))
+            changed |= taint.add(succ->getArgument(skip + j), taint.get(v));
+        }
+    });
+  }
+  bool narrowAddresses = false; // Any 32-bit address (.address_size 32)?
+  kernel.walk([&](Operation *op) {
+    SmallVector<Access, 2> accesses = accessesOf(op);
+    llvm::SmallPtrSet<Value, 2> addrs;
+    std::optional<StateSpace> space;
+    if (auto ld = dyn_cast<LoadOp>(op))
+      space = ld.getSpace();
+    else if (auto st = dyn_cast<StoreOp>(op))
+      space = st.getSpace();
+    bool globalOrGeneric =
+        space && (*space == StateSpace::global || *space == StateSpace::generic);
+    for (const Access &a : accesses) {
+      narrowAddresses |= globalOrGeneric && a.addr.getType().isInteger(32);
+      pointers |= taint.get(a.addr);
+      if (a.writes)
+        written |= taint.get(a.addr);
+      addrs.insert(a.addr);
+    }
+    bool memoryOp = !accesses.empty();
+    bool call = isa<CallOp, CallIndirectOp>(op);
+    if (memoryOp || call)
+      for (Value o : op->getOperands())
+        if (!addrs.contains(o))
+          escapes |= taint.get(o); // Stored, passed, or an atomic operand.
+    if (isa<BarrierOp, BarRedOp>(op))
+      s.usesBarriers = true;
+    if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp,
+            LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op))
+      s.usesWarpCollectives = true;
+  });
+  // Index parameters also reach addresses (`p + i * 4`): only a parameter
+  // of the address's width can hold a pointer.
+  for (unsigned i = 0; i < n; ++i) {
+    Type t = kernel.getArgumentTypes()[i];
+    bool addressSized = t.isInteger(64) || (narrowAddresses && t.isInteger(32));
+    s.params[i] = {pointers.test(i) && addressSized, written.test(i),
+                   escapes.test(i)};
+  }
+
+  // Register estimate: the most 32-bit units live at any operation.
+  Liveness liveness(kernel);
+  for (Block &b : kernel.getBody())
+    for (Operation &op : b) {
+      unsigned units = 0;
+      for (Value v : liveness.getLiveness(&b)->currentlyLiveValues(&op))
+        units += registerUnits(v.getType());
+      s.registerEstimate = std::max(s.registerEstimate, units);
+    }
+
+  // Cost: operations weighted by 8 per loop level.
+  llvm::DenseMap<Block *, unsigned> depth = loopDepths(kernel.getBody());
+  for (Block &b : kernel.getBody()) {
+    uint64_t weight = 1;
+    for (unsigned d = 0; d < std::min(depth.lookup(&b), 6u); ++d)
+      weight *= 8;
+    s.costHint += weight * b.getOperations().size();
+  }
+  return s;
+}
+
+std::vector<KernelSummary> mlir::wooly::analyzeKernels(ModuleOp module) {
+  std::vector<KernelSummary> out;
+  for (auto f : module.getOps<FuncOp>())
+    if (f.getKernel())
+      out.push_back(analyzeKernel(f));
+  return out;
+}
+
+unsigned mlir::wooly::estimateBlocksPerSM(const KernelSummary &k,
+                                          unsigned threadsPerBlock,
+                                          uint64_t dynamicSharedBytes,
+                                          unsigned registersPerSM,
+                                          uint64_t sharedPerSM,
+                                          unsigned maxThreadsPerSM,
+                                          unsigned maxBlocksPerSM) {
+  if (threadsPerBlock == 0)
+    return 0;
+  unsigned blocks = std::min(maxBlocksPerSM, maxThreadsPerSM / threadsPerBlock);
+  // Registers are allocated per warp in units of 256.
+  unsigned regsPerThread = std::max(k.registerEstimate, 16u);
+  unsigned warps = (threadsPerBlock + 31) / 32;
+  unsigned regsPerWarp = (regsPerThread * 32 + 255) / 256 * 256;
+  if (regsPerWarp)
+    blocks = std::min(blocks, registersPerSM / (regsPerWarp * warps));
+  uint64_t shared = k.staticSharedBytes + dynamicSharedBytes;
+  if (shared)
+    blocks = std::min<uint64_t>(blocks, sharedPerSM / shared);
+  return blocks;
+}

@@ -1,0 +1,64 @@
+//===- VirtualBlocks.h - Loops over virtual blocks (internal) ----*- C++ -*-===//
+//
+// What wooly-constrain and wooly-slice share: the checks that a kernel can
+// run its virtual blocks in a loop, launch parameters, and the rewrite of a
+// kernel's body into the body of a loop over virtual block ids.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_LIB_DIALECT_WOOLY_TRANSFORMS_VIRTUALBLOCKS_H
+#define WOOLY_LIB_DIALECT_WOOLY_TRANSFORMS_VIRTUALBLOCKS_H
+
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::wooly::vblocks {
+
+/// Checks that `kernel` can become a loop over virtual blocks: no indirect
+/// calls, no `%gridid`, no call (direct or transitive) to a device function
+/// that reads block ids or may `exit`, no grid-wide synchronisation through
+/// the CUDA device runtime. Emits a located error naming `pass` otherwise.
+LogicalResult checkKernel(FuncOp kernel, StringRef pass);
+
+/// Whether threads of one virtual block may still use block-shared state
+/// (shared memory, barriers, warp collectives) that the next virtual block
+/// run by the same physical block would disturb: then iterations are
+/// separated by a block barrier.
+bool needsIterationBarrier(FuncOp kernel);
+
+/// Appends a parameter of `type` (PTX type `ptxType`) with the launch role
+/// `role` to `kernel` and returns it.
+BlockArgument appendLaunchParam(FuncOp kernel, StringRef role, Type type,
+                                StringRef ptxType);
+
+/// The blocks of a kernel rewritten by `buildVirtualLoop`.
+struct VirtualLoop {
+  /// The entry block (the kernel's parameters), without a terminator.
+  Block *entry = nullptr;
+  /// The first block of the original body; its one argument is the linear
+  /// virtual block id (i64, below the virtual grid's size).
+  Block *body = nullptr;
+  /// Where every `wooly.ret`/`wooly.exit` of the body now branches; no
+  /// terminator yet.
+  Block *latch = nullptr;
+  /// A block holding only `wooly.ret`: the end of the physical block.
+  Block *done = nullptr;
+  /// The virtual grid (i32 parameters) and its size vx*vy*vz (i64,
+  /// computed in `entry`).
+  Value gridX, gridY, gridZ, total;
+};
+
+/// Splits `kernel`'s body: `%ctaid`/`%clusterid` read the components of the
+/// body's virtual id, `%nctaid`/`%nclusterid` the virtual grid; `ret`/`exit`
+/// branch to the latch. The caller connects entry, latch and body.
+VirtualLoop buildVirtualLoop(FuncOp kernel, Value gridX, Value gridY,
+                             Value gridZ);
+
+/// Builds `wooly.barrier 0` (all threads of the block) at `b`'s point.
+void createBlockBarrier(OpBuilder &b, Location loc);
+
+} // namespace mlir::wooly::vblocks
+
+#endif // WOOLY_LIB_DIALECT_WOOLY_TRANSFORMS_VIRTUALBLOCKS_H
