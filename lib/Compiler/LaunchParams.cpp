@@ -42,3 +42,25 @@ wooly::extendParams(const KernelInfo &k, llvm::ArrayRef<uint8_t> user,
   }
   return buffer;
 }
+
+LaunchParamValues wooly::constrainValues(const std::array<uint32_t, 3> &g) {
+  return {{"virtual_grid_x", g[0]},
+          {"virtual_grid_y", g[1]},
+          {"virtual_grid_z", g[2]}};
+}
+
+LaunchParamValues wooly::sliceValues(const std::array<uint32_t, 3> &grid,
+                                     uint32_t begin, uint32_t end,
+                                     uint64_t counterAddr, uint64_t flagAddr) {
+  LaunchParamValues v = constrainValues(grid);
+  v["slice_begin"] = begin;
+  v["slice_end"] = end;
+  v["slice_counter"] = counterAddr;
+  v["preempt_flag"] = flagAddr;
+  return v;
+}
+
+LaunchParamValues wooly::isolateValues(uint64_t lo, uint64_t hi) {
+  uint64_t size = hi > lo ? (hi - lo + 255) / 256 * 256 : 256;
+  return {{"isolate_base", lo}, {"isolate_size", std::max<uint64_t>(size, 256)}};
+}

@@ -8,9 +8,20 @@
 // threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
 // the output. Prints each failure and `N passed, N failed, N skipped`.
 //
+// With --passes (cpu backend only) every test is compiled with those Wooly
+// passes and launched as a runtime would launch the transformed kernel, its
+// appended launch parameters filled by role (Wooly/Compiler/LaunchParams.h):
+// wooly-constrain/wooly-slice: virtual grid = the test's grid (1,1,1) on
+// --physical-blocks physical blocks; wooly-slice: the slice [0, 1) with a
+// zeroed u32 counter in device memory and no preemption flag, and the test
+// fails unless the counter then says that the one block ran;
+// wooly-isolate: the tenant region is the hull of the test's input and
+// output allocations, rounded up to 256 bytes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/Backend.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -54,6 +65,18 @@ static cl::opt<bool> variant32("ptx32",
                                cl::desc("Run the 32-bit-address variants "
                                         "(ptx32/) instead"),
                                cl::cat(cat));
+
+static cl::opt<std::string>
+    passes("passes",
+           cl::desc("Compile every test with these Wooly passes (an MLIR "
+                    "pipeline, e.g. wooly-constrain) and fill their launch "
+                    "parameters (cpu backend only)"),
+           cl::cat(cat));
+static cl::opt<unsigned> physicalBlocks(
+    "physical-blocks",
+    cl::desc("Physical blocks to launch kernels transformed by "
+             "wooly-constrain or wooly-slice on (default 1)"),
+    cl::init(1), cl::cat(cat));
 
 namespace {
 unsigned typeBytes(StringRef t) {
@@ -155,6 +178,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   Backend &device = **created;
+  if (!passes.empty() && device.kind() != "cpu") {
+    llvm::errs() << "error: --passes needs the cpu backend\n";
+    return 2;
+  }
+  if (physicalBlocks == 0) {
+    llvm::errs() << "error: --physical-blocks must be at least 1\n";
+    return 2;
+  }
+  if (!passes.empty())
+    llvm::outs() << "passes: " << passes << '\n';
   // The CPU backend is the default; name any other device in the output.
   if (device.kind() != "cpu")
     llvm::outs() << "device: " << device.name() << '\n';
@@ -201,7 +234,9 @@ int main(int argc, char **argv) {
     CompileInput input;
     input.text = (*ptx)->getBuffer().str();
     input.name = ptxPath.str().str();
-    auto compiled = compile(input, host, CompileOptions());
+    CompileOptions options;
+    options.passes = passes;
+    auto compiled = compile(input, host, options);
     if (!compiled) {
       std::string msg = llvm::toString(compiled.takeError());
       report("compile error: " + StringRef(msg).split('\n').first.str());
@@ -231,7 +266,8 @@ int main(int argc, char **argv) {
       report("malformed expected.json entry");
       continue;
     }
-    auto outAddr = device.allocate(std::max<size_t>(expected.size(), 1));
+    uint64_t outSize = std::max<size_t>(expected.size(), 1);
+    auto outAddr = device.allocate(outSize);
     uint64_t inAddr = 0;
     if (!outAddr) {
       report(llvm::toString(outAddr.takeError()));
@@ -257,12 +293,21 @@ int main(int argc, char **argv) {
         llvm::consumeError(device.free(inAddr));
     });
     // Arguments: (input, output); warp kernels often take only the output.
-    std::vector<uint8_t> params(k->paramBufferSize, 0);
+    // Parameters a pass appended (with a role) come after them.
+    size_t numUser = 0;
+    bool appended = false;
+    for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
+      if (i < k->paramRoles.size() && !k->paramRoles[i].empty())
+        appended = true;
+      else
+        ++numUser;
+    }
+    std::vector<uint8_t> params(userParamBufferSize(*k), 0);
     uint64_t ptrs[2] = {inAddr, *outAddr};
-    if (k->paramOffsets.size() == 1)
+    if (numUser == 1)
       ptrs[0] = *outAddr;
     bool badParams = false;
-    for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
+    for (size_t i = 0; i < numUser; ++i) {
       if (i >= 2 || k->paramSizes[i] != 8) {
         badParams = true;
         break;
@@ -276,9 +321,63 @@ int main(int argc, char **argv) {
     LaunchConfig config;
     config.block[0] = uint32_t(t.getInteger("block_dim_x").value_or(1));
     config.dynamicSharedBytes = 1024;
+    // Launch values of the appended parameters (see the file header).
+    uint64_t counter = 0; // wooly-slice's counter, when the kernel has one.
+    auto freeCounter = llvm::scope_exit([&] {
+      if (counter)
+        llvm::consumeError(device.free(counter));
+    });
+    if (appended) {
+      bool constrained = false, sliced = false;
+      for (const std::string &role : k->paramRoles) {
+        constrained |= role == "virtual_grid_x";
+        sliced |= role == "slice_counter";
+      }
+      LaunchParamValues values = constrainValues(config.grid);
+      if (sliced) {
+        auto c = device.allocate(4);
+        if (!c) {
+          report(llvm::toString(c.takeError()));
+          continue;
+        }
+        counter = *c;
+        if (auto e = device.memset(counter, 0, 4)) {
+          report(llvm::toString(std::move(e)));
+          continue;
+        }
+        values = sliceValues(config.grid, 0, 1, counter, /*flagAddr=*/0);
+      }
+      uint64_t lo = std::min(inAddr, *outAddr);
+      uint64_t hi = std::max(*outAddr + outSize,
+                             inAddr == *outAddr ? 0 : inAddr + in.size());
+      values.merge(isolateValues(lo, hi));
+      auto extended = extendParams(*k, params, values);
+      if (!extended) {
+        report(llvm::toString(extended.takeError()));
+        continue;
+      }
+      params = std::move(*extended);
+      if (constrained)
+        config.grid = {physicalBlocks, 1, 1};
+    }
     if (auto e = device.launch(*loaded, kernel, config, params)) {
       report("launch error: " + llvm::toString(std::move(e)));
       continue;
+    }
+    if (counter) {
+      // Blocks executed: min(*counter, end - begin) of the slice [0, 1).
+      uint32_t taken = 0;
+      if (auto e = device.copyFromDevice(&taken, counter, 4)) {
+        report(llvm::toString(std::move(e)));
+        continue;
+      }
+      if (std::min<uint32_t>(taken, 1) != 1) {
+        report(llvm::formatv("slice [0, 1): the counter reads {0}, so no "
+                             "block ran",
+                             taken)
+                   .str());
+        continue;
+      }
     }
     std::vector<uint8_t> got(expected.size());
     if (auto e = device.copyFromDevice(got.data(), *outAddr, got.size())) {

@@ -1134,6 +1134,20 @@ struct BarrierOpLowering : WoolyPattern<BarrierOp> {
   }
 };
 
+/// `wooly.iteration_barrier`: the runtime parks the thread as if exited
+/// until all of the block's threads are there.
+struct IterationBarrierOpLowering : WoolyPattern<IterationBarrierOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(IterationBarrierOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    e.call("__wooly_rt_iteration_barrier", {}, {e.ctx(op)});
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
 /// `wooly.bar_red`: a barrier that reduces a predicate.
 struct BarRedOpLowering : WoolyPattern<BarRedOp> {
   using WoolyPattern::WoolyPattern;
@@ -1605,7 +1619,8 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   for (auto f : module.getOps<FuncOp>()) {
     bool direct = false;
     f.walk([&](Operation *op) {
-      if (isa<BarrierOp, BarRedOp, ShflOp, VoteOp, MatchOp, ReduxOp,
+      if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp,
+              MatchOp, ReduxOp,
               ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
               WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
         direct = true;
@@ -1655,6 +1670,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   }
   declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
   declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
+  declare("__wooly_rt_iteration_barrier", voidTy, {ptrTy});
   declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});
   declare("__wooly_rt_warp", voidTy, {ptrTy, i32, i32, ptrTy, i32, ptrTy, i32});
   declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
@@ -1817,7 +1833,8 @@ struct ConvertWoolyToLLVMPass
                  CvtaOpLowering, IsSpacePOpLowering, SRegOpLowering,
                  LoadOpLowering, StoreOpLowering, AtomOpLowering,
                  RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
-                 BarrierOpLowering, BarRedOpLowering, WarpOpLowering<ShflOp>,
+                 BarrierOpLowering, BarRedOpLowering,
+                 IterationBarrierOpLowering, WarpOpLowering<ShflOp>,
                  WarpOpLowering<VoteOp>, WarpOpLowering<MatchOp>,
                  WarpOpLowering<ReduxOp>, WarpOpLowering<ActiveMaskOp>,
                  WarpOpLowering<WarpSyncOp>, WarpOpLowering<LdMatrixOp>,

@@ -64,6 +64,9 @@ enum class ThreadStatus : uint8_t {
   Runnable,
   AtBarrier,
   AtWarp,
+  /// At `wooly.iteration_barrier`: counts as exited for other barriers and
+  /// warp collectives until the whole block is there.
+  AtIteration,
   Yielded,
   Exited,
   Faulted,
@@ -152,7 +155,7 @@ struct Worker {
   Barrier barriers[16];
   /// Threads of the block waiting at a warp collective / a barrier, and
   /// threads that have exited: the scheduler skips work when they are 0.
-  uint32_t atWarp = 0, atBarrier = 0, exited = 0;
+  uint32_t atWarp = 0, atBarrier = 0, atIteration = 0, exited = 0;
 };
 
 enum : int { kJmpExit = 1, kJmpFault = 2 };
@@ -295,6 +298,15 @@ static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
   b.waiting.push_back(t->index);
   ++w->atBarrier;
   t->status = ThreadStatus::AtBarrier;
+  yieldToScheduler(t);
+}
+
+void __wooly_rt_iteration_barrier(WoolyThreadCtx *ctx) {
+  GpuThread *t = threadOf(ctx);
+  if (!t->worker->fiberMode)
+    faultThread(t, "internal error: iteration barrier reached in direct mode");
+  ++t->worker->atIteration;
+  t->status = ThreadStatus::AtIteration;
   yieldToScheduler(t);
 }
 
@@ -674,7 +686,8 @@ bool resolveWarps(Worker &w) {
     uint32_t live = 0, waiting = 0, activeMaskLanes = 0;
     for (uint32_t i = 0; i < lanes; ++i) {
       GpuThread &t = w.threads[base + i];
-      if (t.status != ThreadStatus::Exited)
+      if (t.status != ThreadStatus::Exited &&
+          t.status != ThreadStatus::AtIteration)
         live |= 1u << i;
       if (t.status == ThreadStatus::AtWarp) {
         waiting |= 1u << i;
@@ -795,7 +808,7 @@ void runBlockFibers(Worker &w) {
   }
   for (Barrier &b : w.barriers)
     b = Barrier();
-  w.atWarp = w.atBarrier = w.exited = 0;
+  w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
   for (;;) {
     bool ran = false, yielded = false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -816,9 +829,10 @@ void runBlockFibers(Worker &w) {
       else if (t.status == ThreadStatus::Faulted || l.failed.load())
         return;
     }
-    uint32_t live = n - w.exited;
-    if (live == 0)
+    if (n == w.exited)
       return;
+    // Threads at an iteration barrier count as exited for the others.
+    uint32_t live = n - w.exited - w.atIteration;
     bool progress = false;
     if (w.atWarp) {
       progress |= resolveWarps(w);
@@ -827,6 +841,14 @@ void runBlockFibers(Worker &w) {
     }
     if (w.atBarrier)
       progress |= resolveBarriers(w, live);
+    if (!progress && w.atIteration && live == 0) {
+      // Everyone not exited reached the end of the iteration.
+      for (uint32_t i = 0; i < n; ++i)
+        if (w.threads[i].status == ThreadStatus::AtIteration)
+          w.threads[i].status = ThreadStatus::Runnable;
+      w.atIteration = 0;
+      progress = true;
+    }
     if (progress || yielded || ran)
       continue;
     // Nobody can move: report who waits where.
@@ -835,6 +857,8 @@ void runBlockFibers(Worker &w) {
       GpuThread &t = w.threads[i];
       if (t.status == ThreadStatus::AtBarrier)
         who += " thread " + std::to_string(i) + " at a barrier;";
+      else if (t.status == ThreadStatus::AtIteration)
+        who += " thread " + std::to_string(i) + " at the end of its block;";
       else if (t.status == ThreadStatus::AtWarp)
         who += " thread " + std::to_string(i) + " at a warp collective (mask 0x" +
                hex(t.warpMask) + ");";
@@ -1080,6 +1104,7 @@ public:
     WOOLY_RT(__wooly_rt_check);
     WOOLY_RT(__wooly_rt_shared_oob);
     WOOLY_RT(__wooly_rt_barrier);
+    WOOLY_RT(__wooly_rt_iteration_barrier);
     WOOLY_RT(__wooly_rt_bar_red);
     WOOLY_RT(__wooly_rt_warp);
     WOOLY_RT(__wooly_rt_exit);

@@ -100,6 +100,11 @@ void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
 void __wooly_rt_barrier(WoolyThreadCtx *ctx, uint32_t id, uint32_t count,
                         uint32_t arriveOnly);
 
+/// `wooly.iteration_barrier`: waits until every thread of the block that
+/// has not exited waits here; meanwhile the thread counts as exited for the
+/// block's other barriers and warp collectives.
+void __wooly_rt_iteration_barrier(WoolyThreadCtx *ctx);
+
 /// `bar.red.{popc,and,or}` over `pred`; returns the reduction.
 uint32_t __wooly_rt_bar_red(WoolyThreadCtx *ctx, uint32_t op, uint32_t id,
                             uint32_t count, uint32_t pred);

@@ -214,7 +214,7 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
       for (Value o : op->getOperands())
         if (!addrs.contains(o))
           escapes |= taint.get(o); // Stored, passed, or an atomic operand.
-    if (isa<BarrierOp, BarRedOp>(op))
+    if (isa<BarrierOp, BarRedOp, IterationBarrierOp>(op))
       s.usesBarriers = true;
     if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp,
             LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op))

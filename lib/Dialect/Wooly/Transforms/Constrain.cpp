@@ -13,19 +13,18 @@
 //   body(v):   the original body; %ctaid/%clusterid read
 //              (v % vx, v / vx % vy, v / (vx * vy)), %nctaid/%nclusterid
 //              read (vx, vy, vz); ret/exit branch to the latch
-//   latch:  [barrier 0 when the kernel uses shared memory, barriers or warp
-//            collectives]; br header(v + %nctaid.x)
+//   latch:  [iteration_barrier when the kernel uses shared memory, barriers
+//            or warp collectives]; br header(v + %nctaid.x)
 //   done:   ret
 //
 // Refused with a located error: indirect calls, %gridid, calls to device
 // functions that read block ids or may exit (they are not inlined yet), and
 // calls into the CUDA device runtime's cooperative groups (grid sync).
 //
-// Known limitation: a kernel where some threads of a block leave (ret/exit)
-// while others later wait at a barrier. On the GPU and in the CPU runtime an
-// exited thread no longer counts at a barrier; after this pass it waits at
-// the latch barrier (id 0), which then pairs with the others' barrier 0.
-// CUDA programs rarely do this (it is undefined behaviour in CUDA C++).
+// A thread that leaves its virtual block early (ret/exit) while others still
+// use barriers or warp collectives waits at `wooly.iteration_barrier`,
+// where it counts as exited for them, as it did in the original kernel
+// (ZLUDA's vote_all_sub: lane 0 returns before a full-mask vote).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,7 +83,7 @@ void constrainKernel(FuncOp kernel) {
 
   b.setInsertionPointToEnd(loop.latch);
   if (barrier)
-    vblocks::createBlockBarrier(b, loc);
+    vblocks::createIterationBarrier(b, loc);
   Value next = arith::AddIOp::create(b, loc, v, step);
   cf::BranchOp::create(b, loc, header, ValueRange{next});
 }

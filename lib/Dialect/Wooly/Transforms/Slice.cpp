@@ -5,7 +5,7 @@
 // one at a time from a counter in device memory:
 //
 //   entry:  total = vx * vy * vz; leader = (%tid == (0, 0, 0)); br header
-//   header: barrier 0                  (the previous block's threads are done)
+//   header: iteration_barrier          (the previous block's threads are done)
 //           leader ? take : join
 //   take:   if preempt_flag != 0 and *preempt_flag != 0: slot = STOP
 //           else idx = atom.global.add(slice_counter, 1)
@@ -107,9 +107,11 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
   Block *join = addBlock(publish);
   cf::BranchOp::create(b, loc, header);
 
-  // header: wait for the previous block's threads, then the leader takes.
+  // header: wait for the previous block's threads (an iteration barrier:
+  // those that finished early count as exited meanwhile), then the leader
+  // takes.
   b.setInsertionPointToEnd(header);
-  vblocks::createBlockBarrier(b, loc);
+  vblocks::createIterationBarrier(b, loc);
   cf::CondBranchOp::create(b, loc, leader, take, ValueRange{}, join,
                            ValueRange{});
 

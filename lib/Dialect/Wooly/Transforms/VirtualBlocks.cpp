@@ -261,6 +261,10 @@ vblocks::VirtualLoop vblocks::buildVirtualLoop(FuncOp kernel, Value gridX,
   return loop;
 }
 
+void vblocks::createIterationBarrier(OpBuilder &b, Location loc) {
+  IterationBarrierOp::create(b, loc);
+}
+
 void vblocks::createBlockBarrier(OpBuilder &b, Location loc) {
   Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
   BarrierOp::create(b, loc, zero, Value(), UnitAttr(), UnitAttr());

@@ -56,6 +56,11 @@ struct VirtualLoop {
 VirtualLoop buildVirtualLoop(FuncOp kernel, Value gridX, Value gridY,
                              Value gridZ);
 
+/// Builds `wooly.iteration_barrier` at `b`'s point: the end of a virtual
+/// block, where a thread that finished early counts as exited for the
+/// others' barriers and collectives (the meaning `ret`/`exit` had).
+void createIterationBarrier(OpBuilder &b, Location loc);
+
 /// Builds `wooly.barrier 0` (all threads of the block) at `b`'s point.
 void createBlockBarrier(OpBuilder &b, Location loc);
 

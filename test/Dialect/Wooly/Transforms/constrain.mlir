@@ -113,13 +113,13 @@ wooly.func @ret_exit(%p: i1 {wooly.type = "pred"}) attributes {kernel} {
 
 // -----
 
-// A kernel with a barrier gets `barrier 0` in the latch.
+// A kernel with a barrier gets an iteration barrier in the latch (threads
+// that finish their virtual block early count as exited for the others).
 // CHECK-LABEL: wooly.func @with_barrier
 // CHECK: barrier %{{.*}}, %{{.*}}
 // CHECK-NEXT: cf.br ^[[LATCH:bb[0-9]+]]{{$}}
 // CHECK: ^[[LATCH]]:
-// CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : i32
-// CHECK-NEXT: barrier %[[C0]]{{$}}
+// CHECK-NEXT: iteration_barrier
 // CHECK-NEXT: arith.addi
 // CHECK-NEXT: cf.br
 wooly.func @with_barrier() attributes {kernel} {
@@ -134,7 +134,7 @@ wooly.func @with_barrier() attributes {kernel} {
 // Shared memory in the module: the latch barrier is there, with no barrier
 // in the kernel itself.
 // CHECK-LABEL: wooly.func @with_shared
-// CHECK: barrier
+// CHECK: iteration_barrier
 // CHECK-NEXT: arith.addi
 wooly.global shared @tile : f32[64] align 4
 wooly.func @with_shared(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
@@ -149,7 +149,7 @@ wooly.func @with_shared(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
 // A warp collective: the latch barrier is there.
 // CHECK-LABEL: wooly.func @with_vote
 // CHECK: vote ballot
-// CHECK: barrier
+// CHECK: iteration_barrier
 // CHECK-NEXT: arith.addi
 wooly.func @with_vote(%out: i64 {wooly.type = "u64"}, %p: i1 {wooly.type = "pred"}) attributes {kernel} {
   %m = arith.constant -1 : i32

@@ -468,6 +468,25 @@ def Wooly_BarrierOp : Wooly_Op<"barrier"> {
   }];
 }
 
+def Wooly_IterationBarrierOp : Wooly_Op<"iteration_barrier"> {
+  let summary = "end of a virtual block for the calling thread (constrain, slice)";
+  let description = [{
+    Waits until every thread of the block that has not exited waits here.
+    While a thread waits here it counts as exited for every other barrier
+    and warp collective of the block, exactly as if it had executed `exit`:
+    the sharing passes (`wooly-constrain`, `wooly-slice`) put it at the end
+    of each virtual block, where the original kernel's `ret`/`exit` now go,
+    so a thread that finishes its virtual block early does not take part in
+    the barriers and collectives of the others, and no thread starts the
+    next virtual block (and reuses shared memory) before all have finished.
+    A target must implement this meaning or refuse kernels that need it.
+    ```mlir
+    wooly.iteration_barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def Wooly_WarpSyncOp : Wooly_Op<"warp_sync"> {
   let summary = "warp barrier (`bar.warp.sync`)";
   let description = [{

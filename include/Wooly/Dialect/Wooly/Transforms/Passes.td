@@ -26,8 +26,9 @@ def WoolyConstrain : Pass<"wooly-constrain", "ModuleOp"> {
     the virtual grid size; `%ctaid`/`%clusterid` read the virtual id's
     components `(v % vx, v / vx % vy, v / (vx * vy))`, `%nctaid`/
     `%nclusterid` the virtual grid; `ret`/`exit` in the kernel continue with
-    the next virtual block; a block barrier (`barrier 0`, all threads)
-    separates iterations when the kernel uses shared memory (any `.shared`
+    the next virtual block; `wooly.iteration_barrier` (where a thread that
+    finished early counts as exited, as after its `ret`) separates
+    iterations when the kernel uses shared memory (any `.shared`
     variable in the module), barriers or warp collectives. Device functions
     are not inlined (yet): kernels that call one that reads block ids or may
     `exit`, kernels with indirect calls or `%gridid`, and calls into the
@@ -93,6 +94,54 @@ def WoolyPrintKernelAnalysis : Pass<"wooly-print-kernel-analysis", "ModuleOp"> {
     written and escaping ones, static shared memory, the register estimate,
     barrier and warp-collective use, and the cost hint.
   }];
+}
+
+def WoolyCoalesce : Pass<"wooly-coalesce", "ModuleOp"> {
+  let summary = "Fuse launches of several kernels into one dispatching kernel";
+  let description = [{
+    Adds the kernel `@__wooly_coalesced` (the named kernels are kept) that
+    runs, in one launch, several "parts": launches of the kernels named by
+    the option `kernels` (`--wooly-coalesce="kernels=vec_add,saxpy"`; a
+    name may repeat, the kernel index of a part counts the distinct names
+    in first-appearance order). Its one parameter, role `coalesce_table`
+    (u64), is the device address of the dispatch table (layout and launch
+    shape helpers: include/Wooly/Runtime/CoalesceTable.h): a u32 part
+    count, a reserved u32, then per part (48 bytes) the u32 kernel index,
+    first physical block (linear), grid x/y/z, block x/y/z, dynamic shared
+    bytes, a reserved u32, and the u64 device address of the part's
+    parameter buffer (the original kernel's CUDA layout). Launch it on a
+    1-D grid covering every part's blocks, a 1-D block of the largest
+    part's threads and the largest part's dynamic shared memory.
+
+    Each physical block scans the table for the part whose block range
+    holds `%ctaid.x` (none: it exits); its threads compute the part's
+    virtual `%ctaid` and, from `%tid.x` (the linear thread id, so lanes and
+    warps are numbered as in the part's own launch), the part's `%tid`;
+    threads at or past the part's block size exit at once (exited threads
+    take no part in barriers). The others load the kernel's parameters from
+    the part's buffer and call `@__wooly_part_<name>`, a device-function
+    clone of the kernel whose `%tid/%ntid/%ctaid/%nctaid/%clusterid/
+    %nclusterid/%dynamic_smem_size` reads are trailing arguments (13 u32:
+    ctaid, nctaid, tid, ntid x/y/z, dynamic shared bytes).
+
+    Shared memory: every module `.shared` variable coexists in the fused
+    kernel (the compile API's `staticSharedBytes` of `__wooly_coalesced`
+    counts what the parts' kernels name). Refused with a located error:
+    unknown names or non-kernels, kernels that take parameters by address
+    (`wooly.param_address`), byte-array parameters, `.reqntid`, launch
+    parameters of other passes, `%gridid`/`%total_smem_size`, indirect
+    calls, and calls to device functions that read the registers above.
+    Function-scope `.local` variables of a kernel are copied for its part
+    function (`<name>___wooly_part_<kernel>`). Warp collectives of a part whose block size
+    is not a multiple of 32: its last warp's missing lanes are exited lanes
+    instead of absent ones (not checked; the CUDA rules make full-mask
+    collectives there undefined in the original too).
+  }];
+  let options = [
+    ListOption<"kernels", "kernels", "std::string",
+               "the kernels the fused kernel dispatches to (repeats allowed)">
+  ];
+  let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
 #endif // WOOLY_TRANSFORMS_PASSES

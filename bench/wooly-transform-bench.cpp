@@ -1,0 +1,494 @@
+//===- wooly-transform-bench.cpp - Cost of the sharing passes --*- C++ -*-===//
+//
+// Runs a few corpus kernels on the CPU backend (compiled from their `sm_80`
+// PTX for the `host` target) untransformed and under each sharing pass, and
+// prints one table row per kernel: the original launch time and the
+// transformed/original time ratio of
+//
+//   constrain N=P   wooly-constrain on P = workers x 4 physical blocks (the
+//                   CPU's "SMs x occupancy": 4 blocks per worker thread)
+//   constrain N=1   wooly-constrain on one physical block
+//   slice           wooly-slice, the whole grid as one slice [0, blocks) on
+//                   P physical blocks, zeroed counter, no preemption flag
+//   isolate         wooly-isolate on the original grid, the tenant region
+//                   the hull of the case's buffers (end rounded up to 256)
+//
+// then the geometric mean of each ratio over the kernels. Launch values
+// come from Wooly/Compiler/LaunchParams.h. Every variant's output is
+// compared bit for bit with the original's after a warm-up launch (the
+// benchmark aborts on a difference); then the variants are timed in
+// interleaved rounds (one launch of each per round, buffers restored
+// between launches outside the timing) and the median per variant is
+// reported, so all ratios come from one run. See bench/README.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/LaunchParams.h"
+#include "Wooly/Runtime/CPU/CpuDevice.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef WOOLY_SOURCE_DIR
+#define WOOLY_SOURCE_DIR "."
+#endif
+
+using namespace wooly;
+using namespace wooly::cpu;
+namespace cl = llvm::cl;
+
+static cl::opt<unsigned> reps("reps",
+                              cl::desc("Timed launches per variant (the "
+                                       "median is reported)"),
+                              cl::init(7));
+static cl::opt<double>
+    scale("scale", cl::desc("Multiply every problem size by this (>0)"),
+          cl::init(1.0));
+static cl::opt<unsigned>
+    workers("workers",
+            cl::desc("CPU backend worker threads (0: one per hardware "
+                     "thread)"),
+            cl::init(0));
+static cl::opt<unsigned> blocksPerWorker(
+    "blocks-per-worker",
+    cl::desc("Physical blocks per worker for 'constrain N=P' and 'slice'"),
+    cl::init(4));
+static cl::opt<std::string>
+    corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
+              cl::init(WOOLY_SOURCE_DIR "/test/corpus"));
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+[[noreturn]] void die(const std::string &msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "wooly-transform-bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+template <typename T> T check(llvm::Expected<T> v, const std::string &what) {
+  if (!v)
+    die(what + ": " + llvm::toString(v.takeError()));
+  return std::move(*v);
+}
+
+void check(llvm::Error e, const std::string &what) {
+  if (e)
+    die(what + ": " + llvm::toString(std::move(e)));
+}
+
+//===----------------------------------------------------------------------===//
+// Cases
+//===----------------------------------------------------------------------===//
+
+/// A device buffer of a case: its initial contents (empty: zero-filled),
+/// size, and whether the kernel writes it (then it is restored before
+/// every launch and compared after the warm-up).
+struct Buffer {
+  std::vector<uint8_t> init;
+  uint64_t bytes = 0;
+  bool written = false;
+};
+
+/// One kernel argument: a buffer (by index) or a 32-bit scalar (bits).
+struct Arg {
+  int buffer = -1;
+  uint32_t scalar = 0;
+};
+
+struct Case {
+  std::string label;  // Shown in the table.
+  std::string file;   // Corpus PTX file.
+  std::string kernel; // Kernel name.
+  LaunchConfig config;
+  std::vector<Buffer> buffers;
+  std::vector<Arg> args;
+};
+
+template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+uint64_t scaled(uint64_t n, uint64_t multiple) {
+  uint64_t s = uint64_t(double(n) * scale);
+  return std::max<uint64_t>(multiple, s / multiple * multiple);
+}
+
+std::vector<float> randomFloats(std::mt19937 &rng, uint64_t n) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+std::vector<Case> makeCases() {
+  std::vector<Case> cases;
+  std::mt19937 rng(12345);
+  { // Barrier-free elementwise: c = a + b.
+    uint32_t n = uint32_t(scaled(4u << 20, 256));
+    Case c{"vec_add", "elementwise.sm_80.ptx", "vec_add", {}, {}, {}};
+    c.config.grid = {n / 256, 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(randomFloats(rng, n)), n * 4ull},
+                 {bytesOf(randomFloats(rng, n)), n * 4ull},
+                 {{}, n * 4ull, true}};
+    c.args = {{-1, n}, {0}, {1}, {2}};
+    cases.push_back(std::move(c));
+  }
+  { // Barrier-free, in place: y = a * x + y.
+    uint32_t n = uint32_t(scaled(4u << 20, 256));
+    Case c{"saxpy", "elementwise.sm_80.ptx", "saxpy", {}, {}, {}};
+    c.config.grid = {n / 256, 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(randomFloats(rng, n)), n * 4ull},
+                 {bytesOf(randomFloats(rng, n)), n * 4ull, true}};
+    c.args = {{-1, n}, {-1, bitsOf(1.5f)}, {0}, {1}};
+    cases.push_back(std::move(c));
+  }
+  { // 16x16 shared-memory tiles, two barriers per tile: C = aAB + bC.
+    uint32_t m = uint32_t(scaled(256, 16));
+    Case c{"sgemm_tiled", "gemm.sm_80.ptx", "sgemm_tiled", {}, {}, {}};
+    c.config.grid = {m / 16, m / 16, 1};
+    c.config.block = {16, 16, 1};
+    uint64_t e = uint64_t(m) * m;
+    c.buffers = {{bytesOf(randomFloats(rng, e)), e * 4},
+                 {bytesOf(randomFloats(rng, e)), e * 4},
+                 {bytesOf(randomFloats(rng, e)), e * 4, true}};
+    c.args = {{-1, m},           {-1, m}, {-1, m}, {-1, bitsOf(1.0f)},
+              {0},               {1},     {-1, bitsOf(0.5f)},
+              {2}};
+    cases.push_back(std::move(c));
+  }
+  { // 32x8 blocks with a barrier, 2-D grid: tiled transpose.
+    uint32_t rows = uint32_t(scaled(1024, 32)), cols = rows;
+    uint64_t e = uint64_t(rows) * cols;
+    Case c{"transpose_padded", "transpose.sm_80.ptx", "transpose_padded",
+           {}, {}, {}};
+    c.config.grid = {cols / 32, rows / 32, 1};
+    c.config.block = {32, 8, 1};
+    c.buffers = {{bytesOf(randomFloats(rng, e)), e * 4}, {{}, e * 4, true}};
+    c.args = {{-1, rows}, {-1, cols}, {0}, {1}};
+    cases.push_back(std::move(c));
+  }
+  { // Warp shuffles + a barrier: one sum per 256-thread block.
+    uint32_t n = uint32_t(scaled(1u << 20, 256));
+    std::uniform_int_distribution<int> d(-1000, 1000);
+    std::vector<int> in(n);
+    for (int &v : in)
+      v = d(rng);
+    Case c{"block_sum_i32", "reduction.sm_80.ptx", "block_sum_i32", {}, {},
+           {}};
+    c.config.grid = {n / 256, 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(in), n * 4ull}, {{}, n / 256 * 4ull, true}};
+    c.args = {{-1, n}, {0}, {1}};
+    cases.push_back(std::move(c));
+  }
+  { // Shared-memory atomics, barriers, grid-stride loop over 256 blocks.
+    uint32_t n = uint32_t(scaled(4u << 20, 256));
+    std::vector<uint8_t> data(n);
+    for (uint8_t &v : data)
+      v = uint8_t((rng() & 0xff) / 2 + (rng() & 0xff) / 2);
+    Case c{"histogram256", "histogram.sm_80.ptx", "histogram256", {}, {}, {}};
+    c.config.grid = {256, 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{data, n}, {{}, 256 * 4, true}};
+    c.args = {{-1, n}, {0}, {1}};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+//===----------------------------------------------------------------------===//
+// Variants
+//===----------------------------------------------------------------------===//
+
+enum class Kind { Original, Constrain, Slice, Isolate };
+
+struct Variant {
+  const char *title;  // Column title.
+  const char *passes; // CompileOptions::passes.
+  Kind kind;
+  uint32_t physical; // Physical blocks (constrain, slice).
+};
+
+/// One variant of one case, ready to launch.
+struct Prepared {
+  LoadedModule *module = nullptr;
+  LaunchConfig config;
+  std::vector<uint8_t> params;
+  bool slice = false;
+  std::vector<double> times;
+};
+
+std::string readFile(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    die("cannot read " + path + ": " + buf.getError().message());
+  return (*buf)->getBuffer().str();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "wooly-transform-bench: cost of the sharing passes on the CPU "
+      "backend\n");
+  if (reps == 0 || blocksPerWorker == 0 || !(scale > 0))
+    die("--reps, --blocks-per-worker and --scale must be positive");
+  Target host = check(Target::parse("host"), "target");
+  unsigned numWorkers =
+      workers ? unsigned(workers)
+              : std::max(1u, std::thread::hardware_concurrency());
+  uint32_t p = numWorkers * blocksPerWorker;
+  CpuDevice::Options devOptions;
+  devOptions.workers = numWorkers;
+  CpuDevice device(devOptions);
+  DeviceMemory &mem = device.memory();
+
+  std::string pTitle = "constrain N=" + std::to_string(p);
+  const std::vector<Variant> variants = {
+      {"original", "", Kind::Original, 0},
+      {pTitle.c_str(), "wooly-constrain", Kind::Constrain, p},
+      {"constrain N=1", "wooly-constrain", Kind::Constrain, 1},
+      {"slice", "wooly-slice", Kind::Slice, p},
+      {"isolate", "wooly-isolate", Kind::Isolate, 0}};
+
+  // The slice counter (zeroed before every slice launch).
+  uint64_t counter = check(mem.allocate(4), "allocate");
+
+  std::vector<Case> cases = makeCases();
+  // ms[case][variant]: median milliseconds per launch.
+  std::vector<std::vector<double>> ms;
+  std::vector<uint64_t> blocks;
+  std::vector<std::string> modes; // Of the original kernel.
+  std::string modeChanges; // Transformed kernels that need fibers.
+  for (const Case &c : cases) {
+    CompileInput input{CompileInput::Kind::PTX,
+                       readFile(corpusDir + "/" + c.file), c.file};
+    std::vector<uint64_t> addrs;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const Buffer &b : c.buffers) {
+      uint64_t a = check(mem.allocate(b.bytes), "allocate");
+      addrs.push_back(a);
+      lo = std::min(lo, a);
+      hi = std::max(hi, a + b.bytes);
+    }
+    auto restore = [&](bool all) {
+      for (size_t i = 0; i < c.buffers.size(); ++i) {
+        const Buffer &b = c.buffers[i];
+        if (!all && !b.written)
+          continue;
+        if (b.init.empty())
+          check(mem.memset(addrs[i], 0, b.bytes), "memset");
+        else
+          check(mem.copyToDevice(addrs[i], b.init.data(), b.bytes),
+                "copyToDevice");
+      }
+    };
+    restore(true);
+    auto output = [&]() {
+      std::vector<uint8_t> out;
+      for (size_t i = 0; i < c.buffers.size(); ++i) {
+        if (!c.buffers[i].written)
+          continue;
+        size_t at = out.size();
+        out.resize(at + c.buffers[i].bytes);
+        check(mem.copyFromDevice(out.data() + at, addrs[i],
+                                 c.buffers[i].bytes),
+              "copyFromDevice");
+      }
+      return out;
+    };
+    uint64_t total = uint64_t(c.config.grid[0]) * c.config.grid[1] *
+                     c.config.grid[2];
+    blocks.push_back(total);
+
+    std::vector<Prepared> prepared;
+    std::vector<std::shared_ptr<const CompiledModule>> keep;
+    for (const Variant &v : variants) {
+      CompileOptions options;
+      options.passes = v.passes;
+      auto module = std::make_shared<const CompiledModule>(check(
+          compile(input, host, options),
+          "compile " + c.file + (v.passes[0] ? " with " : "") + v.passes));
+      keep.push_back(module);
+      const KernelInfo *k = module->findKernel(c.kernel);
+      if (!k)
+        die("no kernel " + c.kernel + " in " + c.file);
+      if (v.kind == Kind::Original)
+        modes.push_back(k->needsFibers ? "fibers" : "direct");
+      else if (k->needsFibers && modes.back() == "direct")
+        modeChanges += " " + c.label + " (" + v.title + ")";
+      Prepared pr;
+      pr.module = check(device.loadModule(module), "loadModule");
+      pr.config = c.config;
+      // The user's parameters: the kernel's own, in order.
+      std::vector<uint8_t> user(userParamBufferSize(*k), 0);
+      size_t a = 0;
+      for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
+        if (i < k->paramRoles.size() && !k->paramRoles[i].empty())
+          continue;
+        if (a >= c.args.size())
+          die(c.kernel + ": the kernel takes more parameters than the case");
+        const Arg &arg = c.args[a++];
+        uint64_t size = k->paramSizes[i];
+        if (arg.buffer >= 0) {
+          if (size != 8)
+            die(c.kernel + ": parameter " + std::to_string(i) +
+                " is not a pointer");
+          std::memcpy(user.data() + k->paramOffsets[i], &addrs[arg.buffer],
+                      8);
+        } else {
+          if (size != 4)
+            die(c.kernel + ": parameter " + std::to_string(i) +
+                " is not a 32-bit scalar");
+          std::memcpy(user.data() + k->paramOffsets[i], &arg.scalar, 4);
+        }
+      }
+      if (a != c.args.size())
+        die(c.kernel + ": the kernel takes fewer parameters than the case");
+      LaunchParamValues values;
+      switch (v.kind) {
+      case Kind::Original:
+        break;
+      case Kind::Constrain:
+        values = constrainValues(c.config.grid);
+        pr.config.grid = {v.physical, 1, 1};
+        break;
+      case Kind::Slice:
+        if (total > UINT32_MAX)
+          die(c.kernel + ": grid too large for wooly-slice");
+        values = sliceValues(c.config.grid, 0, uint32_t(total), counter);
+        pr.config.grid = {v.physical, 1, 1};
+        pr.slice = true;
+        break;
+      case Kind::Isolate:
+        values = isolateValues(lo, hi);
+        break;
+      }
+      pr.params = check(extendParams(*k, user, values),
+                        c.kernel + ": launch parameters");
+      prepared.push_back(std::move(pr));
+    }
+
+    auto launch = [&](Prepared &pr, const Variant &v, bool timed) {
+      restore(false);
+      if (pr.slice)
+        check(mem.memset(counter, 0, 4), "memset");
+      auto t0 = Clock::now();
+      check(device.launch(pr.module, c.kernel, pr.config, pr.params),
+            "launch of " + c.kernel + " (" + v.title + ")");
+      auto t1 = Clock::now();
+      if (timed)
+        pr.times.push_back(seconds(t0, t1));
+      if (pr.slice) {
+        uint32_t taken = 0;
+        check(mem.copyFromDevice(&taken, counter, 4), "copyFromDevice");
+        if (std::min<uint64_t>(taken, total) != total)
+          die(c.kernel + " (slice): " + std::to_string(taken) +
+              " of " + std::to_string(total) + " blocks executed");
+      }
+    };
+    // Warm-up and the check against the original's output.
+    std::vector<uint8_t> reference;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      launch(prepared[i], variants[i], false);
+      std::vector<uint8_t> got = output();
+      if (i == 0) {
+        reference = std::move(got);
+        continue;
+      }
+      if (got != reference) {
+        size_t at = 0;
+        while (got[at] == reference[at])
+          ++at;
+        die(c.kernel + " (" + variants[i].title +
+            "): the output differs from the original's (first difference "
+            "at byte " + std::to_string(at) + " of " +
+            std::to_string(reference.size()) + ")");
+      }
+    }
+    // Interleaved timing rounds.
+    for (unsigned r = 0; r < reps; ++r)
+      for (size_t i = 0; i < variants.size(); ++i)
+        launch(prepared[i], variants[i], true);
+    std::vector<double> row;
+    for (Prepared &pr : prepared) {
+      row.push_back(median(pr.times) * 1e3);
+      check(device.unloadModule(pr.module), "unloadModule");
+    }
+    ms.push_back(std::move(row));
+    for (uint64_t a : addrs)
+      check(mem.free(a), "free");
+  }
+  check(mem.free(counter), "free");
+
+  std::printf("Wooly sharing passes on the CPU backend: transformed / "
+              "original launch time\n");
+  std::printf("%u workers, P = %u physical blocks (%u per worker); median "
+              "of %u interleaved launches per variant after a warm-up; "
+              "outputs checked bit for bit\n",
+              numWorkers, p, unsigned(blocksPerWorker), unsigned(reps));
+  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s\n", "kernel", "mode",
+              "blocks", "original ms", variants[1].title, variants[2].title,
+              variants[3].title, variants[4].title);
+  std::printf("%s\n", std::string(96, '-').c_str());
+  std::vector<double> logSum(variants.size(), 0.0);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::printf("%-17s %-6s %7llu %11.2f", cases[c].label.c_str(),
+                modes[c].c_str(), (unsigned long long)blocks[c], ms[c][0]);
+    const int widths[] = {0, 15, 15, 9, 9};
+    for (size_t v = 1; v < variants.size(); ++v) {
+      double ratio = ms[c][v] / ms[c][0];
+      logSum[v] += std::log(ratio);
+      std::printf(" %*.3f", widths[v], ratio);
+    }
+    std::printf("\n");
+  }
+  std::printf("%s\n", std::string(96, '-').c_str());
+  std::printf("%-17s %-6s %7s %11s", "geomean", "", "", "");
+  const int widths[] = {0, 15, 15, 9, 9};
+  for (size_t v = 1; v < variants.size(); ++v)
+    std::printf(" %*.3f", widths[v],
+                std::exp(logSum[v] / double(cases.size())));
+  std::printf("\n");
+  if (!modeChanges.empty())
+    std::printf("\nrun on fibers only when transformed:%s\n",
+                modeChanges.c_str());
+  return 0;
+}
