@@ -1,0 +1,78 @@
+//===- KernelAnalysisTest.cpp - Kernel analyses and occupancy ----*- C++ -*-===//
+
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/InitAllDialects.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace mlir::wooly;
+
+namespace {
+/// A kernel with a 4 KiB shared tile that reads its first parameter and
+/// writes its second.
+const char *kModule = R"(
+wooly.global shared @tile : f32[1024] align 4
+wooly.func @k(%in: i64 {wooly.type = "u64"}, %out: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %t = wooly.addressof @tile : i32
+  %v = wooly.ld global %in : i64 -> f32
+  wooly.st shared %t, %v : i32, f32
+  %c0 = arith.constant 0 : i32
+  wooly.barrier %c0
+  %w = wooly.ld shared %t : i32 -> f32
+  wooly.st global %out, %w : i64, f32
+  wooly.ret
+}
+)";
+
+KernelSummary analyze(MLIRContext &ctx) {
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kModule, &ctx);
+  EXPECT_TRUE(bool(m));
+  std::vector<KernelSummary> all = analyzeKernels(*m);
+  EXPECT_EQ(all.size(), 1u);
+  return all.empty() ? KernelSummary() : all[0];
+}
+
+TEST(KernelAnalysis, ParametersSharedMemoryAndBarriers) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  KernelSummary s = analyze(ctx);
+  ASSERT_EQ(s.params.size(), 2u);
+  EXPECT_TRUE(s.params[0].isReadOnlyPointer());
+  EXPECT_TRUE(s.params[1].written);
+  EXPECT_FALSE(s.params[1].isReadOnlyPointer());
+  EXPECT_EQ(s.staticSharedBytes, 4096u);
+  EXPECT_TRUE(s.usesBarriers);
+  EXPECT_FALSE(s.usesWarpCollectives);
+  EXPECT_GT(s.registerEstimate, 0u);
+  EXPECT_GT(s.costHint, 0u);
+}
+
+TEST(KernelAnalysis, OccupancyIsLimitedByEachResource) {
+  KernelSummary s;
+  s.registerEstimate = 32;
+  // Threads: 2048 per SM / 256 per block = 8 blocks.
+  EXPECT_EQ(estimateBlocksPerSM(s, 256), 8u);
+  // Registers: 128 registers x 256 threads = 32768 per block -> 2 blocks.
+  s.registerEstimate = 128;
+  EXPECT_EQ(estimateBlocksPerSM(s, 256), 2u);
+  // Shared memory: 100 KiB per block -> 2 blocks in 228 KiB.
+  s.registerEstimate = 16;
+  s.staticSharedBytes = 100 * 1024;
+  EXPECT_EQ(estimateBlocksPerSM(s, 64), 2u);
+  // Dynamic shared memory counts too: 100 + 20 KiB -> 1 block.
+  EXPECT_EQ(estimateBlocksPerSM(s, 64, 20 * 1024), 1u);
+  // The block limit: tiny blocks are capped at 32 per SM.
+  s.staticSharedBytes = 0;
+  EXPECT_EQ(estimateBlocksPerSM(s, 32), 32u);
+  // A block too large for the SM gives 0.
+  EXPECT_EQ(estimateBlocksPerSM(s, 4096), 0u);
+}
+} // namespace
