@@ -21,11 +21,19 @@
 // between launches outside the timing) and the median per variant is
 // reported, so all ratios come from one run. See bench/README.md.
 //
+// A second table measures wooly-coalesce: k (--coalesce-parts, 8) small
+// launches of vec_add (n = 4096, block 256: 16 blocks each, on their own
+// buffers) run one after another vs ONE launch of `__wooly_coalesced` with
+// the k launches as its parts (both from the same module, compiled with
+// `wooly-coalesce{kernels=vec_add,...}`); outputs are compared bit for bit
+// after a warm-up, then both are timed in interleaved rounds (median).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Runtime/CoalesceTable.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -68,6 +76,17 @@ static cl::opt<unsigned> blocksPerWorker(
     "blocks-per-worker",
     cl::desc("Physical blocks per worker for 'constrain N=P' and 'slice'"),
     cl::init(4));
+static cl::opt<unsigned>
+    coalesceParts("coalesce-parts",
+                  cl::desc("Launches fused by the coalesce table (k)"),
+                  cl::init(8));
+static cl::opt<unsigned>
+    coalesceReps("coalesce-reps",
+                 cl::desc("Timed rounds of the coalesce table (median)"),
+                 cl::init(51));
+static cl::opt<bool>
+    onlyCoalesce("only-coalesce",
+                 cl::desc("Print only the coalesce table"), cl::init(false));
 static cl::opt<std::string>
     corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
               cl::init(WOOLY_SOURCE_DIR "/test/corpus"));
@@ -261,6 +280,131 @@ std::string readFile(const std::string &path) {
     die("cannot read " + path + ": " + buf.getError().message());
   return (*buf)->getBuffer().str();
 }
+
+/// The coalesce table (see the file header).
+void benchCoalesce(CpuDevice &device, const Target &host, unsigned numWorkers) {
+  const unsigned k = coalesceParts;
+  const uint32_t n = 4096, block = 256;
+  const char *kernel = "vec_add";
+  DeviceMemory &mem = device.memory();
+  std::string list;
+  for (unsigned i = 0; i < k; ++i)
+    list += std::string(i ? "," : "") + kernel;
+  CompileOptions options;
+  options.passes = "wooly-coalesce{kernels=" + list + "}";
+  const std::string file = "elementwise.sm_80.ptx";
+  CompileInput input{CompileInput::Kind::PTX, readFile(corpusDir + "/" + file),
+                     file};
+  auto module = std::make_shared<const CompiledModule>(
+      check(compile(input, host, options), "compile " + file + " with " +
+                                               options.passes));
+  LoadedModule *loaded = check(device.loadModule(module), "loadModule");
+  const KernelInfo *kv = module->findKernel(kernel);
+  const KernelInfo *kf = module->findKernel("__wooly_coalesced");
+  if (!kv || !kf)
+    die("coalesce: missing vec_add or __wooly_coalesced");
+  if (kv->paramOffsets.size() != 4)
+    die("coalesce: vec_add does not take 4 parameters");
+
+  std::mt19937 rng(4242);
+  std::vector<uint64_t> allocs, outs;
+  std::vector<std::vector<uint8_t>> params;
+  std::vector<CoalescePart> parts(k);
+  LaunchConfig one;
+  one.grid = {n / block, 1, 1};
+  one.block = {block, 1, 1};
+  for (unsigned i = 0; i < k; ++i) {
+    uint64_t buf[3];
+    for (int b = 0; b < 3; ++b) {
+      buf[b] = check(mem.allocate(n * 4), "allocate");
+      allocs.push_back(buf[b]);
+      if (b < 2) {
+        auto v = randomFloats(rng, n);
+        check(mem.copyToDevice(buf[b], v.data(), n * 4), "copyToDevice");
+      }
+    }
+    outs.push_back(buf[2]);
+    std::vector<uint8_t> p(userParamBufferSize(*kv), 0);
+    std::memcpy(p.data() + kv->paramOffsets[0], &n, 4);
+    for (int b = 0; b < 3; ++b)
+      std::memcpy(p.data() + kv->paramOffsets[b + 1], &buf[b], 8);
+    uint64_t pa = check(mem.allocate(p.size()), "allocate");
+    allocs.push_back(pa);
+    check(mem.copyToDevice(pa, p.data(), p.size()), "copyToDevice");
+    params.push_back(std::move(p));
+    CoalescePart &cp = parts[i];
+    cp.kernelIndex = 0;
+    cp.grid[0] = one.grid[0];
+    cp.block[0] = one.block[0];
+    cp.params = pa;
+  }
+  assignFirstBlocks(parts);
+  std::vector<uint8_t> table = encodeCoalesceTable(parts);
+  uint64_t tableAddr = check(mem.allocate(table.size()), "allocate");
+  allocs.push_back(tableAddr);
+  check(mem.copyToDevice(tableAddr, table.data(), table.size()),
+        "copyToDevice");
+  std::vector<uint8_t> fusedParams = check(
+      extendParams(*kf, {}, {{"coalesce_table", tableAddr}}), "parameters");
+  LaunchConfig fused;
+  fused.grid = {uint32_t(coalescedGrid(parts)), 1, 1};
+  fused.block = {coalescedBlock(parts), 1, 1};
+  fused.dynamicSharedBytes = coalescedDynamicShared(parts);
+
+  auto separate = [&] {
+    for (unsigned i = 0; i < k; ++i)
+      check(device.launch(loaded, kernel, one, params[i]), "launch vec_add");
+  };
+  auto together = [&] {
+    check(device.launch(loaded, "__wooly_coalesced", fused, fusedParams),
+          "launch __wooly_coalesced");
+  };
+  auto outputs = [&] {
+    std::vector<uint8_t> all(size_t(k) * n * 4);
+    for (unsigned i = 0; i < k; ++i)
+      check(mem.copyFromDevice(all.data() + size_t(i) * n * 4, outs[i], n * 4),
+            "copyFromDevice");
+    return all;
+  };
+  auto clear = [&] {
+    for (uint64_t o : outs)
+      check(mem.memset(o, 0, n * 4), "memset");
+  };
+  // Warm-up and check.
+  separate();
+  std::vector<uint8_t> want = outputs();
+  clear();
+  together();
+  if (outputs() != want)
+    die("coalesce: the fused launch's outputs differ from the separate "
+        "launches'");
+  std::vector<double> tSep, tFused;
+  for (unsigned r = 0; r < coalesceReps; ++r) {
+    auto t0 = Clock::now();
+    separate();
+    auto t1 = Clock::now();
+    together();
+    auto t2 = Clock::now();
+    tSep.push_back(seconds(t0, t1));
+    tFused.push_back(seconds(t1, t2));
+  }
+  double ms = median(tSep) * 1e3, mf = median(tFused) * 1e3;
+  std::printf("wooly-coalesce on the CPU backend: %u launches of %s (n = %u, "
+              "block %u, %u blocks each) one after another vs one fused "
+              "launch\n",
+              k, kernel, n, block, one.grid[0]);
+  std::printf("%u workers; median of %u interleaved rounds after a warm-up; "
+              "outputs checked bit for bit; fused kernel runs on %s\n",
+              numWorkers, unsigned(coalesceReps),
+              kf->needsFibers ? "fibers" : "direct");
+  std::printf("%-10s %14s %12s %16s\n", "kernel", "separate ms", "fused ms",
+              "fused/separate");
+  std::printf("%s\n", std::string(55, '-').c_str());
+  std::printf("%-10s %14.3f %12.3f %16.3f\n", kernel, ms, mf, mf / ms);
+  check(device.unloadModule(loaded), "unloadModule");
+  for (uint64_t a : allocs)
+    check(mem.free(a), "free");
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -279,6 +423,10 @@ int main(int argc, char **argv) {
   devOptions.workers = numWorkers;
   CpuDevice device(devOptions);
   DeviceMemory &mem = device.memory();
+  if (onlyCoalesce) {
+    benchCoalesce(device, host, numWorkers);
+    return 0;
+  }
 
   std::string pTitle = "constrain N=" + std::to_string(p);
   const std::vector<Variant> variants = {
@@ -490,5 +638,7 @@ int main(int argc, char **argv) {
   if (!modeChanges.empty())
     std::printf("\nrun on fibers only when transformed:%s\n",
                 modeChanges.c_str());
+  std::printf("\n");
+  benchCoalesce(device, host, numWorkers);
   return 0;
 }

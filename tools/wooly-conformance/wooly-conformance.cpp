@@ -18,11 +18,19 @@
 // wooly-isolate: the tenant region is the hull of the test's input and
 // output allocations, rounded up to 256 bytes.
 //
+// With --coalesce (cpu backend only) every test's kernel K is compiled with
+// `wooly-coalesce{kernels=K,K}` and run as ONE launch of `__wooly_coalesced`
+// with two parts (Wooly/Runtime/CoalesceTable.h): part 0 on the test's
+// buffers, part 1 on copies of them (the input's contents, a zeroed
+// output), one block each. Part 0's output must equal the expected output
+// and part 1's output part 0's, bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/Backend.h"
+#include "Wooly/Runtime/CoalesceTable.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -77,6 +85,13 @@ static cl::opt<unsigned> physicalBlocks(
     cl::desc("Physical blocks to launch kernels transformed by "
              "wooly-constrain or wooly-slice on (default 1)"),
     cl::init(1), cl::cat(cat));
+
+static cl::opt<bool> coalesce(
+    "coalesce",
+    cl::desc("Compile every test's kernel K with wooly-coalesce{kernels=K,K} "
+             "and run it as one fused launch of two parts: the test's "
+             "buffers and copies of them (cpu backend only)"),
+    cl::cat(cat));
 
 namespace {
 unsigned typeBytes(StringRef t) {
@@ -182,12 +197,22 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: --passes needs the cpu backend\n";
     return 2;
   }
+  if (coalesce && device.kind() != "cpu") {
+    llvm::errs() << "error: --coalesce needs the cpu backend\n";
+    return 2;
+  }
+  if (coalesce && !passes.empty()) {
+    llvm::errs() << "error: --coalesce and --passes cannot be combined\n";
+    return 2;
+  }
   if (physicalBlocks == 0) {
     llvm::errs() << "error: --physical-blocks must be at least 1\n";
     return 2;
   }
   if (!passes.empty())
     llvm::outs() << "passes: " << passes << '\n';
+  if (coalesce)
+    llvm::outs() << "passes: wooly-coalesce{kernels=K,K} (two parts)\n";
   // The CPU backend is the default; name any other device in the output.
   if (device.kind() != "cpu")
     llvm::outs() << "device: " << device.name() << '\n';
@@ -234,8 +259,12 @@ int main(int argc, char **argv) {
     CompileInput input;
     input.text = (*ptx)->getBuffer().str();
     input.name = ptxPath.str().str();
+    StringRef kernel = t.getString("kernel").value_or(name);
     CompileOptions options;
     options.passes = passes;
+    if (coalesce)
+      options.passes =
+          ("wooly-coalesce{kernels=" + kernel + "," + kernel + "}").str();
     auto compiled = compile(input, host, options);
     if (!compiled) {
       std::string msg = llvm::toString(compiled.takeError());
@@ -250,7 +279,6 @@ int main(int argc, char **argv) {
     }
     auto unload = llvm::scope_exit(
         [&] { llvm::consumeError(device.unloadModule(*loaded)); });
-    StringRef kernel = t.getString("kernel").value_or(name);
     const KernelInfo *k = module->findKernel(kernel);
     if (!k) {
       report("no kernel '" + kernel.str() + "'");
@@ -360,7 +388,92 @@ int main(int argc, char **argv) {
       if (constrained)
         config.grid = {physicalBlocks, 1, 1};
     }
-    if (auto e = device.launch(*loaded, kernel, config, params)) {
+    // --coalesce: part 1's buffers (copies of the test's), the parameter
+    // buffers and the table in device memory.
+    std::vector<uint64_t> coalesceAllocs;
+    auto freeCoalesce = llvm::scope_exit([&] {
+      for (uint64_t a : coalesceAllocs)
+        llvm::consumeError(device.free(a));
+    });
+    uint64_t outCopy = 0;
+    if (coalesce) {
+      const KernelInfo *fused = module->findKernel("__wooly_coalesced");
+      if (!fused) {
+        report("no __wooly_coalesced kernel");
+        continue;
+      }
+      auto upload = [&](const void *data,
+                        size_t bytes) -> llvm::Expected<uint64_t> {
+        auto a = device.allocate(std::max<size_t>(bytes, 1));
+        if (!a)
+          return a.takeError();
+        coalesceAllocs.push_back(*a);
+        if (bytes)
+          if (auto e = device.copyToDevice(*a, data, bytes))
+            return std::move(e);
+        return *a;
+      };
+      std::vector<uint8_t> zeros(outSize, 0);
+      auto oc = upload(zeros.data(), zeros.size());
+      if (!oc) {
+        report(llvm::toString(oc.takeError()));
+        continue;
+      }
+      outCopy = *oc;
+      uint64_t inCopy = outCopy;
+      if (inAddr != *outAddr) {
+        auto ic = upload(in.data(), in.size());
+        if (!ic) {
+          report(llvm::toString(ic.takeError()));
+          continue;
+        }
+        inCopy = *ic;
+      }
+      uint64_t ptrs1[2] = {inCopy, outCopy};
+      if (numUser == 1)
+        ptrs1[0] = *oc;
+      std::vector<uint8_t> params1 = params;
+      for (size_t i = 0; i < numUser; ++i)
+        std::memcpy(params1.data() + k->paramOffsets[i], &ptrs1[i], 8);
+      std::vector<CoalescePart> parts(2);
+      bool bad = false;
+      for (int p = 0; p < 2 && !bad; ++p) {
+        parts[p].block[0] = config.block[0];
+        parts[p].dynamicSharedBytes = config.dynamicSharedBytes;
+        const std::vector<uint8_t> &pb = p == 0 ? params : params1;
+        auto a = upload(pb.data(), pb.size());
+        if (!a) {
+          report(llvm::toString(a.takeError()));
+          bad = true;
+          break;
+        }
+        parts[p].params = *a;
+      }
+      if (bad)
+        continue;
+      assignFirstBlocks(parts);
+      std::vector<uint8_t> table = encodeCoalesceTable(parts);
+      auto tableAddr = upload(table.data(), table.size());
+      if (!tableAddr) {
+        report(llvm::toString(tableAddr.takeError()));
+        continue;
+      }
+      auto fusedParams =
+          extendParams(*fused, {}, {{"coalesce_table", *tableAddr}});
+      if (!fusedParams) {
+        report(llvm::toString(fusedParams.takeError()));
+        continue;
+      }
+      LaunchConfig fc;
+      fc.grid = {uint32_t(coalescedGrid(parts)), 1, 1};
+      fc.block = {coalescedBlock(parts), 1, 1};
+      fc.dynamicSharedBytes = coalescedDynamicShared(parts);
+      if (auto e = device.launch(*loaded, "__wooly_coalesced", fc,
+                                 *fusedParams)) {
+        report("launch error: " + llvm::toString(std::move(e)));
+        continue;
+      }
+    } else if (auto e = device.launch(*loaded, kernel, config, params)) {
       report("launch error: " + llvm::toString(std::move(e)));
       continue;
     }
@@ -396,6 +509,27 @@ int main(int argc, char **argv) {
                            elemHex(&expected[bad], outBytes))
                  .str());
       continue;
+    }
+    if (outCopy) {
+      // Part 1 (on the copies) computed what part 0 did.
+      std::vector<uint8_t> got1(expected.size());
+      if (auto e = device.copyFromDevice(got1.data(), outCopy, got1.size())) {
+        report(llvm::toString(std::move(e)));
+        continue;
+      }
+      for (size_t i = 0; i < expected.size(); i += outBytes)
+        if (std::memcmp(&got1[i], &got[i], outBytes)) {
+          bad = i;
+          break;
+        }
+      if (bad != expected.size()) {
+        report(llvm::formatv("coalesced part 1, element {0}: got 0x{1}, "
+                             "part 0 got 0x{2}",
+                             bad / outBytes, elemHex(&got1[bad], outBytes),
+                             elemHex(&got[bad], outBytes))
+                   .str());
+        continue;
+      }
     }
     ++passed;
     if (verbose)

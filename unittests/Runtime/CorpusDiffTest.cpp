@@ -222,15 +222,52 @@ protected:
     llvm::Error e = llvm::Error::success();
     if (strategy.launch)
       e = strategy.launch(wooly::test::LaunchRequest{
-          &device(), l.module, k, LaunchConfig{grid, block, shared}, params});
+          &device(), l.module, k, LaunchConfig{grid, block, shared}, params,
+          std::string(WOOLY_CORPUS_DIR) + "/" + file});
     else
       e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
                           params);
+    if (e) {
+      // A kernel the strategy's pass refuses: the test is reported as
+      // skipped (GTEST_SKIP in a helper records the skip and the test goes
+      // on); the launch runs plainly so the rest of the test stays
+      // meaningful (the strategy's module is the plain one).
+      std::string msg = llvm::toString(std::move(e));
+      if (llvm::StringRef(msg).starts_with("coalesce refused:")) {
+        [&] { GTEST_SKIP() << msg; }();
+        e = device().launch(l.module, kernel,
+                            LaunchConfig{grid, block, shared}, params);
+      } else {
+        e = llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+      }
+    }
     if (e)
       return ::testing::AssertionFailure()
              << "launch of " << kernel << " (" << file
              << ") failed: " << llvm::toString(std::move(e));
     return ::testing::AssertionSuccess();
+  }
+
+  /// The printf output of the launches since the last call, once: under a
+  /// strategy that runs each launch's work `tenants` times, every line must
+  /// appear a multiple of `tenants` times, and is kept 1/`tenants` of them.
+  std::string printedOnce() {
+    std::string text = takePrinted();
+    unsigned n = GetParam().strategy.tenants;
+    if (n <= 1)
+      return text;
+    std::map<std::string, unsigned> count;
+    std::istringstream is(text);
+    for (std::string line; std::getline(is, line);)
+      ++count[line];
+    std::string once;
+    for (auto &[line, c] : count) {
+      EXPECT_EQ(c % n, 0u) << "line printed " << c << " times under " << n
+                           << " tenants: " << line;
+      for (unsigned i = 0; i < c / n; ++i)
+        once += line + "\n";
+    }
+    return once;
   }
 };
 
@@ -1341,7 +1378,7 @@ TEST_P(CorpusDiff, print_values) {
   takePrinted();
   ASSERT_TRUE(launch(ptx("printf"), "print_values", {3, 1, 1}, {16, 1, 1}, 0,
                      {n, bx, bo}));
-  std::string text = takePrinted();
+  std::string text = printedOnce();
   std::string want;
   std::vector<int32_t> wo(n + 8, -1);
   for (int i = 0; i < n; ++i) {
@@ -1359,7 +1396,7 @@ TEST_P(CorpusDiff, print_block) {
   takePrinted();
   ASSERT_TRUE(launch(ptx("printf"), "print_block", {5, 1, 1}, {64, 1, 1}, 0,
                      {1.5f}));
-  std::string text = takePrinted();
+  std::string text = printedOnce();
   std::string want;
   for (int b = 0; b < 5; ++b)
     want += "block " + std::to_string(b) + " f=1.500000\n";

@@ -6,7 +6,8 @@ using namespace wooly::test;
 
 std::vector<Strategy> wooly::test::allStrategies() {
   std::vector<Strategy> all{{"plain", "", nullptr}};
-  for (auto *more : {&constrainStrategies, &isolateStrategies})
+  for (auto *more : {&constrainStrategies, &isolateStrategies,
+                      &coalesceStrategies})
     for (Strategy &s : (*more)())
       all.push_back(std::move(s));
   return all;

@@ -33,6 +33,8 @@ struct LaunchRequest {
   LaunchConfig config;
   /// The user's parameter buffer (the untransformed kernel's layout).
   std::vector<uint8_t> userParams;
+  /// Path of the corpus .ptx file the kernel comes from.
+  std::string file;
 };
 
 /// A way of compiling and launching kernels.
@@ -43,6 +45,9 @@ struct Strategy {
   std::string passes;
   /// Runs the launch; null means a plain `CpuDevice::launch`.
   std::function<llvm::Error(const LaunchRequest &)> launch;
+  /// How many times each launch's work runs (its printf output appears
+  /// this many times; e.g. 2 for a launch fused with a copy of itself).
+  unsigned tenants = 1;
 };
 
 /// Every strategy: "plain" first, then those of each pass.
@@ -52,6 +57,8 @@ std::vector<Strategy> allStrategies();
 std::vector<Strategy> constrainStrategies();
 /// Strategies of wooly-isolate (StrategiesIsolate.cpp).
 std::vector<Strategy> isolateStrategies();
+/// Strategies of wooly-coalesce (StrategiesCoalesce.cpp).
+std::vector<Strategy> coalesceStrategies();
 
 } // namespace wooly::test
 
