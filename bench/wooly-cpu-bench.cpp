@@ -38,26 +38,27 @@ using namespace wooly;
 using namespace wooly::cpu;
 namespace cl = llvm::cl;
 
+static llvm::cl::OptionCategory benchCategory("wooly-cpu-bench options");
 static cl::opt<unsigned> reps("reps",
                               cl::desc("Timed repetitions per measurement "
                                        "(the median is reported)"),
-                              cl::init(7));
+                              cl::init(7), cl::cat(benchCategory));
 static cl::opt<unsigned> compileReps("compile-reps",
                                      cl::desc("compile() calls per module"),
-                                     cl::init(3));
+                                     cl::init(3), cl::cat(benchCategory));
 static cl::opt<double>
     scale("scale", cl::desc("Multiply every problem size by this (>0)"),
-          cl::init(1.0));
+          cl::init(1.0), cl::cat(benchCategory));
 static cl::opt<bool> noBoundsChecks(
     "no-bounds-checks",
-    cl::desc("Compile the kernels without memory-access checks"));
+    cl::desc("Compile the kernels without memory-access checks"), cl::cat(benchCategory));
 static cl::opt<std::string> dumpObjects(
     "dump-objects",
     cl::desc("Write each compiled module (an ELF object) to this directory, "
-             "e.g. for objdump"));
+             "e.g. for objdump"), cl::cat(benchCategory));
 static cl::opt<std::string>
     corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
-              cl::init(WOOLY_SOURCE_DIR "/test/corpus"));
+              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -378,6 +379,7 @@ std::string readFile(const std::string &path) {
 } // namespace
 
 int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(benchCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "wooly-cpu-bench: CPU backend launch times vs. plain C++ loops\n");

@@ -42,30 +42,31 @@ using wooly::ptx::Lexer;
 using wooly::ptx::Token;
 using wooly::ptx::TokenKind;
 
+static llvm::cl::OptionCategory benchCategory("wooly-import-bench options");
 static llvm::cl::list<std::string> inputFiles(
     llvm::cl::Positional,
-    llvm::cl::desc("[PTX files; default: the corpus and ZLUDA PTX]"));
+    llvm::cl::desc("[PTX files; default: the corpus and ZLUDA PTX]"), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<unsigned>
     numLargest("n", llvm::cl::desc("How many of the largest files to time"),
-               llvm::cl::init(8));
+               llvm::cl::init(8), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<unsigned> minInstructions(
     "synthetic-instructions",
     llvm::cl::desc("Instructions in the synthetic module (0: none)"),
-    llvm::cl::init(100000));
+    llvm::cl::init(100000), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<double>
     minSeconds("min-time",
                llvm::cl::desc("Seconds to spend per measurement (at least "
                               "3 repetitions)"),
-               llvm::cl::init(0.5));
+               llvm::cl::init(0.5), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<std::string> writeSynthetic(
     "write-synthetic",
     llvm::cl::desc("Also write the synthetic module to this file (to "
                    "profile wooly-translate --import-ptx on it)"),
-    llvm::cl::value_desc("path"));
+    llvm::cl::value_desc("path"), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<bool> printLocations(
     "print-locations",
     llvm::cl::desc("Print (and so reparse) the IR with its locations"),
-    llvm::cl::init(false));
+    llvm::cl::init(false), llvm::cl::cat(benchCategory));
 
 namespace {
 
@@ -360,6 +361,7 @@ void printTable(const std::vector<Row> &rows) {
 } // namespace
 
 int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(benchCategory);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "wooly-import-bench: PTX import throughput vs. MLIR reparsing\n");

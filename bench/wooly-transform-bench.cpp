@@ -60,36 +60,37 @@ using namespace wooly;
 using namespace wooly::cpu;
 namespace cl = llvm::cl;
 
+static llvm::cl::OptionCategory benchCategory("wooly-transform-bench options");
 static cl::opt<unsigned> reps("reps",
                               cl::desc("Timed launches per variant (the "
                                        "median is reported)"),
-                              cl::init(7));
+                              cl::init(7), cl::cat(benchCategory));
 static cl::opt<double>
     scale("scale", cl::desc("Multiply every problem size by this (>0)"),
-          cl::init(1.0));
+          cl::init(1.0), cl::cat(benchCategory));
 static cl::opt<unsigned>
     workers("workers",
             cl::desc("CPU backend worker threads (0: one per hardware "
                      "thread)"),
-            cl::init(0));
+            cl::init(0), cl::cat(benchCategory));
 static cl::opt<unsigned> blocksPerWorker(
     "blocks-per-worker",
     cl::desc("Physical blocks per worker for 'constrain N=P' and 'slice'"),
-    cl::init(4));
+    cl::init(4), cl::cat(benchCategory));
 static cl::opt<unsigned>
     coalesceParts("coalesce-parts",
                   cl::desc("Launches fused by the coalesce table (k)"),
-                  cl::init(8));
+                  cl::init(8), cl::cat(benchCategory));
 static cl::opt<unsigned>
     coalesceReps("coalesce-reps",
                  cl::desc("Timed rounds of the coalesce table (median)"),
-                 cl::init(51));
+                 cl::init(51), cl::cat(benchCategory));
 static cl::opt<bool>
     onlyCoalesce("only-coalesce",
-                 cl::desc("Print only the coalesce table"), cl::init(false));
+                 cl::desc("Print only the coalesce table"), cl::init(false), cl::cat(benchCategory));
 static cl::opt<std::string>
     corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
-              cl::init(WOOLY_SOURCE_DIR "/test/corpus"));
+              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -408,6 +409,7 @@ void benchCoalesce(CpuDevice &device, const Target &host, unsigned numWorkers) {
 } // namespace
 
 int main(int argc, char **argv) {
+  llvm::cl::HideUnrelatedOptions(benchCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "wooly-transform-bench: cost of the sharing passes on the CPU "
