@@ -1,7 +1,8 @@
 //===- Compiler.cpp - The compile API and its cache -------------*- C++ -*-===//
 //
 // PTX/Wooly -> (wooly-expand-arith, convert-wooly-to-llvm) -> LLVM IR ->
-// optimised native object for the host. The metadata (kernels, parameter
+// optimised native object for the host; for `sm_XX`, convert-wooly-to-nvvm
+// -> LLVM IR -> LLVM's NVPTX backend -> PTX text. The metadata (kernels, parameter
 // layout, globals, shared memory) is read from the lowered module, where the
 // conversion left it as attributes.
 //
@@ -23,6 +24,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -30,6 +32,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -275,6 +278,39 @@ createHostTargetMachine(unsigned optLevel) {
   return std::move(tm);
 }
 
+/// Creates the NVPTX TargetMachine for `chip` (`sm_XX`): PTX ISA 8.0 for
+/// sm_80/sm_90 (what CUDA 12+ ptxas accepts), LLVM's minimum otherwise.
+Expected<std::unique_ptr<llvm::TargetMachine>>
+createNVPTXTargetMachine(StringRef chip, unsigned optLevel) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return makeError("no LLVM NVPTX backend: " + err);
+  unsigned sm = 0;
+  chip.drop_front(3).getAsInteger(10, sm);
+  std::string features = sm >= 80 && sm <= 90 ? "+ptx80" : "";
+  llvm::TargetOptions to;
+  llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
+                                : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                                : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      triple, chip, features, to, std::nullopt, std::nullopt, level));
+  if (!tm)
+    return makeError("cannot create the NVPTX target machine for " + chip);
+  if (!tm->getMCSubtargetInfo()->isCPUStringValid(chip))
+    return makeError("unknown NVIDIA target '" + chip + "'");
+  return std::move(tm);
+}
+
 /// Optimises `m` at `optLevel` with LLVM's default pipeline.
 void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
   if (optLevel == 0)
@@ -297,7 +333,8 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
 }
 
 /// Reads the kernel and global metadata the conversion left on the module.
-void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
+void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
+                     bool nvptx) {
   if (auto a = module->getAttrOfType<mlir::IntegerAttr>("wooly.num_access_sites"))
     out.numAccessSites = a.getInt();
   if (auto a =
@@ -342,8 +379,17 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
   }
   for (auto g : module.getOps<mlir::LLVM::GlobalOp>()) {
     StringRef sym = g.getSymName();
-    if (!sym.starts_with("__wooly_g_"))
+    // NVPTX keeps the PTX names: its .global/.const variables that are
+    // defined here (address spaces 1 and 4).
+    StringRef name = sym;
+    if (nvptx) {
+      if ((g.getAddrSpace() != 1 && g.getAddrSpace() != 4) ||
+          (g.getLinkage() == mlir::LLVM::Linkage::External &&
+           !g.getValueOrNull() && g.getInitializerRegion().empty()))
+        continue;
+    } else if (!name.consume_front("__wooly_g_")) {
       continue;
+    }
     auto arr = mlir::cast<mlir::LLVM::LLVMArrayType>(g.getType());
     mlir::Type elem = arr.getElementType();
     uint64_t elemBytes =
@@ -355,8 +401,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
                     7) /
                    8)
             : (elem.getIntOrFloatBitWidth() + 7) / 8;
-    out.globals.push_back({sym.drop_front(strlen("__wooly_g_")).str(),
-                           sym.str(), arr.getNumElements() * elemBytes});
+    out.globals.push_back(
+        {name.str(), sym.str(), arr.getNumElements() * elemBytes});
   }
 }
 } // namespace
@@ -364,13 +410,15 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out) {
 Expected<CompiledModule> wooly::compile(const CompileInput &input,
                                         const Target &target,
                                         const CompileOptions &options) {
-  if (target.kind != Target::Kind::Host)
+  if (target.kind == Target::Kind::AMDGCN)
     return makeError("target '" + target.str() +
-                     "' is not supported yet (only 'host' is)");
+                     "' is not supported yet (only 'host' and 'sm_XX' are)");
+  bool nvptx = target.kind == Target::Kind::NVPTX;
   mlir::DialectRegistry registry;
   mlir::wooly::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
@@ -423,9 +471,15 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
 
   pm.clear();
   pm.addPass(mlir::wooly::createWoolyExpandArith());
-  mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
-  convOpts.boundsChecks = options.boundsChecks;
-  pm.addPass(mlir::wooly::createConvertWoolyToLLVM(convOpts));
+  if (nvptx) {
+    mlir::wooly::ConvertWoolyToNVVMOptions nvOpts;
+    nvOpts.chip = target.chip;
+    pm.addPass(mlir::wooly::createConvertWoolyToNVVM(nvOpts));
+  } else {
+    mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
+    convOpts.boundsChecks = options.boundsChecks;
+    pm.addPass(mlir::wooly::createConvertWoolyToLLVM(convOpts));
+  }
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(*module)))
     return failWith("lowering failed");
@@ -433,7 +487,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   CompiledModule out;
   out.target = target;
   out.key = cacheKey(input, target, options);
-  collectMetadata(*module, out);
+  collectMetadata(*module, out, nvptx);
   for (KernelInfo &k : out.kernels)
     for (const mlir::wooly::KernelSummary &sum : summaries)
       if (sum.name == k.name) {
@@ -450,7 +504,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   if (!llvmModule)
     return failWith("translation to LLVM IR failed");
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      createHostTargetMachine(options.optLevel);
+      nvptx ? createNVPTXTargetMachine(target.chip, options.optLevel)
+            : createHostTargetMachine(options.optLevel);
   if (!tm)
     return tm.takeError();
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
@@ -461,8 +516,9 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
   if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
-                                 llvm::CodeGenFileType::ObjectFile))
-    return makeError("the host backend cannot emit an object file");
+                                 nvptx ? llvm::CodeGenFileType::AssemblyFile
+                                       : llvm::CodeGenFileType::ObjectFile))
+    return makeError("the backend cannot emit code for " + target.str());
   codegen.run(*llvmModule);
   out.binary.assign(object.begin(), object.end());
   return out;

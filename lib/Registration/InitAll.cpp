@@ -15,6 +15,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -24,7 +25,8 @@
 void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
   registry.insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
                   cf::ControlFlowDialect, func::FuncDialect,
-                  vector::VectorDialect, LLVM::LLVMDialect>();
+                  vector::VectorDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect>();
 }
 
 void mlir::wooly::registerAllPasses() {

@@ -91,8 +91,19 @@ TEST(Compile, HostModuleHasKernelMetadata) {
   EXPECT_EQ(m->key, cacheKey(ptx(), host(), {}));
 }
 
-TEST(Compile, GpuTargetsAreNotSupportedYet) {
+TEST(Compile, NVPTXGivesPTXWithTheSameKernelMetadata) {
   auto m = compile(ptx(), llvm::cantFail(Target::parse("sm_90")), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_NE(m->binary.find(".target sm_90"), std::string::npos);
+  ASSERT_EQ(m->kernels.size(), 1u);
+  auto h = compile(ptx(), host(), {});
+  ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
+  EXPECT_EQ(m->kernels[0].paramOffsets, h->kernels[0].paramOffsets);
+  EXPECT_EQ(m->kernels[0].paramSizes, h->kernels[0].paramSizes);
+}
+
+TEST(Compile, AMDGPUTargetsAreNotSupportedYet) {
+  auto m = compile(ptx(), llvm::cantFail(Target::parse("gfx942")), {});
   ASSERT_FALSE(bool(m));
   EXPECT_NE(llvm::toString(m.takeError()).find("not supported yet"),
             std::string::npos);

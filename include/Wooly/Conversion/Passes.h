@@ -26,6 +26,9 @@ class FuncDialect;
 namespace LLVM {
 class LLVMDialect;
 } // namespace LLVM
+namespace NVVM {
+class NVVMDialect;
+} // namespace NVVM
 
 namespace wooly {
 

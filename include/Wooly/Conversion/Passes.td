@@ -51,4 +51,29 @@ def ConvertWoolyToLLVM : Pass<"convert-wooly-to-llvm", "ModuleOp"> {
   ];
 }
 
+def ConvertWoolyToNVVM : Pass<"convert-wooly-to-nvvm", "ModuleOp"> {
+  let summary = "Lower Wooly IR to the LLVM and NVVM dialects for NVPTX";
+  let description = [{
+    Lowers a module of Wooly kernels (after `wooly-expand-arith`) to the LLVM
+    and NVVM dialects with PTX's semantics, for LLVM's NVPTX backend. Kernels
+    become `llvm.func`s with `nvvm.kernel` taking their parameters by value;
+    `.maxntid`/`.reqntid` become `nvvm.maxntid`/`nvvm.reqntid`. Variables
+    become globals in NVPTX's address spaces (global 1, shared 3, const 4;
+    function-scope `.local` variables are allocas), and integer addresses
+    are those of the variable's own state space, as in PTX. Loads, stores
+    and atomics keep their volatility, order and scope (`syncscope`).
+    Special registers, barriers (with reduction), `isspacep` and `exit` map
+    to NVVM ops and intrinsics; `.approx` transcendentals and the
+    directed-rounding helpers `__wooly_*` of `wooly-expand-arith` map to the
+    matching NVVM intrinsics. Anything without a faithful lowering yet (warp
+    collectives, `mma`, `cp.async`, parameter addresses, ...) is a located
+    "not supported yet on nvptx" error.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect", "NVVM::NVVMDialect"];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "The target GPU (sm_XX)">,
+  ];
+}
+
 #endif // WOOLY_CONVERSION_PASSES

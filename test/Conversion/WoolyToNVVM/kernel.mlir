@@ -1,0 +1,48 @@
+// RUN: wooly-opt %s --convert-wooly-to-nvvm --split-input-file | FileCheck %s
+
+// A kernel becomes an nvvm.kernel llvm.func taking its parameters by value,
+// with its launch bounds and CUDA parameter layout.
+// CHECK-LABEL: llvm.func @k(
+// CHECK-SAME: %[[N:.*]]: i32, %[[P:.*]]: i64)
+// CHECK-SAME: nvvm.kernel
+// CHECK-SAME: nvvm.maxntid = array<i32: 256>
+// CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
+// CHECK: llvm.br ^bb1(%[[N]], %[[P]] : i32, i64)
+// CHECK: llvm.return
+wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"})
+    attributes {kernel, maxntid = array<i32: 256>} {
+  wooly.ret
+}
+
+// -----
+
+// reqntid; exit is nvvm.exit; a device function is internal and called
+// directly, several results come back in a struct.
+// CHECK-LABEL: llvm.func internal @f(
+// CHECK-SAME: -> !llvm.struct<(i32, i32)>
+// CHECK: llvm.insertvalue
+// CHECK: llvm.return %{{.*}} : !llvm.struct<(i32, i32)>
+// CHECK-LABEL: llvm.func @k2(
+// CHECK-SAME: nvvm.reqntid = array<i32: 32, 2>
+// CHECK: %[[R:.*]] = llvm.call @f(%{{.*}}) : (i32) -> !llvm.struct<(i32, i32)>
+// CHECK: llvm.extractvalue %[[R]][0]
+// CHECK: llvm.extractvalue %[[R]][1]
+// CHECK: nvvm.exit
+// CHECK-NEXT: llvm.unreachable
+wooly.func @f(%a: i32) -> (i32, i32) {
+  wooly.ret %a, %a : i32, i32
+}
+wooly.func @k2(%a: i32 {wooly.type = "u32"}) attributes {kernel, reqntid = array<i32: 32, 2>} {
+  %x, %y = wooly.call @f(%a) : (i32) -> (i32, i32)
+  wooly.exit
+}
+
+// -----
+
+// trap is llvm.intr.trap.
+// CHECK-LABEL: llvm.func @k3(
+// CHECK: llvm.intr.trap
+// CHECK-NEXT: llvm.unreachable
+wooly.func @k3() attributes {kernel} {
+  wooly.trap
+}

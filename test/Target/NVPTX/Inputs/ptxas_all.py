@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Compiles every PTX file matching a glob to PTX for one target with
+`wooly-translate --target=T` (the compile API) and assembles each output with
+`ptxas -arch=T`.
+
+Prints one line per file (`not supported yet NAME: first error`, `REJECTED
+NAME: ptxas's first error`, `FAIL NAME: ...` for any other compile error) and
+a summary `N compiled and accepted by ptxas, M not supported yet, K rejected`.
+Exits non-zero when a file is rejected by ptxas or fails for another reason
+than "not supported yet".
+
+  ptxas_all.py --translate T --ptxas P --target sm_90 --out OUTDIR
+               --files 'DIR/*.ptx' [--files 'DIR2/*.sm_90.ptx' ...]
+"""
+
+import argparse
+import glob
+import os
+import subprocess
+import sys
+
+
+def first_error(text):
+    for line in text.splitlines():
+        if "error" in line:
+            return line.strip()
+    lines = text.strip().splitlines()
+    return lines[0] if lines else "(no diagnostic)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--translate", required=True)
+    ap.add_argument("--ptxas", required=True)
+    ap.add_argument("--target", default="sm_90")
+    ap.add_argument("--files", action="append", required=True,
+                    help="a glob pattern of input files")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    files = []
+    for pattern in args.files:
+        files += sorted(glob.glob(pattern))
+    if not files:
+        print("no files match")
+        return 1
+    accepted = unsupported = rejected = failed = 0
+    for path in files:
+        name = os.path.basename(path)
+        out = os.path.join(args.out, name)
+        comp = subprocess.run(
+            [args.translate, "--target=" + args.target, path, "-o", out],
+            capture_output=True, text=True)
+        if comp.returncode != 0:
+            if "not supported yet" in comp.stderr:
+                unsupported += 1
+                print("not supported yet %s: %s" %
+                      (name, first_error(comp.stderr)))
+            else:
+                failed += 1
+                print("FAIL %s: %s" % (name, first_error(comp.stderr)))
+            continue
+        asm = subprocess.run(
+            [args.ptxas, "-arch=" + args.target, out, "-o", os.devnull],
+            capture_output=True, text=True)
+        if asm.returncode != 0 and "Unresolved extern" in asm.stderr:
+            # Calls a function defined in another module: assemble it as a
+            # relocatable object (`-c`), as nvcc -rdc does.
+            asm = subprocess.run(
+                [args.ptxas, "-c", "-arch=" + args.target, out, "-o",
+                 os.devnull], capture_output=True, text=True)
+        if asm.returncode != 0:
+            rejected += 1
+            print("REJECTED %s: %s" % (name, first_error(asm.stderr)))
+            continue
+        accepted += 1
+    print("%d compiled and accepted by ptxas, %d not supported yet, "
+          "%d rejected" % (accepted, unsupported, rejected))
+    if failed:
+        print("%d failed" % failed)
+    return 1 if rejected or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
