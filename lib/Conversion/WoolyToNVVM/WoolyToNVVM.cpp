@@ -945,6 +945,464 @@ struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// Warp collectives, asynchronous copies, matrix operations
+//===----------------------------------------------------------------------===//
+
+/// `wooly.shfl`: `nvvm.shfl.sync` returning the value and the valid
+/// predicate; `c` (clamp | segment mask << 8) is PTX's `c` operand.
+struct ShflOpLowering : WoolyPattern<ShflOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ShflOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    NVVM::ShflKind kind = NVVM::ShflKind::idx;
+    switch (op.getMode()) {
+    case ShflMode::up:
+      kind = NVVM::ShflKind::up;
+      break;
+    case ShflMode::down:
+      kind = NVVM::ShflKind::down;
+      break;
+    case ShflMode::bfly:
+      kind = NVVM::ShflKind::bfly;
+      break;
+    case ShflMode::idx:
+      kind = NVVM::ShflKind::idx;
+      break;
+    }
+    Type st = LLVM::LLVMStructType::getLiteral(
+        op.getContext(), {e.i32(), rw.getI1Type()});
+    Value r = NVVM::ShflOp::create(rw, e.loc, st, adaptor.getMask(),
+                                   adaptor.getValue(), adaptor.getLane(),
+                                   adaptor.getClamp(), kind,
+                                   rw.getUnitAttr());
+    rw.replaceOp(op, {LLVM::ExtractValueOp::create(rw, e.loc, r, 0),
+                      LLVM::ExtractValueOp::create(rw, e.loc, r, 1)});
+    return success();
+  }
+};
+
+/// `wooly.vote`: `nvvm.vote.sync` (i1 for all/any/uni, i32 for ballot).
+struct VoteOpLowering : WoolyPattern<VoteOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(VoteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    NVVM::VoteSyncKind kind = NVVM::VoteSyncKind::any;
+    switch (op.getMode()) {
+    case VoteMode::all:
+      kind = NVVM::VoteSyncKind::all;
+      break;
+    case VoteMode::any:
+      kind = NVVM::VoteSyncKind::any;
+      break;
+    case VoteMode::uni:
+      kind = NVVM::VoteSyncKind::uni;
+      break;
+    case VoteMode::ballot:
+      kind = NVVM::VoteSyncKind::ballot;
+      break;
+    }
+    Type rt = op.getMode() == VoteMode::ballot ? Type(rw.getI32Type())
+                                                : Type(rw.getI1Type());
+    if (op.getType() != rt)
+      return op.emitOpError("vote result type ") << op.getType()
+                                                 << kNotSupported;
+    rw.replaceOpWithNewOp<NVVM::VoteSyncOp>(op, rt, adaptor.getMask(),
+                                            adaptor.getPred(), kind);
+    return success();
+  }
+};
+
+/// The `redux.sync` kind of a Wooly reduction (none for `popc`).
+std::optional<NVVM::ReduxKind> reduxKind(ReduxKind k) {
+  switch (k) {
+  case ReduxKind::add:
+    return NVVM::ReduxKind::ADD;
+  case ReduxKind::umin:
+    return NVVM::ReduxKind::UMIN;
+  case ReduxKind::smin:
+    return NVVM::ReduxKind::MIN;
+  case ReduxKind::umax:
+    return NVVM::ReduxKind::UMAX;
+  case ReduxKind::smax:
+    return NVVM::ReduxKind::MAX;
+  case ReduxKind::and_:
+    return NVVM::ReduxKind::AND;
+  case ReduxKind::or_:
+    return NVVM::ReduxKind::OR;
+  case ReduxKind::xor_:
+    return NVVM::ReduxKind::XOR;
+  case ReduxKind::popc:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// `wooly.redux`: `nvvm.redux.sync` on i32.
+struct ReduxOpLowering : WoolyPattern<ReduxOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(ReduxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto kind = reduxKind(op.getOp());
+    if (!kind)
+      return op.emitOpError("redux.sync.") << stringifyReduxKind(op.getOp())
+                                           << kNotSupported;
+    rw.replaceOpWithNewOp<NVVM::ReduxOp>(op, rw.getI32Type(),
+                                         adaptor.getValue(), *kind,
+                                         adaptor.getMask());
+    return success();
+  }
+};
+
+/// `wooly.match`: `nvvm.match.sync` (`all` also gives the predicate).
+struct MatchOpLowering : WoolyPattern<MatchOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(MatchOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    if (op.getMode() == MatchMode::any) {
+      // PTX's match.any has no predicate (checkSupported refuses a used one).
+      Value m = NVVM::MatchSyncOp::create(rw, e.loc, e.i32(), adaptor.getMask(),
+                                          adaptor.getValue(),
+                                          NVVM::MatchSyncKind::any);
+      rw.replaceOp(op, {m, LLVM::PoisonOp::create(rw, e.loc, rw.getI1Type())});
+      return success();
+    }
+    Type st = LLVM::LLVMStructType::getLiteral(
+        op.getContext(), {e.i32(), rw.getI1Type()});
+    Value r = NVVM::MatchSyncOp::create(rw, e.loc, st, adaptor.getMask(),
+                                        adaptor.getValue(),
+                                        NVVM::MatchSyncKind::all);
+    rw.replaceOp(op, {LLVM::ExtractValueOp::create(rw, e.loc, r, 0),
+                      LLVM::ExtractValueOp::create(rw, e.loc, r, 1)});
+    return success();
+  }
+};
+
+/// `wooly.cp_async`: `nvvm.cp.async.shared.global` (ca/cg, 4/8/16 bytes,
+/// optional source size).
+struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    bool cg = op.getCache() && *op.getCache() == CacheOp::cg;
+    NVVM::CpAsyncOp::create(rw, e.loc, e.toPtr(adaptor.getDst(), 3),
+                            e.toPtr(adaptor.getSrc(), 1), op.getSize(),
+                            cg ? NVVM::LoadCacheModifierKind::CG
+                               : NVVM::LoadCacheModifierKind::CA,
+                            adaptor.getSrcSize());
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct CpAsyncCommitOpLowering : WoolyPattern<CpAsyncCommitOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CpAsyncCommitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    rw.replaceOpWithNewOp<NVVM::CpAsyncCommitGroupOp>(op);
+    return success();
+  }
+};
+
+struct CpAsyncWaitOpLowering : WoolyPattern<CpAsyncWaitOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(CpAsyncWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    rw.replaceOpWithNewOp<NVVM::CpAsyncWaitGroupOp>(op, op.getPending());
+    return success();
+  }
+};
+
+/// `wooly.ldmatrix`: `nvvm.ldmatrix` m8n8 b16 (x1/x2/x4, trans = col).
+struct LdMatrixOpLowering : WoolyPattern<LdMatrixOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    Emitter e = emitter(rw, op);
+    unsigned n = op.getNumResults();
+    Type rt = n == 1 ? e.i32()
+                     : Type(LLVM::LLVMStructType::getLiteral(
+                           op.getContext(), SmallVector<Type>(n, e.i32())));
+    Value r = NVVM::LdMatrixOp::create(
+        rw, e.loc, rt, e.toPtr(adaptor.getAddr(), 3), n,
+        op.getTrans() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(op.getContext(), 8, 8),
+        NVVM::LdStMatrixEltType::B16);
+    if (n == 1) {
+      rw.replaceOp(op, r);
+      return success();
+    }
+    SmallVector<Value> results;
+    for (unsigned i = 0; i < n; ++i)
+      results.push_back(LLVM::ExtractValueOp::create(rw, e.loc, r, i));
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// Register counts of an `mma.sync`/`wmma.mma` and the intrinsic that
+/// computes it exactly, or none.
+struct MatrixMma {
+  std::string intrinsic;
+  unsigned a, b, c; // Registers of A, B and C (D has C's).
+};
+
+/// Whether fragment registers `vals` are `n` values of type `t`.
+bool fragmentIs(TypeRange vals, unsigned n, Type t) {
+  return vals.size() == n &&
+         llvm::all_of(vals, [&](Type v) { return v == t; });
+}
+
+/// The Wooly register type of a fragment element type (f16 pairs are i32).
+Type fragmentType(MLIRContext *ctx, ScalarType t) {
+  if (t == ScalarType::f32)
+    return Float32Type::get(ctx);
+  return IntegerType::get(ctx, 32);
+}
+
+std::optional<MatrixMma> mmaSyncIntrinsic(MmaOp op) {
+  if (op.getLayoutA() != Layout::row || op.getLayoutB() != Layout::col)
+    return std::nullopt;
+  ScalarType at = op.getAType(), bt = op.getBType(), ct = op.getCType(),
+             dt = op.getDType();
+  StringRef shape = op.getShape();
+  std::optional<MatrixMma> m;
+  auto fp = [](ScalarType t) { return t == ScalarType::f16 || t == ScalarType::f32; };
+  if (shape == "m16n8k16" && at == ScalarType::f16 && bt == ScalarType::f16 &&
+      fp(ct) && fp(dt) && !op.getSatfinite())
+    m = MatrixMma{("llvm.nvvm.mma.m16n8k16.row.col." + stringifyScalarType(dt) +
+                   "." + stringifyScalarType(ct))
+                      .str(),
+                  4, 2, ct == ScalarType::f32 ? 4u : 2u};
+  else if (shape == "m16n8k16" && at == ScalarType::bf16 &&
+           bt == ScalarType::bf16 && ct == ScalarType::f32 &&
+           dt == ScalarType::f32 && !op.getSatfinite())
+    m = MatrixMma{"llvm.nvvm.mma.m16n8k16.row.col.bf16", 4, 2, 4};
+  else if (shape == "m16n8k32" && at == ScalarType::s8 && bt == ScalarType::s8 &&
+           ct == ScalarType::s32 && dt == ScalarType::s32)
+    m = MatrixMma{op.getSatfinite() ? "llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8"
+                                    : "llvm.nvvm.mma.m16n8k32.row.col.s8",
+                  4, 2, 4};
+  if (!m)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  if (!fragmentIs(op.getA().getTypes(), m->a, i32) ||
+      !fragmentIs(op.getB().getTypes(), m->b, i32) ||
+      !fragmentIs(op.getC().getTypes(), m->c, fragmentType(ctx, ct)) ||
+      !fragmentIs(op.getResultTypes(), m->c, fragmentType(ctx, dt)))
+    return std::nullopt;
+  return m;
+}
+
+std::optional<MatrixMma> wmmaMmaIntrinsic(WmmaMmaOp op) {
+  ScalarType at = op.getAType(), bt = op.getBType(), ct = op.getCType(),
+             dt = op.getDType();
+  auto fp = [](ScalarType t) { return t == ScalarType::f16 || t == ScalarType::f32; };
+  if (op.getShape() != "m16n16k16" || at != ScalarType::f16 ||
+      bt != ScalarType::f16 || !fp(ct) || !fp(dt))
+    return std::nullopt;
+  MatrixMma m{("llvm.nvvm.wmma.m16n16k16.mma." +
+               stringifyLayout(op.getLayoutA()) + "." +
+               stringifyLayout(op.getLayoutB()) + "." +
+               stringifyScalarType(dt) + "." + stringifyScalarType(ct) +
+               (op.getSatfinite() ? ".satfinite" : ""))
+                  .str(),
+              8, 8, ct == ScalarType::f32 ? 8u : 4u};
+  MLIRContext *ctx = op.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  if (!fragmentIs(op.getA().getTypes(), m.a, i32) ||
+      !fragmentIs(op.getB().getTypes(), m.b, i32) ||
+      !fragmentIs(op.getC().getTypes(), m.c, fragmentType(ctx, ct)) ||
+      !fragmentIs(op.getResultTypes(), dt == ScalarType::f32 ? 8u : 4u,
+                  fragmentType(ctx, dt)))
+    return std::nullopt;
+  return m;
+}
+
+/// Whether a wmma load/store of `type` fragments is lowered: m16n16k16,
+/// f16 A/B, f16/f32 C/D, with an explicit stride, in a space with pointers.
+bool wmmaLdStSupported(StringRef shape, ScalarType t, std::optional<MatrixRole> role,
+                       StateSpace space, bool hasStride, TypeRange regs) {
+  if (shape != "m16n16k16" || !hasStride || !addressSpace(space) ||
+      space == StateSpace::constant || space == StateSpace::local ||
+      space == StateSpace::shared_cluster)
+    return false;
+  bool ab = role && (*role == MatrixRole::a || *role == MatrixRole::b);
+  MLIRContext *ctx = regs.empty() ? nullptr : regs[0].getContext();
+  if (!ctx)
+    return false;
+  if (ab)
+    return t == ScalarType::f16 &&
+           fragmentIs(regs, 8, IntegerType::get(ctx, 32));
+  if (t == ScalarType::f32)
+    return fragmentIs(regs, 8, Float32Type::get(ctx));
+  if (t == ScalarType::f16)
+    return fragmentIs(regs, 4, IntegerType::get(ctx, 32));
+  return false;
+}
+
+/// The intrinsic's register type of a fragment element type.
+Type intrinsicFragType(MLIRContext *ctx, ScalarType t) {
+  if (t == ScalarType::f16)
+    return VectorType::get({2}, Float16Type::get(ctx));
+  return fragmentType(ctx, t);
+}
+
+/// Converts Wooly fragment registers to/from the intrinsic's types.
+Value toFrag(Emitter &e, Value v, Type t) {
+  return v.getType() == t ? v : LLVM::BitcastOp::create(e.rw, e.loc, t, v);
+}
+
+/// Calls `name` on the fragments and unpacks the struct result into
+/// registers of type `out`.
+SmallVector<Value> callMma(Emitter &e, StringRef name, ValueRange args,
+                           unsigned n, Type fragTy, Type out) {
+  Type st = LLVM::LLVMStructType::getLiteral(e.rw.getContext(),
+                                             SmallVector<Type>(n, fragTy));
+  Value r = e.intrinsic(name, st, args);
+  SmallVector<Value> results;
+  for (unsigned i = 0; i < n; ++i)
+    results.push_back(
+        toFrag(e, LLVM::ExtractValueOp::create(e.rw, e.loc, r, i), out));
+  return results;
+}
+
+/// `wooly.mma_sync`: the `llvm.nvvm.mma.*` intrinsic of its shape and types.
+struct MmaOpLowering : WoolyPattern<MmaOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(MmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto m = mmaSyncIntrinsic(op);
+    if (!m)
+      return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    Emitter e = emitter(rw, op);
+    MLIRContext *ctx = op.getContext();
+    // f16 A/B pairs are <2 x f16>; bf16 and s8 fragments stay i32.
+    Type abTy = intrinsicFragType(ctx, op.getAType() == ScalarType::f16
+                                           ? ScalarType::f16
+                                           : ScalarType::s32);
+    SmallVector<Value> args;
+    for (Value v : adaptor.getA())
+      args.push_back(toFrag(e, v, abTy));
+    for (Value v : adaptor.getB())
+      args.push_back(toFrag(e, v, abTy));
+    for (Value v : adaptor.getC())
+      args.push_back(toFrag(e, v, intrinsicFragType(ctx, op.getCType())));
+    rw.replaceOp(op, callMma(e, m->intrinsic, args, op.getNumResults(),
+                             intrinsicFragType(ctx, op.getDType()),
+                             fragmentType(ctx, op.getDType())));
+    return success();
+  }
+};
+
+/// `wooly.wmma_mma`: `llvm.nvvm.wmma.m16n16k16.mma.*` (f16 inputs).
+struct WmmaMmaOpLowering : WoolyPattern<WmmaMmaOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WmmaMmaOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto m = wmmaMmaIntrinsic(op);
+    if (!m)
+      return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    Emitter e = emitter(rw, op);
+    MLIRContext *ctx = op.getContext();
+    Type h2 = intrinsicFragType(ctx, ScalarType::f16);
+    SmallVector<Value> args;
+    for (Value v : adaptor.getA())
+      args.push_back(toFrag(e, v, h2));
+    for (Value v : adaptor.getB())
+      args.push_back(toFrag(e, v, h2));
+    for (Value v : adaptor.getC())
+      args.push_back(toFrag(e, v, intrinsicFragType(ctx, op.getCType())));
+    rw.replaceOp(op, callMma(e, m->intrinsic, args, op.getNumResults(),
+                             intrinsicFragType(ctx, op.getDType()),
+                             fragmentType(ctx, op.getDType())));
+    return success();
+  }
+};
+
+NVVM::MMALayout mmaLayout(Layout l) {
+  return l == Layout::row ? NVVM::MMALayout::row : NVVM::MMALayout::col;
+}
+
+/// `wooly.wmma_load`: `nvvm.wmma.load` m16n16k16 with the stride.
+struct WmmaLoadOpLowering : WoolyPattern<WmmaLoadOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WmmaLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    if (!wmmaLdStSupported(op.getShape(), op.getType(), op.getRole(),
+                           op.getSpace(), bool(op.getStride()),
+                           op.getResultTypes()) ||
+        op.getRole() == MatrixRole::d)
+      return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    Emitter e = emitter(rw, op);
+    MLIRContext *ctx = op.getContext();
+    unsigned n = op.getNumResults();
+    Type ft = intrinsicFragType(ctx, op.getType());
+    Type st = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, ft));
+    NVVM::MMAFrag frag = op.getRole() == MatrixRole::a   ? NVVM::MMAFrag::a
+                         : op.getRole() == MatrixRole::b ? NVVM::MMAFrag::b
+                                                         : NVVM::MMAFrag::c;
+    NVVM::MMATypes et = op.getType() == ScalarType::f16 ? NVVM::MMATypes::f16
+                                                        : NVVM::MMATypes::f32;
+    Value r = NVVM::WMMALoadOp::create(
+        rw, e.loc, st, e.toPtr(adaptor.getAddr(), *addressSpace(op.getSpace())),
+        adaptor.getStride(), rw.getI32IntegerAttr(16), rw.getI32IntegerAttr(16),
+        rw.getI32IntegerAttr(16),
+        NVVM::MMALayoutAttr::get(ctx, mmaLayout(op.getLayout())),
+        NVVM::MMATypesAttr::get(ctx, et), NVVM::MMAFragAttr::get(ctx, frag));
+    SmallVector<Value> results;
+    for (unsigned i = 0; i < n; ++i)
+      results.push_back(toFrag(e, LLVM::ExtractValueOp::create(rw, e.loc, r, i),
+                               fragmentType(ctx, op.getType())));
+    rw.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// `wooly.wmma_store`: `nvvm.wmma.store` m16n16k16 with the stride.
+struct WmmaStoreOpLowering : WoolyPattern<WmmaStoreOp> {
+  using WoolyPattern::WoolyPattern;
+  LogicalResult
+  matchAndRewrite(WmmaStoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    if (!wmmaLdStSupported(op.getShape(), op.getType(), MatrixRole::d,
+                           op.getSpace(), bool(op.getStride()),
+                           op.getValues().getTypes()))
+      return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    Emitter e = emitter(rw, op);
+    MLIRContext *ctx = op.getContext();
+    Type ft = intrinsicFragType(ctx, op.getType());
+    SmallVector<Value> vals;
+    for (Value v : adaptor.getValues())
+      vals.push_back(toFrag(e, v, ft));
+    NVVM::MMATypes et = op.getType() == ScalarType::f16 ? NVVM::MMATypes::f16
+                                                        : NVVM::MMATypes::f32;
+    NVVM::WMMAStoreOp::create(
+        rw, e.loc, e.toPtr(adaptor.getAddr(), *addressSpace(op.getSpace())),
+        rw.getI32IntegerAttr(16), rw.getI32IntegerAttr(16),
+        rw.getI32IntegerAttr(16),
+        NVVM::MMALayoutAttr::get(ctx, mmaLayout(op.getLayout())),
+        NVVM::MMATypesAttr::get(ctx, et), vals, adaptor.getStride());
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Before the conversion: 1:1 NVVM intrinsics, unsupported ops
 //===----------------------------------------------------------------------===//
 
@@ -1100,10 +1558,46 @@ LogicalResult checkSupported(ModuleOp module) {
     ok = false;
   };
   module.walk([&](Operation *op) {
-    if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, LdMatrixOp, MmaOp, WmmaLoadOp,
-            WmmaStoreOp, WmmaMmaOp, CpAsyncOp, CpAsyncCommitOp,
-            CpAsyncWaitOp, IterationBarrierOp, ParamAddressOp>(op))
+    if (isa<IterationBarrierOp, ParamAddressOp>(op))
       return fail(op, "");
+    if (auto m = dyn_cast<MmaOp>(op); m && !mmaSyncIntrinsic(m))
+      return fail(op, "");
+    if (auto m = dyn_cast<WmmaMmaOp>(op); m && !wmmaMmaIntrinsic(m))
+      return fail(op, "");
+    if (auto l = dyn_cast<WmmaLoadOp>(op);
+        l && (l.getRole() == MatrixRole::d ||
+              !wmmaLdStSupported(l.getShape(), l.getType(), l.getRole(),
+                                 l.getSpace(), bool(l.getStride()),
+                                 l.getResultTypes())))
+      return fail(op, "");
+    if (auto s = dyn_cast<WmmaStoreOp>(op);
+        s && !wmmaLdStSupported(s.getShape(), s.getType(), MatrixRole::d,
+                                s.getSpace(), bool(s.getStride()),
+                                s.getValues().getTypes()))
+      return fail(op, "");
+    if (auto r = dyn_cast<ReduxOp>(op); r && !reduxKind(r.getOp()))
+      return fail(op, "redux.sync." + stringifyReduxKind(r.getOp()));
+    if (auto m = dyn_cast<MatchOp>(op);
+        m && m.getMode() == MatchMode::any && !m.getPred().use_empty())
+      return fail(op, "the predicate of match.any");
+    if (auto v = dyn_cast<VoteOp>(op);
+        v && v.getType() != (v.getMode() == VoteMode::ballot
+                                 ? Type(IntegerType::get(op->getContext(), 32))
+                                 : Type(IntegerType::get(op->getContext(), 1))))
+      return fail(op, "this vote result type");
+    if (auto c = dyn_cast<CpAsyncOp>(op)) {
+      bool cg = c.getCache() && *c.getCache() == CacheOp::cg;
+      if (c.getCache() && !cg && *c.getCache() != CacheOp::ca)
+        return fail(op, "cp.async." + stringifyCacheOp(*c.getCache()));
+      if (cg && c.getSize() != 16)
+        return fail(op, "cp.async.cg of " + Twine(c.getSize()) + " bytes");
+      if (c.getSize() != 4 && c.getSize() != 8 && c.getSize() != 16)
+        return fail(op, "cp.async of " + Twine(c.getSize()) + " bytes");
+    }
+    if (auto l = dyn_cast<LdMatrixOp>(op);
+        l && l.getNumResults() != 1 && l.getNumResults() != 2 &&
+        l.getNumResults() != 4)
+      return fail(op, "ldmatrix of " + Twine(l.getNumResults()) + " matrices");
     if (auto ld = dyn_cast<LoadOp>(op);
         ld && ld.getSpace() == StateSpace::param)
       return fail(op, "ld.param through an address");
@@ -1301,8 +1795,12 @@ struct ConvertWoolyToNVVMPass
                  AtomOpLowering, RedOpLowering, FenceOpLowering,
                  BarrierOpLowering, BarRedOpLowering, WarpSyncOpLowering,
                  ActiveMaskOpLowering, NanosleepOpLowering,
-                 EraseLowering<PrefetchOp>, CreatePolicyOpLowering>(converter,
-                                                                    state);
+                 EraseLowering<PrefetchOp>, CreatePolicyOpLowering,
+                 ShflOpLowering, VoteOpLowering, ReduxOpLowering,
+                 MatchOpLowering, CpAsyncOpLowering, CpAsyncCommitOpLowering,
+                 CpAsyncWaitOpLowering, LdMatrixOpLowering, MmaOpLowering,
+                 WmmaMmaOpLowering, WmmaLoadOpLowering,
+                 WmmaStoreOpLowering>(converter, state);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     populateFuncToLLVMConversionPatterns(converter, patterns);

@@ -1,11 +1,30 @@
 // RUN: wooly-opt %s --convert-wooly-to-nvvm --split-input-file --verify-diagnostics
 
-// Warp collectives are not lowered to NVPTX yet.
+// redux.sync has no popc (only bar.red does).
 wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
   %m = arith.constant -1 : i32
-  %c = arith.constant 31 : i32
-  // expected-error @+1 {{'wooly.shfl' op is not supported yet on nvptx}}
-  %r, %p = wooly.shfl bfly %v, %v, %c, %m : i32
+  // expected-error @+1 {{'wooly.redux' op redux.sync.popc is not supported yet on nvptx}}
+  %r = wooly.redux popc %v, %m : i32
+  wooly.ret
+}
+
+// -----
+
+// PTX's match.any has no predicate.
+wooly.func @k(%p: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %m = arith.constant -1 : i32
+  // expected-error @+1 {{'wooly.match' op the predicate of match.any is not supported yet on nvptx}}
+  %r, %q = wooly.match any %v, %m : i32
+  wooly.st global %p, %q : i64, i1
+  wooly.ret
+}
+
+// -----
+
+// cp.async.cg copies 16 bytes only.
+wooly.func @k(%p: i64 {wooly.type = "u64"}, %s: i32 {wooly.type = "u32"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.cp_async' op cp.async.cg of 8 bytes is not supported yet on nvptx}}
+  wooly.cp_async %s, %p, 8 cache cg : i32, i64
   wooly.ret
 }
 
@@ -25,5 +44,23 @@ func.func private @__wooly_cvt_e4m3_f16(i32) -> i32
 wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
   // expected-error @+1 {{helper '__wooly_cvt_e4m3_f16' is not supported yet on nvptx}}
   %r = func.call @__wooly_cvt_e4m3_f16(%v) : (i32) -> i32
+  wooly.ret
+}
+
+// -----
+
+// mma.sync shapes/types without an exact intrinsic mapping are refused.
+wooly.func @k(%a: i32 {wooly.type = "u32"}, %f: f32 {wooly.type = "f32"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.mma_sync' op is not supported yet on nvptx}}
+  %d:4 = wooly.mma_sync "m16n8k8" row col f32 f16 f16 f32 (%a, %a) (%a) (%f, %f, %f, %f) : (i32, i32) (i32) (f32, f32, f32, f32) -> f32, f32, f32, f32
+  wooly.ret
+}
+
+// -----
+
+// wmma.load without a stride is refused.
+wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.wmma_load' op is not supported yet on nvptx}}
+  %wa:8 = wooly.wmma_load a row "m16n16k16" f16 global %p : i64 -> i32, i32, i32, i32, i32, i32, i32, i32
   wooly.ret
 }
