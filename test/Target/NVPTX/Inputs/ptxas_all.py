@@ -11,6 +11,12 @@ than "not supported yet".
 
   ptxas_all.py --translate T --ptxas P --target sm_90 --out OUTDIR
                --files 'DIR/*.ptx' [--files 'DIR2/*.sm_90.ptx' ...]
+               [--reimport --opt wooly-opt]
+
+With --reimport, every accepted output is also imported again with
+`wooly-translate --import-ptx` and verified with `wooly-opt` (`REIMPORT FAIL
+NAME: ...` otherwise), and a second line `N re-imported and verified`
+follows the summary.
 """
 
 import argparse
@@ -36,6 +42,8 @@ def main():
     ap.add_argument("--files", action="append", required=True,
                     help="a glob pattern of input files")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--reimport", action="store_true")
+    ap.add_argument("--opt", default="wooly-opt")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
@@ -45,7 +53,7 @@ def main():
     if not files:
         print("no files match")
         return 1
-    accepted = unsupported = rejected = failed = 0
+    accepted = unsupported = rejected = failed = reimported = 0
     for path in files:
         name = os.path.basename(path)
         out = os.path.join(args.out, name)
@@ -75,8 +83,21 @@ def main():
             print("REJECTED %s: %s" % (name, first_error(asm.stderr)))
             continue
         accepted += 1
+        if args.reimport:
+            imp = subprocess.run([args.translate, "--import-ptx", out],
+                                 capture_output=True, text=True)
+            ver = subprocess.run([args.opt, "-o", os.devnull],
+                                 input=imp.stdout, capture_output=True,
+                                 text=True) if imp.returncode == 0 else imp
+            if ver.returncode != 0:
+                failed += 1
+                print("REIMPORT FAIL %s: %s" % (name, first_error(ver.stderr)))
+            else:
+                reimported += 1
     print("%d compiled and accepted by ptxas, %d not supported yet, "
           "%d rejected" % (accepted, unsupported, rejected))
+    if args.reimport:
+        print("%d re-imported and verified" % reimported)
     if failed:
         print("%d failed" % failed)
     return 1 if rejected or failed else 0
