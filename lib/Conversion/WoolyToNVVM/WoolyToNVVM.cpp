@@ -18,8 +18,10 @@
 // Before the conversion, ops that map 1:1 to NVVM intrinsics are rewritten
 // in place: the `math` ops `wooly-expand-arith` produces for `.approx`
 // (`sin`, `cos`, `ex2`, `lg2`, `rsqrt`, `tanh`) and the calls of its
-// directed-rounding helpers `__wooly_*`. Ops without a faithful lowering
-// yet are rejected up front with a located "not supported yet on nvptx".
+// helpers `__wooly_*` that have an exact NVPTX counterpart (directed
+// rounding, f16/bf16 fma.rn, cvt.rn.bf16.f64, fp8 conversions). Ops without
+// a faithful lowering yet are rejected up front with a located "not
+// supported yet on nvptx".
 //
 //===----------------------------------------------------------------------===//
 
@@ -1512,9 +1514,102 @@ std::string helperIntrinsic(StringRef helper) {
   return "";
 }
 
+/// The f32 (or f16, widened exactly) that the f64 `d` was widened from, or
+/// null when `d` is not an exact widening of one.
+Value narrowSource(Emitter &e, Value d) {
+  auto ext = d.getDefiningOp<arith::ExtFOp>();
+  if (!ext)
+    return {};
+  Value x = ext.getIn();
+  if (x.getType().isF32())
+    return x;
+  if (x.getType().isF16())
+    return LLVM::FPExtOp::create(e.rw, e.loc, e.rw.getF32Type(), x);
+  return {};
+}
+
+/// The helper's i32 result: the low bits of float `r` (its bits zero-extended),
+/// or `nanBits` when `isNaN` (the helpers return PTX's canonical NaN).
+Value helperBits(Emitter &e, Value r, Value isNaN, uint64_t nanBits) {
+  unsigned w = r.getType().getIntOrFloatBitWidth();
+  Type it = e.rw.getIntegerType(w);
+  Value bits = LLVM::BitcastOp::create(e.rw, e.loc, it, r);
+  bits = LLVM::SelectOp::create(e.rw, e.loc, isNaN, e.cst(it, nanBits), bits);
+  return e.intCast(bits, e.i32());
+}
+
+Value isNaNOf(Emitter &e, Value x) {
+  return LLVM::FCmpOp::create(e.rw, e.loc, LLVM::FCmpPredicate::uno, x, x);
+}
+
+/// Lowers the helpers of `wooly-expand-arith` that have an exact NVPTX
+/// counterpart on `sm` other than a single intrinsic call with the helper's
+/// own signature (16- and 8-bit floats passed as the low bits of an i32).
+/// Returns null when there is none.
+Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
+                        unsigned sm) {
+  OpBuilder &b = e.rw;
+  auto narrowArg = [&](Value v, Type ft) -> Value {
+    Value i = e.intCast(v, b.getI16Type());
+    return LLVM::BitcastOp::create(b, e.loc, ft, i);
+  };
+  // fma.rn.f16 (sm_53) / fma.rn.bf16 (sm_80): one rounding, as the helper.
+  bool f16 = helper == "__wooly_fma_rn_f16",
+       bf16 = helper == "__wooly_fma_rn_bf16";
+  if ((f16 && sm >= 53) || (bf16 && sm >= 80)) {
+    Type ft = f16 ? Type(b.getF16Type()) : Type(b.getBF16Type());
+    SmallVector<Value, 3> xs;
+    for (Value a : args)
+      xs.push_back(narrowArg(a, ft));
+    Value r = e.intrinsic(f16 ? "llvm.fma.f16" : "llvm.fma.bf16", ft, xs);
+    return helperBits(e, r, isNaNOf(e, r), 0x7fff);
+  }
+  // cvt.rn.bf16.f64 (sm_90); cvt.rn.bf16.f32 when widened from f32.
+  if (helper == "__wooly_cvt_f64_bf16_rn" && sm >= 90) {
+    Value x = args[0];
+    if (auto ext = x.getDefiningOp<arith::ExtFOp>();
+        ext && ext.getIn().getType().isF32())
+      x = ext.getIn();
+    Value r = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), x);
+    return helperBits(e, r, isNaNOf(e, x), 0x7fff);
+  }
+  // cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89) of an f32 (or exactly
+  // widened f16): the second operand goes to the low byte.
+  bool e4 = helper == "__wooly_cvt_f64_e4m3_rn_satfinite",
+       e5 = helper == "__wooly_cvt_f64_e5m2_rn_satfinite";
+  if ((e4 || e5) && sm >= 89) {
+    Value x = narrowSource(e, args[0]);
+    if (!x)
+      return {};
+    Value zero = LLVM::ConstantOp::create(b, e.loc, b.getF32Type(),
+                                          b.getF32FloatAttr(0.0f));
+    Value pair = e.intrinsic(e4 ? "llvm.nvvm.ff.to.e4m3x2.rn"
+                                : "llvm.nvvm.ff.to.e5m2x2.rn",
+                             b.getI16Type(), {zero, x});
+    Value byte = e.intCast(pair, b.getI8Type());
+    byte = LLVM::SelectOp::create(b, e.loc, isNaNOf(e, x),
+                                  e.cst(b.getI8Type(), 0x7f), byte);
+    return e.intCast(byte, e.i32());
+  }
+  // cvt.rn.f16x2.{e4m3,e5m2}x2 (sm_89) of the low byte: exact.
+  e4 = helper == "__wooly_cvt_e4m3_f16";
+  e5 = helper == "__wooly_cvt_e5m2_f16";
+  if ((e4 || e5) && sm >= 89) {
+    Value byte = e.intCast(args[0], b.getI8Type());
+    Value pair = e.intCast(byte, b.getI16Type());
+    Type v2 = VectorType::get({2}, b.getF16Type());
+    Value h2 = e.intrinsic(e4 ? "llvm.nvvm.e4m3x2.to.f16x2.rn"
+                              : "llvm.nvvm.e5m2x2.to.f16x2.rn",
+                           v2, {pair});
+    Value r = LLVM::ExtractElementOp::create(b, e.loc, h2, e.c32(0));
+    return helperBits(e, r, isNaNOf(e, r), 0x7fff);
+  }
+  return {};
+}
+
 /// Rewrites the calls of `__wooly_*` helpers into NVVM intrinsics and drops
 /// the helpers' declarations.
-LogicalResult lowerHelperCalls(ModuleOp module) {
+LogicalResult lowerHelperCalls(ModuleOp module, unsigned sm) {
   SmallVector<func::CallOp> calls;
   module.walk([&](func::CallOp c) {
     if (c.getCallee().starts_with("__wooly_"))
@@ -1522,6 +1617,15 @@ LogicalResult lowerHelperCalls(ModuleOp module) {
   });
   bool ok = true;
   for (func::CallOp c : calls) {
+    {
+      OpBuilder b(c);
+      Emitter e{b, c.getLoc()};
+      if (Value r = lowerNarrowHelper(e, c.getCallee(), c.getOperands(), sm)) {
+        c.getResult(0).replaceAllUsesWith(r);
+        c.erase();
+        continue;
+      }
+    }
     std::string name = helperIntrinsic(c.getCallee());
     if (name.empty()) {
       c.emitError("helper '") << c.getCallee() << "'" << kNotSupported;
@@ -1772,7 +1876,7 @@ struct ConvertWoolyToNVVMPass
       return signalPassFailure();
     }
     if (failed(checkSupported(module)) || failed(lowerApproxMath(module)) ||
-        failed(lowerHelperCalls(module)))
+        failed(lowerHelperCalls(module, smVersion)))
       return signalPassFailure();
     LoweringState state;
     if (failed(prepareModule(module, state)))

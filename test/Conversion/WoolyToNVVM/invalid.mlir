@@ -39,11 +39,23 @@ wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
 
 // -----
 
-// A helper of wooly-expand-arith without an NVVM intrinsic is refused.
-func.func private @__wooly_cvt_e4m3_f16(i32) -> i32
+// A helper of wooly-expand-arith without an exact NVPTX counterpart (there
+// is no fma.rz.f16) is refused.
+func.func private @__wooly_fma_rz_f16(i32, i32, i32) -> i32
 wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
-  // expected-error @+1 {{helper '__wooly_cvt_e4m3_f16' is not supported yet on nvptx}}
-  %r = func.call @__wooly_cvt_e4m3_f16(%v) : (i32) -> i32
+  // expected-error @+1 {{helper '__wooly_fma_rz_f16' is not supported yet on nvptx}}
+  %r = func.call @__wooly_fma_rz_f16(%v, %v, %v) : (i32, i32, i32) -> i32
+  wooly.ret
+}
+
+// -----
+
+// An f64 that is no exact widening of an f32 would round twice: refused.
+func.func private @__wooly_cvt_f64_e4m3_rn_satfinite(f64) -> i32
+wooly.func @cvt_e4m3_f64(%p: i64 {wooly.type = "u64"}, %d: f64 {wooly.type = "f64"}) attributes {kernel} {
+  // expected-error @+1 {{helper '__wooly_cvt_f64_e4m3_rn_satfinite' is not supported yet on nvptx}}
+  %r = func.call @__wooly_cvt_f64_e4m3_rn_satfinite(%d) : (f64) -> i32
+  wooly.st global %p, %r : i64, i32
   wooly.ret
 }
 
