@@ -3,8 +3,9 @@
 // `compile(input, target, options)` turns PTX text or a Wooly module into a
 // binary for one target plus the metadata a runtime needs to launch its
 // kernels; `cacheKey(...)` names the result so that it is compiled once.
-// Targets: `host` (an ELF object for the CPU backend's JIT); `sm_XX` and
-// `gfxXXX` report "not supported yet" until their lowerings land.
+// Targets: `host` (an ELF object for the CPU backend's JIT), `sm_XX` (PTX
+// text through LLVM's NVPTX backend); `gfxXXX` reports "not supported yet"
+// until the ROCDL lowering lands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,7 +102,8 @@ struct GlobalInfo {
 /// The result of a compilation.
 struct CompiledModule {
   Target target;
-  /// The binary: an ELF relocatable object for `host`.
+  /// The binary: an ELF relocatable object for `host`, PTX text for
+  /// `sm_XX`.
   std::string binary;
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> globals;
