@@ -1,0 +1,249 @@
+//===- wooly-nvptx-bench.cpp - NVPTX compile time vs. ptxas -----*- C++ -*-===//
+//
+// For the largest `test/corpus/*.sm_90.ptx` files (by size), times one
+// full `compile()` for `sm_90` (PTX import + Wooly passes + LLVM NVPTX
+// codegen back to PTX) against `ptxas -arch=sm_90` on the ORIGINAL PTX (a
+// subprocess, output to /dev/null, so its time includes process start-up),
+// and a CompileCache hit. Prints one table row per file, a median row and
+// whether the targets are met. See bench/README.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Compiler/Compiler.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#ifndef WOOLY_SOURCE_DIR
+#define WOOLY_SOURCE_DIR "."
+#endif
+
+using namespace wooly;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory benchCategory("wooly-nvptx-bench options");
+static cl::opt<unsigned> reps("reps",
+                              cl::desc("Timed compile() calls and ptxas runs "
+                                       "per file (the median is reported)"),
+                              cl::init(5), cl::cat(benchCategory));
+static cl::opt<unsigned>
+    numFiles("files", cl::desc("How many of the largest *.sm_90.ptx files"),
+             cl::init(8), cl::cat(benchCategory));
+static cl::opt<std::string> ptxasPath(
+    "ptxas", cl::desc("The ptxas executable"),
+    cl::init("/usr/local/cuda/bin/ptxas"), cl::cat(benchCategory));
+static cl::opt<std::string>
+    corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
+              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+[[noreturn]] void die(const std::string &msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "wooly-nvptx-bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+template <typename T> T check(llvm::Expected<T> v, const std::string &what) {
+  if (!v)
+    die(what + ": " + llvm::toString(v.takeError()));
+  return std::move(*v);
+}
+
+std::string readFile(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    die("cannot read " + path + ": " + buf.getError().message());
+  return (*buf)->getBuffer().str();
+}
+
+/// The `*.sm_90.ptx` files of `dir`, largest first.
+std::vector<std::pair<std::string, uint64_t>> corpusFiles(const std::string &dir) {
+  std::vector<std::pair<std::string, uint64_t>> files;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef path = it->path();
+    if (!path.ends_with(".sm_90.ptx"))
+      continue;
+    uint64_t size = 0;
+    if (llvm::sys::fs::file_size(path, size))
+      continue;
+    files.push_back({path.str(), size});
+  }
+  if (ec)
+    die("cannot list " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end(), [](const auto &a, const auto &b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return files;
+}
+
+/// Runs ptxas on `path` once; returns its wall time, or an error message.
+double runPtxas(const std::string &path, std::string &error) {
+  llvm::SmallVector<llvm::StringRef, 8> args = {
+      ptxasPath, "-arch=sm_90", path, "-o", "/dev/null"};
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef("/dev/null"), std::nullopt};
+  std::string msg;
+  auto t0 = Clock::now();
+  int rc = llvm::sys::ExecuteAndWait(ptxasPath, args, std::nullopt, redirects,
+                                     0, 0, &msg);
+  auto t1 = Clock::now();
+  if (rc != 0)
+    error = "ptxas exited with " + std::to_string(rc) +
+            (msg.empty() ? "" : ": " + msg);
+  return seconds(t0, t1);
+}
+
+struct Row {
+  std::string file;
+  uint64_t bytes = 0;
+  size_t kernels = 0;
+  double oursMs = 0, ptxasMs = 0, hitUs = 0;
+};
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(benchCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "wooly-nvptx-bench: sm_90 compile() time vs. ptxas on the same PTX\n");
+  if (reps == 0 || numFiles == 0)
+    die("--reps and --files must be positive");
+  if (!llvm::sys::fs::can_execute(ptxasPath))
+    die("no ptxas at " + ptxasPath + " (see --ptxas)");
+  Target sm90 = check(Target::parse("sm_90"), "target");
+  CompileOptions options;
+
+  auto files = corpusFiles(corpusDir);
+  if (files.size() > numFiles)
+    files.resize(numFiles);
+  if (files.empty())
+    die("no *.sm_90.ptx files in " + corpusDir);
+
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+  CompileCache cache;
+  for (const auto &[path, size] : files) {
+    std::string name = llvm::sys::path::filename(path).str();
+    CompileInput input{CompileInput::Kind::PTX, readFile(path), name};
+    // Warm-up (also decides whether the file is supported).
+    auto first = compile(input, sm90, options);
+    if (!first) {
+      std::string err = llvm::toString(first.takeError());
+      if (err.find("not supported yet") == std::string::npos)
+        die("compile " + name + ": " + err);
+      std::string line = err.substr(0, err.find('\n'));
+      notes.push_back(name + ": skipped, refused by our compiler (" + line +
+                      ")");
+      continue;
+    }
+    Row row;
+    row.file = name;
+    row.bytes = size;
+    row.kernels = first->kernels.size();
+
+    std::string ptxasError;
+    runPtxas(path, ptxasError); // Warm-up.
+    if (!ptxasError.empty()) {
+      notes.push_back(name + ": skipped, " + ptxasError);
+      continue;
+    }
+    // Interleave ours and ptxas so that both see the same machine state.
+    std::vector<double> ours, theirs;
+    for (unsigned r = 0; r < reps; ++r) {
+      auto t0 = Clock::now();
+      CompiledModule m = check(compile(input, sm90, options), "compile " + name);
+      auto t1 = Clock::now();
+      ours.push_back(seconds(t0, t1));
+      theirs.push_back(runPtxas(path, ptxasError));
+      if (!ptxasError.empty())
+        die(name + ": " + ptxasError);
+    }
+    row.oursMs = median(ours) * 1e3;
+    row.ptxasMs = median(theirs) * 1e3;
+
+    // CompileCache: one miss, then 101 hits.
+    check(cache.getOrCompile(input, sm90, options), "cache miss " + name);
+    std::vector<double> hits;
+    for (int r = 0; r < 101; ++r) {
+      auto t0 = Clock::now();
+      auto hit = check(cache.getOrCompile(input, sm90, options), "cache hit");
+      auto t1 = Clock::now();
+      hits.push_back(seconds(t0, t1));
+    }
+    row.hitUs = median(hits) * 1e6;
+    rows.push_back(row);
+  }
+
+  std::printf("Wooly compile() for sm_90 (PTX import + passes + NVPTX codegen) "
+              "vs. ptxas -arch=sm_90 on the original PTX\n");
+  std::printf("median of %u interleaved runs after one warm-up each; ptxas is "
+              "a subprocess (includes process start-up); cache hit: median "
+              "of 101\n",
+              unsigned(reps));
+  std::printf("%-28s %7s %7s %10s %10s %8s %12s %9s\n", "file", "bytes",
+              "kernels", "ours ms", "ptxas ms", "ours/px", "ms/kernel",
+              "hit us");
+  std::printf("%s\n", std::string(98, '-').c_str());
+  std::vector<double> col[6];
+  for (const Row &r : rows) {
+    double ratio = r.oursMs / r.ptxasMs;
+    double perKernel = r.kernels ? r.oursMs / double(r.kernels) : 0;
+    std::printf("%-28s %7llu %7zu %10.2f %10.2f %8.2f %12.2f %9.1f\n",
+                r.file.c_str(), (unsigned long long)r.bytes, r.kernels,
+                r.oursMs, r.ptxasMs, ratio, perKernel, r.hitUs);
+    col[0].push_back(double(r.kernels));
+    col[1].push_back(r.oursMs);
+    col[2].push_back(r.ptxasMs);
+    col[3].push_back(ratio);
+    col[4].push_back(perKernel);
+    col[5].push_back(r.hitUs);
+  }
+  if (rows.empty())
+    die("no file could be measured");
+  std::printf("%s\n", std::string(98, '-').c_str());
+  std::printf("%-28s %7s %7.1f %10.2f %10.2f %8.2f %12.2f %9.1f\n", "median",
+              "", median(col[0]), median(col[1]), median(col[2]),
+              median(col[3]), median(col[4]), median(col[5]));
+  for (const std::string &n : notes)
+    std::printf("note: %s\n", n.c_str());
+
+  double medRatio = median(col[3]), medHit = median(col[5]);
+  double maxHit = *std::max_element(col[5].begin(), col[5].end());
+  std::printf("\ntargets:\n");
+  std::printf("  median full compile within 2x of ptxas: median ours/ptxas "
+              "%.2f -> %s\n",
+              medRatio, medRatio <= 2.0 ? "MET" : "NOT MET");
+  std::printf("  cache hit under 100 us: median %.1f us, max %.1f us -> %s\n",
+              medHit, maxHit, maxHit < 100.0 ? "MET" : "NOT MET");
+  return 0;
+}
