@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Conversion/Passes.h"
+#include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
@@ -53,6 +54,7 @@ namespace mlir::wooly {
 
 using namespace mlir;
 using namespace mlir::wooly;
+using namespace mlir::wooly::common;
 
 namespace {
 
@@ -95,13 +97,6 @@ struct LoweringState {
   llvm::StringSet<> needsFibers;
 };
 
-/// Byte size of a value of type `t` in memory.
-uint64_t byteSize(Type t) {
-  if (auto v = dyn_cast<VectorType>(t))
-    return v.getNumElements() * byteSize(v.getElementType());
-  unsigned bits = t.getIntOrFloatBitWidth();
-  return bits == 1 ? 1 : (bits + 7) / 8;
-}
 
 std::string kernelSymbol(StringRef name) {
   return ("__wooly_kernel_" + name).str();
@@ -278,25 +273,6 @@ struct Emitter {
   }
 };
 
-/// The LLVM atomic ordering of a PTX memory order (relaxed by default).
-LLVM::AtomicOrdering ordering(std::optional<MemOrder> sem) {
-  if (!sem)
-    return LLVM::AtomicOrdering::monotonic;
-  switch (*sem) {
-  case MemOrder::weak:
-  case MemOrder::relaxed:
-    return LLVM::AtomicOrdering::monotonic;
-  case MemOrder::acquire:
-    return LLVM::AtomicOrdering::acquire;
-  case MemOrder::release:
-    return LLVM::AtomicOrdering::release;
-  case MemOrder::acq_rel:
-    return LLVM::AtomicOrdering::acq_rel;
-  case MemOrder::sc:
-    return LLVM::AtomicOrdering::seq_cst;
-  }
-  return LLVM::AtomicOrdering::seq_cst;
-}
 
 /// Base of the Wooly patterns: gives access to the shared state.
 template <typename Op>
@@ -462,19 +438,6 @@ struct TrapOpLowering : WoolyPattern<TrapOp> {
   }
 };
 
-/// Unpacks the result of a lowered call into the op's results.
-void replaceWithCallResults(ConversionPatternRewriter &rw, Operation *op,
-                            LLVM::CallOp call) {
-  if (op->getNumResults() <= 1) {
-    rw.replaceOp(op, call.getResults());
-    return;
-  }
-  SmallVector<Value> results;
-  for (unsigned i = 0; i < op->getNumResults(); ++i)
-    results.push_back(LLVM::ExtractValueOp::create(rw, op->getLoc(),
-                                                   call.getResult(), i));
-  rw.replaceOp(op, results);
-}
 
 Type callResultType(MLIRContext *mctx, TypeRange results) {
   if (results.empty())
@@ -850,41 +813,6 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
   }
 };
 
-/// The `atomicrmw` operation of a PTX atomic op (`cas` is separate).
-LLVM::AtomicBinOp atomicBinOp(AtomicOp op) {
-  switch (op) {
-  case AtomicOp::add:
-    return LLVM::AtomicBinOp::add;
-  case AtomicOp::fadd:
-    return LLVM::AtomicBinOp::fadd;
-  case AtomicOp::umin:
-    return LLVM::AtomicBinOp::umin;
-  case AtomicOp::smin:
-    return LLVM::AtomicBinOp::min;
-  case AtomicOp::fmin:
-    return LLVM::AtomicBinOp::fmin;
-  case AtomicOp::umax:
-    return LLVM::AtomicBinOp::umax;
-  case AtomicOp::smax:
-    return LLVM::AtomicBinOp::max;
-  case AtomicOp::fmax:
-    return LLVM::AtomicBinOp::fmax;
-  case AtomicOp::inc:
-    return LLVM::AtomicBinOp::uinc_wrap;
-  case AtomicOp::dec:
-    return LLVM::AtomicBinOp::udec_wrap;
-  case AtomicOp::and_:
-    return LLVM::AtomicBinOp::_and;
-  case AtomicOp::or_:
-    return LLVM::AtomicBinOp::_or;
-  case AtomicOp::xor_:
-    return LLVM::AtomicBinOp::_xor;
-  case AtomicOp::exch:
-  case AtomicOp::cas:
-    return LLVM::AtomicBinOp::xchg;
-  }
-  return LLVM::AtomicBinOp::xchg;
-}
 
 /// A shared-memory atomic on the host: a block's threads run on one worker
 /// and switch only inside runtime calls, and no other block sees its shared
@@ -1448,25 +1376,6 @@ struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
 // Module-level preparation
 //===----------------------------------------------------------------------===//
 
-/// The initializer of a global whose `init` is dense elements, padded with
-/// zeros to `count` elements; null otherwise.
-Attribute denseInitializer(GlobalOp g, uint64_t count) {
-  auto el = dyn_cast_or_null<DenseElementsAttr>(g.getInitAttr());
-  if (!el)
-    return {};
-  Type et = el.getElementType();
-  auto shape = RankedTensorType::get({int64_t(count)}, et);
-  // A list shorter than the variable (`{1.0}` for `f32 a[4]`) is padded.
-  if (uint64_t(el.getNumElements()) == count)
-    return el.reshape(shape);
-  SmallVector<Attribute> values(el.getValues<Attribute>());
-  values.resize(std::min<uint64_t>(values.size(), count));
-  Builder b(g.getContext());
-  Attribute zero = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, 0.0))
-                                      : Attribute(b.getIntegerAttr(et, 0));
-  values.resize(count, zero);
-  return DenseElementsAttr::get(shape, values);
-}
 
 /// Lays out shared memory, collects locals and parameter offsets, and
 /// creates the LLVM globals of `.global`/`.const` variables.

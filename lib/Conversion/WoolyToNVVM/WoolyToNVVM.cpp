@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Conversion/Passes.h"
+#include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -56,6 +57,7 @@ namespace mlir::wooly {
 
 using namespace mlir;
 using namespace mlir::wooly;
+using namespace mlir::wooly::common;
 
 namespace {
 
@@ -82,13 +84,6 @@ struct LoweringState {
   llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
 };
 
-/// Byte size of a value of type `t` in memory.
-uint64_t byteSize(Type t) {
-  if (auto v = dyn_cast<VectorType>(t))
-    return v.getNumElements() * byteSize(v.getElementType());
-  unsigned bits = t.getIntOrFloatBitWidth();
-  return bits == 1 ? 1 : (bits + 7) / 8;
-}
 
 /// The NVPTX address space of a PTX state space (param has none here).
 std::optional<unsigned> addressSpace(StateSpace s) {
@@ -126,25 +121,6 @@ StringRef syncScope(std::optional<MemScope> scope) {
   return "";
 }
 
-/// The LLVM atomic ordering of a PTX memory order (relaxed by default).
-LLVM::AtomicOrdering ordering(std::optional<MemOrder> sem) {
-  if (!sem)
-    return LLVM::AtomicOrdering::monotonic;
-  switch (*sem) {
-  case MemOrder::weak:
-  case MemOrder::relaxed:
-    return LLVM::AtomicOrdering::monotonic;
-  case MemOrder::acquire:
-    return LLVM::AtomicOrdering::acquire;
-  case MemOrder::release:
-    return LLVM::AtomicOrdering::release;
-  case MemOrder::acq_rel:
-    return LLVM::AtomicOrdering::acq_rel;
-  case MemOrder::sc:
-    return LLVM::AtomicOrdering::seq_cst;
-  }
-  return LLVM::AtomicOrdering::seq_cst;
-}
 
 /// Builds the lowered code of one op.
 struct Emitter {
@@ -354,19 +330,6 @@ struct BrkptOpLowering : WoolyPattern<BrkptOp> {
   }
 };
 
-/// Unpacks the result of a lowered call into the op's results.
-void replaceWithCallResults(ConversionPatternRewriter &rw, Operation *op,
-                            LLVM::CallOp call) {
-  if (op->getNumResults() <= 1) {
-    rw.replaceOp(op, call.getResults());
-    return;
-  }
-  SmallVector<Value> results;
-  for (unsigned i = 0; i < op->getNumResults(); ++i)
-    results.push_back(LLVM::ExtractValueOp::create(rw, op->getLoc(),
-                                                   call.getResult(), i));
-  rw.replaceOp(op, results);
-}
 
 /// `wooly.call` is a direct `llvm.call` (PTX's ABI is NVPTX's).
 struct CallOpLowering : WoolyPattern<CallOp> {
@@ -697,41 +660,6 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
   }
 };
 
-/// The `atomicrmw` operation of a PTX atomic op (`cas` is separate).
-LLVM::AtomicBinOp atomicBinOp(AtomicOp op) {
-  switch (op) {
-  case AtomicOp::add:
-    return LLVM::AtomicBinOp::add;
-  case AtomicOp::fadd:
-    return LLVM::AtomicBinOp::fadd;
-  case AtomicOp::umin:
-    return LLVM::AtomicBinOp::umin;
-  case AtomicOp::smin:
-    return LLVM::AtomicBinOp::min;
-  case AtomicOp::fmin:
-    return LLVM::AtomicBinOp::fmin;
-  case AtomicOp::umax:
-    return LLVM::AtomicBinOp::umax;
-  case AtomicOp::smax:
-    return LLVM::AtomicBinOp::max;
-  case AtomicOp::fmax:
-    return LLVM::AtomicBinOp::fmax;
-  case AtomicOp::inc:
-    return LLVM::AtomicBinOp::uinc_wrap;
-  case AtomicOp::dec:
-    return LLVM::AtomicBinOp::udec_wrap;
-  case AtomicOp::and_:
-    return LLVM::AtomicBinOp::_and;
-  case AtomicOp::or_:
-    return LLVM::AtomicBinOp::_or;
-  case AtomicOp::xor_:
-    return LLVM::AtomicBinOp::_xor;
-  case AtomicOp::exch:
-  case AtomicOp::cas:
-    return LLVM::AtomicBinOp::xchg;
-  }
-  return LLVM::AtomicBinOp::xchg;
-}
 
 /// Emits an atomic read-modify-write with the op's order and scope and
 /// returns the old value.
@@ -1731,24 +1659,6 @@ LogicalResult checkSupported(ModuleOp module) {
 // Module-level preparation
 //===----------------------------------------------------------------------===//
 
-/// The initializer of a global whose `init` is dense elements, padded with
-/// zeros to `count` elements; null otherwise.
-Attribute denseInitializer(GlobalOp g, uint64_t count) {
-  auto el = dyn_cast_or_null<DenseElementsAttr>(g.getInitAttr());
-  if (!el)
-    return {};
-  Type et = el.getElementType();
-  auto shape = RankedTensorType::get({int64_t(count)}, et);
-  if (uint64_t(el.getNumElements()) == count)
-    return el.reshape(shape);
-  SmallVector<Attribute> values(el.getValues<Attribute>());
-  values.resize(std::min<uint64_t>(values.size(), count));
-  Builder b(g.getContext());
-  Attribute zero = isa<FloatType>(et) ? Attribute(b.getFloatAttr(et, 0.0))
-                                      : Attribute(b.getIntegerAttr(et, 0));
-  values.resize(count, zero);
-  return DenseElementsAttr::get(shape, values);
-}
 
 /// Creates the LLVM globals of the module's variables, collects locals and
 /// the kernels' parameter layout.
