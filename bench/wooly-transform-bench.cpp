@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchUtil.h"
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
@@ -92,36 +93,9 @@ static cl::opt<std::string>
     corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
               cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
 
+using namespace wooly::bench;
+
 namespace {
-using Clock = std::chrono::steady_clock;
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-[[noreturn]] void die(const std::string &msg) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "wooly-transform-bench: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-template <typename T> T check(llvm::Expected<T> v, const std::string &what) {
-  if (!v)
-    die(what + ": " + llvm::toString(v.takeError()));
-  return std::move(*v);
-}
-
-void check(llvm::Error e, const std::string &what) {
-  if (e)
-    die(what + ": " + llvm::toString(std::move(e)));
-}
-
 //===----------------------------------------------------------------------===//
 // Cases
 //===----------------------------------------------------------------------===//
@@ -409,6 +383,7 @@ void benchCoalesce(CpuDevice &device, const Target &host, unsigned numWorkers) {
 } // namespace
 
 int main(int argc, char **argv) {
+  programName = "wooly-transform-bench";
   llvm::cl::HideUnrelatedOptions(benchCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
