@@ -154,6 +154,9 @@ void PrintTo(const Variant &v, std::ostream *os) {
 class CorpusDiff : public ::testing::TestWithParam<Variant> {
 protected:
   std::vector<uint64_t> allocated;
+  /// Set by a test whose outputs depend on the order of concurrent atomics
+  /// (see LaunchRequest::orderDependent).
+  bool orderDependent = false;
 
   void TearDown() override {
     for (uint64_t a : allocated)
@@ -223,7 +226,7 @@ protected:
     if (strategy.launch)
       e = strategy.launch(wooly::test::LaunchRequest{
           &device(), l.module, k, LaunchConfig{grid, block, shared}, params,
-          std::string(WOOLY_CORPUS_DIR) + "/" + file});
+          std::string(WOOLY_CORPUS_DIR) + "/" + file, orderDependent});
     else
       e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
                           params);
@@ -636,6 +639,7 @@ TEST_P(CorpusDiff, atomic_int_misc) {
   auto in = randI(n, INT32_MIN, INT32_MAX, 14);
   std::vector<int32_t> init{INT32_MIN, INT32_MAX, 12345, 0, 0, 0, 0};
   Buf bi = up(in), br = up(init);
+  orderDependent = true; // Which atomicExch lands last; which CAS wins.
   ASSERT_TRUE(launch(ptx("atomics"), "atomic_int_misc", {ceilDiv(n, 256), 1, 1},
                      {256, 1, 1}, 0, {n, bi, br}));
   auto got = down<int32_t>(br);

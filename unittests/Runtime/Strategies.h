@@ -35,6 +35,10 @@ struct LaunchRequest {
   std::vector<uint8_t> userParams;
   /// Path of the corpus .ptx file the kernel comes from.
   std::string file;
+  /// The outputs depend on the order in which atomics of concurrent blocks
+  /// land (e.g. which `atomicExch` wins): two runs may differ and both be
+  /// right, so a strategy must not compare runs with each other.
+  bool orderDependent = false;
 };
 
 /// A way of compiling and launching kernels.
