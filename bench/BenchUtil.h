@@ -1,4 +1,4 @@
-//===- BenchUtil.h - Small helpers shared by the benchmarks ------*- C++ -*-===//
+//===- BenchUtil.h - Small helpers shared by the benchmarks ----*- C++ -*-===//
 //
 // Timing, medians and fatal errors for the programs in bench/.
 //

@@ -50,16 +50,19 @@ static cl::opt<unsigned> compileReps("compile-reps",
 static cl::opt<double>
     scale("scale", cl::desc("Multiply every problem size by this (>0)"),
           cl::init(1.0), cl::cat(benchCategory));
-static cl::opt<bool> noBoundsChecks(
-    "no-bounds-checks",
-    cl::desc("Compile the kernels without memory-access checks"), cl::cat(benchCategory));
+static cl::opt<bool>
+    noBoundsChecks("no-bounds-checks",
+                   cl::desc("Compile the kernels without memory-access checks"),
+                   cl::cat(benchCategory));
 static cl::opt<std::string> dumpObjects(
     "dump-objects",
     cl::desc("Write each compiled module (an ELF object) to this directory, "
-             "e.g. for objdump"), cl::cat(benchCategory));
-static cl::opt<std::string>
-    corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
-              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
+             "e.g. for objdump"),
+    cl::cat(benchCategory));
+static cl::opt<std::string> corpusDir("corpus",
+                                      cl::desc("Directory of the corpus PTX"),
+                                      cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
+                                      cl::cat(benchCategory));
 
 using namespace wooly::bench;
 
@@ -69,14 +72,14 @@ namespace {
 // person would write them (noinline, so that each is timed as written).
 //===----------------------------------------------------------------------===//
 
-__attribute__((noinline)) void cppVecAdd(int n, const float *a,
-                                         const float *b, float *c) {
+__attribute__((noinline)) void cppVecAdd(int n, const float *a, const float *b,
+                                         float *c) {
   for (int i = 0; i < n; ++i)
     c[i] = a[i] + b[i];
 }
 
-__attribute__((noinline)) void cppTranspose(int rows, int cols,
-                                            const float *in, float *out) {
+__attribute__((noinline)) void cppTranspose(int rows, int cols, const float *in,
+                                            float *out) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
       out[c * rows + r] = in[r * cols + c];
@@ -124,11 +127,11 @@ struct Case {
   LaunchConfig config;
   std::vector<Buffer> buffers;
   std::vector<Arg> args;
-  int output = -1;          // Buffer compared with the C++ result.
-  bool zeroOutput = false;  // Zero the output before each launch.
-  uint64_t threads = 0;     // GPU threads per launch.
-  uint64_t elements = 0;    // Elements of the problem.
-  double bytes = 0;         // Bytes read + written by one run.
+  int output = -1;                    // Buffer compared with the C++ result.
+  bool zeroOutput = false;            // Zero the output before each launch.
+  uint64_t threads = 0;               // GPU threads per launch.
+  uint64_t elements = 0;              // Elements of the problem.
+  double bytes = 0;                   // Bytes read + written by one run.
   std::function<void(uint8_t *)> cpp; // The C++ version (writes cppOut).
   std::vector<uint8_t> cppOut;
 };
@@ -194,8 +197,7 @@ std::vector<Case> makeCases() {
     c.bytes = 8.0 * double(n);
     c.cppOut.resize(n * 4);
     c.cpp = [in = std::move(in), rows, cols](uint8_t *out) {
-      cppTranspose(rows, cols, in.data(),
-                   reinterpret_cast<float *>(out));
+      cppTranspose(rows, cols, in.data(), reinterpret_cast<float *>(out));
     };
     cases.push_back(std::move(c));
   }
@@ -289,7 +291,8 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
     uint64_t size = k->paramSizes[i];
     if (a.buffer >= 0) {
       if (size != 8)
-        die(c.kernel + ": parameter " + std::to_string(i) + " is not a pointer");
+        die(c.kernel + ": parameter " + std::to_string(i) +
+            " is not a pointer");
       std::memcpy(params.data() + k->paramOffsets[i], &addrs[a.buffer], 8);
     } else {
       if (size != 4)
@@ -314,9 +317,10 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
     size_t i = 0;
     while (got[i] == c.cppOut[i])
       ++i;
-    die(c.kernel + " (" + which + "): the CPU backend's output differs from "
-        "the C++ output (first difference at byte " + std::to_string(i) +
-        " of " + std::to_string(outBytes) + ")");
+    die(c.kernel + " (" + which +
+        "): the CPU backend's output differs from "
+        "the C++ output (first difference at byte " +
+        std::to_string(i) + " of " + std::to_string(outBytes) + ")");
   }
   std::vector<double> times;
   for (unsigned r = 0; r < reps; ++r) {
@@ -379,14 +383,15 @@ int main(int argc, char **argv) {
     row.elements = c.elements;
     row.threads = c.threads;
     row.bytes = c.bytes;
-    CompileInput input{CompileInput::Kind::PTX, readFile(corpusDir + "/" + c.file),
-                       c.file};
+    CompileInput input{CompileInput::Kind::PTX,
+                       readFile(corpusDir + "/" + c.file), c.file};
     // compile(): wall time, median of compileReps calls.
     std::vector<double> ct;
     std::shared_ptr<const CompiledModule> module;
     for (unsigned r = 0; r < compileReps; ++r) {
       auto t0 = Clock::now();
-      CompiledModule m = check(compile(input, host, options), "compile " + c.file);
+      CompiledModule m =
+          check(compile(input, host, options), "compile " + c.file);
       auto t1 = Clock::now();
       ct.push_back(seconds(t0, t1));
       module = std::make_shared<const CompiledModule>(std::move(m));
@@ -438,14 +443,13 @@ int main(int argc, char **argv) {
               "hit us");
   std::printf("%s\n", std::string(129, '-').c_str());
   for (const Row &r : rows)
-    std::printf("%-17s %-6s %9llu %9llu %9.2f %9.2f %9.2f %7.2f %7.2f %8.2f "
-                "%8.1f %9.1f %8.1f\n",
-                r.label.c_str(), r.mode.c_str(),
-                (unsigned long long)r.elements, (unsigned long long)r.threads,
-                r.ms1, r.msAll, r.msCpp, r.ms1 / r.msCpp, r.msAll / r.msCpp,
-                r.bytes / (r.msAll * 1e-3) / 1e9,
-                double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs,
-                r.hitUs);
+    std::printf(
+        "%-17s %-6s %9llu %9llu %9.2f %9.2f %9.2f %7.2f %7.2f %8.2f "
+        "%8.1f %9.1f %8.1f\n",
+        r.label.c_str(), r.mode.c_str(), (unsigned long long)r.elements,
+        (unsigned long long)r.threads, r.ms1, r.msAll, r.msCpp, r.ms1 / r.msCpp,
+        r.msAll / r.msCpp, r.bytes / (r.msAll * 1e-3) / 1e9,
+        double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs, r.hitUs);
 
   // The targets, against the single-worker ratio (the C++ loop is
   // single-threaded) and, for information, with all workers.

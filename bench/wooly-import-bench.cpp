@@ -43,9 +43,10 @@ using wooly::ptx::Token;
 using wooly::ptx::TokenKind;
 
 static llvm::cl::OptionCategory benchCategory("wooly-import-bench options");
-static llvm::cl::list<std::string> inputFiles(
-    llvm::cl::Positional,
-    llvm::cl::desc("[PTX files; default: the corpus and ZLUDA PTX]"), llvm::cl::cat(benchCategory));
+static llvm::cl::list<std::string>
+    inputFiles(llvm::cl::Positional,
+               llvm::cl::desc("[PTX files; default: the corpus and ZLUDA PTX]"),
+               llvm::cl::cat(benchCategory));
 static llvm::cl::opt<unsigned>
     numLargest("n", llvm::cl::desc("How many of the largest files to time"),
                llvm::cl::init(8), llvm::cl::cat(benchCategory));

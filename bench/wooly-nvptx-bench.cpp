@@ -46,12 +46,13 @@ static cl::opt<unsigned> reps("reps",
 static cl::opt<unsigned>
     numFiles("files", cl::desc("How many of the largest *.sm_90.ptx files"),
              cl::init(8), cl::cat(benchCategory));
-static cl::opt<std::string> ptxasPath(
-    "ptxas", cl::desc("The ptxas executable"),
-    cl::init("/usr/local/cuda/bin/ptxas"), cl::cat(benchCategory));
-static cl::opt<std::string>
-    corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
-              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
+static cl::opt<std::string> ptxasPath("ptxas", cl::desc("The ptxas executable"),
+                                      cl::init("/usr/local/cuda/bin/ptxas"),
+                                      cl::cat(benchCategory));
+static cl::opt<std::string> corpusDir("corpus",
+                                      cl::desc("Directory of the corpus PTX"),
+                                      cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
+                                      cl::cat(benchCategory));
 
 using namespace wooly::bench;
 
@@ -64,7 +65,8 @@ std::string readFile(const std::string &path) {
 }
 
 /// The `*.sm_90.ptx` files of `dir`, largest first.
-std::vector<std::pair<std::string, uint64_t>> corpusFiles(const std::string &dir) {
+std::vector<std::pair<std::string, uint64_t>>
+corpusFiles(const std::string &dir) {
   std::vector<std::pair<std::string, uint64_t>> files;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
@@ -87,8 +89,8 @@ std::vector<std::pair<std::string, uint64_t>> corpusFiles(const std::string &dir
 
 /// Runs ptxas on `path` once; returns its wall time, or an error message.
 double runPtxas(const std::string &path, std::string &error) {
-  llvm::SmallVector<llvm::StringRef, 8> args = {
-      ptxasPath, "-arch=sm_90", path, "-o", "/dev/null"};
+  llvm::SmallVector<llvm::StringRef, 8> args = {ptxasPath, "-arch=sm_90", path,
+                                                "-o", "/dev/null"};
   std::optional<llvm::StringRef> redirects[] = {
       std::nullopt, llvm::StringRef("/dev/null"), std::nullopt};
   std::string msg;
@@ -161,7 +163,8 @@ int main(int argc, char **argv) {
     std::vector<double> ours, theirs;
     for (unsigned r = 0; r < reps; ++r) {
       auto t0 = Clock::now();
-      CompiledModule m = check(compile(input, sm90, options), "compile " + name);
+      CompiledModule m =
+          check(compile(input, sm90, options), "compile " + name);
       auto t1 = Clock::now();
       ours.push_back(seconds(t0, t1));
       theirs.push_back(runPtxas(path, ptxasError));

@@ -86,12 +86,13 @@ static cl::opt<unsigned>
     coalesceReps("coalesce-reps",
                  cl::desc("Timed rounds of the coalesce table (median)"),
                  cl::init(51), cl::cat(benchCategory));
-static cl::opt<bool>
-    onlyCoalesce("only-coalesce",
-                 cl::desc("Print only the coalesce table"), cl::init(false), cl::cat(benchCategory));
-static cl::opt<std::string>
-    corpusDir("corpus", cl::desc("Directory of the corpus PTX"),
-              cl::init(WOOLY_SOURCE_DIR "/test/corpus"), cl::cat(benchCategory));
+static cl::opt<bool> onlyCoalesce("only-coalesce",
+                                  cl::desc("Print only the coalesce table"),
+                                  cl::init(false), cl::cat(benchCategory));
+static cl::opt<std::string> corpusDir("corpus",
+                                      cl::desc("Directory of the corpus PTX"),
+                                      cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
+                                      cl::cat(benchCategory));
 
 using namespace wooly::bench;
 
@@ -182,16 +183,25 @@ std::vector<Case> makeCases() {
     c.buffers = {{bytesOf(randomFloats(rng, e)), e * 4},
                  {bytesOf(randomFloats(rng, e)), e * 4},
                  {bytesOf(randomFloats(rng, e)), e * 4, true}};
-    c.args = {{-1, m},           {-1, m}, {-1, m}, {-1, bitsOf(1.0f)},
-              {0},               {1},     {-1, bitsOf(0.5f)},
+    c.args = {{-1, m},
+              {-1, m},
+              {-1, m},
+              {-1, bitsOf(1.0f)},
+              {0},
+              {1},
+              {-1, bitsOf(0.5f)},
               {2}};
     cases.push_back(std::move(c));
   }
   { // 32x8 blocks with a barrier, 2-D grid: tiled transpose.
     uint32_t rows = uint32_t(scaled(1024, 32)), cols = rows;
     uint64_t e = uint64_t(rows) * cols;
-    Case c{"transpose_padded", "transpose.sm_80.ptx", "transpose_padded",
-           {}, {}, {}};
+    Case c{"transpose_padded",
+           "transpose.sm_80.ptx",
+           "transpose_padded",
+           {},
+           {},
+           {}};
     c.config.grid = {cols / 32, rows / 32, 1};
     c.config.block = {32, 8, 1};
     c.buffers = {{bytesOf(randomFloats(rng, e)), e * 4}, {{}, e * 4, true}};
@@ -204,8 +214,7 @@ std::vector<Case> makeCases() {
     std::vector<int> in(n);
     for (int &v : in)
       v = d(rng);
-    Case c{"block_sum_i32", "reduction.sm_80.ptx", "block_sum_i32", {}, {},
-           {}};
+    Case c{"block_sum_i32", "reduction.sm_80.ptx", "block_sum_i32", {}, {}, {}};
     c.config.grid = {n / 256, 1, 1};
     c.config.block = {256, 1, 1};
     c.buffers = {{bytesOf(in), n * 4ull}, {{}, n / 256 * 4ull, true}};
@@ -271,8 +280,8 @@ void benchCoalesce(CpuDevice &device, const Target &host, unsigned numWorkers) {
   CompileInput input{CompileInput::Kind::PTX, readFile(corpusDir + "/" + file),
                      file};
   auto module = std::make_shared<const CompiledModule>(
-      check(compile(input, host, options), "compile " + file + " with " +
-                                               options.passes));
+      check(compile(input, host, options),
+            "compile " + file + " with " + options.passes));
   LoadedModule *loaded = check(device.loadModule(module), "loadModule");
   const KernelInfo *kv = module->findKernel(kernel);
   const KernelInfo *kf = module->findKernel("__wooly_coalesced");
@@ -392,9 +401,9 @@ int main(int argc, char **argv) {
   if (reps == 0 || blocksPerWorker == 0 || !(scale > 0))
     die("--reps, --blocks-per-worker and --scale must be positive");
   Target host = check(Target::parse("host"), "target");
-  unsigned numWorkers =
-      workers ? unsigned(workers)
-              : std::max(1u, std::thread::hardware_concurrency());
+  unsigned numWorkers = workers
+                            ? unsigned(workers)
+                            : std::max(1u, std::thread::hardware_concurrency());
   uint32_t p = numWorkers * blocksPerWorker;
   CpuDevice::Options devOptions;
   devOptions.workers = numWorkers;
@@ -421,7 +430,7 @@ int main(int argc, char **argv) {
   std::vector<std::vector<double>> ms;
   std::vector<uint64_t> blocks;
   std::vector<std::string> modes; // Of the original kernel.
-  std::string modeChanges; // Transformed kernels that need fibers.
+  std::string modeChanges;        // Transformed kernels that need fibers.
   for (const Case &c : cases) {
     CompileInput input{CompileInput::Kind::PTX,
                        readFile(corpusDir + "/" + c.file), c.file};
@@ -453,14 +462,13 @@ int main(int argc, char **argv) {
           continue;
         size_t at = out.size();
         out.resize(at + c.buffers[i].bytes);
-        check(mem.copyFromDevice(out.data() + at, addrs[i],
-                                 c.buffers[i].bytes),
+        check(mem.copyFromDevice(out.data() + at, addrs[i], c.buffers[i].bytes),
               "copyFromDevice");
       }
       return out;
     };
-    uint64_t total = uint64_t(c.config.grid[0]) * c.config.grid[1] *
-                     c.config.grid[2];
+    uint64_t total =
+        uint64_t(c.config.grid[0]) * c.config.grid[1] * c.config.grid[2];
     blocks.push_back(total);
 
     std::vector<Prepared> prepared;
@@ -496,8 +504,7 @@ int main(int argc, char **argv) {
           if (size != 8)
             die(c.kernel + ": parameter " + std::to_string(i) +
                 " is not a pointer");
-          std::memcpy(user.data() + k->paramOffsets[i], &addrs[arg.buffer],
-                      8);
+          std::memcpy(user.data() + k->paramOffsets[i], &addrs[arg.buffer], 8);
         } else {
           if (size != 4)
             die(c.kernel + ": parameter " + std::to_string(i) +
@@ -545,8 +552,8 @@ int main(int argc, char **argv) {
         uint32_t taken = 0;
         check(mem.copyFromDevice(&taken, counter, 4), "copyFromDevice");
         if (std::min<uint64_t>(taken, total) != total)
-          die(c.kernel + " (slice): " + std::to_string(taken) +
-              " of " + std::to_string(total) + " blocks executed");
+          die(c.kernel + " (slice): " + std::to_string(taken) + " of " +
+              std::to_string(total) + " blocks executed");
       }
     };
     // Warm-up and the check against the original's output.
@@ -564,8 +571,9 @@ int main(int argc, char **argv) {
           ++at;
         die(c.kernel + " (" + variants[i].title +
             "): the output differs from the original's (first difference "
-            "at byte " + std::to_string(at) + " of " +
-            std::to_string(reference.size()) + ")");
+            "at byte " +
+            std::to_string(at) + " of " + std::to_string(reference.size()) +
+            ")");
       }
     }
     // Interleaved timing rounds.

@@ -2,9 +2,9 @@
 //
 // PTX/Wooly -> (wooly-expand-arith, convert-wooly-to-llvm) -> LLVM IR ->
 // optimised native object for the host; for `sm_XX`, convert-wooly-to-nvvm
-// -> LLVM IR -> LLVM's NVPTX backend -> PTX text. The metadata (kernels, parameter
-// layout, globals, shared memory) is read from the lowered module, where the
-// conversion left it as attributes.
+// -> LLVM IR -> LLVM's NVPTX backend -> PTX text. The metadata (kernels,
+// parameter layout, globals, shared memory) is read from the lowered module,
+// where the conversion left it as attributes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,9 +92,7 @@ Expected<Target> Target::parse(StringRef text) {
                    "' (expected host, sm_XX or gfxXXX)");
 }
 
-std::string Target::str() const {
-  return kind == Kind::Host ? "host" : chip;
-}
+std::string Target::str() const { return kind == Kind::Host ? "host" : chip; }
 
 //===----------------------------------------------------------------------===//
 // CompiledModule
@@ -194,7 +192,8 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       k.staticSharedBytes = num(*ko, "staticSharedBytes");
       k.registerEstimate = unsigned(num(*ko, "registerEstimate"));
       k.costHint = num(*ko, "costHint");
-      std::vector<uint64_t> mx = nums(*ko, "maxntid"), rq = nums(*ko, "reqntid");
+      std::vector<uint64_t> mx = nums(*ko, "maxntid"),
+                            rq = nums(*ko, "reqntid");
       for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
         k.maxntid[i] = mx[i];
       for (unsigned i = 0; i < 3 && i < rq.size(); ++i)
@@ -204,8 +203,8 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
   if (const llvm::json::Array *gs = o->getArray("globals"))
     for (const llvm::json::Value &gv : *gs)
       if (const llvm::json::Object *go = gv.getAsObject())
-        m.globals.push_back({str(*go, "name"), str(*go, "symbol"),
-                             num(*go, "size")});
+        m.globals.push_back(
+            {str(*go, "name"), str(*go, "symbol"), num(*go, "size")});
   if (rest.size() != num(*o, "binarySize"))
     return makeError("compiled module: truncated binary");
   m.binary = rest.str();
@@ -268,8 +267,9 @@ createHostTargetMachine(unsigned optLevel) {
   llvm::TargetOptions to;
   llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
                                 : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                                : llvm::CodeGenOptLevel::Aggressive;
+                                : optLevel == 2
+                                    ? llvm::CodeGenOptLevel::Default
+                                    : llvm::CodeGenOptLevel::Aggressive;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), to,
       llvm::Reloc::PIC_, std::nullopt, level));
@@ -300,8 +300,9 @@ createNVPTXTargetMachine(StringRef chip, unsigned optLevel) {
   llvm::TargetOptions to;
   llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
                                 : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                                                : llvm::CodeGenOptLevel::Aggressive;
+                                : optLevel == 2
+                                    ? llvm::CodeGenOptLevel::Default
+                                    : llvm::CodeGenOptLevel::Aggressive;
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       triple, chip, features, to, std::nullopt, std::nullopt, level));
   if (!tm)
@@ -333,9 +334,9 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
 }
 
 /// Reads the kernel and global metadata the conversion left on the module.
-void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
-                     bool nvptx) {
-  if (auto a = module->getAttrOfType<mlir::IntegerAttr>("wooly.num_access_sites"))
+void collectMetadata(mlir::ModuleOp module, CompiledModule &out, bool nvptx) {
+  if (auto a =
+          module->getAttrOfType<mlir::IntegerAttr>("wooly.num_access_sites"))
     out.numAccessSites = a.getInt();
   if (auto a =
           module->getAttrOfType<mlir::IntegerAttr>("wooly.static_shared_size"))
@@ -349,7 +350,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
     k.symbol = fn.getName().str();
     auto offsets =
         fn->getAttrOfType<mlir::DenseI64ArrayAttr>("wooly.param_offsets");
-    auto sizes = fn->getAttrOfType<mlir::DenseI64ArrayAttr>("wooly.param_sizes");
+    auto sizes =
+        fn->getAttrOfType<mlir::DenseI64ArrayAttr>("wooly.param_sizes");
     for (int64_t o : offsets.asArrayRef())
       k.paramOffsets.push_back(o);
     for (int64_t s : sizes.asArrayRef())
@@ -363,7 +365,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
       k.paramBufferSize =
           std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
     k.needsFibers = fn->hasAttr("wooly.needs_fibers");
-    if (auto blockFn = fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
+    if (auto blockFn =
+            fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
       k.blockSymbol = blockFn.getValue().str();
     auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
       if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
@@ -460,8 +463,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     // are (wrapping them in "builtin.module(...)" would nest them on the
     // module's nested modules, of which there are none).
     if (mlir::failed(mlir::parsePassPipeline(options.passes, pm, errorOS)))
-      return makeError("bad pass pipeline '" + options.passes + "': " +
-                       StringRef(errors).trim());
+      return makeError("bad pass pipeline '" + options.passes +
+                       "': " + StringRef(errors).trim());
   }
   if (mlir::failed(pm.run(*module)))
     return failWith("a pass failed");

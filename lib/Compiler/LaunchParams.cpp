@@ -1,4 +1,4 @@
-//===- LaunchParams.cpp - Fill the launch parameters of passes ---*- C++ -*-===//
+//===- LaunchParams.cpp - Fill the passes' launch parameters ----*- C++ -*-===//
 
 #include "Wooly/Compiler/LaunchParams.h"
 
@@ -20,10 +20,12 @@ wooly::extendParams(const KernelInfo &k, llvm::ArrayRef<uint8_t> user,
                     const LaunchParamValues &values) {
   uint64_t userSize = userParamBufferSize(k);
   if (user.size() != userSize)
-    return llvm::createStringError(
-        "kernel '" + k.name + "': the parameter buffer has " +
-        std::to_string(user.size()) + " bytes, the kernel's own parameters "
-        "take " + std::to_string(userSize));
+    return llvm::createStringError("kernel '" + k.name +
+                                   "': the parameter buffer has " +
+                                   std::to_string(user.size()) +
+                                   " bytes, the kernel's own parameters "
+                                   "take " +
+                                   std::to_string(userSize));
   std::vector<uint8_t> buffer(std::max(k.paramBufferSize, userSize), 0);
   std::copy(user.begin(), user.end(), buffer.begin());
   for (size_t i = 0; i < k.paramRoles.size() && i < k.paramOffsets.size();
@@ -62,5 +64,6 @@ LaunchParamValues wooly::sliceValues(const std::array<uint32_t, 3> &grid,
 
 LaunchParamValues wooly::isolateValues(uint64_t lo, uint64_t hi) {
   uint64_t size = hi > lo ? (hi - lo + 255) / 256 * 256 : 256;
-  return {{"isolate_base", lo}, {"isolate_size", std::max<uint64_t>(size, 256)}};
+  return {{"isolate_base", lo},
+          {"isolate_size", std::max<uint64_t>(size, 256)}};
 }

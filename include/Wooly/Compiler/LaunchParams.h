@@ -1,4 +1,4 @@
-//===- LaunchParams.h - Fill the launch parameters of passes -----*- C++ -*-===//
+//===- LaunchParams.h - Fill the launch parameters of passes ---*- C++ -*-===//
 //
 // The sharing passes append parameters to kernels whose values are chosen
 // at launch time (KernelInfo::paramRoles). `extendParams` builds the whole

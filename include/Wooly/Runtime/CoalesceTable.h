@@ -1,4 +1,4 @@
-//===- CoalesceTable.h - The dispatch table of wooly-coalesce ----*- C++ -*-===//
+//===- CoalesceTable.h - The dispatch table of wooly-coalesce --*- C++ -*-===//
 //
 // `wooly-coalesce{kernels=a,b,...}` adds the kernel `__wooly_coalesced`,
 // whose one parameter (role `coalesce_table`, u64) is the device address of
@@ -86,8 +86,7 @@ inline uint32_t coalescedBlock(const std::vector<CoalescePart> &parts) {
 }
 
 /// The fused launch's dynamic shared memory: the largest part's.
-inline uint32_t
-coalescedDynamicShared(const std::vector<CoalescePart> &parts) {
+inline uint32_t coalescedDynamicShared(const std::vector<CoalescePart> &parts) {
   uint32_t n = 0;
   for (const CoalescePart &p : parts)
     n = std::max(n, p.dynamicSharedBytes);

@@ -67,7 +67,8 @@ struct Emitter {
     Type elem = getElementTypeOrSelf(t);
     auto attr = IntegerAttr::get(elem, v);
     if (auto vt = dyn_cast<VectorType>(t))
-      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, attr));
+      return arith::ConstantOp::create(b, loc,
+                                       DenseElementsAttr::get(vt, attr));
     return arith::ConstantOp::create(b, loc, attr);
   }
   Value intC(Type t, int64_t v) {
@@ -81,7 +82,8 @@ struct Emitter {
     APFloat v(ft.getFloatSemantics(), APInt(ft.getWidth(), bits));
     auto attr = FloatAttr::get(ft, v);
     if (auto vt = dyn_cast<VectorType>(t))
-      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vt, attr));
+      return arith::ConstantOp::create(b, loc,
+                                       DenseElementsAttr::get(vt, attr));
     return arith::ConstantOp::create(b, loc, attr);
   }
   Value fltC(Type t, double v) {
@@ -153,8 +155,9 @@ struct Emitter {
     auto tv = dyn_cast<VectorType>(t);
     if (!fv && !tv)
       return arith::BitcastOp::create(b, loc, t, v);
-    if (fv && tv && fv.getElementType().getIntOrFloatBitWidth() ==
-                        tv.getElementType().getIntOrFloatBitWidth() &&
+    if (fv && tv &&
+        fv.getElementType().getIntOrFloatBitWidth() ==
+            tv.getElementType().getIntOrFloatBitWidth() &&
         fv.getShape() == tv.getShape())
       return arith::BitcastOp::create(b, loc, t, v);
     // Through a one-element vector of the integer of the whole width.
@@ -183,7 +186,9 @@ struct Emitter {
   }
   static uint64_t infBits(Type t) {
     auto ft = cast<FloatType>(getElementTypeOrSelf(t));
-    return APFloat::getInf(ft.getFloatSemantics()).bitcastToAPInt().getZExtValue();
+    return APFloat::getInf(ft.getFloatSemantics())
+        .bitcastToAPInt()
+        .getZExtValue();
   }
   static uint64_t maxBits(Type t) {
     auto ft = cast<FloatType>(getElementTypeOrSelf(t));
@@ -422,8 +427,8 @@ FailureOr<SmallVector<Value>> expand(InsertBytesOp op, Emitter &e,
   Value bits = e.reinterpret(v, e.b.getIntegerType(w));
   bits = e.resize(bits, it);
   APInt mask = APInt::getBitsSet(total, 8 * off, 8 * off + 8 * n);
-  Value r = e.orI(e.andI(dest, e.intC(it, ~mask)),
-                  off ? e.shl(bits, 8 * off) : bits);
+  Value r =
+      e.orI(e.andI(dest, e.intC(it, ~mask)), off ? e.shl(bits, 8 * off) : bits);
   return SmallVector<Value>{e.reinterpret(r, dt)};
 }
 
@@ -451,8 +456,8 @@ FailureOr<SmallVector<Value>> expandBinary(OpT op, BinKind kind, Emitter &e,
                                            const Ctx &ctx) {
   Type t = op.getType();
   auto rnd = op.getRnd();
-  bool narrow = !getElementTypeOrSelf(t).isF32() &&
-                !getElementTypeOrSelf(t).isF64();
+  bool narrow =
+      !getElementTypeOrSelf(t).isF32() && !getElementTypeOrSelf(t).isF64();
   if (isDirected(rnd) && narrow)
     return ctx.fail(op, "directed rounding on f16/bf16 is not supported yet");
   Value a = flushIf(e, op.getLhs(), op.getFtz());
@@ -462,9 +467,8 @@ FailureOr<SmallVector<Value>> expandBinary(OpT op, BinKind kind, Emitter &e,
     StringRef name = kind == BinKind::add   ? "fadd"
                      : kind == BinKind::sub ? "fsub"
                                             : "fmul";
-    std::string helper = ("__wooly_" + name + "_" + modeName(*rnd) + "_" +
-                          floatSuffix(t))
-                             .str();
+    std::string helper =
+        ("__wooly_" + name + "_" + modeName(*rnd) + "_" + floatSuffix(t)).str();
     r = callHelper(e, op, helper, t, {a, b});
   } else {
     // Round to nearest: f16/bf16 go through f32 in LLVM, which is exact for
@@ -504,9 +508,9 @@ FailureOr<SmallVector<Value>> expand(FmaOp op, Emitter &e, const Ctx &ctx) {
     std::string helper =
         ("__wooly_fma_" + modeName(rnd) + "_" + floatSuffix(t)).str();
     r = mapElements(e, ValueRange{a, b, c}, [&](ValueRange s) {
-      Value call = callHelper(e, op, helper, e.b.getI32Type(),
-                              {narrowArg(e, s[0]), narrowArg(e, s[1]),
-                               narrowArg(e, s[2])});
+      Value call = callHelper(
+          e, op, helper, e.b.getI32Type(),
+          {narrowArg(e, s[0]), narrowArg(e, s[1]), narrowArg(e, s[2])});
       return narrowResult(e, call, elem);
     });
   } else if (rnd == RoundingMode::rn) {
@@ -525,17 +529,17 @@ FailureOr<SmallVector<Value>> expand(FmaOp op, Emitter &e, const Ctx &ctx) {
 FailureOr<SmallVector<Value>> expand(FDivOp op, Emitter &e, const Ctx &ctx) {
   Type t = op.getType();
   auto rnd = op.getRnd();
-  bool narrow = !getElementTypeOrSelf(t).isF32() &&
-                !getElementTypeOrSelf(t).isF64();
+  bool narrow =
+      !getElementTypeOrSelf(t).isF32() && !getElementTypeOrSelf(t).isF64();
   if (isDirected(rnd) && narrow)
     return ctx.fail(op, "directed rounding on f16/bf16 is not supported yet");
   Value a = flushIf(e, op.getLhs(), op.getFtz());
   Value b = flushIf(e, op.getRhs(), op.getFtz());
   Value r;
   if (isDirected(rnd))
-    r = callHelper(e, op,
-                   ("__wooly_fdiv_" + modeName(*rnd) + "_" + floatSuffix(t)).str(),
-                   t, {a, b});
+    r = callHelper(
+        e, op, ("__wooly_fdiv_" + modeName(*rnd) + "_" + floatSuffix(t)).str(),
+        t, {a, b});
   else
     // rn is IEEE division; div.full (<= 2 ulp) and div.approx (a * rcp(b),
     // <= 2 ulp) are computed exactly, within their stated bounds.
@@ -548,8 +552,8 @@ FailureOr<SmallVector<Value>> expandRoundedUnary(OpT op, bool isSqrt,
                                                  Emitter &e, const Ctx &ctx) {
   Type t = op.getType();
   auto rnd = op.getRnd();
-  bool narrow = !getElementTypeOrSelf(t).isF32() &&
-                !getElementTypeOrSelf(t).isF64();
+  bool narrow =
+      !getElementTypeOrSelf(t).isF32() && !getElementTypeOrSelf(t).isF64();
   if (isDirected(rnd) && narrow)
     return ctx.fail(op, "directed rounding on f16/bf16 is not supported yet");
   Value x = flushIf(e, op.getInput(), op.getFtz());
@@ -585,10 +589,10 @@ FailureOr<SmallVector<Value>> expand(FApproxOp op, Emitter &e, const Ctx &) {
   Value wide = x;
   Type wt = t;
   if (elem.isF16() || elem.isBF16()) {
-    wt = isa<VectorType>(t) ? Type(VectorType::get(
-                                  cast<VectorType>(t).getShape(),
-                                  e.b.getF32Type()))
-                            : Type(e.b.getF32Type());
+    wt = isa<VectorType>(t)
+             ? Type(VectorType::get(cast<VectorType>(t).getShape(),
+                                    e.b.getF32Type()))
+             : Type(e.b.getF32Type());
     wide = arith::ExtFOp::create(e.b, e.loc, wt, x);
   }
   Value r;
@@ -731,9 +735,8 @@ Value cvtIntInt(Emitter &e, Value x, ScalarType st, ScalarType dt, Type rt,
   unsigned sw = widthOf(x.getType()), dw = widthOf(rt);
   Type it = e.b.getIntegerType(dw);
   if (!sat)
-    return e.reinterpret(e.resize(e.reinterpret(x, e.b.getIntegerType(sw)), it,
-                                  ss),
-                         rt);
+    return e.reinterpret(
+        e.resize(e.reinterpret(x, e.b.getIntegerType(sw)), it, ss), rt);
   // Compare in a width that holds both ranges exactly.
   unsigned cw = std::max(sw, dw) + 1;
   Type ct = e.b.getIntegerType(cw);
@@ -749,8 +752,7 @@ Value cvtIntInt(Emitter &e, Value x, ScalarType st, ScalarType dt, Type rt,
 
 /// Float to integer with an integer rounding: NaN gives 0, out-of-range
 /// values saturate (PTX float-to-integer conversions always saturate).
-Value cvtFloatInt(Emitter &e, Value x, ScalarType dt, Type rt,
-                  RoundingMode m) {
+Value cvtFloatInt(Emitter &e, Value x, ScalarType dt, Type rt, RoundingMode m) {
   Type ft = x.getType();
   if (!getElementTypeOrSelf(ft).isF32() && !getElementTypeOrSelf(ft).isF64()) {
     ft = e.b.getF32Type();
@@ -762,7 +764,7 @@ Value cvtFloatInt(Emitter &e, Value x, ScalarType dt, Type rt,
   Value r = roundIntegral(e, x, m);
   using P = arith::CmpFPredicate;
   // Powers of two are exact in f32 and f64.
-  double hiBound = std::ldexp(1.0, ds ? dw - 1 : dw); // first value too large
+  double hiBound = std::ldexp(1.0, ds ? dw - 1 : dw);   // first value too large
   double loBound = ds ? -std::ldexp(1.0, dw - 1) : 0.0; // smallest in range
   Value tooBig = e.cmpF(P::OGE, r, e.fltC(ft, hiBound));
   Value tooSmall = e.cmpF(P::OLT, r, e.fltC(ft, loBound));
@@ -789,7 +791,8 @@ Value narrowFloat(Emitter &e, Operation *op, Value x, Type dst,
     Value r = arith::TruncFOp::create(e.b, e.loc, dst, x);
     return e.sel(e.isNaN(x), e.canonicalNaN(dst), r);
   }
-  Value d = src.isF64() ? x : arith::ExtFOp::create(e.b, e.loc, e.b.getF64Type(), x);
+  Value d =
+      src.isF64() ? x : arith::ExtFOp::create(e.b, e.loc, e.b.getF64Type(), x);
   if (dst.isF32())
     return callHelper(e, op, ("__wooly_cvt_f64_f32_" + modeName(m)).str(), dst,
                       {d});
@@ -862,7 +865,8 @@ FailureOr<SmallVector<Value>> expand(CvtOp op, Emitter &e, const Ctx &ctx) {
   Type rt = op.getType();
   auto unsupported = [&]() {
     return ctx.fail(op, "conversion '" + stringifyScalarType(st) + "' to '" +
-                            stringifyScalarType(dt) + "' with these modifiers "
+                            stringifyScalarType(dt) +
+                            "' with these modifiers "
                             "is not supported yet");
   };
   if (rnd && (*rnd == RoundingMode::rs ||
@@ -922,7 +926,8 @@ FailureOr<SmallVector<Value>> expand(CvtOp op, Emitter &e, const Ctx &ctx) {
 
   // Two f32 to a packed pair: the first input goes to the upper half.
   if (st == ScalarType::f32 &&
-      (dt == ScalarType::f16x2 || dt == ScalarType::bf16x2) && ins.size() == 2) {
+      (dt == ScalarType::f16x2 || dt == ScalarType::bf16x2) &&
+      ins.size() == 2) {
     if (isIntRounding(rnd) || sat || ftz)
       return unsupported();
     Type elem = cast<VectorType>(dstT).getElementType();
@@ -1005,8 +1010,9 @@ FailureOr<SmallVector<Value>> expand(CvtOp op, Emitter &e, const Ctx &ctx) {
   // f32 to tf32 (an f32 bit pattern with the low 13 bits clear).
   if (st == ScalarType::f32 && dt == ScalarType::tf32) {
     RoundingMode m = rnd.value_or(RoundingMode::rna);
-    if (sat || ftz || (m != RoundingMode::rna && m != RoundingMode::rn &&
-                       m != RoundingMode::rz))
+    if (sat || ftz ||
+        (m != RoundingMode::rna && m != RoundingMode::rn &&
+         m != RoundingMode::rz))
       return unsupported();
     Type i32 = e.b.getI32Type();
     Value x = e.reinterpret(ins[0], e.b.getF32Type());
@@ -1029,8 +1035,8 @@ FailureOr<SmallVector<Value>> expand(CvtOp op, Emitter &e, const Ctx &ctx) {
     if (satfinite) {
       Value sign = e.andI(bits, e.intC(i32, INT32_MIN));
       Value rmag = e.andI(r, e.intC(i32, 0x7fffffff));
-      Value inf = e.cmpI(arith::CmpIPredicate::eq, rmag,
-                         e.intC(i32, 0x7f800000));
+      Value inf =
+          e.cmpI(arith::CmpIPredicate::eq, rmag, e.intC(i32, 0x7f800000));
       r = e.sel(inf, e.orI(sign, e.intC(i32, 0x7f7fe000)), r);
     }
     return SmallVector<Value>{e.reinterpret(r, rt)};
@@ -1053,9 +1059,9 @@ FailureOr<SmallVector<Value>> expand(DivOp op, Emitter &e, const Ctx &) {
     r = arith::DivUIOp::create(e.b, e.loc, a, e.sel(byZero, one, b));
   } else {
     // MIN / -1 divides by 1 instead, which gives MIN as the GPU does.
-    Value ovf = e.andI(
-        e.cmpI(arith::CmpIPredicate::eq, a, e.intC(t, APInt::getSignedMinValue(w))),
-        e.cmpI(arith::CmpIPredicate::eq, b, ones));
+    Value ovf = e.andI(e.cmpI(arith::CmpIPredicate::eq, a,
+                              e.intC(t, APInt::getSignedMinValue(w))),
+                       e.cmpI(arith::CmpIPredicate::eq, b, ones));
     r = arith::DivSIOp::create(e.b, e.loc, a,
                                e.sel(e.orI(byZero, ovf), one, b));
   }
@@ -1073,9 +1079,9 @@ FailureOr<SmallVector<Value>> expand(RemOp op, Emitter &e, const Ctx &) {
     r = arith::RemUIOp::create(e.b, e.loc, a, e.sel(byZero, one, b));
   } else {
     // MIN rem -1 computes MIN rem 1 = 0.
-    Value ovf = e.andI(
-        e.cmpI(arith::CmpIPredicate::eq, a, e.intC(t, APInt::getSignedMinValue(w))),
-        e.cmpI(arith::CmpIPredicate::eq, b, ones));
+    Value ovf = e.andI(e.cmpI(arith::CmpIPredicate::eq, a,
+                              e.intC(t, APInt::getSignedMinValue(w))),
+                       e.cmpI(arith::CmpIPredicate::eq, b, ones));
     r = arith::RemSIOp::create(e.b, e.loc, a,
                                e.sel(e.orI(byZero, ovf), one, b));
   }
@@ -1100,8 +1106,8 @@ FailureOr<SmallVector<Value>> expand(ShrOp op, Emitter &e, const Ctx &) {
 Value lowMask(Emitter &e, Type t, Value len) {
   unsigned w = widthOf(t);
   Value full = e.cmpI(arith::CmpIPredicate::uge, len, e.intC(t, w));
-  Value m = e.sub(e.shl(e.intC(t, 1), e.sel(full, e.intC(t, 0), len)),
-                  e.intC(t, 1));
+  Value m =
+      e.sub(e.shl(e.intC(t, 1), e.sel(full, e.intC(t, 0), len)), e.intC(t, 1));
   return e.sel(full, e.intC(t, -1), m);
 }
 
@@ -1189,7 +1195,8 @@ FailureOr<SmallVector<Value>> expand(PrmtOp op, Emitter &e, const Ctx &) {
                   e.intC(i32, table[i]), sel);
   }
   // The eight bytes {b, a}, a in the low half.
-  Value bytes = e.orI(e.shl(e.resize(op.getB(), i64), 32), e.resize(op.getA(), i64));
+  Value bytes =
+      e.orI(e.shl(e.resize(op.getB(), i64), 32), e.resize(op.getA(), i64));
   Value r = e.intC(i32, 0);
   for (int64_t i = 0; i < 4; ++i) {
     Value nib = e.andI(e.lshr(sel, 4 * i), e.intC(i32, 0xf));
@@ -1198,8 +1205,8 @@ FailureOr<SmallVector<Value>> expand(PrmtOp op, Emitter &e, const Ctx &) {
     byte = e.andI(byte, e.intC(i32, 0xff));
     if (generic) {
       // Bit 3 of the selector replicates the byte's sign bit.
-      Value rep = e.cmpI(arith::CmpIPredicate::ne,
-                         e.andI(nib, e.intC(i32, 8)), e.intC(i32, 0));
+      Value rep = e.cmpI(arith::CmpIPredicate::ne, e.andI(nib, e.intC(i32, 8)),
+                         e.intC(i32, 0));
       Value sign = e.lshr(byte, 7);
       byte = e.sel(rep, e.andI(e.sub(e.intC(i32, 0), sign), e.intC(i32, 0xff)),
                    byte);
@@ -1300,7 +1307,8 @@ FailureOr<SmallVector<Value>> expand(ShfOp op, Emitter &e, const Ctx &) {
   Value n = op.getN();
   n = op.getMode() == ShiftWrap::clamp ? e.umin(n, e.intC(i32, 32))
                                        : e.andI(n, e.intC(i32, 31));
-  Value pair = e.orI(e.shl(e.resize(op.getB(), i64), 32), e.resize(op.getA(), i64));
+  Value pair =
+      e.orI(e.shl(e.resize(op.getB(), i64), 32), e.resize(op.getA(), i64));
   Value n64 = e.resize(n, i64);
   Value r = op.getDir() == ShiftDir::l ? e.lshr(e.shl(pair, n64), 32)
                                        : e.lshr(pair, n64);
@@ -1410,7 +1418,8 @@ template <typename... Ops> bool diagnoseAny(Operation *op) {
 
 } // namespace
 
-void mlir::wooly::populateWoolyExpandArithPatterns(RewritePatternSet &patterns) {
+void mlir::wooly::populateWoolyExpandArithPatterns(
+    RewritePatternSet &patterns) {
   addPatterns<WOOLY_EXPANDED_OPS>(patterns);
 }
 

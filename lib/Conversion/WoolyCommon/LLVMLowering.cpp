@@ -87,15 +87,15 @@ Attribute common::denseInitializer(GlobalOp g, uint64_t count) {
   return DenseElementsAttr::get(shape, values);
 }
 
-void common::replaceWithCallResults(ConversionPatternRewriter &rw, Operation *op,
-                            LLVM::CallOp call) {
+void common::replaceWithCallResults(ConversionPatternRewriter &rw,
+                                    Operation *op, LLVM::CallOp call) {
   if (op->getNumResults() <= 1) {
     rw.replaceOp(op, call.getResults());
     return;
   }
   SmallVector<Value> results;
   for (unsigned i = 0; i < op->getNumResults(); ++i)
-    results.push_back(LLVM::ExtractValueOp::create(rw, op->getLoc(),
-                                                   call.getResult(), i));
+    results.push_back(
+        LLVM::ExtractValueOp::create(rw, op->getLoc(), call.getResult(), i));
   rw.replaceOp(op, results);
 }

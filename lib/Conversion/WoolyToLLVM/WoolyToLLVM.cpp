@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Wooly/Conversion/Passes.h"
 #include "../WoolyCommon/LLVMLowering.h"
+#include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
@@ -41,8 +41,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cstddef>
@@ -96,7 +96,6 @@ struct LoweringState {
   /// `nanosleep`: their threads must run as fibers.
   llvm::StringSet<> needsFibers;
 };
-
 
 std::string kernelSymbol(StringRef name) {
   return ("__wooly_kernel_" + name).str();
@@ -160,8 +159,7 @@ struct Emitter {
     return op;
   }
   Value loadField(Value ctx, size_t offset, Type t) {
-    return runtime(
-        LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset))));
+    return runtime(LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset))));
   }
 
   /// Zero-extends or truncates integer `v` to `t`.
@@ -177,9 +175,9 @@ struct Emitter {
   Value toI64(Value v) { return intCast(v, i64()); }
 
   Value call(StringRef fn, Type result, ValueRange args) {
-    auto op = LLVM::CallOp::create(
-        rw, loc, result ? TypeRange{result} : TypeRange{},
-        FlatSymbolRefAttr::get(rw.getContext(), fn), args);
+    auto op =
+        LLVM::CallOp::create(rw, loc, result ? TypeRange{result} : TypeRange{},
+                             FlatSymbolRefAttr::get(rw.getContext(), fn), args);
     return result ? op.getResult() : Value();
   }
 
@@ -222,13 +220,13 @@ struct Emitter {
       Value off = toI64(addr);
       if (state.boundsChecks) {
         uint32_t site = state.nextSite++;
-        Value total = toI64(loadField(
-            c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
+        Value total =
+            toI64(loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
         Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
-        Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
-                                            off, total);
-        Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
-                                          end, total);
+        Value inside =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult, off, total);
+        Value fits =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, end, total);
         Value ok = LLVM::AndOp::create(rw, loc, inside, fits);
         emitUnlikely(ok, [&] {
           call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
@@ -253,15 +251,14 @@ struct Emitter {
                << " addresses are not supported on the host yet";
       if (state.boundsChecks) {
         uint32_t site = state.nextSite++;
-        Value cache =
-            loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
+        Value cache = loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
         Value entry = gep(cache, int64_t(site) * sizeof(WoolyAccessRange));
         Value lo = runtime(LLVM::LoadOp::create(rw, loc, i64(), entry));
         Value last =
             runtime(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
         Value off = LLVM::SubOp::create(rw, loc, addr, lo);
-        Value ok = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
-                                        off, last);
+        Value ok =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, off, last);
         emitUnlikely(ok, [&] {
           call("__wooly_rt_check", {}, {c, entry, addr, c32(size), c32(flags)});
         });
@@ -273,10 +270,8 @@ struct Emitter {
   }
 };
 
-
 /// Base of the Wooly patterns: gives access to the shared state.
-template <typename Op>
-struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
+template <typename Op> struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
   WoolyPattern(const LLVMTypeConverter &converter, LoweringState &state)
       : ConvertOpToLLVMPattern<Op>(converter), state(state) {}
   LoweringState &state;
@@ -293,9 +288,8 @@ struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
 /// kernel's entry block reads its parameters from the parameter buffer.
 struct FuncOpLowering : WoolyPattern<FuncOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(FuncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(FuncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     MLIRContext *mctx = op.getContext();
     Type ptrTy = e.ptr();
@@ -320,9 +314,9 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
     auto fnType = LLVM::LLVMFunctionType::get(resultType, llvmArgs);
     std::string name = kernel ? kernelSymbol(op.getSymName())
                               : functionSymbol(op.getSymName());
-    auto fn = LLVM::LLVMFuncOp::create(
-        rw, op.getLoc(), name, fnType,
-        kernel ? LLVM::Linkage::External : LLVM::Linkage::Internal);
+    auto fn = LLVM::LLVMFuncOp::create(rw, op.getLoc(), name, fnType,
+                                       kernel ? LLVM::Linkage::External
+                                              : LLVM::Linkage::Internal);
     if (kernel) {
       fn.setNoUnwind(true);
       // Metadata for the compile API (read before translation to LLVM IR).
@@ -352,9 +346,9 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
     }
 
     // New entry block: context (+ parameters), then a branch to the body.
-    Block *entry = rw.createBlock(&fn.getBody(), {}, llvmArgs,
-                                  SmallVector<Location>(llvmArgs.size(),
-                                                        op.getLoc()));
+    Block *entry =
+        rw.createBlock(&fn.getBody(), {}, llvmArgs,
+                       SmallVector<Location>(llvmArgs.size(), op.getLoc()));
     Block *body = &op.getBody().front();
     rw.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
     rw.setInsertionPointToEnd(entry);
@@ -363,8 +357,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       ArrayRef<uint64_t> offsets = state.paramOffsets[op.getSymName()];
       for (auto [i, t] : llvm::enumerate(argTypes)) {
         Value p = e.gep(entry->getArgument(1), int64_t(offsets[i]));
-        bodyArgs.push_back(e.runtime(LLVM::LoadOp::create(
-            rw, op.getLoc(), t, p, /*alignment=*/1)));
+        bodyArgs.push_back(e.runtime(
+            LLVM::LoadOp::create(rw, op.getLoc(), t, p, /*alignment=*/1)));
       }
     } else {
       for (unsigned i = 0; i < argTypes.size(); ++i)
@@ -375,8 +369,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       if (var.function != op.getSymName())
         continue;
       Value n = e.c64(var.bytes ? var.bytes : 1);
-      Value slot = LLVM::AllocaOp::create(rw, op.getLoc(), ptrTy, e.i8(), n,
-                                          var.align);
+      Value slot =
+          LLVM::AllocaOp::create(rw, op.getLoc(), ptrTy, e.i8(), n, var.align);
       state.localAllocas[{fn.getOperation(), sym}] = slot;
     }
     LLVM::BrOp::create(rw, op.getLoc(), bodyArgs, body);
@@ -388,9 +382,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
 /// `wooly.ret` returns the results (a struct when there are several).
 struct RetOpLowering : WoolyPattern<RetOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(RetOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(RetOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     ValueRange vals = adaptor.getOperands();
     if (vals.size() <= 1) {
       rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, vals);
@@ -410,9 +403,8 @@ struct RetOpLowering : WoolyPattern<RetOp> {
 /// through the runtime.
 struct ExitOpLowering : WoolyPattern<ExitOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ExitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ExitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
     if (fn.getName().starts_with("__wooly_kernel_")) {
       rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
@@ -428,16 +420,14 @@ struct ExitOpLowering : WoolyPattern<ExitOp> {
 /// `trap` ends the launch with an error.
 struct TrapOpLowering : WoolyPattern<TrapOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(TrapOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(TrapOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     e.call("__wooly_rt_trap", {}, {e.ctx(op)});
     rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
     return success();
   }
 };
-
 
 Type callResultType(MLIRContext *mctx, TypeRange results) {
   if (results.empty())
@@ -451,9 +441,8 @@ Type callResultType(MLIRContext *mctx, TypeRange results) {
 /// runtime's printf.
 struct CallOpLowering : WoolyPattern<CallOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CallOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CallOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     StringRef callee = op.getCallee();
     Value c = e.ctx(op);
@@ -489,9 +478,8 @@ struct CallOpLowering : WoolyPattern<CallOp> {
 /// `wooly.call_indirect` calls through a function's generic address.
 struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     if (adaptor.getCallee().getType().getIntOrFloatBitWidth() != 64)
       return op.emitOpError("32-bit function addresses are not supported");
@@ -518,9 +506,8 @@ struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
 /// `wooly.global` ops were turned into LLVM globals before the patterns ran.
 struct GlobalOpLowering : WoolyPattern<GlobalOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.eraseOp(op);
     return success();
   }
@@ -548,8 +535,7 @@ FailureOr<Value> symbolAddress(Emitter &e, Operation *op, StringRef sym,
   std::string target;
   if (s.memoryGlobals.contains(sym))
     target = globalSymbol(sym);
-  else if (auto f = s.definedFunctions.find(sym);
-           f != s.definedFunctions.end())
+  else if (auto f = s.definedFunctions.find(sym); f != s.definedFunctions.end())
     target = f->second ? kernelSymbol(sym) : functionSymbol(sym);
   else
     return op->emitOpError("address of unknown symbol '") << sym << "'";
@@ -564,12 +550,10 @@ FailureOr<Value> symbolAddress(Emitter &e, Operation *op, StringRef sym,
 /// globals and functions are host addresses.
 struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
-    FailureOr<Value> v =
-        symbolAddress(e, op, op.getGlobal(), op.getType());
+    FailureOr<Value> v = symbolAddress(e, op, op.getGlobal(), op.getType());
     if (failed(v))
       return failure();
     rw.replaceOp(op, *v);
@@ -581,9 +565,8 @@ struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
 /// parameter buffer.
 struct ParamAddressOpLowering : WoolyPattern<ParamAddressOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ParamAddressOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ParamAddressOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
     StringRef name = fn.getName();
@@ -607,16 +590,15 @@ struct ParamAddressOpLowering : WoolyPattern<ParamAddressOp> {
 /// share the generic address.
 struct CvtaOpLowering : WoolyPattern<CvtaOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value a = adaptor.getAddr();
     Type rt = op.getType();
     if (op.getSpace() == StateSpace::shared ||
         op.getSpace() == StateSpace::shared_cluster) {
-      Value base = e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared),
-                               e.ptr());
+      Value base =
+          e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared), e.ptr());
       Value baseInt = LLVM::PtrToIntOp::create(rw, e.loc, e.i64(), base);
       if (op.getDir() == CvtaDir::to_generic) {
         Value g = LLVM::AddOp::create(rw, e.loc, baseInt, e.toI64(a));
@@ -640,9 +622,8 @@ struct CvtaOpLowering : WoolyPattern<CvtaOp> {
 /// `wooly.isspacep`: shared is a range test; the others ask the runtime.
 struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value r = e.call("__wooly_rt_isspacep", e.i32(),
                      {e.ctx(op), e.c32(uint32_t(op.getSpace())),
@@ -661,9 +642,8 @@ struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
 /// lane masks from `%laneid`; a block is a cluster of one CTA.
 struct SRegOpLowering : WoolyPattern<SRegOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(SRegOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(SRegOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value c = e.ctx(op);
     unsigned dim = op.getDim() ? unsigned(*op.getDim()) : 0;
@@ -746,8 +726,7 @@ struct SRegOpLowering : WoolyPattern<SRegOp> {
     }
     default:
       // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
-      v = e.call("__wooly_rt_sreg", e.i64(),
-                 {c, e.c32(uint32_t(op.getReg()))});
+      v = e.call("__wooly_rt_sreg", e.i64(), {c, e.c32(uint32_t(op.getReg()))});
       break;
     }
     rw.replaceOp(op, e.intCast(v, op.getType()));
@@ -762,9 +741,8 @@ struct SRegOpLowering : WoolyPattern<SRegOp> {
 /// `wooly.ld`: a checked load of one value or a vector of values.
 struct LoadOpLowering : WoolyPattern<LoadOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(LoadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Type t = op.getResult(0).getType();
     uint64_t elem = byteSize(t);
@@ -791,9 +769,8 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
 /// `wooly.st`: a checked store of one value or a vector of values.
 struct StoreOpLowering : WoolyPattern<StoreOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     ValueRange vals = adaptor.getValues();
     uint64_t elem = byteSize(vals[0].getType());
@@ -812,7 +789,6 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
     return success();
   }
 };
-
 
 /// A shared-memory atomic on the host: a block's threads run on one worker
 /// and switch only inside runtime calls, and no other block sees its shared
@@ -867,9 +843,9 @@ Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
   case AtomicOp::dec: {
     // old == 0 || old > v ? v : old - 1
     Value one = e.cst(t, 1), zero = e.cst(t, 0);
-    Value wrap = LLVM::OrOp::create(rw, loc,
-                                    cmp(LLVM::ICmpPredicate::eq, old, zero),
-                                    cmp(LLVM::ICmpPredicate::ugt, old, v));
+    Value wrap =
+        LLVM::OrOp::create(rw, loc, cmp(LLVM::ICmpPredicate::eq, old, zero),
+                           cmp(LLVM::ICmpPredicate::ugt, old, v));
     next = select(wrap, v, LLVM::SubOp::create(rw, loc, old, one));
     break;
   }
@@ -891,11 +867,12 @@ Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
     Value oldBits = isa<IntegerType>(t)
                         ? old
                         : Value(LLVM::BitcastOp::create(rw, loc, it, old));
-    Value cmpBits = isa<IntegerType>(t)
-                        ? values[0]
-                        : Value(LLVM::BitcastOp::create(rw, loc, it, values[0]));
-    next = select(cmp(LLVM::ICmpPredicate::eq, oldBits, cmpBits), values[1],
-                  old);
+    Value cmpBits =
+        isa<IntegerType>(t)
+            ? values[0]
+            : Value(LLVM::BitcastOp::create(rw, loc, it, values[0]));
+    next =
+        select(cmp(LLVM::ICmpPredicate::eq, oldBits, cmpBits), values[1], old);
     break;
   }
   }
@@ -909,8 +886,8 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
                             std::optional<MemOrder> sem) {
   Type t = values[0].getType();
   uint64_t size = byteSize(t);
-  FailureOr<Value> p = e.address(op, space, addr, size,
-                                 WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE);
+  FailureOr<Value> p =
+      e.address(op, space, addr, size, WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE);
   if (failed(p))
     return failure();
   if (space == StateSpace::shared || space == StateSpace::shared_cluster)
@@ -924,11 +901,11 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
       cmp = LLVM::BitcastOp::create(e.rw, e.loc, it, cmp);
       val = LLVM::BitcastOp::create(e.rw, e.loc, it, val);
     }
-    LLVM::AtomicOrdering failOrd =
-        ord == LLVM::AtomicOrdering::release
-            ? LLVM::AtomicOrdering::monotonic
-            : (ord == LLVM::AtomicOrdering::acq_rel ? LLVM::AtomicOrdering::acquire
-                                                    : ord);
+    LLVM::AtomicOrdering failOrd = ord == LLVM::AtomicOrdering::release
+                                       ? LLVM::AtomicOrdering::monotonic
+                                       : (ord == LLVM::AtomicOrdering::acq_rel
+                                              ? LLVM::AtomicOrdering::acquire
+                                              : ord);
     Value pair = e.data(
         LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, *p, cmp, val, ord, failOrd));
     Value old = LLVM::ExtractValueOp::create(e.rw, e.loc, pair, 0);
@@ -936,16 +913,15 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
       old = LLVM::BitcastOp::create(e.rw, e.loc, t, old);
     return old;
   }
-  return Value(e.data(LLVM::AtomicRMWOp::create(
-      e.rw, e.loc, atomicBinOp(kind), *p, values[0], ord)));
+  return Value(e.data(LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind),
+                                                *p, values[0], ord)));
 }
 
 /// `wooly.atom`: `atomicrmw`/`cmpxchg` on the checked address.
 struct AtomOpLowering : WoolyPattern<AtomOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(AtomOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(AtomOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     FailureOr<Value> old =
         emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
@@ -960,9 +936,8 @@ struct AtomOpLowering : WoolyPattern<AtomOp> {
 /// `wooly.red`: an atomic whose old value is dropped.
 struct RedOpLowering : WoolyPattern<RedOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(RedOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(RedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     if (failed(emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
                           ValueRange{adaptor.getValue()}, op.getSem())))
@@ -975,9 +950,8 @@ struct RedOpLowering : WoolyPattern<RedOp> {
 /// `wooly.fence`: a host fence of the same strength.
 struct FenceOpLowering : WoolyPattern<FenceOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(FenceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(FenceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     LLVM::AtomicOrdering ord = op.getSem() == MemOrder::sc
                                    ? LLVM::AtomicOrdering::seq_cst
                                    : LLVM::AtomicOrdering::acq_rel;
@@ -990,9 +964,8 @@ struct FenceOpLowering : WoolyPattern<FenceOp> {
 /// schedule): `src_size` bytes from global, the rest of `size` zero-filled.
 struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     uint64_t size = op.getSize();
     FailureOr<Value> dst = e.address(op, StateSpace::shared, adaptor.getDst(),
@@ -1000,9 +973,8 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
     if (failed(dst))
       return failure();
     if (!adaptor.getSrcSize()) {
-      FailureOr<Value> src = e.address(op, StateSpace::global,
-                                       adaptor.getSrc(), size,
-                                       WOOLY_ACCESS_READ);
+      FailureOr<Value> src = e.address(op, StateSpace::global, adaptor.getSrc(),
+                                       size, WOOLY_ACCESS_READ);
       if (failed(src))
         return failure();
       LLVM::MemcpyOp::create(rw, e.loc, *dst, *src, e.c64(size), false);
@@ -1014,8 +986,8 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
     Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult,
                                     srcSize, e.c64(size));
     Value n = LLVM::SelectOp::create(rw, e.loc, lt, srcSize, e.c64(size));
-    Value nz = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n,
-                                    e.c64(0));
+    Value nz =
+        LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n, e.c64(0));
     // The source is checked (for `size` bytes at most) only when read.
     Value src = LLVM::IntToPtrOp::create(rw, e.loc, e.ptr(), adaptor.getSrc());
     Block *cur = rw.getInsertionBlock();
@@ -1034,10 +1006,10 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
     rw.setInsertionPointToStart(cont);
     Value rest = LLVM::SubOp::create(rw, e.loc, e.c64(size), n);
     Value tail = e.gep(*dst, n);
-    LLVM::MemsetOp::create(rw, e.loc, tail,
-                           LLVM::ConstantOp::create(rw, e.loc, e.i8(),
-                                                    rw.getI8IntegerAttr(0)),
-                           rest, false);
+    LLVM::MemsetOp::create(
+        rw, e.loc, tail,
+        LLVM::ConstantOp::create(rw, e.loc, e.i8(), rw.getI8IntegerAttr(0)),
+        rest, false);
     rw.eraseOp(op);
     return success();
   }
@@ -1050,9 +1022,8 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
 /// `wooly.barrier`: the runtime parks the thread until the barrier fills.
 struct BarrierOpLowering : WoolyPattern<BarrierOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
     e.call("__wooly_rt_barrier", {},
@@ -1066,9 +1037,8 @@ struct BarrierOpLowering : WoolyPattern<BarrierOp> {
 /// until all of the block's threads are there.
 struct IterationBarrierOpLowering : WoolyPattern<IterationBarrierOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(IterationBarrierOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(IterationBarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     e.call("__wooly_rt_iteration_barrier", {}, {e.ctx(op)});
     rw.eraseOp(op);
@@ -1079,18 +1049,16 @@ struct IterationBarrierOpLowering : WoolyPattern<IterationBarrierOp> {
 /// `wooly.bar_red`: a barrier that reduces a predicate.
 struct BarRedOpLowering : WoolyPattern<BarRedOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
     Value pred = LLVM::ZExtOp::create(rw, e.loc, e.i32(), adaptor.getPred());
-    Value r = e.call("__wooly_rt_bar_red", e.i32(),
-                     {e.ctx(op), e.c32(uint32_t(op.getOp())), adaptor.getId(),
-                      count, pred});
+    Value r = e.call(
+        "__wooly_rt_bar_red", e.i32(),
+        {e.ctx(op), e.c32(uint32_t(op.getOp())), adaptor.getId(), count, pred});
     if (op.getType().isInteger(1))
-      r = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r,
-                               e.c32(0));
+      r = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r, e.c32(0));
     rw.replaceOp(op, r);
     return success();
   }
@@ -1111,15 +1079,15 @@ struct WarpCall {
     }
     unsigned bits = byteSize(t) * 8;
     Type it = e.rw.getIntegerType(bits);
-    Value i = isa<IntegerType>(t) ? v : LLVM::BitcastOp::create(e.rw, e.loc, it, v);
+    Value i =
+        isa<IntegerType>(t) ? v : LLVM::BitcastOp::create(e.rw, e.loc, it, v);
     if (bits <= 32) {
       words.push_back(e.intCast(i, e.i32()));
       return;
     }
     for (unsigned sh = 0; sh < bits; sh += 32) {
-      Value s = sh ? Value(LLVM::LShrOp::create(e.rw, e.loc, i,
-                                                 e.cst(it, sh)))
-                   : i;
+      Value s =
+          sh ? Value(LLVM::LShrOp::create(e.rw, e.loc, i, e.cst(it, sh))) : i;
       words.push_back(LLVM::TruncOp::create(e.rw, e.loc, e.i32(), s));
     }
   }
@@ -1146,8 +1114,8 @@ struct WarpCall {
                                   e.c32(0));
     }
     unsigned bytes = byteSize(t);
-    Value v = LLVM::LoadOp::create(e.rw, e.loc, t,
-                                   e.gep(out, int64_t(4 * word)), 4);
+    Value v =
+        LLVM::LoadOp::create(e.rw, e.loc, t, e.gep(out, int64_t(4 * word)), 4);
     word += (bytes + 3) / 4;
     return v;
   }
@@ -1197,8 +1165,8 @@ LogicalResult marshalMma(Op op, typename Op::Adaptor adaptor, WarpCall &w) {
 FailureOr<Value> wmmaAddress(Emitter &e, Operation *op, StateSpace space,
                              Value addr) {
   if (space == StateSpace::shared || space == StateSpace::shared_cluster) {
-    Value base = e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared),
-                             e.ptr());
+    Value base =
+        e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared), e.ptr());
     Value baseInt = LLVM::PtrToIntOp::create(e.rw, e.loc, e.i64(), base);
     return Value(LLVM::AddOp::create(e.rw, e.loc, baseInt, e.toI64(addr)));
   }
@@ -1266,8 +1234,7 @@ FailureOr<WarpRequest> marshal(ActiveMaskOp, ActiveMaskOp::Adaptor,
                                WarpCall &w) {
   return WarpRequest{WOOLY_WARP_ACTIVEMASK, w.e.c32(0xffffffffu)};
 }
-FailureOr<WarpRequest> marshal(WarpSyncOp, WarpSyncOp::Adaptor a,
-                               WarpCall &) {
+FailureOr<WarpRequest> marshal(WarpSyncOp, WarpSyncOp::Adaptor a, WarpCall &) {
   return WarpRequest{WOOLY_WARP_SYNC, a.getMask()};
 }
 FailureOr<WarpRequest> marshal(LdMatrixOp op, LdMatrixOp::Adaptor a,
@@ -1307,12 +1274,10 @@ FailureOr<WarpRequest> marshal(WmmaStoreOp op, WmmaStoreOp::Adaptor a,
 /// A warp collective: marshal the inputs, call `__wooly_rt_warp`, read the
 /// results back in order (the runtime parks the thread until every lane of
 /// the mask has arrived).
-template <typename Op>
-struct WarpOpLowering : WoolyPattern<Op> {
+template <typename Op> struct WarpOpLowering : WoolyPattern<Op> {
   using WoolyPattern<Op>::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = this->emitter(rw, op);
     WarpCall w{e, op, {}};
     FailureOr<WarpRequest> request = marshal(op, adaptor, w);
@@ -1335,12 +1300,10 @@ struct WarpOpLowering : WoolyPattern<Op> {
 
 /// Ops with no effect on the host: prefetches, breakpoints, the async-copy
 /// group bookkeeping (copies complete at once).
-template <typename Op>
-struct EraseLowering : WoolyPattern<Op> {
+template <typename Op> struct EraseLowering : WoolyPattern<Op> {
   using WoolyPattern<Op>::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.eraseOp(op);
     return success();
   }
@@ -1349,9 +1312,8 @@ struct EraseLowering : WoolyPattern<Op> {
 /// `createpolicy` yields an opaque cache policy, ignored by the host.
 struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     rw.replaceOp(op, e.cst(op.getType(), 0));
     return success();
@@ -1361,9 +1323,8 @@ struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
 /// `nanosleep` yields to the other threads of the block.
 struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     e.call("__wooly_rt_nanosleep", {},
            {e.ctx(op), e.intCast(adaptor.getOperands()[0], e.i32())});
@@ -1375,7 +1336,6 @@ struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
 //===----------------------------------------------------------------------===//
 // Module-level preparation
 //===----------------------------------------------------------------------===//
-
 
 /// Lays out shared memory, collects locals and parameter offsets, and
 /// creates the LLVM globals of `.global`/`.const` variables.
@@ -1528,9 +1488,8 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   for (auto f : module.getOps<FuncOp>()) {
     bool direct = false;
     f.walk([&](Operation *op) {
-      if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp,
-              MatchOp, ReduxOp,
-              ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
+      if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp, MatchOp,
+              ReduxOp, ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
               WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
         direct = true;
       else if (auto call = dyn_cast<CallOp>(op))
@@ -1555,8 +1514,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
     auto fn = LLVM::LLVMFuncOp::create(
         b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, args));
     if (noreturn)
-      fn->setAttr("passthrough",
-                  b.getArrayAttr({b.getStringAttr("noreturn")}));
+      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noreturn")}));
     fn.setNoUnwind(true);
   };
   {
@@ -1608,8 +1566,8 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
   auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                             {ptrTy, ptrTy, i32});
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, ("__wooly_block_" + name).str(),
-                                     fnType);
+  auto fn =
+      LLVM::LLVMFuncOp::create(b, loc, ("__wooly_block_" + name).str(), fnType);
   fn.setNoUnwind(true);
   kernel->setAttr("wooly.block_function", b.getStringAttr(fn.getName()));
   // Both pointers are noalias and dereferenceable, so loads through them
@@ -1664,7 +1622,8 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value q = LLVM::UDivOp::create(b, loc, start, nx);
   Value ty0 = LLVM::URemOp::create(b, loc, q, ny);
   Value tz0 = LLVM::UDivOp::create(b, loc, start, nxy);
-  Value tidX = field(tidOff), tidY = field(tidOff + 4), tidZ = field(tidOff + 8);
+  Value tidX = field(tidOff), tidY = field(tidOff + 4),
+        tidZ = field(tidOff + 8);
   Value lane = field(offsetof(WoolyThreadCtx, laneid));
   Value warp = field(offsetof(WoolyThreadCtx, warpid));
 
@@ -1694,12 +1653,12 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value tx1 = LLVM::AddOp::create(b, loc, tx, cst(1));
   Value wrapX = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tx1, nx);
   Value txN = LLVM::SelectOp::create(b, loc, wrapX, cst(0), tx1);
-  Value ty1 = LLVM::SelectOp::create(b, loc, wrapX,
-                                     LLVM::AddOp::create(b, loc, ty, cst(1)), ty);
+  Value ty1 = LLVM::SelectOp::create(
+      b, loc, wrapX, LLVM::AddOp::create(b, loc, ty, cst(1)), ty);
   Value wrapY = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ty1, ny);
   Value tyN = LLVM::SelectOp::create(b, loc, wrapY, cst(0), ty1);
-  Value tzN = LLVM::SelectOp::create(b, loc, wrapY,
-                                     LLVM::AddOp::create(b, loc, tz, cst(1)), tz);
+  Value tzN = LLVM::SelectOp::create(
+      b, loc, wrapY, LLVM::AddOp::create(b, loc, tz, cst(1)), tz);
   LLVM::BrOp::create(b, loc, ValueRange{next, txN, tyN, tzN}, header);
 
   b.setInsertionPointToStart(exit);
@@ -1736,23 +1695,21 @@ struct ConvertWoolyToLLVMPass
     LowerToLLVMOptions options(ctx);
     LLVMTypeConverter converter(ctx, options);
     RewritePatternSet patterns(ctx);
-    patterns.add<FuncOpLowering, RetOpLowering, ExitOpLowering,
-                 TrapOpLowering, CallOpLowering, CallIndirectOpLowering,
-                 GlobalOpLowering, AddressOfOpLowering, ParamAddressOpLowering,
-                 CvtaOpLowering, IsSpacePOpLowering, SRegOpLowering,
-                 LoadOpLowering, StoreOpLowering, AtomOpLowering,
-                 RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
-                 BarrierOpLowering, BarRedOpLowering,
-                 IterationBarrierOpLowering, WarpOpLowering<ShflOp>,
-                 WarpOpLowering<VoteOp>, WarpOpLowering<MatchOp>,
-                 WarpOpLowering<ReduxOp>, WarpOpLowering<ActiveMaskOp>,
-                 WarpOpLowering<WarpSyncOp>, WarpOpLowering<LdMatrixOp>,
-                 WarpOpLowering<MmaOp>, WarpOpLowering<WmmaMmaOp>,
-                 WarpOpLowering<WmmaLoadOp>, WarpOpLowering<WmmaStoreOp>,
-                 EraseLowering<PrefetchOp>, EraseLowering<BrkptOp>,
-                 EraseLowering<CpAsyncCommitOp>, EraseLowering<CpAsyncWaitOp>,
-                 CreatePolicyOpLowering, NanosleepOpLowering>(converter,
-                                                               state);
+    patterns.add<
+        FuncOpLowering, RetOpLowering, ExitOpLowering, TrapOpLowering,
+        CallOpLowering, CallIndirectOpLowering, GlobalOpLowering,
+        AddressOfOpLowering, ParamAddressOpLowering, CvtaOpLowering,
+        IsSpacePOpLowering, SRegOpLowering, LoadOpLowering, StoreOpLowering,
+        AtomOpLowering, RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
+        BarrierOpLowering, BarRedOpLowering, IterationBarrierOpLowering,
+        WarpOpLowering<ShflOp>, WarpOpLowering<VoteOp>, WarpOpLowering<MatchOp>,
+        WarpOpLowering<ReduxOp>, WarpOpLowering<ActiveMaskOp>,
+        WarpOpLowering<WarpSyncOp>, WarpOpLowering<LdMatrixOp>,
+        WarpOpLowering<MmaOp>, WarpOpLowering<WmmaMmaOp>,
+        WarpOpLowering<WmmaLoadOp>, WarpOpLowering<WmmaStoreOp>,
+        EraseLowering<PrefetchOp>, EraseLowering<BrkptOp>,
+        EraseLowering<CpAsyncCommitOp>, EraseLowering<CpAsyncWaitOp>,
+        CreatePolicyOpLowering, NanosleepOpLowering>(converter, state);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     populateFuncToLLVMConversionPatterns(converter, patterns);
@@ -1772,12 +1729,12 @@ struct ConvertWoolyToLLVMPass
       if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
         buildBlockLoop(module, fn, state.runtimeScope);
 
-    module->setAttr("wooly.num_access_sites",
-                    IntegerAttr::get(IntegerType::get(ctx, 64),
-                                     state.nextSite));
-    module->setAttr("wooly.static_shared_size",
-                    IntegerAttr::get(IntegerType::get(ctx, 64),
-                                     state.dynamicSharedOffset));
+    module->setAttr(
+        "wooly.num_access_sites",
+        IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
+    module->setAttr(
+        "wooly.static_shared_size",
+        IntegerAttr::get(IntegerType::get(ctx, 64), state.dynamicSharedOffset));
   }
 };
 

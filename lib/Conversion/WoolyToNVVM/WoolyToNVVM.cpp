@@ -1,4 +1,4 @@
-//===- WoolyToNVVM.cpp - Lower Wooly IR to LLVM + NVVM for NVPTX -*- C++ -*-===//
+//===- WoolyToNVVM.cpp - Lower Wooly IR to LLVM + NVVM ----------*- C++ -*-===//
 //
 // `convert-wooly-to-nvvm`: lowers Wooly kernels (after `wooly-expand-arith`)
 // to the LLVM and NVVM dialects with PTX's semantics, for LLVM's NVPTX
@@ -25,8 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Wooly/Conversion/Passes.h"
 #include "../WoolyCommon/LLVMLowering.h"
+#include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -84,7 +84,6 @@ struct LoweringState {
   llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
 };
 
-
 /// The NVPTX address space of a PTX state space (param has none here).
 std::optional<unsigned> addressSpace(StateSpace s) {
   switch (s) {
@@ -120,7 +119,6 @@ StringRef syncScope(std::optional<MemScope> scope) {
   }
   return "";
 }
-
 
 /// Builds the lowered code of one op.
 struct Emitter {
@@ -171,8 +169,7 @@ struct Emitter {
 };
 
 /// Base of the Wooly patterns: gives access to the shared state.
-template <typename Op>
-struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
+template <typename Op> struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
   WoolyPattern(const LLVMTypeConverter &converter, LoweringState &state)
       : ConvertOpToLLVMPattern<Op>(converter), state(state) {}
   LoweringState &state;
@@ -197,9 +194,8 @@ Type resultTypeOf(MLIRContext *mctx, TypeRange results) {
 /// launch bounds; device functions are internal unless visible.
 struct FuncOpLowering : WoolyPattern<FuncOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(FuncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(FuncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     MLIRContext *mctx = op.getContext();
     bool kernel = op.getKernel();
     ArrayRef<Type> argTypes = op.getArgumentTypes();
@@ -212,8 +208,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       l = LLVM::Linkage::External;
     else if (linkage == "weak")
       l = LLVM::Linkage::Weak;
-    auto fn = LLVM::LLVMFuncOp::create(rw, op.getLoc(), op.getSymName(),
-                                       fnType, l);
+    auto fn =
+        LLVM::LLVMFuncOp::create(rw, op.getLoc(), op.getSymName(), fnType, l);
     if (op.isDeclaration()) {
       rw.eraseOp(op);
       return success();
@@ -251,21 +247,21 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
           fn->setAttr(("wooly." + bound).str(), a);
     }
     // A new entry block holds the locals' allocas, then branches to the body.
-    Block *entry = rw.createBlock(
-        &fn.getBody(), {}, argTypes,
-        SmallVector<Location>(argTypes.size(), op.getLoc()));
+    Block *entry =
+        rw.createBlock(&fn.getBody(), {}, argTypes,
+                       SmallVector<Location>(argTypes.size(), op.getLoc()));
     Block *body = &op.getBody().front();
     rw.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
     rw.setInsertionPointToEnd(entry);
     for (auto &[sym, var] : state.localVars) {
       if (var.function != op.getSymName())
         continue;
-      Value n = LLVM::ConstantOp::create(rw, op.getLoc(), rw.getI64Type(),
-                                         rw.getI64IntegerAttr(
-                                             var.bytes ? var.bytes : 1));
-      Value slot = LLVM::AllocaOp::create(
-          rw, op.getLoc(), LLVM::LLVMPointerType::get(mctx), rw.getI8Type(),
-          n, var.align);
+      Value n = LLVM::ConstantOp::create(
+          rw, op.getLoc(), rw.getI64Type(),
+          rw.getI64IntegerAttr(var.bytes ? var.bytes : 1));
+      Value slot = LLVM::AllocaOp::create(rw, op.getLoc(),
+                                          LLVM::LLVMPointerType::get(mctx),
+                                          rw.getI8Type(), n, var.align);
       state.localAllocas[{fn.getOperation(), sym}] = slot;
     }
     LLVM::BrOp::create(rw, op.getLoc(), entry->getArguments(), body);
@@ -277,9 +273,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
 /// `wooly.ret` returns the results (a struct when there are several).
 struct RetOpLowering : WoolyPattern<RetOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(RetOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(RetOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     ValueRange vals = adaptor.getOperands();
     if (vals.size() <= 1) {
       rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, vals);
@@ -298,9 +293,8 @@ struct RetOpLowering : WoolyPattern<RetOp> {
 /// `exit` is `nvvm.exit` (ends the thread, from any function).
 struct ExitOpLowering : WoolyPattern<ExitOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ExitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ExitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     NVVM::Exit::create(rw, op.getLoc());
     rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
     return success();
@@ -310,9 +304,8 @@ struct ExitOpLowering : WoolyPattern<ExitOp> {
 /// `trap` is `llvm.trap`.
 struct TrapOpLowering : WoolyPattern<TrapOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(TrapOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(TrapOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     LLVM::Trap::create(rw, op.getLoc());
     rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
     return success();
@@ -322,21 +315,18 @@ struct TrapOpLowering : WoolyPattern<TrapOp> {
 /// `brkpt` is `nvvm.breakpoint`.
 struct BrkptOpLowering : WoolyPattern<BrkptOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(BrkptOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(BrkptOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.replaceOpWithNewOp<NVVM::Breakpoint>(op);
     return success();
   }
 };
 
-
 /// `wooly.call` is a direct `llvm.call` (PTX's ABI is NVPTX's).
 struct CallOpLowering : WoolyPattern<CallOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CallOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CallOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Type rt = resultTypeOf(op.getContext(), op.getResultTypes());
     bool isVoid = isa<LLVM::LLVMVoidType>(rt);
     auto call = LLVM::CallOp::create(
@@ -351,9 +341,8 @@ struct CallOpLowering : WoolyPattern<CallOp> {
 /// `wooly.call_indirect` calls through a function's generic address.
 struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value fnPtr = e.toPtr(adaptor.getCallee(), 0);
     SmallVector<Value> args{fnPtr};
@@ -374,9 +363,8 @@ struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
 /// `wooly.global` ops were turned into LLVM globals before the patterns ran.
 struct GlobalOpLowering : WoolyPattern<GlobalOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.eraseOp(op);
     return success();
   }
@@ -386,16 +374,15 @@ struct GlobalOpLowering : WoolyPattern<GlobalOp> {
 /// (PTX's `mov.u64 %rd, sym`), or a function's generic address.
 struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     StringRef sym = op.getGlobal();
     auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
     auto local = state.localAllocas.find({fn.getOperation(), sym});
     if (local != state.localAllocas.end()) {
-      Value p = LLVM::AddrSpaceCastOp::create(rw, e.loc, e.ptr(5),
-                                              local->second);
+      Value p =
+          LLVM::AddrSpaceCastOp::create(rw, e.loc, e.ptr(5), local->second);
       rw.replaceOp(op, e.toInt(p, op.getType()));
       return success();
     }
@@ -416,9 +403,8 @@ struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
 /// generic ones.
 struct CvtaOpLowering : WoolyPattern<CvtaOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     unsigned as = *addressSpace(op.getSpace());
     bool toGeneric = op.getDir() == CvtaDir::to_generic;
@@ -427,8 +413,8 @@ struct CvtaOpLowering : WoolyPattern<CvtaOp> {
       return success();
     }
     Value p = e.toPtr(adaptor.getAddr(), toGeneric ? as : 0);
-    Value q = LLVM::AddrSpaceCastOp::create(rw, e.loc,
-                                            e.ptr(toGeneric ? 0 : as), p);
+    Value q =
+        LLVM::AddrSpaceCastOp::create(rw, e.loc, e.ptr(toGeneric ? 0 : as), p);
     rw.replaceOp(op, e.toInt(q, op.getType()));
     return success();
   }
@@ -437,9 +423,8 @@ struct CvtaOpLowering : WoolyPattern<CvtaOp> {
 /// `wooly.isspacep`: `llvm.nvvm.isspacep.<space>`.
 struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     if (op.getSpace() == StateSpace::generic) {
       rw.replaceOp(op, e.cst(rw.getI1Type(), 1));
@@ -465,8 +450,8 @@ struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
     default:
       return op.emitOpError("isspacep.param") << kNotSupported;
     }
-    rw.replaceOp(op, e.intrinsic(name, rw.getI1Type(),
-                                 {e.toPtr(adaptor.getAddr(), 0)}));
+    rw.replaceOp(
+        op, e.intrinsic(name, rw.getI1Type(), {e.toPtr(adaptor.getAddr(), 0)}));
     return success();
   }
 };
@@ -478,9 +463,8 @@ struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
 /// `wooly.sreg`: `nvvm.read.ptx.sreg.*`.
 struct SRegOpLowering : WoolyPattern<SRegOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(SRegOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(SRegOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     StringRef dim = "x";
     if (op.getDim())
@@ -577,9 +561,8 @@ struct SRegOpLowering : WoolyPattern<SRegOp> {
 /// pointer in the op's address space.
 struct LoadOpLowering : WoolyPattern<LoadOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(LoadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     unsigned as = *addressSpace(op.getSpace());
     Type t = op.getResult(0).getType();
@@ -607,15 +590,15 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
       Value v = LLVM::LoadOp::create(rw, e.loc, vt, p, elem * n,
                                      op.getIsVolatile(), false, invariant);
       for (uint64_t i = 0; i < n; ++i)
-        results.push_back(LLVM::ExtractElementOp::create(
-            rw, e.loc, v, e.c32(i)));
+        results.push_back(
+            LLVM::ExtractElementOp::create(rw, e.loc, v, e.c32(i)));
     } else {
       for (uint64_t i = 0; i < n; ++i) {
-        Value q = LLVM::GEPOp::create(rw, e.loc, e.ptr(as), rw.getI8Type(), p,
-                                      ArrayRef<LLVM::GEPArg>{int32_t(i * elem)});
-        results.push_back(LLVM::LoadOp::create(rw, e.loc, t, q, elem,
-                                               op.getIsVolatile(), false,
-                                               invariant));
+        Value q =
+            LLVM::GEPOp::create(rw, e.loc, e.ptr(as), rw.getI8Type(), p,
+                                ArrayRef<LLVM::GEPArg>{int32_t(i * elem)});
+        results.push_back(LLVM::LoadOp::create(
+            rw, e.loc, t, q, elem, op.getIsVolatile(), false, invariant));
       }
     }
     rw.replaceOp(op, results);
@@ -626,9 +609,8 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
 /// `wooly.st`: a store (a vector store for `.v2`/`.v4` of scalars).
 struct StoreOpLowering : WoolyPattern<StoreOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     unsigned as = *addressSpace(op.getSpace());
     ValueRange vals = adaptor.getValues();
@@ -650,8 +632,9 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
       LLVM::StoreOp::create(rw, e.loc, v, p, elem * n, op.getIsVolatile());
     } else {
       for (auto [i, x] : llvm::enumerate(vals)) {
-        Value q = LLVM::GEPOp::create(rw, e.loc, e.ptr(as), rw.getI8Type(), p,
-                                      ArrayRef<LLVM::GEPArg>{int32_t(i * elem)});
+        Value q =
+            LLVM::GEPOp::create(rw, e.loc, e.ptr(as), rw.getI8Type(), p,
+                                ArrayRef<LLVM::GEPArg>{int32_t(i * elem)});
         LLVM::StoreOp::create(rw, e.loc, x, q, elem, op.getIsVolatile());
       }
     }
@@ -659,7 +642,6 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
     return success();
   }
 };
-
 
 /// Emits an atomic read-modify-write with the op's order and scope and
 /// returns the old value.
@@ -678,12 +660,11 @@ Value emitAtomic(Emitter &e, StateSpace space, AtomicOp kind, Value addr,
       cmp = LLVM::BitcastOp::create(e.rw, e.loc, it, cmp);
       val = LLVM::BitcastOp::create(e.rw, e.loc, it, val);
     }
-    LLVM::AtomicOrdering failOrd =
-        ord == LLVM::AtomicOrdering::release
-            ? LLVM::AtomicOrdering::monotonic
-            : (ord == LLVM::AtomicOrdering::acq_rel
-                   ? LLVM::AtomicOrdering::acquire
-                   : ord);
+    LLVM::AtomicOrdering failOrd = ord == LLVM::AtomicOrdering::release
+                                       ? LLVM::AtomicOrdering::monotonic
+                                       : (ord == LLVM::AtomicOrdering::acq_rel
+                                              ? LLVM::AtomicOrdering::acquire
+                                              : ord);
     Value pair = LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, p, cmp, val, ord,
                                                failOrd, ss);
     Value old = LLVM::ExtractValueOp::create(e.rw, e.loc, pair, 0);
@@ -691,20 +672,19 @@ Value emitAtomic(Emitter &e, StateSpace space, AtomicOp kind, Value addr,
       old = LLVM::BitcastOp::create(e.rw, e.loc, t, old);
     return old;
   }
-  return LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind), p,
-                                   values[0], ord, ss);
+  return LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind), p, values[0],
+                                   ord, ss);
 }
 
 /// `wooly.atom`: `atomicrmw`/`cmpxchg`.
 struct AtomOpLowering : WoolyPattern<AtomOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(AtomOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(AtomOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
-    rw.replaceOp(op, emitAtomic(e, op.getSpace(), op.getOp(),
-                                adaptor.getAddr(), adaptor.getValues(),
-                                op.getSem(), op.getScope()));
+    rw.replaceOp(op,
+                 emitAtomic(e, op.getSpace(), op.getOp(), adaptor.getAddr(),
+                            adaptor.getValues(), op.getSem(), op.getScope()));
     return success();
   }
 };
@@ -712,9 +692,8 @@ struct AtomOpLowering : WoolyPattern<AtomOp> {
 /// `wooly.red`: an atomic whose old value is dropped.
 struct RedOpLowering : WoolyPattern<RedOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(RedOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(RedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     emitAtomic(e, op.getSpace(), op.getOp(), adaptor.getAddr(),
                ValueRange{adaptor.getValue()}, op.getSem(), op.getScope());
@@ -727,9 +706,8 @@ struct RedOpLowering : WoolyPattern<RedOp> {
 /// `fence.sc`/`fence.acq_rel` at that scope).
 struct FenceOpLowering : WoolyPattern<FenceOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(FenceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(FenceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     LLVM::AtomicOrdering ord = op.getSem() == MemOrder::sc
                                    ? LLVM::AtomicOrdering::seq_cst
                                    : LLVM::AtomicOrdering::acq_rel;
@@ -746,9 +724,8 @@ struct FenceOpLowering : WoolyPattern<FenceOp> {
 /// `llvm.nvvm.barrier.cta.*` intrinsics; `arrive` signals only.
 struct BarrierOpLowering : WoolyPattern<BarrierOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     Value id = adaptor.getId(), count = adaptor.getCount();
     bool aligned = op.getAligned();
@@ -777,9 +754,8 @@ struct BarrierOpLowering : WoolyPattern<BarrierOp> {
 /// reduction only takes barrier 0).
 struct BarRedOpLowering : WoolyPattern<BarRedOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     StringRef kind;
     switch (op.getOp()) {
@@ -793,8 +769,8 @@ struct BarRedOpLowering : WoolyPattern<BarRedOp> {
       kind = "or";
       break;
     default:
-      return op.emitOpError("bar.red.") << stringifyReduxKind(op.getOp())
-                                        << kNotSupported;
+      return op.emitOpError("bar.red.")
+             << stringifyReduxKind(op.getOp()) << kNotSupported;
     }
     bool popc = kind == "popc";
     Type rt = popc ? e.i32() : rw.getI1Type();
@@ -814,9 +790,8 @@ struct BarRedOpLowering : WoolyPattern<BarRedOp> {
 /// `wooly.warp_sync`: `bar.warp.sync`.
 struct WarpSyncOpLowering : WoolyPattern<WarpSyncOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WarpSyncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(WarpSyncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     e.intrinsic("llvm.nvvm.bar.warp.sync", {}, {adaptor.getMask()});
     rw.eraseOp(op);
@@ -827,9 +802,8 @@ struct WarpSyncOpLowering : WoolyPattern<WarpSyncOp> {
 /// `wooly.activemask`: `activemask.b32`.
 struct ActiveMaskOpLowering : WoolyPattern<ActiveMaskOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ActiveMaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ActiveMaskOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     rw.replaceOp(op, e.intrinsic("llvm.nvvm.activemask", e.i32(), {}));
     return success();
@@ -839,9 +813,8 @@ struct ActiveMaskOpLowering : WoolyPattern<ActiveMaskOp> {
 /// `wooly.nanosleep`: `nanosleep.u32`.
 struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     e.intrinsic("llvm.nvvm.nanosleep", {},
                 {e.intCast(adaptor.getOperands()[0], e.i32())});
@@ -851,12 +824,10 @@ struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
 };
 
 /// Hints with no effect on the results: prefetches.
-template <typename Op>
-struct EraseLowering : WoolyPattern<Op> {
+template <typename Op> struct EraseLowering : WoolyPattern<Op> {
   using WoolyPattern<Op>::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.eraseOp(op);
     return success();
   }
@@ -865,9 +836,8 @@ struct EraseLowering : WoolyPattern<Op> {
 /// `createpolicy` yields an opaque cache policy; hints are not kept yet.
 struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     rw.replaceOp(op, e.cst(op.getType(), 0));
     return success();
@@ -882,9 +852,8 @@ struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
 /// predicate; `c` (clamp | segment mask << 8) is PTX's `c` operand.
 struct ShflOpLowering : WoolyPattern<ShflOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ShflOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ShflOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     NVVM::ShflKind kind = NVVM::ShflKind::idx;
     switch (op.getMode()) {
@@ -901,12 +870,11 @@ struct ShflOpLowering : WoolyPattern<ShflOp> {
       kind = NVVM::ShflKind::idx;
       break;
     }
-    Type st = LLVM::LLVMStructType::getLiteral(
-        op.getContext(), {e.i32(), rw.getI1Type()});
+    Type st = LLVM::LLVMStructType::getLiteral(op.getContext(),
+                                               {e.i32(), rw.getI1Type()});
     Value r = NVVM::ShflOp::create(rw, e.loc, st, adaptor.getMask(),
                                    adaptor.getValue(), adaptor.getLane(),
-                                   adaptor.getClamp(), kind,
-                                   rw.getUnitAttr());
+                                   adaptor.getClamp(), kind, rw.getUnitAttr());
     rw.replaceOp(op, {LLVM::ExtractValueOp::create(rw, e.loc, r, 0),
                       LLVM::ExtractValueOp::create(rw, e.loc, r, 1)});
     return success();
@@ -916,9 +884,8 @@ struct ShflOpLowering : WoolyPattern<ShflOp> {
 /// `wooly.vote`: `nvvm.vote.sync` (i1 for all/any/uni, i32 for ballot).
 struct VoteOpLowering : WoolyPattern<VoteOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(VoteOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(VoteOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     NVVM::VoteSyncKind kind = NVVM::VoteSyncKind::any;
     switch (op.getMode()) {
     case VoteMode::all:
@@ -935,10 +902,10 @@ struct VoteOpLowering : WoolyPattern<VoteOp> {
       break;
     }
     Type rt = op.getMode() == VoteMode::ballot ? Type(rw.getI32Type())
-                                                : Type(rw.getI1Type());
+                                               : Type(rw.getI1Type());
     if (op.getType() != rt)
-      return op.emitOpError("vote result type ") << op.getType()
-                                                 << kNotSupported;
+      return op.emitOpError("vote result type ")
+             << op.getType() << kNotSupported;
     rw.replaceOpWithNewOp<NVVM::VoteSyncOp>(op, rt, adaptor.getMask(),
                                             adaptor.getPred(), kind);
     return success();
@@ -973,16 +940,14 @@ std::optional<NVVM::ReduxKind> reduxKind(ReduxKind k) {
 /// `wooly.redux`: `nvvm.redux.sync` on i32.
 struct ReduxOpLowering : WoolyPattern<ReduxOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(ReduxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(ReduxOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     auto kind = reduxKind(op.getOp());
     if (!kind)
-      return op.emitOpError("redux.sync.") << stringifyReduxKind(op.getOp())
-                                           << kNotSupported;
-    rw.replaceOpWithNewOp<NVVM::ReduxOp>(op, rw.getI32Type(),
-                                         adaptor.getValue(), *kind,
-                                         adaptor.getMask());
+      return op.emitOpError("redux.sync.")
+             << stringifyReduxKind(op.getOp()) << kNotSupported;
+    rw.replaceOpWithNewOp<NVVM::ReduxOp>(
+        op, rw.getI32Type(), adaptor.getValue(), *kind, adaptor.getMask());
     return success();
   }
 };
@@ -990,9 +955,8 @@ struct ReduxOpLowering : WoolyPattern<ReduxOp> {
 /// `wooly.match`: `nvvm.match.sync` (`all` also gives the predicate).
 struct MatchOpLowering : WoolyPattern<MatchOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(MatchOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(MatchOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     if (op.getMode() == MatchMode::any) {
       // PTX's match.any has no predicate (checkSupported refuses a used one).
@@ -1002,11 +966,11 @@ struct MatchOpLowering : WoolyPattern<MatchOp> {
       rw.replaceOp(op, {m, LLVM::PoisonOp::create(rw, e.loc, rw.getI1Type())});
       return success();
     }
-    Type st = LLVM::LLVMStructType::getLiteral(
-        op.getContext(), {e.i32(), rw.getI1Type()});
-    Value r = NVVM::MatchSyncOp::create(rw, e.loc, st, adaptor.getMask(),
-                                        adaptor.getValue(),
-                                        NVVM::MatchSyncKind::all);
+    Type st = LLVM::LLVMStructType::getLiteral(op.getContext(),
+                                               {e.i32(), rw.getI1Type()});
+    Value r =
+        NVVM::MatchSyncOp::create(rw, e.loc, st, adaptor.getMask(),
+                                  adaptor.getValue(), NVVM::MatchSyncKind::all);
     rw.replaceOp(op, {LLVM::ExtractValueOp::create(rw, e.loc, r, 0),
                       LLVM::ExtractValueOp::create(rw, e.loc, r, 1)});
     return success();
@@ -1017,9 +981,8 @@ struct MatchOpLowering : WoolyPattern<MatchOp> {
 /// optional source size).
 struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     bool cg = op.getCache() && *op.getCache() == CacheOp::cg;
     NVVM::CpAsyncOp::create(rw, e.loc, e.toPtr(adaptor.getDst(), 3),
@@ -1034,9 +997,8 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
 
 struct CpAsyncCommitOpLowering : WoolyPattern<CpAsyncCommitOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CpAsyncCommitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CpAsyncCommitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.replaceOpWithNewOp<NVVM::CpAsyncCommitGroupOp>(op);
     return success();
   }
@@ -1044,9 +1006,8 @@ struct CpAsyncCommitOpLowering : WoolyPattern<CpAsyncCommitOp> {
 
 struct CpAsyncWaitOpLowering : WoolyPattern<CpAsyncWaitOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(CpAsyncWaitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(CpAsyncWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     rw.replaceOpWithNewOp<NVVM::CpAsyncWaitGroupOp>(op, op.getPending());
     return success();
   }
@@ -1055,9 +1016,8 @@ struct CpAsyncWaitOpLowering : WoolyPattern<CpAsyncWaitOp> {
 /// `wooly.ldmatrix`: `nvvm.ldmatrix` m8n8 b16 (x1/x2/x4, trans = col).
 struct LdMatrixOpLowering : WoolyPattern<LdMatrixOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(LdMatrixOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     unsigned n = op.getNumResults();
     Type rt = n == 1 ? e.i32()
@@ -1089,8 +1049,7 @@ struct MatrixMma {
 
 /// Whether fragment registers `vals` are `n` values of type `t`.
 bool fragmentIs(TypeRange vals, unsigned n, Type t) {
-  return vals.size() == n &&
-         llvm::all_of(vals, [&](Type v) { return v == t; });
+  return vals.size() == n && llvm::all_of(vals, [&](Type v) { return v == t; });
 }
 
 /// The Wooly register type of a fragment element type (f16 pairs are i32).
@@ -1107,7 +1066,9 @@ std::optional<MatrixMma> mmaSyncIntrinsic(MmaOp op) {
              dt = op.getDType();
   StringRef shape = op.getShape();
   std::optional<MatrixMma> m;
-  auto fp = [](ScalarType t) { return t == ScalarType::f16 || t == ScalarType::f32; };
+  auto fp = [](ScalarType t) {
+    return t == ScalarType::f16 || t == ScalarType::f32;
+  };
   if (shape == "m16n8k16" && at == ScalarType::f16 && bt == ScalarType::f16 &&
       fp(ct) && fp(dt) && !op.getSatfinite())
     m = MatrixMma{("llvm.nvvm.mma.m16n8k16.row.col." + stringifyScalarType(dt) +
@@ -1118,10 +1079,12 @@ std::optional<MatrixMma> mmaSyncIntrinsic(MmaOp op) {
            bt == ScalarType::bf16 && ct == ScalarType::f32 &&
            dt == ScalarType::f32 && !op.getSatfinite())
     m = MatrixMma{"llvm.nvvm.mma.m16n8k16.row.col.bf16", 4, 2, 4};
-  else if (shape == "m16n8k32" && at == ScalarType::s8 && bt == ScalarType::s8 &&
-           ct == ScalarType::s32 && dt == ScalarType::s32)
-    m = MatrixMma{op.getSatfinite() ? "llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8"
-                                    : "llvm.nvvm.mma.m16n8k32.row.col.s8",
+  else if (shape == "m16n8k32" && at == ScalarType::s8 &&
+           bt == ScalarType::s8 && ct == ScalarType::s32 &&
+           dt == ScalarType::s32)
+    m = MatrixMma{op.getSatfinite()
+                      ? "llvm.nvvm.mma.m16n8k32.row.col.satfinite.s8"
+                      : "llvm.nvvm.mma.m16n8k32.row.col.s8",
                   4, 2, 4};
   if (!m)
     return std::nullopt;
@@ -1138,17 +1101,18 @@ std::optional<MatrixMma> mmaSyncIntrinsic(MmaOp op) {
 std::optional<MatrixMma> wmmaMmaIntrinsic(WmmaMmaOp op) {
   ScalarType at = op.getAType(), bt = op.getBType(), ct = op.getCType(),
              dt = op.getDType();
-  auto fp = [](ScalarType t) { return t == ScalarType::f16 || t == ScalarType::f32; };
+  auto fp = [](ScalarType t) {
+    return t == ScalarType::f16 || t == ScalarType::f32;
+  };
   if (op.getShape() != "m16n16k16" || at != ScalarType::f16 ||
       bt != ScalarType::f16 || !fp(ct) || !fp(dt))
     return std::nullopt;
-  MatrixMma m{("llvm.nvvm.wmma.m16n16k16.mma." +
-               stringifyLayout(op.getLayoutA()) + "." +
-               stringifyLayout(op.getLayoutB()) + "." +
-               stringifyScalarType(dt) + "." + stringifyScalarType(ct) +
-               (op.getSatfinite() ? ".satfinite" : ""))
-                  .str(),
-              8, 8, ct == ScalarType::f32 ? 8u : 4u};
+  MatrixMma m{
+      ("llvm.nvvm.wmma.m16n16k16.mma." + stringifyLayout(op.getLayoutA()) +
+       "." + stringifyLayout(op.getLayoutB()) + "." + stringifyScalarType(dt) +
+       "." + stringifyScalarType(ct) + (op.getSatfinite() ? ".satfinite" : ""))
+          .str(),
+      8, 8, ct == ScalarType::f32 ? 8u : 4u};
   MLIRContext *ctx = op.getContext();
   Type i32 = IntegerType::get(ctx, 32);
   if (!fragmentIs(op.getA().getTypes(), m.a, i32) ||
@@ -1162,8 +1126,9 @@ std::optional<MatrixMma> wmmaMmaIntrinsic(WmmaMmaOp op) {
 
 /// Whether a wmma load/store of `type` fragments is lowered: m16n16k16,
 /// f16 A/B, f16/f32 C/D, with an explicit stride, in a space with pointers.
-bool wmmaLdStSupported(StringRef shape, ScalarType t, std::optional<MatrixRole> role,
-                       StateSpace space, bool hasStride, TypeRange regs) {
+bool wmmaLdStSupported(StringRef shape, ScalarType t,
+                       std::optional<MatrixRole> role, StateSpace space,
+                       bool hasStride, TypeRange regs) {
   if (shape != "m16n16k16" || !hasStride || !addressSpace(space) ||
       space == StateSpace::constant || space == StateSpace::local ||
       space == StateSpace::shared_cluster)
@@ -1211,9 +1176,8 @@ SmallVector<Value> callMma(Emitter &e, StringRef name, ValueRange args,
 /// `wooly.mma_sync`: the `llvm.nvvm.mma.*` intrinsic of its shape and types.
 struct MmaOpLowering : WoolyPattern<MmaOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(MmaOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(MmaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     auto m = mmaSyncIntrinsic(op);
     if (!m)
       return op.emitOpError() << StringRef(kNotSupported).ltrim();
@@ -1240,9 +1204,8 @@ struct MmaOpLowering : WoolyPattern<MmaOp> {
 /// `wooly.wmma_mma`: `llvm.nvvm.wmma.m16n16k16.mma.*` (f16 inputs).
 struct WmmaMmaOpLowering : WoolyPattern<WmmaMmaOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WmmaMmaOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(WmmaMmaOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     auto m = wmmaMmaIntrinsic(op);
     if (!m)
       return op.emitOpError() << StringRef(kNotSupported).ltrim();
@@ -1270,9 +1233,8 @@ NVVM::MMALayout mmaLayout(Layout l) {
 /// `wooly.wmma_load`: `nvvm.wmma.load` m16n16k16 with the stride.
 struct WmmaLoadOpLowering : WoolyPattern<WmmaLoadOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WmmaLoadOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(WmmaLoadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     if (!wmmaLdStSupported(op.getShape(), op.getType(), op.getRole(),
                            op.getSpace(), bool(op.getStride()),
                            op.getResultTypes()) ||
@@ -1306,9 +1268,8 @@ struct WmmaLoadOpLowering : WoolyPattern<WmmaLoadOp> {
 /// `wooly.wmma_store`: `nvvm.wmma.store` m16n16k16 with the stride.
 struct WmmaStoreOpLowering : WoolyPattern<WmmaStoreOp> {
   using WoolyPattern::WoolyPattern;
-  LogicalResult
-  matchAndRewrite(WmmaStoreOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rw) const override {
+  LogicalResult matchAndRewrite(WmmaStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
     if (!wmmaLdStSupported(op.getShape(), op.getType(), MatrixRole::d,
                            op.getSpace(), bool(op.getStride()),
                            op.getValues().getTypes()))
@@ -1354,8 +1315,8 @@ Value mapScalars(Emitter &e, Value v, llvm::function_ref<Value(Value)> fn) {
 LogicalResult lowerApproxMath(ModuleOp module) {
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
-    if (isa<math::SinOp, math::CosOp, math::Exp2Op, math::Log2Op,
-            math::RsqrtOp, math::TanhOp>(op))
+    if (isa<math::SinOp, math::CosOp, math::Exp2Op, math::Log2Op, math::RsqrtOp,
+            math::TanhOp>(op))
       ops.push_back(op);
   });
   bool ok = true;
@@ -1384,12 +1345,12 @@ LogicalResult lowerApproxMath(ModuleOp module) {
     }
     Value r = mapScalars(e, in, [&](Value x) -> Value {
       if (tanh)
-        return LLVM::InlineAsmOp::create(
-                   b, e.loc, x.getType(), ValueRange{x},
-                   "tanh.approx.f32 $0, $1;", "=f,f",
-                   /*has_side_effects=*/false, /*is_align_stack=*/false,
-                   LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-                   ArrayAttr())
+        return LLVM::InlineAsmOp::create(b, e.loc, x.getType(), ValueRange{x},
+                                         "tanh.approx.f32 $0, $1;", "=f,f",
+                                         /*has_side_effects=*/false,
+                                         /*is_align_stack=*/false,
+                                         LLVM::TailCallKind::None,
+                                         LLVM::AsmDialectAttr(), ArrayAttr())
             .getResult(0);
       return e.intrinsic(name, x.getType(), {x});
     });
@@ -1626,9 +1587,9 @@ LogicalResult checkSupported(ModuleOp module) {
       if (c.getSize() != 4 && c.getSize() != 8 && c.getSize() != 16)
         return fail(op, "cp.async of " + Twine(c.getSize()) + " bytes");
     }
-    if (auto l = dyn_cast<LdMatrixOp>(op);
-        l && l.getNumResults() != 1 && l.getNumResults() != 2 &&
-        l.getNumResults() != 4)
+    if (auto l = dyn_cast<LdMatrixOp>(op); l && l.getNumResults() != 1 &&
+                                           l.getNumResults() != 2 &&
+                                           l.getNumResults() != 4)
       return fail(op, "ldmatrix of " + Twine(l.getNumResults()) + " matrices");
     if (auto ld = dyn_cast<LoadOp>(op);
         ld && ld.getSpace() == StateSpace::param)
@@ -1658,7 +1619,6 @@ LogicalResult checkSupported(ModuleOp module) {
 //===----------------------------------------------------------------------===//
 // Module-level preparation
 //===----------------------------------------------------------------------===//
-
 
 /// Creates the LLVM globals of the module's variables, collects locals and
 /// the kernels' parameter layout.
@@ -1781,8 +1741,8 @@ struct ConvertWoolyToNVVMPass
     StringRef sm = chip;
     unsigned smVersion = 0;
     if (!sm.consume_front("sm_") || sm.getAsInteger(10, smVersion)) {
-      module.emitError("convert-wooly-to-nvvm: bad chip '") << chip
-                                                            << "' (sm_XX)";
+      module.emitError("convert-wooly-to-nvvm: bad chip '")
+          << chip << "' (sm_XX)";
       return signalPassFailure();
     }
     if (failed(checkSupported(module)) || failed(lowerApproxMath(module)) ||
@@ -1801,20 +1761,19 @@ struct ConvertWoolyToNVVMPass
     LowerToLLVMOptions options(ctx);
     LLVMTypeConverter converter(ctx, options);
     RewritePatternSet patterns(ctx);
-    patterns.add<FuncOpLowering, RetOpLowering, ExitOpLowering,
-                 TrapOpLowering, BrkptOpLowering, CallOpLowering,
-                 CallIndirectOpLowering, GlobalOpLowering,
-                 AddressOfOpLowering, CvtaOpLowering, IsSpacePOpLowering,
-                 SRegOpLowering, LoadOpLowering, StoreOpLowering,
-                 AtomOpLowering, RedOpLowering, FenceOpLowering,
-                 BarrierOpLowering, BarRedOpLowering, WarpSyncOpLowering,
-                 ActiveMaskOpLowering, NanosleepOpLowering,
+    patterns.add<FuncOpLowering, RetOpLowering, ExitOpLowering, TrapOpLowering,
+                 BrkptOpLowering, CallOpLowering, CallIndirectOpLowering,
+                 GlobalOpLowering, AddressOfOpLowering, CvtaOpLowering,
+                 IsSpacePOpLowering, SRegOpLowering, LoadOpLowering,
+                 StoreOpLowering, AtomOpLowering, RedOpLowering,
+                 FenceOpLowering, BarrierOpLowering, BarRedOpLowering,
+                 WarpSyncOpLowering, ActiveMaskOpLowering, NanosleepOpLowering,
                  EraseLowering<PrefetchOp>, CreatePolicyOpLowering,
                  ShflOpLowering, VoteOpLowering, ReduxOpLowering,
                  MatchOpLowering, CpAsyncOpLowering, CpAsyncCommitOpLowering,
                  CpAsyncWaitOpLowering, LdMatrixOpLowering, MmaOpLowering,
-                 WmmaMmaOpLowering, WmmaLoadOpLowering,
-                 WmmaStoreOpLowering>(converter, state);
+                 WmmaMmaOpLowering, WmmaLoadOpLowering, WmmaStoreOpLowering>(
+        converter, state);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     populateFuncToLLVMConversionPatterns(converter, patterns);

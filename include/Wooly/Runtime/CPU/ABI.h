@@ -169,8 +169,7 @@ void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns);
 
 /// CUDA's device-side `vprintf(format, args)` with the argument buffer
 /// laid out as nvcc does (each argument aligned to its size).
-int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
-                           uint64_t args);
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);
 
 #ifdef __cplusplus
 } // extern "C"

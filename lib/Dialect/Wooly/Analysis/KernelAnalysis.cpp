@@ -199,8 +199,8 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
       space = ld.getSpace();
     else if (auto st = dyn_cast<StoreOp>(op))
       space = st.getSpace();
-    bool globalOrGeneric =
-        space && (*space == StateSpace::global || *space == StateSpace::generic);
+    bool globalOrGeneric = space && (*space == StateSpace::global ||
+                                     *space == StateSpace::generic);
     for (const Access &a : accesses) {
       narrowAddresses |= globalOrGeneric && a.addr.getType().isInteger(32);
       pointers |= taint.get(a.addr);
@@ -258,13 +258,10 @@ std::vector<KernelSummary> mlir::wooly::analyzeKernels(ModuleOp module) {
   return out;
 }
 
-unsigned mlir::wooly::estimateBlocksPerSM(const KernelSummary &k,
-                                          unsigned threadsPerBlock,
-                                          uint64_t dynamicSharedBytes,
-                                          unsigned registersPerSM,
-                                          uint64_t sharedPerSM,
-                                          unsigned maxThreadsPerSM,
-                                          unsigned maxBlocksPerSM) {
+unsigned mlir::wooly::estimateBlocksPerSM(
+    const KernelSummary &k, unsigned threadsPerBlock,
+    uint64_t dynamicSharedBytes, unsigned registersPerSM, uint64_t sharedPerSM,
+    unsigned maxThreadsPerSM, unsigned maxBlocksPerSM) {
   if (threadsPerBlock == 0)
     return 0;
   unsigned blocks = std::min(maxBlocksPerSM, maxThreadsPerSM / threadsPerBlock);

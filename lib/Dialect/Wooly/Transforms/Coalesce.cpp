@@ -1,4 +1,4 @@
-//===- Coalesce.cpp - Fuse launches into one dispatching kernel --*- C++ -*-===//
+//===- Coalesce.cpp - Fuse launches into one kernel -------------*- C++ -*-===//
 //
 // wooly-coalesce (see Passes.td; the table: include/Wooly/Runtime/
 // CoalesceTable.h). For the distinct kernels K0..Kn-1 of the option it adds
@@ -47,9 +47,9 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::wooly {
 #define GEN_PASS_DEF_WOOLYCOALESCE
@@ -189,15 +189,13 @@ LogicalResult checkKernel(FuncOp kernel, CalleeChecker &callees) {
     else if (auto s = dyn_cast<SRegOp>(op)) {
       if (s.getReg() == SpecialReg::gridid ||
           s.getReg() == SpecialReg::total_smem_size)
-        why = ("reads %" + stringifySpecialReg(s.getReg()) +
-               " (not supported)")
+        why = ("reads %" + stringifySpecialReg(s.getReg()) + " (not supported)")
                   .str();
     } else if (auto c = dyn_cast<CallOp>(op)) {
       auto callee =
           SymbolTable::lookupNearestSymbolFrom<FuncOp>(op, c.getCalleeAttr());
       if (!callee)
-        why = ("calls '" + c.getCallee() + "', which is not a function")
-                  .str();
+        why = ("calls '" + c.getCallee() + "', which is not a function").str();
       else if (std::string w = callees.why(callee); !w.empty())
         why = ("calls '" + c.getCallee() + "', which " + w).str();
     }
@@ -225,10 +223,19 @@ FuncOp makePart(FuncOp kernel, SymbolTable &symbols) {
   part.removeMaxnregAttr();
   symbols.insert(part, std::next(Block::iterator(kernel)));
 
-  static const char *names[kNumIdArgs] = {
-      "ctaid_x", "ctaid_y", "ctaid_z", "nctaid_x", "nctaid_y",
-      "nctaid_z", "tid_x",  "tid_y",   "tid_z",    "ntid_x",
-      "ntid_y",   "ntid_z", "dynamic_smem_size"};
+  static const char *names[kNumIdArgs] = {"ctaid_x",
+                                          "ctaid_y",
+                                          "ctaid_z",
+                                          "nctaid_x",
+                                          "nctaid_y",
+                                          "nctaid_z",
+                                          "tid_x",
+                                          "tid_y",
+                                          "tid_z",
+                                          "ntid_x",
+                                          "ntid_y",
+                                          "ntid_z",
+                                          "dynamic_smem_size"};
   unsigned first = part.getNumArguments();
   for (unsigned i = 0; i < kNumIdArgs; ++i) {
     NamedAttribute attrs[] = {
@@ -294,16 +301,15 @@ void buildCoalesced(ModuleOp module, ArrayRef<FuncOp> kernels,
   Location loc = module.getLoc();
   OpBuilder b(ctx);
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto fused = FuncOp::create(b, loc, "__wooly_coalesced",
-                              b.getFunctionType({}, {}));
+  auto fused =
+      FuncOp::create(b, loc, "__wooly_coalesced", b.getFunctionType({}, {}));
   fused.setKernel(true);
   fused.setLinkage("visible");
   symbols.insert(fused); // At the module's end; renamed if taken.
   Region &region = fused.getBody();
   Block *entry = new Block();
   region.push_back(entry);
-  Value table =
-      vblocks::appendLaunchParam(fused, "coalesce_table", i64, "u64");
+  Value table = vblocks::appendLaunchParam(fused, "coalesce_table", i64, "u64");
 
   auto global = StateSpaceAttr::get(ctx, StateSpace::global);
   auto load = [&](Value addr, Type t) -> Value {
@@ -405,8 +411,8 @@ void buildCoalesced(ModuleOp module, ArrayRef<FuncOp> kernels,
   Value dynShared = load(at(rec, kDynSharedOff), i32);
   Value kernelIndex = load(at(rec, kKernelIndexOff), i32);
   Value paramBuf = load(at(rec, kParamsOff), i64);
-  SmallVector<Value> ids{ctaid[0], ctaid[1], ctaid[2], grid[0],  grid[1],
-                         grid[2],  tid[0],   tid[1],   tid[2],   block[0],
+  SmallVector<Value> ids{ctaid[0], ctaid[1], ctaid[2], grid[0], grid[1],
+                         grid[2],  tid[0],   tid[1],   tid[2],  block[0],
                          block[1], block[2], dynShared};
 
   for (unsigned j = 0; j < kernels.size(); ++j) {
@@ -428,8 +434,8 @@ void buildCoalesced(ModuleOp module, ArrayRef<FuncOp> kernels,
     }
     args.append(ids);
     CallOp::create(b, loc, TypeRange{},
-                   FlatSymbolRefAttr::get(ctx, FuncOp(parts[j]).getSymName()), args,
-                   UnitAttr(), ArrayAttr(), ArrayAttr());
+                   FlatSymbolRefAttr::get(ctx, FuncOp(parts[j]).getSymName()),
+                   args, UnitAttr(), ArrayAttr(), ArrayAttr());
     RetOp::create(b, loc, ValueRange{});
     if (rest != exitBlock)
       b.setInsertionPointToEnd(rest);

@@ -1,4 +1,4 @@
-//===- Constrain.cpp - Run kernels on at most N physical blocks ---*- C++ -*-===//
+//===- Constrain.cpp - Run kernels on N physical blocks ---------*- C++ -*-===//
 //
 // wooly-constrain (see Passes.td). A kernel
 //
@@ -62,7 +62,8 @@ void constrainKernel(FuncOp kernel) {
   // Physical block id and count (the physical grid is 1-D).
   b.setInsertionPointToEnd(loop.entry);
   Value pid = SRegOp::create(
-      b, loc, i32, SpecialRegAttr::get(b.getContext(), SpecialReg::ctaid), dimX);
+      b, loc, i32, SpecialRegAttr::get(b.getContext(), SpecialReg::ctaid),
+      dimX);
   Value pn = SRegOp::create(
       b, loc, i32, SpecialRegAttr::get(b.getContext(), SpecialReg::nctaid),
       dimX);
@@ -76,8 +77,8 @@ void constrainKernel(FuncOp kernel) {
   cf::BranchOp::create(b, loc, header, ValueRange{first});
 
   b.setInsertionPointToEnd(header);
-  Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, v,
-                                     loop.total);
+  Value more =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, v, loop.total);
   cf::CondBranchOp::create(b, loc, more, loop.body, ValueRange{v}, loop.done,
                            ValueRange{});
 

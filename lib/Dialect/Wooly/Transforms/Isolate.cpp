@@ -290,8 +290,7 @@ private:
     Value a;
     Type i64 = builder.getI64Type();
     if (r.var)
-      a = AddressOfOp::create(builder, loc, i64,
-                               GlobalOp(r.var).getSymName());
+      a = AddressOfOp::create(builder, loc, i64, GlobalOp(r.var).getSymName());
     else
       a = ParamAddressOp::create(builder, loc, i64, r.paramIndex);
     if (space == StateSpace::generic)
@@ -333,8 +332,8 @@ private:
       // n = ((lines - 1) * bits * stride + width * bits + 7) / 8; when n
       // exceeds the region, stride 0 (footprint: one row).
       Value stride = strideOperand->get();
-      Value s64 = arith::ExtUIOp::create(builder, loc, builder.getI64Type(),
-                                         stride);
+      Value s64 =
+          arith::ExtUIOp::create(builder, loc, builder.getI64Type(), stride);
       Value bits = arith::MulIOp::create(builder, loc, s64,
                                          c64((s.lines - 1) * s.bits, loc));
       bits = arith::AddIOp::create(builder, loc, bits,
@@ -464,12 +463,12 @@ private:
       Value lo = objectAddress(root, StateSpace::global, loc);
       Value count = c64(n, loc);
       if (Value ss = cp.getSrcSize()) {
-        Value s64 = arith::ExtUIOp::create(builder, loc,
-                                           builder.getI64Type(), ss);
+        Value s64 =
+            arith::ExtUIOp::create(builder, loc, builder.getI64Type(), ss);
         count = arith::MinUIOp::create(builder, loc, s64, count);
       }
-      Value last = arith::SubIOp::create(builder, loc, c64(root.size, loc),
-                                         count);
+      Value last =
+          arith::SubIOp::create(builder, loc, c64(root.size, loc), count);
       cp.getSrcMutable().set(clamp(cp.getSrc(), lo, last, loc));
       return success();
     }

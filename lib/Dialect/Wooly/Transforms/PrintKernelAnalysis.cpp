@@ -1,4 +1,4 @@
-//===- PrintKernelAnalysis.cpp - Kernel analyses as remarks ------*- C++ -*-===//
+//===- PrintKernelAnalysis.cpp - Kernel analyses as remarks ----*- C++ -*-===//
 
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
@@ -38,10 +38,10 @@ struct WoolyPrintKernelAnalysisPass
           add(escapes);
       }
       f.emitRemark() << "kernel '" << s.name << "': read-only pointers ["
-                     << readOnly << "], written [" << written
-                     << "], escaping [" << escapes << "], static shared "
-                     << s.staticSharedBytes << " bytes, ~"
-                     << s.registerEstimate << " registers, barriers "
+                     << readOnly << "], written [" << written << "], escaping ["
+                     << escapes << "], static shared " << s.staticSharedBytes
+                     << " bytes, ~" << s.registerEstimate
+                     << " registers, barriers "
                      << (s.usesBarriers ? "yes" : "no") << ", warp ops "
                      << (s.usesWarpCollectives ? "yes" : "no") << ", cost "
                      << s.costHint;

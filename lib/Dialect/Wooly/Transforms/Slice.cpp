@@ -1,4 +1,4 @@
-//===- Slice.cpp - Run virtual blocks [begin, end), preemptibly ---*- C++ -*-===//
+//===- Slice.cpp - Run virtual blocks [begin, end), preemptibly -*- C++ -*-===//
 //
 // wooly-slice (see Passes.td). Like wooly-constrain (the same loop, see
 // Constrain.cpp and VirtualBlocks.h), but the virtual block ids are taken
@@ -79,11 +79,10 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
   Value c0 = arith::ConstantIntOp::create(b, loc, 0, 32);
   Value leader;
   for (Dim d : {Dim::x, Dim::y, Dim::z}) {
-    Value t = SRegOp::create(b, loc, i32,
-                             SpecialRegAttr::get(ctx, SpecialReg::tid),
-                             DimAttr::get(ctx, d));
-    Value is0 =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c0);
+    Value t =
+        SRegOp::create(b, loc, i32, SpecialRegAttr::get(ctx, SpecialReg::tid),
+                       DimAttr::get(ctx, d));
+    Value is0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, t, c0);
     leader = leader ? arith::AndIOp::create(b, loc, leader, is0) : is0;
   }
   Value end64 = arith::ExtUIOp::create(b, loc, i64, end);
@@ -117,8 +116,8 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
 
   // take: read the preemption flag when there is one.
   b.setInsertionPointToEnd(take);
-  Value hasFlag = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                        flag, zero64);
+  Value hasFlag =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag, zero64);
   cf::CondBranchOp::create(b, loc, hasFlag, readFlag, ValueRange{}, grab,
                            ValueRange{});
   b.setInsertionPointToEnd(readFlag);
@@ -126,16 +125,16 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
       LoadOp::create(b, loc, TypeRange{i32}, global, flag, CacheOpAttr(),
                      b.getUnitAttr(), MemOrderAttr(), MemScopeAttr())
           .getResult(0);
-  Value preempted = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                          flagValue, c0);
+  Value preempted =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flagValue, c0);
   cf::CondBranchOp::create(b, loc, preempted, publish, ValueRange{stop}, grab,
                            ValueRange{});
 
   // grab: the next index; STOP past the slice's end.
   b.setInsertionPointToEnd(grab);
-  Value idx = AtomOp::create(b, loc, i32, global,
-                             AtomicOpAttr::get(ctx, AtomicOp::add), counter,
-                             ValueRange{one}, MemOrderAttr(), MemScopeAttr());
+  Value idx =
+      AtomOp::create(b, loc, i32, global, AtomicOpAttr::get(ctx, AtomicOp::add),
+                     counter, ValueRange{one}, MemOrderAttr(), MemScopeAttr());
   Value idx64 = arith::ExtUIOp::create(b, loc, i64, idx);
   Value v64 = arith::AddIOp::create(b, loc, begin64, idx64);
   Value inRange =
@@ -157,10 +156,10 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
   vblocks::createBlockBarrier(b, loc);
   Value slotAddr2 = AddressOfOp::create(
       b, loc, i32, FlatSymbolRefAttr::get(slot.getSymNameAttr()));
-  Value v = LoadOp::create(b, loc, TypeRange{i32}, shared, slotAddr2,
-                           CacheOpAttr(), UnitAttr(), MemOrderAttr(),
-                           MemScopeAttr())
-                .getResult(0);
+  Value v =
+      LoadOp::create(b, loc, TypeRange{i32}, shared, slotAddr2, CacheOpAttr(),
+                     UnitAttr(), MemOrderAttr(), MemScopeAttr())
+          .getResult(0);
   Value isStop =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, stop);
   Value vBody = arith::ExtUIOp::create(b, loc, i64, v);

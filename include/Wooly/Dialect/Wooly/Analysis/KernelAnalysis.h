@@ -1,4 +1,4 @@
-//===- KernelAnalysis.h - What the runtime needs to know of a kernel -*- C++ -*-===//
+//===- KernelAnalysis.h - Facts the runtime needs about kernels -*- C++ -*-===//
 //
 // Per-kernel facts for the scheduler and the memory manager (DESIGN.md,
 // "analyses"): which pointer parameters are only read (their buffers can be

@@ -1,4 +1,4 @@
-//===- Passes.h - Wooly's sharing passes -------------------------*- C++ -*-===//
+//===- Passes.h - Wooly's sharing passes -----------------------*- C++ -*-===//
 //
 // Declarations and registration of the passes in Passes.td.
 //
