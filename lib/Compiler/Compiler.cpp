@@ -248,6 +248,20 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
 }
 
 namespace {
+/// LLVM's code generation level for an optimisation level 0-3.
+llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
+  switch (optLevel) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 2:
+    return llvm::CodeGenOptLevel::Default;
+  default:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
 /// Creates the host TargetMachine (native target, host CPU and features).
 Expected<std::unique_ptr<llvm::TargetMachine>>
 createHostTargetMachine(unsigned optLevel) {
@@ -265,11 +279,7 @@ createHostTargetMachine(unsigned optLevel) {
   for (auto &f : llvm::sys::getHostCPUFeatures())
     features.AddFeature(f.first(), f.second);
   llvm::TargetOptions to;
-  llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
-                                : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                : optLevel == 2
-                                    ? llvm::CodeGenOptLevel::Default
-                                    : llvm::CodeGenOptLevel::Aggressive;
+  llvm::CodeGenOptLevel level = codeGenLevel(optLevel);
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), to,
       llvm::Reloc::PIC_, std::nullopt, level));
@@ -297,18 +307,17 @@ createNVPTXTargetMachine(StringRef chip, unsigned optLevel) {
   unsigned sm = 0;
   chip.drop_front(3).getAsInteger(10, sm);
   std::string features = sm >= 80 && sm <= 90 ? "+ptx80" : "";
+  // Check the chip before creating the machine, which would only warn.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      t->createMCSubtargetInfo(triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(chip))
+    return makeError("unknown NVIDIA target '" + chip + "'");
   llvm::TargetOptions to;
-  llvm::CodeGenOptLevel level = optLevel == 0   ? llvm::CodeGenOptLevel::None
-                                : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-                                : optLevel == 2
-                                    ? llvm::CodeGenOptLevel::Default
-                                    : llvm::CodeGenOptLevel::Aggressive;
+  llvm::CodeGenOptLevel level = codeGenLevel(optLevel);
   std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
       triple, chip, features, to, std::nullopt, std::nullopt, level));
   if (!tm)
     return makeError("cannot create the NVPTX target machine for " + chip);
-  if (!tm->getMCSubtargetInfo()->isCPUStringValid(chip))
-    return makeError("unknown NVIDIA target '" + chip + "'");
   return std::move(tm);
 }
 
