@@ -112,6 +112,10 @@ public:
     if (!compiled)
       return llvm::createStringError(
           "the cpu backend runs the compiled host module: none given");
+    if (compiled->target.kind != Target::Kind::Host)
+      return llvm::createStringError(
+          "the cpu backend runs modules compiled for host, not " +
+          compiled->target.str());
     auto loaded = device.loadModule(compiled);
     if (!loaded)
       return loaded.takeError();
@@ -189,10 +193,19 @@ public:
   llvm::Expected<BackendModule *>
   loadModule(std::shared_ptr<const CompiledModule> compiled,
              llvm::StringRef ptxText) override {
-    if (ptxText.empty())
+    // Wooly's own PTX for an sm_XX compilation; the original otherwise.
+    llvm::StringRef ptx = ptxText;
+    if (compiled && compiled->target.kind == Target::Kind::NVPTX)
+      ptx = compiled->binary;
+    else if (compiled && compiled->target.kind != Target::Kind::Host)
       return llvm::createStringError(
-          "the cuda backend runs the original PTX: none given");
-    auto loaded = device->loadPTX(ptxText);
+          "the cuda backend cannot load a module compiled for " +
+          compiled->target.str());
+    if (ptx.empty())
+      return llvm::createStringError(
+          "the cuda backend needs PTX: the original PTX or a module compiled "
+          "for sm_XX");
+    auto loaded = device->loadPTX(ptx);
     if (!loaded)
       return loaded.takeError();
     return modules.add(

@@ -1,14 +1,15 @@
 //===- wooly-conformance.cpp - Run a PTX conformance suite -----*- C++ -*-===//
 //
 // Runs every test of a ZLUDA-style suite (a folder with `expected.json` and
-// `ptx/`, see its README) on the CPU backend (or, with --backend=cuda, the
-// original PTX on an NVIDIA GPU), following the suite's rules:
+// `ptx/`, see its README) on the CPU backend (or, with --backend=cuda, on
+// an NVIDIA GPU: the original PTX, or with --target=sm_XX the PTX that
+// Wooly generates from it), following the suite's rules:
 // zeroed output buffer, input copied in, arguments (input, output) as device
 // pointers (both the output for warp tests), one block of `block_dim_x`
 // threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
 // the output. Prints each failure and `N passed, N failed, N skipped`.
 //
-// With --passes (cpu backend only) every test is compiled with those Wooly
+// With --passes (cpu, or cuda with --target=sm_XX) every test is compiled with those Wooly
 // passes and launched as a runtime would launch the transformed kernel, its
 // appended launch parameters filled by role (Wooly/Compiler/LaunchParams.h):
 // wooly-constrain/wooly-slice: virtual grid = the test's grid (1,1,1) on
@@ -18,7 +19,7 @@
 // wooly-isolate: the tenant region is the hull of the test's input and
 // output allocations, rounded up to 256 bytes.
 //
-// With --coalesce (cpu backend only) every test's kernel K is compiled with
+// With --coalesce (cpu, or cuda with --target=sm_XX) every test's kernel K is compiled with
 // `wooly-coalesce{kernels=K,K}` and run as ONE launch of `__wooly_coalesced`
 // with two parts (Wooly/Runtime/CoalesceTable.h): part 0 on the test's
 // buffers, part 1 on copies of them (the input's contents, a zeroed
@@ -66,9 +67,15 @@ static cl::opt<std::string> knownFailures(
     cl::cat(cat));
 static cl::opt<std::string>
     backend("backend", cl::init("cpu"),
-            cl::desc("Where to run: cpu (the CPU backend) or cuda (the "
-                     "original PTX on an NVIDIA GPU)"),
+            cl::desc("Where to run: cpu (the CPU backend) or cuda (an NVIDIA "
+                     "GPU)"),
             cl::cat(cat));
+static cl::opt<std::string> targetOpt(
+    "target", cl::init("host"),
+    cl::desc("What to compile every test for: host (the default; the cuda "
+             "backend then runs the ORIGINAL PTX) or sm_XX (the cuda backend "
+             "runs the PTX that Wooly generates)"),
+    cl::cat(cat));
 static cl::opt<bool> variant32("ptx32",
                                cl::desc("Run the 32-bit-address variants "
                                         "(ptx32/) instead"),
@@ -78,7 +85,7 @@ static cl::opt<std::string>
     passes("passes",
            cl::desc("Compile every test with these Wooly passes (an MLIR "
                     "pipeline, e.g. wooly-constrain) and fill their launch "
-                    "parameters (cpu backend only)"),
+                    "parameters (cpu, or cuda with --target=sm_XX)"),
            cl::cat(cat));
 static cl::opt<unsigned> physicalBlocks(
     "physical-blocks",
@@ -90,7 +97,8 @@ static cl::opt<bool> coalesce(
     "coalesce",
     cl::desc("Compile every test's kernel K with wooly-coalesce{kernels=K,K} "
              "and run it as one fused launch of two parts: the test's "
-             "buffers and copies of them (cpu backend only)"),
+             "buffers and copies of them (cpu, or cuda with "
+             "--target=sm_XX)"),
     cl::cat(cat));
 
 namespace {
@@ -185,20 +193,37 @@ int main(int argc, char **argv) {
   }
 
   // The backend gets both the compiled module and the PTX: the cpu backend
-  // runs the former, the cuda backend the original PTX (with the parameter
-  // layout of the host compilation).
+  // runs the former, the cuda backend the former when it is PTX
+  // (--target=sm_XX), else the original PTX (with the parameter layout of
+  // the host compilation).
+  auto target = Target::parse(targetOpt);
+  if (!target) {
+    llvm::errs() << "error: " << llvm::toString(target.takeError()) << '\n';
+    return 2;
+  }
+  bool runsOriginal = backendRunsOriginalPTX(backend) &&
+                      target->kind == Target::Kind::Host;
+  if (target->kind != Target::Kind::Host &&
+      !(backend == "cuda" && target->kind == Target::Kind::NVPTX)) {
+    llvm::errs() << "error: --target=" << targetOpt
+                 << " cannot run on --backend=" << backend
+                 << " (cpu runs host; cuda runs host or sm_XX)\n";
+    return 2;
+  }
   auto created = createBackend(backend);
   if (!created) {
     llvm::errs() << "error: " << llvm::toString(created.takeError()) << '\n';
     return 2;
   }
   Backend &device = **created;
-  if (!passes.empty() && device.kind() != "cpu") {
-    llvm::errs() << "error: --passes needs the cpu backend\n";
+  if (!passes.empty() && runsOriginal) {
+    llvm::errs() << "error: --passes needs the compiled module to run: the "
+                    "cpu backend, or --target=sm_XX\n";
     return 2;
   }
-  if (coalesce && device.kind() != "cpu") {
-    llvm::errs() << "error: --coalesce needs the cpu backend\n";
+  if (coalesce && runsOriginal) {
+    llvm::errs() << "error: --coalesce needs the compiled module to run: the "
+                    "cpu backend, or --target=sm_XX\n";
     return 2;
   }
   if (coalesce && !passes.empty()) {
@@ -216,7 +241,8 @@ int main(int argc, char **argv) {
   // The CPU backend is the default; name any other device in the output.
   if (device.kind() != "cpu")
     llvm::outs() << "device: " << device.name() << '\n';
-  Target host = llvm::cantFail(Target::parse("host"));
+  if (target->kind != Target::Kind::Host)
+    llvm::outs() << "target: " << target->str() << " (Wooly's PTX)\n";
   unsigned passed = 0, failed = 0, skipped = 0, knownFailed = 0;
   for (const std::string &name : names) {
     if (re && !re->match(name))
@@ -265,7 +291,7 @@ int main(int argc, char **argv) {
     if (coalesce)
       options.passes =
           ("wooly-coalesce{kernels=" + kernel + "," + kernel + "}").str();
-    auto compiled = compile(input, host, options);
+    auto compiled = compile(input, *target, options);
     if (!compiled) {
       std::string msg = llvm::toString(compiled.takeError());
       report("compile error: " + StringRef(msg).split('\n').first.str());

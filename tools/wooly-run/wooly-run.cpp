@@ -41,9 +41,15 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     backend("backend", cl::init("cpu"),
             cl::desc("Where to run: cpu (the embedded CPU backend) or cuda "
-                     "(the original PTX on an NVIDIA GPU, through the CUDA "
-                     "driver)"),
+                     "(an NVIDIA GPU, through the CUDA driver)"),
             cl::cat(runCat));
+static cl::opt<std::string> targetOpt(
+    "target", cl::init("host"),
+    cl::desc("What to compile for: host (the default; the cpu backend runs "
+             "it, the cuda backend runs the ORIGINAL PTX and takes only the "
+             "parameter layout from it) or sm_XX (the cuda backend runs the "
+             "PTX that Wooly generates)"),
+    cl::cat(runCat));
 static cl::opt<std::string> gridOpt("grid", cl::init("1"),
                                     cl::desc("Grid size: X[,Y[,Z]]"),
                                     cl::cat(runCat));
@@ -72,6 +78,10 @@ static cl::list<std::string>
 static cl::list<std::string>
     saveOpts("save", cl::desc("NAME=PATH: write the buffer's bytes to PATH"),
              cl::cat(runCat));
+static cl::opt<std::string>
+    saveDir("save-all",
+            cl::desc("DIR: write every buffer's bytes to DIR/NAME.bin"),
+            cl::cat(runCat));
 static cl::opt<unsigned> printLimit("print-limit", cl::init(32),
                                     cl::desc("Elements printed per buffer (0: "
                                              "all)"),
@@ -83,7 +93,9 @@ static cl::opt<unsigned> workers("workers", cl::init(0),
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("Launch the kernel N times"),
                                 cl::cat(runCat));
-static cl::opt<bool> timing("time", cl::desc("Print compile and run times"),
+static cl::opt<bool> timing("time",
+                            cl::desc("Print compile and load times and the "
+                                     "median time of a launch (to stderr)"),
                             cl::cat(runCat));
 static cl::opt<bool> noChecks("no-bounds-checks",
                               cl::desc("Compile without memory-access checks"),
@@ -333,10 +345,19 @@ int main(int argc, char **argv) {
     return fail("backend '" + backend + "' is not supported yet (only " +
                 known + " are)");
   }
+  auto target = Target::parse(targetOpt);
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+  if (target->kind != Target::Kind::Host &&
+      !(backend == "cuda" && target->kind == Target::Kind::NVPTX))
+    return fail("--target=" + targetOpt + " cannot run on --backend=" +
+                backend + " (cpu runs host; cuda runs host or sm_XX)");
   if (backendRunsOriginalPTX(backend) &&
+      target->kind == Target::Kind::Host &&
       StringRef(inputFile).ends_with(".mlir"))
     return fail("--backend=" + backend +
-                " runs the original PTX: give a .ptx file");
+                " runs the original PTX: give a .ptx file, or compile the "
+                "Wooly file with --target=sm_XX");
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buf)
     return fail("cannot read '" + inputFile + "': " + buf.getError().message());
@@ -348,9 +369,6 @@ int main(int argc, char **argv) {
                    : CompileInput::Kind::PTX;
   CompileOptions options;
   options.boundsChecks = !noChecks;
-  auto target = Target::parse("host");
-  if (!target)
-    return fail(llvm::toString(target.takeError()));
 
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compile(input, *target, options);
@@ -386,8 +404,9 @@ int main(int argc, char **argv) {
                               kernel, info->paramOffsets.size(), args.size()));
 
   // The backend gets both the compiled module and the source text: the cpu
-  // backend runs the former, the cuda backend the original PTX (with the
-  // parameter layout of the host compilation).
+  // backend runs the former, the cuda backend the former when it is PTX
+  // (--target=sm_XX), else the original PTX with the parameter layout of
+  // the host compilation.
   BackendOptions backendOptions;
   backendOptions.cpuWorkers = workers;
   auto created = createBackend(backend, backendOptions);
@@ -431,11 +450,17 @@ int main(int argc, char **argv) {
     return fail("bad --block '" + blockOpt + "'");
   config.dynamicSharedBytes = sharedOpt;
 
-  auto t3 = std::chrono::steady_clock::now();
-  for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r)
+  // Every launch is synchronous, so its wall time is the kernel's time
+  // plus the launch overhead; the median over --repeat launches is printed.
+  std::vector<double> launchMs;
+  for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r) {
+    auto t3 = std::chrono::steady_clock::now();
     if (auto e = device.launch(*loaded, kernel, config, params))
       return fail(llvm::toString(std::move(e)));
-  auto t4 = std::chrono::steady_clock::now();
+    launchMs.push_back(std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - t3)
+                           .count());
+  }
 
   for (Arg &a : args) {
     if (!a.buffer)
@@ -443,6 +468,13 @@ int main(int argc, char **argv) {
     if (auto e =
             device.copyFromDevice(a.bytes.data(), a.device, a.bytes.size()))
       return fail(llvm::toString(std::move(e)));
+  }
+  if (!saveDir.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(saveDir))
+      return fail("cannot create '" + saveDir + "': " + ec.message());
+    for (Arg &a : args)
+      if (a.buffer)
+        saveOpts.push_back(a.name + "=" + saveDir + "/" + a.name + ".bin");
   }
   for (const std::string &s : saveOpts) {
     StringRef name = StringRef(s).split('=').first;
@@ -473,10 +505,12 @@ int main(int argc, char **argv) {
   llvm::outs().flush();
   if (timing) {
     using ms = std::chrono::duration<double, std::milli>;
-    llvm::errs() << llvm::formatv("compile {0:f2} ms, load {1:f2} ms, run "
-                                  "{2:f3} ms per launch\n",
-                                  ms(t1 - t0).count(), ms(t2 - t1).count(),
-                                  ms(t4 - t3).count() / std::max(1u, unsigned(repeat)));
+    llvm::sort(launchMs);
+    llvm::errs() << llvm::formatv(
+        "compile {0:f2} ms, load {1:f2} ms, run {2:f3} ms per launch (median "
+        "of {3})\n",
+        ms(t1 - t0).count(), ms(t2 - t1).count(),
+        launchMs[launchMs.size() / 2], launchMs.size());
   }
   return 0;
 }

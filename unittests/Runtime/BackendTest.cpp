@@ -53,16 +53,21 @@ DONE:
 }
 )";
 
-std::shared_ptr<const CompiledModule> compileHost(const char *ptx) {
+std::shared_ptr<const CompiledModule> compileFor(const char *ptx,
+                                                 llvm::StringRef target) {
   CompileInput in;
   in.text = ptx;
   in.name = "test.ptx";
-  auto m = compile(in, llvm::cantFail(Target::parse("host")), {});
+  auto m = compile(in, llvm::cantFail(Target::parse(target)), {});
   if (!m) {
     ADD_FAILURE() << llvm::toString(m.takeError());
     return nullptr;
   }
   return std::make_shared<const CompiledModule>(std::move(*m));
+}
+
+std::shared_ptr<const CompiledModule> compileHost(const char *ptx) {
+  return compileFor(ptx, "host");
 }
 
 /// The parameter buffer of `inc(n, p)`, laid out as the compiled module
@@ -145,9 +150,14 @@ TEST(BackendTest, CpuRunsAKernel) {
                       "backend"),
             std::string::npos);
 
-  // The cpu backend needs the compiled module.
+  // The cpu backend needs the compiled module, compiled for host.
   auto none = b.loadModule(nullptr, kPtx);
   EXPECT_NE(errorText(none).find("compiled host module"), std::string::npos);
+  auto sm90 = compileFor(kPtx, "sm_90");
+  ASSERT_TRUE(sm90);
+  auto wrong = b.loadModule(sm90, kPtx);
+  EXPECT_EQ(errorText(wrong),
+            "the cpu backend runs modules compiled for host, not sm_90");
 }
 
 TEST(BackendTest, CudaWithoutDriver) {
@@ -200,11 +210,24 @@ TEST(BackendTest, CudaLaunchesThePTX) {
   ASSERT_FALSE(bool(b.copyFromDevice(bytes, *addr, 16)));
   EXPECT_EQ(bytes[15], 0x5a);
 
-  // The cuda backend needs the PTX text.
+  // With a host compilation the cuda backend needs the original PTX text.
   auto compiled = compileHost(kPtx);
   ASSERT_TRUE(compiled);
   auto none = b.loadModule(compiled, "");
-  EXPECT_NE(errorText(none).find("original PTX"), std::string::npos);
+  EXPECT_NE(errorText(none).find("the original PTX or a module compiled "
+                                 "for sm_XX"),
+            std::string::npos);
+
+  // With an sm_XX compilation it loads Wooly's PTX, not the text given (the
+  // stand-in driver rejects PTX without an .entry).
+  auto sm90 = compileFor(kPtx, "sm_90");
+  ASSERT_TRUE(sm90);
+  auto recompiled = b.loadModule(sm90, "// not PTX");
+  ASSERT_TRUE(bool(recompiled)) << llvm::toString(recompiled.takeError());
+  EXPECT_FALSE(bool(b.unloadModule(*recompiled)));
+  auto original = b.loadModule(compiled, "// not PTX");
+  EXPECT_NE(errorText(original).find("no .entry in the input"),
+            std::string::npos);
 
   auto module = b.loadModule(compiled, kPtx);
   ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());

@@ -7,9 +7,11 @@
 //
 //   - `cpu`: the embedded CPU backend (wooly::cpu::CpuDevice); it runs the
 //     module compiled for the `host` target.
-//   - `cuda`: the ORIGINAL PTX on an NVIDIA GPU through the CUDA driver
-//     (wooly::cuda::CudaDevice); the compiled module only supplies the
-//     kernels' parameter layouts (KernelInfo).
+//   - `cuda`: an NVIDIA GPU through the CUDA driver (wooly::cuda::CudaDevice).
+//     It runs the PTX that Wooly generated when the module was compiled for
+//     an `sm_XX` target (the recompiled kernels, with any Wooly passes), and
+//     the ORIGINAL PTX otherwise (a `host` compilation then only supplies
+//     the kernels' parameter layouts, KernelInfo).
 //
 // Every backend takes the CUDA parameter buffer of a kernel (the layout of
 // `KernelInfo::paramOffsets/paramSizes`), and every launch is synchronous:
@@ -93,12 +95,13 @@ public:
   /// Sets `bytes` of device memory at `dst` to `value`.
   virtual llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
 
-  /// Loads a module. `compiled` is the module compiled for the `host`
-  /// target, `ptxText` the PTX it was compiled from (empty if there is
-  /// none, e.g. for a Wooly file). The cpu backend runs `compiled`; the
-  /// cuda backend JIT-compiles `ptxText` with the driver and keeps
-  /// `compiled` (which may then be null) for the kernels' parameter
-  /// layouts. The module stays owned by the backend.
+  /// Loads a module. `compiled` is the compiled module, `ptxText` the PTX
+  /// it was compiled from (empty if there is none, e.g. for a Wooly file).
+  /// The cpu backend runs `compiled`, which must target `host`. The cuda
+  /// backend JIT-compiles PTX with the driver: `compiled->binary` when
+  /// `compiled` targets `sm_XX`, else `ptxText` (then `compiled`, which may
+  /// be null, only gives the kernels' parameter layouts). The module stays
+  /// owned by the backend.
   virtual llvm::Expected<BackendModule *>
   loadModule(std::shared_ptr<const CompiledModule> compiled,
              llvm::StringRef ptxText) = 0;
@@ -116,8 +119,9 @@ public:
 /// ("cpu", "cuda").
 llvm::ArrayRef<llvm::StringRef> backendNames();
 
-/// Whether the backend `name` runs the original PTX text (so cannot run a
-/// Wooly .mlir file); false for an unknown name.
+/// Whether the backend `name` runs the original PTX text when it is given a
+/// `host` compilation (so it cannot run a Wooly .mlir file unless that is
+/// compiled for `sm_XX`); false for an unknown name.
 bool backendRunsOriginalPTX(llvm::StringRef name);
 
 /// Creates the backend `name` ("cpu" or "cuda"). Errors: "unknown backend

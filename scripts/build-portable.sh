@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Links portable copies of the runtime tools (wooly-run, wooly-conformance):
+# LLVM, MLIR and the C++ runtime linked in statically, so that they run on
+# a GPU host that has the NVIDIA driver but no LLVM 22 (e.g. a lent GPU
+# machine that gets only a copy of the working tree). The regular build
+# links libLLVM.so/libMLIR.so; this script reuses its object files and only
+# repeats the final link, with the shared libraries replaced by LLVM's and
+# MLIR's static archives (one linker group: the linker takes only what the
+# tools use, and --gc-sections drops the rest).
+#
+# Usage: scripts/build-portable.sh [OUT_DIR]   (default: $BUILD_DIR/portable)
+# Needs a configured and built $BUILD_DIR (default: build); prints each
+# binary's size.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+OUT_DIR=$(realpath -m "${1:-$BUILD_DIR/portable}")
+LLVM_LIB=/usr/lib/llvm-22/lib
+TOOLS=(wooly-run wooly-conformance)
+
+ninja -C "$BUILD_DIR" "${TOOLS[@]/#/bin/}" >/dev/null
+mkdir -p "$OUT_DIR"
+
+# The static archives, without the ones that are test or tool support (they
+# define symbols twice, e.g. gtest, or main()).
+archives=()
+for a in "$LLVM_LIB"/libMLIR*.a "$LLVM_LIB"/libLLVM*.a; do
+  case "$(basename "$a")" in
+  *Test* | *CAPI* | *Main.a | *Lsp* | *Reduce* | *TableGen* | *Exegesis* | \
+    *Fuzz* | libLLVMgtest*) continue ;;
+  esac
+  archives+=("$a")
+done
+
+for tool in "${TOOLS[@]}"; do
+  # The regular link command, with the shared libraries swapped for the
+  # archive group.
+  cmd=$(ninja -C "$BUILD_DIR" -t commands "bin/$tool" | tail -1)
+  cmd=${cmd#*&& }
+  cmd=${cmd%%&& :*}
+  read -r -a words <<<"$cmd"
+  link=()
+  for w in "${words[@]}"; do
+    case "$w" in
+    */libMLIR.so* | */libLLVM.so* | -Wl,-rpath,*) ;;
+    -o) link+=("$w") ;;
+    bin/"$tool") link+=("$OUT_DIR/$tool") ;;
+    *) link+=("$w") ;;
+    esac
+  done
+  (cd "$BUILD_DIR" && "${link[@]}" -Wl,--start-group "${archives[@]}" \
+    -Wl,--end-group -l:libz.a /usr/lib/x86_64-linux-gnu/libzstd.so.1 -lpthread -ldl -static-libstdc++ \
+    -static-libgcc -Wl,--gc-sections -Wl,-s)
+  echo "portable: $OUT_DIR/$tool ($(du -h "$OUT_DIR/$tool" | cut -f1))"
+done
