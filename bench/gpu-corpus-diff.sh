@@ -3,8 +3,9 @@
 # twice: the ORIGINAL PTX (nvcc's, JIT-compiled by the driver) and the PTX
 # that Wooly generates from it (PTX -> Wooly -> convert-wooly-to-nvvm ->
 # NVPTX, `wooly-run --target=sm_90`). Compares every buffer after the
-# launches bit for bit and prints a table of the median launch times
-# (synchronous launches, so launch overhead included) and their ratio.
+# launches bit for bit and prints a table of the median kernel times (CUDA
+# events around each launch, so without the launch overhead) and their
+# ratio.
 #
 # Usage: bench/gpu-corpus-diff.sh [LAUNCHES] [REPEAT]
 #   WOOLY_RUN=path/to/wooly-run (default build/bin/wooly-run),
@@ -23,13 +24,16 @@ TARGET=${TARGET:-sm_90}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Median launch time in microseconds from `wooly-run --time`'s stderr.
+# Median kernel time in microseconds from `wooly-run --time`'s stderr: the
+# GPU's own (CUDA events), else the wall time of the synchronous launch.
 launch_us() {
-  sed -n 's/.*run \([0-9.]*\) ms per launch.*/\1/p' "$1" |
-    awk '{ printf "%.1f", $1 * 1000 }'
+  local ms
+  ms=$(sed -n 's/.*kernel \([0-9.]*\) ms (median.*/\1/p' "$1")
+  [[ -z "$ms" ]] && ms=$(sed -n 's/.*run \([0-9.]*\) ms per launch.*/\1/p' "$1")
+  awk -v ms="$ms" 'BEGIN { printf "%.1f", ms * 1000 }'
 }
 
-printf '%-42s %10s %10s %7s  %s\n' "file:kernel" "native us" "wooly us" ratio outputs
+printf '%-42s %10s %10s %7s  %s\n' "file:kernel" "native us" "wooly us" "w/n" outputs
 identical=0 differ=0 expected=0 failed=0
 ratios=()
 n=0
@@ -82,7 +86,7 @@ done <"$LAUNCHES"
 geomean=$(printf '%s\n' "${ratios[@]}" |
   awk '$1 > 0 { s += log($1); k++ } END { if (k) printf "%.2f", exp(s / k) }')
 echo
-echo "geomean wooly/native launch time: ${geomean:-n/a} (${#ratios[@]} kernels, median of $REPEAT launches each)"
+echo "geomean wooly/native kernel time: ${geomean:-n/a} (${#ratios[@]} kernels, median of $REPEAT launches each)"
 echo "$identical identical, $differ differ, $expected order-dependent differ, $failed failed to run"
 [[ -f "$work/failures" ]] && cat "$work/failures"
 ((differ == 0 && failed == 0))

@@ -237,6 +237,10 @@ public:
                           info->paramOffsets, info->paramSizes);
   }
 
+  std::optional<double> lastKernelMs() const override {
+    return device->lastKernelMs();
+  }
+
 private:
   // Destroyed after `modules` (declared first): the device unloads what is
   // still loaded when it closes.

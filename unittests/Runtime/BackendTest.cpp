@@ -236,7 +236,10 @@ TEST(BackendTest, CudaLaunchesThePTX) {
   config.block = {64, 1, 1};
   config.dynamicSharedBytes = 256;
   std::vector<uint8_t> params = incParams(*compiled, 7, *addr);
+  EXPECT_EQ(b.lastKernelMs(), std::nullopt);
   ASSERT_FALSE(bool(b.launch(*module, "inc", config, params)));
+  // Timed by the (stand-in) driver's events.
+  EXPECT_EQ(b.lastKernelMs(), 0.25);
   const FakeLaunch *last = lastLaunch();
   ASSERT_NE(last, nullptr);
   EXPECT_STREQ(last->kernel, "inc");
@@ -250,6 +253,7 @@ TEST(BackendTest, CudaLaunchesThePTX) {
   EXPECT_EQ(errorText(b.launch(*module, "inc", config, shortParams)),
             "launch of kernel 'inc': parameter 1 (offset 8, 8 bytes) lies "
             "outside the 8-byte parameter buffer");
+  EXPECT_EQ(b.lastKernelMs(), std::nullopt);
 
   EXPECT_FALSE(bool(b.unloadModule(*module)));
   EXPECT_FALSE(bool(b.free(*addr)));

@@ -1,8 +1,9 @@
 //===- FakeCudaDriver.cpp - A libcuda.so.1 for tests ------------*- C++ -*-===//
 //
 // Just enough of the CUDA driver API for CudaDeviceTest, without a GPU:
-// memory is host memory, a "module" is the PTX text, and cuLaunchKernel
-// records its arguments (fakeCudaLastLaunch) instead of running anything.
+// memory is host memory, a "module" is the PTX text, cuLaunchKernel
+// records its arguments (fakeCudaLastLaunch) instead of running anything,
+// and events measure every kernel as 0.25 ms.
 // Built three times (unittests/Runtime/CMakeLists.txt), as libcuda.so.1 in
 // three folders:
 //   FAKE_CUDA_NO_DEVICE   cuInit fails with CUDA_ERROR_NO_DEVICE;
@@ -185,6 +186,20 @@ API int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
   lastLaunch.params.assign(buf, buf + size);
   if (name == "faulty")
     pendingError = name;
+  return 0;
+}
+// Events: every kernel "takes" 0.25 ms.
+API int cuEventCreate(void **event, unsigned) {
+  *event = new int(0);
+  return 0;
+}
+API int cuEventDestroy_v2(void *event) {
+  delete static_cast<int *>(event);
+  return 0;
+}
+API int cuEventRecord(void *, void *stream) { return stream ? 1 : 0; }
+API int cuEventElapsedTime(float *ms, void *, void *) {
+  *ms = 0.25f;
   return 0;
 }
 #endif

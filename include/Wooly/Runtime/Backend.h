@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wooly {
@@ -113,6 +114,11 @@ public:
   virtual llvm::Error launch(BackendModule *module, llvm::StringRef kernelName,
                              const LaunchConfig &config,
                              llvm::ArrayRef<uint8_t> params) = 0;
+  /// The device's own measure of the last successful launch in
+  /// milliseconds (the cuda backend: CUDA events around the kernel, without
+  /// the launch overhead); none where the backend has no such measure (the
+  /// cpu backend: a launch's wall time is its time).
+  virtual std::optional<double> lastKernelMs() const { return std::nullopt; }
 };
 
 /// The names `createBackend` knows, in the order of its error message

@@ -15,6 +15,8 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 using namespace wooly::cuda;
@@ -33,6 +35,8 @@ using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
+struct CUevent_st;
+using CUevent = CUevent_st *;
 using CUjit_option = int;
 using CUfunction_attribute = int;
 
@@ -86,6 +90,11 @@ struct DriverApi {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **,
                              void **) = nullptr;
+  // Optional: kernel times (a driver without them gives none).
+  CUresult (*cuEventCreate)(CUevent *, unsigned) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent) = nullptr;
 };
 
 /// Resolves `fn` from the first of `names` that the library exports.
@@ -122,8 +131,14 @@ public:
   bool contextRetained = false;
   std::string name;
   std::vector<std::unique_ptr<CudaModule>> modules;
+  /// Events recorded around each launch (null: the driver lacks events).
+  CUevent launchStart = nullptr, launchEnd = nullptr;
+  std::optional<double> lastKernelMs;
 
   ~Impl() {
+    for (CUevent e : {launchStart, launchEnd})
+      if (e)
+        api.cuEventDestroy(e);
     for (auto &m : modules)
       if (m->handle)
         api.cuModuleUnload(m->handle);
@@ -212,6 +227,18 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
   WOOLY_RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute")
   WOOLY_RESOLVE(cuLaunchKernel, "cuLaunchKernel")
 #undef WOOLY_RESOLVE
+  // Events are optional: without them launches are not timed.
+  bool haveEvents =
+      !llvm::errorToBool(resolve(lib, libName, api.cuEventCreate,
+                                 {"cuEventCreate"})) &&
+      !llvm::errorToBool(resolve(lib, libName, api.cuEventDestroy,
+                                 {"cuEventDestroy_v2", "cuEventDestroy"})) &&
+      !llvm::errorToBool(
+          resolve(lib, libName, api.cuEventRecord, {"cuEventRecord"})) &&
+      !llvm::errorToBool(resolve(lib, libName, api.cuEventElapsedTime,
+                                 {"cuEventElapsedTime_v2", "cuEventElapsedTime"}));
+  if (!haveEvents)
+    api.cuEventCreate = nullptr;
 
   int count = 0;
   if (auto e = impl->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
@@ -238,6 +265,14 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
   if (auto e =
           impl->check(api.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
     return std::move(e);
+  // Default-flag events (timing enabled); without them, no kernel times.
+  if (api.cuEventCreate &&
+      (api.cuEventCreate(&impl->launchStart, 0) != CUDA_SUCCESS ||
+       api.cuEventCreate(&impl->launchEnd, 0) != CUDA_SUCCESS)) {
+    for (CUevent *e : {&impl->launchStart, &impl->launchEnd})
+      if (*e)
+        api.cuEventDestroy(std::exchange(*e, nullptr));
+  }
   return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(impl)));
 }
 
@@ -335,6 +370,7 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
                                llvm::ArrayRef<uint8_t> params,
                                llvm::ArrayRef<uint64_t> paramOffsets,
                                llvm::ArrayRef<uint64_t> paramSizes) {
+  impl->lastKernelMs.reset();
   if (!module)
     return llvm::createStringError("launch of kernel '" + kernel +
                                    "': no module");
@@ -378,6 +414,8 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
   std::vector<uint8_t> buffer(params.begin(), params.end());
   size_t size = buffer.size();
   uint8_t dummy = 0;
+  bool timed = impl->launchStart &&
+               api.cuEventRecord(impl->launchStart, nullptr) == CUDA_SUCCESS;
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER,
                    buffer.empty() ? static_cast<void *>(&dummy)
                                   : static_cast<void *>(buffer.data()),
@@ -393,5 +431,16 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
                         config.block[0], config.block[1], config.block[2],
                         config.dynamicSharedBytes)))
     return e;
-  return impl->check(api.cuCtxSynchronize(), "kernel '" + kernel + "'");
+  timed = timed && api.cuEventRecord(impl->launchEnd, nullptr) == CUDA_SUCCESS;
+  if (auto e = impl->check(api.cuCtxSynchronize(), "kernel '" + kernel + "'"))
+    return e;
+  float ms = 0;
+  if (timed && api.cuEventElapsedTime(&ms, impl->launchStart,
+                                      impl->launchEnd) == CUDA_SUCCESS)
+    impl->lastKernelMs = ms;
+  return llvm::Error::success();
+}
+
+std::optional<double> CudaDevice::lastKernelMs() const {
+  return impl->lastKernelMs;
 }

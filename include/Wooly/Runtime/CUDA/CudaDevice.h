@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wooly::cuda {
@@ -85,6 +86,10 @@ public:
                      llvm::ArrayRef<uint8_t> params,
                      llvm::ArrayRef<uint64_t> paramOffsets = {},
                      llvm::ArrayRef<uint64_t> paramSizes = {});
+  /// The GPU time of the last successful launch in milliseconds, from CUDA
+  /// events recorded around it on the default stream (about 0.5 us
+  /// resolution); none when the driver lacks events or the launch failed.
+  std::optional<double> lastKernelMs() const;
 
   class Impl;
 
