@@ -29,6 +29,9 @@ class LLVMDialect;
 namespace NVVM {
 class NVVMDialect;
 } // namespace NVVM
+namespace ROCDL {
+class ROCDLDialect;
+} // namespace ROCDL
 
 namespace wooly {
 
@@ -39,6 +42,13 @@ namespace wooly {
 /// arith/math/vector (and `func.call`s of `__wooly_*` runtime helpers where
 /// no upstream op has the semantics).
 void populateWoolyExpandArithPatterns(RewritePatternSet &patterns);
+
+/// The discardable attribute with which `wooly-expand-arith` marks the
+/// correctly rounded op it emits for a PTX approximation that has no op of
+/// its own (`div.approx`, `div.full`, `rcp.approx`, `sqrt.approx`, with
+/// `.ftz` appended when flushing): a GPU lowering may emit the GPU's own
+/// instruction instead, to get its exact bits.
+inline constexpr llvm::StringLiteral kApproxAttr = "wooly.approx";
 
 #define GEN_PASS_REGISTRATION
 #include "Wooly/Conversion/Passes.h.inc"

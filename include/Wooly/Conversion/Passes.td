@@ -62,17 +62,46 @@ def ConvertWoolyToNVVM : Pass<"convert-wooly-to-nvvm", "ModuleOp"> {
     function-scope `.local` variables are allocas), and integer addresses
     are those of the variable's own state space, as in PTX. Loads, stores
     and atomics keep their volatility, order and scope (`syncscope`).
-    Special registers, barriers (with reduction), `isspacep` and `exit` map
-    to NVVM ops and intrinsics; `.approx` transcendentals and the
-    directed-rounding helpers `__wooly_*` of `wooly-expand-arith` map to the
-    matching NVVM intrinsics. Anything without a faithful lowering yet (warp
-    collectives, `mma`, `cp.async`, parameter addresses, ...) is a located
-    "not supported yet on nvptx" error.
+    Special registers, barriers (with reduction), `isspacep`, `exit`, warp
+    collectives, `cp.async`, `ldmatrix`, `mma` and `wmma` map to NVVM ops
+    and intrinsics; `.approx` transcendentals and the directed-rounding
+    helpers `__wooly_*` of `wooly-expand-arith` map to the matching NVVM
+    intrinsics. The lowering is shared with `convert-wooly-to-rocdl`
+    (lib/Conversion/WoolyCommon); this pass supplies NVPTX's target info.
+    Anything without a faithful lowering yet (parameter addresses, some
+    shapes of `mma`/`wmma`, ...) is a located "not supported yet on nvptx"
+    error.
   }];
   let dependentDialects = ["LLVM::LLVMDialect", "NVVM::NVVMDialect"];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "The target GPU (sm_XX)">,
+  ];
+}
+
+def ConvertWoolyToROCDL : Pass<"convert-wooly-to-rocdl", "ModuleOp"> {
+  let summary = "Lower Wooly IR to the LLVM and ROCDL dialects for AMDGPU";
+  let description = [{
+    Lowers a module of Wooly kernels (after `wooly-expand-arith`) to the LLVM
+    and ROCDL dialects with PTX's semantics, for LLVM's AMDGPU backend
+    (gfx90a, gfx942; 64-lane waves). The lowering is shared with
+    `convert-wooly-to-nvvm` (lib/Conversion/WoolyCommon); kernels become
+    `llvm.func`s with `rocdl.kernel` taking their parameters by value;
+    `.reqntid`/`.maxntid` become `rocdl.reqd_work_group_size` and
+    `rocdl.flat_work_group_size`. Variables live in AMDGPU's address spaces
+    (global 1, LDS 3, constant 4, private 5). A PTX warp is one 32-lane half
+    of a wave: `%laneid`, `shfl.sync`, `vote.sync`, `activemask`,
+    `redux.sync` and `match.sync` act within the thread's half. `bar.sync 0`
+    is `s_barrier` with workgroup fences; `cp.async` is a synchronous copy;
+    `tanh.approx` calls ocml's `__ocml_tanh_*`. What has no faithful AMD
+    lowering (matrix ops, named barriers, `shared::cluster`, calls of
+    external functions such as `vprintf`, some rounding helpers, ...) is a
+    located error.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect", "ROCDL::ROCDLDialect"];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
+           "The target GPU (gfx90a or gfx942)">,
   ];
 }
 

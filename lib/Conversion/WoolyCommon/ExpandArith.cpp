@@ -9,7 +9,9 @@
 // Known inexactness, all within PTX's documented error bounds: the `.approx`
 // forms (div.approx, div.full, rcp/sqrt.approx, sin/cos/lg2/ex2/rsqrt/tanh)
 // are computed with the host's correctly rounded or libm functions, not with
-// the GPU's hardware approximations.
+// the GPU's hardware approximations. The ops standing in for div/rcp/sqrt
+// approximations carry `kApproxAttr` (Passes.h), so that the GPU lowerings
+// can emit the GPU's instructions; the others are math ops of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -526,6 +528,15 @@ FailureOr<SmallVector<Value>> expand(FmaOp op, Emitter &e, const Ctx &ctx) {
   return SmallVector<Value>{r};
 }
 
+/// Marks `r`'s defining op as the exact stand-in for a PTX approximation
+/// (`kApproxAttr`, e.g. "rcp.approx.ftz"), so that a GPU lowering can use
+/// the GPU's own instruction instead (its results differ in the last bits).
+void tagApprox(Value r, StringRef form, bool ftz) {
+  Operation *def = r.getDefiningOp();
+  def->setAttr(kApproxAttr, StringAttr::get(def->getContext(),
+                                            ftz ? (form + ".ftz").str() : form));
+}
+
 FailureOr<SmallVector<Value>> expand(FDivOp op, Emitter &e, const Ctx &ctx) {
   Type t = op.getType();
   auto rnd = op.getRnd();
@@ -540,10 +551,13 @@ FailureOr<SmallVector<Value>> expand(FDivOp op, Emitter &e, const Ctx &ctx) {
     r = callHelper(
         e, op, ("__wooly_fdiv_" + modeName(*rnd) + "_" + floatSuffix(t)).str(),
         t, {a, b});
-  else
+  else {
     // rn is IEEE division; div.full (<= 2 ulp) and div.approx (a * rcp(b),
     // <= 2 ulp) are computed exactly, within their stated bounds.
     r = arith::DivFOp::create(e.b, e.loc, a, b);
+    if (op.getApprox() || op.getFull())
+      tagApprox(r, op.getApprox() ? "div.approx" : "div.full", op.getFtz());
+  }
   return SmallVector<Value>{finish(e, r, op.getFtz(), false)};
 }
 
@@ -570,6 +584,8 @@ FailureOr<SmallVector<Value>> expandRoundedUnary(OpT op, bool isSqrt,
   } else {
     r = arith::DivFOp::create(e.b, e.loc, e.fltC(t, 1.0), x);
   }
+  if (op.getApprox())
+    tagApprox(r, isSqrt ? "sqrt.approx" : "rcp.approx", op.getFtz());
   return SmallVector<Value>{finish(e, r, op.getFtz(), false)};
 }
 

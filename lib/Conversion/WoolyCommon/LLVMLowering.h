@@ -1,8 +1,9 @@
 //===- LLVMLowering.h - Shared by the LLVM-based lowerings -----*- C++ -*-===//
 //
-// Internal to lib/Conversion: what convert-wooly-to-llvm (host) and
-// convert-wooly-to-nvvm have in common where the meaning is the same on
-// every target. Kept out of include/ because it needs the LLVM dialect.
+// Internal to lib/Conversion: what convert-wooly-to-llvm (host) and the
+// GPU lowerings (GPULowering.h) have in common where the meaning is the
+// same on every target. Kept out of include/ because it needs the LLVM
+// dialect.
 //
 //===----------------------------------------------------------------------===//
 

@@ -67,7 +67,7 @@ wooly.func @fdiv(%a: f32, %b: f32, %c: f64) -> (f32, f64) {
 // sqrt.rz and rcp.approx.
 // CHECK-LABEL: wooly.func @unary
 // CHECK: call @__wooly_fsqrt_rz_f32
-// CHECK: arith.divf %cst{{.*}}, %arg0 : f32
+// CHECK: arith.divf %cst{{.*}}, %arg0 {wooly.approx = "rcp.approx"} : f32
 wooly.func @unary(%a: f32) -> (f32, f32) {
   %r = wooly.fsqrt %a rz : f32
   %s = wooly.frcp %a approx : f32
@@ -141,4 +141,23 @@ wooly.func @flush(%a: f32) -> f32 {
 wooly.func @flush_f64(%a: f64) -> f64 {
   %r = wooly.flush %a : f64
   wooly.ret %r : f64
+}
+
+// -----
+
+// The stand-ins for div/rcp/sqrt approximations are marked for the GPU
+// lowerings (wooly.approx, with .ftz when flushing).
+// CHECK-LABEL: func @approx_marks
+// CHECK: arith.divf {{.*}} {wooly.approx = "div.approx.ftz"} : f32
+// CHECK: arith.divf {{.*}} {wooly.approx = "div.full"} : f32
+// CHECK: arith.divf {{.*}} {wooly.approx = "rcp.approx"} : f32
+// CHECK: math.sqrt {{.*}} {wooly.approx = "sqrt.approx.ftz"} : f32
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+func.func @approx_marks(%a: f32, %b: f32) -> (f32, f32, f32, f32, f32) {
+  %0 = wooly.fdiv %a, %b approx ftz : f32
+  %1 = wooly.fdiv %a, %b full : f32
+  %2 = wooly.frcp %a approx : f32
+  %3 = wooly.fsqrt %a approx ftz : f32
+  %4 = wooly.fdiv %a, %b rn : f32
+  return %0, %1, %2, %3, %4 : f32, f32, f32, f32, f32
 }

@@ -131,3 +131,45 @@ wooly.func @cvt_e5m2_f16(%p: i64 {wooly.type = "u64"}, %a: i32 {wooly.type = "u3
   wooly.st global %p, %r : i64, i32
   wooly.ret
 }
+
+// -----
+
+// The correctly rounded ops that wooly-expand-arith emits for div.approx,
+// div.full, rcp.approx and sqrt.approx (marked wooly.approx) become the
+// GPU's own instructions, so that the results are nvcc's bits; rcp.approx
+// without ftz, which has no NVVM intrinsic, is inline PTX. Unmarked ops and
+// forms without a GPU instruction (f64 sqrt.approx) stay as they are.
+// CHECK-LABEL: llvm.func @approx_arith(
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.f"(%[[A:.*]], %[[B:.*]]) : (f32, f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.approx.ftz.f"(%[[A]], %[[B]]) : (f32, f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.full"(%[[A]], %[[B]]) : (f32, f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[B]]) : (f32) -> f32
+// CHECK: llvm.inline_asm "rcp.approx.f32 $0, $1;", "=f,f" %[[B]] : (f32) -> f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.d"(%[[D:.*]]) : (f64) -> f64
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.approx.f"(%[[A]]) : (f32) -> f32
+// CHECK: llvm.intr.sqrt(%[[D]]) : (f64) -> f64
+// CHECK: llvm.fdiv %[[A]], %[[B]] : f32
+// CHECK-NOT: wooly.approx
+wooly.func @approx_arith(%p: i64 {wooly.type = "u64"}, %a: f32, %b: f32, %d: f64) attributes {kernel} {
+  %one = arith.constant 1.0 : f32
+  %oned = arith.constant 1.0 : f64
+  %0 = arith.divf %a, %b {wooly.approx = "div.approx"} : f32
+  %1 = arith.divf %a, %b {wooly.approx = "div.approx.ftz"} : f32
+  %2 = arith.divf %a, %b {wooly.approx = "div.full"} : f32
+  %3 = arith.divf %one, %b {wooly.approx = "rcp.approx.ftz"} : f32
+  %4 = arith.divf %one, %b {wooly.approx = "rcp.approx"} : f32
+  %5 = arith.divf %oned, %d {wooly.approx = "rcp.approx.ftz"} : f64
+  %6 = math.sqrt %a {wooly.approx = "sqrt.approx"} : f32
+  %7 = math.sqrt %d {wooly.approx = "sqrt.approx"} : f64
+  %8 = arith.divf %a, %b : f32
+  wooly.st global %p, %0 : i64, f32
+  wooly.st global %p, %1 : i64, f32
+  wooly.st global %p, %2 : i64, f32
+  wooly.st global %p, %3 : i64, f32
+  wooly.st global %p, %4 : i64, f32
+  wooly.st global %p, %5 : i64, f64
+  wooly.st global %p, %6 : i64, f32
+  wooly.st global %p, %7 : i64, f64
+  wooly.st global %p, %8 : i64, f32
+  wooly.ret
+}

@@ -30,10 +30,11 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}, %s: i32 {wooly.type = "u32"}) attrib
 
 // -----
 
-// Parameter addresses are not supported yet.
-wooly.func @k(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
-  // expected-error @+1 {{'wooly.param_address' op is not supported yet on nvptx}}
-  %a = wooly.param_address 0 : i64
+// 32-bit parameter addresses are not supported yet.
+wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.param_address' op 32-bit parameter addresses is not supported yet on nvptx}}
+  %a = wooly.param_address 0 : i32
+  wooly.st global %p, %a : i64, i32
   wooly.ret
 }
 

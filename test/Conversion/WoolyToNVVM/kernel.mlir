@@ -46,3 +46,28 @@ wooly.func @k2(%a: i32 {wooly.type = "u32"}) attributes {kernel, reqntid = array
 wooly.func @k3() attributes {kernel} {
   wooly.trap
 }
+
+// -----
+
+// A kernel that takes a parameter's address copies its parameters into a
+// buffer laid out like the CUDA parameter buffer (an alloca: NVPTX puts it
+// in local memory); the address is the generic address of the copy, and
+// ld.param through it a generic load.
+// CHECK-LABEL: llvm.func @param_address(
+// CHECK-SAME: %[[A:.*]]: i64, %[[B:.*]]: i32)
+// CHECK: %[[N:.*]] = llvm.mlir.constant(12 : i64) : i64
+// CHECK: %[[COPY:.*]] = llvm.alloca %[[N]] x i8 {alignment = 16 : i64} : (i64) -> !llvm.ptr
+// CHECK: %[[S0:.*]] = llvm.getelementptr %[[COPY]][0] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[A]], %[[S0]] {alignment = 1 : i64} : i64, !llvm.ptr
+// CHECK: %[[S1:.*]] = llvm.getelementptr %[[COPY]][8] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.store %[[B]], %[[S1]] {alignment = 1 : i64} : i32, !llvm.ptr
+// CHECK: %[[P:.*]] = llvm.getelementptr %[[COPY]][8]
+// CHECK: %[[I:.*]] = llvm.ptrtoint %[[P]] : !llvm.ptr to i64
+// CHECK: %[[Q:.*]] = llvm.inttoptr %[[I]] : i64 to !llvm.ptr
+// CHECK: llvm.load %[[Q]] {alignment = 4 : i64} : !llvm.ptr -> i32
+wooly.func @param_address(%out: i64 {wooly.type = "u64"}, %v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %a = wooly.param_address 1 : i64
+  %x = wooly.ld param %a : i64 -> i32
+  wooly.st global %out, %x : i64, i32
+  wooly.ret
+}
