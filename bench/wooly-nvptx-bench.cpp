@@ -1,11 +1,14 @@
-//===- wooly-nvptx-bench.cpp - NVPTX compile time vs. ptxas -----*- C++ -*-===//
+//===- wooly-nvptx-bench.cpp - GPU compile time vs. ptxas -------*- C++ -*-===//
 //
 // For the largest `test/corpus/*.sm_90.ptx` files (by size), times one
 // full `compile()` for `sm_90` (PTX import + Wooly passes + LLVM NVPTX
 // codegen back to PTX) against `ptxas -arch=sm_90` on the ORIGINAL PTX (a
 // subprocess, output to /dev/null, so its time includes process start-up),
-// and a CompileCache hit. Prints one table row per file, a median row and
-// whether the targets are met. See bench/README.md.
+// a CompileCache hit, and (`--amdgpu`, on by default) one full `compile()`
+// of the same PTX for `gfx942` (ROCDL lowering + LLVM AMDGPU codegen + the
+// ld.lld subprocess that links the code object). Prints one table row per
+// file, a median row and whether the targets are met. See
+// bench/README.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +52,9 @@ static cl::opt<unsigned>
 static cl::opt<std::string> ptxasPath("ptxas", cl::desc("The ptxas executable"),
                                       cl::init("/usr/local/cuda/bin/ptxas"),
                                       cl::cat(benchCategory));
+static cl::opt<bool>
+    amdgpu("amdgpu", cl::desc("Also time compile() of the same PTX for gfx942"),
+           cl::init(true), cl::cat(benchCategory));
 static cl::opt<std::string> corpusDir("corpus",
                                       cl::desc("Directory of the corpus PTX"),
                                       cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
@@ -109,6 +115,8 @@ struct Row {
   uint64_t bytes = 0;
   size_t kernels = 0;
   double oursMs = 0, ptxasMs = 0, hitUs = 0;
+  /// gfx942 compile time; negative when not measured (refused for AMD).
+  double amdMs = -1;
 };
 } // namespace
 
@@ -123,6 +131,7 @@ int main(int argc, char **argv) {
   if (!llvm::sys::fs::can_execute(ptxasPath))
     die("no ptxas at " + ptxasPath + " (see --ptxas)");
   Target sm90 = check(Target::parse("sm_90"), "target");
+  Target gfx942 = check(Target::parse("gfx942"), "target");
   CompileOptions options;
 
   auto files = corpusFiles(corpusDir);
@@ -159,8 +168,20 @@ int main(int argc, char **argv) {
       notes.push_back(name + ": skipped, " + ptxasError);
       continue;
     }
+    // gfx942: a warm-up, which also decides whether AMD takes the file
+    // (the ROCDL lowering refuses some constructs; the error is noted).
+    bool timeAMD = amdgpu;
+    if (timeAMD) {
+      auto amd = compile(input, gfx942, options);
+      if (!amd) {
+        std::string err = llvm::toString(amd.takeError());
+        notes.push_back(name + ": gfx942 not timed (" +
+                        err.substr(0, err.find('\n')) + ")");
+        timeAMD = false;
+      }
+    }
     // Interleave ours and ptxas so that both see the same machine state.
-    std::vector<double> ours, theirs;
+    std::vector<double> ours, theirs, amdTimes;
     for (unsigned r = 0; r < reps; ++r) {
       auto t0 = Clock::now();
       CompiledModule m =
@@ -170,9 +191,16 @@ int main(int argc, char **argv) {
       theirs.push_back(runPtxas(path, ptxasError));
       if (!ptxasError.empty())
         die(name + ": " + ptxasError);
+      if (timeAMD) {
+        auto t2 = Clock::now();
+        check(compile(input, gfx942, options), "compile " + name + " gfx942");
+        amdTimes.push_back(seconds(t2, Clock::now()));
+      }
     }
     row.oursMs = median(ours) * 1e3;
     row.ptxasMs = median(theirs) * 1e3;
+    if (timeAMD)
+      row.amdMs = median(amdTimes) * 1e3;
 
     // CompileCache: one miss, then 101 hits.
     check(cache.getOrCompile(input, sm90, options), "cache miss " + name);
@@ -193,30 +221,53 @@ int main(int argc, char **argv) {
               "a subprocess (includes process start-up); cache hit: median "
               "of 101\n",
               unsigned(reps));
-  std::printf("%-28s %7s %7s %10s %10s %8s %12s %9s\n", "file", "bytes",
-              "kernels", "ours ms", "ptxas ms", "ours/px", "ms/kernel",
-              "hit us");
-  std::printf("%s\n", std::string(98, '-').c_str());
-  std::vector<double> col[6];
+  if (amdgpu)
+    std::printf("gfx942: compile() of the same PTX for gfx942 (ROCDL + AMDGPU "
+                "codegen + ld.lld subprocess), median of %u runs "
+                "interleaved with the above\n",
+                unsigned(reps));
+  std::printf("%-28s %7s %7s %10s %10s %8s %12s %9s %10s %8s\n", "file",
+              "bytes", "kernels", "ours ms", "ptxas ms", "ours/px", "ms/kernel",
+              "hit us", "gfx942 ms", "gfx/sm90");
+  const std::string rule(118, '-');
+  std::printf("%s\n", rule.c_str());
+  std::vector<double> col[8];
+  // `v` in a column of `width`, or "-" when not measured (negative).
+  auto cell = [](double v, int width, int precision) {
+    char buf[32];
+    if (v < 0)
+      std::snprintf(buf, sizeof(buf), "%*s", width, "-");
+    else
+      std::snprintf(buf, sizeof(buf), "%*.*f", width, precision, v);
+    return std::string(buf);
+  };
   for (const Row &r : rows) {
     double ratio = r.oursMs / r.ptxasMs;
     double perKernel = r.kernels ? r.oursMs / double(r.kernels) : 0;
-    std::printf("%-28s %7llu %7zu %10.2f %10.2f %8.2f %12.2f %9.1f\n",
+    double amdRatio = r.amdMs < 0 ? -1 : r.amdMs / r.oursMs;
+    std::printf("%-28s %7llu %7zu %10.2f %10.2f %8.2f %12.2f %9.1f %s %s\n",
                 r.file.c_str(), (unsigned long long)r.bytes, r.kernels,
-                r.oursMs, r.ptxasMs, ratio, perKernel, r.hitUs);
+                r.oursMs, r.ptxasMs, ratio, perKernel, r.hitUs,
+                cell(r.amdMs, 10, 2).c_str(), cell(amdRatio, 8, 2).c_str());
     col[0].push_back(double(r.kernels));
     col[1].push_back(r.oursMs);
     col[2].push_back(r.ptxasMs);
     col[3].push_back(ratio);
     col[4].push_back(perKernel);
     col[5].push_back(r.hitUs);
+    if (r.amdMs >= 0) {
+      col[6].push_back(r.amdMs);
+      col[7].push_back(amdRatio);
+    }
   }
   if (rows.empty())
     die("no file could be measured");
-  std::printf("%s\n", std::string(98, '-').c_str());
-  std::printf("%-28s %7s %7.1f %10.2f %10.2f %8.2f %12.2f %9.1f\n", "median",
-              "", median(col[0]), median(col[1]), median(col[2]),
-              median(col[3]), median(col[4]), median(col[5]));
+  std::printf("%s\n", rule.c_str());
+  std::printf("%-28s %7s %7.1f %10.2f %10.2f %8.2f %12.2f %9.1f %s %s\n",
+              "median", "", median(col[0]), median(col[1]), median(col[2]),
+              median(col[3]), median(col[4]), median(col[5]),
+              cell(col[6].empty() ? -1 : median(col[6]), 10, 2).c_str(),
+              cell(col[7].empty() ? -1 : median(col[7]), 8, 2).c_str());
   for (const std::string &n : notes)
     std::printf("note: %s\n", n.c_str());
 

@@ -90,3 +90,22 @@ if ptxas:
 else:
     config.substitutions.append(("%ptxas", "ptxas"))
     lit_config.note("ptxas not found: 'REQUIRES: ptxas' tests are unsupported")
+
+# ld.lld links AMDGPU code objects (the compile API finds it the same way:
+# ld.lld-<major> or ld.lld on PATH, else LLVM's bin directory).
+ld_lld = (
+    shutil.which("ld.lld-22")
+    or shutil.which("ld.lld")
+    or shutil.which("ld.lld", path=config.llvm_tools_dir)
+)
+if ld_lld:
+    config.available_features.add("ld.lld")
+else:
+    lit_config.note("ld.lld not found: 'REQUIRES: ld.lld' tests are unsupported")
+
+# LLVM's binary tools, to read code objects back (llvm-22-tools).
+llvm_config.add_tool_substitutions(
+    [ToolSubst(t, unresolved="ignore") for t in ["llvm-readelf", "llvm-as"]],
+    [config.llvm_tools_dir],
+)
+

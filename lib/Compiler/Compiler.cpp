@@ -1,14 +1,18 @@
 //===- Compiler.cpp - The compile API and its cache -------------*- C++ -*-===//
 //
-// PTX/Wooly -> (wooly-expand-arith, convert-wooly-to-llvm) -> LLVM IR ->
-// optimised native object for the host; for `sm_XX`, convert-wooly-to-nvvm
-// -> LLVM IR -> LLVM's NVPTX backend -> PTX text. The metadata (kernels,
+// PTX/Wooly -> the caller's Wooly passes -> wooly-expand-arith -> the
+// target's lowering -> LLVM IR -> optimised code from the target's LLVM
+// backend: a native object for the host, PTX text for `sm_XX`, an HSA code
+// object for `gfxXXX`. What differs between targets is a Backend
+// (Backend.h); everything else is here, once. The metadata (kernels,
 // parameter layout, globals, shared memory) is read from the lowered module,
-// where the conversion left it as attributes.
+// where the conversion left it as attributes; the backend adds what only it
+// knows (AMDGPU: registers and spills).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
+#include "Backend.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/InitAllDialects.h"
@@ -24,28 +28,20 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <unistd.h>
 
@@ -61,10 +57,7 @@ using llvm::StringRef;
 #define WOOLY_BUILD_ID "unknown"
 #endif
 
-static Error makeError(const llvm::Twine &msg) {
-  return llvm::make_error<llvm::StringError>(msg,
-                                             llvm::inconvertibleErrorCode());
-}
+using detail::makeError;
 
 //===----------------------------------------------------------------------===//
 // Target
@@ -122,6 +115,10 @@ std::string CompiledModule::serialize() const {
         {"staticSharedBytes", k.staticSharedBytes},
         {"registerEstimate", uint64_t(k.registerEstimate)},
         {"costHint", k.costHint},
+        {"registers", uint64_t(k.registers)},
+        {"scalarRegisters", uint64_t(k.scalarRegisters)},
+        {"spills", uint64_t(k.spills)},
+        {"privateBytes", k.privateBytes},
         {"reqntid", llvm::json::Array(k.reqntid)}});
   for (const GlobalInfo &g : globals)
     gs.push_back(llvm::json::Object{
@@ -192,6 +189,10 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       k.staticSharedBytes = num(*ko, "staticSharedBytes");
       k.registerEstimate = unsigned(num(*ko, "registerEstimate"));
       k.costHint = num(*ko, "costHint");
+      k.registers = unsigned(num(*ko, "registers"));
+      k.scalarRegisters = unsigned(num(*ko, "scalarRegisters"));
+      k.spills = unsigned(num(*ko, "spills"));
+      k.privateBytes = num(*ko, "privateBytes");
       std::vector<uint64_t> mx = nums(*ko, "maxntid"),
                             rq = nums(*ko, "reqntid");
       for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
@@ -239,6 +240,25 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
     }();
     field(hostFeatures);
   }
+  if (target.kind == Target::Kind::AMDGCN) {
+    // The device libraries the chip could link: their directory and each
+    // file's size and modification time (a stat each, not a content hash,
+    // so that a cache hit stays cheap), and the linker.
+    field("rocm-device-libs " + options.rocmDeviceLibs);
+    if (!options.rocmDeviceLibs.empty())
+      for (const std::string &file : detail::rocmDeviceLibFiles(target.chip)) {
+        llvm::SmallString<256> path(options.rocmDeviceLibs);
+        llvm::sys::path::append(path, file);
+        llvm::sys::fs::file_status st;
+        if (llvm::sys::fs::status(path, st))
+          field(file + " absent");
+        else
+          field(file + " " + std::to_string(st.getSize()) + " " +
+                std::to_string(
+                    st.getLastModificationTime().time_since_epoch().count()));
+      }
+    field("lld " + options.lldPath);
+  }
   field("O" + std::to_string(options.optLevel));
   field(options.boundsChecks ? "checks" : "nochecks");
   field("passes " + options.passes);
@@ -248,102 +268,9 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
 }
 
 namespace {
-/// LLVM's code generation level for an optimisation level 0-3.
-llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
-  switch (optLevel) {
-  case 0:
-    return llvm::CodeGenOptLevel::None;
-  case 1:
-    return llvm::CodeGenOptLevel::Less;
-  case 2:
-    return llvm::CodeGenOptLevel::Default;
-  default:
-    return llvm::CodeGenOptLevel::Aggressive;
-  }
-}
-
-/// Creates the host TargetMachine (native target, host CPU and features).
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createHostTargetMachine(unsigned optLevel) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string err;
-  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!t)
-    return makeError("no LLVM backend for the host: " + err);
-  llvm::SubtargetFeatures features;
-  for (auto &f : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(f.first(), f.second);
-  llvm::TargetOptions to;
-  llvm::CodeGenOptLevel level = codeGenLevel(optLevel);
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(), to,
-      llvm::Reloc::PIC_, std::nullopt, level));
-  if (!tm)
-    return makeError("cannot create the host target machine");
-  return std::move(tm);
-}
-
-/// Creates the NVPTX TargetMachine for `chip` (`sm_XX`): PTX ISA 8.0 for
-/// sm_80/sm_90 (what CUDA 12+ ptxas accepts), LLVM's minimum otherwise.
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createNVPTXTargetMachine(StringRef chip, unsigned optLevel) {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-  });
-  llvm::Triple triple("nvptx64-nvidia-cuda");
-  std::string err;
-  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!t)
-    return makeError("no LLVM NVPTX backend: " + err);
-  unsigned sm = 0;
-  chip.drop_front(3).getAsInteger(10, sm);
-  std::string features = sm >= 80 && sm <= 90 ? "+ptx80" : "";
-  // Check the chip before creating the machine, which would only warn.
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      t->createMCSubtargetInfo(triple, "", ""));
-  if (!sti || !sti->isCPUStringValid(chip))
-    return makeError("unknown NVIDIA target '" + chip + "'");
-  llvm::TargetOptions to;
-  llvm::CodeGenOptLevel level = codeGenLevel(optLevel);
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      triple, chip, features, to, std::nullopt, std::nullopt, level));
-  if (!tm)
-    return makeError("cannot create the NVPTX target machine for " + chip);
-  return std::move(tm);
-}
-
-/// Optimises `m` at `optLevel` with LLVM's default pipeline.
-void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
-  if (optLevel == 0)
-    return;
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
-                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
-                                                  : llvm::OptimizationLevel::O3;
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(m, mam);
-}
-
 /// Reads the kernel and global metadata the conversion left on the module.
-void collectMetadata(mlir::ModuleOp module, CompiledModule &out, bool nvptx) {
+void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
+                     bool keepsVariableNames) {
   if (auto a =
           module->getAttrOfType<mlir::IntegerAttr>("wooly.num_access_sites"))
     out.numAccessSites = a.getInt();
@@ -391,10 +318,10 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out, bool nvptx) {
   }
   for (auto g : module.getOps<mlir::LLVM::GlobalOp>()) {
     StringRef sym = g.getSymName();
-    // NVPTX keeps the PTX names: its .global/.const variables that are
-    // defined here (address spaces 1 and 4).
+    // GPU targets keep the PTX names: their .global/.const variables that
+    // are defined here (address spaces 1 and 4).
     StringRef name = sym;
-    if (nvptx) {
+    if (keepsVariableNames) {
       if ((g.getAddrSpace() != 1 && g.getAddrSpace() != 4) ||
           (g.getLinkage() == mlir::LLVM::Linkage::External &&
            !g.getValueOrNull() && g.getInitializerRegion().empty()))
@@ -422,15 +349,20 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out, bool nvptx) {
 Expected<CompiledModule> wooly::compile(const CompileInput &input,
                                         const Target &target,
                                         const CompileOptions &options) {
-  if (target.kind == Target::Kind::AMDGCN)
-    return makeError("target '" + target.str() +
-                     "' is not supported yet (only 'host' and 'sm_XX' are)");
-  bool nvptx = target.kind == Target::Kind::NVPTX;
+  Expected<std::unique_ptr<detail::Backend>> backend =
+      detail::createBackend(target, options);
+  if (!backend)
+    return backend.takeError();
+  // Before any work: this checks the chip.
+  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      (*backend)->createTargetMachine();
+  if (!tm)
+    return tm.takeError();
   mlir::DialectRegistry registry;
   mlir::wooly::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
-  mlir::registerNVVMDialectTranslation(registry);
+  (*backend)->registerTranslations(registry);
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
@@ -483,15 +415,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
 
   pm.clear();
   pm.addPass(mlir::wooly::createWoolyExpandArith());
-  if (nvptx) {
-    mlir::wooly::ConvertWoolyToNVVMOptions nvOpts;
-    nvOpts.chip = target.chip;
-    pm.addPass(mlir::wooly::createConvertWoolyToNVVM(nvOpts));
-  } else {
-    mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
-    convOpts.boundsChecks = options.boundsChecks;
-    pm.addPass(mlir::wooly::createConvertWoolyToLLVM(convOpts));
-  }
+  if (Error e = (*backend)->addLowering(pm))
+    return std::move(e);
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(*module)))
     return failWith("lowering failed");
@@ -499,7 +424,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   CompiledModule out;
   out.target = target;
   out.key = cacheKey(input, target, options);
-  collectMetadata(*module, out, nvptx);
+  collectMetadata(*module, out, (*backend)->keepsVariableNames());
   for (KernelInfo &k : out.kernels)
     for (const mlir::wooly::KernelSummary &sum : summaries)
       if (sum.name == k.name) {
@@ -515,24 +440,9 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       mlir::translateModuleToLLVMIR(*module, llvmCtx, input.name);
   if (!llvmModule)
     return failWith("translation to LLVM IR failed");
-  Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      nvptx ? createNVPTXTargetMachine(target.chip, options.optLevel)
-            : createHostTargetMachine(options.optLevel);
-  if (!tm)
-    return tm.takeError();
-  llvmModule->setTargetTriple((*tm)->getTargetTriple());
-  llvmModule->setDataLayout((*tm)->createDataLayout());
-  optimize(*llvmModule, **tm, options.optLevel);
-
-  llvm::SmallVector<char, 0> object;
-  llvm::raw_svector_ostream os(object);
-  llvm::legacy::PassManager codegen;
-  if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
-                                 nvptx ? llvm::CodeGenFileType::AssemblyFile
-                                       : llvm::CodeGenFileType::ObjectFile))
-    return makeError("the backend cannot emit code for " + target.str());
-  codegen.run(*llvmModule);
-  out.binary.assign(object.begin(), object.end());
+  if (Error e = detail::compileLLVMModule(**backend, **tm, *llvmModule,
+                                          options.optLevel, out))
+    return makeError(input.name + ": " + llvm::toString(std::move(e)));
   return out;
 }
 

@@ -1,9 +1,10 @@
 //===- wooly-translate.cpp - PTX to Wooly IR translator -----*- C++ -*-===//
 //
 // Translates between PTX and Wooly IR: `--import-ptx in.ptx` prints the
-// raised Wooly IR; `--target=sm_90 in.ptx -o out.ptx` compiles through the
-// compile API (include/Wooly/Compiler/Compiler.h) and writes the binary
-// (PTX text for sm_XX).
+// raised Wooly IR; `--target=T in.ptx -o out` compiles through the compile
+// API (include/Wooly/Compiler/Compiler.h) and writes the binary: PTX text for
+// sm_XX, an HSA code object for gfx90a/gfx942 (never to a terminal), an ELF
+// object for host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,19 +14,40 @@
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <string>
+
+/// The usage of the compile mode (also printed by --help).
+static const char *const kCompileUsage =
+    "  wooly-translate --target=T [--passes=P] [--rocm-device-libs=DIR]\n"
+    "                  [--lld=PATH] kernel.{ptx,mlir} [-o out]\n"
+    "    compiles for T: sm_XX (PTX text), gfx90a/gfx942 (HSA code object,\n"
+    "    linked with ld.lld; binary output is never written to a terminal)\n"
+    "    or host (ELF object). --passes runs Wooly passes first (e.g.\n"
+    "    wooly-constrain). --rocm-device-libs names ROCm's device-library\n"
+    "    bitcode (default: $WOOLY_ROCM_DEVICE_LIBS), needed only by AMD\n"
+    "    kernels that call ocml/ockl; --lld the linker (default: ld.lld-22\n"
+    "    or ld.lld on PATH).\n";
 
 /// `--target=T [--passes=P] in.{ptx,mlir} [-o out]`: compiles `in` for T.
 static int compileMain(int argc, char **argv) {
   std::string target, passes, input, output = "-";
+  wooly::CompileOptions opts;
+  if (const char *env = std::getenv("WOOLY_ROCM_DEVICE_LIBS"))
+    opts.rocmDeviceLibs = env;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef a = argv[i];
     if (a.consume_front("--target="))
       target = a.str();
     else if (a.consume_front("--passes="))
       passes = a.str();
+    else if (a.consume_front("--rocm-device-libs="))
+      opts.rocmDeviceLibs = a.str();
+    else if (a.consume_front("--lld="))
+      opts.lldPath = a.str();
     else if (a == "-o" && i + 1 < argc)
       output = argv[++i];
     else if (a.consume_front("-o="))
@@ -34,7 +56,8 @@ static int compileMain(int argc, char **argv) {
       input = a.str();
     else {
       llvm::errs() << "wooly-translate: unknown option '" << a
-                   << "' with --target\n";
+                   << "' with --target; usage:\n"
+                   << kCompileUsage;
       return 1;
     }
   }
@@ -57,8 +80,15 @@ static int compileMain(int argc, char **argv) {
                 : wooly::CompileInput::Kind::PTX;
   in.text = (*buf)->getBuffer().str();
   in.name = input == "-" ? "<stdin>" : input;
-  wooly::CompileOptions opts;
   opts.passes = passes;
+  // Code objects and host objects are binary: refuse a terminal before
+  // compiling.
+  bool binary = t->kind != wooly::Target::Kind::NVPTX;
+  if (binary && output == "-" && llvm::sys::Process::StandardOutIsDisplayed()) {
+    llvm::errs() << "wooly-translate: not writing a binary " << t->str()
+                 << " object to a terminal; use -o FILE\n";
+    return 1;
+  }
   llvm::Expected<wooly::CompiledModule> m = wooly::compile(in, *t, opts);
   if (!m) {
     llvm::errs() << llvm::toString(m.takeError()) << "\n";
@@ -80,11 +110,12 @@ int main(int argc, char **argv) {
       return compileMain(argc, argv);
   mlir::wooly::hideBackendOptions();
   mlir::wooly::registerAllTranslations();
-  return mlir::failed(mlir::mlirTranslateMain(
-      argc, argv,
-      "wooly-translate: translate PTX to Wooly IR.\n\n"
-      "  wooly-translate --import-ptx kernel.ptx [-o out.mlir]\n"
-      "  wooly-translate --target=sm_90 kernel.ptx -o out.ptx\n\n"
-      "Errors are reported as file:line:col diagnostics; the exit status is\n"
-      "non-zero when the input cannot be imported.\n"));
+  std::string overview =
+      std::string(
+          "wooly-translate: translate PTX to Wooly IR, or compile it.\n\n"
+          "  wooly-translate --import-ptx kernel.ptx [-o out.mlir]\n") +
+      kCompileUsage +
+      "\nErrors are reported as file:line:col diagnostics; the exit status "
+      "is\nnon-zero when the input cannot be imported or compiled.\n";
+  return mlir::failed(mlir::mlirTranslateMain(argc, argv, overview.c_str()));
 }

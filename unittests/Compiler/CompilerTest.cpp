@@ -102,11 +102,22 @@ TEST(Compile, NVPTXGivesPTXWithTheSameKernelMetadata) {
   EXPECT_EQ(m->kernels[0].paramSizes, h->kernels[0].paramSizes);
 }
 
-TEST(Compile, AMDGPUTargetsAreNotSupportedYet) {
-  auto m = compile(ptx(), llvm::cantFail(Target::parse("gfx942")), {});
-  ASSERT_FALSE(bool(m));
-  EXPECT_NE(llvm::toString(m.takeError()).find("not supported yet"),
-            std::string::npos);
+TEST(Compile, AMDGPUGivesACodeObjectWithTheSameKernelMetadata) {
+  Target gfx942 = llvm::cantFail(Target::parse("gfx942"));
+  auto m = compile(ptx(), gfx942, {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_EQ(m->binary.substr(0, 4), "\x7f"
+                                    "ELF");
+  ASSERT_EQ(m->kernels.size(), 1u);
+  const KernelInfo &k = m->kernels[0];
+  EXPECT_NE(m->binary.find(k.symbol + ".kd"), std::string::npos);
+  // The backend's figures (AMDGPUTest.cpp checks them in detail).
+  EXPECT_GT(k.registers, 0u);
+  auto h = compile(ptx(), host(), {});
+  ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
+  EXPECT_EQ(k.paramOffsets, h->kernels[0].paramOffsets);
+  EXPECT_EQ(k.paramSizes, h->kernels[0].paramSizes);
+  EXPECT_EQ(m->key, cacheKey(ptx(), gfx942, {}));
 }
 
 TEST(Compile, ErrorsCarryLocations) {

@@ -4,8 +4,11 @@
 // binary for one target plus the metadata a runtime needs to launch its
 // kernels; `cacheKey(...)` names the result so that it is compiled once.
 // Targets: `host` (an ELF object for the CPU backend's JIT), `sm_XX` (PTX
-// text through LLVM's NVPTX backend); `gfxXXX` reports "not supported yet"
-// until the ROCDL lowering lands.
+// text through LLVM's NVPTX backend) and `gfx90a`/`gfx942` (an HSA code
+// object through LLVM's AMDGPU backend, linked by ld.lld; ROCm's device
+// libraries only for kernels that call them). The target-specific steps live
+// behind an internal backend interface (lib/Compiler/Backend.h), so this
+// header includes no LLVM target or dialect header.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +35,8 @@ struct Target {
   /// `sm_90`, `gfx942`; the host CPU's name for `host`.
   std::string chip;
 
-  /// Parses `host`, `sm_XX` or `gfxXXX`.
+  /// Parses `host`, `sm_XX` or `gfxXXX` (compile() then checks the chip:
+  /// the AMD ones it knows are gfx90a and gfx942).
   static llvm::Expected<Target> parse(llvm::StringRef text);
   /// The spelling `parse` accepts.
   std::string str() const;
@@ -48,6 +52,14 @@ struct CompileOptions {
   /// pipeline of module passes, e.g. "wooly-constrain" or
   /// "wooly-slice,wooly-isolate" (empty: none).
   std::string passes;
+  /// AMDGPU only: the directory of ROCm's device-library bitcode (ocml.bc,
+  /// ockl.bc, oclc_*.bc; e.g. /opt/rocm/amdgcn/bitcode). Empty: none, which
+  /// is enough for kernels that call no `__ocml_*`/`__ockl_*` function;
+  /// those that do are rejected with an error that names the functions.
+  std::string rocmDeviceLibs;
+  /// AMDGPU only: the ld.lld executable that links code objects. Empty:
+  /// `ld.lld-<LLVM major>` or `ld.lld` on PATH, else LLVM's bin directory.
+  std::string lldPath;
 };
 
 /// The input of a compilation: PTX text or Wooly IR (MLIR text).
@@ -86,11 +98,23 @@ struct KernelInfo {
   /// each parameter, whether it is a pointer the kernel only reads through
   /// (its buffer may be deduplicated across tenants).
   std::vector<bool> readOnlyParams;
-  /// Static shared memory the kernel itself names, an estimate of its
-  /// registers per thread, and a static cost hint.
+  /// Static shared memory of the kernel (what the backend reports where it
+  /// reports it, AMDGPU's group segment; otherwise what the kernel itself
+  /// names), an estimate of its registers per thread from the Wooly IR, and
+  /// a static cost hint.
   uint64_t staticSharedBytes = 0;
   unsigned registerEstimate = 0;
   uint64_t costHint = 0;
+  /// What the backend reports about the compiled kernel, 0 where the backend
+  /// reports none (host; sm_XX, whose registers only ptxas allocates):
+  /// vector registers per thread (AMDGPU `.vgpr_count`), scalar registers
+  /// per wave (`.sgpr_count`), registers spilled to memory (vector and
+  /// scalar spills together) and private (scratch) bytes per thread
+  /// (`.private_segment_fixed_size`).
+  unsigned registers = 0;
+  unsigned scalarRegisters = 0;
+  unsigned spills = 0;
+  uint64_t privateBytes = 0;
 };
 
 /// A module-scope `.global`/`.const` variable of the binary.
@@ -103,7 +127,7 @@ struct GlobalInfo {
 struct CompiledModule {
   Target target;
   /// The binary: an ELF relocatable object for `host`, PTX text for
-  /// `sm_XX`.
+  /// `sm_XX`, an HSA code object (ELF shared object) for `gfxXXX`.
   std::string binary;
   std::vector<KernelInfo> kernels;
   std::vector<GlobalInfo> globals;
@@ -123,7 +147,11 @@ struct CompiledModule {
 
 /// The key of a compilation: a SHA-256 over the input, the target, the
 /// options and the compiler's identity (Wooly and LLVM versions and the
-/// build). Any change of these changes the key.
+/// build). Any change of these changes the key. For `gfxXXX` it also covers
+/// the device-library directory and the size and modification time of each
+/// library file the chip could link from it (ocml, ockl and the chip's oclc
+/// control libraries; a stat each rather than a content hash, so that a
+/// cache hit stays cheap), and the ld.lld option.
 std::string cacheKey(const CompileInput &input, const Target &target,
                      const CompileOptions &options);
 

@@ -1,0 +1,204 @@
+//===- Backend.cpp - LLVM code generation shared by every target -*- C++ -*-=//
+//
+// The part of compile() below LLVM IR that every target shares (creating a
+// TargetMachine, optimising, generating code) and the two backends that need
+// nothing else: `host` (convert-wooly-to-llvm, native ELF object) and `sm_XX`
+// (convert-wooly-to-nvvm, PTX text). The AMDGPU backend is in AMDGPU.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include "Wooly/Conversion/Passes.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace wooly;
+using namespace wooly::detail;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+Error detail::makeError(const llvm::Twine &msg) {
+  return llvm::make_error<llvm::StringError>(msg,
+                                             llvm::inconvertibleErrorCode());
+}
+
+Backend::~Backend() = default;
+
+llvm::CodeGenOptLevel detail::codeGenLevel(unsigned optLevel) {
+  switch (optLevel) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 2:
+    return llvm::CodeGenOptLevel::Default;
+  default:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>>
+detail::createTargetMachine(StringRef tripleName, StringRef cpu,
+                            StringRef features, StringRef what,
+                            unsigned optLevel) {
+  llvm::Triple triple(tripleName);
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return makeError("no LLVM backend for " + what + " targets: " + err);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      t->createMCSubtargetInfo(triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(cpu))
+    return makeError("unknown " + what + " target '" + cpu + "'");
+  llvm::TargetOptions to;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      t->createTargetMachine(triple, cpu, features, to, llvm::Reloc::PIC_,
+                             std::nullopt, codeGenLevel(optLevel)));
+  if (!tm)
+    return makeError("cannot create the " + what + " target machine for " +
+                     cpu);
+  return std::move(tm);
+}
+
+namespace {
+/// Optimises `m` at `optLevel` with LLVM's default pipeline.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
+  if (optLevel == 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+/// `host`: the CPU backend's lowering and a native ELF object for the host
+/// CPU and its features.
+class HostBackend : public Backend {
+public:
+  explicit HostBackend(const CompileOptions &options) : Backend(options) {}
+
+  Error addLowering(mlir::OpPassManager &pm) const override {
+    mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
+    convOpts.boundsChecks = options.boundsChecks;
+    pm.addPass(mlir::wooly::createConvertWoolyToLLVM(convOpts));
+    return Error::success();
+  }
+  bool keepsVariableNames() const override { return false; }
+  Expected<std::unique_ptr<llvm::TargetMachine>>
+  createTargetMachine() const override {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
+    });
+    llvm::SubtargetFeatures features;
+    for (auto &f : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(f.first(), f.second);
+    return detail::createTargetMachine(
+        llvm::sys::getProcessTriple(), llvm::sys::getHostCPUName(),
+        features.getString(), "host", options.optLevel);
+  }
+  llvm::CodeGenFileType fileType() const override {
+    return llvm::CodeGenFileType::ObjectFile;
+  }
+};
+
+/// `sm_XX`: convert-wooly-to-nvvm and PTX text from LLVM's NVPTX backend,
+/// PTX ISA 8.0 for sm_80..sm_90 (what CUDA 12+ ptxas accepts), LLVM's
+/// minimum otherwise.
+class NVPTXBackend : public Backend {
+public:
+  NVPTXBackend(const Target &target, const CompileOptions &options)
+      : Backend(options), chip(target.chip) {}
+
+  void registerTranslations(mlir::DialectRegistry &registry) const override {
+    mlir::registerNVVMDialectTranslation(registry);
+  }
+  Error addLowering(mlir::OpPassManager &pm) const override {
+    mlir::wooly::ConvertWoolyToNVVMOptions nvOpts;
+    nvOpts.chip = chip;
+    pm.addPass(mlir::wooly::createConvertWoolyToNVVM(nvOpts));
+    return Error::success();
+  }
+  Expected<std::unique_ptr<llvm::TargetMachine>>
+  createTargetMachine() const override {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      LLVMInitializeNVPTXTargetInfo();
+      LLVMInitializeNVPTXTarget();
+      LLVMInitializeNVPTXTargetMC();
+      LLVMInitializeNVPTXAsmPrinter();
+    });
+    unsigned sm = 0;
+    StringRef(chip).drop_front(3).getAsInteger(10, sm);
+    return detail::createTargetMachine("nvptx64-nvidia-cuda", chip,
+                                       sm >= 80 && sm <= 90 ? "+ptx80" : "",
+                                       "NVIDIA", options.optLevel);
+  }
+  llvm::CodeGenFileType fileType() const override {
+    return llvm::CodeGenFileType::AssemblyFile;
+  }
+
+private:
+  std::string chip;
+};
+} // namespace
+
+Expected<std::unique_ptr<Backend>>
+detail::createBackend(const Target &target, const CompileOptions &options) {
+  switch (target.kind) {
+  case Target::Kind::Host:
+    return std::make_unique<HostBackend>(options);
+  case Target::Kind::NVPTX:
+    return std::make_unique<NVPTXBackend>(target, options);
+  case Target::Kind::AMDGCN:
+    return createAMDGPUBackend(target, options);
+  }
+  return makeError("unknown target kind");
+}
+
+Error detail::compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
+                                llvm::Module &module, unsigned optLevel,
+                                CompiledModule &out) {
+  module.setTargetTriple(tm.getTargetTriple());
+  module.setDataLayout(tm.createDataLayout());
+  if (Error e = backend.prepareModule(module))
+    return e;
+  optimize(module, tm, optLevel);
+
+  llvm::SmallVector<char, 0> code;
+  llvm::raw_svector_ostream os(code);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, backend.fileType()))
+    return makeError("the backend cannot emit code for " + tm.getTargetCPU());
+  codegen.run(module);
+  return backend.finish(std::string(code.begin(), code.end()), out);
+}

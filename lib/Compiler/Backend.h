@@ -1,0 +1,148 @@
+//===- Backend.h - The target-specific steps of compile() -------*- C++ -*-===//
+//
+// Internal to lib/Compiler. `compile()` (Compiler.cpp) runs the steps every
+// target shares: import, the caller's Wooly passes, the kernel analyses,
+// `wooly-expand-arith`, reading the metadata the lowering left on the module,
+// translation to LLVM IR, LLVM's optimisation pipeline and code generation
+// (`compileLLVMModule`). A `Backend` supplies only what differs between
+// targets:
+//
+//   host    convert-wooly-to-llvm; native TargetMachine; ELF object
+//   sm_XX   convert-wooly-to-nvvm; NVPTX TargetMachine; PTX text
+//   gfxXXX  convert-wooly-to-rocdl; AMDGPU TargetMachine (code object v5);
+//           ROCm device libraries linked before optimisation; the object
+//           linked by ld.lld into an HSA code object whose AMDGPU metadata
+//           note fills the registers/spills of each kernel (AMDGPU.cpp)
+//
+// The AMDGPU helpers are declared here too so that unit tests can drive them
+// on hand-written LLVM IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_LIB_COMPILER_BACKEND_H
+#define WOOLY_LIB_COMPILER_BACKEND_H
+
+#include "Wooly/Compiler/Compiler.h"
+
+#include "llvm/Support/CodeGen.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace mlir {
+class DialectRegistry;
+class OpPassManager;
+} // namespace mlir
+
+namespace wooly::detail {
+
+/// An `llvm::StringError` carrying `msg`.
+llvm::Error makeError(const llvm::Twine &msg);
+
+/// What differs between the LLVM backends `compile()` drives.
+class Backend {
+public:
+  virtual ~Backend();
+
+  /// Registers the translations to LLVM IR of the dialects the lowering
+  /// produces (besides builtin and LLVM).
+  virtual void registerTranslations(mlir::DialectRegistry &registry) const {}
+  /// Adds the lowering of Wooly IR (after `wooly-expand-arith`) to the LLVM
+  /// dialect to `pm`.
+  virtual llvm::Error addLowering(mlir::OpPassManager &pm) const = 0;
+  /// True when module-scope variables keep their PTX names (GPU targets);
+  /// the host lowering prefixes them with `__wooly_g_`.
+  virtual bool keepsVariableNames() const { return true; }
+  /// Creates the TargetMachine the module is compiled with.
+  virtual llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+  createTargetMachine() const = 0;
+  /// Adjusts the translated module before optimisation (module flags,
+  /// libraries to link). Its triple and data layout are already set.
+  virtual llvm::Error prepareModule(llvm::Module &module) const {
+    return llvm::Error::success();
+  }
+  /// What the code generator writes.
+  virtual llvm::CodeGenFileType fileType() const = 0;
+  /// Turns the code generator's output into `out.binary` and adds what the
+  /// backend reports about each kernel to `out.kernels`.
+  virtual llvm::Error finish(std::string code, CompiledModule &out) const {
+    out.binary = std::move(code);
+    return llvm::Error::success();
+  }
+
+protected:
+  explicit Backend(const CompileOptions &options) : options(options) {}
+  const CompileOptions &options;
+};
+
+/// The backend for `target`; an error for a chip it does not know. The
+/// backend refers to `options`, which must outlive it.
+llvm::Expected<std::unique_ptr<Backend>>
+createBackend(const Target &target, const CompileOptions &options);
+
+/// The AMDGPU backend for `target` (gfxXXX).
+llvm::Expected<std::unique_ptr<Backend>>
+createAMDGPUBackend(const Target &target, const CompileOptions &options);
+
+/// LLVM's code generation level for an optimisation level 0-3.
+llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel);
+
+/// Creates the TargetMachine for `triple`/`cpu`/`features`, after checking
+/// that the backend knows `cpu` (creating the machine would only warn).
+/// `what` names the target in errors ("NVIDIA", "AMD").
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(llvm::StringRef triple, llvm::StringRef cpu,
+                    llvm::StringRef features, llvm::StringRef what,
+                    unsigned optLevel);
+
+/// Compiles the translated `module` with `backend` and its TargetMachine
+/// `tm`: sets the triple and data layout, prepares, optimises at
+/// `optLevel`, generates code and finishes `out` (binary and
+/// backend-reported kernel metadata).
+llvm::Error compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
+                              llvm::Module &module, unsigned optLevel,
+                              CompiledModule &out);
+
+//===----------------------------------------------------------------------===//
+// AMDGPU (AMDGPU.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The ROCm device-library files `chip` may link from a device-library
+/// directory: ocml.bc, ockl.bc, then the oclc control libraries.
+std::vector<std::string> rocmDeviceLibFiles(llvm::StringRef chip);
+
+/// Links the ROCm device libraries `module` needs (it calls `__ocml_*` or
+/// `__ockl_*` functions it does not define) from `dir`, with the oclc control
+/// libraries for `chip`, and internalizes what they bring. Without such
+/// declarations it does nothing; with them and no `dir`, or a missing file, it
+/// is an error that says what is needed.
+llvm::Error linkROCmDeviceLibs(llvm::Module &module, llvm::StringRef chip,
+                               llvm::StringRef dir);
+
+/// The ld.lld to run: `explicitPath` when given, else `ld.lld-<LLVM major>`
+/// or `ld.lld` on PATH, else LLVM's own bin directory; an error saying how to
+/// install it when there is none.
+llvm::Expected<std::string> findLld(llvm::StringRef explicitPath);
+
+/// Links the relocatable AMDGPU `object` into an HSA code object
+/// (`ld.lld -shared`) with the linker at `lld`, through temporary files.
+llvm::Expected<std::string> linkCodeObject(llvm::StringRef object,
+                                           llvm::StringRef lld);
+
+/// Reads the AMDGPU metadata note of `codeObject` and fills, for each kernel
+/// of `kernels` it describes (matched by symbol), the registers, spills,
+/// private and shared segment sizes. An error when the note is missing or
+/// malformed.
+llvm::Error readAMDGPUKernelMetadata(llvm::StringRef codeObject,
+                                     std::vector<KernelInfo> &kernels);
+
+} // namespace wooly::detail
+
+#endif // WOOLY_LIB_COMPILER_BACKEND_H
