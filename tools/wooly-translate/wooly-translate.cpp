@@ -91,7 +91,12 @@ static int compileMain(int argc, char **argv) {
   }
   llvm::Expected<wooly::CompiledModule> m = wooly::compile(in, *t, opts);
   if (!m) {
-    llvm::errs() << llvm::toString(m.takeError()) << "\n";
+    // Located errors come as `file:line:col: error: ...`; name the tool in
+    // the others (e.g. a chip the backend does not know).
+    std::string msg = llvm::toString(m.takeError());
+    if (!llvm::StringRef(msg).split('\n').first.contains("error:"))
+      llvm::errs() << "wooly-translate: error: ";
+    llvm::errs() << msg << "\n";
     return 1;
   }
   std::error_code ec;
