@@ -871,6 +871,146 @@ Value gpu::narrowSource(Emitter &e, Value d) {
   return {};
 }
 
+
+/// `__wooly_cvt_{e4m3,e5m2}_f16`: the fp8 in the low byte of `arg` as f16
+/// bits (exact, in integer arithmetic: for GPUs without PTX's OCP fp8
+/// conversions, e.g. sm_80, or gfx942, whose fp8 is the FNUZ variant). e5m2
+/// is the upper byte of an f16; an e4m3 normal moves its exponent (bias 7
+/// to 15), an e4m3 subnormal m * 2^-9 is computed in f32 (exact). NaN
+/// gives PTX's canonical f16 NaN.
+Value gpu::fp8ToF16(Emitter &e, Value arg, bool e4m3) {
+  OpBuilder &b = e.rw;
+  auto c = [&](uint64_t v) { return e.c32(v); };
+  auto and_ = [&](Value x, uint64_t m) {
+    return Value(LLVM::AndOp::create(b, e.loc, x, c(m)));
+  };
+  auto shl = [&](Value x, uint64_t n) {
+    return Value(LLVM::ShlOp::create(b, e.loc, x, c(n)));
+  };
+  auto lshr = [&](Value x, uint64_t n) {
+    return Value(LLVM::LShrOp::create(b, e.loc, x, c(n)));
+  };
+  auto icmp = [&](LLVM::ICmpPredicate p, Value x, uint64_t v) {
+    return Value(LLVM::ICmpOp::create(b, e.loc, p, x, c(v)));
+  };
+  Value x = and_(arg, 0xff);
+  Value bits;
+  if (e4m3) {
+    Value sign = shl(and_(x, 0x80), 8);
+    Value exp = and_(lshr(x, 3), 0xf);
+    Value man = and_(x, 0x7);
+    Value normal = LLVM::OrOp::create(
+        b, e.loc, shl(LLVM::AddOp::create(b, e.loc, exp, c(8)), 10),
+        shl(man, 7));
+    Value f = LLVM::UIToFPOp::create(b, e.loc, b.getF32Type(), man);
+    f = LLVM::FMulOp::create(
+        b, e.loc, f,
+        LLVM::ConstantOp::create(b, e.loc, b.getF32Type(),
+                                 b.getF32FloatAttr(0x1p-9f)));
+    Value h = LLVM::FPTruncOp::create(b, e.loc, b.getF16Type(), f);
+    Value sub = e.intCast(LLVM::BitcastOp::create(b, e.loc, b.getI16Type(), h),
+                          e.i32());
+    Value isSub = icmp(LLVM::ICmpPredicate::eq, exp, 0);
+    bits = LLVM::OrOp::create(
+        b, e.loc, sign, LLVM::SelectOp::create(b, e.loc, isSub, sub, normal));
+    Value isNaN = icmp(LLVM::ICmpPredicate::eq, and_(x, 0x7f), 0x7f);
+    return LLVM::SelectOp::create(b, e.loc, isNaN, c(0x7fff), bits);
+  }
+  bits = shl(x, 8);
+  Value isNaN = icmp(LLVM::ICmpPredicate::ugt, and_(bits, 0x7fff), 0x7c00);
+  return LLVM::SelectOp::create(b, e.loc, isNaN, c(0x7fff), bits);
+}
+
+namespace {
+/// Names op class `OpT` as a value (for generic emitting lambdas).
+template <typename OpT> struct Tag { using type = OpT; };
+} // namespace
+
+/// `__wooly_cvt_f64_{e4m3,e5m2}_rn_satfinite` of an f32 `x`: rounds the
+/// significand (with the implicit bit) to the format's precision, to
+/// nearest even, shifting further for the format's subnormals; out of range
+/// and infinities give the largest finite value, NaN gives 0x7f.
+Value gpu::f32ToFp8(Emitter &e, Value x, Fp8Format fmt) {
+  OpBuilder &b = e.rw;
+  using P = LLVM::ICmpPredicate;
+  auto c = [&](uint64_t v) { return e.c32(v); };
+  auto bin = [&](auto tag, Value l, Value r) {
+    using OpT = typename decltype(tag)::type;
+    return Value(OpT::create(b, e.loc, l, r));
+  };
+  auto icmp = [&](P p, Value l, Value r) {
+    return Value(LLVM::ICmpOp::create(b, e.loc, p, l, r));
+  };
+  auto sel = [&](Value cond, Value t, Value f) {
+    return Value(LLVM::SelectOp::create(b, e.loc, cond, t, f));
+  };
+  Value bits = LLVM::BitcastOp::create(b, e.loc, e.i32(), x);
+  Value sign =
+      bin(Tag<LLVM::AndOp>(), bin(Tag<LLVM::LShrOp>(), bits, c(24)), c(0x80));
+  Value abs = bin(Tag<LLVM::AndOp>(), bits, c(0x7fffffff));
+  Value isNaN = icmp(P::ugt, abs, c(0x7f800000));
+  Value exp =
+      bin(Tag<LLVM::SubOp>(), bin(Tag<LLVM::LShrOp>(), abs, c(23)), c(127));
+  Value man = bin(Tag<LLVM::OrOp>(), bin(Tag<LLVM::AndOp>(), abs, c(0x7fffff)),
+                  c(0x800000));
+  // Bits below the format's last place: 23 - M, plus the distance below
+  // its smallest normal exponent (capped: past 25 everything rounds to 0).
+  Value below = bin(Tag<LLVM::SubOp>(), c(1 - fmt.bias), exp);
+  Value subnormal = icmp(P::sgt, below, c(0));
+  Value shift = bin(Tag<LLVM::AddOp>(), c(23 - fmt.mantissa),
+                    sel(subnormal, below, c(0)));
+  shift = sel(icmp(P::ugt, shift, c(25)), c(25), shift);
+  Value q = bin(Tag<LLVM::LShrOp>(), man, shift);
+  Value one = c(1);
+  Value rem =
+      bin(Tag<LLVM::AndOp>(), man,
+          bin(Tag<LLVM::SubOp>(), bin(Tag<LLVM::ShlOp>(), one, shift), one));
+  Value half =
+      bin(Tag<LLVM::ShlOp>(), one, bin(Tag<LLVM::SubOp>(), shift, one));
+  Value odd = icmp(P::ne, bin(Tag<LLVM::AndOp>(), q, one), c(0));
+  Value up = bin(Tag<LLVM::OrOp>(), icmp(P::ugt, rem, half),
+                 bin(Tag<LLVM::AndOp>(), icmp(P::eq, rem, half), odd));
+  q = bin(Tag<LLVM::AddOp>(), q, LLVM::ZExtOp::create(b, e.loc, e.i32(), up));
+  // Normal: biased exponent above the significand (a carry out of the
+  // significand bumps the exponent by itself); subnormal: the significand.
+  Value normal =
+      bin(Tag<LLVM::SubOp>(),
+          bin(Tag<LLVM::AddOp>(),
+              bin(Tag<LLVM::ShlOp>(), bin(Tag<LLVM::AddOp>(), exp, c(fmt.bias)),
+                  c(fmt.mantissa)),
+              q),
+          c(1u << fmt.mantissa));
+  Value enc = sel(subnormal, q, normal);
+  enc = sel(icmp(P::ugt, enc, c(fmt.maxFinite)), c(fmt.maxFinite), enc);
+  enc = bin(Tag<LLVM::OrOp>(), enc, sign);
+  return sel(isNaN, c(0x7f), enc);
+}
+
+Value gpu::f64ToBF16(Emitter &e, Value x) {
+  OpBuilder &b = e.rw;
+  Type f32 = b.getF32Type(), f64 = b.getF64Type();
+  Value r = LLVM::FPTruncOp::create(b, e.loc, f32, x);
+  Value back = LLVM::FPExtOp::create(b, e.loc, f64, r);
+  Value inexact =
+      LLVM::FCmpOp::create(b, e.loc, LLVM::FCmpPredicate::one, back, x);
+  Value away = LLVM::FCmpOp::create(
+      b, e.loc, LLVM::FCmpPredicate::ogt,
+      LLVM::FAbsOp::create(b, e.loc, f64, back),
+      LLVM::FAbsOp::create(b, e.loc, f64, x));
+  Value bits = LLVM::BitcastOp::create(b, e.loc, e.i32(), r);
+  // A magnitude rounded up steps back by one unit (also from infinity to
+  // the largest finite f32): sign-magnitude bits minus one.
+  bits = LLVM::SelectOp::create(
+      b, e.loc, LLVM::AndOp::create(b, e.loc, inexact, away),
+      LLVM::SubOp::create(b, e.loc, bits, e.c32(1)), bits);
+  bits = LLVM::SelectOp::create(b, e.loc, inexact,
+                                LLVM::OrOp::create(b, e.loc, bits, e.c32(1)),
+                                bits);
+  Value odd = LLVM::BitcastOp::create(b, e.loc, f32, bits);
+  Value h = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), odd);
+  return helperBits(e, h, isNaNOf(e, x), 0x7fff);
+}
+
 Value gpu::helperBits(Emitter &e, Value r, Value isNaN, uint64_t nanBits) {
   unsigned w = r.getType().getIntOrFloatBitWidth();
   Type it = e.rw.getIntegerType(w);

@@ -122,6 +122,33 @@ Value isNaNOf(Emitter &e, Value x);
 /// of an i32) as a value of float type `ft`.
 Value narrowHelperArg(Emitter &e, Value v, Type ft);
 
+/// An 8-bit float format (OCP, as in PTX): exponent bias, mantissa bits,
+/// largest finite encoding.
+struct Fp8Format {
+  int bias;
+  unsigned mantissa;
+  unsigned maxFinite;
+};
+inline constexpr Fp8Format kE4M3{7, 3, 0x7e}, kE5M2{15, 2, 0x7b};
+
+/// `__wooly_cvt_{e4m3,e5m2}_f16` in integer arithmetic: the fp8 in the low
+/// byte of the i32 `arg` as f16 bits in an i32 (exact; NaN gives PTX's
+/// canonical f16 NaN).
+Value fp8ToF16(Emitter &e, Value arg, bool e4m3);
+
+/// `__wooly_cvt_f64_{e4m3,e5m2}_rn_satfinite` of an f32 `x` in integer
+/// arithmetic: the fp8 encoding (round to nearest even, saturating to the
+/// largest finite value, NaN 0x7f) in an i32.
+Value f32ToFp8(Emitter &e, Value x, Fp8Format fmt);
+
+/// `__wooly_cvt_f64_bf16_rn` of any f64 `x` with plain IEEE operations:
+/// `x` rounded to f32 *to odd* (round to nearest, stepped back toward zero
+/// when that rounded away, lowest bit set when inexact), then to nearest
+/// bf16, which is the one rounding of `x` (f32 carries more than twice
+/// bf16's precision plus two bits, over the same exponent range). The bf16
+/// bits in an i32 (NaN: 0x7fff).
+Value f64ToBF16(Emitter &e, Value x);
+
 /// Applies `X` to each Wooly op whose lowering is the target's own.
 #define WOOLY_GPU_TARGET_OPS(X)                                                \
   X(ExitOp)                                                                    \

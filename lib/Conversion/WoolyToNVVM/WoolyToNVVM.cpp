@@ -827,23 +827,30 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
     Value r = e.intrinsic(f16 ? "llvm.fma.f16" : "llvm.fma.bf16", ft, xs);
     return helperBits(e, r, isNaNOf(e, r), 0x7fff);
   }
-  // cvt.rn.bf16.f64 (sm_90); cvt.rn.bf16.f32 when widened from f32.
-  if (helper == "__wooly_cvt_f64_bf16_rn" && sm >= 90) {
+  // cvt.rn.bf16.f64 (sm_90); cvt.rn.bf16.f32 (sm_80) when widened from f32,
+  // else through f32 rounded to odd.
+  if (helper == "__wooly_cvt_f64_bf16_rn" && sm >= 80) {
     Value x = args[0];
     if (auto ext = x.getDefiningOp<arith::ExtFOp>();
         ext && ext.getIn().getType().isF32())
       x = ext.getIn();
-    Value r = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), x);
-    return helperBits(e, r, isNaNOf(e, x), 0x7fff);
+    if (x.getType().isF32() || sm >= 90) {
+      Value r = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), x);
+      return helperBits(e, r, isNaNOf(e, x), 0x7fff);
+    }
+    return f64ToBF16(e, x);
   }
   // cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89) of an f32 (or exactly
   // widened f16): the second operand goes to the low byte.
   bool e4 = helper == "__wooly_cvt_f64_e4m3_rn_satfinite",
        e5 = helper == "__wooly_cvt_f64_e5m2_rn_satfinite";
-  if ((e4 || e5) && sm >= 89) {
+  if (e4 || e5) {
     Value x = narrowSource(e, args[0]);
     if (!x)
       return {};
+    // Before sm_89: the same rounding in integer arithmetic.
+    if (sm < 89)
+      return f32ToFp8(e, x, e4 ? kE4M3 : kE5M2);
     Value zero = LLVM::ConstantOp::create(b, e.loc, b.getF32Type(),
                                           b.getF32FloatAttr(0.0f));
     Value pair = e.intrinsic(e4 ? "llvm.nvvm.ff.to.e4m3x2.rn"
@@ -857,7 +864,9 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
   // cvt.rn.f16x2.{e4m3,e5m2}x2 (sm_89) of the low byte: exact.
   e4 = helper == "__wooly_cvt_e4m3_f16";
   e5 = helper == "__wooly_cvt_e5m2_f16";
-  if ((e4 || e5) && sm >= 89) {
+  if ((e4 || e5) && sm < 89)
+    return fp8ToF16(e, args[0], e4);
+  if (e4 || e5) {
     Value byte = e.intCast(args[0], b.getI8Type());
     Value pair = e.intCast(byte, b.getI16Type());
     Type v2 = VectorType::get({2}, b.getF16Type());

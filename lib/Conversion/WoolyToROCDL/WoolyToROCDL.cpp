@@ -627,125 +627,6 @@ Value fmaBF16(Emitter &e, ValueRange args) {
   return helperBits(e, r, isNaNOf(e, r), 0x7fff);
 }
 
-/// An 8-bit float format: exponent bias, mantissa bits, largest finite
-/// encoding (e4m3: 7, 3, 0x7e; e5m2: 15, 2, 0x7b; both OCP, as in PTX).
-struct Fp8Format {
-  int bias;
-  unsigned mantissa;
-  unsigned maxFinite;
-};
-
-/// `__wooly_cvt_{e4m3,e5m2}_f16`: the fp8 in the low byte of `arg` as f16
-/// bits (exact; gfx942's own fp8 instructions use the FNUZ formats). e5m2
-/// is the upper byte of an f16; an e4m3 normal moves its exponent (bias 7
-/// to 15), an e4m3 subnormal m * 2^-9 is computed in f32 (exact). NaN
-/// gives PTX's canonical f16 NaN.
-Value fp8ToF16(Emitter &e, Value arg, bool e4m3) {
-  OpBuilder &b = e.rw;
-  auto c = [&](uint64_t v) { return e.c32(v); };
-  auto and_ = [&](Value x, uint64_t m) {
-    return Value(LLVM::AndOp::create(b, e.loc, x, c(m)));
-  };
-  auto shl = [&](Value x, uint64_t n) {
-    return Value(LLVM::ShlOp::create(b, e.loc, x, c(n)));
-  };
-  auto lshr = [&](Value x, uint64_t n) {
-    return Value(LLVM::LShrOp::create(b, e.loc, x, c(n)));
-  };
-  auto icmp = [&](LLVM::ICmpPredicate p, Value x, uint64_t v) {
-    return Value(LLVM::ICmpOp::create(b, e.loc, p, x, c(v)));
-  };
-  Value x = and_(arg, 0xff);
-  Value bits;
-  if (e4m3) {
-    Value sign = shl(and_(x, 0x80), 8);
-    Value exp = and_(lshr(x, 3), 0xf);
-    Value man = and_(x, 0x7);
-    Value normal = LLVM::OrOp::create(
-        b, e.loc, shl(LLVM::AddOp::create(b, e.loc, exp, c(8)), 10),
-        shl(man, 7));
-    Value f = LLVM::UIToFPOp::create(b, e.loc, b.getF32Type(), man);
-    f = LLVM::FMulOp::create(
-        b, e.loc, f,
-        LLVM::ConstantOp::create(b, e.loc, b.getF32Type(),
-                                 b.getF32FloatAttr(0x1p-9f)));
-    Value h = LLVM::FPTruncOp::create(b, e.loc, b.getF16Type(), f);
-    Value sub = e.intCast(LLVM::BitcastOp::create(b, e.loc, b.getI16Type(), h),
-                          e.i32());
-    Value isSub = icmp(LLVM::ICmpPredicate::eq, exp, 0);
-    bits = LLVM::OrOp::create(
-        b, e.loc, sign, LLVM::SelectOp::create(b, e.loc, isSub, sub, normal));
-    Value isNaN = icmp(LLVM::ICmpPredicate::eq, and_(x, 0x7f), 0x7f);
-    return LLVM::SelectOp::create(b, e.loc, isNaN, c(0x7fff), bits);
-  }
-  bits = shl(x, 8);
-  Value isNaN = icmp(LLVM::ICmpPredicate::ugt, and_(bits, 0x7fff), 0x7c00);
-  return LLVM::SelectOp::create(b, e.loc, isNaN, c(0x7fff), bits);
-}
-
-/// Names op class `OpT` as a value (for generic emitting lambdas).
-template <typename OpT> struct Tag { using type = OpT; };
-
-/// `__wooly_cvt_f64_{e4m3,e5m2}_rn_satfinite` of an f32 `x`: rounds the
-/// significand (with the implicit bit) to the format's precision, to
-/// nearest even, shifting further for the format's subnormals; out of range
-/// and infinities give the largest finite value, NaN gives 0x7f.
-Value f32ToFp8(Emitter &e, Value x, Fp8Format fmt) {
-  OpBuilder &b = e.rw;
-  using P = LLVM::ICmpPredicate;
-  auto c = [&](uint64_t v) { return e.c32(v); };
-  auto bin = [&](auto tag, Value l, Value r) {
-    using OpT = typename decltype(tag)::type;
-    return Value(OpT::create(b, e.loc, l, r));
-  };
-  auto icmp = [&](P p, Value l, Value r) {
-    return Value(LLVM::ICmpOp::create(b, e.loc, p, l, r));
-  };
-  auto sel = [&](Value cond, Value t, Value f) {
-    return Value(LLVM::SelectOp::create(b, e.loc, cond, t, f));
-  };
-  Value bits = LLVM::BitcastOp::create(b, e.loc, e.i32(), x);
-  Value sign =
-      bin(Tag<LLVM::AndOp>(), bin(Tag<LLVM::LShrOp>(), bits, c(24)), c(0x80));
-  Value abs = bin(Tag<LLVM::AndOp>(), bits, c(0x7fffffff));
-  Value isNaN = icmp(P::ugt, abs, c(0x7f800000));
-  Value exp =
-      bin(Tag<LLVM::SubOp>(), bin(Tag<LLVM::LShrOp>(), abs, c(23)), c(127));
-  Value man = bin(Tag<LLVM::OrOp>(), bin(Tag<LLVM::AndOp>(), abs, c(0x7fffff)),
-                  c(0x800000));
-  // Bits below the format's last place: 23 - M, plus the distance below
-  // its smallest normal exponent (capped: past 25 everything rounds to 0).
-  Value below = bin(Tag<LLVM::SubOp>(), c(1 - fmt.bias), exp);
-  Value subnormal = icmp(P::sgt, below, c(0));
-  Value shift = bin(Tag<LLVM::AddOp>(), c(23 - fmt.mantissa),
-                    sel(subnormal, below, c(0)));
-  shift = sel(icmp(P::ugt, shift, c(25)), c(25), shift);
-  Value q = bin(Tag<LLVM::LShrOp>(), man, shift);
-  Value one = c(1);
-  Value rem =
-      bin(Tag<LLVM::AndOp>(), man,
-          bin(Tag<LLVM::SubOp>(), bin(Tag<LLVM::ShlOp>(), one, shift), one));
-  Value half =
-      bin(Tag<LLVM::ShlOp>(), one, bin(Tag<LLVM::SubOp>(), shift, one));
-  Value odd = icmp(P::ne, bin(Tag<LLVM::AndOp>(), q, one), c(0));
-  Value up = bin(Tag<LLVM::OrOp>(), icmp(P::ugt, rem, half),
-                 bin(Tag<LLVM::AndOp>(), icmp(P::eq, rem, half), odd));
-  q = bin(Tag<LLVM::AddOp>(), q, LLVM::ZExtOp::create(b, e.loc, e.i32(), up));
-  // Normal: biased exponent above the significand (a carry out of the
-  // significand bumps the exponent by itself); subnormal: the significand.
-  Value normal =
-      bin(Tag<LLVM::SubOp>(),
-          bin(Tag<LLVM::AddOp>(),
-              bin(Tag<LLVM::ShlOp>(), bin(Tag<LLVM::AddOp>(), exp, c(fmt.bias)),
-                  c(fmt.mantissa)),
-              q),
-          c(1u << fmt.mantissa));
-  Value enc = sel(subnormal, q, normal);
-  enc = sel(icmp(P::ugt, enc, c(fmt.maxFinite)), c(fmt.maxFinite), enc);
-  enc = bin(Tag<LLVM::OrOp>(), enc, sign);
-  return sel(isNaN, c(0x7f), enc);
-}
-
 FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
   StringRef helper = c.getCallee();
   if (Value r = directedRounding(e, helper, c.getOperands()))
@@ -771,9 +652,10 @@ FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
     // An f64 that is no exact widening of an f32 (or f16) would round twice.
     if (Value x = narrowSource(e, c.getOperand(0)))
       return f32ToFp8(e, x,
-                      e4 ? Fp8Format{7, 3, 0x7e} : Fp8Format{15, 2, 0x7b});
+                      e4 ? kE4M3 : kE5M2);
   }
-  // cvt.rn.bf16.f64 of an f64 widened from an f32: one rounding from f32.
+  // cvt.rn.bf16.f64: one rounding from f32 when widened from one, else
+  // through f32 rounded to odd.
   if (helper == "__wooly_cvt_f64_bf16_rn") {
     auto ext = c.getOperand(0).getDefiningOp<arith::ExtFOp>();
     if (ext && ext.getIn().getType().isF32()) {
@@ -781,6 +663,7 @@ FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
       Value r = LLVM::FPTruncOp::create(e.rw, e.loc, e.rw.getBF16Type(), x);
       return helperBits(e, r, isNaNOf(e, x), 0x7fff);
     }
+    return f64ToBF16(e, c.getOperand(0));
   }
   return c.emitError("helper '") << helper << "'" << kNotSupported;
 }

@@ -43,6 +43,23 @@ wooly.func @fma_f16(%p: i64 {wooly.type = "u64"}, %a: i32 {wooly.type = "u32"}, 
 
 // -----
 
+// cvt.rn.bf16.f64 of any other f64 goes through f32 rounded to odd, then
+// rounds once to bf16.
+// CHECK-LABEL: llvm.func @cvt_bf16_f64(
+// CHECK: ^bb1(%{{.*}}: i64, %[[D:.*]]: f64)
+// CHECK: %[[R:.*]] = llvm.fptrunc %[[D]] : f64 to f32
+// CHECK: llvm.fcmp "one"
+// CHECK: %[[ODD:.*]] = llvm.bitcast %{{.*}} : i32 to f32
+// CHECK: llvm.fptrunc %[[ODD]] : f32 to bf16
+func.func private @__wooly_cvt_f64_bf16_rn(f64) -> i32
+wooly.func @cvt_bf16_f64(%p: i64 {wooly.type = "u64"}, %d: f64 {wooly.type = "f64"}) attributes {kernel} {
+  %r = func.call @__wooly_cvt_f64_bf16_rn(%d) : (f64) -> i32
+  wooly.st global %p, %r : i64, i32
+  wooly.ret
+}
+
+// -----
+
 // cvt.rn.bf16.f64 of an f64 widened from an f32 rounds once from the f32.
 // CHECK-LABEL: llvm.func @cvt_bf16(
 // CHECK: ^bb1(%{{.*}}: i64, %[[F:.*]]: f32)
