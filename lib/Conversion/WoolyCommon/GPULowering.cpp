@@ -986,7 +986,7 @@ Value gpu::f32ToFp8(Emitter &e, Value x, Fp8Format fmt) {
   return sel(isNaN, c(0x7f), enc);
 }
 
-Value gpu::f64ToBF16(Emitter &e, Value x) {
+Value gpu::f64ToHalf(Emitter &e, Value x, Type half) {
   OpBuilder &b = e.rw;
   Type f32 = b.getF32Type(), f64 = b.getF64Type();
   Value r = LLVM::FPTruncOp::create(b, e.loc, f32, x);
@@ -1007,7 +1007,7 @@ Value gpu::f64ToBF16(Emitter &e, Value x) {
                                 LLVM::OrOp::create(b, e.loc, bits, e.c32(1)),
                                 bits);
   Value odd = LLVM::BitcastOp::create(b, e.loc, f32, bits);
-  Value h = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), odd);
+  Value h = LLVM::FPTruncOp::create(b, e.loc, half, odd);
   return helperBits(e, h, isNaNOf(e, x), 0x7fff);
 }
 

@@ -141,13 +141,14 @@ Value fp8ToF16(Emitter &e, Value arg, bool e4m3);
 /// largest finite value, NaN 0x7f) in an i32.
 Value f32ToFp8(Emitter &e, Value x, Fp8Format fmt);
 
-/// `__wooly_cvt_f64_bf16_rn` of any f64 `x` with plain IEEE operations:
-/// `x` rounded to f32 *to odd* (round to nearest, stepped back toward zero
-/// when that rounded away, lowest bit set when inexact), then to nearest
-/// bf16, which is the one rounding of `x` (f32 carries more than twice
-/// bf16's precision plus two bits, over the same exponent range). The bf16
-/// bits in an i32 (NaN: 0x7fff).
-Value f64ToBF16(Emitter &e, Value x);
+/// `__wooly_cvt_f64_{bf16,f16}_rn` of any f64 `x` with plain IEEE
+/// operations (`half` is bf16 or f16): `x` rounded to f32 *to odd* (round to
+/// nearest, stepped back toward zero when that rounded away, lowest bit set
+/// when inexact), then to nearest `half`, which is the one rounding of `x`
+/// (f32 carries at least twice the precision of either plus two bits, and
+/// covers their exponent ranges). The result's bits in an i32 (NaN: the
+/// canonical 0x7fff; wooly-expand-arith picks the NaN itself).
+Value f64ToHalf(Emitter &e, Value x, Type half);
 
 /// Applies `X` to each Wooly op whose lowering is the target's own.
 #define WOOLY_GPU_TARGET_OPS(X)                                                \

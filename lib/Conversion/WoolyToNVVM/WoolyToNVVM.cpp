@@ -838,8 +838,10 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
       Value r = LLVM::FPTruncOp::create(b, e.loc, b.getBF16Type(), x);
       return helperBits(e, r, isNaNOf(e, x), 0x7fff);
     }
-    return f64ToBF16(e, x);
+    return f64ToHalf(e, x, b.getBF16Type());
   }
+  if (helper == "__wooly_cvt_f64_f16_rn")
+    return f64ToHalf(e, args[0], b.getF16Type());
   // cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89) of an f32 (or exactly
   // widened f16): the second operand goes to the low byte.
   bool e4 = helper == "__wooly_cvt_f64_e4m3_rn_satfinite",

@@ -663,8 +663,10 @@ FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
       Value r = LLVM::FPTruncOp::create(e.rw, e.loc, e.rw.getBF16Type(), x);
       return helperBits(e, r, isNaNOf(e, x), 0x7fff);
     }
-    return f64ToBF16(e, c.getOperand(0));
+    return f64ToHalf(e, c.getOperand(0), e.rw.getBF16Type());
   }
+  if (helper == "__wooly_cvt_f64_f16_rn")
+    return f64ToHalf(e, c.getOperand(0), e.rw.getF16Type());
   return c.emitError("helper '") << helper << "'" << kNotSupported;
 }
 

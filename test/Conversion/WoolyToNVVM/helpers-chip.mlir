@@ -66,3 +66,17 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}, %d: f64 {wooly.type = "f64"}) attrib
   wooly.st global %p, %r : i64, i32
   wooly.ret
 }
+
+// -----
+
+// cvt.rn.f16.f64 goes through f32 rounded to odd too (exact on any chip).
+// CHECK-LABEL: llvm.func @f16_of_f64(
+// CHECK: llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK: %[[ODD:.*]] = llvm.bitcast %{{.*}} : i32 to f32
+// CHECK: llvm.fptrunc %[[ODD]] : f32 to f16
+func.func private @__wooly_cvt_f64_f16_rn(f64) -> i32
+wooly.func @f16_of_f64(%p: i64 {wooly.type = "u64"}, %d: f64 {wooly.type = "f64"}) attributes {kernel} {
+  %r = func.call @__wooly_cvt_f64_f16_rn(%d) : (f64) -> i32
+  wooly.st global %p, %r : i64, i32
+  wooly.ret
+}
