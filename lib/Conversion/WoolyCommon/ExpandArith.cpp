@@ -614,6 +614,9 @@ FailureOr<SmallVector<Value>> expand(FRcpOp op, Emitter &e, const Ctx &c) {
   return expandRoundedUnary(op, /*isSqrt=*/false, e, c);
 }
 
+Value narrowFloat(Emitter &e, Operation *op, Value x, Type dst,
+                  RoundingMode m);
+
 FailureOr<SmallVector<Value>> expand(FApproxOp op, Emitter &e, const Ctx &) {
   Type t = op.getType();
   Type elem = getElementTypeOrSelf(t);
@@ -650,7 +653,14 @@ FailureOr<SmallVector<Value>> expand(FApproxOp op, Emitter &e, const Ctx &) {
     r = math::TanhOp::create(e.b, e.loc, wide);
     break;
   }
-  if (wt != t)
+  // Back to 16 bits, rounded once. bf16 goes through the exact conversion
+  // of narrowFloat: a host with AVX512-BF16 compiles a plain f32 -> bf16
+  // truncation to vcvtneps2bf16, which flushes subnormal results.
+  if (wt != t && elem.isBF16())
+    r = mapElements(e, ValueRange{r}, [&](ValueRange s) {
+      return narrowFloat(e, op, s[0], elem, RoundingMode::rn);
+    });
+  else if (wt != t)
     r = arith::TruncFOp::create(e.b, e.loc, t, r);
   // The GPU returns its canonical NaN, whatever the host's libm gives.
   r = e.sel(e.isNaN(r), e.canonicalNaN(t), r);
