@@ -53,7 +53,7 @@ while read -r file kernel rest; do
     [[ $mode == wooly ]] && target=$TARGET
     if ! "$WOOLY_RUN" "$CORPUS/$file" --kernel="$kernel" --backend=cuda \
       --target="$target" "${opts[@]}" --repeat="$REPEAT" --time \
-      --print=none --save-all="$work/$n.$mode" \
+      --save-all="$work/$n.$mode" \
       >/dev/null 2>"$work/$n.$mode.err"; then
       ok=0
       echo "  $label ($mode): $(grep -m1 -i error "$work/$n.$mode.err")" \

@@ -12,9 +12,9 @@
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Compiler/Compiler.h"
 
-#include "gtest/gtest.h"
+#include "FakeCudaDriver.h"
 
-#include <dlfcn.h>
+#include "gtest/gtest.h"
 
 #include <cstring>
 #include <vector>
@@ -178,20 +178,9 @@ TEST(BackendTest, CudaWithoutDevice) {
                           "CUDA-capable device is detected)");
 }
 
-/// Mirrors FakeCudaDriver.cpp's record of the last launch.
-struct FakeLaunch {
-  char kernel[64];
-  unsigned grid[3], block[3], shared;
-  std::vector<uint8_t> params;
-};
-
-const FakeLaunch *lastLaunch() {
-  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
-  if (!lib)
-    return nullptr;
-  auto fn = reinterpret_cast<const FakeLaunch *(*)()>(
-      dlsym(lib, "fakeCudaLastLaunch"));
-  return fn ? fn() : nullptr;
+/// The last launch the full stand-in driver recorded.
+const wooly::test::FakeLaunch *lastLaunch() {
+  return wooly::test::fakeLastLaunch(FAKE_CUDA_FULL);
 }
 
 TEST(BackendTest, CudaLaunchesThePTX) {
@@ -240,7 +229,7 @@ TEST(BackendTest, CudaLaunchesThePTX) {
   ASSERT_FALSE(bool(b.launch(*module, "inc", config, params)));
   // Timed by the (stand-in) driver's events.
   EXPECT_EQ(b.lastKernelMs(), 0.25);
-  const FakeLaunch *last = lastLaunch();
+  const wooly::test::FakeLaunch *last = lastLaunch();
   ASSERT_NE(last, nullptr);
   EXPECT_STREQ(last->kernel, "inc");
   EXPECT_EQ(last->grid[0], 3u);

@@ -9,9 +9,9 @@
 
 #include "Wooly/Runtime/CUDA/CudaDevice.h"
 
-#include "gtest/gtest.h"
+#include "FakeCudaDriver.h"
 
-#include <dlfcn.h>
+#include "gtest/gtest.h"
 
 #include <cstring>
 #include <vector>
@@ -26,20 +26,9 @@ template <typename T> std::string errorText(llvm::Expected<T> &x) {
   return x ? std::string() : llvm::toString(x.takeError());
 }
 
-/// Mirrors FakeCudaDriver.cpp's record of the last launch.
-struct FakeLaunch {
-  char kernel[64];
-  unsigned grid[3], block[3], shared;
-  std::vector<uint8_t> params;
-};
-
-const FakeLaunch *lastLaunch() {
-  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
-  if (!lib)
-    return nullptr;
-  auto fn = reinterpret_cast<const FakeLaunch *(*)()>(
-      dlsym(lib, "fakeCudaLastLaunch"));
-  return fn ? fn() : nullptr;
+/// The last launch the full stand-in driver recorded.
+const wooly::test::FakeLaunch *lastLaunch() {
+  return wooly::test::fakeLastLaunch(FAKE_CUDA_FULL);
 }
 
 TEST(CudaDeviceTest, MissingDriver) {
@@ -118,7 +107,7 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   config.dynamicSharedBytes = 1024;
   ASSERT_FALSE(
       bool(dev.launch(*module, "copy", config, params, {0, 8}, {4, 8})));
-  const FakeLaunch *last = lastLaunch();
+  const wooly::test::FakeLaunch *last = lastLaunch();
   ASSERT_NE(last, nullptr);
   EXPECT_STREQ(last->kernel, "copy");
   EXPECT_EQ(last->grid[2], 4u);

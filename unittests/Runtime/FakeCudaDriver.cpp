@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaDriver.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -64,12 +66,7 @@ struct Function {
 std::string pendingError; // The kernel whose launch "faults" at sync.
 } // namespace
 
-/// What the last cuLaunchKernel received.
-struct FakeLaunch {
-  char kernel[64];
-  unsigned grid[3], block[3], shared;
-  std::vector<uint8_t> params;
-};
+using wooly::test::FakeLaunch;
 static FakeLaunch lastLaunch;
 API const FakeLaunch *fakeCudaLastLaunch() { return &lastLaunch; }
 
