@@ -23,10 +23,10 @@
 #include "llvm/Support/CommandLine.h"
 
 void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
-                  cf::ControlFlowDialect, func::FuncDialect,
-                  vector::VectorDialect, LLVM::LLVMDialect,
-                  NVVM::NVVMDialect>();
+  registry
+      .insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
+              cf::ControlFlowDialect, func::FuncDialect, vector::VectorDialect,
+              LLVM::LLVMDialect, NVVM::NVVMDialect>();
 }
 
 void mlir::wooly::registerAllPasses() {

@@ -9,20 +9,21 @@
 // threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
 // the output. Prints each failure and `N passed, N failed, N skipped`.
 //
-// With --passes (cpu, or cuda with --target=sm_XX) every test is compiled with those Wooly
-// passes and launched as a runtime would launch the transformed kernel, its
-// appended launch parameters filled by role (Wooly/Compiler/LaunchParams.h):
-// wooly-constrain/wooly-slice: virtual grid = the test's grid (1,1,1) on
+// With --passes (cpu, or cuda with --target=sm_XX) every test is compiled with
+// those Wooly passes and launched as a runtime would launch the transformed
+// kernel, its appended launch parameters filled by role
+// (Wooly/Compiler/LaunchParams.h): wooly-constrain/wooly-slice: virtual grid =
+// the test's grid (1,1,1) on
 // --physical-blocks physical blocks; wooly-slice: the slice [0, 1) with a
 // zeroed u32 counter in device memory and no preemption flag, and the test
 // fails unless the counter then says that the one block ran;
 // wooly-isolate: the tenant region is the hull of the test's input and
 // output allocations, rounded up to 256 bytes.
 //
-// With --coalesce (cpu, or cuda with --target=sm_XX) every test's kernel K is compiled with
-// `wooly-coalesce{kernels=K,K}` and run as ONE launch of `__wooly_coalesced`
-// with two parts (Wooly/Runtime/CoalesceTable.h): part 0 on the test's
-// buffers, part 1 on copies of them (the input's contents, a zeroed
+// With --coalesce (cpu, or cuda with --target=sm_XX) every test's kernel K is
+// compiled with `wooly-coalesce{kernels=K,K}` and run as ONE launch of
+// `__wooly_coalesced` with two parts (Wooly/Runtime/CoalesceTable.h): part 0 on
+// the test's buffers, part 1 on copies of them (the input's contents, a zeroed
 // output), one block each. Part 0's output must equal the expected output
 // and part 1's output part 0's, bit for bit.
 //
@@ -87,11 +88,11 @@ static cl::opt<std::string>
                     "pipeline, e.g. wooly-constrain) and fill their launch "
                     "parameters (cpu, or cuda with --target=sm_XX)"),
            cl::cat(cat));
-static cl::opt<unsigned> physicalBlocks(
-    "physical-blocks",
-    cl::desc("Physical blocks to launch kernels transformed by "
-             "wooly-constrain or wooly-slice on (default 1)"),
-    cl::init(1), cl::cat(cat));
+static cl::opt<unsigned>
+    physicalBlocks("physical-blocks",
+                   cl::desc("Physical blocks to launch kernels transformed by "
+                            "wooly-constrain or wooly-slice on (default 1)"),
+                   cl::init(1), cl::cat(cat));
 
 static cl::opt<bool> coalesce(
     "coalesce",
@@ -201,8 +202,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << llvm::toString(target.takeError()) << '\n';
     return 2;
   }
-  bool runsOriginal = backendRunsOriginalPTX(backend) &&
-                      target->kind == Target::Kind::Host;
+  bool runsOriginal =
+      backendRunsOriginalPTX(backend) && target->kind == Target::Kind::Host;
   if (target->kind != Target::Kind::Host &&
       !(backend == "cuda" && target->kind == Target::Kind::NVPTX)) {
     llvm::errs() << "error: --target=" << targetOpt
@@ -494,8 +495,8 @@ int main(int argc, char **argv) {
       fc.grid = {uint32_t(coalescedGrid(parts)), 1, 1};
       fc.block = {coalescedBlock(parts), 1, 1};
       fc.dynamicSharedBytes = coalescedDynamicShared(parts);
-      if (auto e = device.launch(*loaded, "__wooly_coalesced", fc,
-                                 *fusedParams)) {
+      if (auto e =
+              device.launch(*loaded, "__wooly_coalesced", fc, *fusedParams)) {
         report("launch error: " + llvm::toString(std::move(e)));
         continue;
       }

@@ -17,9 +17,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -355,8 +355,7 @@ int main(int argc, char **argv) {
       !(backend == "cuda" && target->kind == Target::Kind::NVPTX))
     return fail("--target=" + targetOpt + " cannot run on --backend=" +
                 backend + " (cpu runs host; cuda runs host or sm_XX)");
-  if (backendRunsOriginalPTX(backend) &&
-      target->kind == Target::Kind::Host &&
+  if (backendRunsOriginalPTX(backend) && target->kind == Target::Kind::Host &&
       StringRef(inputFile).ends_with(".mlir"))
     return fail("--backend=" + backend +
                 " runs the original PTX: give a .ptx file, or compile the "
@@ -503,7 +502,8 @@ int main(int argc, char **argv) {
     llvm::outs() << a.name << ':';
     uint64_t n = printLimit ? std::min<uint64_t>(printLimit, a.count) : a.count;
     for (uint64_t i = 0; i < n; ++i)
-      llvm::outs() << ' ' << formatElem(a.type, a.bytes.data() + i * a.type.bytes);
+      llvm::outs() << ' '
+                   << formatElem(a.type, a.bytes.data() + i * a.type.bytes);
     if (n < a.count)
       llvm::outs() << " ... (" << a.count << " elements)";
     llvm::outs() << '\n';
@@ -515,8 +515,8 @@ int main(int argc, char **argv) {
     llvm::errs() << llvm::formatv(
         "compile {0:f2} ms, load {1:f2} ms, run {2:f3} ms per launch (median "
         "of {3})",
-        ms(t1 - t0).count(), ms(t2 - t1).count(),
-        launchMs[launchMs.size() / 2], launchMs.size());
+        ms(t1 - t0).count(), ms(t2 - t1).count(), launchMs[launchMs.size() / 2],
+        launchMs.size());
     if (kernelMs.size() == launchMs.size()) {
       llvm::sort(kernelMs);
       llvm::errs() << llvm::formatv(", kernel {0:f4} ms (median, timed by "

@@ -66,8 +66,7 @@ TEST(CacheKey, ChangesWithEverythingThatAffectsTheOutput) {
 
 TEST(Target, ParsesAndRejects) {
   EXPECT_EQ(llvm::cantFail(Target::parse("sm_90")).str(), "sm_90");
-  EXPECT_EQ(llvm::cantFail(Target::parse("gfx942")).kind,
-            Target::Kind::AMDGCN);
+  EXPECT_EQ(llvm::cantFail(Target::parse("gfx942")).kind, Target::Kind::AMDGCN);
   auto bad = Target::parse("tpu");
   ASSERT_FALSE(bool(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("unknown target 'tpu'"),
@@ -173,8 +172,8 @@ TEST(CompiledModule, SerializeRoundTrip) {
   EXPECT_EQ(back->kernels[0].paramOffsets, m->kernels[0].paramOffsets);
   // A truncated entry is rejected, not misread.
   std::string bytes = m->serialize();
-  EXPECT_FALSE(bool(CompiledModule::deserialize(
-      llvm::StringRef(bytes).drop_back(10))));
+  EXPECT_FALSE(
+      bool(CompiledModule::deserialize(llvm::StringRef(bytes).drop_back(10))));
   llvm::consumeError(
       CompiledModule::deserialize(llvm::StringRef(bytes).drop_back(10))
           .takeError());

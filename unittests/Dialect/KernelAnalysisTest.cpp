@@ -1,4 +1,5 @@
-//===- KernelAnalysisTest.cpp - Kernel analyses and occupancy ----*- C++ -*-===//
+//===- KernelAnalysisTest.cpp - Kernel analyses and occupancy ----*- C++
+//-*-===//
 
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/InitAllDialects.h"

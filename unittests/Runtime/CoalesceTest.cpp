@@ -1,4 +1,5 @@
-//===- CoalesceTest.cpp - wooly-coalesce against separate launches -*- C++ -*-===//
+//===- CoalesceTest.cpp - wooly-coalesce against separate launches -*- C++
+//-*-===//
 //
 // Corpus kernels compiled with `wooly-coalesce{kernels=...}`. Each scenario
 // is a list of parts (kernel, grid, block, parameters: scalars and buffers
@@ -90,8 +91,8 @@ protected:
   /// Compiles `file` with wooly-coalesce over `kernels`.
   void compileWith(const std::string &file,
                    const std::vector<std::string> &kernels) {
-    auto text = llvm::MemoryBuffer::getFile(std::string(WOOLY_CORPUS_DIR) +
-                                            "/" + file);
+    auto text =
+        llvm::MemoryBuffer::getFile(std::string(WOOLY_CORPUS_DIR) + "/" + file);
     ASSERT_TRUE(bool(text)) << file;
     CompileInput in;
     in.text = (*text)->getBuffer().str();
@@ -113,8 +114,8 @@ protected:
   }
 
   uint64_t upload(const std::vector<uint8_t> &bytes) {
-    uint64_t a = llvm::cantFail(device.memory().allocate(
-        std::max<size_t>(bytes.size(), 1)));
+    uint64_t a = llvm::cantFail(
+        device.memory().allocate(std::max<size_t>(bytes.size(), 1)));
     if (!bytes.empty())
       llvm::cantFail(
           device.memory().copyToDevice(a, bytes.data(), bytes.size()));
@@ -198,9 +199,9 @@ protected:
     for (size_t i = 0; i < parts.size(); ++i) {
       const Part &p = parts[i];
       CoalescePart cp;
-      cp.kernelIndex = uint32_t(
-          std::find(distinct.begin(), distinct.end(), p.kernel) -
-          distinct.begin());
+      cp.kernelIndex =
+          uint32_t(std::find(distinct.begin(), distinct.end(), p.kernel) -
+                   distinct.begin());
       for (int d = 0; d < 3; ++d) {
         cp.grid[d] = p.grid[d];
         cp.block[d] = p.block[d];

@@ -104,10 +104,9 @@ Loaded &load(const std::string &file, const std::string &passes) {
   }
   CompileOptions options;
   options.passes = passes;
-  auto compiled =
-      compile(CompileInput{CompileInput::Kind::PTX,
-                           (*buf)->getBuffer().str(), file},
-              *target, options);
+  auto compiled = compile(
+      CompileInput{CompileInput::Kind::PTX, (*buf)->getBuffer().str(), file},
+      *target, options);
   if (!compiled) {
     l.error = "compiling " + file + ": " + llvm::toString(compiled.takeError());
     return l;
@@ -194,9 +193,9 @@ protected:
     return v;
   }
 
-  ::testing::AssertionResult launch(const std::string &file,
-                                    const char *kernel, Dim grid, Dim block,
-                                    uint32_t shared, std::vector<P> args) {
+  ::testing::AssertionResult launch(const std::string &file, const char *kernel,
+                                    Dim grid, Dim block, uint32_t shared,
+                                    std::vector<P> args) {
     const wooly::test::Strategy &strategy = GetParam().strategy;
     Loaded &l = load(file, strategy.passes);
     if (!l.module)
@@ -211,8 +210,8 @@ protected:
       userParams += role.empty();
     if (userParams != args.size())
       return ::testing::AssertionFailure()
-             << kernel << " takes " << userParams
-             << " parameters, test passes " << args.size();
+             << kernel << " takes " << userParams << " parameters, test passes "
+             << args.size();
     std::vector<uint8_t> params(userParamBufferSize(*k), 0);
     for (size_t i = 0; i < args.size(); ++i) {
       if (k->paramSizes[i] != args[i].b.size())
@@ -238,8 +237,8 @@ protected:
       std::string msg = llvm::toString(std::move(e));
       if (llvm::StringRef(msg).starts_with("coalesce refused:")) {
         [&] { GTEST_SKIP() << msg; }();
-        e = device().launch(l.module, kernel,
-                            LaunchConfig{grid, block, shared}, params);
+        e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
+                            params);
       } else {
         e = llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
       }
@@ -311,9 +310,9 @@ template <class T>
   if (!bad)
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << bad << " of " << got.size()
-         << " elements differ; first at index " << first << ": got "
-         << show(got[first]) << ", expected " << show(want[first]);
+         << bad << " of " << got.size() << " elements differ; first at index "
+         << first << ": got " << show(got[first]) << ", expected "
+         << show(want[first]);
 }
 
 /// |got - want| <= tol(i) for every element (NaN never passes).
@@ -339,8 +338,8 @@ template <class T, class Tol>
     return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << bad << " of " << got.size()
-         << " elements outside the bound; first at index " << first
-         << ": got " << show(got[first]) << ", expected ~" << show(want[first])
+         << " elements outside the bound; first at index " << first << ": got "
+         << show(got[first]) << ", expected ~" << show(want[first])
          << ", tolerance " << tol(first) << " (worst finite err/tol " << worst
          << ")";
 }
@@ -499,7 +498,8 @@ TEST_P(CorpusDiff, unary_math) {
 
 TEST_P(CorpusDiff, int_ops) {
   const int n = 1100;
-  auto a = randI(n, INT32_MIN, INT32_MAX, 6), b = randI(n, INT32_MIN, INT32_MAX, 7);
+  auto a = randI(n, INT32_MIN, INT32_MAX, 6),
+       b = randI(n, INT32_MIN, INT32_MAX, 7);
   auto small = randI(n, -100, 100, 8);
   for (int i = 0; i < n; ++i) {
     if (i % 3 == 0)
@@ -538,8 +538,8 @@ TEST_P(CorpusDiff, block_sum_f32) {
   const int n = 256 * 5 + 77, blocks = ceilDiv(n, 256);
   auto in = randF(n, -1, 1, 9);
   Buf bi = up(in), bo = alloc(blocks * 4);
-  ASSERT_TRUE(launch(ptx("reduction"), "block_sum_f32", {uint32_t(blocks), 1, 1},
-                     {256, 1, 1}, 0, {n, bi, bo}));
+  ASSERT_TRUE(launch(ptx("reduction"), "block_sum_f32",
+                     {uint32_t(blocks), 1, 1}, {256, 1, 1}, 0, {n, bi, bo}));
   std::vector<float> want(blocks);
   for (int b = 0; b < blocks; ++b) {
     float s[256];
@@ -565,8 +565,8 @@ TEST_P(CorpusDiff, block_sum_i32) {
   const int n = 160 * 6 + 45, block = 160, blocks = ceilDiv(n, block);
   auto in = randI(n, INT32_MIN / 2, INT32_MAX / 2, 10);
   Buf bi = up(in), bo = alloc(blocks * 4);
-  ASSERT_TRUE(launch(ptx("reduction"), "block_sum_i32", {uint32_t(blocks), 1, 1},
-                     {block, 1, 1}, 0, {n, bi, bo}));
+  ASSERT_TRUE(launch(ptx("reduction"), "block_sum_i32",
+                     {uint32_t(blocks), 1, 1}, {block, 1, 1}, 0, {n, bi, bo}));
   std::vector<int32_t> want(blocks);
   for (int b = 0; b < blocks; ++b) {
     uint32_t s = 0;
@@ -668,8 +668,8 @@ TEST_P(CorpusDiff, atomic_cas_loops) {
     x[i] = float(k[i]) / 256.0f;
   Buf bx = up(x), bm = up(std::vector<float>{-INFINITY}),
       bs = up(std::vector<double>{0.25});
-  ASSERT_TRUE(launch(ptx("atomics"), "atomic_cas_loops", {ceilDiv(n, 128), 1, 1},
-                     {128, 1, 1}, 0, {n, bx, bm, bs}));
+  ASSERT_TRUE(launch(ptx("atomics"), "atomic_cas_loops",
+                     {ceilDiv(n, 128), 1, 1}, {128, 1, 1}, 0, {n, bx, bm, bs}));
   float mx = -INFINITY;
   double sum = 0.25;
   for (float v : x) {
@@ -721,14 +721,30 @@ TEST_P(CorpusDiff, switch_ops) {
   for (int i = 0; i < n; ++i) {
     int32_t x = a[i], y = b[i], r;
     switch (op[i]) {
-    case 0: r = int32_t(uint32_t(x) + uint32_t(y)); break;
-    case 1: r = int32_t(uint32_t(x) - uint32_t(y)); break;
-    case 2: r = int32_t(uint32_t(x) * uint32_t(y)); break;
-    case 3: r = y != 0 ? x / y : 0; break;
-    case 4: r = std::min(x, y); break;
-    case 5: r = std::max(x, y); break;
-    case 7: r = x & y; break;
-    default: r = -1; break;
+    case 0:
+      r = int32_t(uint32_t(x) + uint32_t(y));
+      break;
+    case 1:
+      r = int32_t(uint32_t(x) - uint32_t(y));
+      break;
+    case 2:
+      r = int32_t(uint32_t(x) * uint32_t(y));
+      break;
+    case 3:
+      r = y != 0 ? x / y : 0;
+      break;
+    case 4:
+      r = std::min(x, y);
+      break;
+    case 5:
+      r = std::max(x, y);
+      break;
+    case 7:
+      r = x & y;
+      break;
+    default:
+      r = -1;
+      break;
     }
     want[i] = r;
   }
@@ -794,8 +810,8 @@ TEST_P(CorpusDiff, cg_block_sum) {
   const int block = 192, n = block * 4 + 50, blocks = ceilDiv(n, block);
   auto in = randI(n, INT32_MIN / 4, INT32_MAX / 4, 23);
   Buf bi = up(in), bo = alloc(blocks * 4);
-  ASSERT_TRUE(launch(ptx("coopgroups"), "cg_block_sum", {uint32_t(blocks), 1, 1},
-                     {block, 1, 1}, 0, {n, bi, bo}));
+  ASSERT_TRUE(launch(ptx("coopgroups"), "cg_block_sum",
+                     {uint32_t(blocks), 1, 1}, {block, 1, 1}, 0, {n, bi, bo}));
   std::vector<int32_t> want(blocks);
   for (int b = 0; b < blocks; ++b) {
     uint32_t s = 0;
@@ -872,8 +888,8 @@ TEST_P(CorpusDiff, cp_async_pipelined_sum) {
   const int tiles = 5, blocks = 3;
   auto in = randF(blocks * tiles * 256, -3, 3, 27);
   Buf bi = up(in), bo = alloc(blocks * 256 * 4);
-  ASSERT_TRUE(launch(ptx("cpasync"), "cp_async_pipelined_sum",
-                     {blocks, 1, 1}, {64, 1, 1}, 0, {tiles, bi, bo}));
+  ASSERT_TRUE(launch(ptx("cpasync"), "cp_async_pipelined_sum", {blocks, 1, 1},
+                     {64, 1, 1}, 0, {tiles, bi, bo}));
   std::vector<float> want(blocks * 256);
   for (int b = 0; b < blocks; ++b)
     for (int j = 0; j < 256; ++j) {
@@ -904,7 +920,8 @@ TEST_P(CorpusDiff, devfunc_chain) {
   std::vector<int32_t> wc(n);
   std::vector<uint64_t> wh(n);
   for (int i = 0; i < n; ++i) {
-    float a = x[i], b = x[std::min(i + 1, n - 1)], c = x[std::min(i + 2, n - 1)];
+    float a = x[i], b = x[std::min(i + 1, n - 1)],
+          c = x[std::min(i + 2, n - 1)];
     float lo = clampf(std::fmin(a, std::fmin(b, c)), -10.0f, 10.0f);
     float hi = clampf(std::fmax(a, std::fmax(b, c)), -10.0f, 10.0f);
     int count = (a > 0.0f) + (b > 0.0f) + (c > 0.0f);
@@ -1013,7 +1030,8 @@ TEST_P(CorpusDiff, f64_math) {
   auto got = down<double>(bo);
   std::vector<double> gotExact, wantExact, gotRsqrt, wantRsqrt;
   for (int i = 0; i < n; ++i) {
-    gotExact.insert(gotExact.end(), {got[4 * i], got[4 * i + 1], got[4 * i + 2]});
+    gotExact.insert(gotExact.end(),
+                    {got[4 * i], got[4 * i + 1], got[4 * i + 2]});
     wantExact.insert(wantExact.end(), {std::sqrt(std::fabs(x[i])),
                                        std::fma(x[i], y[i], 1.0), x[i] / y[i]});
     gotRsqrt.push_back(got[4 * i + 3]);
@@ -1061,8 +1079,9 @@ TEST_P(CorpusDiff, sgemm_tiled) {
   auto A = randF(M * K, -1, 1, 37), B = randF(K * N, -1, 1, 38),
        C = randF(M * N, -1, 1, 39);
   Buf bA = up(A), bB = up(B), bC = up(C);
-  ASSERT_TRUE(launch(ptx("gemm"), "sgemm_tiled", {ceilDiv(N, 16), ceilDiv(M, 16), 1},
-                     {16, 16, 1}, 0, {M, N, K, alpha, bA, bB, beta, bC}));
+  ASSERT_TRUE(launch(ptx("gemm"), "sgemm_tiled",
+                     {ceilDiv(N, 16), ceilDiv(M, 16), 1}, {16, 16, 1}, 0,
+                     {M, N, K, alpha, bA, bB, beta, bC}));
   std::vector<float> want(M * N);
   int Kp = int(ceilDiv(K, 16)) * 16;
   for (int r = 0; r < M; ++r)
@@ -1164,7 +1183,8 @@ TEST_P(CorpusDiff, bf16x2_arith) {
 
 TEST_P(CorpusDiff, mixed16_to_f32) {
   const int n = 1000;
-  auto hb = randI<uint16_t>(n, 0, 0xffff, 46), bb = randI<uint16_t>(n, 0, 0xffff, 47);
+  auto hb = randI<uint16_t>(n, 0, 0xffff, 46),
+       bb = randI<uint16_t>(n, 0, 0xffff, 47);
   for (int i = 0; i < n; ++i) {
     if ((hb[i] & 0x7c00) == 0x7c00)
       hb[i] &= 0xbfff; // finite f16
@@ -1190,8 +1210,8 @@ TEST_P(CorpusDiff, histogram256) {
   for (int i = 0; i < n; i += 3)
     data[i] = 17; // a hot bin
   Buf bd = up(data), bh = up(std::vector<uint32_t>(256, 0));
-  ASSERT_TRUE(launch(ptx("histogram"), "histogram256", {4, 1, 1}, {192, 1, 1}, 0,
-                     {n, bd, bh}));
+  ASSERT_TRUE(launch(ptx("histogram"), "histogram256", {4, 1, 1}, {192, 1, 1},
+                     0, {n, bd, bh}));
   std::vector<uint32_t> want(256, 0);
   for (uint8_t v : data)
     ++want[v];
@@ -1203,8 +1223,9 @@ TEST_P(CorpusDiff, histogram_float) {
   float lo = -2.5f, hi = 3.0f;
   auto x = randF(n, -3.5f, 4.0f, 49);
   Buf bx = up(x), bh = up(std::vector<int32_t>(nbins, 0));
-  ASSERT_TRUE(launch(ptx("histogram"), "histogram_float", {ceilDiv(n, 256), 1, 1},
-                     {256, 1, 1}, 0, {n, bx, lo, hi, nbins, bh}));
+  ASSERT_TRUE(launch(ptx("histogram"), "histogram_float",
+                     {ceilDiv(n, 256), 1, 1}, {256, 1, 1}, 0,
+                     {n, bx, lo, hi, nbins, bh}));
   std::vector<int32_t> want(nbins, 0);
   for (float v : x) {
     float t = (v - lo) * float(nbins);
@@ -1398,8 +1419,8 @@ TEST_P(CorpusDiff, print_values) {
 
 TEST_P(CorpusDiff, print_block) {
   takePrinted();
-  ASSERT_TRUE(launch(ptx("printf"), "print_block", {5, 1, 1}, {64, 1, 1}, 0,
-                     {1.5f}));
+  ASSERT_TRUE(
+      launch(ptx("printf"), "print_block", {5, 1, 1}, {64, 1, 1}, 0, {1.5f}));
   std::string text = printedOnce();
   std::string want;
   for (int b = 0; b < 5; ++b)
@@ -1496,8 +1517,8 @@ TEST_P(CorpusDiff, softmax_rows) {
     ASSERT_TRUE(launch(ptx(variant), "softmax_rows",
                        {ceilDiv(rows, block / 32), 1, 1}, {block, 1, 1}, 0,
                        {rows, cols, bx, by}));
-    EXPECT_TRUE(within(down<float>(by), want,
-                       [&](size_t i) { return tol * want[i]; }));
+    EXPECT_TRUE(
+        within(down<float>(by), want, [&](size_t i) { return tol * want[i]; }));
   }
 }
 
@@ -1533,7 +1554,8 @@ TEST_P(CorpusDiff, log_softmax_rows) {
 // transpose.cu
 //===----------------------------------------------------------------------===//
 
-std::vector<float> transposed(const std::vector<float> &in, int rows, int cols) {
+std::vector<float> transposed(const std::vector<float> &in, int rows,
+                              int cols) {
   std::vector<float> out(in.size());
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
@@ -1608,9 +1630,10 @@ TEST_P(CorpusDiff, ldg_gather) {
 // wmma.cu
 //===----------------------------------------------------------------------===//
 
-// The CPU backend's documented wmma arithmetic (lib/Runtime/CPU/WarpMatrix.cpp):
-// each f16*f16 product exact in f32, accumulated from C in increasing k order
-// with f32 round-to-nearest after each addition. Compared bit-exactly.
+// The CPU backend's documented wmma arithmetic
+// (lib/Runtime/CPU/WarpMatrix.cpp): each f16*f16 product exact in f32,
+// accumulated from C in increasing k order with f32 round-to-nearest after each
+// addition. Compared bit-exactly.
 std::vector<uint16_t> randHalf(size_t n, uint32_t seed) {
   auto f = randF(n, -2, 2, seed);
   std::vector<uint16_t> h(n);

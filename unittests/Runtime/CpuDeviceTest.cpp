@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Compiler/Compiler.h"
 
 #include <gtest/gtest.h>
 
@@ -115,8 +115,8 @@ TEST(CpuDevice, BadLaunchesReturnErrorsAndTheDeviceStaysUsable) {
                 .find("block dimension x is 2048, the limit is 1024"),
             std::string::npos);
   // Missing parameters.
-  EXPECT_NE(f.launch("iota", launchOf(1, 32), {}).find(
-                "the parameter buffer has 0 bytes, the kernel takes 12"),
+  EXPECT_NE(f.launch("iota", launchOf(1, 32), {})
+                .find("the parameter buffer has 0 bytes, the kernel takes 12"),
             std::string::npos);
   // Unknown kernel.
   EXPECT_NE(f.launch("nope", launchOf(1, 32), {}).find("no kernel named"),

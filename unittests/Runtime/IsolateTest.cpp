@@ -1,4 +1,5 @@
-//===- IsolateTest.cpp - wooly-isolate against an attacker kernel -*- C++ -*-===//
+//===- IsolateTest.cpp - wooly-isolate against an attacker kernel -*- C++
+//-*-===//
 //
 // A tenant's arena is one allocation holding the attacker's buffers (`own`,
 // `out`); victim buffers are allocated right before and right after it. The
@@ -109,8 +110,8 @@ struct Scenario {
     arena = fill(kArenaBytes, 0);
     after = fill(kVictimBytes, kVictimByte);
     std::vector<uint8_t> own(kOutOffset, kOwnByte);
-    llvm::cantFail(device.memory().copyToDevice(arena + kOwnOffset,
-                                                own.data(), own.size()));
+    llvm::cantFail(device.memory().copyToDevice(arena + kOwnOffset, own.data(),
+                                                own.size()));
   }
   static CpuDevice::Options options() {
     CpuDevice::Options o;
@@ -181,12 +182,12 @@ TEST(Isolate, WithThePassTheVictimsAreNeitherReadNorWritten) {
   const KernelInfo *k = s.module->findKernel("attack");
   ASSERT_TRUE(k);
   ASSERT_EQ(k->paramRoles.size(), 7u);
-  EXPECT_EQ(std::count(k->paramRoles.begin(), k->paramRoles.end(),
-                       "isolate_base"),
-            1);
-  EXPECT_EQ(std::count(k->paramRoles.begin(), k->paramRoles.end(),
-                       "isolate_size"),
-            1);
+  EXPECT_EQ(
+      std::count(k->paramRoles.begin(), k->paramRoles.end(), "isolate_base"),
+      1);
+  EXPECT_EQ(
+      std::count(k->paramRoles.begin(), k->paramRoles.end(), "isolate_size"),
+      1);
   // Redirected accesses stay inside the arena: the bounds checks never fire.
   ASSERT_EQ(s.launch(), "");
   EXPECT_TRUE(allBytes(s.read(s.before, kVictimBytes), kVictimByte));

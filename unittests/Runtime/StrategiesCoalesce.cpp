@@ -1,4 +1,5 @@
-//===- StrategiesCoalesce.cpp - Launch strategy of wooly-coalesce -*- C++ -*-===//
+//===- StrategiesCoalesce.cpp - Launch strategy of wooly-coalesce -*- C++
+//-*-===//
 //
 // `coalesce`: the test's module is the plain one (the strategy's `passes`
 // are empty); the launch compiles the test's PTX file again with
@@ -80,10 +81,10 @@ Fused &fused(cpu::CpuDevice &device, const std::string &file,
   }
   CompileOptions options;
   options.passes = "wooly-coalesce{kernels=" + kernel + "," + kernel + "}";
-  auto compiled = compile(CompileInput{CompileInput::Kind::PTX,
-                                       (*buf)->getBuffer().str(),
-                                       llvm::sys::path::filename(file).str()},
-                          *target, options);
+  auto compiled =
+      compile(CompileInput{CompileInput::Kind::PTX, (*buf)->getBuffer().str(),
+                           llvm::sys::path::filename(file).str()},
+              *target, options);
   if (!compiled) {
     f.refused = "coalesce refused: " + kernel + " (" +
                 llvm::sys::path::filename(file).str() +
@@ -93,8 +94,8 @@ Fused &fused(cpu::CpuDevice &device, const std::string &file,
   auto mod = std::make_shared<const CompiledModule>(std::move(*compiled));
   auto loaded = device.loadModule(mod);
   if (!loaded) {
-    f.error = "loading coalesced " + file + ": " +
-              llvm::toString(loaded.takeError());
+    f.error =
+        "loading coalesced " + file + ": " + llvm::toString(loaded.takeError());
     return f;
   }
   f.module = *loaded;
@@ -146,7 +147,8 @@ llvm::Error launchCoalesced(const LaunchRequest &r) {
 
   // Part 1's parameters: every pointer into a device allocation redirected
   // to a copy of that allocation.
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> copies; // base -> copy, size
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>>
+      copies; // base -> copy, size
   std::vector<uint8_t> params1 = r.userParams;
   for (size_t i = 0; i < r.kernel->paramOffsets.size(); ++i) {
     if (!r.kernel->paramRoles[i].empty() || r.kernel->paramSizes[i] != 8)

@@ -214,11 +214,12 @@ struct Emitter {
     Type i64 = b.getI64Type(), it = b.getIntegerType(w);
     Value bits = reinterpret(x, i64);
     Value sign = resize(lshr(bits, 63), it);
-    Value payload = resize(lshr(andI(bits, intC(i64, (1ull << 52) - 1)),
-                                int64_t(52 - m)),
-                           it);
-    uint64_t expAndQuiet = (((1ull << (w - 1 - m)) - 1) << m) | (1ull << (m - 1));
-    Value r = orI(orI(shl(sign, int64_t(w - 1)), intC(it, expAndQuiet)), payload);
+    Value payload = resize(
+        lshr(andI(bits, intC(i64, (1ull << 52) - 1)), int64_t(52 - m)), it);
+    uint64_t expAndQuiet =
+        (((1ull << (w - 1 - m)) - 1) << m) | (1ull << (m - 1));
+    Value r =
+        orI(orI(shl(sign, int64_t(w - 1)), intC(it, expAndQuiet)), payload);
     return reinterpret(r, dst);
   }
 
@@ -551,8 +552,9 @@ FailureOr<SmallVector<Value>> expand(FmaOp op, Emitter &e, const Ctx &ctx) {
 /// the GPU's own instruction instead (its results differ in the last bits).
 void tagApprox(Value r, StringRef form, bool ftz) {
   Operation *def = r.getDefiningOp();
-  def->setAttr(kApproxAttr, StringAttr::get(def->getContext(),
-                                            ftz ? (form + ".ftz").str() : form));
+  def->setAttr(
+      kApproxAttr,
+      StringAttr::get(def->getContext(), ftz ? (form + ".ftz").str() : form));
 }
 
 FailureOr<SmallVector<Value>> expand(FDivOp op, Emitter &e, const Ctx &ctx) {
@@ -614,8 +616,7 @@ FailureOr<SmallVector<Value>> expand(FRcpOp op, Emitter &e, const Ctx &c) {
   return expandRoundedUnary(op, /*isSqrt=*/false, e, c);
 }
 
-Value narrowFloat(Emitter &e, Operation *op, Value x, Type dst,
-                  RoundingMode m);
+Value narrowFloat(Emitter &e, Operation *op, Value x, Type dst, RoundingMode m);
 
 FailureOr<SmallVector<Value>> expand(FApproxOp op, Emitter &e, const Ctx &) {
   Type t = op.getType();
@@ -842,8 +843,8 @@ Value narrowFloat(Emitter &e, Operation *op, Value x, Type dst,
   Value d =
       src.isF64() ? x : arith::ExtFOp::create(e.b, e.loc, e.b.getF64Type(), x);
   if (dst.isF32())
-    return nanOf(callHelper(
-        e, op, ("__wooly_cvt_f64_f32_" + modeName(m)).str(), dst, {d}));
+    return nanOf(callHelper(e, op, ("__wooly_cvt_f64_f32_" + modeName(m)).str(),
+                            dst, {d}));
   std::string name =
       ("__wooly_cvt_f64_" + floatSuffix(dst) + "_" + modeName(m)).str();
   return nanOf(

@@ -871,7 +871,6 @@ Value gpu::narrowSource(Emitter &e, Value d) {
   return {};
 }
 
-
 /// `__wooly_cvt_{e4m3,e5m2}_f16`: the fp8 in the low byte of `arg` as f16
 /// bits (exact, in integer arithmetic: for GPUs without PTX's OCP fp8
 /// conversions, e.g. sm_80, or gfx942, whose fp8 is the FNUZ variant). e5m2
@@ -993,19 +992,17 @@ Value gpu::f64ToHalf(Emitter &e, Value x, Type half) {
   Value back = LLVM::FPExtOp::create(b, e.loc, f64, r);
   Value inexact =
       LLVM::FCmpOp::create(b, e.loc, LLVM::FCmpPredicate::one, back, x);
-  Value away = LLVM::FCmpOp::create(
-      b, e.loc, LLVM::FCmpPredicate::ogt,
-      LLVM::FAbsOp::create(b, e.loc, f64, back),
-      LLVM::FAbsOp::create(b, e.loc, f64, x));
+  Value away = LLVM::FCmpOp::create(b, e.loc, LLVM::FCmpPredicate::ogt,
+                                    LLVM::FAbsOp::create(b, e.loc, f64, back),
+                                    LLVM::FAbsOp::create(b, e.loc, f64, x));
   Value bits = LLVM::BitcastOp::create(b, e.loc, e.i32(), r);
   // A magnitude rounded up steps back by one unit (also from infinity to
   // the largest finite f32): sign-magnitude bits minus one.
   bits = LLVM::SelectOp::create(
       b, e.loc, LLVM::AndOp::create(b, e.loc, inexact, away),
       LLVM::SubOp::create(b, e.loc, bits, e.c32(1)), bits);
-  bits = LLVM::SelectOp::create(b, e.loc, inexact,
-                                LLVM::OrOp::create(b, e.loc, bits, e.c32(1)),
-                                bits);
+  bits = LLVM::SelectOp::create(
+      b, e.loc, inexact, LLVM::OrOp::create(b, e.loc, bits, e.c32(1)), bits);
   Value odd = LLVM::BitcastOp::create(b, e.loc, f32, bits);
   Value h = LLVM::FPTruncOp::create(b, e.loc, half, odd);
   return helperBits(e, h, isNaNOf(e, x), 0x7fff);
@@ -1034,9 +1031,9 @@ void gpu::populateGPULoweringPatterns(const LLVMTypeConverter &converter,
   patterns.add<FuncOpLowering, RetOpLowering, TrapOpLowering, CallOpLowering,
                CallIndirectOpLowering, GlobalOpLowering, AddressOfOpLowering,
                ParamAddressOpLowering, CvtaOpLowering, LoadOpLowering,
-               StoreOpLowering, AtomOpLowering,
-               RedOpLowering, FenceOpLowering, EraseLowering<PrefetchOp>,
-               CreatePolicyOpLowering>(converter, state, target);
+               StoreOpLowering, AtomOpLowering, RedOpLowering, FenceOpLowering,
+               EraseLowering<PrefetchOp>, CreatePolicyOpLowering>(
+      converter, state, target);
 #define WOOLY_GPU_ADD_TARGET_PATTERN(Op)                                       \
   patterns.add<TargetOpLowering<Op>>(converter, state, target);
   WOOLY_GPU_TARGET_OPS(WOOLY_GPU_ADD_TARGET_PATTERN)

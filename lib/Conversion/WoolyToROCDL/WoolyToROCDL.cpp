@@ -651,8 +651,7 @@ FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
   if (e4 || e5) {
     // An f64 that is no exact widening of an f32 (or f16) would round twice.
     if (Value x = narrowSource(e, c.getOperand(0)))
-      return f32ToFp8(e, x,
-                      e4 ? kE4M3 : kE5M2);
+      return f32ToFp8(e, x, e4 ? kE4M3 : kE5M2);
   }
   // cvt.rn.bf16.f64: one rounding from f32 when widened from one, else
   // through f32 rounded to odd.

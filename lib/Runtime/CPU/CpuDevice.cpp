@@ -265,11 +265,11 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
 
 void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
                            uint32_t size) {
-  faultThread(threadOf(ctx),
-              "out-of-bounds shared-memory access of " + std::to_string(size) +
-                  " bytes at offset " + std::to_string(offset) +
-                  " (the block has " + std::to_string(ctx->totalSmemSize) +
-                  " bytes of shared memory)");
+  faultThread(threadOf(ctx), "out-of-bounds shared-memory access of " +
+                                 std::to_string(size) + " bytes at offset " +
+                                 std::to_string(offset) + " (the block has " +
+                                 std::to_string(ctx->totalSmemSize) +
+                                 " bytes of shared memory)");
 }
 
 static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
@@ -371,8 +371,8 @@ uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
     return uint64_t(
         duration_cast<nanoseconds>(steady_clock::now().time_since_epoch())
             .count());
-  case 12: // globaltimer
-  case 27: // globaltimer_lo
+  case 12:   // globaltimer
+  case 27:   // globaltimer_lo
   case 28: { // globaltimer_hi
     uint64_t ns = uint64_t(
         duration_cast<nanoseconds>(system_clock::now().time_since_epoch())
@@ -392,8 +392,8 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
   auto [lo, hi] = stackRange(t);
   bool inLocal = addr >= lo && addr < hi;
   uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
-  bool inParam =
-      addr >= params && addr - params < t->worker->launch->kernel->paramBufferSize;
+  bool inParam = addr >= params &&
+                 addr - params < t->worker->launch->kernel->paramBufferSize;
   switch (space) {
   case 3: // shared
   case 7: // shared::cluster
@@ -419,8 +419,7 @@ void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns) {
   yieldToScheduler(t);
 }
 
-int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
-                           uint64_t args);
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);
 
 } // extern "C"
 
@@ -747,9 +746,9 @@ bool resolveWarps(Worker &w) {
           if (addr >= sh && addr - sh < l.totalShared &&
               size <= l.totalShared - (addr - sh))
             return true;
-          err = "out-of-bounds matrix " + std::string(write ? "store" : "load") +
-                " of " + std::to_string(size) + " bytes at address 0x" +
-                hex(addr);
+          err = "out-of-bounds matrix " +
+                std::string(write ? "store" : "load") + " of " +
+                std::to_string(size) + " bytes at address 0x" + hex(addr);
           return false;
         };
         if (group != 0xffffffffu)
@@ -803,8 +802,7 @@ void runBlockFibers(Worker &w) {
         ++tz;
       }
     }
-    fiberInit(t.fiber, w.stacks[i].base(), w.stacks[i].size(), &fiberMain,
-              &t);
+    fiberInit(t.fiber, w.stacks[i].base(), w.stacks[i].size(), &fiberMain, &t);
   }
   for (Barrier &b : w.barriers)
     b = Barrier();
@@ -860,8 +858,8 @@ void runBlockFibers(Worker &w) {
       else if (t.status == ThreadStatus::AtIteration)
         who += " thread " + std::to_string(i) + " at the end of its block;";
       else if (t.status == ThreadStatus::AtWarp)
-        who += " thread " + std::to_string(i) + " at a warp collective (mask 0x" +
-               hex(t.warpMask) + ");";
+        who += " thread " + std::to_string(i) +
+               " at a warp collective (mask 0x" + hex(t.warpMask) + ");";
     }
     l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
            std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) + "," +
@@ -1114,8 +1112,7 @@ public:
     WOOLY_RT(__wooly_rt_nanosleep);
     WOOLY_RT(__wooly_rt_vprintf);
 #undef WOOLY_RT
-    forEachFloatHelper(
-        [&](const char *name, void *addr) { add(name, addr); });
+    forEachFloatHelper([&](const char *name, void *addr) { add(name, addr); });
     return map;
   }
 
@@ -1128,13 +1125,13 @@ public:
       return std::move(e);
     auto impl = std::make_unique<LoadedModuleImpl>();
     impl->compiled = m;
-    auto jd = jit->createJITDylib("wooly-module-" +
-                                  std::to_string(nextModuleId++));
+    auto jd =
+        jit->createJITDylib("wooly-module-" + std::to_string(nextModuleId++));
     if (!jd)
       return jd.takeError();
     impl->dylib = &*jd;
-    if (Error e = impl->dylib->define(
-            llvm::orc::absoluteSymbols(runtimeSymbols())))
+    if (Error e =
+            impl->dylib->define(llvm::orc::absoluteSymbols(runtimeSymbols())))
       return std::move(e);
     auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
         jit->getDataLayout().getGlobalPrefix());
@@ -1214,9 +1211,9 @@ public:
     if (threads > limits.maxThreadsPerBlock)
       return fail(llvm::formatv("{0} threads per block, the limit is {1}",
                                 threads, limits.maxThreadsPerBlock));
-    if (k->reqntid[0] && (k->reqntid[0] != config.block[0] ||
-                          k->reqntid[1] != config.block[1] ||
-                          k->reqntid[2] != config.block[2]))
+    if (k->reqntid[0] &&
+        (k->reqntid[0] != config.block[0] || k->reqntid[1] != config.block[1] ||
+         k->reqntid[2] != config.block[2]))
       return fail(llvm::formatv("the kernel requires a block of {0}x{1}x{2} "
                                 "threads (.reqntid)",
                                 k->reqntid[0], k->reqntid[1], k->reqntid[2]));

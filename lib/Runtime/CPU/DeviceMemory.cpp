@@ -16,9 +16,7 @@ static Error makeError(const llvm::Twine &msg) {
                                              llvm::inconvertibleErrorCode());
 }
 
-static std::string hex(uint64_t v) {
-  return llvm::formatv("{0:x-}", v).str();
-}
+static std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
 DeviceMemory::~DeviceMemory() {
   for (auto &[base, a] : allocations)
@@ -129,8 +127,7 @@ Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
                    " is outside every live allocation");
 }
 
-Error DeviceMemory::copyToDevice(uint64_t dst, const void *src,
-                                 uint64_t size) {
+Error DeviceMemory::copyToDevice(uint64_t dst, const void *src, uint64_t size) {
   if (Error e = checkRange(dst, size, "copy to device"))
     return e;
   std::memcpy(reinterpret_cast<void *>(dst), src, size);

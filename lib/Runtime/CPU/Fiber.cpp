@@ -62,12 +62,12 @@ void wooly::cpu::fiberInit(FiberContext &ctx, char *stack, size_t size,
   // rsp = top - 16, so the trampoline's call enters `entry` with the ABI's
   // alignment.
   auto *sp = reinterpret_cast<uint64_t *>(top - 72);
-  sp[0] = 0;                                             // r15
-  sp[1] = 0;                                             // r14
-  sp[2] = reinterpret_cast<uint64_t>(entry);             // r13
-  sp[3] = reinterpret_cast<uint64_t>(arg);               // r12
-  sp[4] = 0;                                             // rbx
-  sp[5] = 0;                                             // rbp
+  sp[0] = 0;                                 // r15
+  sp[1] = 0;                                 // r14
+  sp[2] = reinterpret_cast<uint64_t>(entry); // r13
+  sp[3] = reinterpret_cast<uint64_t>(arg);   // r12
+  sp[4] = 0;                                 // rbx
+  sp[5] = 0;                                 // rbp
   sp[6] = reinterpret_cast<uint64_t>(&wooly_fiber_trampoline);
   ctx.sp = sp;
 }
@@ -78,8 +78,8 @@ void wooly::cpu::fiberSwitch(FiberContext &from, FiberContext &to) {
 #else
 namespace {
 void ucontextEntry(unsigned lo, unsigned hi, unsigned alo, unsigned ahi) {
-  auto entry = reinterpret_cast<void (*)(void *)>(uintptr_t(lo) |
-                                                  uintptr_t(hi) << 32);
+  auto entry =
+      reinterpret_cast<void (*)(void *)>(uintptr_t(lo) | uintptr_t(hi) << 32);
   void *arg = reinterpret_cast<void *>(uintptr_t(alo) | uintptr_t(ahi) << 32);
   entry(arg);
   std::abort();

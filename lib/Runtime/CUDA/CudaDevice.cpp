@@ -229,14 +229,15 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
 #undef WOOLY_RESOLVE
   // Events are optional: without them launches are not timed.
   bool haveEvents =
-      !llvm::errorToBool(resolve(lib, libName, api.cuEventCreate,
-                                 {"cuEventCreate"})) &&
+      !llvm::errorToBool(
+          resolve(lib, libName, api.cuEventCreate, {"cuEventCreate"})) &&
       !llvm::errorToBool(resolve(lib, libName, api.cuEventDestroy,
                                  {"cuEventDestroy_v2", "cuEventDestroy"})) &&
       !llvm::errorToBool(
           resolve(lib, libName, api.cuEventRecord, {"cuEventRecord"})) &&
-      !llvm::errorToBool(resolve(lib, libName, api.cuEventElapsedTime,
-                                 {"cuEventElapsedTime_v2", "cuEventElapsedTime"}));
+      !llvm::errorToBool(
+          resolve(lib, libName, api.cuEventElapsedTime,
+                  {"cuEventElapsedTime_v2", "cuEventElapsedTime"}));
   if (!haveEvents)
     api.cuEventCreate = nullptr;
 

@@ -1,4 +1,5 @@
-//===- VirtualBlocks.cpp - Loops over virtual blocks (internal) --*- C++ -*-===//
+//===- VirtualBlocks.cpp - Loops over virtual blocks (internal) --*- C++
+//-*-===//
 //
 // See VirtualBlocks.h.
 //
@@ -46,8 +47,8 @@ bool isGridSyncRuntime(StringRef name) {
 /// Whether `op` itself uses state shared by the threads of a block.
 bool usesBlockShared(Operation *op) {
   if (isa<BarrierOp, BarRedOp, ShflOp, VoteOp, MatchOp, ReduxOp, WarpSyncOp,
-          ActiveMaskOp, LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp,
-          WmmaMmaOp, CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp>(op))
+          ActiveMaskOp, LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp,
+          CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp>(op))
     return true;
   if (auto space = op->getAttrOfType<StateSpaceAttr>("space"))
     return space.getValue() == StateSpace::shared ||
@@ -152,8 +153,8 @@ LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
       why = "synchronises the grid (not supported)";
     if (!why)
       return WalkResult::advance();
-    op->emitError() << pass << ": kernel '" << name << "' calls '"
-                    << calleeName << "', which " << why;
+    op->emitError() << pass << ": kernel '" << name << "' calls '" << calleeName
+                    << "', which " << why;
     return WalkResult::interrupt();
   });
   return failure(r.wasInterrupted());
@@ -245,8 +246,8 @@ vblocks::VirtualLoop vblocks::buildVirtualLoop(FuncOp kernel, Value gridX,
   Value dims[3] = {gridX, gridY, gridZ};
   for (SRegOp s : sregs) {
     unsigned d = s.getDim() ? unsigned(*s.getDim()) : 0;
-    bool isId = s.getReg() == SpecialReg::ctaid ||
-                s.getReg() == SpecialReg::clusterid;
+    bool isId =
+        s.getReg() == SpecialReg::ctaid || s.getReg() == SpecialReg::clusterid;
     b.setInsertionPoint(s);
     Value repl = castInt(b, s.getLoc(), isId ? ids[d] : dims[d], s.getType());
     s.replaceAllUsesWith(repl);

@@ -1,4 +1,5 @@
-//===- VirtualBlocks.h - Loops over virtual blocks (internal) ----*- C++ -*-===//
+//===- VirtualBlocks.h - Loops over virtual blocks (internal) ----*- C++
+//-*-===//
 //
 // What wooly-constrain and wooly-slice share: the checks that a kernel can
 // run its virtual blocks in a loop, launch parameters, and the rewrite of a
