@@ -9,6 +9,7 @@ packages=(
   cmake ninja-build ccache pkg-config python3 git
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libbenchmark-dev
+  libyaml-cpp-dev libcpp-httplib-dev libsodium-dev prometheus
 )
 
 if [[ "${WOOLY_SKIP_DEPS:-0}" == 1 ]]; then

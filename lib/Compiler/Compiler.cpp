@@ -15,6 +15,7 @@
 #include "Backend.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/InitAllDialects.h"
 #include "Wooly/InitAllPasses.h"
 #include "Wooly/Target/PTX/PTXImporter.h"
@@ -32,6 +33,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -262,6 +264,8 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
   field("O" + std::to_string(options.optLevel));
   field(options.boundsChecks ? "checks" : "nochecks");
   field("passes " + options.passes);
+  for (const std::string &k : options.kernels)
+    field("kernel " + k);
   field(input.kind == CompileInput::Kind::PTX ? "ptx" : "mlir");
   field(input.text);
   return llvm::toHex(h.final(), /*LowerCase=*/true);
@@ -394,6 +398,26 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   if (!module)
     return failWith("cannot read the input");
 
+  if (!options.kernels.empty()) {
+    // Only the kernels asked for; an unknown name is an error.
+    llvm::StringSet<> wanted;
+    for (const std::string &k : options.kernels)
+      wanted.insert(k);
+    llvm::StringSet<> found;
+    for (auto fn : llvm::make_early_inc_range(
+             module->getOps<mlir::wooly::FuncOp>())) {
+      if (!fn.getKernel())
+        continue;
+      if (wanted.contains(fn.getSymName()))
+        found.insert(fn.getSymName());
+      else
+        fn.erase();
+    }
+    for (const std::string &k : options.kernels)
+      if (!found.contains(k))
+        return makeError(input.name + ": no kernel named '" + k + "'");
+  }
+
   mlir::PassManager pm(&ctx);
   if (!options.passes.empty()) {
     static std::once_flag registered;
@@ -443,6 +467,81 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   if (Error e = detail::compileLLVMModule(**backend, **tm, *llvmModule,
                                           options.optLevel, out))
     return makeError(input.name + ": " + llvm::toString(std::move(e)));
+  return out;
+}
+
+const KernelInfo *ModuleLayout::findKernel(StringRef name) const {
+  for (const KernelInfo &k : kernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+Expected<ModuleLayout> wooly::inspect(const CompileInput &input) {
+  mlir::DialectRegistry registry;
+  mlir::wooly::registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  std::string diags;
+  llvm::raw_string_ostream diagOS(diags);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+      return mlir::success();
+    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
+      diagOS << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
+             << fl.getColumn() << ": ";
+    else
+      diagOS << input.name << ": ";
+    diagOS << "error: " << d.str() << '\n';
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (input.kind == CompileInput::Kind::PTX)
+    module = mlir::wooly::importPTX(input.text, input.name, &ctx);
+  else
+    module = mlir::parseSourceString<mlir::ModuleOp>(
+        input.text, mlir::ParserConfig(&ctx), input.name);
+  if (!module)
+    return makeError(diags.empty() ? input.name + ": cannot read the input"
+                                   : StringRef(diags).rtrim().str());
+  ModuleLayout out;
+  for (auto fn : module->getOps<mlir::wooly::FuncOp>()) {
+    if (!fn.getKernel() || fn.isDeclaration())
+      continue;
+    KernelInfo k;
+    k.name = fn.getSymName().str();
+    mlir::wooly::kernelParamLayout(fn, k.paramOffsets, k.paramSizes);
+    for (size_t i = 0; i < k.paramOffsets.size(); ++i)
+      k.paramBufferSize =
+          std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
+    k.paramRoles.assign(k.paramOffsets.size(), "");
+    auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
+      if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
+        d = {1, 1, 1};
+        for (auto [i, v] : llvm::enumerate(a.asArrayRef()))
+          if (i < 3)
+            d[i] = v;
+      }
+    };
+    dims("maxntid", k.maxntid);
+    dims("reqntid", k.reqntid);
+    out.kernels.push_back(std::move(k));
+  }
+  for (auto g : module->getOps<mlir::wooly::GlobalOp>()) {
+    using mlir::wooly::StateSpace;
+    if (g.getSpace() != StateSpace::global && g.getSpace() != StateSpace::constant)
+      continue;
+    if (g.getLinkage() && *g.getLinkage() == mlir::wooly::Linkage::extern_)
+      continue;
+    mlir::Type t = g.getElemType();
+    uint64_t elem = 1;
+    if (auto v = mlir::dyn_cast<mlir::VectorType>(t))
+      elem = v.getNumElements() *
+             ((v.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+    else if (t.isIntOrFloat())
+      elem = (t.getIntOrFloatBitWidth() + 7) / 8;
+    out.globals.push_back({g.getSymName().str(), "", elem * g.getCount()});
+  }
   return out;
 }
 

@@ -57,6 +57,10 @@ struct CompileOptions {
   /// is enough for kernels that call no `__ocml_*`/`__ockl_*` function;
   /// those that do are rejected with an error that names the functions.
   std::string rocmDeviceLibs;
+  /// The kernels to compile (by PTX name); empty: all of them. The others
+  /// are dropped right after import, so a server compiles only the kernels
+  /// a program launches. Device functions and module variables are kept.
+  std::vector<std::string> kernels;
   /// AMDGPU only: the ld.lld executable that links code objects. Empty:
   /// `ld.lld-<LLVM major>` or `ld.lld` on PATH, else LLVM's bin directory.
   std::string lldPath;
@@ -144,6 +148,23 @@ struct CompiledModule {
   std::string serialize() const;
   static llvm::Expected<CompiledModule> deserialize(llvm::StringRef bytes);
 };
+
+/// What a module offers before anything is compiled: each kernel's name,
+/// parameter layout (`paramOffsets`, `paramSizes`, `paramBufferSize`) and
+/// `.maxntid`/`.reqntid`, and each `.global`/`.const` variable the module
+/// defines (`name`, `size`; `symbol` is empty). The other KernelInfo fields
+/// are left empty.
+struct ModuleLayout {
+  std::vector<KernelInfo> kernels;
+  std::vector<GlobalInfo> globals;
+
+  /// Returns the kernel named `name`, or null.
+  const KernelInfo *findKernel(llvm::StringRef name) const;
+};
+
+/// Imports `input` and reads its layout (no lowering: a fraction of a
+/// compile). Errors carry `file:line:col` locations.
+llvm::Expected<ModuleLayout> inspect(const CompileInput &input);
 
 /// The key of a compilation: a SHA-256 over the input, the target, the
 /// options and the compiler's identity (Wooly and LLVM versions and the

@@ -258,6 +258,28 @@ std::vector<KernelSummary> mlir::wooly::analyzeKernels(ModuleOp module) {
   return out;
 }
 
+void mlir::wooly::kernelParamLayout(FuncOp kernel,
+                                    std::vector<uint64_t> &offsets,
+                                    std::vector<uint64_t> &sizes) {
+  offsets.clear();
+  sizes.clear();
+  uint64_t off = 0;
+  for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
+    Type t = kernel.getArgumentTypes()[i];
+    uint64_t size = byteSize(t);
+    uint64_t align = size;
+    if (auto a = kernel.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
+      align = a.getInt();
+    else if (isa<VectorType>(t))
+      align = 1;
+    align = std::max<uint64_t>(align, 1);
+    off = (off + align - 1) / align * align;
+    offsets.push_back(off);
+    sizes.push_back(size);
+    off += size;
+  }
+}
+
 unsigned mlir::wooly::estimateBlocksPerSM(
     const KernelSummary &k, unsigned threadsPerBlock,
     uint64_t dynamicSharedBytes, unsigned registersPerSM, uint64_t sharedPerSM,

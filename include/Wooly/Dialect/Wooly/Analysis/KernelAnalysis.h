@@ -59,6 +59,13 @@ struct KernelSummary {
 /// Analyzes `kernel` (a `wooly.func` with the `kernel` attribute).
 KernelSummary analyzeKernel(FuncOp kernel);
 
+/// The CUDA parameter buffer of `kernel`: the offset and size of each
+/// parameter, each at its alignment (`wooly.align` where the PTX gives one,
+/// else its size; 1 for vectors). The one rule every lowering and the
+/// server's module inspection use.
+void kernelParamLayout(FuncOp kernel, std::vector<uint64_t> &offsets,
+                       std::vector<uint64_t> &sizes);
+
 /// Analyzes every kernel of `module`, in order.
 std::vector<KernelSummary> analyzeKernels(ModuleOp module);
 

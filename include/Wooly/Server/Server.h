@@ -1,0 +1,87 @@
+//===- Server.h - wooly-serve as a library -----------------------*- C++ -*-===//
+//
+// The server that makes one device shared: tenants connect over ZeroMQ
+// (proto/wooly.proto), open sessions, load modules, allocate, copy and
+// launch, and every session's work runs in ONE Backend (one device
+// context). See lib/Server/Server.cpp for how a request flows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_SERVER_SERVER_H
+#define WOOLY_SERVER_SERVER_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace wooly::server {
+
+/// How a Server is set up (wooly-serve's options).
+struct ServerOptions {
+  /// ZeroMQ endpoints to bind (`ipc://PATH`, `tcp://HOST:PORT`).
+  std::vector<std::string> listen;
+  /// `cpu` (the embedded CPU backend) or `cuda`.
+  std::string backend = "cpu";
+  /// The tenants file (empty: open mode, see Tenants.h).
+  std::string tenantsFile;
+  /// `HOST:PORT` of the Prometheus endpoint `/metrics` (empty: none).
+  std::string metrics;
+  /// Directory of the on-disk compile cache (empty: memory only).
+  std::string cacheDir;
+  /// Device memory all tenants share, in bytes (0: the backend's default;
+  /// for `cpu` 4 GiB of virtual device memory).
+  uint64_t deviceMemory = 0;
+  /// Threads that run launches and copies (0: the backend's choice).
+  unsigned executors = 0;
+  /// Threads that compile kernels (0: 2).
+  unsigned compileThreads = 0;
+  /// CPU backend worker threads (0: one per hardware thread).
+  unsigned cpuWorkers = 0;
+  /// Limits per session.
+  uint64_t maxMessageBytes = 1ull << 31;
+  unsigned maxModulesPerSession = 1024;
+  unsigned maxStreamsPerSession = 4096;
+  unsigned maxEventsPerSession = 1 << 16;
+  uint64_t maxAllocationsPerSession = 1 << 20;
+  /// How long SIGINT/SIGTERM waits for queued work before exiting.
+  unsigned drainTimeoutMs = 10000;
+  /// Receives log lines (default: stderr with a timestamp).
+  std::function<void(const std::string &)> log;
+  /// Receives device-side printf output (default: stdout).
+  std::function<void(const std::string &)> printfSink;
+};
+
+/// A running server.
+class Server {
+public:
+  /// Creates the backend, binds every endpoint and starts the metrics
+  /// endpoint. Errors: a bad endpoint, an unreadable tenants file, a backend
+  /// that does not start.
+  static llvm::Expected<std::unique_ptr<Server>> create(ServerOptions options);
+  ~Server();
+
+  /// Serves requests until `requestStop`, then drains queued work (up to
+  /// `drainTimeoutMs`) and returns.
+  llvm::Error run();
+  /// Asks `run` to stop. Async-signal-safe.
+  void requestStop();
+
+  /// The Prometheus text of `/metrics`.
+  std::string metricsText();
+  /// The endpoints bound (with the port ZeroMQ chose for `tcp://...:*`).
+  std::vector<std::string> endpoints() const;
+
+  class Impl;
+
+private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace wooly::server
+
+#endif // WOOLY_SERVER_SERVER_H

@@ -1,0 +1,2170 @@
+//===- Server.cpp - wooly-serve: many tenants, one device --------*- C++ -*-===//
+//
+// How a request flows:
+//
+//  - ONE I/O thread owns all state (sessions, modules, streams, events, the
+//    scheduler). It receives every message from the ROUTER socket,
+//    validates each call against the caller's session before it touches
+//    anything, and turns the calls that do device work into `Op`s.
+//  - An Op waits for its dependencies: the previous op of its stream (and
+//    CUDA's legacy default stream: an op on stream 0 waits for every stream
+//    of the session, an op on another stream for stream 0), an event it
+//    waits for, its kernel's compilation. Once they are done it goes to the
+//    Scheduler (the dispatch seam), or completes at once when it does no
+//    device work (event records, synchronisation markers).
+//  - Executor threads run the ops the scheduler hands out (launches,
+//    copies, memsets) on the shared Backend; compile threads import,
+//    compile (through the shared CompileCache) and load kernels. Both post
+//    their results back to the I/O thread through a queue and an eventfd
+//    that the I/O thread polls with the socket: no other thread touches the
+//    socket or the state.
+//  - Asynchronous calls get no reply; their errors are kept per stream
+//    (first error wins) and reported by the next synchronising call of the
+//    stream or of the device. A kernel fault is sticky: every later call of
+//    the session fails with it, as CUDA does after a fault - but only for
+//    that session: the other tenants never see it.
+//  - Kernels compile lazily, at their first launch, and only the kernels
+//    launched: a module of 26 kernels of which 5 are launched compiles 5
+//    (a module with `.global`/`.const` variables compiles whole, once per
+//    session, so that all its kernels see one instance of each variable).
+//  - A client that dies is noticed through the socket monitor (the
+//    connection's file descriptor closes): its session is torn down, queued
+//    work dropped, running work finished, then its memory freed and its
+//    modules unloaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Server/Server.h"
+#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Runtime/Backend.h"
+#include "Wooly/Runtime/Launch.h"
+#include "Wooly/Server/Scheduler.h"
+#include "Wooly/Server/Tenants.h"
+
+#include "Metrics.h"
+#include "wooly.pb.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
+
+#include <zmq.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sys/eventfd.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace wooly;
+using namespace wooly::server;
+namespace pb = wooly::v1;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr uint32_t kVersion = pb::PROTOCOL_VERSION_CURRENT;
+
+/// The virtual device the `cpu` backend presents (DeviceProperties): an
+/// sm_90-like GPU with one SM per CPU worker. Kernels are compiled for the
+/// host with sm_90 semantics; the limits are those CpuDevice enforces.
+constexpr uint64_t kCpuDefaultMemory = 4ull << 30;
+
+/// A zmq_msg_t that closes itself.
+struct Frame {
+  zmq_msg_t msg;
+  Frame() { zmq_msg_init(&msg); }
+  ~Frame() { zmq_msg_close(&msg); }
+  Frame(const Frame &) = delete;
+  Frame &operator=(const Frame &) = delete;
+  Frame(Frame &&o) noexcept {
+    zmq_msg_init(&msg);
+    zmq_msg_move(&msg, &o.msg);
+  }
+  Frame &operator=(Frame &&o) noexcept {
+    zmq_msg_move(&msg, &o.msg);
+    return *this;
+  }
+  const char *data() { return static_cast<const char *>(zmq_msg_data(&msg)); }
+  size_t size() { return zmq_msg_size(&msg); }
+  std::string str() { return std::string(data(), size()); }
+};
+
+pb::Status status(pb::ErrorCode code, std::string message, uint64_t seq,
+                  bool sticky = false) {
+  pb::Status s;
+  s.set_code(code);
+  s.set_message(std::move(message));
+  s.set_seq(seq);
+  s.set_sticky(sticky);
+  return s;
+}
+
+std::string sha256Hex(llvm::StringRef text) {
+  auto digest = llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+std::string bytesText(uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+    return std::to_string(b >> 30) + " GiB";
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0)
+    return std::to_string(b >> 20) + " MiB";
+  return std::to_string(b) + " bytes";
+}
+
+struct Session;
+struct SessionModule;
+
+/// The PTX text of a module, shared by every session that loads it.
+struct ModuleImage {
+  std::string hash, name, text;
+  enum class State { Inspecting, Ready, Failed } state = State::Inspecting;
+  ModuleLayout layout;
+  std::string error;
+  /// Loads waiting for the inspection: (session id, seq).
+  std::vector<std::pair<uint64_t, uint64_t>> waiting;
+  unsigned users = 0;
+};
+
+/// A compiled and loaded kernel set of one session's module: one kernel,
+/// or the whole module ("").
+struct KernelSlot {
+  enum class State { None, Compiling, Ready, Failed } state = State::None;
+  std::shared_ptr<const CompiledModule> compiled;
+  BackendModule *loaded = nullptr;
+  std::string error;
+  /// Ops waiting for the compilation.
+  std::vector<struct Op *> waiting;
+};
+
+/// A unit of device work or a synchronisation point.
+struct Op : WorkItem {
+  enum class Type {
+    Launch,
+    CopyIn,
+    CopyOut,
+    CopyD2D,
+    Memset,
+    SymbolIn,
+    SymbolOut,
+    EventRecord,
+    Marker,
+    Free,
+    Unload,
+  };
+  Type type = Type::Marker;
+  Session *session = nullptr;
+  uint64_t stream = 0;
+  uint64_t seq = 0;
+  unsigned pendingDeps = 0;
+  std::vector<Op *> dependents;
+  bool running = false;
+  /// The call waits for a reply once the op completes.
+  bool reply = false;
+  /// Reports deferred errors of `stream` (0 with `deviceWide`: all).
+  bool reportsErrors = false, deviceWide = false;
+  // Data.
+  Frame in;
+  std::string out;
+  uint64_t dst = 0, src = 0;
+  uint8_t value = 0;
+  // Launches.
+  SessionModule *module = nullptr;
+  KernelSlot *slot = nullptr;
+  std::string kernelName;
+  LaunchConfig config;
+  std::vector<uint8_t> params;
+  // Event records.
+  uint64_t event = 0;
+  // Results (written by the executor).
+  pb::Status result;
+  double ms = 0;
+  Clock::time_point arrived;
+  /// Runs on the I/O thread when a sync op completes, to fill the reply.
+  std::function<void(pb::Reply &)> fill;
+};
+
+struct Stream {
+  Op *tail = nullptr;
+  bool destroyed = false;
+  pb::Status error; // first deferred error (code OK: none)
+};
+
+struct Event {
+  Op *record = nullptr;
+  bool recorded = false;
+  Clock::time_point when;
+};
+
+struct SessionModule {
+  uint64_t handle = 0;
+  std::shared_ptr<ModuleImage> image;
+  /// Kernel sets by kernel name ("" for the whole module).
+  std::map<std::string, KernelSlot> slots;
+  bool unloading = false;
+  /// Module variables registered as the session's memory: base -> size,
+  /// and their addresses by name (once the module is loaded).
+  std::map<uint64_t, uint64_t> variables;
+  std::map<std::string, uint64_t> variableAddress;
+
+  bool whole() const { return !image->layout.globals.empty(); }
+};
+
+struct TenantState {
+  TenantConfig config;
+  uint64_t used = 0;
+  unsigned sessions = 0;
+  TenantMetrics metrics;
+};
+
+struct Session {
+  uint64_t id = 0;
+  std::string routingId;
+  int fd = -1;
+  TenantState *tenant = nullptr;
+  std::string client;
+  bool dead = false;
+  /// Ops created and not yet completed.
+  uint64_t liveOps = 0;
+  pb::Status sticky;
+  std::map<uint64_t, uint64_t> allocations; // base -> size
+  std::map<uint64_t, std::unique_ptr<SessionModule>> modules;
+  std::map<uint64_t, Stream> streams;
+  std::map<uint64_t, Event> events;
+  uint64_t nextHandle = 1;
+};
+
+/// A queue of work for other threads.
+class JobQueue {
+public:
+  void push(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      jobs.push_back(std::move(job));
+    }
+    cv.notify_one();
+  }
+  /// Blocks for the next job; false once stopped and empty.
+  bool pop(std::function<void()> &job) {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+    if (jobs.empty())
+      return false;
+    job = std::move(jobs.front());
+    jobs.pop_front();
+    return true;
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    cv.notify_all();
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> jobs;
+  bool stopping = false;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Server::Impl
+//===----------------------------------------------------------------------===//
+
+class Server::Impl {
+public:
+  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+  ~Impl();
+
+  llvm::Error start();
+  llvm::Error run();
+
+  // I/O thread.
+  void onMessage();
+  void onMonitorEvents();
+  void runCompletions();
+  void handleCall(const std::string &routingId, int fd, pb::Call &call,
+                  std::deque<Frame> &payloads, bool last);
+  void reply(const std::string &routingId, pb::Reply &r,
+             std::string *payload = nullptr);
+  void replyStatus(const std::string &routingId, uint64_t seq,
+                   const pb::Status &s);
+
+  // Calls.
+  void hello(const std::string &routingId, int fd, pb::Call &call);
+  void moduleLoad(Session &s, pb::Call &call, std::deque<Frame> &payloads);
+  void finishInspect(const std::shared_ptr<ModuleImage> &image);
+  void moduleLoaded(Session &s, uint64_t seq,
+                    const std::shared_ptr<ModuleImage> &image);
+
+  // Ops.
+  Op *newOp(Session &s, Op::Type type, uint64_t stream, uint64_t seq);
+  void addDep(Op *op, Op *on);
+  void chain(Op *op, bool deviceWide);
+  void submit(Op *op);
+  void makeReady(Op *op, std::deque<Op *> *work = nullptr);
+  void dispatch();
+  void execute(Op *op);
+  void complete(Op *op);
+  void finishOp(Op *op, std::deque<Op *> &worklist);
+  void requireSlot(Op *op);
+  void startCompile(Session &s, SessionModule &m, const std::string &key,
+                    KernelSlot &slot);
+
+  // Sessions.
+  Session *sessionOf(const std::string &routingId);
+  void teardown(Session &s, const char *why);
+  void maybeErase(Session &s);
+  bool inSessionMemory(Session &s, uint64_t addr, uint64_t bytes);
+  SessionModule *findModule(Session &s, uint64_t handle);
+  pb::Status checkStream(Session &s, uint64_t stream, uint64_t seq);
+
+  void log(const std::string &line) { options.log(line); }
+  void post(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(completionMutex);
+      completions.push_back(std::move(fn));
+    }
+    uint64_t one = 1;
+    (void)!::write(wakeFd, &one, sizeof one);
+  }
+
+  std::string metricsText();
+
+  ServerOptions options;
+  TenantRegistry tenants;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<CompileCache> cache;
+  uint64_t deviceMemory = 0;
+  pb::DeviceProperties device;
+
+  void *zctx = nullptr, *router = nullptr, *monitor = nullptr;
+  std::vector<std::string> bound;
+  int wakeFd = -1;
+  std::atomic<bool> stopRequested{false};
+
+  std::mutex completionMutex;
+  std::vector<std::function<void()>> completions;
+
+  JobQueue execQueue, compileQueue;
+  std::vector<std::thread> execThreads, compileThreads;
+  unsigned numExecutors = 1, idleExecutors = 1;
+
+  std::map<uint64_t, std::unique_ptr<Session>> sessions;
+  std::map<std::string, Session *> byRouting;
+  std::map<std::string, std::shared_ptr<ModuleImage>> images;
+  uint64_t nextSession = 1, nextOpId = 1;
+
+  // Tenants (the metrics thread reads them: `tenantsMutex`).
+  std::mutex tenantsMutex;
+  std::map<std::string, std::unique_ptr<TenantState>> tenantStates;
+  uint64_t memoryUsed = 0;
+
+  // Device metrics (I/O thread; read under `tenantsMutex`).
+  Clock::time_point startTime = Clock::now(), busySince;
+  double busySeconds = 0;
+  unsigned running = 0;
+  std::atomic<uint64_t> queuedOps{0};
+
+  std::unique_ptr<MetricsEndpoint> metricsEndpoint;
+};
+
+Server::Impl::~Impl() {
+  execQueue.stop();
+  compileQueue.stop();
+  for (std::thread &t : execThreads)
+    t.join();
+  for (std::thread &t : compileThreads)
+    t.join();
+  metricsEndpoint.reset();
+  // Whatever sessions remain: their memory and modules go with the backend.
+  sessions.clear();
+  if (monitor)
+    zmq_close(monitor);
+  if (router)
+    zmq_close(router);
+  if (zctx)
+    zmq_ctx_term(zctx);
+  if (wakeFd >= 0)
+    ::close(wakeFd);
+}
+
+llvm::Error Server::Impl::start() {
+  if (!options.log)
+    options.log = [](const std::string &line) {
+      auto now = std::chrono::system_clock::now();
+      std::time_t t = std::chrono::system_clock::to_time_t(now);
+      char buf[32];
+      std::strftime(buf, sizeof buf, "%H:%M:%S", std::localtime(&t));
+      std::fprintf(stderr, "[wooly-serve %s] %s\n", buf, line.c_str());
+    };
+  if (options.listen.empty())
+    return llvm::createStringError("no endpoint to listen on");
+  if (!options.tenantsFile.empty()) {
+    auto reg = loadTenants(options.tenantsFile);
+    if (!reg)
+      return reg.takeError();
+    tenants = std::move(*reg);
+  }
+
+  BackendOptions bo;
+  bo.cpuWorkers = options.cpuWorkers;
+  if (options.printfSink)
+    bo.printfSink = [sink = options.printfSink](llvm::StringRef s) {
+      sink(s.str());
+    };
+  auto b = createBackend(options.backend, bo);
+  if (!b)
+    return b.takeError();
+  backend = std::move(*b);
+  scheduler = createFifoScheduler();
+  cache = std::make_unique<CompileCache>(options.cacheDir);
+  deviceMemory = options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  // The cpu backend serves concurrent launches; the cuda backend is used
+  // from one thread.
+  numExecutors = options.executors
+                     ? options.executors
+                     : (backend->kind() == "cpu" ? std::max(2u, hw) : 1u);
+  if (backend->kind() != "cpu")
+    numExecutors = 1;
+  idleExecutors = numExecutors;
+
+  // The device as clients see it.
+  device.set_name(backend->kind() == "cpu"
+                      ? "Wooly CPU virtual device (" + backend->name() + ")"
+                      : backend->name());
+  device.set_backend(backend->kind().str());
+  device.set_sm_count(options.cpuWorkers ? options.cpuWorkers : hw);
+  device.set_total_memory(deviceMemory);
+  device.set_compute_major(9);
+  device.set_compute_minor(0);
+  device.set_max_threads_per_block(1024);
+  auto dim = [](pb::Dim3 *d, uint32_t x, uint32_t y, uint32_t z) {
+    d->set_x(x);
+    d->set_y(y);
+    d->set_z(z);
+  };
+  dim(device.mutable_max_block(), 1024, 1024, 64);
+  dim(device.mutable_max_grid(), 0x7fffffffu, 65535, 65535);
+  device.set_shared_per_block(227 * 1024);
+  device.set_warp_size(32);
+  device.set_max_threads_per_sm(2048);
+  device.set_regs_per_block(65536);
+  device.set_const_memory(64 * 1024);
+  device.set_clock_khz(1000000);
+
+  wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeFd < 0)
+    return llvm::createStringError("eventfd: " + std::string(strerror(errno)));
+  zctx = zmq_ctx_new();
+  router = zmq_socket(zctx, ZMQ_ROUTER);
+  int zero = 0, hb = 1000, hbTimeout = 10000;
+  int64_t maxMsg = int64_t(options.maxMessageBytes);
+  zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(router, ZMQ_MAXMSGSIZE, &maxMsg, sizeof maxMsg);
+  zmq_setsockopt(router, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb);
+  zmq_setsockopt(router, ZMQ_HEARTBEAT_TIMEOUT, &hbTimeout, sizeof hbTimeout);
+  // Replies to a client that stopped reading are dropped at the high-water
+  // mark instead of blocking the server (ROUTER never blocks on send).
+  int hwm = 10000;
+  zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  std::string monName = "inproc://wooly-serve-monitor";
+  zmq_socket_monitor(router, monName.c_str(), ZMQ_EVENT_DISCONNECTED);
+  monitor = zmq_socket(zctx, ZMQ_PAIR);
+  zmq_connect(monitor, monName.c_str());
+  for (const std::string &ep : options.listen) {
+    if (ep.rfind("ipc://", 0) == 0)
+      ::unlink(ep.substr(6).c_str()); // a stale socket of a dead server
+    if (zmq_bind(router, ep.c_str()) != 0)
+      return llvm::createStringError("cannot listen on '" + ep +
+                                     "': " + zmq_strerror(zmq_errno()));
+    char last[512];
+    size_t len = sizeof last;
+    zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, last, &len);
+    bound.push_back(last);
+  }
+
+  for (unsigned i = 0; i < numExecutors; ++i)
+    execThreads.emplace_back([this] {
+      std::function<void()> job;
+      while (execQueue.pop(job))
+        job();
+    });
+  unsigned nc = options.compileThreads ? options.compileThreads : 2;
+  for (unsigned i = 0; i < nc; ++i)
+    compileThreads.emplace_back([this] {
+      std::function<void()> job;
+      while (compileQueue.pop(job))
+        job();
+    });
+
+  if (!options.metrics.empty()) {
+    auto ep = MetricsEndpoint::start(options.metrics,
+                                     [this] { return metricsText(); });
+    if (!ep)
+      return ep.takeError();
+    metricsEndpoint = std::move(*ep);
+  }
+
+  std::string where;
+  for (const std::string &ep : bound)
+    where += (where.empty() ? "" : ", ") + ep;
+  log("listening on " + where + "; backend " + backend->kind().str() + " (" +
+      backend->name() + "), " + std::to_string(numExecutors) + " executor" +
+      (numExecutors == 1 ? "" : "s") + ", device memory " +
+      bytesText(deviceMemory) + ", scheduler " + scheduler->name());
+  if (tenants.open)
+    log("no --tenants file: any tenant name is accepted without a token "
+        "(class normal, weight 1, quota = the device's memory)");
+  else
+    log("tenants: " + std::to_string(tenants.tenants.size()) + " from " +
+        options.tenantsFile);
+  if (metricsEndpoint)
+    log("metrics at http://" + metricsEndpoint->address() + "/metrics");
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The I/O loop
+//===----------------------------------------------------------------------===//
+
+llvm::Error Server::Impl::run() {
+  Clock::time_point drainDeadline;
+  bool draining = false;
+  for (;;) {
+    if (stopRequested.load() && !draining) {
+      draining = true;
+      drainDeadline =
+          Clock::now() + std::chrono::milliseconds(options.drainTimeoutMs);
+      uint64_t live = 0;
+      for (auto &[id, s] : sessions)
+        live += s->liveOps;
+      log("stopping: draining " + std::to_string(live) + " queued operation" +
+          (live == 1 ? "" : "s"));
+    }
+    if (draining) {
+      uint64_t live = 0;
+      for (auto &[id, s] : sessions)
+        live += s->liveOps;
+      if (live == 0 || Clock::now() >= drainDeadline) {
+        if (live)
+          log("drain timeout: " + std::to_string(live) +
+              " operations left unfinished");
+        for (auto &[id, s] : sessions)
+          if (!s->dead)
+            teardown(*s, "server stopping");
+        // Running work must end before the backend goes away.
+        while (running) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          runCompletions();
+        }
+        log("stopped");
+        return llvm::Error::success();
+      }
+    }
+    zmq_pollitem_t items[3] = {{router, 0, ZMQ_POLLIN, 0},
+                               {monitor, 0, ZMQ_POLLIN, 0},
+                               {nullptr, wakeFd, ZMQ_POLLIN, 0}};
+    // While draining, new requests wait in the socket (they are not
+    // served); only completions are.
+    int rc = draining ? zmq_poll(items + 1, 2, 50) : zmq_poll(items, 3, 500);
+    if (rc < 0 && zmq_errno() != EINTR)
+      return llvm::createStringError(std::string("zmq_poll: ") +
+                                     zmq_strerror(zmq_errno()));
+    if (rc <= 0)
+      continue;
+    if (draining) {
+      items[2] = items[1];
+      items[1] = items[0];
+    }
+    if (items[2].revents & ZMQ_POLLIN) {
+      uint64_t n;
+      (void)!::read(wakeFd, &n, sizeof n);
+      runCompletions();
+    }
+    if (items[1].revents & ZMQ_POLLIN)
+      onMonitorEvents();
+    if (!draining && (items[0].revents & ZMQ_POLLIN)) {
+      // A bounded batch per wake-up, so completions are not starved.
+      for (int i = 0; i < 64; ++i) {
+        int events = 0;
+        size_t len = sizeof events;
+        zmq_getsockopt(router, ZMQ_EVENTS, &events, &len);
+        if (!(events & ZMQ_POLLIN))
+          break;
+        onMessage();
+      }
+    }
+  }
+}
+
+void Server::Impl::runCompletions() {
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> lock(completionMutex);
+    batch.swap(completions);
+  }
+  for (auto &fn : batch)
+    fn();
+  dispatch();
+}
+
+void Server::Impl::onMonitorEvents() {
+  for (;;) {
+    Frame ev;
+    if (zmq_msg_recv(&ev.msg, monitor, ZMQ_DONTWAIT) < 0)
+      return;
+    bool more = zmq_msg_more(&ev.msg);
+    while (more) {
+      Frame rest;
+      zmq_msg_recv(&rest.msg, monitor, 0);
+      more = zmq_msg_more(&rest.msg);
+    }
+    if (ev.size() < 6)
+      continue;
+    uint16_t event;
+    uint32_t fd;
+    std::memcpy(&event, ev.data(), 2);
+    std::memcpy(&fd, ev.data() + 2, 4);
+    if (event != ZMQ_EVENT_DISCONNECTED)
+      continue;
+    for (auto &[id, s] : sessions)
+      if (!s->dead && s->fd == int(fd))
+        teardown(*s, "client disconnected");
+  }
+}
+
+void Server::Impl::onMessage() {
+  std::vector<Frame> frames;
+  int fd = -1;
+  for (;;) {
+    Frame f;
+    if (zmq_msg_recv(&f.msg, router, ZMQ_DONTWAIT) < 0)
+      break;
+    // The connection's file descriptor (read before the frame moves: the
+    // move does not keep it), to match the monitor's disconnect events.
+    if (fd < 0)
+      fd = zmq_msg_get(&f.msg, ZMQ_SRCFD);
+    bool more = zmq_msg_more(&f.msg);
+    frames.push_back(std::move(f));
+    if (!more)
+      break;
+  }
+  if (frames.empty())
+    return;
+  std::string routingId = frames[0].str();
+  // A disconnect of this fd that happened before this message must be
+  // seen first (the fd may have been reused by this new connection).
+  onMonitorEvents();
+  if (frames.size() < 2) {
+    replyStatus(routingId, 0,
+                status(pb::MALFORMED, "a message needs an envelope frame", 0));
+    return;
+  }
+  pb::Request req;
+  if (!req.ParseFromArray(frames[1].data(), int(frames[1].size()))) {
+    Session *s = sessionOf(routingId);
+    if (s)
+      s->tenant->metrics.errors++;
+    replyStatus(routingId, 0,
+                status(pb::MALFORMED,
+                       "the envelope is not a wooly.v1.Request (" +
+                           std::to_string(frames[1].size()) + " bytes)",
+                       0));
+    return;
+  }
+  uint64_t firstSeq = req.calls_size() ? req.calls(0).seq() : 0;
+  if (req.version() != kVersion) {
+    replyStatus(routingId,
+                req.calls_size() ? req.calls(req.calls_size() - 1).seq() : 0,
+                status(pb::VERSION_MISMATCH,
+                       llvm::formatv("the client speaks protocol version {0}, "
+                                     "this server speaks version {1}",
+                                     req.version(), kVersion)
+                           .str(),
+                       firstSeq));
+    return;
+  }
+  std::deque<Frame> payloads;
+  for (size_t i = 2; i < frames.size(); ++i)
+    payloads.push_back(std::move(frames[i]));
+  for (int i = 0; i < req.calls_size(); ++i)
+    handleCall(routingId, fd, *req.mutable_calls(i), payloads,
+               i + 1 == req.calls_size());
+  if (!payloads.empty()) {
+    Session *s = sessionOf(routingId);
+    if (s)
+      s->tenant->metrics.errors++;
+    log("dropped " + std::to_string(payloads.size()) +
+        " payload frames no call claimed");
+  }
+  dispatch();
+}
+
+void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
+                         std::string *payload) {
+  r.set_version(kVersion);
+  std::string env = r.SerializeAsString();
+  zmq_send(router, routingId.data(), routingId.size(),
+           ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  if (payload) {
+    zmq_send(router, env.data(), env.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    // The payload is handed over without a copy.
+    auto *owned = new std::string(std::move(*payload));
+    zmq_msg_t m;
+    zmq_msg_init_data(
+        &m, owned->data(), owned->size(),
+        [](void *, void *hint) { delete static_cast<std::string *>(hint); },
+        owned);
+    if (zmq_msg_send(&m, router, ZMQ_DONTWAIT) < 0)
+      zmq_msg_close(&m);
+  } else {
+    zmq_send(router, env.data(), env.size(), ZMQ_DONTWAIT);
+  }
+}
+
+void Server::Impl::replyStatus(const std::string &routingId, uint64_t seq,
+                               const pb::Status &s) {
+  pb::Reply r;
+  r.set_seq(seq);
+  *r.mutable_status() = s;
+  reply(routingId, r);
+}
+
+Session *Server::Impl::sessionOf(const std::string &routingId) {
+  auto it = byRouting.find(routingId);
+  return it == byRouting.end() ? nullptr : it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
+  const pb::Hello &h = call.hello();
+  uint64_t seq = call.seq();
+  if (sessionOf(routingId))
+    return replyStatus(routingId, seq,
+                       status(pb::INVALID_VALUE,
+                              "this connection already has a session", seq));
+  TenantConfig config;
+  if (tenants.open) {
+    if (h.tenant().empty() || h.tenant().size() > 256)
+      return replyStatus(routingId, seq,
+                         status(pb::UNAUTHENTICATED,
+                                "a tenant name of 1 to 256 bytes is needed",
+                                seq));
+    config.name = h.tenant();
+    config.quotaBytes = deviceMemory;
+  } else {
+    const TenantConfig *t = tenants.find(h.tenant());
+    if (!t || t->token != h.token()) {
+      log("refused a session for tenant '" + h.tenant() +
+          "': unknown tenant or wrong token");
+      return replyStatus(
+          routingId, seq,
+          status(pb::UNAUTHENTICATED,
+                 "unknown tenant '" + h.tenant() + "' or wrong token", seq));
+    }
+    config = *t;
+    if (!config.quotaBytes)
+      config.quotaBytes = deviceMemory;
+  }
+  TenantState *tenant;
+  {
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    auto &slot = tenantStates[config.name];
+    if (!slot) {
+      slot = std::make_unique<TenantState>();
+      slot->config = config;
+    }
+    tenant = slot.get();
+    tenant->sessions++;
+  }
+  auto s = std::make_unique<Session>();
+  s->id = nextSession++;
+  s->routingId = routingId;
+  s->fd = fd;
+  s->tenant = tenant;
+  s->client = h.client();
+  s->streams[0]; // the default stream
+  log(llvm::formatv("session {0} opened: tenant '{1}' ({2}, weight {3}{4}, "
+                    "quota {5}) from {6}",
+                    s->id, config.name, className(config.priorityClass),
+                    config.weight,
+                    config.slaMs > 0
+                        ? llvm::formatv(", SLA {0} ms", config.slaMs).str()
+                        : std::string(),
+                    bytesText(config.quotaBytes),
+                    h.client().empty() ? std::string("a client") : h.client())
+          .str());
+  pb::Reply r;
+  r.set_seq(seq);
+  pb::SessionInfo *si = r.mutable_session();
+  si->set_session(s->id);
+  si->set_tenant(config.name);
+  si->set_priority_class(className(config.priorityClass).str());
+  si->set_weight(config.weight);
+  si->set_sla_ms(config.slaMs);
+  si->set_quota_bytes(config.quotaBytes);
+  byRouting[routingId] = s.get();
+  sessions[s->id] = std::move(s);
+  reply(routingId, r);
+}
+
+SessionModule *Server::Impl::findModule(Session &s, uint64_t handle) {
+  auto it = s.modules.find(handle);
+  return it == s.modules.end() || it->second->unloading ? nullptr
+                                                        : it->second.get();
+}
+
+pb::Status Server::Impl::checkStream(Session &s, uint64_t stream,
+                                     uint64_t seq) {
+  auto it = s.streams.find(stream);
+  if (it == s.streams.end() || it->second.destroyed)
+    return status(pb::INVALID_HANDLE,
+                  "stream " + std::to_string(stream) +
+                      " is not a stream of this session",
+                  seq);
+  return pb::Status();
+}
+
+bool Server::Impl::inSessionMemory(Session &s, uint64_t addr, uint64_t bytes) {
+  if (addr + bytes < addr)
+    return false;
+  auto inside = [&](const std::map<uint64_t, uint64_t> &ranges) {
+    auto it = ranges.upper_bound(addr);
+    if (it == ranges.begin())
+      return false;
+    --it;
+    return addr >= it->first && addr + bytes <= it->first + it->second;
+  };
+  if (inside(s.allocations))
+    return true;
+  for (auto &[h, m] : s.modules)
+    if (inside(m->variables))
+      return true;
+  return false;
+}
+
+void Server::Impl::moduleLoad(Session &s, pb::Call &call,
+                              std::deque<Frame> &payloads) {
+  const pb::ModuleLoad &ml = call.module_load();
+  uint64_t seq = call.seq();
+  if (s.modules.size() >= options.maxModulesPerSession)
+    return replyStatus(s.routingId, seq,
+                       status(pb::LIMIT_EXCEEDED,
+                              llvm::formatv("a session may load at most {0} "
+                                            "modules",
+                                            options.maxModulesPerSession),
+                              seq));
+  auto it = images.find(ml.hash());
+  if (ml.payload_bytes() == 0) {
+    if (it == images.end())
+      return replyStatus(s.routingId, seq,
+                         status(pb::NOT_FOUND, "send the module's text", seq));
+  } else {
+    Frame text = std::move(payloads.front());
+    payloads.pop_front();
+    if (text.size() != ml.payload_bytes())
+      return replyStatus(
+          s.routingId, seq,
+          status(pb::MALFORMED,
+                 llvm::formatv("the module text frame has {0} bytes, the call "
+                               "says {1}",
+                               text.size(), ml.payload_bytes()),
+                 seq));
+    if (it == images.end()) {
+      std::string t = text.str();
+      if (sha256Hex(t) != ml.hash())
+        return replyStatus(s.routingId, seq,
+                           status(pb::INVALID_VALUE,
+                                  "the module text does not match its hash",
+                                  seq));
+      auto image = std::make_shared<ModuleImage>();
+      image->hash = ml.hash();
+      image->name = ml.name().empty() ? "module-" + ml.hash().substr(0, 12)
+                                      : ml.name();
+      image->text = std::move(t);
+      it = images.emplace(ml.hash(), image).first;
+      // Import and read the layout off the I/O thread.
+      compileQueue.push([this, image] {
+        CompileInput in;
+        in.text = image->text;
+        in.name = image->name;
+        auto start = Clock::now();
+        auto layout = inspect(in);
+        double ms = std::chrono::duration<double, std::milli>(Clock::now() -
+                                                              start)
+                        .count();
+        std::string error;
+        ModuleLayout result;
+        if (layout)
+          result = std::move(*layout);
+        else
+          error = llvm::toString(layout.takeError());
+        post([this, image, result = std::move(result), error, ms]() mutable {
+          image->layout = std::move(result);
+          image->error = error;
+          image->state = error.empty() ? ModuleImage::State::Ready
+                                       : ModuleImage::State::Failed;
+          log(llvm::formatv("module {0}: {1} in {2:f1} ms", image->name,
+                            error.empty()
+                                ? llvm::formatv("{0} kernels, {1} variables",
+                                                image->layout.kernels.size(),
+                                                image->layout.globals.size())
+                                      .str()
+                                : "rejected: " + error,
+                            ms)
+                  .str());
+          finishInspect(image);
+        });
+      });
+    }
+  }
+  std::shared_ptr<ModuleImage> image = it->second;
+  if (image->state == ModuleImage::State::Inspecting) {
+    image->waiting.push_back({s.id, seq});
+    return;
+  }
+  moduleLoaded(s, seq, image);
+}
+
+void Server::Impl::finishInspect(const std::shared_ptr<ModuleImage> &image) {
+  auto waiting = std::move(image->waiting);
+  for (auto [sid, seq] : waiting) {
+    auto it = sessions.find(sid);
+    if (it != sessions.end() && !it->second->dead)
+      moduleLoaded(*it->second, seq, image);
+  }
+  if (image->state == ModuleImage::State::Failed || image->users == 0)
+    images.erase(image->hash);
+}
+
+void Server::Impl::moduleLoaded(Session &s, uint64_t seq,
+                                const std::shared_ptr<ModuleImage> &image) {
+  if (image->state == ModuleImage::State::Failed)
+    return replyStatus(s.routingId, seq,
+                       status(pb::COMPILE_ERROR, image->error, seq));
+  auto m = std::make_unique<SessionModule>();
+  m->handle = s.nextHandle++;
+  m->image = image;
+  image->users++;
+  pb::Reply r;
+  r.set_seq(seq);
+  pb::ModuleLoaded *out = r.mutable_module();
+  out->set_module(m->handle);
+  for (const KernelInfo &k : image->layout.kernels) {
+    pb::KernelLayout *l = out->add_kernels();
+    l->set_name(k.name);
+    for (uint64_t o : k.paramOffsets)
+      l->add_param_offsets(o);
+    for (uint64_t z : k.paramSizes)
+      l->add_param_sizes(z);
+    l->set_param_buffer_size(k.paramBufferSize);
+  }
+  for (const GlobalInfo &g : image->layout.globals) {
+    pb::ModuleVariable *v = out->add_variables();
+    v->set_name(g.name);
+    v->set_size(g.size);
+  }
+  s.modules[m->handle] = std::move(m);
+  reply(s.routingId, r);
+}
+
+void Server::Impl::handleCall(const std::string &routingId, int fd,
+                              pb::Call &call, std::deque<Frame> &payloads,
+                              bool last) {
+  uint64_t seq = call.seq();
+  bool isSync = true;
+  uint64_t claimed = 0; // payload frames this call carries
+  switch (call.op_case()) {
+  case pb::Call::kCopyToDevice:
+    isSync = !call.copy_to_device().async();
+    claimed = 1;
+    break;
+  case pb::Call::kCopyToSymbol:
+    isSync = !call.copy_to_symbol().async();
+    claimed = 1;
+    break;
+  case pb::Call::kModuleLoad:
+    claimed = call.module_load().payload_bytes() ? 1 : 0;
+    break;
+  case pb::Call::kCopyDeviceToDevice:
+    isSync = !call.copy_device_to_device().async();
+    break;
+  case pb::Call::kMemset:
+    isSync = !call.memset().async();
+    break;
+  case pb::Call::kLaunch:
+  case pb::Call::kEventRecord:
+  case pb::Call::kStreamWaitEvent:
+    isSync = false;
+    break;
+  default:
+    break;
+  }
+  // A synchronous call is the last of its message: anything after it would
+  // be answered out of order.
+  Session *s = sessionOf(routingId);
+  auto fail = [&](pb::Status st) {
+    if (s)
+      s->tenant->metrics.errors++;
+    if (isSync) {
+      replyStatus(routingId, seq, st);
+      return;
+    }
+    // An asynchronous call's error waits for the next synchronisation.
+    if (!s)
+      return;
+    uint64_t stream = 0;
+    if (call.has_launch())
+      stream = call.launch().stream();
+    else if (call.has_copy_to_device())
+      stream = call.copy_to_device().stream();
+    else if (call.has_memset())
+      stream = call.memset().stream();
+    else if (call.has_copy_device_to_device())
+      stream = call.copy_device_to_device().stream();
+    else if (call.has_event_record())
+      stream = call.event_record().stream();
+    auto it = s->streams.find(stream);
+    Stream &st0 = it != s->streams.end() ? it->second : s->streams[0];
+    if (st0.error.code() == pb::OK)
+      st0.error = st;
+  };
+  if (claimed && payloads.empty())
+    return fail(status(pb::MALFORMED,
+                       "the call's payload frame is missing", seq));
+  if (isSync && !last)
+    return fail(status(pb::MALFORMED,
+                       "a synchronous call must be the last of its message",
+                       seq));
+  if (call.op_case() == pb::Call::kHello)
+    return hello(routingId, fd, call);
+  if (!s || s->dead) {
+    if (claimed)
+      payloads.pop_front();
+    return fail(status(pb::NO_SESSION,
+                       "no session: the first call must be Hello", seq));
+  }
+  if (s->sticky.code() != pb::OK && call.op_case() != pb::Call::kPing) {
+    if (claimed)
+      payloads.pop_front();
+    return fail(s->sticky);
+  }
+
+  // Takes this call's payload frame and checks its size.
+  auto takePayload = [&](uint64_t expected, Frame &out) -> bool {
+    out = std::move(payloads.front());
+    payloads.pop_front();
+    if (out.size() != expected) {
+      fail(status(pb::MALFORMED,
+                  llvm::formatv("the payload frame has {0} bytes, the call "
+                                "says {1}",
+                                out.size(), expected),
+                  seq));
+      return false;
+    }
+    return true;
+  };
+  auto addressError = [&](uint64_t addr, uint64_t bytes) {
+    return status(pb::INVALID_ADDRESS,
+                  llvm::formatv("[{0:x}, +{1}) is not inside one of this "
+                                "session's allocations",
+                                addr, bytes),
+                  seq);
+  };
+  auto simpleReply = [&]() -> pb::Reply {
+    pb::Reply r;
+    r.set_seq(seq);
+    return r;
+  };
+
+  switch (call.op_case()) {
+  case pb::Call::kPing: {
+    pb::Reply r = simpleReply();
+    return reply(routingId, r);
+  }
+  case pb::Call::kGetDevice: {
+    pb::Reply r = simpleReply();
+    *r.mutable_device() = device;
+    return reply(routingId, r);
+  }
+  case pb::Call::kModuleLoad:
+    return moduleLoad(*s, call, payloads);
+  case pb::Call::kModuleUnload: {
+    SessionModule *m = findModule(*s, call.module_unload().module());
+    if (!m)
+      return fail(status(pb::INVALID_HANDLE,
+                         "not a module of this session", seq));
+    m->unloading = true;
+    Op *op = newOp(*s, Op::Type::Unload, 0, seq);
+    op->module = m;
+    op->reply = true;
+    // Compilations in flight finish first (their ops are earlier work).
+    for (auto &[key, slot] : m->slots)
+      if (slot.state == KernelSlot::State::Compiling) {
+        op->pendingDeps++;
+        slot.waiting.push_back(op);
+      }
+    chain(op, /*deviceWide=*/true);
+    return submit(op);
+  }
+  case pb::Call::kFuncAttributes:
+  case pb::Call::kOccupancy: {
+    bool attrs = call.has_func_attributes();
+    uint64_t mh = attrs ? call.func_attributes().module()
+                        : call.occupancy().module();
+    std::string kernel =
+        attrs ? call.func_attributes().kernel() : call.occupancy().kernel();
+    SessionModule *m = findModule(*s, mh);
+    if (!m)
+      return fail(status(pb::INVALID_HANDLE,
+                         "not a module of this session", seq));
+    if (!m->image->layout.findKernel(kernel))
+      return fail(status(pb::NOT_FOUND,
+                         "no kernel named '" + kernel + "' in the module",
+                         seq));
+    // The answer needs the compiled kernel.
+    Op *op = newOp(*s, Op::Type::Marker, 0, seq);
+    op->module = m;
+    op->kernelName = kernel;
+    op->reply = true;
+    uint32_t threads = attrs ? 0 : call.occupancy().block_threads();
+    uint64_t dyn = attrs ? 0 : call.occupancy().dynamic_shared_bytes();
+    op->fill = [op, attrs, threads, dyn](pb::Reply &r) {
+      const KernelInfo *k =
+          op->slot && op->slot->compiled
+              ? op->slot->compiled->findKernel(op->kernelName)
+              : nullptr;
+      if (!k)
+        return;
+      uint32_t maxThreads = 1024;
+      if (k->maxntid[0])
+        maxThreads = std::min<uint32_t>(
+            maxThreads, k->maxntid[0] * k->maxntid[1] * k->maxntid[2]);
+      if (attrs) {
+        pb::KernelAttributes *a = r.mutable_attributes();
+        a->set_registers(k->registers ? k->registers : k->registerEstimate);
+        a->set_static_shared_bytes(k->staticSharedBytes);
+        a->set_max_threads_per_block(maxThreads);
+        a->set_param_buffer_size(k->paramBufferSize);
+        a->set_local_bytes(k->privateBytes);
+      } else {
+        mlir::wooly::KernelSummary sum;
+        sum.registerEstimate = k->registerEstimate;
+        sum.staticSharedBytes = k->staticSharedBytes;
+        r.mutable_occupancy()->set_active_blocks_per_sm(
+            threads > maxThreads
+                ? 0
+                : mlir::wooly::estimateBlocksPerSM(sum, threads, dyn));
+      }
+    };
+    requireSlot(op);
+    return submit(op);
+  }
+  case pb::Call::kMalloc: {
+    uint64_t bytes = call.malloc().bytes();
+    TenantState &t = *s->tenant;
+    if (bytes == 0)
+      return fail(status(pb::INVALID_VALUE, "cannot allocate 0 bytes", seq));
+    if (s->allocations.size() >= options.maxAllocationsPerSession)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         "too many allocations in this session", seq));
+    if (t.used + bytes > t.config.quotaBytes || t.used + bytes < t.used)
+      return fail(status(
+          pb::OUT_OF_MEMORY,
+          llvm::formatv("allocating {0} would exceed tenant '{1}''s quota: "
+                        "{2} of {3} in use",
+                        bytesText(bytes), t.config.name, bytesText(t.used),
+                        bytesText(t.config.quotaBytes)),
+          seq));
+    if (memoryUsed + bytes > deviceMemory)
+      return fail(status(pb::OUT_OF_MEMORY,
+                         llvm::formatv("the device has {0} of {1} free",
+                                       bytesText(deviceMemory - memoryUsed),
+                                       bytesText(deviceMemory)),
+                         seq));
+    auto addr = backend->allocate(bytes);
+    if (!addr)
+      return fail(status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()),
+                         seq));
+    s->allocations[*addr] = bytes;
+    {
+      std::lock_guard<std::mutex> lock(tenantsMutex);
+      t.used += bytes;
+      memoryUsed += bytes;
+    }
+    pb::Reply r = simpleReply();
+    r.mutable_allocated()->set_address(*addr);
+    return reply(routingId, r);
+  }
+  case pb::Call::kFree: {
+    uint64_t addr = call.free().address();
+    auto it = s->allocations.find(addr);
+    if (it == s->allocations.end())
+      return fail(status(pb::INVALID_ADDRESS,
+                         llvm::formatv("{0:x} is not an allocation of this "
+                                       "session",
+                                       addr),
+                         seq));
+    // Later calls can no longer name it; the memory goes once the
+    // session's earlier work is done.
+    Op *op = newOp(*s, Op::Type::Free, 0, seq);
+    op->dst = addr;
+    op->bytes = it->second;
+    op->reply = true;
+    s->allocations.erase(it);
+    chain(op, /*deviceWide=*/true);
+    return submit(op);
+  }
+  case pb::Call::kMemInfo: {
+    TenantState &t = *s->tenant;
+    pb::Reply r = simpleReply();
+    uint64_t quotaLeft = t.config.quotaBytes - t.used;
+    r.mutable_memory()->set_total(t.config.quotaBytes);
+    r.mutable_memory()->set_used(t.used);
+    r.mutable_memory()->set_free(std::min(quotaLeft, deviceMemory - memoryUsed));
+    return reply(routingId, r);
+  }
+  case pb::Call::kCopyToDevice: {
+    const pb::CopyToDevice &c = call.copy_to_device();
+    Frame data;
+    if (!takePayload(c.payload_bytes(), data))
+      return;
+    if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
+      return fail(st);
+    if (!inSessionMemory(*s, c.dst(), c.payload_bytes()))
+      return fail(addressError(c.dst(), c.payload_bytes()));
+    Op *op = newOp(*s, Op::Type::CopyIn, c.stream(), seq);
+    op->kind = WorkItem::Kind::Copy;
+    op->dst = c.dst();
+    op->bytes = c.payload_bytes();
+    op->in = std::move(data);
+    chain(op, false);
+    submit(op);
+    if (isSync) {
+      // The data is the server's now: the caller may reuse its buffer.
+      pb::Reply r = simpleReply();
+      reply(routingId, r);
+    }
+    return;
+  }
+  case pb::Call::kCopyFromDevice: {
+    const pb::CopyFromDevice &c = call.copy_from_device();
+    if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
+      return fail(st);
+    if (c.bytes() > options.maxMessageBytes)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("a copy of {0} exceeds the message "
+                                       "limit of {1}",
+                                       bytesText(c.bytes()),
+                                       bytesText(options.maxMessageBytes)),
+                         seq));
+    if (!inSessionMemory(*s, c.src(), c.bytes()))
+      return fail(addressError(c.src(), c.bytes()));
+    Op *op = newOp(*s, Op::Type::CopyOut, c.stream(), seq);
+    op->kind = WorkItem::Kind::Copy;
+    op->src = c.src();
+    op->bytes = c.bytes();
+    op->reply = true;
+    op->reportsErrors = true;
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kCopyDeviceToDevice: {
+    const pb::CopyDeviceToDevice &c = call.copy_device_to_device();
+    if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
+      return fail(st);
+    if (!inSessionMemory(*s, c.dst(), c.bytes()))
+      return fail(addressError(c.dst(), c.bytes()));
+    if (!inSessionMemory(*s, c.src(), c.bytes()))
+      return fail(addressError(c.src(), c.bytes()));
+    Op *op = newOp(*s, Op::Type::CopyD2D, c.stream(), seq);
+    op->kind = WorkItem::Kind::Copy;
+    op->dst = c.dst();
+    op->src = c.src();
+    op->bytes = c.bytes();
+    op->reply = isSync;
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kMemset: {
+    const pb::Memset &c = call.memset();
+    if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
+      return fail(st);
+    if (c.value() > 255)
+      return fail(status(pb::INVALID_VALUE, "memset value must be a byte",
+                         seq));
+    if (!inSessionMemory(*s, c.dst(), c.bytes()))
+      return fail(addressError(c.dst(), c.bytes()));
+    Op *op = newOp(*s, Op::Type::Memset, c.stream(), seq);
+    op->kind = WorkItem::Kind::Memset;
+    op->dst = c.dst();
+    op->bytes = c.bytes();
+    op->value = uint8_t(c.value());
+    op->reply = isSync;
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kCopyToSymbol:
+  case pb::Call::kCopyFromSymbol:
+  case pb::Call::kGetSymbol: {
+    uint64_t mh, stream = 0, offset = 0, bytes = 0;
+    std::string symbol;
+    Frame data;
+    if (call.has_copy_to_symbol()) {
+      const pb::CopyToSymbol &c = call.copy_to_symbol();
+      if (!takePayload(c.payload_bytes(), data))
+        return;
+      mh = c.module(), symbol = c.symbol(), stream = c.stream(),
+      offset = c.offset(), bytes = c.payload_bytes();
+    } else if (call.has_copy_from_symbol()) {
+      const pb::CopyFromSymbol &c = call.copy_from_symbol();
+      mh = c.module(), symbol = c.symbol(), stream = c.stream(),
+      offset = c.offset(), bytes = c.bytes();
+    } else {
+      mh = call.get_symbol().module(), symbol = call.get_symbol().symbol();
+    }
+    if (pb::Status st = checkStream(*s, stream, seq); st.code())
+      return fail(st);
+    SessionModule *m = findModule(*s, mh);
+    if (!m)
+      return fail(status(pb::INVALID_HANDLE,
+                         "not a module of this session", seq));
+    const GlobalInfo *g = nullptr;
+    for (const GlobalInfo &x : m->image->layout.globals)
+      if (x.name == symbol)
+        g = &x;
+    if (!g)
+      return fail(status(pb::NOT_FOUND,
+                         "no module variable named '" + symbol + "'", seq));
+    if (offset > g->size || bytes > g->size - offset)
+      return fail(status(pb::INVALID_VALUE,
+                         llvm::formatv("[{0}, +{1}) is outside '{2}' ({3} "
+                                       "bytes)",
+                                       offset, bytes, symbol, g->size),
+                         seq));
+    Op::Type type = call.has_copy_to_symbol()     ? Op::Type::SymbolIn
+                    : call.has_copy_from_symbol() ? Op::Type::SymbolOut
+                                                  : Op::Type::Marker;
+    Op *op = newOp(*s, type, stream, seq);
+    op->kind = WorkItem::Kind::Copy;
+    op->module = m;
+    op->kernelName = symbol; // the variable, for the executor
+    op->src = offset;
+    op->bytes = bytes;
+    op->in = std::move(data);
+    op->reply = isSync;
+    op->reportsErrors = type == Op::Type::SymbolOut;
+    if (type == Op::Type::Marker) {
+      op->reply = true;
+      op->fill = [op, symbol](pb::Reply &r) {
+        auto it = op->module->variableAddress.find(symbol);
+        if (it == op->module->variableAddress.end())
+          return;
+        r.mutable_symbol()->set_address(it->second);
+        r.mutable_symbol()->set_size(op->module->variables[it->second]);
+      };
+    }
+    requireSlot(op);
+    if (type != Op::Type::Marker)
+      chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kLaunch: {
+    const pb::Launch &c = call.launch();
+    if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
+      return fail(st);
+    SessionModule *m = findModule(*s, c.module());
+    if (!m)
+      return fail(status(pb::INVALID_HANDLE,
+                         "not a module of this session", seq));
+    const KernelInfo *k = m->image->layout.findKernel(c.kernel());
+    if (!k)
+      return fail(status(pb::NOT_FOUND,
+                         "no kernel named '" + c.kernel() + "' in the module",
+                         seq));
+    if (c.params().size() != k->paramBufferSize)
+      return fail(status(pb::INVALID_VALUE,
+                         llvm::formatv("kernel '{0}': the parameter buffer "
+                                       "has {1} bytes, the kernel takes {2} "
+                                       "({3} parameters)",
+                                       c.kernel(), c.params().size(),
+                                       k->paramBufferSize,
+                                       k->paramOffsets.size()),
+                         seq));
+    LaunchConfig cfg;
+    cfg.grid = {c.grid().x(), c.grid().y(), c.grid().z()};
+    cfg.block = {c.block().x(), c.block().y(), c.block().z()};
+    cfg.dynamicSharedBytes = c.dynamic_shared_bytes();
+    uint64_t threads = uint64_t(cfg.block[0]) * cfg.block[1] * cfg.block[2];
+    const pb::Dim3 &mb = device.max_block(), &mg = device.max_grid();
+    if (!threads || !cfg.grid[0] || !cfg.grid[1] || !cfg.grid[2] ||
+        threads > device.max_threads_per_block() || cfg.block[0] > mb.x() ||
+        cfg.block[1] > mb.y() || cfg.block[2] > mb.z() ||
+        cfg.grid[0] > mg.x() || cfg.grid[1] > mg.y() || cfg.grid[2] > mg.z())
+      return fail(status(pb::INVALID_VALUE,
+                         llvm::formatv("kernel '{0}': invalid configuration: "
+                                       "grid {1}x{2}x{3}, block {4}x{5}x{6}",
+                                       c.kernel(), cfg.grid[0], cfg.grid[1],
+                                       cfg.grid[2], cfg.block[0], cfg.block[1],
+                                       cfg.block[2]),
+                         seq));
+    if (cfg.dynamicSharedBytes > device.shared_per_block())
+      return fail(status(pb::INVALID_VALUE,
+                         llvm::formatv("kernel '{0}': {1} bytes of dynamic "
+                                       "shared memory, the limit is {2}",
+                                       c.kernel(), cfg.dynamicSharedBytes,
+                                       device.shared_per_block()),
+                         seq));
+    Op *op = newOp(*s, Op::Type::Launch, c.stream(), seq);
+    op->kind = WorkItem::Kind::Launch;
+    op->module = m;
+    op->kernelName = c.kernel();
+    op->config = cfg;
+    op->launch = &op->config;
+    op->params.assign(c.params().begin(), c.params().end());
+    requireSlot(op);
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kStreamCreate: {
+    if (s->streams.size() >= options.maxStreamsPerSession)
+      return fail(status(pb::LIMIT_EXCEEDED, "too many streams", seq));
+    uint64_t h = s->nextHandle++;
+    s->streams[h];
+    pb::Reply r = simpleReply();
+    r.mutable_handle()->set_handle(h);
+    return reply(routingId, r);
+  }
+  case pb::Call::kStreamDestroy: {
+    uint64_t h = call.stream_destroy().stream();
+    if (h == 0)
+      return fail(status(pb::INVALID_HANDLE,
+                         "the default stream cannot be destroyed", seq));
+    if (pb::Status st = checkStream(*s, h, seq); st.code())
+      return fail(st);
+    // Its queued work still runs (as in CUDA); the handle is gone now.
+    Stream &st = s->streams[h];
+    st.destroyed = true;
+    if (!st.tail)
+      s->streams.erase(h);
+    pb::Reply r = simpleReply();
+    return reply(routingId, r);
+  }
+  case pb::Call::kStreamSynchronize:
+  case pb::Call::kStreamQuery: {
+    uint64_t h = call.has_stream_synchronize()
+                     ? call.stream_synchronize().stream()
+                     : call.stream_query().stream();
+    if (pb::Status st = checkStream(*s, h, seq); st.code())
+      return fail(st);
+    if (call.has_stream_query()) {
+      Stream &st = s->streams[h];
+      bool busy = st.tail || (h != 0 && s->streams[0].tail);
+      return replyStatus(routingId, seq,
+                         busy ? status(pb::NOT_READY, "work pending", seq)
+                              : pb::Status());
+    }
+    Op *op = newOp(*s, Op::Type::Marker, h, seq);
+    op->reply = true;
+    op->reportsErrors = true;
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kStreamWaitEvent: {
+    const pb::StreamWaitEvent &w = call.stream_wait_event();
+    if (pb::Status st = checkStream(*s, w.stream(), seq); st.code())
+      return fail(st);
+    auto ev = s->events.find(w.event());
+    if (ev == s->events.end())
+      return fail(status(pb::INVALID_HANDLE,
+                         "not an event of this session", seq));
+    Op *op = newOp(*s, Op::Type::Marker, w.stream(), seq);
+    if (ev->second.record)
+      addDep(op, ev->second.record);
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kEventCreate: {
+    if (s->events.size() >= options.maxEventsPerSession)
+      return fail(status(pb::LIMIT_EXCEEDED, "too many events", seq));
+    uint64_t h = s->nextHandle++;
+    s->events[h];
+    pb::Reply r = simpleReply();
+    r.mutable_handle()->set_handle(h);
+    return reply(routingId, r);
+  }
+  case pb::Call::kEventDestroy: {
+    auto ev = s->events.find(call.event_destroy().event());
+    if (ev == s->events.end())
+      return fail(status(pb::INVALID_HANDLE,
+                         "not an event of this session", seq));
+    // A pending record finishes without it (Op::event names it by handle).
+    s->events.erase(ev);
+    pb::Reply r = simpleReply();
+    return reply(routingId, r);
+  }
+  case pb::Call::kEventRecord: {
+    const pb::EventRecord &e = call.event_record();
+    if (pb::Status st = checkStream(*s, e.stream(), seq); st.code())
+      return fail(st);
+    auto ev = s->events.find(e.event());
+    if (ev == s->events.end())
+      return fail(status(pb::INVALID_HANDLE,
+                         "not an event of this session", seq));
+    Op *op = newOp(*s, Op::Type::EventRecord, e.stream(), seq);
+    op->event = e.event();
+    ev->second.record = op;
+    ev->second.recorded = false;
+    chain(op, false);
+    return submit(op);
+  }
+  case pb::Call::kEventQuery:
+  case pb::Call::kEventSynchronize:
+  case pb::Call::kEventElapsed: {
+    auto find = [&](uint64_t h) -> Event * {
+      auto it = s->events.find(h);
+      return it == s->events.end() ? nullptr : &it->second;
+    };
+    if (call.has_event_elapsed()) {
+      Event *a = find(call.event_elapsed().start());
+      Event *b = find(call.event_elapsed().end());
+      if (!a || !b)
+        return fail(status(pb::INVALID_HANDLE,
+                           "not an event of this session", seq));
+      if (a->record || b->record)
+        return fail(status(pb::NOT_READY, "an event is still pending", seq));
+      if (!a->recorded || !b->recorded)
+        return fail(status(pb::INVALID_VALUE,
+                           "an event has not been recorded", seq));
+      pb::Reply r = simpleReply();
+      r.mutable_elapsed()->set_ms(
+          float(std::chrono::duration<double, std::milli>(b->when - a->when)
+                    .count()));
+      return reply(routingId, r);
+    }
+    uint64_t h = call.has_event_query() ? call.event_query().event()
+                                        : call.event_synchronize().event();
+    Event *e = find(h);
+    if (!e)
+      return fail(status(pb::INVALID_HANDLE,
+                         "not an event of this session", seq));
+    if (call.has_event_query())
+      return replyStatus(routingId, seq,
+                         e->record ? status(pb::NOT_READY, "work pending", seq)
+                                   : pb::Status());
+    Op *op = newOp(*s, Op::Type::Marker, 0, seq);
+    op->reply = true;
+    if (e->record)
+      addDep(op, e->record);
+    return submit(op);
+  }
+  case pb::Call::kDeviceSynchronize: {
+    Op *op = newOp(*s, Op::Type::Marker, 0, seq);
+    op->reply = true;
+    op->reportsErrors = true;
+    op->deviceWide = true;
+    chain(op, true);
+    return submit(op);
+  }
+  case pb::Call::kHello:
+  case pb::Call::OP_NOT_SET:
+    break;
+  }
+  return fail(status(pb::UNSUPPORTED,
+                     "unknown call (field " +
+                         std::to_string(int(call.op_case())) + ")",
+                     seq));
+}
+
+//===----------------------------------------------------------------------===//
+// Ops: dependencies, dispatch, completion
+//===----------------------------------------------------------------------===//
+
+Op *Server::Impl::newOp(Session &s, Op::Type type, uint64_t stream,
+                        uint64_t seq) {
+  Op *op = new Op();
+  op->type = type;
+  op->id = nextOpId++;
+  op->session = &s;
+  op->WorkItem::session = s.id;
+  op->tenant = &s.tenant->config;
+  op->stream = stream;
+  op->seq = seq;
+  op->arrived = Clock::now();
+  s.liveOps++;
+  s.tenant->metrics.queued++;
+  return op;
+}
+
+void Server::Impl::addDep(Op *op, Op *on) {
+  if (!on || on == op)
+    return;
+  on->dependents.push_back(op);
+  op->pendingDeps++;
+}
+
+void Server::Impl::chain(Op *op, bool deviceWide) {
+  Session &s = *op->session;
+  if (deviceWide || op->stream == 0) {
+    // CUDA's legacy default stream: waits for every stream of the session.
+    for (auto &[h, st] : s.streams)
+      addDep(op, st.tail);
+  } else {
+    addDep(op, s.streams[op->stream].tail);
+    addDep(op, s.streams[0].tail);
+  }
+  if (!deviceWide)
+    s.streams[op->stream].tail = op;
+}
+
+void Server::Impl::requireSlot(Op *op) {
+  SessionModule &m = *op->module;
+  std::string key = m.whole() ? "" : op->kernelName;
+  KernelSlot &slot = m.slots[key];
+  op->slot = &slot;
+  if (slot.state == KernelSlot::State::None)
+    startCompile(*op->session, m, key, slot);
+  if (slot.state == KernelSlot::State::Compiling) {
+    op->pendingDeps++;
+    slot.waiting.push_back(op);
+  }
+}
+
+void Server::Impl::startCompile(Session &s, SessionModule &m,
+                                const std::string &key, KernelSlot &slot) {
+  slot.state = KernelSlot::State::Compiling;
+  std::shared_ptr<ModuleImage> image = m.image;
+  KernelSlot *slotPtr = &slot;
+  SessionModule *mPtr = &m;
+  uint64_t sid = s.id;
+  compileQueue.push([this, image, key, slotPtr, mPtr, sid] {
+    CompileInput in;
+    in.text = image->text;
+    in.name = image->name;
+    CompileOptions co;
+    if (!key.empty())
+      co.kernels = {key};
+    auto start = Clock::now();
+    uint64_t hitsBefore = cache->hits();
+    auto target = Target::parse("host");
+    llvm::Expected<std::shared_ptr<const CompiledModule>> compiled =
+        target ? cache->getOrCompile(in, *target, co)
+               : llvm::Expected<std::shared_ptr<const CompiledModule>>(
+                     target.takeError());
+    bool hit = cache->hits() > hitsBefore;
+    std::string error;
+    std::shared_ptr<const CompiledModule> module;
+    BackendModule *loaded = nullptr;
+    if (!compiled) {
+      error = llvm::toString(compiled.takeError());
+    } else {
+      module = *compiled;
+      auto l = backend->loadModule(module, image->text);
+      if (!l)
+        error = llvm::toString(l.takeError());
+      else
+        loaded = *l;
+    }
+    double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    post([this, image, key, slotPtr, mPtr, sid, module, loaded, error, ms,
+          hit] {
+      KernelSlot &slot = *slotPtr;
+      SessionModule &m = *mPtr;
+      slot.compiled = module;
+      slot.loaded = loaded;
+      slot.error = error;
+      slot.state = error.empty() ? KernelSlot::State::Ready
+                                 : KernelSlot::State::Failed;
+      std::string what = key.empty() ? "module " + image->name
+                                     : "kernel " + key + " of " + image->name;
+      if (error.empty()) {
+        log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
+                          what, ms, hit ? "compile cache hit" : "compiled")
+                .str());
+        if (module)
+          for (const GlobalInfo &g : module->globals) {
+            auto addr = backend->globalAddress(loaded, g.name);
+            if (!addr) {
+              llvm::consumeError(addr.takeError());
+              continue;
+            }
+            m.variables[addr->first] = addr->second;
+            m.variableAddress[g.name] = addr->first;
+          }
+      } else {
+        log(llvm::formatv("session {0}: {1} failed to compile: {2}", sid,
+                          what, error)
+                .str());
+      }
+      for (Op *op : std::exchange(slot.waiting, {}))
+        if (--op->pendingDeps == 0)
+          makeReady(op);
+      dispatch();
+    });
+  });
+}
+
+void Server::Impl::submit(Op *op) {
+  if (op->pendingDeps == 0)
+    makeReady(op);
+}
+
+void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
+  Session &s = *op->session;
+  // Completes `op` now, or in the caller's worklist when there is one.
+  auto done = [&] {
+    if (work)
+      work->push_back(op);
+    else
+      complete(op);
+  };
+  auto cancel = [&](pb::Status st) {
+    op->result = std::move(st);
+    done();
+  };
+  if (s.dead)
+    return cancel(status(pb::NO_SESSION, "the session ended", op->seq));
+  bool deviceWork = op->type == Op::Type::Launch ||
+                    op->type == Op::Type::CopyIn ||
+                    op->type == Op::Type::CopyOut ||
+                    op->type == Op::Type::CopyD2D ||
+                    op->type == Op::Type::Memset ||
+                    op->type == Op::Type::SymbolIn ||
+                    op->type == Op::Type::SymbolOut;
+  if (s.sticky.code() != pb::OK && deviceWork)
+    return cancel(s.sticky);
+  if (op->slot && op->slot->state == KernelSlot::State::Failed)
+    return cancel(status(pb::COMPILE_ERROR, op->slot->error, op->seq));
+  if (deviceWork) {
+    if (op->type == Op::Type::Launch)
+      op->kernel = op->slot->compiled->findKernel(op->kernelName);
+    scheduler->ready(op);
+    queuedOps++;
+    return;
+  }
+  // Work done here, on the I/O thread.
+  if (op->type == Op::Type::Free) {
+    if (llvm::Error e = backend->free(op->dst))
+      op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    s.tenant->used -= op->bytes;
+    memoryUsed -= op->bytes;
+  } else if (op->type == Op::Type::Unload) {
+    SessionModule &m = *op->module;
+    for (auto &[key, slot] : m.slots)
+      if (slot.loaded)
+        llvm::consumeError(backend->unloadModule(slot.loaded));
+    std::shared_ptr<ModuleImage> image = m.image;
+    s.modules.erase(m.handle);
+    op->module = nullptr;
+    if (--image->users == 0 && image->state != ModuleImage::State::Inspecting)
+      images.erase(image->hash);
+  }
+  done();
+}
+
+void Server::Impl::dispatch() {
+  while (idleExecutors > 0) {
+    auto *op = static_cast<Op *>(scheduler->next());
+    if (!op)
+      return;
+    queuedOps--;
+    if (op->session->dead) {
+      op->result = status(pb::NO_SESSION, "the session ended", op->seq);
+      complete(op);
+      continue;
+    }
+    idleExecutors--;
+    {
+      std::lock_guard<std::mutex> lock(tenantsMutex);
+      if (running++ == 0)
+        busySince = Clock::now();
+    }
+    op->running = true;
+    execQueue.push([this, op] {
+      execute(op);
+      post([this, op] {
+        idleExecutors++;
+        {
+          std::lock_guard<std::mutex> lock(tenantsMutex);
+          if (--running == 0)
+            busySeconds +=
+                std::chrono::duration<double>(Clock::now() - busySince)
+                    .count();
+        }
+        op->running = false;
+        scheduler->finished(op, op->ms);
+        complete(op);
+      });
+    });
+  }
+}
+
+/// Runs on an executor thread: only the op's own fields and the backend.
+void Server::Impl::execute(Op *op) {
+  auto start = Clock::now();
+  llvm::Error e = llvm::Error::success();
+  bool fault = false;
+  switch (op->type) {
+  case Op::Type::Launch: {
+    if (!op->kernel) {
+      e = llvm::createStringError("kernel '" + op->kernelName +
+                                  "' is missing from its compiled module");
+      break;
+    }
+    auto r = launchKernel(*backend, op->slot->loaded, *op->kernel, op->config,
+                          op->params);
+    if (!r) {
+      e = r.takeError();
+      fault = true;
+    }
+    break;
+  }
+  case Op::Type::CopyIn:
+    e = backend->copyToDevice(op->dst, op->in.data(), op->bytes);
+    break;
+  case Op::Type::CopyOut:
+    op->out.resize(op->bytes);
+    e = backend->copyFromDevice(op->out.data(), op->src, op->bytes);
+    break;
+  case Op::Type::CopyD2D: {
+    std::string tmp(op->bytes, '\0');
+    e = backend->copyFromDevice(tmp.data(), op->src, op->bytes);
+    if (!e)
+      e = backend->copyToDevice(op->dst, tmp.data(), op->bytes);
+    break;
+  }
+  case Op::Type::Memset:
+    e = backend->memset(op->dst, op->value, op->bytes);
+    break;
+  case Op::Type::SymbolIn:
+  case Op::Type::SymbolOut: {
+    auto it = op->module->variableAddress.find(op->kernelName);
+    if (it == op->module->variableAddress.end()) {
+      e = llvm::createStringError("module variable '" + op->kernelName +
+                                  "' has no address");
+      break;
+    }
+    uint64_t addr = it->second + op->src;
+    if (op->type == Op::Type::SymbolIn) {
+      e = backend->copyToDevice(addr, op->in.data(), op->bytes);
+    } else {
+      op->out.resize(op->bytes);
+      e = backend->copyFromDevice(op->out.data(), addr, op->bytes);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  op->ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (e)
+    op->result = status(fault ? pb::LAUNCH_FAILURE : pb::INTERNAL,
+                        llvm::toString(std::move(e)), op->seq, fault);
+}
+
+void Server::Impl::complete(Op *first) {
+  // A worklist, not recursion: one completion may release a long chain.
+  std::deque<Op *> work{first};
+  while (!work.empty()) {
+    Op *op = work.front();
+    work.pop_front();
+    finishOp(op, work);
+  }
+}
+
+void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
+  Session &s = *op->session;
+  TenantMetrics &metrics = s.tenant->metrics;
+  bool failed = op->result.code() != pb::OK;
+  bool cancelled = failed && (op->result.code() == pb::NO_SESSION ||
+                              (s.sticky.code() != pb::OK &&
+                               op->result.seq() == s.sticky.seq() &&
+                               op->result.seq() != op->seq));
+  if (!cancelled) {
+    switch (op->type) {
+    case Op::Type::Launch:
+      metrics.launches++;
+      metrics.kernelMicros += uint64_t(op->ms * 1000);
+      break;
+    case Op::Type::CopyIn:
+    case Op::Type::SymbolIn:
+      metrics.bytesToDevice += op->bytes;
+      break;
+    case Op::Type::CopyOut:
+    case Op::Type::SymbolOut:
+      metrics.bytesFromDevice += op->bytes;
+      break;
+    case Op::Type::CopyD2D:
+      metrics.bytesDeviceToDevice += op->bytes;
+      break;
+    default:
+      break;
+    }
+    if (failed)
+      metrics.errors++;
+  }
+  if (failed && !cancelled) {
+    if (op->result.sticky()) {
+      if (s.sticky.code() == pb::OK) {
+        s.sticky = op->result;
+        log(llvm::formatv("session {0} (tenant '{1}'): {2} (call {3}); the "
+                          "session's later calls fail with it",
+                          s.id, s.tenant->config.name, op->result.message(),
+                          op->seq)
+                .str());
+      }
+    } else if (!op->reply) {
+      auto it = s.streams.find(op->stream);
+      if (it != s.streams.end() && it->second.error.code() == pb::OK)
+        it->second.error = op->result;
+    }
+  }
+  // The reply of a synchronous call.
+  if (op->reply && !s.dead) {
+    pb::Reply r;
+    r.set_seq(op->seq);
+    pb::Status st = op->result;
+    if (op->reportsErrors && st.code() == pb::OK) {
+      if (s.sticky.code() != pb::OK) {
+        st = s.sticky;
+      } else {
+        for (auto &[h, stream] : s.streams) {
+          if (!op->deviceWide && h != op->stream)
+            continue;
+          if (stream.error.code() != pb::OK) {
+            if (st.code() == pb::OK)
+              st = stream.error;
+            stream.error = pb::Status();
+          }
+        }
+      }
+      if (st.code() != pb::OK)
+        *r.mutable_deferred() = st;
+    }
+    if (st.code() != pb::OK)
+      *r.mutable_status() = st;
+    std::string *payload = nullptr;
+    if (st.code() == pb::OK) {
+      if (op->fill)
+        op->fill(r);
+      if (op->type == Op::Type::CopyOut || op->type == Op::Type::SymbolOut) {
+        r.set_payload_bytes(op->out.size());
+        payload = &op->out;
+      }
+    }
+    reply(s.routingId, r, payload);
+  }
+  // The stream and event this op was the tail of.
+  auto it = s.streams.find(op->stream);
+  if (it != s.streams.end() && it->second.tail == op) {
+    it->second.tail = nullptr;
+    if (it->second.destroyed)
+      s.streams.erase(it);
+  }
+  if (op->type == Op::Type::EventRecord) {
+    auto ev = s.events.find(op->event);
+    if (ev != s.events.end() && ev->second.record == op) {
+      ev->second.record = nullptr;
+      ev->second.recorded = !failed;
+      ev->second.when = Clock::now();
+    }
+  }
+  for (Op *d : op->dependents)
+    if (--d->pendingDeps == 0)
+      makeReady(d, &work);
+  metrics.queued--;
+  s.liveOps--;
+  delete op;
+  maybeErase(s);
+}
+
+//===----------------------------------------------------------------------===//
+// Sessions
+//===----------------------------------------------------------------------===//
+
+void Server::Impl::teardown(Session &s, const char *why) {
+  if (s.dead)
+    return;
+  s.dead = true;
+  byRouting.erase(s.routingId);
+  {
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    s.tenant->sessions--;
+  }
+  log(llvm::formatv("session {0} (tenant '{1}'): {2}; dropping {3} queued "
+                    "operation{4}",
+                    s.id, s.tenant->config.name, why, s.liveOps,
+                    s.liveOps == 1 ? "" : "s")
+          .str());
+  // Queued ops are cancelled as the scheduler hands them out or as their
+  // dependencies complete; running ones finish. Then `maybeErase` frees.
+  maybeErase(s);
+}
+
+void Server::Impl::maybeErase(Session &s) {
+  if (!s.dead || s.liveOps)
+    return;
+  uint64_t freed = 0;
+  for (auto &[addr, bytes] : s.allocations) {
+    llvm::consumeError(backend->free(addr));
+    freed += bytes;
+  }
+  {
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    s.tenant->used -= freed;
+    memoryUsed -= freed;
+  }
+  for (auto &[h, m] : s.modules) {
+    for (auto &[key, slot] : m->slots)
+      if (slot.loaded)
+        llvm::consumeError(backend->unloadModule(slot.loaded));
+    if (--m->image->users == 0 &&
+        m->image->state != ModuleImage::State::Inspecting)
+      images.erase(m->image->hash);
+  }
+  log(llvm::formatv("session {0} closed: {1} returned to the device", s.id,
+                    bytesText(freed))
+          .str());
+  sessions.erase(s.id);
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+std::string Server::Impl::metricsText() {
+  PrometheusWriter w;
+  std::lock_guard<std::mutex> lock(tenantsMutex);
+  double uptime =
+      std::chrono::duration<double>(Clock::now() - startTime).count();
+  double busy = busySeconds;
+  if (running)
+    busy += std::chrono::duration<double>(Clock::now() - busySince).count();
+  w.family("wooly_device_busy_seconds_total", "counter",
+           "Time during which at least one launch or copy ran on the device.");
+  w.sample("wooly_device_busy_seconds_total", {}, busy);
+  w.family("wooly_device_busy_fraction", "gauge",
+           "Busy time over the server's uptime.");
+  w.sample("wooly_device_busy_fraction", {},
+           uptime > 0 ? std::min(1.0, busy / uptime) : 0);
+  w.family("wooly_device_memory_bytes", "gauge",
+           "Device memory shared by all tenants.");
+  w.sample("wooly_device_memory_bytes", {}, double(deviceMemory));
+  w.family("wooly_device_memory_used_bytes", "gauge",
+           "Device memory allocated by all tenants.");
+  w.sample("wooly_device_memory_used_bytes", {}, double(memoryUsed));
+  w.family("wooly_queued_operations", "gauge",
+           "Launches and copies ready and waiting for an executor.");
+  w.sample("wooly_queued_operations", {}, double(queuedOps.load()));
+  w.family("wooly_compile_cache_hits_total", "counter",
+           "Kernel compilations served by the compile cache.");
+  w.sample("wooly_compile_cache_hits_total", {}, double(cache->hits()));
+  w.family("wooly_compile_cache_misses_total", "counter",
+           "Kernel compilations that ran the compiler.");
+  w.sample("wooly_compile_cache_misses_total", {}, double(cache->misses()));
+
+  struct Family {
+    const char *name, *type, *help;
+    std::function<double(const TenantState &)> value;
+  };
+  const Family families[] = {
+      {"wooly_tenant_sessions", "gauge", "Open sessions of the tenant.",
+       [](const TenantState &t) { return double(t.sessions); }},
+      {"wooly_tenant_launches_total", "counter", "Kernels launched.",
+       [](const TenantState &t) { return double(t.metrics.launches.load()); }},
+      {"wooly_tenant_kernel_seconds_total", "counter",
+       "Time the tenant's kernels ran.",
+       [](const TenantState &t) {
+         return double(t.metrics.kernelMicros.load()) / 1e6;
+       }},
+      {"wooly_tenant_memory_used_bytes", "gauge",
+       "Device memory the tenant holds.",
+       [](const TenantState &t) { return double(t.used); }},
+      {"wooly_tenant_memory_quota_bytes", "gauge", "The tenant's quota.",
+       [](const TenantState &t) { return double(t.config.quotaBytes); }},
+      {"wooly_tenant_queued_operations", "gauge",
+       "Operations of the tenant not yet completed.",
+       [](const TenantState &t) { return double(t.metrics.queued.load()); }},
+      {"wooly_tenant_errors_total", "counter",
+       "Calls of the tenant that failed.",
+       [](const TenantState &t) { return double(t.metrics.errors.load()); }},
+  };
+  for (const Family &f : families) {
+    w.family(f.name, f.type, f.help);
+    for (auto &[name, t] : tenantStates)
+      w.sample(f.name, {{"tenant", name}}, f.value(*t));
+  }
+  w.family("wooly_tenant_copy_bytes_total", "counter",
+           "Bytes copied by the tenant, by direction.");
+  for (auto &[name, t] : tenantStates) {
+    w.sample("wooly_tenant_copy_bytes_total",
+             {{"tenant", name}, {"direction", "host_to_device"}},
+             double(t->metrics.bytesToDevice.load()));
+    w.sample("wooly_tenant_copy_bytes_total",
+             {{"tenant", name}, {"direction", "device_to_host"}},
+             double(t->metrics.bytesFromDevice.load()));
+    w.sample("wooly_tenant_copy_bytes_total",
+             {{"tenant", name}, {"direction", "device_to_device"}},
+             double(t->metrics.bytesDeviceToDevice.load()));
+  }
+  return w.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Server
+//===----------------------------------------------------------------------===//
+
+Server::Server(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Server::~Server() = default;
+
+llvm::Expected<std::unique_ptr<Server>>
+Server::create(ServerOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  try {
+    if (llvm::Error e = impl->start())
+      return std::move(e);
+  } catch (const std::exception &e) {
+    return llvm::createStringError(std::string("cannot start: ") + e.what());
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+llvm::Error Server::run() {
+  try {
+    return impl->run();
+  } catch (const std::exception &e) {
+    return llvm::createStringError(std::string("server failed: ") + e.what());
+  }
+}
+
+void Server::requestStop() {
+  impl->stopRequested.store(true);
+  uint64_t one = 1;
+  (void)!::write(impl->wakeFd, &one, sizeof one);
+}
+
+std::string Server::metricsText() { return impl->metricsText(); }
+
+std::vector<std::string> Server::endpoints() const { return impl->bound; }

@@ -1,0 +1,142 @@
+//===- wooly-serve.cpp - Share one device among many tenants ----*- C++ -*-===//
+//
+// A thin main over the server library (include/Wooly/Server/Server.h):
+// parses the options, starts the server, turns SIGINT/SIGTERM into a
+// clean drain and exit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Server/Server.h"
+#include "Wooly/Server/Tenants.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <csignal>
+#include <unistd.h>
+
+using namespace llvm;
+
+static cl::OptionCategory cat("wooly-serve options");
+
+static cl::list<std::string> listen(
+    "listen",
+    cl::desc("ZeroMQ endpoint to serve on, ipc://PATH or tcp://HOST:PORT "
+             "(repeat for several; default: ipc:///tmp/wooly-<uid>.sock, the "
+             "clients' default)"),
+    cl::value_desc("endpoint"), cl::cat(cat));
+static cl::opt<std::string>
+    backendName("backend",
+                cl::desc("Device all tenants share: cpu (the embedded CPU "
+                         "backend, default) or cuda (an NVIDIA GPU)"),
+                cl::init("cpu"), cl::cat(cat));
+static cl::opt<std::string> tenantsFile(
+    "tenants",
+    cl::desc("YAML file of tenants (name, token, class, weight, sla_ms, "
+             "memory). Without it any tenant name is accepted without a "
+             "token, in class normal"),
+    cl::value_desc("file"), cl::cat(cat));
+static cl::opt<std::string> metrics(
+    "metrics",
+    cl::desc("Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: "
+             "a free one, logged at start-up)"),
+    cl::value_desc("host:port"), cl::cat(cat));
+static cl::opt<std::string>
+    cacheDir("cache-dir",
+             cl::desc("Directory of the compile cache on disk (default: "
+                      "memory only)"),
+             cl::value_desc("dir"), cl::cat(cat));
+static cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("Device memory all tenants share (e.g. 8GiB; cpu default 4GiB)"),
+    cl::value_desc("bytes"), cl::cat(cat));
+static cl::opt<unsigned>
+    executors("executors",
+              cl::desc("Threads running launches and copies (default: one "
+                       "per core for cpu, 1 for cuda)"),
+              cl::init(0), cl::cat(cat));
+static cl::opt<unsigned>
+    compileThreads("compile-threads",
+                   cl::desc("Threads compiling kernels (default 2)"),
+                   cl::init(0), cl::cat(cat));
+static cl::opt<unsigned>
+    cpuWorkers("cpu-workers",
+               cl::desc("Worker threads of the cpu backend (default: one "
+                        "per core)"),
+               cl::init(0), cl::cat(cat));
+static cl::opt<unsigned> drainTimeout(
+    "drain-timeout-ms",
+    cl::desc("On SIGINT/SIGTERM, how long queued work may finish (default "
+             "10000)"),
+    cl::init(10000), cl::cat(cat));
+static cl::opt<std::string> maxMessage(
+    "max-message",
+    cl::desc("Largest message (and copy) a client may send (default 2GiB)"),
+    cl::value_desc("bytes"), cl::init("2GiB"), cl::cat(cat));
+
+static wooly::server::Server *theServer = nullptr;
+
+static void onSignal(int) {
+  if (theServer)
+    theServer->requestStop();
+}
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(cat);
+  cl::SetVersionPrinter([](raw_ostream &os) { os << "wooly-serve 0.1.0\n"; });
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "wooly-serve: share one device among many tenants\n\n"
+      "Clients (programs using Wooly's client library or its CUDA drop-ins)\n"
+      "connect over ZeroMQ, open a session as a tenant, and load, copy and\n"
+      "launch; every tenant's kernels run in one device context, compiled\n"
+      "from PTX on demand and cached. Clients find the server through\n"
+      "WOOLY_SERVER (default ipc:///tmp/wooly-<uid>.sock), WOOLY_TENANT and\n"
+      "WOOLY_TOKEN. SIGINT/SIGTERM finish queued work, then exit.\n");
+
+  wooly::server::ServerOptions o;
+  o.listen.assign(listen.begin(), listen.end());
+  if (o.listen.empty())
+    o.listen.push_back("ipc:///tmp/wooly-" + std::to_string(getuid()) +
+                       ".sock");
+  o.backend = backendName;
+  o.tenantsFile = tenantsFile;
+  o.metrics = metrics;
+  o.cacheDir = cacheDir;
+  o.executors = executors;
+  o.compileThreads = compileThreads;
+  o.cpuWorkers = cpuWorkers;
+  o.drainTimeoutMs = drainTimeout;
+  for (auto [opt, out] :
+       {std::pair<cl::opt<std::string> *, uint64_t *>{&deviceMemory,
+                                                     &o.deviceMemory},
+        {&maxMessage, &o.maxMessageBytes}}) {
+    if (opt->empty())
+      continue;
+    auto bytes = wooly::server::parseByteSize(*opt);
+    if (!bytes) {
+      errs() << "wooly-serve: --" << opt->ArgStr << ": "
+             << toString(bytes.takeError()) << "\n";
+      return 2;
+    }
+    *out = *bytes;
+  }
+
+  auto server = wooly::server::Server::create(std::move(o));
+  if (!server) {
+    errs() << "wooly-serve: error: " << toString(server.takeError()) << "\n";
+    return 1;
+  }
+  theServer = server->get();
+  struct sigaction sa = {};
+  sa.sa_handler = onSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (Error e = (*server)->run()) {
+    errs() << "wooly-serve: error: " << toString(std::move(e)) << "\n";
+    return 1;
+  }
+  theServer = nullptr;
+  return 0;
+}
