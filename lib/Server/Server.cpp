@@ -565,9 +565,12 @@ llvm::Error Server::Impl::run() {
         if (live)
           log("drain timeout: " + std::to_string(live) +
               " operations left unfinished");
+        std::vector<Session *> open;
         for (auto &[id, s] : sessions)
           if (!s->dead)
-            teardown(*s, "server stopping");
+            open.push_back(s.get());
+        for (Session *s : open)
+          teardown(*s, "server stopping");
         // Running work must end before the backend goes away.
         while (running) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -643,9 +646,13 @@ void Server::Impl::onMonitorEvents() {
     std::memcpy(&fd, ev.data() + 2, 4);
     if (event != ZMQ_EVENT_DISCONNECTED)
       continue;
+    // teardown() may erase the session: collect first.
+    std::vector<Session *> gone;
     for (auto &[id, s] : sessions)
       if (!s->dead && s->fd == int(fd))
-        teardown(*s, "client disconnected");
+        gone.push_back(s.get());
+    for (Session *s : gone)
+      teardown(*s, "client disconnected");
   }
 }
 

@@ -1,0 +1,677 @@
+//===- ServerTest.cpp - wooly-serve as a process, with real clients -------===//
+//
+// Every test starts `wooly-serve` as a child process on a temporary
+// `ipc://` path (the cpu backend), talks to it through the client library,
+// through the tenant programs of test/apps/client run as processes, or
+// through a raw ZeroMQ socket (malformed input), and stops it with SIGTERM
+// (the server must drain and exit 0).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Client/Client.h"
+
+#include "gtest/gtest.h"
+
+#include <zmq.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace wooly::client;
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Spawns `argv` with stdout/stderr to `logPath` (and stdin from a pipe
+/// whose write end is returned in `stdinFd` when asked for).
+pid_t spawn(const std::vector<std::string> &argv, const std::string &logPath,
+            const std::vector<std::string> &env = {},
+            int *stdinFd = nullptr, int *stdoutFd = nullptr) {
+  int in[2] = {-1, -1}, out[2] = {-1, -1};
+  if (stdinFd && pipe(in) != 0)
+    return -1;
+  if (stdoutFd && pipe(out) != 0)
+    return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int log = open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (stdinFd) {
+      dup2(in[0], 0);
+      close(in[1]);
+    }
+    dup2(stdoutFd ? out[1] : log, 1);
+    dup2(log, 2);
+    for (const std::string &e : env)
+      putenv(const_cast<char *>(e.c_str()));
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  if (stdinFd) {
+    close(in[0]);
+    *stdinFd = in[1];
+  }
+  if (stdoutFd) {
+    close(out[1]);
+    *stdoutFd = out[0];
+  }
+  return pid;
+}
+
+/// Waits for `pid`; returns its exit status (128+signal when killed).
+int waitExit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid)
+    return -1;
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+/// A wooly-serve process on a temporary ipc:// path.
+class ServerTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/wooly-server-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    endpoint = "ipc://" + dir + "/serve.sock";
+    logPath = dir + "/serve.log";
+  }
+
+  void TearDown() override {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      int rc = waitExit(pid);
+      EXPECT_EQ(rc, 0) << "wooly-serve did not exit cleanly:\n" << log();
+    }
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!system(cmd.c_str());
+  }
+
+  /// Starts the server with `extra` options and waits until it answers.
+  void startServer(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {WOOLY_BIN_DIR "/wooly-serve",
+                                     "--listen=" + endpoint,
+                                     "--metrics=127.0.0.1:0",
+                                     "--cpu-workers=2"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid = spawn(argv, logPath);
+    ASSERT_GT(pid, 0);
+    // The client waits (up to its connect timeout) for the server.
+    // A refusal (tenants file, no token) is an answer too.
+    Status s;
+    auto probe = connect("probe", "", &s);
+    ASSERT_TRUE(probe || s.code == Code::Unauthenticated)
+        << s.str() << "\n" << log();
+  }
+
+  std::unique_ptr<Client> connect(const std::string &tenant,
+                                  const std::string &token = "",
+                                  Status *status = nullptr) {
+    Options o;
+    o.server = endpoint;
+    o.tenant = tenant;
+    o.token = token;
+    o.connectTimeoutMs = 10000;
+    Status s;
+    auto c = Client::connect(o, s);
+    if (status)
+      *status = s;
+    return c;
+  }
+
+  std::string log() { return readFile(logPath); }
+
+  /// The metrics endpoint's "HOST:PORT", from the server's log.
+  std::string metricsAddress() {
+    std::string l = log();
+    size_t at = l.find("metrics at http://");
+    if (at == std::string::npos)
+      return "";
+    at += strlen("metrics at http://");
+    return l.substr(at, l.find("/metrics", at) - at);
+  }
+
+  /// GET /metrics with a raw socket.
+  std::string fetchMetrics() {
+    std::string addr = metricsAddress();
+    size_t colon = addr.rfind(':');
+    if (colon == std::string::npos)
+      return "";
+    std::string cmd = "exec 3<>/dev/tcp/" + addr.substr(0, colon) + "/" +
+                      addr.substr(colon + 1) +
+                      "; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; "
+                      "cat <&3";
+    std::string full = "bash -c \"" + cmd + "\"";
+    FILE *p = popen(full.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0)
+      out.append(buf, n);
+    if (p)
+      pclose(p);
+    size_t body = out.find("\r\n\r\n");
+    return body == std::string::npos ? "" : out.substr(body + 4);
+  }
+
+  /// The value of the metrics sample line starting with `prefix`.
+  double metric(const std::string &text, const std::string &prefix) {
+    size_t at = text.find("\n" + prefix + " ");
+    if (at == std::string::npos)
+      return -1;
+    return std::atof(text.c_str() + at + prefix.size() + 2);
+  }
+
+  std::string dir, endpoint, logPath;
+  pid_t pid = -1;
+};
+
+std::string corpus(const char *name) {
+  return readFile(std::string(WOOLY_CORPUS_DIR) + "/" + name);
+}
+
+/// A parameter buffer for `layout` from 8-byte and 4-byte values.
+struct Params {
+  explicit Params(const KernelLayout &l) : l(l), bytes(l.paramBufferSize) {}
+  template <typename T> Params &add(T v) {
+    EXPECT_LT(i, l.paramOffsets.size());
+    EXPECT_EQ(l.paramSizes[i], sizeof(T));
+    std::memcpy(bytes.data() + l.paramOffsets[i++], &v, sizeof(T));
+    return *this;
+  }
+  const KernelLayout &l;
+  std::vector<uint8_t> bytes;
+  size_t i = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Tests
+//===----------------------------------------------------------------------===//
+
+// Two tenant programs at once, each checking its results bit for bit.
+TEST_F(ServerTest, TwoClientProcessesAtOnce) {
+  startServer();
+  std::string env = "WOOLY_SERVER=" + endpoint;
+  pid_t a = spawn({WOOLY_BIN_DIR "/wooly-app-saxpy",
+                   "--ptx=" WOOLY_CORPUS_DIR "/elementwise.sm_90.ptx",
+                   "--n=262144", "--rounds=3"},
+                  dir + "/saxpy.log", {env, "WOOLY_TENANT=alpha"});
+  pid_t b = spawn({WOOLY_BIN_DIR "/wooly-app-reduce",
+                   "--ptx=" WOOLY_CORPUS_DIR "/reduction.sm_90.ptx",
+                   "--n=16384", "--rounds=2"},
+                  dir + "/reduce.log", {env, "WOOLY_TENANT=beta"});
+  EXPECT_EQ(waitExit(a), 0) << readFile(dir + "/saxpy.log") << log();
+  EXPECT_EQ(waitExit(b), 0) << readFile(dir + "/reduce.log") << log();
+  EXPECT_NE(readFile(dir + "/saxpy.log").find("bit-identical"),
+            std::string::npos);
+  EXPECT_NE(readFile(dir + "/reduce.log").find("all exact"),
+            std::string::npos);
+}
+
+// Another session's allocation, module, stream and event: errors, and the
+// owner's data is unchanged.
+TEST_F(ServerTest, ForeignHandlesAndAddressesAreRefused) {
+  startServer();
+  auto a = connect("alice");
+  auto b = connect("bob");
+  ASSERT_TRUE(a && b);
+  std::vector<uint32_t> data(1024);
+  for (uint32_t i = 0; i < data.size(); ++i)
+    data[i] = i * 2654435761u;
+  uint64_t buf;
+  ASSERT_TRUE(a->malloc(4096, buf).ok());
+  ASSERT_TRUE(a->copyToDevice(buf, data.data(), 4096).ok());
+  Module m;
+  ASSERT_TRUE(a->loadModule(corpus("elementwise.sm_90.ptx"), "ew", m).ok());
+  uint64_t stream, event;
+  ASSERT_TRUE(a->streamCreate(stream).ok());
+  ASSERT_TRUE(a->eventCreate(event).ok());
+
+  std::vector<uint32_t> junk(1024, 0xdeadbeef);
+  EXPECT_EQ(b->copyToDevice(buf, junk.data(), 4096).code,
+            Code::InvalidAddress);
+  EXPECT_EQ(b->copyToDevice(buf + 4000, junk.data(), 200).code,
+            Code::InvalidAddress);
+  EXPECT_EQ(b->memset(buf, 0, 16).code, Code::InvalidAddress);
+  EXPECT_EQ(b->copyFromDevice(junk.data(), buf, 4096).code,
+            Code::InvalidAddress);
+  EXPECT_EQ(b->free(buf).code, Code::InvalidAddress);
+  EXPECT_EQ(b->streamSynchronize(stream).code, Code::InvalidHandle);
+  EXPECT_EQ(b->eventSynchronize(event).code, Code::InvalidHandle);
+  EXPECT_EQ(b->unloadModule(m.handle).code, Code::InvalidHandle);
+  uint64_t bbuf;
+  ASSERT_TRUE(b->malloc(4096, bbuf).ok());
+  EXPECT_EQ(b->copyDeviceToDevice(bbuf, buf, 4096).code,
+            Code::InvalidAddress);
+  // An asynchronous launch naming alice's module fails at b's next sync.
+  const KernelLayout *k = m.findKernel("vec_add");
+  ASSERT_NE(k, nullptr);
+  Params p(*k);
+  p.add(int32_t(1024)).add(bbuf).add(bbuf).add(bbuf);
+  ASSERT_TRUE(
+      b->launch(m.handle, "vec_add", {4}, {256}, 0, p.bytes.data(),
+                p.bytes.size())
+          .ok());
+  uint64_t launchSeq = b->lastSeq();
+  Status s = b->deviceSynchronize();
+  EXPECT_EQ(s.code, Code::InvalidHandle) << s.str();
+  EXPECT_EQ(s.seq, launchSeq) << "the deferred error names the launch";
+  // The error was reported once (not sticky).
+  EXPECT_TRUE(b->deviceSynchronize().ok());
+
+  std::vector<uint32_t> back(1024);
+  ASSERT_TRUE(a->copyFromDevice(back.data(), buf, 4096).ok());
+  EXPECT_EQ(back, data);
+}
+
+// A tenant's allocations stay within its quota; memInfo shows its view.
+TEST_F(ServerTest, QuotaIsEnforced) {
+  std::ofstream(dir + "/tenants.yaml") << "tenants:\n"
+                                          "  - name: small\n"
+                                          "    token: \"t0k\"\n"
+                                          "    memory: 1MiB\n"
+                                          "  - name: big\n"
+                                          "    token: \"other\"\n"
+                                          "    class: best-effort\n";
+  startServer({"--tenants=" + dir + "/tenants.yaml"});
+  Status s;
+  EXPECT_FALSE(connect("small", "wrong", &s));
+  EXPECT_EQ(s.code, Code::Unauthenticated) << s.str();
+  EXPECT_FALSE(connect("nobody", "t0k", &s));
+  EXPECT_EQ(s.code, Code::Unauthenticated);
+  auto c = connect("small", "t0k", &s);
+  ASSERT_TRUE(c) << s.str();
+  EXPECT_EQ(c->session().quotaBytes, 1u << 20);
+  uint64_t a, b2, free = 0, total = 0;
+  ASSERT_TRUE(c->malloc(512 << 10, a).ok());
+  s = c->malloc(600 << 10, b2);
+  EXPECT_EQ(s.code, Code::OutOfMemory) << s.str();
+  EXPECT_NE(s.message.find("quota"), std::string::npos) << s.message;
+  ASSERT_TRUE(c->memInfo(free, total).ok());
+  EXPECT_EQ(total, 1u << 20);
+  EXPECT_EQ(free, 512u << 10);
+  // A second session of the same tenant shares the quota.
+  auto c2 = connect("small", "t0k");
+  ASSERT_TRUE(c2);
+  EXPECT_EQ(c2->malloc(600 << 10, b2).code, Code::OutOfMemory);
+  ASSERT_TRUE(c->free(a).ok());
+  EXPECT_TRUE(c2->malloc(600 << 10, b2).ok());
+  auto big = connect("big", "other");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->session().priorityClass, "best-effort");
+}
+
+// A client killed mid-work: its session is torn down and its memory
+// returns (seen through another session of the same tenant).
+TEST_F(ServerTest, KilledClientMemoryIsReturned) {
+  startServer({"--device-memory=512MiB"});
+  auto watcher = connect("victim");
+  ASSERT_TRUE(watcher);
+  int in = -1, out = -1;
+  pid_t child = spawn({WOOLY_BIN_DIR "/wooly-app-hold", "--bytes=268435456"},
+                      dir + "/hold.log",
+                      {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=victim"}, &in,
+                      &out);
+  ASSERT_GT(child, 0);
+  char buf[16] = {};
+  ASSERT_GT(read(out, buf, 6), 0) << readFile(dir + "/hold.log") << log();
+  EXPECT_EQ(std::string(buf, 5), "ready");
+  uint64_t free = 0, total = 0;
+  ASSERT_TRUE(watcher->memInfo(free, total).ok());
+  EXPECT_EQ(free, (512ull - 256) << 20);
+  kill(child, SIGKILL);
+  EXPECT_EQ(waitExit(child), 128 + SIGKILL);
+  close(in);
+  close(out);
+  // The server notices the closed connection asynchronously.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(watcher->memInfo(free, total).ok());
+    if (free == 512ull << 20)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(free, 512ull << 20) << log();
+  EXPECT_NE(log().find("client disconnected"), std::string::npos);
+  // The memory can be allocated again.
+  uint64_t a;
+  EXPECT_TRUE(watcher->malloc(400 << 20, a).ok());
+}
+
+/// A raw DEALER socket for malformed input.
+class RawClient {
+public:
+  explicit RawClient(const std::string &endpoint) {
+    ctx = zmq_ctx_new();
+    sock = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0, timeout = 10000;
+    zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_connect(sock, endpoint.c_str());
+  }
+  ~RawClient() {
+    zmq_close(sock);
+    zmq_ctx_term(ctx);
+  }
+  void send(const std::vector<std::string> &frames) {
+    for (size_t i = 0; i < frames.size(); ++i)
+      zmq_send(sock, frames[i].data(), frames[i].size(),
+               i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
+  }
+  /// The envelope of the next reply ("" on timeout).
+  std::string receive() {
+    std::string first;
+    bool have = false;
+    for (;;) {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      if (zmq_msg_recv(&m, sock, 0) < 0) {
+        zmq_msg_close(&m);
+        return first;
+      }
+      if (!have)
+        first.assign(static_cast<char *>(zmq_msg_data(&m)), zmq_msg_size(&m));
+      have = true;
+      bool more = zmq_msg_more(&m);
+      zmq_msg_close(&m);
+      if (!more)
+        return first;
+    }
+  }
+
+private:
+  void *ctx, *sock;
+};
+
+// Hand-encoded Protobuf (wire format), so that the test does not share the
+// client's encoder: field numbers from proto/wooly.proto.
+std::string varint(uint64_t v) {
+  std::string s;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    s += char(v ? b | 0x80 : b);
+  } while (v);
+  return s;
+}
+std::string field(unsigned num, uint64_t v) { return varint(num << 3) + varint(v); }
+std::string field(unsigned num, const std::string &bytes) {
+  return varint(num << 3 | 2) + varint(bytes.size()) + bytes;
+}
+/// Request{version, calls: [Call{seq, <op field> = body}]}.
+std::string request(uint32_t version, uint64_t seq, unsigned op,
+                    const std::string &body) {
+  return field(1, version) + field(2, field(1, seq) + field(op, body));
+}
+
+// Malformed messages get an error reply or are dropped; the server keeps
+// serving everyone.
+TEST_F(ServerTest, MalformedInputIsRefused) {
+  startServer();
+  auto good = connect("good");
+  ASSERT_TRUE(good);
+  RawClient raw(endpoint);
+  // Random bytes as the envelope.
+  std::string noise;
+  for (int i = 0; i < 64; ++i)
+    noise += char(i * 37 + 11);
+  raw.send({noise});
+  std::string r = raw.receive();
+  EXPECT_NE(r.find("not a wooly.v1.Request"), std::string::npos) << r;
+  // A truncated envelope.
+  std::string hello = request(1, 1, 10, field(1, std::string("raw")));
+  raw.send({hello.substr(0, hello.size() - 3)});
+  r = raw.receive();
+  EXPECT_NE(r.find("not a wooly.v1.Request"), std::string::npos) << r;
+  // A wrong version: the error names both.
+  raw.send({request(7, 2, 10, field(1, std::string("raw")))});
+  r = raw.receive();
+  EXPECT_NE(r.find("version 7"), std::string::npos) << r;
+  EXPECT_NE(r.find("version 1"), std::string::npos) << r;
+  // A call before Hello.
+  raw.send({request(1, 3, 17, field(1, 64))});
+  r = raw.receive();
+  EXPECT_NE(r.find("no session"), std::string::npos) << r;
+  // Now a session.
+  raw.send({request(1, 4, 10, field(1, std::string("raw")))});
+  r = raw.receive();
+  EXPECT_NE(r.find("raw"), std::string::npos) << r;
+  // An unknown call (a field number the server does not know).
+  raw.send({request(1, 5, 99, field(1, 1))});
+  r = raw.receive();
+  EXPECT_NE(r.find("unknown call"), std::string::npos) << r;
+  // Malloc: a real allocation to aim at.
+  raw.send({request(1, 6, 17, field(1, 4096))});
+  r = raw.receive();
+  ASSERT_FALSE(r.empty());
+  // A payload frame shorter than the call claims (CopyToDevice, sync).
+  raw.send({request(1, 7, 20, field(1, 0x1000) + field(2, 4096)),
+            std::string(100, 'x')});
+  r = raw.receive();
+  EXPECT_NE(r.find("payload frame has 100 bytes"), std::string::npos) << r;
+  // A missing payload frame.
+  raw.send({request(1, 8, 20, field(1, 0x1000) + field(2, 4096))});
+  r = raw.receive();
+  EXPECT_NE(r.find("payload frame is missing"), std::string::npos) << r;
+  // A huge size claim: a 2^62-byte device-to-host copy.
+  raw.send({request(1, 9, 21, field(1, 0x1000) + field(2, 1ull << 62))});
+  r = raw.receive();
+  EXPECT_FALSE(r.empty());
+  EXPECT_NE(r.find("exceeds the message limit"), std::string::npos) << r;
+  // A huge malloc.
+  raw.send({request(1, 10, 17, field(1, 1ull << 62))});
+  r = raw.receive();
+  EXPECT_NE(r.find("quota"), std::string::npos) << r;
+  // An empty message.
+  raw.send({std::string()});
+  r = raw.receive();
+  EXPECT_FALSE(r.empty());
+
+  // The well-behaved client never noticed.
+  uint64_t a;
+  ASSERT_TRUE(good->malloc(64, a).ok());
+  uint32_t v = 0x12345678, w = 0;
+  ASSERT_TRUE(good->copyToDevice(a, &v, 4).ok());
+  ASSERT_TRUE(good->copyFromDevice(&w, a, 4).ok());
+  EXPECT_EQ(w, v);
+}
+
+// A kernel fault is sticky for its session only.
+TEST_F(ServerTest, KernelFaultIsStickyForItsSessionOnly) {
+  startServer();
+  auto bad = connect("mallory");
+  auto good = connect("alice");
+  ASSERT_TRUE(bad && good);
+  Module mb, mg;
+  ASSERT_TRUE(bad->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mb).ok());
+  ASSERT_TRUE(good->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mg).ok());
+  const KernelLayout *k = mb.findKernel("vec_add");
+  ASSERT_NE(k, nullptr);
+  uint64_t buf;
+  ASSERT_TRUE(bad->malloc(1024, buf).ok());
+  // c points nowhere: the store faults (the CPU backend checks bounds).
+  Params p(*k);
+  p.add(int32_t(256)).add(buf).add(buf).add(uint64_t(16));
+  ASSERT_TRUE(bad->launch(mb.handle, "vec_add", {1}, {256}, 0,
+                          p.bytes.data(), p.bytes.size())
+                  .ok());
+  Status s = bad->deviceSynchronize();
+  EXPECT_EQ(s.code, Code::LaunchFailure) << s.str();
+  EXPECT_TRUE(s.sticky);
+  EXPECT_EQ(bad->malloc(16, buf).code, Code::LaunchFailure);
+
+  // The other tenant's work is unaffected.
+  std::vector<float> x(256, 1.5f), y(256, 2.25f), z(256);
+  uint64_t dx, dy, dz;
+  ASSERT_TRUE(good->malloc(1024, dx).ok());
+  ASSERT_TRUE(good->malloc(1024, dy).ok());
+  ASSERT_TRUE(good->malloc(1024, dz).ok());
+  ASSERT_TRUE(good->copyToDevice(dx, x.data(), 1024).ok());
+  ASSERT_TRUE(good->copyToDevice(dy, y.data(), 1024).ok());
+  Params q(*mg.findKernel("vec_add"));
+  q.add(int32_t(256)).add(dx).add(dy).add(dz);
+  ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0,
+                           q.bytes.data(), q.bytes.size())
+                  .ok());
+  ASSERT_TRUE(good->copyFromDevice(z.data(), dz, 1024).ok());
+  for (float v : z)
+    ASSERT_EQ(v, 3.75f);
+}
+
+// Streams, events, module variables, kernel attributes; only the kernels
+// launched are compiled.
+TEST_F(ServerTest, StreamsEventsVariablesAndLazyCompiles) {
+  startServer();
+  auto c = connect("user");
+  ASSERT_TRUE(c);
+  Module m;
+  ASSERT_TRUE(c->loadModule(corpus("reduction.sm_90.ptx"), "red", m).ok());
+  EXPECT_EQ(m.kernels.size(), 3u);
+  // A second load of the same text: by hash, same layouts.
+  Module again;
+  ASSERT_TRUE(c->loadModule(corpus("reduction.sm_90.ptx"), "red", again).ok());
+  EXPECT_NE(again.handle, m.handle);
+  EXPECT_EQ(again.kernels.size(), 3u);
+  // A module that does not compile.
+  Module broken;
+  Status s = c->loadModule(".version 8.0\n.target sm_90\n.address_size 64\n"
+                           ".visible .entry k() { bogus.op; }\n",
+                           "broken", broken);
+  EXPECT_EQ(s.code, Code::CompileError) << s.str();
+  EXPECT_NE(s.message.find("broken:"), std::string::npos) << s.message;
+
+  const KernelLayout *k = m.findKernel("block_sum_i32");
+  ASSERT_NE(k, nullptr);
+  KernelAttributes attrs;
+  ASSERT_TRUE(c->funcAttributes(m.handle, "block_sum_i32", attrs).ok());
+  EXPECT_EQ(attrs.paramBufferSize, k->paramBufferSize);
+  EXPECT_GT(attrs.staticSharedBytes, 0u);
+  uint32_t blocks = 0;
+  ASSERT_TRUE(c->occupancy(m.handle, "block_sum_i32", 256, 0, blocks).ok());
+  EXPECT_GT(blocks, 0u);
+  EXPECT_EQ(c->funcAttributes(m.handle, "nope", attrs).code, Code::NotFound);
+
+  std::vector<int32_t> in(1024);
+  for (int i = 0; i < 1024; ++i)
+    in[i] = i - 300;
+  uint64_t din, dout, st, e0, e1;
+  ASSERT_TRUE(c->malloc(4096, din).ok());
+  ASSERT_TRUE(c->malloc(16, dout).ok());
+  ASSERT_TRUE(c->streamCreate(st).ok());
+  ASSERT_TRUE(c->eventCreate(e0).ok());
+  ASSERT_TRUE(c->eventCreate(e1).ok());
+  ASSERT_TRUE(c->eventRecord(e0, st).ok());
+  ASSERT_TRUE(c->copyToDevice(din, in.data(), 4096, st, true).ok());
+  Params p(*k);
+  p.add(int32_t(1024)).add(din).add(dout);
+  ASSERT_TRUE(c->launch(m.handle, "block_sum_i32", {4}, {256}, 0,
+                        p.bytes.data(), p.bytes.size(), st)
+                  .ok());
+  ASSERT_TRUE(c->eventRecord(e1, st).ok());
+  ASSERT_TRUE(c->streamSynchronize(st).ok());
+  EXPECT_TRUE(c->streamQuery(st).ok());
+  EXPECT_TRUE(c->eventQuery(e1).ok());
+  float ms = -1;
+  ASSERT_TRUE(c->eventElapsed(e0, e1, ms).ok());
+  EXPECT_GE(ms, 0.0f);
+  int32_t sums[4];
+  ASSERT_TRUE(c->copyFromDevice(sums, dout, 16, st).ok());
+  for (int b = 0; b < 4; ++b) {
+    int32_t want = 0;
+    for (int i = 0; i < 256; ++i)
+      want += in[b * 256 + i];
+    EXPECT_EQ(sums[b], want);
+  }
+  // Only block_sum_i32 was compiled (one cache miss, the attributes call
+  // shared it), not the module's two other kernels.
+  std::string logText = log();
+  EXPECT_NE(logText.find("kernel block_sum_i32 of red ready"),
+            std::string::npos)
+      << logText;
+  EXPECT_EQ(logText.find("block_sum_f32"), std::string::npos) << logText;
+  EXPECT_EQ(logText.find("warp_vote"), std::string::npos) << logText;
+
+  // Module variables: elementwise's __cudart_i2opi_f table (24 bytes).
+  Module ew;
+  ASSERT_TRUE(c->loadModule(corpus("elementwise.sm_90.ptx"), "ew", ew).ok());
+  ASSERT_EQ(ew.variables.size(), 1u);
+  EXPECT_EQ(ew.variables[0].name, "__cudart_i2opi_f");
+  EXPECT_EQ(ew.variables[0].size, 24u);
+  uint8_t table[24];
+  ASSERT_TRUE(
+      c->copyFromSymbol(table, ew.handle, "__cudart_i2opi_f", 24).ok());
+  EXPECT_EQ(table[0], 65);
+  EXPECT_EQ(table[23], 162);
+  uint8_t patch[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(
+      c->copyToSymbol(ew.handle, "__cudart_i2opi_f", patch, 4, 20).ok());
+  uint64_t addr = 0, size = 0;
+  ASSERT_TRUE(c->getSymbol(ew.handle, "__cudart_i2opi_f", addr, size).ok());
+  EXPECT_EQ(size, 24u);
+  uint8_t tail[4];
+  ASSERT_TRUE(c->copyFromDevice(tail, addr + 20, 4).ok());
+  EXPECT_EQ(std::memcmp(tail, patch, 4), 0);
+  EXPECT_EQ(c->copyToSymbol(ew.handle, "__cudart_i2opi_f", patch, 4, 22).code,
+            Code::InvalidValue);
+  EXPECT_EQ(c->copyFromSymbol(table, ew.handle, "nope", 4).code,
+            Code::NotFound);
+  ASSERT_TRUE(c->unloadModule(ew.handle).ok());
+  EXPECT_EQ(c->copyFromDevice(tail, addr + 20, 4).code, Code::InvalidAddress);
+}
+
+// The metrics endpoint: per-tenant counters, and promtool accepts it.
+TEST_F(ServerTest, MetricsArePrometheusText) {
+  startServer();
+  auto c = connect("metered");
+  ASSERT_TRUE(c);
+  uint64_t a;
+  ASSERT_TRUE(c->malloc(1 << 20, a).ok());
+  std::vector<char> data(1 << 20, 7);
+  ASSERT_TRUE(c->copyToDevice(a, data.data(), data.size()).ok());
+  ASSERT_TRUE(c->copyFromDevice(data.data(), a, 4096).ok());
+  std::string text = fetchMetrics();
+  ASSERT_FALSE(text.empty()) << log();
+  EXPECT_EQ(metric(text, "wooly_tenant_memory_used_bytes{tenant=\"metered\"}"),
+            double(1 << 20))
+      << text;
+  EXPECT_EQ(metric(text, "wooly_tenant_copy_bytes_total{tenant=\"metered\","
+                         "direction=\"host_to_device\"}"),
+            double(1 << 20))
+      << text;
+  EXPECT_EQ(metric(text, "wooly_tenant_copy_bytes_total{tenant=\"metered\","
+                         "direction=\"device_to_host\"}"),
+            4096.0);
+  EXPECT_GE(metric(text, "wooly_device_busy_fraction"), 0.0);
+  if (system("command -v promtool >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "promtool not found (Debian package 'prometheus'): the "
+                    "metrics text was not checked by promtool";
+  std::string path = dir + "/metrics.txt";
+  std::ofstream(path) << text;
+  std::string cmd = "promtool check metrics < '" + path + "' > '" + dir +
+                    "/promtool.log' 2>&1";
+  EXPECT_EQ(system(cmd.c_str()), 0) << readFile(dir + "/promtool.log");
+}
+
+} // namespace
