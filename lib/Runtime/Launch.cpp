@@ -8,24 +8,30 @@
 
 using namespace wooly;
 
+namespace {
+bool hasRole(const KernelInfo &kernel, llvm::StringRef role) {
+  return llvm::is_contained(kernel.paramRoles, role);
+}
+} // namespace
+
 bool wooly::hasAppendedParams(const KernelInfo &kernel) {
   return llvm::any_of(kernel.paramRoles,
                       [](const std::string &r) { return !r.empty(); });
 }
 
-llvm::Expected<LaunchResult>
-wooly::launchKernel(Backend &backend, BackendModule *module,
-                    const KernelInfo &kernel, const LaunchConfig &config,
-                    llvm::ArrayRef<uint8_t> userParams,
-                    const LaunchOptions &options) {
-  uint64_t numBlocks =
-      uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
-  LaunchResult result;
-  result.blocksRun = numBlocks;
+bool wooly::isSliced(const KernelInfo &kernel) {
+  return hasRole(kernel, "slice_counter");
+}
+
+llvm::Expected<PreparedLaunch>
+wooly::prepareLaunch(const KernelInfo &kernel, const LaunchConfig &config,
+                     llvm::ArrayRef<uint8_t> userParams,
+                     const LaunchOptions &options, uint64_t sliceCounter) {
+  PreparedLaunch out;
+  out.config = config;
   if (!hasAppendedParams(kernel)) {
-    if (llvm::Error e = backend.launch(module, kernel.name, config, userParams))
-      return std::move(e);
-    return result;
+    out.params.assign(userParams.begin(), userParams.end());
+    return out;
   }
   if (userParams.size() != userParamBufferSize(kernel))
     return llvm::createStringError(
@@ -34,74 +40,100 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
                       kernel.name, userParams.size(),
                       userParamBufferSize(kernel))
             .str());
-  bool constrained = false, sliced = false, isolated = false;
-  for (const std::string &role : kernel.paramRoles) {
-    constrained |= role == "virtual_grid_x";
-    sliced |= role == "slice_counter";
-    isolated |= role == "isolate_base";
-  }
-  LaunchConfig physical = config;
+  uint64_t numBlocks =
+      uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   LaunchParamValues values = constrainValues(config.grid);
-  uint64_t counter = 0;
-  uint32_t begin = 0, end = 0;
-  if (sliced) {
+  if (isSliced(kernel)) {
+    if (!sliceCounter)
+      return llvm::createStringError("kernel '" + kernel.name +
+                                     "' is sliced: its launch needs a counter "
+                                     "in device memory");
     if (numBlocks > UINT32_MAX)
       return llvm::createStringError(
           "kernel '" + kernel.name +
           "': a sliced launch has at most 2^32-1 virtual blocks");
-    begin = std::min<uint32_t>(options.sliceBegin, uint32_t(numBlocks));
-    end = options.sliceEnd ? std::min<uint32_t>(options.sliceEnd,
-                                                uint32_t(numBlocks))
-                           : uint32_t(numBlocks);
-    if (end < begin)
+    out.sliced = true;
+    out.sliceBegin =
+        std::min<uint32_t>(options.sliceBegin, uint32_t(numBlocks));
+    out.sliceEnd = options.sliceEnd
+                       ? std::min<uint32_t>(options.sliceEnd, uint32_t(numBlocks))
+                       : uint32_t(numBlocks);
+    if (out.sliceEnd < out.sliceBegin)
       return llvm::createStringError("kernel '" + kernel.name +
                                      "': the slice ends before it begins");
+    values = sliceValues(config.grid, out.sliceBegin, out.sliceEnd,
+                         sliceCounter, options.preemptFlag);
+  }
+  if (hasRole(kernel, "isolate_base")) {
+    if (!options.isolateRegion)
+      return llvm::createStringError("kernel '" + kernel.name +
+                                     "' is isolated: its launch needs a "
+                                     "memory region");
+    // The slice counter and preemption flag are accessed by the kernel
+    // too: the region must hold them.
+    uint64_t lo = options.isolateRegion->first;
+    uint64_t hi = options.isolateRegion->second;
+    for (uint64_t addr : {out.sliced ? sliceCounter : 0, options.preemptFlag})
+      if (addr) {
+        lo = std::min(lo, addr);
+        hi = std::max(hi, addr + 4);
+      }
+    values.merge(isolateValues(lo, hi));
+  }
+  auto params = extendParams(kernel, userParams, values);
+  if (!params)
+    return params.takeError();
+  out.params = std::move(*params);
+  if (hasRole(kernel, "virtual_grid_x")) {
+    uint64_t n = options.physicalBlocks ? options.physicalBlocks
+                                        : std::min<uint64_t>(numBlocks, 65535);
+    out.config.grid = {uint32_t(std::max<uint64_t>(n, 1)), 1, 1};
+  }
+  return out;
+}
+
+llvm::Expected<LaunchResult>
+wooly::launchKernel(Backend &backend, BackendModule *module,
+                    const KernelInfo &kernel, const LaunchConfig &config,
+                    llvm::ArrayRef<uint8_t> userParams,
+                    const LaunchOptions &options) {
+  LaunchResult result;
+  result.blocksRun =
+      uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
+  if (!hasAppendedParams(kernel)) {
+    if (llvm::Error e = backend.launch(module, kernel.name, config, userParams))
+      return std::move(e);
+    return result;
+  }
+  // A sliced kernel's counter lives for this launch only.
+  uint64_t counter = 0;
+  if (isSliced(kernel)) {
     auto c = backend.allocate(4);
     if (!c)
       return c.takeError();
     counter = *c;
-    if (llvm::Error e = backend.memset(counter, 0, 4)) {
-      llvm::consumeError(backend.free(counter));
-      return std::move(e);
-    }
-    values = sliceValues(config.grid, begin, end, counter, options.preemptFlag);
   }
-  if (isolated) {
-    if (!options.isolateRegion) {
-      if (counter)
-        llvm::consumeError(backend.free(counter));
-      return llvm::createStringError("kernel '" + kernel.name +
-                                     "' is isolated: its launch needs a "
-                                     "memory region");
-    }
-    values.merge(
-        isolateValues(options.isolateRegion->first,
-                      options.isolateRegion->second));
-  }
-  auto params = extendParams(kernel, userParams, values);
-  if (!params) {
+  auto release = [&](llvm::Error e) -> llvm::Error {
     if (counter)
-      llvm::consumeError(backend.free(counter));
-    return params.takeError();
+      if (llvm::Error fe = backend.free(counter))
+        return llvm::joinErrors(std::move(e), std::move(fe));
+    return e;
+  };
+  auto prepared = prepareLaunch(kernel, config, userParams, options, counter);
+  if (!prepared)
+    return release(prepared.takeError());
+  // `allocate` zero-fills: the counter starts at 0.
+  if (llvm::Error e = backend.launch(module, kernel.name, prepared->config,
+                                     prepared->params))
+    return release(std::move(e));
+  if (prepared->sliced) {
+    uint32_t ran = 0;
+    if (llvm::Error e = backend.copyFromDevice(&ran, counter, 4))
+      return release(std::move(e));
+    result.blocksRun = std::min<uint64_t>(
+        ran, prepared->sliceEnd - prepared->sliceBegin);
   }
-  if (constrained) {
-    uint64_t n = options.physicalBlocks ? options.physicalBlocks
-                                        : std::min<uint64_t>(numBlocks, 65535);
-    physical.grid = {uint32_t(std::max<uint64_t>(n, 1)), 1, 1};
-  }
-  llvm::Error e = backend.launch(module, kernel.name, physical, *params);
-  if (counter) {
-    if (!e && options.preemptFlag) {
-      uint32_t ran = 0;
-      if (llvm::Error ce = backend.copyFromDevice(&ran, counter, 4))
-        e = std::move(ce);
-      result.blocksRun = std::min<uint64_t>(ran, end - begin);
-    } else {
-      result.blocksRun = end - begin;
-    }
-    llvm::consumeError(backend.free(counter));
-  }
-  if (e)
+  if (llvm::Error e = release(llvm::Error::success()))
     return std::move(e);
   return result;
 }

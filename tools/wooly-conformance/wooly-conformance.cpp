@@ -33,6 +33,7 @@
 #include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/CoalesceTable.h"
+#include "Wooly/Runtime/Launch.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -376,45 +377,6 @@ int main(int argc, char **argv) {
     LaunchConfig config;
     config.block[0] = uint32_t(t.getInteger("block_dim_x").value_or(1));
     config.dynamicSharedBytes = 1024;
-    // Launch values of the appended parameters (see the file header).
-    uint64_t counter = 0; // wooly-slice's counter, when the kernel has one.
-    auto freeCounter = llvm::scope_exit([&] {
-      if (counter)
-        llvm::consumeError(device.free(counter));
-    });
-    if (appended) {
-      bool constrained = false, sliced = false;
-      for (const std::string &role : k->paramRoles) {
-        constrained |= role == "virtual_grid_x";
-        sliced |= role == "slice_counter";
-      }
-      LaunchParamValues values = constrainValues(config.grid);
-      if (sliced) {
-        auto c = device.allocate(4);
-        if (!c) {
-          report(llvm::toString(c.takeError()));
-          continue;
-        }
-        counter = *c;
-        if (auto e = device.memset(counter, 0, 4)) {
-          report(llvm::toString(std::move(e)));
-          continue;
-        }
-        values = sliceValues(config.grid, 0, 1, counter, /*flagAddr=*/0);
-      }
-      uint64_t lo = std::min(inAddr, *outAddr);
-      uint64_t hi = std::max(*outAddr + outSize,
-                             inAddr == *outAddr ? 0 : inAddr + in.size());
-      values.merge(isolateValues(lo, hi));
-      auto extended = extendParams(*k, params, values);
-      if (!extended) {
-        report(llvm::toString(extended.takeError()));
-        continue;
-      }
-      params = std::move(*extended);
-      if (constrained)
-        config.grid = {physicalBlocks, 1, 1};
-    }
     // --coalesce: part 1's buffers (copies of the test's), the parameter
     // buffers and the table in device memory.
     std::vector<uint64_t> coalesceAllocs;
@@ -500,21 +462,26 @@ int main(int argc, char **argv) {
         report("launch error: " + llvm::toString(std::move(e)));
         continue;
       }
-    } else if (auto e = device.launch(*loaded, kernel, config, params)) {
-      report("launch error: " + llvm::toString(std::move(e)));
-      continue;
-    }
-    if (counter) {
-      // Blocks executed: min(*counter, end - begin) of the slice [0, 1).
-      uint32_t taken = 0;
-      if (auto e = device.copyFromDevice(&taken, counter, 4)) {
-        report(llvm::toString(std::move(e)));
+    } else {
+      // The appended parameters (see the file header) are filled by the
+      // runtime's launch: the virtual grid, the slice [0, 1) (the whole
+      // one-block grid) and the test's buffers as the isolation region.
+      LaunchOptions options;
+      options.physicalBlocks = physicalBlocks;
+      options.sliceEnd = 1;
+      uint64_t lo = std::min(inAddr, *outAddr);
+      uint64_t hi = std::max(*outAddr + outSize,
+                             inAddr == *outAddr ? 0 : inAddr + in.size());
+      options.isolateRegion = {lo, hi};
+      auto ran =
+          launchKernel(device, *loaded, *k, config, params, options);
+      if (!ran) {
+        report("launch error: " + llvm::toString(ran.takeError()));
         continue;
       }
-      if (std::min<uint32_t>(taken, 1) != 1) {
-        report(llvm::formatv("slice [0, 1): the counter reads {0}, so no "
-                             "block ran",
-                             taken)
+      if (appended && ran->blocksRun != 1) {
+        report(llvm::formatv("the launch ran {0} blocks of 1",
+                             ran->blocksRun)
                    .str());
         continue;
       }

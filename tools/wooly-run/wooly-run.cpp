@@ -12,6 +12,7 @@
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Runtime/Backend.h"
+#include "Wooly/Runtime/Launch.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -100,6 +101,19 @@ static cl::opt<bool> timing("time",
                                      "kernel where the device times it (to "
                                      "stderr)"),
                             cl::cat(runCat));
+static cl::opt<std::string>
+    passesOpt("passes",
+              cl::desc("Wooly passes to run before lowering, e.g. "
+                       "wooly-constrain or wooly-slice,wooly-isolate; the "
+                       "parameters they append are filled at launch (the "
+                       "virtual grid is --grid, the slice the whole grid, "
+                       "the isolation region the hull of the buffers)"),
+              cl::value_desc("pipeline"), cl::cat(runCat));
+static cl::opt<unsigned> physicalBlocks(
+    "physical-blocks",
+    cl::desc("With wooly-constrain/wooly-slice: physical blocks to run the "
+             "grid on (default: as many as the grid has, at most 65535)"),
+    cl::init(0), cl::cat(runCat));
 static cl::opt<bool> noChecks("no-bounds-checks",
                               cl::desc("Compile without memory-access checks"),
                               cl::cat(runCat));
@@ -371,6 +385,7 @@ int main(int argc, char **argv) {
                    : CompileInput::Kind::PTX;
   CompileOptions options;
   options.boundsChecks = !noChecks;
+  options.passes = passesOpt;
 
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compile(input, *target, options);
@@ -400,10 +415,13 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(a.takeError()));
     args.push_back(std::move(*a));
   }
-  if (args.size() != info->paramOffsets.size())
+  // Parameters a pass appended are filled at launch, not by --arg.
+  size_t numUser = llvm::count_if(
+      info->paramRoles, [](const std::string &r) { return r.empty(); });
+  if (args.size() != numUser)
     return fail(llvm::formatv("kernel '{0}' takes {1} parameters, {2} --arg "
                               "given",
-                              kernel, info->paramOffsets.size(), args.size()));
+                              kernel, numUser, args.size()));
 
   // The backend gets both the compiled module and the source text: the cpu
   // backend runs the former, the cuda backend the former when it is PTX
@@ -422,7 +440,7 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(loaded.takeError()));
   auto t2 = std::chrono::steady_clock::now();
 
-  std::vector<uint8_t> params(info->paramBufferSize, 0);
+  std::vector<uint8_t> params(userParamBufferSize(*info), 0);
   for (auto [i, a] : llvm::enumerate(args)) {
     uint64_t size = info->paramSizes[i];
     const uint8_t *src = a.bytes.data();
@@ -451,6 +469,16 @@ int main(int argc, char **argv) {
   if (!parseDims(blockOpt, config.block))
     return fail("bad --block '" + blockOpt + "'");
   config.dynamicSharedBytes = sharedOpt;
+  LaunchOptions launchOptions;
+  launchOptions.physicalBlocks = physicalBlocks;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (Arg &a : args)
+    if (a.buffer) {
+      lo = std::min(lo, a.device);
+      hi = std::max(hi, a.device + a.bytes.size());
+    }
+  if (lo < hi)
+    launchOptions.isolateRegion = {lo, hi};
 
   // Every launch is synchronous, so its wall time is the kernel's time
   // plus the launch overhead; the median over --repeat launches is printed.
@@ -458,8 +486,10 @@ int main(int argc, char **argv) {
   std::vector<double> launchMs, kernelMs;
   for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r) {
     auto t3 = std::chrono::steady_clock::now();
-    if (auto e = device.launch(*loaded, kernel, config, params))
-      return fail(llvm::toString(std::move(e)));
+    auto ran = launchKernel(device, *loaded, *info, config, params,
+                            launchOptions);
+    if (!ran)
+      return fail(llvm::toString(ran.takeError()));
     launchMs.push_back(std::chrono::duration<double, std::milli>(
                            std::chrono::steady_clock::now() - t3)
                            .count());

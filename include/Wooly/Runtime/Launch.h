@@ -18,6 +18,7 @@
 #include "Wooly/Runtime/Backend.h"
 
 #include <cstdint>
+#include <vector>
 #include <optional>
 #include <utility>
 
@@ -33,20 +34,45 @@ struct LaunchOptions {
   /// wooly-slice: the device address of a u32 preemption flag (0: none).
   uint64_t preemptFlag = 0;
   /// wooly-isolate: the region [lo, hi) the kernel's accesses are confined
-  /// to; required for an isolated kernel.
+  /// to; required for an isolated kernel. It is widened to hold the slice
+  /// counter and the preemption flag of a sliced kernel.
   std::optional<std::pair<uint64_t, uint64_t>> isolateRegion;
 };
 
 /// What a launch did, for the callers that care (a sliced launch that was
 /// preempted ran fewer blocks than asked).
 struct LaunchResult {
-  /// Virtual blocks run (all of them unless the kernel is sliced and was
-  /// preempted).
+  /// Virtual blocks run: the whole grid, or for a sliced kernel what its
+  /// counter says (fewer than the slice when it was preempted).
   uint64_t blocksRun = 0;
 };
 
 /// Whether `kernel` has parameters a pass appended.
 bool hasAppendedParams(const KernelInfo &kernel);
+
+/// The launch of the transformed kernel, before it touches a device.
+struct PreparedLaunch {
+  /// The physical configuration (a constrained kernel's smaller grid).
+  LaunchConfig config;
+  /// The whole parameter buffer, appended parameters filled.
+  std::vector<uint8_t> params;
+  /// The kernel is sliced: it needs the counter `prepareLaunch` was given.
+  bool sliced = false;
+  /// The virtual blocks of the slice, [begin, end).
+  uint32_t sliceBegin = 0, sliceEnd = 0;
+};
+
+/// Builds the launch of `kernel` for the user's `config` and `userParams`.
+/// A sliced kernel needs `sliceCounter`, the device address of a u32 that
+/// is zero before the launch (an error names it when missing).
+llvm::Expected<PreparedLaunch> prepareLaunch(const KernelInfo &kernel,
+                                             const LaunchConfig &config,
+                                             llvm::ArrayRef<uint8_t> userParams,
+                                             const LaunchOptions &options,
+                                             uint64_t sliceCounter = 0);
+
+/// Whether `kernel` was transformed by wooly-slice (it needs a counter).
+bool isSliced(const KernelInfo &kernel);
 
 /// Launches `kernel` of `module` on `backend` for the user's `config` and
 /// parameter buffer `userParams` (`userParamBufferSize(kernel)` bytes),
