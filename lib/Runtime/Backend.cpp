@@ -17,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
 namespace wooly {
@@ -37,23 +38,38 @@ Backend::~Backend() = default;
 
 namespace {
 
-/// Owns the BackendModule objects handed out by one backend.
+/// Owns the BackendModule objects handed out by one backend. Thread-safe
+/// (the cpu backend is called from several threads); a module found by
+/// `find` stays valid until it is taken out, i.e. unloaded by the caller.
 template <typename ModuleT> class ModuleTable {
 public:
   ModuleT *add(std::unique_ptr<ModuleT> m) {
     ModuleT *raw = m.get();
+    std::lock_guard<std::mutex> lock(mutex);
     modules[raw] = std::move(m);
     return raw;
   }
   /// The module behind `handle`, or null if this backend did not load it
   /// (or has unloaded it).
   ModuleT *find(BackendModule *handle) const {
+    std::lock_guard<std::mutex> lock(mutex);
     auto it = modules.find(handle);
     return it == modules.end() ? nullptr : it->second.get();
   }
-  void erase(BackendModule *handle) { modules.erase(handle); }
+  /// Removes the module behind `handle` and returns it (null as for
+  /// `find`): of two threads unloading the same module, one gets it.
+  std::unique_ptr<ModuleT> take(BackendModule *handle) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = modules.find(handle);
+    if (it == modules.end())
+      return nullptr;
+    std::unique_ptr<ModuleT> m = std::move(it->second);
+    modules.erase(it);
+    return m;
+  }
 
 private:
+  mutable std::mutex mutex;
   llvm::DenseMap<BackendModule *, std::unique_ptr<ModuleT>> modules;
 };
 
@@ -124,12 +140,18 @@ public:
   }
 
   llvm::Error unloadModule(BackendModule *handle) override {
+    std::unique_ptr<CpuModule> m = modules.take(handle);
+    if (!m)
+      return unknownModule("cpu");
+    return device.unloadModule(m->loaded);
+  }
+
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  globalAddress(BackendModule *handle, llvm::StringRef name) override {
     CpuModule *m = modules.find(handle);
     if (!m)
       return unknownModule("cpu");
-    llvm::Error e = device.unloadModule(m->loaded);
-    modules.erase(handle);
-    return e;
+    return device.globalAddress(m->loaded, name);
   }
 
   llvm::Error launch(BackendModule *handle, llvm::StringRef kernelName,
@@ -213,12 +235,19 @@ public:
   }
 
   llvm::Error unloadModule(BackendModule *handle) override {
-    GpuModule *m = modules.find(handle);
+    std::unique_ptr<GpuModule> m = modules.take(handle);
     if (!m)
       return unknownModule("cuda");
-    llvm::Error e = device->unloadModule(m->loaded);
-    modules.erase(handle);
-    return e;
+    return device->unloadModule(m->loaded);
+  }
+
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  globalAddress(BackendModule *handle, llvm::StringRef name) override {
+    if (!modules.find(handle))
+      return unknownModule("cuda");
+    return llvm::createStringError(
+        "module variables are not supported yet on the cuda backend ('" + name +
+        "')");
   }
 
   llvm::Error launch(BackendModule *handle, llvm::StringRef kernelName,

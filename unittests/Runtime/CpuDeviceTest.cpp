@@ -2,7 +2,8 @@
 //
 // Bad launches and faulting kernels return errors and leave the device
 // usable; barriers with counts, bar.red, nanosleep and printf behave as on a
-// GPU.
+// GPU; launches from several threads run concurrently, each reporting its
+// own faults.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 using namespace wooly;
 using namespace wooly::cpu;
@@ -25,7 +28,8 @@ struct Fixture {
   std::shared_ptr<const CompiledModule> module;
   LoadedModule *loaded = nullptr;
 
-  explicit Fixture(const std::string &body) : device(options()) {
+  explicit Fixture(const std::string &body, unsigned workers = 2)
+      : device(options(workers)) {
     CompileInput in;
     in.text = std::string(kHeader) + body;
     in.name = "test.ptx";
@@ -42,9 +46,9 @@ struct Fixture {
     }
     loaded = *l;
   }
-  static CpuDevice::Options options() {
+  static CpuDevice::Options options(unsigned workers) {
     CpuDevice::Options o;
-    o.workers = 2;
+    o.workers = workers;
     return o;
   }
   uint64_t alloc(size_t bytes) {
@@ -308,5 +312,294 @@ TEST(CpuDevice, PrintfFormatsTheArgumentBuffer) {
   llvm::Error e = device.launch(*loaded, "hello", launchOf(1, 2), {});
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
   EXPECT_EQ(printed, "tid 0 x 1.500000\ntid 1 x 1.500000\n");
+}
+
+//===----------------------------------------------------------------------===//
+// Concurrent launches
+//===----------------------------------------------------------------------===//
+
+// out[i] = i * a + b for i < n (direct mode), and a fiber-mode kernel:
+// out[ctaid * 128 + tid] = the neighbour's (tid ^ 1) value of
+// tid * seed + ctaid, exchanged in shared memory across a barrier.
+const char *kAffineAndNeighbours = R"(
+.visible .entry affine(.param .u64 out, .param .u32 n, .param .u32 a,
+                       .param .u32 b)
+{
+  .reg .pred %p;
+  .reg .b32 %r<9>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r6, [a];
+  ld.param.u32 %r7, [b];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.s32 %r5, %r2, %r3, %r4;
+  setp.ge.u32 %p, %r5, %r1;
+  @%p bra DONE;
+  mad.lo.s32 %r8, %r5, %r6, %r7;
+  mul.wide.u32 %rd2, %r5, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r8;
+DONE:
+  ret;
+}
+.visible .entry neighbours(.param .u64 out, .param .u32 seed)
+{
+  .shared .u32 slots[128];
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r9, [seed];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r10, %ctaid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, slots;
+  add.s32 %r4, %r3, %r2;
+  mad.lo.s32 %r5, %r1, %r9, %r10;
+  st.shared.u32 [%r4], %r5;
+  bar.sync 0;
+  xor.b32 %r6, %r1, 1;
+  shl.b32 %r6, %r6, 2;
+  add.s32 %r6, %r3, %r6;
+  ld.shared.u32 %r7, [%r6];
+  mad.lo.s32 %r11, %r10, 128, %r1;
+  mul.wide.u32 %rd2, %r11, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r7;
+  ret;
+}
+)";
+
+// Two threads launch different kernels (one in direct mode, one in fiber
+// mode) many times on one device while a third loads and unloads a module;
+// every launch's output is checked bit for bit.
+TEST(CpuDevice, ConcurrentLaunchesFromSeveralThreads) {
+  Fixture f(kAffineAndNeighbours, /*workers=*/3);
+  ASSERT_TRUE(f.loaded);
+  constexpr uint32_t kRounds = 150, kN = 1000, kBlocks = 8;
+  uint64_t outA = f.alloc(kN * 4), outB = f.alloc(kBlocks * 128 * 4);
+  std::string failA, failB, failC;
+  std::thread a([&] {
+    for (uint32_t r = 0; r < kRounds && failA.empty(); ++r) {
+      failA = f.launch("affine", launchOf(8, 128),
+                       f.params("affine", {outA, kN, r + 3, r * 7}));
+      std::vector<uint32_t> v = f.read(outA, kN);
+      for (uint32_t i = 0; i < kN && failA.empty(); ++i)
+        if (v[i] != i * (r + 3) + r * 7)
+          failA = "round " + std::to_string(r) + ": out[" + std::to_string(i) +
+                  "] = " + std::to_string(v[i]);
+    }
+  });
+  std::thread b([&] {
+    for (uint32_t r = 0; r < kRounds && failB.empty(); ++r) {
+      failB = f.launch("neighbours", launchOf(kBlocks, 128),
+                       f.params("neighbours", {outB, r + 1}));
+      std::vector<uint32_t> v = f.read(outB, kBlocks * 128);
+      for (uint32_t c = 0; c < kBlocks && failB.empty(); ++c)
+        for (uint32_t t = 0; t < 128 && failB.empty(); ++t)
+          if (v[c * 128 + t] != (t ^ 1) * (r + 1) + c)
+            failB = "round " + std::to_string(r) + ": block " +
+                    std::to_string(c) + " thread " + std::to_string(t) +
+                    " wrote " + std::to_string(v[c * 128 + t]);
+    }
+  });
+  std::thread c([&] {
+    for (int r = 0; r < 10 && failC.empty(); ++r) {
+      auto loaded = f.device.loadModule(f.module);
+      if (!loaded) {
+        failC = llvm::toString(loaded.takeError());
+        break;
+      }
+      if (llvm::Error e = f.device.unloadModule(*loaded))
+        failC = llvm::toString(std::move(e));
+    }
+  });
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_EQ(failA, "");
+  EXPECT_EQ(failB, "");
+  EXPECT_EQ(failC, "");
+}
+
+// Every thread counts itself in `started`, then polls `flag` until it is
+// non-zero, at most `maxIter` times; a thread that gives up sets the flag to
+// 2, so that the others stop waiting too. Each writes the flag it saw to
+// out[global index].
+const char *kWaiter = R"(
+.visible .entry waiter(.param .u64 flag, .param .u64 started, .param .u64 out,
+                       .param .u64 maxIter)
+{
+  .reg .pred %p;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [started];
+  ld.param.u64 %rd3, [out];
+  ld.param.u64 %rd6, [maxIter];
+  atom.global.add.u32 %r2, [%rd2], 1;
+  mov.u64 %rd7, 0;
+WAIT:
+  ld.volatile.global.u32 %r4, [%rd1];
+  setp.ne.u32 %p, %r4, 0;
+  @%p bra SEEN;
+  add.u64 %rd7, %rd7, 1;
+  setp.lt.u64 %p, %rd7, %rd6;
+  @%p bra WAIT;
+  mov.u32 %r4, 2;
+  st.volatile.global.u32 [%rd1], %r4;
+SEEN:
+  mov.u32 %r5, %ctaid.x;
+  mov.u32 %r6, %ntid.x;
+  mov.u32 %r7, %tid.x;
+  mad.lo.s32 %r8, %r5, %r6, %r7;
+  mul.wide.u32 %rd4, %r8, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  st.global.u32 [%rd5], %r4;
+  ret;
+}
+// Waits at barrier 1 for 64 threads in a block of 32: a deadlock.
+.visible .entry stuck()
+{
+  bar.sync 1, 64;
+  ret;
+}
+)";
+
+/// A launch of `waiter` on its own thread, which a test lets end by raising
+/// the flag.
+struct Waiter {
+  static constexpr uint32_t kBlocks = 16, kThreads = 32;
+  /// Polls of the flag before a GPU thread gives up: seconds, far more than
+  /// a short launch takes, but bounded so that a failing test ends.
+  static constexpr uint64_t kMaxPolls = uint64_t(1) << 34;
+  Fixture &f;
+  uint64_t flag, started, out;
+  std::atomic<bool> done{false};
+  std::string error;
+  std::thread thread;
+
+  explicit Waiter(Fixture &f)
+      : f(f), flag(f.alloc(4)), started(f.alloc(4)),
+        out(f.alloc(kBlocks * kThreads * 4)) {
+    thread = std::thread([this] {
+      error = this->f.launch(
+          "waiter", launchOf(kBlocks, kThreads),
+          this->f.params("waiter", {flag, started, out, kMaxPolls}));
+      done = true;
+    });
+    // Until the kernel runs (or the launch has failed).
+    while (!load(started) && !done)
+      std::this_thread::yield();
+  }
+  ~Waiter() { finish(); }
+
+  static uint32_t load(uint64_t addr) {
+    return __atomic_load_n(reinterpret_cast<uint32_t *>(addr),
+                           __ATOMIC_ACQUIRE);
+  }
+  /// Raises the flag (if the kernel has not given up) and waits for the
+  /// launch to return.
+  void finish() {
+    if (!thread.joinable())
+      return;
+    uint32_t zero = 0;
+    __atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(flag), &zero, 1u,
+                                false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    thread.join();
+  }
+  /// How many GPU threads saw the flag the test raised (all of them unless
+  /// one gave up waiting).
+  uint32_t sawFlag() {
+    uint32_t n = 0;
+    for (uint32_t v : f.read(out, kBlocks * kThreads))
+      n += v == 1;
+    return n;
+  }
+};
+
+// A long launch (every worker of the pool spinning in its blocks until the
+// test raises a flag) does not hold up a short launch from another thread:
+// the short one returns while the long one still waits, since the flag is
+// raised only after that.
+TEST(CpuDevice, LongLaunchDoesNotBlockAnotherThread) {
+  Fixture f(std::string(kIota) + kWaiter);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = f.alloc(100 * 4);
+  Waiter waiter(f);
+  std::string shortError =
+      f.launch("iota", launchOf(4, 32), f.params("iota", {out, 100}));
+  bool longStillRunning = !waiter.done;
+  waiter.finish();
+  EXPECT_EQ(shortError, "");
+  EXPECT_TRUE(longStillRunning);
+  EXPECT_EQ(waiter.error, "");
+  EXPECT_EQ(waiter.sawFlag(), Waiter::kBlocks * Waiter::kThreads)
+      << "the long launch gave up waiting: the short one did not complete "
+         "while it ran";
+  std::vector<uint32_t> v = f.read(out, 100);
+  for (uint32_t i = 0; i < 100; ++i)
+    ASSERT_EQ(v[i], i);
+}
+
+// Faulting launches (trap, out-of-bounds write, deadlock) on one thread while
+// another thread's launch runs: each fault is reported by the launch that
+// caused it, and the other launch succeeds. First while a long launch is
+// known to be running, then with many launches on two threads.
+TEST(CpuDevice, FaultIsReportedToItsOwnLaunchOnly) {
+  Fixture f(std::string(kIota) + kWaiter + kAffineAndNeighbours);
+  ASSERT_TRUE(f.loaded);
+  uint64_t small = f.alloc(100 * 4);
+  auto faultingLaunches = [&](std::string &failure) {
+    std::string trap = f.launch("trapper", launchOf(2, 8), {});
+    if (trap.find("kernel 'trapper': trap instruction executed") ==
+        std::string::npos)
+      failure = "trapper returned: '" + trap + "'";
+    std::string oob =
+        f.launch("iota", launchOf(4, 32), f.params("iota", {small, 128}));
+    if (oob.find("kernel 'iota': out-of-bounds write of 4 bytes") ==
+        std::string::npos)
+      failure = "iota out of bounds returned: '" + oob + "'";
+    std::string stuck = f.launch("stuck", launchOf(3, 32), {});
+    if (stuck.find("kernel 'stuck': deadlock in block") == std::string::npos)
+      failure = "stuck returned: '" + stuck + "'";
+  };
+
+  {
+    Waiter waiter(f);
+    std::string failure;
+    faultingLaunches(failure);
+    bool longStillRunning = !waiter.done;
+    waiter.finish();
+    EXPECT_EQ(failure, "");
+    EXPECT_TRUE(longStillRunning);
+    EXPECT_EQ(waiter.error, "");
+    EXPECT_EQ(waiter.sawFlag(), Waiter::kBlocks * Waiter::kThreads);
+  }
+
+  constexpr uint32_t kRounds = 50, kN = 4096;
+  uint64_t out = f.alloc(kN * 4);
+  std::string failA, failB;
+  std::thread a([&] {
+    for (uint32_t r = 0; r < kRounds && failA.empty(); ++r)
+      faultingLaunches(failA);
+  });
+  std::thread b([&] {
+    for (uint32_t r = 0; r < kRounds * 3 && failB.empty(); ++r) {
+      failB = f.launch("affine", launchOf(kN / 64, 64),
+                       f.params("affine", {out, kN, r + 1, r}));
+      std::vector<uint32_t> v = f.read(out, kN);
+      for (uint32_t i = 0; i < kN && failB.empty(); ++i)
+        if (v[i] != i * (r + 1) + r)
+          failB = "round " + std::to_string(r) + ": out[" + std::to_string(i) +
+                  "] = " + std::to_string(v[i]);
+    }
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(failA, "");
+  EXPECT_EQ(failB, "");
 }
 } // namespace

@@ -70,8 +70,14 @@ struct BackendOptions {
   std::string cudaDriverLibrary;
 };
 
-/// A device that runs kernels. Not thread-safe: use a backend from one
-/// thread (the cuda backend: the thread that created it).
+/// A device that runs kernels. Thread safety depends on the backend:
+///   - cpu: every call may come from any thread, concurrently with the
+///     others; launches from different threads run at the same time,
+///     sharing the backend's workers, and launches from one thread run one
+///     after another. Unloading a module while one of its kernels runs, or
+///     freeing memory a running kernel uses, is the caller's error.
+///   - cuda: not thread-safe; use it from one thread, the one that created
+///     it.
 class Backend {
 public:
   virtual ~Backend();
@@ -108,6 +114,11 @@ public:
              llvm::StringRef ptxText) = 0;
   /// Unloads a module returned by `loadModule`; the handle becomes invalid.
   virtual llvm::Error unloadModule(BackendModule *module) = 0;
+
+  /// The device address and size of the `.global`/`.const` variable `name`
+  /// of `module` (a module variable, `__device__`/`__constant__`).
+  virtual llvm::Expected<std::pair<uint64_t, uint64_t>>
+  globalAddress(BackendModule *module, llvm::StringRef name) = 0;
 
   /// Runs kernel `kernelName` of `module` to completion. `params` is the
   /// CUDA parameter buffer (see `KernelInfo::paramOffsets`).

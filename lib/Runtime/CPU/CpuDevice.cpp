@@ -4,6 +4,14 @@
 //
 //  - Blocks are taken from an atomic counter by the workers of a pool, so a
 //    grid of any size runs with bounded memory.
+//  - Launches may come from several threads at once (a server's streams).
+//    Each registers in a list of active launches that the pool's workers
+//    pick from, the one with the fewest workers first; while more than one
+//    launch is active, a pool worker picks again after every block, so the
+//    pool spreads over them. The calling thread always runs blocks of its
+//    own launch, so every launch makes progress even when the whole pool is
+//    busy with a long one. A launch returns once its blocks are taken and
+//    every worker that joined it has left it.
 //  - A kernel that never synchronises (no barrier, warp collective,
 //    nanosleep or indirect call on any path, as the lowering computes) runs
 //    its threads one after another on the worker's own stack: one call per
@@ -107,8 +115,11 @@ struct LoadedModuleImpl {
   llvm::StringMap<std::pair<uint64_t, uint64_t>> globals;
 };
 
-/// Everything about the launch in progress.
+/// Everything about one launch in progress; it lives in `launch`'s frame.
 struct LaunchState {
+  /// Unique within the device: a worker tells by it whether it is set up for
+  /// this launch (a later launch may reuse the address).
+  uint64_t id = 0;
   const KernelInfo *kernel = nullptr;
   WoolyKernelFn fn = nullptr;
   WoolyBlockFn blockFn = nullptr;
@@ -124,7 +135,14 @@ struct LaunchState {
   std::string error;
   DeviceMemory *memory = nullptr;
   std::function<void(StringRef)> *printfSink = nullptr;
+  /// Workers that may run the launch at once (the calling thread included):
+  /// `%nsmid`.
   unsigned numWorkers = 1;
+  /// Guarded by the pool mutex: pool workers in the launch now, and how many
+  /// joins there have been (numbers the workers' `%smid`).
+  unsigned poolParticipants = 0, joins = 0;
+  /// Notified, under the pool mutex, when `poolParticipants` drops to 0.
+  std::condition_variable allLeft;
 
   void fail(std::string message) {
     std::lock_guard<std::mutex> lock(errorMutex);
@@ -133,10 +151,15 @@ struct LaunchState {
   }
 };
 
-/// A worker of the pool and its per-launch state.
+/// A thread that runs blocks (a pool thread, or a thread in `launch`) and
+/// its state for the launch it has joined. The buffers (site cache, shared
+/// memory window, fiber stacks) are kept from one launch to the next.
 struct Worker {
+  /// `%smid` in the launch joined, below `launch->numWorkers`.
   unsigned index = 0;
   LaunchState *launch = nullptr;
+  /// The launch (`LaunchState::id`) the state below is set up for.
+  uint64_t setUpFor = 0;
   std::vector<WoolyAccessRange> cache;
   std::vector<char> shared;
   uint64_t block[3] = {0, 0, 0};
@@ -202,17 +225,25 @@ std::pair<uint64_t, uint64_t> stackRange(GpuThread *t) {
   return {w->stackLo, w->stackHi};
 }
 
+/// Sets `w`'s stack range to the current thread's stack (the range of
+/// direct-mode locals). Looked up once per thread: on the main thread
+/// `pthread_getattr_np` reads /proc/self/maps.
 void computeWorkerStack(Worker &w) {
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void *addr;
-    size_t size;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-      w.stackLo = reinterpret_cast<uint64_t>(addr);
-      w.stackHi = w.stackLo + size;
+  static thread_local std::pair<uint64_t, uint64_t> range = [] {
+    std::pair<uint64_t, uint64_t> r{0, 0};
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void *addr;
+      size_t size;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+        r = {reinterpret_cast<uint64_t>(addr),
+             reinterpret_cast<uint64_t>(addr) + size};
+      pthread_attr_destroy(&attr);
     }
-    pthread_attr_destroy(&attr);
-  }
+    return r;
+  }();
+  w.stackLo = range.first;
+  w.stackHi = range.second;
 }
 } // namespace
 
@@ -868,8 +899,13 @@ void runBlockFibers(Worker &w) {
   }
 }
 
-void runWorker(Worker &w) {
+/// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
+/// it already is: a pool worker may leave a launch and join it again.
+void joinLaunch(Worker &w) {
   LaunchState &l = *w.launch;
+  if (w.setUpFor == l.id)
+    return;
+  w.setUpFor = l.id;
   // Empty entries: `lo` is a scratch buffer no kernel can name, and only
   // an access at exactly that address (harmless) would match.
   static char scratch[64];
@@ -877,7 +913,13 @@ void runWorker(Worker &w) {
                  WoolyAccessRange{reinterpret_cast<uint64_t>(scratch), 0});
   w.shared.assign(std::max<uint32_t>(l.totalShared, 1), 0);
   w.fiberMode = l.kernel->needsFibers;
-  computeWorkerStack(w);
+}
+
+/// Runs blocks of `w.launch` until none is left or the launch has failed.
+/// With `activeLaunches`, also returns after a block while more than one
+/// launch is active, so that the worker can pick again.
+void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
+  LaunchState &l = *w.launch;
   const auto &g = l.config.grid;
   for (;;) {
     if (l.failed.load(std::memory_order_relaxed))
@@ -893,6 +935,8 @@ void runWorker(Worker &w) {
       runBlockFibers(w);
     else
       runBlockDirect(w);
+    if (activeLaunches && activeLaunches->load(std::memory_order_relaxed) > 1)
+      return;
   }
 }
 } // namespace
@@ -1052,15 +1096,9 @@ bool wooly::cpu::resolveWarpOp(uint32_t kind, WarpLane lanes[32],
 class CpuDevice::Impl {
 public:
   explicit Impl(Options options) : options(std::move(options)) {
-    unsigned n = this->options.workers;
-    if (n == 0)
-      n = std::max(1u, std::thread::hardware_concurrency());
-    workers.resize(n);
-    for (unsigned i = 0; i < n; ++i) {
-      workers[i] = std::make_unique<Worker>();
-      workers[i]->index = i;
-      workers[i]->stackBytes = this->options.fiberStackBytes;
-    }
+    maxWorkers = this->options.workers;
+    if (maxWorkers == 0)
+      maxWorkers = std::max(1u, std::thread::hardware_concurrency());
   }
 
   ~Impl() {
@@ -1233,7 +1271,6 @@ public:
                                 params.size(), k->paramBufferSize,
                                 k->paramOffsets.size()));
 
-    std::lock_guard<std::mutex> launchLock(launchMutex);
     // The parameter buffer is copied: the kernel may take its address.
     std::vector<char> paramCopy(params.begin(), params.end());
     paramCopy.resize(std::max<size_t>(paramCopy.size(), 1));
@@ -1249,56 +1286,110 @@ public:
     l.params = paramCopy.data();
     l.memory = &memory;
     l.printfSink = &options.printfSink;
-    unsigned useWorkers =
-        unsigned(std::min<uint64_t>(blocks, uint64_t(workers.size())));
-    l.numWorkers = useWorkers;
-    for (unsigned i = 0; i < useWorkers; ++i)
-      workers[i]->launch = &l;
-    runOnPool(useWorkers);
-    for (unsigned i = 0; i < useWorkers; ++i)
-      workers[i]->launch = nullptr;
+    l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
+    bool usePool = l.numWorkers > 1;
+
+    std::unique_ptr<Worker> self;
+    {
+      std::lock_guard<std::mutex> lock(poolMutex);
+      l.id = ++launchCount;
+      l.joins = 1; // The calling thread is `%smid` 0.
+      self = takeCallerWorker();
+      if (usePool) {
+        startPool();
+        active.push_back(&l);
+        numActive.store(unsigned(active.size()), std::memory_order_relaxed);
+      }
+    }
+    if (usePool)
+      poolCv.notify_all();
+
+    // The calling thread works on its own launch until no block is left.
+    self->launch = &l;
+    self->index = 0;
+    computeWorkerStack(*self);
+    joinLaunch(*self);
+    runBlocks(*self, /*activeLaunches=*/nullptr);
+    self->launch = nullptr;
+
+    {
+      std::unique_lock<std::mutex> lock(poolMutex);
+      if (usePool) {
+        // No worker joins from now on; wait for those in it to leave.
+        llvm::erase(active, &l);
+        numActive.store(unsigned(active.size()), std::memory_order_relaxed);
+        l.allLeft.wait(lock, [&] { return l.poolParticipants == 0; });
+      }
+      idleCallers.push_back(std::move(self));
+    }
     if (l.failed.load())
       return makeError(l.error);
     return Error::success();
   }
 
-  /// Runs `runWorker` on workers [0, n): worker 0 on the calling thread,
-  /// the others on pool threads.
-  void runOnPool(unsigned n) {
-    if (n > 1) {
-      std::unique_lock<std::mutex> lock(poolMutex);
-      while (threads.size() < workers.size() - 1) {
-        unsigned idx = unsigned(threads.size()) + 1;
-        threads.emplace_back([this, idx] { poolLoop(idx); });
-      }
-      active = n - 1;
-      ++generation;
-      lock.unlock();
-      poolCv.notify_all();
+  /// A worker for a thread in `launch`: an idle one from an earlier launch
+  /// (its buffers already grown), else a new one. Called under `poolMutex`.
+  std::unique_ptr<Worker> takeCallerWorker() {
+    if (idleCallers.empty()) {
+      auto w = std::make_unique<Worker>();
+      w->stackBytes = options.fiberStackBytes;
+      return w;
     }
-    runWorker(*workers[0]);
-    if (n > 1) {
-      std::unique_lock<std::mutex> lock(poolMutex);
-      doneCv.wait(lock, [&] { return active == 0; });
+    std::unique_ptr<Worker> w = std::move(idleCallers.back());
+    idleCallers.pop_back();
+    return w;
+  }
+
+  /// Starts the pool threads (all but one of `maxWorkers`: the calling
+  /// thread is the other) if not yet done. Called under `poolMutex`.
+  void startPool() {
+    if (!poolWorkers.empty())
+      return;
+    for (unsigned i = 1; i < maxWorkers; ++i) {
+      poolWorkers.push_back(std::make_unique<Worker>());
+      Worker *w = poolWorkers.back().get();
+      w->stackBytes = options.fiberStackBytes;
+      threads.emplace_back([this, w] { poolLoop(*w); });
     }
   }
 
-  void poolLoop(unsigned idx) {
-    uint64_t seen = 0;
+  /// The active launch a pool worker should join: one with blocks left and
+  /// room for another worker, the fewest pool workers on it first (the
+  /// earliest of equals). Called under `poolMutex`.
+  LaunchState *pickLaunch() {
+    LaunchState *best = nullptr;
+    for (LaunchState *l : active) {
+      if (l->failed.load(std::memory_order_relaxed) ||
+          l->nextBlock.load(std::memory_order_relaxed) >= l->numBlocks ||
+          l->poolParticipants + 1 >= l->numWorkers)
+        continue;
+      if (!best || l->poolParticipants < best->poolParticipants)
+        best = l;
+    }
+    return best;
+  }
+
+  /// A pool thread: joins active launches and runs their blocks until the
+  /// device is destroyed.
+  void poolLoop(Worker &w) {
+    computeWorkerStack(w);
+    std::unique_lock<std::mutex> lock(poolMutex);
     for (;;) {
-      std::unique_lock<std::mutex> lock(poolMutex);
-      poolCv.wait(lock, [&] { return stopping || generation != seen; });
+      LaunchState *l = nullptr;
+      poolCv.wait(lock, [&] { return stopping || (l = pickLaunch()); });
       if (stopping)
         return;
-      seen = generation;
-      bool mine = workers[idx]->launch != nullptr;
+      ++l->poolParticipants;
+      w.index = l->joins++ % l->numWorkers;
+      w.launch = l;
       lock.unlock();
-      if (!mine)
-        continue;
-      runWorker(*workers[idx]);
+      joinLaunch(w);
+      runBlocks(w, &numActive);
       lock.lock();
-      if (--active == 0)
-        doneCv.notify_all();
+      w.launch = nullptr;
+      // Notified under the lock: `l` dies as soon as its caller sees 0.
+      if (--l->poolParticipants == 0)
+        l->allLeft.notify_all();
     }
   }
 
@@ -1308,13 +1399,27 @@ public:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::vector<std::unique_ptr<LoadedModuleImpl>> modules;
   uint64_t nextModuleId = 0;
-  std::mutex deviceMutex, launchMutex;
-  std::vector<std::unique_ptr<Worker>> workers;
-  std::vector<std::thread> threads;
+  /// Guards the JIT and `modules` (loading and unloading).
+  std::mutex deviceMutex;
+  /// Workers a launch may use at once, the calling thread included.
+  unsigned maxWorkers = 1;
+
+  /// Guards the pool state below and the `poolParticipants`/`joins` of
+  /// active launches.
   std::mutex poolMutex;
-  std::condition_variable poolCv, doneCv;
-  uint64_t generation = 0;
-  unsigned active = 0;
+  /// Pool workers wait on it for an active launch to join.
+  std::condition_variable poolCv;
+  /// The pool: `maxWorkers - 1` threads, started by the first launch that
+  /// can use them.
+  std::vector<std::unique_ptr<Worker>> poolWorkers;
+  std::vector<std::thread> threads;
+  /// Launches that pool workers may join, in the order they started.
+  std::vector<LaunchState *> active;
+  /// `active.size()`, read by pool workers between blocks without the lock.
+  std::atomic<unsigned> numActive{0};
+  /// Workers of the threads in `launch`, kept for the next launches.
+  std::vector<std::unique_ptr<Worker>> idleCallers;
+  uint64_t launchCount = 0;
   bool stopping = false;
 };
 

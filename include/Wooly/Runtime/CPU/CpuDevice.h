@@ -12,6 +12,12 @@
 // Errors (bad launch configuration, out-of-bounds access, `trap`, deadlock)
 // are returned from `launch`; the device stays usable.
 //
+// The device is thread-safe. Launches from several threads run concurrently
+// and share the pool: each calling thread runs blocks of its own launch, and
+// the pool's workers spread over the launches in progress, so a long kernel
+// does not hold up a short one. Modules may be loaded and unloaded meanwhile
+// (not one whose kernel is running).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef WOOLY_RUNTIME_CPU_CPUDEVICE_H
@@ -51,7 +57,8 @@ struct DeviceLimits {
 class CpuDevice {
 public:
   struct Options {
-    /// Worker threads for blocks (0: one per hardware thread).
+    /// Worker threads a launch may use, the calling thread included (0: one
+    /// per hardware thread); the pool has one fewer.
     unsigned workers = 0;
     /// Receives device-side printf output (default: stdout).
     std::function<void(llvm::StringRef)> printfSink;
@@ -82,6 +89,8 @@ public:
 
   /// Runs `kernel` to completion. `params` is the CUDA parameter buffer
   /// (see `KernelInfo::paramOffsets`); its size must match the kernel's.
+  /// May be called from several threads at once; a kernel's fault is
+  /// returned by its own launch only.
   llvm::Error launch(LoadedModule *module, llvm::StringRef kernel,
                      const LaunchConfig &config,
                      llvm::ArrayRef<uint8_t> params);
