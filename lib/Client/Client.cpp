@@ -1,4 +1,5 @@
-//===- Client.cpp - The C++ client of wooly-serve ----------------*- C++ -*-===//
+//===- Client.cpp - The C++ client of wooly-serve ----------------*- C++
+//-*-===//
 //
 // One ZeroMQ DEALER socket per client. Asynchronous calls accumulate in
 // `batch` (a Request) and `payloads` (their data frames) and are sent with
@@ -151,9 +152,9 @@ public:
       zmq_connect(monitor, monName.c_str());
     }
     if (zmq_connect(socket, endpoint.c_str()) != 0)
-      return makeStatus(Code::Unavailable, "cannot connect to '" + endpoint +
-                                               "': " +
-                                               zmq_strerror(zmq_errno()));
+      return makeStatus(Code::Unavailable,
+                        "cannot connect to '" + endpoint +
+                            "': " + zmq_strerror(zmq_errno()));
     std::string tenant = o.tenant;
     if (tenant.empty()) {
       struct passwd *pw = getpwuid(getuid());
@@ -167,9 +168,8 @@ public:
     pb::Hello *h = call.mutable_hello();
     h->set_tenant(tenant);
     h->set_token(token);
-    h->set_client(o.clientName.empty()
-                      ? "pid " + std::to_string(getpid())
-                      : o.clientName);
+    h->set_client(o.clientName.empty() ? "pid " + std::to_string(getpid())
+                                       : o.clientName);
     pb::Reply reply;
     std::vector<Frame> frames;
     Status s = roundTrip(call, nullptr, 0, reply, frames, timeout);
@@ -239,8 +239,7 @@ public:
     size_t n = payloads.size() + (zeroCopy ? 1 : 0);
     int rc = zmq_send(socket, env.data(), env.size(), n ? ZMQ_SNDMORE : 0);
     for (size_t i = 0; rc >= 0 && i < payloads.size(); ++i)
-      rc = zmq_msg_send(&payloads[i].msg, socket,
-                        i + 1 < n ? ZMQ_SNDMORE : 0);
+      rc = zmq_msg_send(&payloads[i].msg, socket, i + 1 < n ? ZMQ_SNDMORE : 0);
     if (rc >= 0 && zeroCopy) {
       // The caller's buffer is sent without a copy; this waits until ZeroMQ
       // is done with it before the caller may touch it again.
@@ -411,9 +410,7 @@ Status sync(Client::Impl &impl, Fill &&fill, Read &&read,
     return read(reply, frames);
   });
 }
-auto noReply = [](const pb::Reply &, std::vector<Frame> &) {
-  return Status();
-};
+auto noReply = [](const pb::Reply &, std::vector<Frame> &) { return Status(); };
 } // namespace
 
 Status Client::getDevice(DeviceProperties &out) {
@@ -478,7 +475,8 @@ Status Client::loadModule(std::string_view ptx, std::string_view name,
 
 Status Client::unloadModule(uint64_t module) {
   return sync(
-      *impl, [&](pb::Call &c) { c.mutable_module_unload()->set_module(module); },
+      *impl,
+      [&](pb::Call &c) { c.mutable_module_unload()->set_module(module); },
       noReply);
 }
 

@@ -264,8 +264,11 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
   field("O" + std::to_string(options.optLevel));
   field(options.boundsChecks ? "checks" : "nochecks");
   field("passes " + options.passes);
-  for (const std::string &k : options.kernels)
-    field("kernel " + k);
+  if (options.kernels) {
+    field("kernels " + std::to_string(options.kernels->size()));
+    for (const std::string &k : *options.kernels)
+      field("kernel " + k);
+  }
   field(input.kind == CompileInput::Kind::PTX ? "ptx" : "mlir");
   field(input.text);
   return llvm::toHex(h.final(), /*LowerCase=*/true);
@@ -398,14 +401,14 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   if (!module)
     return failWith("cannot read the input");
 
-  if (!options.kernels.empty()) {
+  if (options.kernels) {
     // Only the kernels asked for; an unknown name is an error.
     llvm::StringSet<> wanted;
-    for (const std::string &k : options.kernels)
+    for (const std::string &k : *options.kernels)
       wanted.insert(k);
     llvm::StringSet<> found;
-    for (auto fn : llvm::make_early_inc_range(
-             module->getOps<mlir::wooly::FuncOp>())) {
+    for (auto fn :
+         llvm::make_early_inc_range(module->getOps<mlir::wooly::FuncOp>())) {
       if (!fn.getKernel())
         continue;
       if (wanted.contains(fn.getSymName()))
@@ -413,7 +416,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       else
         fn.erase();
     }
-    for (const std::string &k : options.kernels)
+    for (const std::string &k : *options.kernels)
       if (!found.contains(k))
         return makeError(input.name + ": no kernel named '" + k + "'");
   }
@@ -529,7 +532,8 @@ Expected<ModuleLayout> wooly::inspect(const CompileInput &input) {
   }
   for (auto g : module->getOps<mlir::wooly::GlobalOp>()) {
     using mlir::wooly::StateSpace;
-    if (g.getSpace() != StateSpace::global && g.getSpace() != StateSpace::constant)
+    if (g.getSpace() != StateSpace::global &&
+        g.getSpace() != StateSpace::constant)
       continue;
     if (g.getLinkage() && *g.getLinkage() == mlir::wooly::Linkage::extern_)
       continue;

@@ -36,6 +36,13 @@ public:
 
 Backend::~Backend() = default;
 
+llvm::Error Backend::extendModule(BackendModule *,
+                                  std::shared_ptr<const CompiledModule>) {
+  return llvm::createStringError("the " + kind() +
+                                 " backend loads modules whole: it cannot "
+                                 "add kernels to a loaded module");
+}
+
 namespace {
 
 /// Owns the BackendModule objects handed out by one backend. Thread-safe
@@ -137,6 +144,19 @@ public:
       return loaded.takeError();
     return modules.add(
         std::make_unique<CpuModule>(std::move(compiled), *loaded));
+  }
+
+  bool canExtendModules() const override { return true; }
+  llvm::Error
+  extendModule(BackendModule *handle,
+               std::shared_ptr<const CompiledModule> part) override {
+    CpuModule *m = modules.find(handle);
+    if (!m)
+      return unknownModule("cpu");
+    if (!part || part->target.kind != Target::Kind::Host)
+      return llvm::createStringError(
+          "the cpu backend runs modules compiled for host");
+    return device.extendModule(m->loaded, std::move(part));
   }
 
   llvm::Error unloadModule(BackendModule *handle) override {

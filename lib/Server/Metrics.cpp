@@ -1,4 +1,5 @@
-//===- Metrics.cpp - Prometheus metrics of wooly-serve ------------*- C++ -*-===//
+//===- Metrics.cpp - Prometheus metrics of wooly-serve ------------*- C++
+//-*-===//
 
 #include "Metrics.h"
 
@@ -86,16 +87,16 @@ MetricsEndpoint::start(const std::string &hostPort,
   }
   if (port < 0 || port > 65535)
     return llvm::createStringError("--metrics: bad port in '" + hostPort + "'");
-  impl->http.Get("/metrics", [render](const httplib::Request &,
-                                      httplib::Response &res) {
-    res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  impl->http.Get(
+      "/metrics", [render](const httplib::Request &, httplib::Response &res) {
+        res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
+      });
   impl->http.Get("/", [](const httplib::Request &, httplib::Response &res) {
     res.set_content("wooly-serve: metrics at /metrics\n", "text/plain");
   });
-  impl->port = port == 0 ? impl->http.bind_to_any_port(impl->host)
-                         : (impl->http.bind_to_port(impl->host, port) ? port
-                                                                      : -1);
+  impl->port = port == 0
+                   ? impl->http.bind_to_any_port(impl->host)
+                   : (impl->http.bind_to_port(impl->host, port) ? port : -1);
   if (impl->port < 0)
     return llvm::createStringError("cannot serve metrics on '" + hostPort +
                                    "' (address in use or not local)");

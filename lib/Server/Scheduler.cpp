@@ -1,4 +1,5 @@
-//===- Scheduler.cpp - Dispatch policies of wooly-serve ----------*- C++ -*-===//
+//===- Scheduler.cpp - Dispatch policies of wooly-serve ----------*- C++
+//-*-===//
 
 #include "Wooly/Server/Scheduler.h"
 

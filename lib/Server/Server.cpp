@@ -1,4 +1,5 @@
-//===- Server.cpp - wooly-serve: many tenants, one device --------*- C++ -*-===//
+//===- Server.cpp - wooly-serve: many tenants, one device --------*- C++
+//-*-===//
 //
 // How a request flows:
 //
@@ -24,9 +25,12 @@
 //    the session fails with it, as CUDA does after a fault - but only for
 //    that session: the other tenants never see it.
 //  - Kernels compile lazily, at their first launch, and only the kernels
-//    launched: a module of 26 kernels of which 5 are launched compiles 5
-//    (a module with `.global`/`.const` variables compiles whole, once per
-//    session, so that all its kernels see one instance of each variable).
+//    launched: a module of 26 kernels of which 5 are launched compiles 5.
+//    Each compiled kernel extends its session's backend module
+//    (Backend::extendModule), so the module's `.global`/`.const` variables
+//    stay one instance per session; a copy to a variable before any launch
+//    compiles the variables alone. A backend that loads modules whole
+//    compiles the module whole at its first use.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -204,18 +208,25 @@ struct Event {
   Clock::time_point when;
 };
 
+/// The slot key of a module compiled whole (backends that cannot add
+/// kernels to a loaded module), and of its variables alone.
+constexpr const char *kWholeModule = "";
+constexpr const char *kVariablesOnly = "\x01variables";
+
 struct SessionModule {
   uint64_t handle = 0;
   std::shared_ptr<ModuleImage> image;
-  /// Kernel sets by kernel name ("" for the whole module).
+  /// Compiled parts by kernel name (kWholeModule, kVariablesOnly).
   std::map<std::string, KernelSlot> slots;
+  /// The backend's module: the first part loaded; later parts extend it
+  /// (compile threads, under `loadMutex`).
+  BackendModule *loaded = nullptr;
+  std::mutex loadMutex;
   bool unloading = false;
   /// Module variables registered as the session's memory: base -> size,
   /// and their addresses by name (once the module is loaded).
   std::map<uint64_t, uint64_t> variables;
   std::map<std::string, uint64_t> variableAddress;
-
-  bool whole() const { return !image->layout.globals.empty(); }
 };
 
 struct TenantState {
@@ -432,7 +443,8 @@ llvm::Error Server::Impl::start() {
   backend = std::move(*b);
   scheduler = createFifoScheduler();
   cache = std::make_unique<CompileCache>(options.cacheDir);
-  deviceMemory = options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+  deviceMemory =
+      options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
 
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   // The cpu backend serves concurrent launches; the cuda backend is used
@@ -810,15 +822,14 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
   s->tenant = tenant;
   s->client = h.client();
   s->streams[0]; // the default stream
-  log(llvm::formatv("session {0} opened: tenant '{1}' ({2}, weight {3}{4}, "
-                    "quota {5}) from {6}",
-                    s->id, config.name, className(config.priorityClass),
-                    config.weight,
-                    config.slaMs > 0
-                        ? llvm::formatv(", SLA {0} ms", config.slaMs).str()
-                        : std::string(),
-                    bytesText(config.quotaBytes),
-                    h.client().empty() ? std::string("a client") : h.client())
+  log(llvm::formatv(
+          "session {0} opened: tenant '{1}' ({2}, weight {3}{4}, "
+          "quota {5}) from {6}",
+          s->id, config.name, className(config.priorityClass), config.weight,
+          config.slaMs > 0 ? llvm::formatv(", SLA {0} ms", config.slaMs).str()
+                           : std::string(),
+          bytesText(config.quotaBytes),
+          h.client().empty() ? std::string("a client") : h.client())
           .str());
   pb::Reply r;
   r.set_seq(seq);
@@ -905,8 +916,8 @@ void Server::Impl::moduleLoad(Session &s, pb::Call &call,
                                   seq));
       auto image = std::make_shared<ModuleImage>();
       image->hash = ml.hash();
-      image->name = ml.name().empty() ? "module-" + ml.hash().substr(0, 12)
-                                      : ml.name();
+      image->name =
+          ml.name().empty() ? "module-" + ml.hash().substr(0, 12) : ml.name();
       image->text = std::move(t);
       it = images.emplace(ml.hash(), image).first;
       // Import and read the layout off the I/O thread.
@@ -916,9 +927,9 @@ void Server::Impl::moduleLoad(Session &s, pb::Call &call,
         in.name = image->name;
         auto start = Clock::now();
         auto layout = inspect(in);
-        double ms = std::chrono::duration<double, std::milli>(Clock::now() -
-                                                              start)
-                        .count();
+        double ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - start)
+                .count();
         std::string error;
         ModuleLayout result;
         if (layout)
@@ -1056,8 +1067,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       st0.error = st;
   };
   if (claimed && payloads.empty())
-    return fail(status(pb::MALFORMED,
-                       "the call's payload frame is missing", seq));
+    return fail(
+        status(pb::MALFORMED, "the call's payload frame is missing", seq));
   if (isSync && !last)
     return fail(status(pb::MALFORMED,
                        "a synchronous call must be the last of its message",
@@ -1118,8 +1129,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kModuleUnload: {
     SessionModule *m = findModule(*s, call.module_unload().module());
     if (!m)
-      return fail(status(pb::INVALID_HANDLE,
-                         "not a module of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not a module of this session", seq));
     m->unloading = true;
     Op *op = newOp(*s, Op::Type::Unload, 0, seq);
     op->module = m;
@@ -1136,14 +1147,14 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kFuncAttributes:
   case pb::Call::kOccupancy: {
     bool attrs = call.has_func_attributes();
-    uint64_t mh = attrs ? call.func_attributes().module()
-                        : call.occupancy().module();
+    uint64_t mh =
+        attrs ? call.func_attributes().module() : call.occupancy().module();
     std::string kernel =
         attrs ? call.func_attributes().kernel() : call.occupancy().kernel();
     SessionModule *m = findModule(*s, mh);
     if (!m)
-      return fail(status(pb::INVALID_HANDLE,
-                         "not a module of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not a module of this session", seq));
     if (!m->image->layout.findKernel(kernel))
       return fail(status(pb::NOT_FOUND,
                          "no kernel named '" + kernel + "' in the module",
@@ -1156,10 +1167,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     uint32_t threads = attrs ? 0 : call.occupancy().block_threads();
     uint64_t dyn = attrs ? 0 : call.occupancy().dynamic_shared_bytes();
     op->fill = [op, attrs, threads, dyn](pb::Reply &r) {
-      const KernelInfo *k =
-          op->slot && op->slot->compiled
-              ? op->slot->compiled->findKernel(op->kernelName)
-              : nullptr;
+      const KernelInfo *k = op->slot && op->slot->compiled
+                                ? op->slot->compiled->findKernel(op->kernelName)
+                                : nullptr;
       if (!k)
         return;
       uint32_t maxThreads = 1024;
@@ -1210,8 +1220,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                          seq));
     auto addr = backend->allocate(bytes);
     if (!addr)
-      return fail(status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()),
-                         seq));
+      return fail(
+          status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()), seq));
     s->allocations[*addr] = bytes;
     {
       std::lock_guard<std::mutex> lock(tenantsMutex);
@@ -1247,7 +1257,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     uint64_t quotaLeft = t.config.quotaBytes - t.used;
     r.mutable_memory()->set_total(t.config.quotaBytes);
     r.mutable_memory()->set_used(t.used);
-    r.mutable_memory()->set_free(std::min(quotaLeft, deviceMemory - memoryUsed));
+    r.mutable_memory()->set_free(
+        std::min(quotaLeft, deviceMemory - memoryUsed));
     return reply(routingId, r);
   }
   case pb::Call::kCopyToDevice: {
@@ -1317,8 +1328,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
       return fail(st);
     if (c.value() > 255)
-      return fail(status(pb::INVALID_VALUE, "memset value must be a byte",
-                         seq));
+      return fail(
+          status(pb::INVALID_VALUE, "memset value must be a byte", seq));
     if (!inSessionMemory(*s, c.dst(), c.bytes()))
       return fail(addressError(c.dst(), c.bytes()));
     Op *op = newOp(*s, Op::Type::Memset, c.stream(), seq);
@@ -1353,8 +1364,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       return fail(st);
     SessionModule *m = findModule(*s, mh);
     if (!m)
-      return fail(status(pb::INVALID_HANDLE,
-                         "not a module of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not a module of this session", seq));
     const GlobalInfo *g = nullptr;
     for (const GlobalInfo &x : m->image->layout.globals)
       if (x.name == symbol)
@@ -1401,22 +1412,22 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       return fail(st);
     SessionModule *m = findModule(*s, c.module());
     if (!m)
-      return fail(status(pb::INVALID_HANDLE,
-                         "not a module of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not a module of this session", seq));
     const KernelInfo *k = m->image->layout.findKernel(c.kernel());
     if (!k)
       return fail(status(pb::NOT_FOUND,
                          "no kernel named '" + c.kernel() + "' in the module",
                          seq));
     if (c.params().size() != k->paramBufferSize)
-      return fail(status(pb::INVALID_VALUE,
-                         llvm::formatv("kernel '{0}': the parameter buffer "
-                                       "has {1} bytes, the kernel takes {2} "
-                                       "({3} parameters)",
-                                       c.kernel(), c.params().size(),
-                                       k->paramBufferSize,
-                                       k->paramOffsets.size()),
-                         seq));
+      return fail(
+          status(pb::INVALID_VALUE,
+                 llvm::formatv("kernel '{0}': the parameter buffer "
+                               "has {1} bytes, the kernel takes {2} "
+                               "({3} parameters)",
+                               c.kernel(), c.params().size(),
+                               k->paramBufferSize, k->paramOffsets.size()),
+                 seq));
     LaunchConfig cfg;
     cfg.grid = {c.grid().x(), c.grid().y(), c.grid().z()};
     cfg.block = {c.block().x(), c.block().y(), c.block().z()};
@@ -1502,8 +1513,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       return fail(st);
     auto ev = s->events.find(w.event());
     if (ev == s->events.end())
-      return fail(status(pb::INVALID_HANDLE,
-                         "not an event of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not an event of this session", seq));
     Op *op = newOp(*s, Op::Type::Marker, w.stream(), seq);
     if (ev->second.record)
       addDep(op, ev->second.record);
@@ -1522,8 +1533,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kEventDestroy: {
     auto ev = s->events.find(call.event_destroy().event());
     if (ev == s->events.end())
-      return fail(status(pb::INVALID_HANDLE,
-                         "not an event of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not an event of this session", seq));
     // A pending record finishes without it (Op::event names it by handle).
     s->events.erase(ev);
     pb::Reply r = simpleReply();
@@ -1535,8 +1546,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       return fail(st);
     auto ev = s->events.find(e.event());
     if (ev == s->events.end())
-      return fail(status(pb::INVALID_HANDLE,
-                         "not an event of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not an event of this session", seq));
     Op *op = newOp(*s, Op::Type::EventRecord, e.stream(), seq);
     op->event = e.event();
     ev->second.record = op;
@@ -1555,13 +1566,13 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       Event *a = find(call.event_elapsed().start());
       Event *b = find(call.event_elapsed().end());
       if (!a || !b)
-        return fail(status(pb::INVALID_HANDLE,
-                           "not an event of this session", seq));
+        return fail(
+            status(pb::INVALID_HANDLE, "not an event of this session", seq));
       if (a->record || b->record)
         return fail(status(pb::NOT_READY, "an event is still pending", seq));
       if (!a->recorded || !b->recorded)
-        return fail(status(pb::INVALID_VALUE,
-                           "an event has not been recorded", seq));
+        return fail(
+            status(pb::INVALID_VALUE, "an event has not been recorded", seq));
       pb::Reply r = simpleReply();
       r.mutable_elapsed()->set_ms(
           float(std::chrono::duration<double, std::milli>(b->when - a->when)
@@ -1572,8 +1583,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                                         : call.event_synchronize().event();
     Event *e = find(h);
     if (!e)
-      return fail(status(pb::INVALID_HANDLE,
-                         "not an event of this session", seq));
+      return fail(
+          status(pb::INVALID_HANDLE, "not an event of this session", seq));
     if (call.has_event_query())
       return replyStatus(routingId, seq,
                          e->record ? status(pb::NOT_READY, "work pending", seq)
@@ -1596,10 +1607,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::OP_NOT_SET:
     break;
   }
-  return fail(status(pb::UNSUPPORTED,
-                     "unknown call (field " +
-                         std::to_string(int(call.op_case())) + ")",
-                     seq));
+  return fail(status(
+      pb::UNSUPPORTED,
+      "unknown call (field " + std::to_string(int(call.op_case())) + ")", seq));
 }
 
 //===----------------------------------------------------------------------===//
@@ -1645,7 +1655,20 @@ void Server::Impl::chain(Op *op, bool deviceWide) {
 
 void Server::Impl::requireSlot(Op *op) {
   SessionModule &m = *op->module;
-  std::string key = m.whole() ? "" : op->kernelName;
+  // Kernel by kernel where the backend can add kernels to a loaded module;
+  // module variables need any part (each defines them all), else one of
+  // variables only.
+  std::string key = op->kernelName;
+  if (!backend->canExtendModules()) {
+    key = kWholeModule;
+  } else if (op->type != Op::Type::Launch &&
+             !m.image->layout.findKernel(op->kernelName)) {
+    key = kVariablesOnly;
+    for (auto &[k, slot] : m.slots)
+      if (slot.state == KernelSlot::State::Ready ||
+          slot.state == KernelSlot::State::Compiling)
+        key = k;
+  }
   KernelSlot &slot = m.slots[key];
   op->slot = &slot;
   if (slot.state == KernelSlot::State::None)
@@ -1668,8 +1691,10 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     in.text = image->text;
     in.name = image->name;
     CompileOptions co;
-    if (!key.empty())
-      co.kernels = {key};
+    if (key == kVariablesOnly)
+      co.kernels.emplace();
+    else if (key != kWholeModule)
+      co.kernels = std::vector<std::string>{key};
     auto start = Clock::now();
     uint64_t hitsBefore = cache->hits();
     auto target = Target::parse("host");
@@ -1685,49 +1710,58 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
       error = llvm::toString(compiled.takeError());
     } else {
       module = *compiled;
-      auto l = backend->loadModule(module, image->text);
-      if (!l)
-        error = llvm::toString(l.takeError());
-      else
-        loaded = *l;
+      // The first part loads the module, the others extend it.
+      std::lock_guard<std::mutex> lock(mPtr->loadMutex);
+      if (!mPtr->loaded) {
+        auto l = backend->loadModule(module, image->text);
+        if (!l)
+          error = llvm::toString(l.takeError());
+        else
+          mPtr->loaded = *l;
+      } else if (llvm::Error e = backend->extendModule(mPtr->loaded, module)) {
+        error = llvm::toString(std::move(e));
+      }
+      loaded = mPtr->loaded;
     }
     double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    post([this, image, key, slotPtr, mPtr, sid, module, loaded, error, ms,
-          hit] {
-      KernelSlot &slot = *slotPtr;
-      SessionModule &m = *mPtr;
-      slot.compiled = module;
-      slot.loaded = loaded;
-      slot.error = error;
-      slot.state = error.empty() ? KernelSlot::State::Ready
-                                 : KernelSlot::State::Failed;
-      std::string what = key.empty() ? "module " + image->name
-                                     : "kernel " + key + " of " + image->name;
-      if (error.empty()) {
-        log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
-                          what, ms, hit ? "compile cache hit" : "compiled")
-                .str());
-        if (module)
-          for (const GlobalInfo &g : module->globals) {
-            auto addr = backend->globalAddress(loaded, g.name);
-            if (!addr) {
-              llvm::consumeError(addr.takeError());
-              continue;
-            }
-            m.variables[addr->first] = addr->second;
-            m.variableAddress[g.name] = addr->first;
+    post(
+        [this, image, key, slotPtr, mPtr, sid, module, loaded, error, ms, hit] {
+          KernelSlot &slot = *slotPtr;
+          SessionModule &m = *mPtr;
+          slot.compiled = module;
+          slot.loaded = loaded;
+          slot.error = error;
+          slot.state = error.empty() ? KernelSlot::State::Ready
+                                     : KernelSlot::State::Failed;
+          std::string what = key == kWholeModule ? "module " + image->name
+                             : key == kVariablesOnly
+                                 ? "the variables of " + image->name
+                                 : "kernel " + key + " of " + image->name;
+          if (error.empty()) {
+            log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
+                              what, ms, hit ? "compile cache hit" : "compiled")
+                    .str());
+            if (module)
+              for (const GlobalInfo &g : module->globals) {
+                auto addr = backend->globalAddress(loaded, g.name);
+                if (!addr) {
+                  llvm::consumeError(addr.takeError());
+                  continue;
+                }
+                m.variables[addr->first] = addr->second;
+                m.variableAddress[g.name] = addr->first;
+              }
+          } else {
+            log(llvm::formatv("session {0}: {1} failed to compile: {2}", sid,
+                              what, error)
+                    .str());
           }
-      } else {
-        log(llvm::formatv("session {0}: {1} failed to compile: {2}", sid,
-                          what, error)
-                .str());
-      }
-      for (Op *op : std::exchange(slot.waiting, {}))
-        if (--op->pendingDeps == 0)
-          makeReady(op);
-      dispatch();
-    });
+          for (Op *op : std::exchange(slot.waiting, {}))
+            if (--op->pendingDeps == 0)
+              makeReady(op);
+          dispatch();
+        });
   });
 }
 
@@ -1751,13 +1785,11 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   };
   if (s.dead)
     return cancel(status(pb::NO_SESSION, "the session ended", op->seq));
-  bool deviceWork = op->type == Op::Type::Launch ||
-                    op->type == Op::Type::CopyIn ||
-                    op->type == Op::Type::CopyOut ||
-                    op->type == Op::Type::CopyD2D ||
-                    op->type == Op::Type::Memset ||
-                    op->type == Op::Type::SymbolIn ||
-                    op->type == Op::Type::SymbolOut;
+  bool deviceWork =
+      op->type == Op::Type::Launch || op->type == Op::Type::CopyIn ||
+      op->type == Op::Type::CopyOut || op->type == Op::Type::CopyD2D ||
+      op->type == Op::Type::Memset || op->type == Op::Type::SymbolIn ||
+      op->type == Op::Type::SymbolOut;
   if (s.sticky.code() != pb::OK && deviceWork)
     return cancel(s.sticky);
   if (op->slot && op->slot->state == KernelSlot::State::Failed)
@@ -1778,9 +1810,8 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     memoryUsed -= op->bytes;
   } else if (op->type == Op::Type::Unload) {
     SessionModule &m = *op->module;
-    for (auto &[key, slot] : m.slots)
-      if (slot.loaded)
-        llvm::consumeError(backend->unloadModule(slot.loaded));
+    if (m.loaded)
+      llvm::consumeError(backend->unloadModule(m.loaded));
     std::shared_ptr<ModuleImage> image = m.image;
     s.modules.erase(m.handle);
     op->module = nullptr;
@@ -1816,8 +1847,7 @@ void Server::Impl::dispatch() {
           std::lock_guard<std::mutex> lock(tenantsMutex);
           if (--running == 0)
             busySeconds +=
-                std::chrono::duration<double>(Clock::now() - busySince)
-                    .count();
+                std::chrono::duration<double>(Clock::now() - busySince).count();
         }
         op->running = false;
         scheduler->finished(op, op->ms);
@@ -2044,9 +2074,8 @@ void Server::Impl::maybeErase(Session &s) {
     memoryUsed -= freed;
   }
   for (auto &[h, m] : s.modules) {
-    for (auto &[key, slot] : m->slots)
-      if (slot.loaded)
-        llvm::consumeError(backend->unloadModule(slot.loaded));
+    if (m->loaded)
+      llvm::consumeError(backend->unloadModule(m->loaded));
     if (--m->image->users == 0 &&
         m->image->state != ModuleImage::State::Inspecting)
       images.erase(m->image->hash);
@@ -2146,8 +2175,7 @@ std::string Server::Impl::metricsText() {
 Server::Server(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Server::~Server() = default;
 
-llvm::Expected<std::unique_ptr<Server>>
-Server::create(ServerOptions options) {
+llvm::Expected<std::unique_ptr<Server>> Server::create(ServerOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
   try {
     if (llvm::Error e = impl->start())

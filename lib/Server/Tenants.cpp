@@ -1,4 +1,5 @@
-//===- Tenants.cpp - The tenants file of wooly-serve -------------*- C++ -*-===//
+//===- Tenants.cpp - The tenants file of wooly-serve -------------*- C++
+//-*-===//
 //
 // Parsed with yaml-cpp; every error names the file, line and column of the
 // offending node.
@@ -67,9 +68,8 @@ llvm::Expected<uint64_t> wooly::server::parseByteSize(StringRef text) {
         return llvm::createStringError("'" + text + "' is too large");
       return uint64_t(bytes);
     }
-  return llvm::createStringError(
-      "'" + text + "': unknown unit '" + unit +
-      "' (B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
+  return llvm::createStringError("'" + text + "': unknown unit '" + unit +
+                                 "' (B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
 }
 
 namespace {
@@ -83,7 +83,7 @@ llvm::Error errorAt(StringRef file, const YAML::Node &node,
 } // namespace
 
 llvm::Expected<TenantRegistry> wooly::server::parseTenants(StringRef text,
-                                                          StringRef name) {
+                                                           StringRef name) {
   YAML::Node root;
   try {
     root = YAML::Load(text.str());
@@ -94,8 +94,8 @@ llvm::Expected<TenantRegistry> wooly::server::parseTenants(StringRef text,
                                        .str());
   }
   if (!root.IsMap() || !root["tenants"])
-    return llvm::createStringError(
-        name + ": expected a map with a 'tenants' list");
+    return llvm::createStringError(name +
+                                   ": expected a map with a 'tenants' list");
   YAML::Node list = root["tenants"];
   if (!list.IsSequence())
     return errorAt(name, list, "'tenants' must be a list");

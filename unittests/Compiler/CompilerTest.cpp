@@ -58,6 +58,13 @@ TEST(CacheKey, ChangesWithEverythingThatAffectsTheOutput) {
   CompileOptions o2;
   o2.boundsChecks = false;
   EXPECT_NE(base, cacheKey(ptx(), host(), o2));
+  // The kernels selected: all (none given), none, one.
+  CompileOptions none, one;
+  none.kernels.emplace();
+  one.kernels = std::vector<std::string>{"k"};
+  EXPECT_NE(base, cacheKey(ptx(), host(), none));
+  EXPECT_NE(base, cacheKey(ptx(), host(), one));
+  EXPECT_NE(cacheKey(ptx(), host(), none), cacheKey(ptx(), host(), one));
   // The name of the input is not part of the output.
   CompileInput renamed = ptx();
   renamed.name = "other.ptx";
@@ -158,6 +165,77 @@ TEST(Compile, RunsRequestedPassesAndRejectsUnknownOnes) {
   auto m = compile(ptx(), host(), o);
   ASSERT_FALSE(bool(m));
   EXPECT_NE(llvm::toString(m.takeError()).find("bad pass pipeline"),
+            std::string::npos);
+}
+
+// A module of two kernels and a variable.
+const char *kTwoKernels = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.global .align 4 .u32 var = 3;
+.visible .entry a(.param .u64 a_p)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [a_p];
+  st.global.u32 [%rd1], 1;
+  ret;
+}
+.visible .entry b(.param .u32 b_n, .param .align 8 .b8 b_s[24])
+{
+  .reg .b32 %r<2>;
+  ld.param.u32 %r1, [b_n];
+  st.global.u32 [var], %r1;
+  ret;
+}
+)";
+
+TEST(Compile, OnlyTheKernelsAskedFor) {
+  CompileOptions o;
+  o.kernels = std::vector<std::string>{"b"};
+  auto m = compile(ptx(kTwoKernels), host(), o);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  ASSERT_EQ(m->kernels.size(), 1u);
+  EXPECT_EQ(m->kernels[0].name, "b");
+  ASSERT_EQ(m->globals.size(), 1u);
+  EXPECT_EQ(m->globals[0].name, "var");
+  // No kernel at all: the module variables alone.
+  o.kernels.emplace();
+  m = compile(ptx(kTwoKernels), host(), o);
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  EXPECT_TRUE(m->kernels.empty());
+  EXPECT_EQ(m->globals.size(), 1u);
+  // An unknown kernel is an error.
+  o.kernels = std::vector<std::string>{"a", "zz"};
+  m = compile(ptx(kTwoKernels), host(), o);
+  ASSERT_FALSE(bool(m));
+  EXPECT_EQ(llvm::toString(m.takeError()), "k.ptx: no kernel named 'zz'");
+}
+
+// inspect() gives the layouts compile() gives, without compiling.
+TEST(Inspect, LayoutsAndVariablesAsCompiled) {
+  auto layout = inspect(ptx(kTwoKernels));
+  ASSERT_TRUE(bool(layout)) << llvm::toString(layout.takeError());
+  auto m = compile(ptx(kTwoKernels), host(), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  ASSERT_EQ(layout->kernels.size(), m->kernels.size());
+  for (const KernelInfo &k : m->kernels) {
+    const KernelInfo *l = layout->findKernel(k.name);
+    ASSERT_NE(l, nullptr) << k.name;
+    EXPECT_EQ(l->paramOffsets, k.paramOffsets) << k.name;
+    EXPECT_EQ(l->paramSizes, k.paramSizes) << k.name;
+    EXPECT_EQ(l->paramBufferSize, k.paramBufferSize) << k.name;
+  }
+  // b: a u32 at 0, then 24 bytes aligned to 8.
+  EXPECT_EQ(layout->findKernel("b")->paramOffsets,
+            (std::vector<uint64_t>{0, 8}));
+  ASSERT_EQ(layout->globals.size(), 1u);
+  EXPECT_EQ(layout->globals[0].name, "var");
+  EXPECT_EQ(layout->globals[0].size, 4u);
+  auto bad = inspect(ptx(".version 7.0\n.target sm_80\n.address_size 64\n"
+                         ".visible .entry k() { nope; }\n"));
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("k.ptx:4:"),
             std::string::npos);
 }
 

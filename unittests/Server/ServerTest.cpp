@@ -42,8 +42,8 @@ std::string readFile(const std::string &path) {
 /// Spawns `argv` with stdout/stderr to `logPath` (and stdin from a pipe
 /// whose write end is returned in `stdinFd` when asked for).
 pid_t spawn(const std::vector<std::string> &argv, const std::string &logPath,
-            const std::vector<std::string> &env = {},
-            int *stdinFd = nullptr, int *stdoutFd = nullptr) {
+            const std::vector<std::string> &env = {}, int *stdinFd = nullptr,
+            int *stdoutFd = nullptr) {
   int in[2] = {-1, -1}, out[2] = {-1, -1};
   if (stdinFd && pipe(in) != 0)
     return -1;
@@ -111,10 +111,9 @@ protected:
 
   /// Starts the server with `extra` options and waits until it answers.
   void startServer(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {WOOLY_BIN_DIR "/wooly-serve",
-                                     "--listen=" + endpoint,
-                                     "--metrics=127.0.0.1:0",
-                                     "--cpu-workers=2"};
+    std::vector<std::string> argv = {
+        WOOLY_BIN_DIR "/wooly-serve", "--listen=" + endpoint,
+        "--metrics=127.0.0.1:0", "--cpu-workers=2"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     pid = spawn(argv, logPath);
     ASSERT_GT(pid, 0);
@@ -122,8 +121,8 @@ protected:
     // A refusal (tenants file, no token) is an answer too.
     Status s;
     auto probe = connect("probe", "", &s);
-    ASSERT_TRUE(probe || s.code == Code::Unauthenticated)
-        << s.str() << "\n" << log();
+    ASSERT_TRUE(probe || s.code == Code::Unauthenticated) << s.str() << "\n"
+                                                          << log();
   }
 
   std::unique_ptr<Client> connect(const std::string &tenant,
@@ -226,8 +225,7 @@ TEST_F(ServerTest, TwoClientProcessesAtOnce) {
   EXPECT_EQ(waitExit(b), 0) << readFile(dir + "/reduce.log") << log();
   EXPECT_NE(readFile(dir + "/saxpy.log").find("bit-identical"),
             std::string::npos);
-  EXPECT_NE(readFile(dir + "/reduce.log").find("all exact"),
-            std::string::npos);
+  EXPECT_NE(readFile(dir + "/reduce.log").find("all exact"), std::string::npos);
 }
 
 // Another session's allocation, module, stream and event: errors, and the
@@ -250,8 +248,7 @@ TEST_F(ServerTest, ForeignHandlesAndAddressesAreRefused) {
   ASSERT_TRUE(a->eventCreate(event).ok());
 
   std::vector<uint32_t> junk(1024, 0xdeadbeef);
-  EXPECT_EQ(b->copyToDevice(buf, junk.data(), 4096).code,
-            Code::InvalidAddress);
+  EXPECT_EQ(b->copyToDevice(buf, junk.data(), 4096).code, Code::InvalidAddress);
   EXPECT_EQ(b->copyToDevice(buf + 4000, junk.data(), 200).code,
             Code::InvalidAddress);
   EXPECT_EQ(b->memset(buf, 0, 16).code, Code::InvalidAddress);
@@ -263,17 +260,15 @@ TEST_F(ServerTest, ForeignHandlesAndAddressesAreRefused) {
   EXPECT_EQ(b->unloadModule(m.handle).code, Code::InvalidHandle);
   uint64_t bbuf;
   ASSERT_TRUE(b->malloc(4096, bbuf).ok());
-  EXPECT_EQ(b->copyDeviceToDevice(bbuf, buf, 4096).code,
-            Code::InvalidAddress);
+  EXPECT_EQ(b->copyDeviceToDevice(bbuf, buf, 4096).code, Code::InvalidAddress);
   // An asynchronous launch naming alice's module fails at b's next sync.
   const KernelLayout *k = m.findKernel("vec_add");
   ASSERT_NE(k, nullptr);
   Params p(*k);
   p.add(int32_t(1024)).add(bbuf).add(bbuf).add(bbuf);
-  ASSERT_TRUE(
-      b->launch(m.handle, "vec_add", {4}, {256}, 0, p.bytes.data(),
-                p.bytes.size())
-          .ok());
+  ASSERT_TRUE(b->launch(m.handle, "vec_add", {4}, {256}, 0, p.bytes.data(),
+                        p.bytes.size())
+                  .ok());
   uint64_t launchSeq = b->lastSeq();
   Status s = b->deviceSynchronize();
   EXPECT_EQ(s.code, Code::InvalidHandle) << s.str();
@@ -330,10 +325,9 @@ TEST_F(ServerTest, KilledClientMemoryIsReturned) {
   auto watcher = connect("victim");
   ASSERT_TRUE(watcher);
   int in = -1, out = -1;
-  pid_t child = spawn({WOOLY_BIN_DIR "/wooly-app-hold", "--bytes=268435456"},
-                      dir + "/hold.log",
-                      {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=victim"}, &in,
-                      &out);
+  pid_t child = spawn(
+      {WOOLY_BIN_DIR "/wooly-app-hold", "--bytes=268435456"}, dir + "/hold.log",
+      {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=victim"}, &in, &out);
   ASSERT_GT(child, 0);
   char buf[16] = {};
   ASSERT_GT(read(out, buf, 6), 0) << readFile(dir + "/hold.log") << log();
@@ -416,7 +410,9 @@ std::string varint(uint64_t v) {
   } while (v);
   return s;
 }
-std::string field(unsigned num, uint64_t v) { return varint(num << 3) + varint(v); }
+std::string field(unsigned num, uint64_t v) {
+  return varint(num << 3) + varint(v);
+}
 std::string field(unsigned num, const std::string &bytes) {
   return varint(num << 3 | 2) + varint(bytes.size()) + bytes;
 }
@@ -514,8 +510,8 @@ TEST_F(ServerTest, KernelFaultIsStickyForItsSessionOnly) {
   // c points nowhere: the store faults (the CPU backend checks bounds).
   Params p(*k);
   p.add(int32_t(256)).add(buf).add(buf).add(uint64_t(16));
-  ASSERT_TRUE(bad->launch(mb.handle, "vec_add", {1}, {256}, 0,
-                          p.bytes.data(), p.bytes.size())
+  ASSERT_TRUE(bad->launch(mb.handle, "vec_add", {1}, {256}, 0, p.bytes.data(),
+                          p.bytes.size())
                   .ok());
   Status s = bad->deviceSynchronize();
   EXPECT_EQ(s.code, Code::LaunchFailure) << s.str();
@@ -532,8 +528,8 @@ TEST_F(ServerTest, KernelFaultIsStickyForItsSessionOnly) {
   ASSERT_TRUE(good->copyToDevice(dy, y.data(), 1024).ok());
   Params q(*mg.findKernel("vec_add"));
   q.add(int32_t(256)).add(dx).add(dy).add(dz);
-  ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0,
-                           q.bytes.data(), q.bytes.size())
+  ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0, q.bytes.data(),
+                           q.bytes.size())
                   .ok());
   ASSERT_TRUE(good->copyFromDevice(z.data(), dz, 1024).ok());
   for (float v : z)
@@ -620,8 +616,7 @@ TEST_F(ServerTest, StreamsEventsVariablesAndLazyCompiles) {
   EXPECT_EQ(ew.variables[0].name, "__cudart_i2opi_f");
   EXPECT_EQ(ew.variables[0].size, 24u);
   uint8_t table[24];
-  ASSERT_TRUE(
-      c->copyFromSymbol(table, ew.handle, "__cudart_i2opi_f", 24).ok());
+  ASSERT_TRUE(c->copyFromSymbol(table, ew.handle, "__cudart_i2opi_f", 24).ok());
   EXPECT_EQ(table[0], 65);
   EXPECT_EQ(table[23], 162);
   uint8_t patch[4] = {1, 2, 3, 4};
@@ -674,4 +669,75 @@ TEST_F(ServerTest, MetricsArePrometheusText) {
   EXPECT_EQ(system(cmd.c_str()), 0) << readFile(dir + "/promtool.log");
 }
 
+} // namespace
+
+namespace {
+// Two kernels sharing a module variable, compiled one by one.
+const char *kVariablesPTX = R"(.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter = 7;
+.visible .entry bump(.param .u32 bump_v) {
+  .reg .b32 %r<4>;
+  ld.param.u32 %r1, [bump_v];
+  ld.global.u32 %r2, [counter];
+  add.u32 %r3, %r2, %r1;
+  st.global.u32 [counter], %r3;
+  ret;
+}
+.visible .entry read(.param .u64 read_out) {
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [read_out];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.global.u32 %r1, [counter];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+// Kernels compiled separately share one instance of the module's variable
+// per session; each session has its own.
+TEST_F(ServerTest, KernelsCompiledApartShareModuleVariables) {
+  startServer();
+  auto c = connect("one");
+  auto d = connect("two");
+  ASSERT_TRUE(c && d);
+  Module m;
+  ASSERT_TRUE(c->loadModule(kVariablesPTX, "vars", m).ok());
+  uint32_t v = 0;
+  // Before any launch: the variables alone are compiled.
+  ASSERT_TRUE(c->copyFromSymbol(&v, m.handle, "counter", 4).ok());
+  EXPECT_EQ(v, 7u);
+  uint64_t out;
+  ASSERT_TRUE(c->malloc(4, out).ok());
+  auto run = [&](Client &cl, const Module &mod, const char *k, auto arg) {
+    Params p(*mod.findKernel(k));
+    p.add(arg);
+    return cl.launch(mod.handle, k, {1}, {1}, 0, p.bytes.data(),
+                     p.bytes.size());
+  };
+  ASSERT_TRUE(run(*c, m, "bump", uint32_t(5)).ok());
+  ASSERT_TRUE(run(*c, m, "read", out).ok());
+  ASSERT_TRUE(c->copyFromDevice(&v, out, 4).ok());
+  EXPECT_EQ(v, 12u);
+  uint32_t hundred = 100;
+  ASSERT_TRUE(c->copyToSymbol(m.handle, "counter", &hundred, 4).ok());
+  ASSERT_TRUE(run(*c, m, "bump", uint32_t(1)).ok());
+  ASSERT_TRUE(run(*c, m, "read", out).ok());
+  ASSERT_TRUE(c->copyFromDevice(&v, out, 4).ok());
+  EXPECT_EQ(v, 101u);
+  // The other session's instance is untouched by the first's writes.
+  Module m2;
+  ASSERT_TRUE(d->loadModule(kVariablesPTX, "vars", m2).ok());
+  uint64_t out2;
+  ASSERT_TRUE(d->malloc(4, out2).ok());
+  ASSERT_TRUE(run(*d, m2, "read", out2).ok());
+  ASSERT_TRUE(d->copyFromDevice(&v, out2, 4).ok());
+  EXPECT_EQ(v, 7u);
+  std::string l = log();
+  EXPECT_NE(l.find("the variables of vars ready"), std::string::npos) << l;
+  EXPECT_NE(l.find("kernel bump of vars ready"), std::string::npos) << l;
+  EXPECT_NE(l.find("kernel read of vars ready"), std::string::npos) << l;
+}
 } // namespace

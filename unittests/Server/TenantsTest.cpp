@@ -1,4 +1,5 @@
-//===- TenantsTest.cpp - The tenants file of wooly-serve -------------------===//
+//===- TenantsTest.cpp - The tenants file of wooly-serve
+//-------------------===//
 
 #include "Wooly/Server/Tenants.h"
 

@@ -1,4 +1,5 @@
-//===- Client.h - The C++ client of wooly-serve ------------------*- C++ -*-===//
+//===- Client.h - The C++ client of wooly-serve ------------------*- C++
+//-*-===//
 //
 // A connection to wooly-serve and the session it opens: the calls a CUDA
 // runtime and driver need (memory, modules, launches, streams, events),
@@ -202,19 +203,19 @@ public:
                             uint64_t stream = 0, bool async = false);
   Status memset(uint64_t dst, uint8_t value, uint64_t bytes,
                 uint64_t stream = 0, bool async = false);
-  Status copyToSymbol(uint64_t module, std::string_view symbol,
-                      const void *src, uint64_t bytes, uint64_t offset = 0,
-                      uint64_t stream = 0, bool async = false);
+  Status copyToSymbol(uint64_t module, std::string_view symbol, const void *src,
+                      uint64_t bytes, uint64_t offset = 0, uint64_t stream = 0,
+                      bool async = false);
   Status copyFromSymbol(void *dst, uint64_t module, std::string_view symbol,
                         uint64_t bytes, uint64_t offset = 0,
                         uint64_t stream = 0);
-  Status getSymbol(uint64_t module, std::string_view symbol,
-                   uint64_t &address, uint64_t &size);
+  Status getSymbol(uint64_t module, std::string_view symbol, uint64_t &address,
+                   uint64_t &size);
 
   /// Launches a kernel (asynchronous). `params` is the CUDA parameter
   /// buffer of `paramBytes` bytes.
-  Status launch(uint64_t module, std::string_view kernel, Dim3 grid,
-                Dim3 block, uint32_t dynamicSharedBytes, const void *params,
+  Status launch(uint64_t module, std::string_view kernel, Dim3 grid, Dim3 block,
+                uint32_t dynamicSharedBytes, const void *params,
                 size_t paramBytes, uint64_t stream = 0);
 
   Status streamCreate(uint64_t &stream);

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,10 +58,11 @@ struct CompileOptions {
   /// is enough for kernels that call no `__ocml_*`/`__ockl_*` function;
   /// those that do are rejected with an error that names the functions.
   std::string rocmDeviceLibs;
-  /// The kernels to compile (by PTX name); empty: all of them. The others
-  /// are dropped right after import, so a server compiles only the kernels
-  /// a program launches. Device functions and module variables are kept.
-  std::vector<std::string> kernels;
+  /// The kernels to compile (by PTX name); none given: all of them; an
+  /// empty list: none (only the module variables). The others are dropped
+  /// right after import, so a server compiles only the kernels a program
+  /// launches. Device functions and module variables are kept.
+  std::optional<std::vector<std::string>> kernels;
   /// AMDGPU only: the ld.lld executable that links code objects. Empty:
   /// `ld.lld-<LLVM major>` or `ld.lld` on PATH, else LLVM's bin directory.
   std::string lldPath;

@@ -112,6 +112,14 @@ public:
   virtual llvm::Expected<BackendModule *>
   loadModule(std::shared_ptr<const CompiledModule> compiled,
              llvm::StringRef ptxText) = 0;
+  /// Whether `extendModule` works (cpu: yes; cuda: no, a module is loaded
+  /// whole).
+  virtual bool canExtendModules() const { return false; }
+  /// Adds the kernels of `part` (the same source compiled for other
+  /// kernels, CompileOptions::kernels) to a loaded module; its module
+  /// variables stay the module's own. Errors where unsupported.
+  virtual llvm::Error extendModule(BackendModule *module,
+                                   std::shared_ptr<const CompiledModule> part);
   /// Unloads a module returned by `loadModule`; the handle becomes invalid.
   virtual llvm::Error unloadModule(BackendModule *module) = 0;
 

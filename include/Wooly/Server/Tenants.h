@@ -61,7 +61,7 @@ struct TenantRegistry {
 llvm::Expected<TenantRegistry> loadTenants(llvm::StringRef path);
 /// The same from text (`name` is used in errors).
 llvm::Expected<TenantRegistry> parseTenants(llvm::StringRef text,
-                                           llvm::StringRef name);
+                                            llvm::StringRef name);
 
 /// Parses a byte size: "4096", "64KiB", "512MiB", "4GiB", "1TiB" (binary
 /// units), "1KB", "1MB", "1GB" (decimal units), optionally with a

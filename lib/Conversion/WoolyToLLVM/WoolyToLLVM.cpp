@@ -1390,8 +1390,11 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
       uint64_t count = std::max<uint64_t>(g.getCount(), 1);
       Type arrTy = LLVM::LLVMArrayType::get(elem, count);
       Attribute value = denseInitializer(g, count);
+      // Weak: a module compiled kernel by kernel is linked in parts into
+      // one JITDylib, whose first definition of each variable the others
+      // share (CpuDevice::extendModule).
       auto lg = LLVM::GlobalOp::create(
-          b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::External,
+          b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::Weak,
           globalSymbol(g.getSymName()), value, align);
       if (!value) {
         // Zero-initialised, as PTX variables are, then the listed elements

@@ -54,6 +54,7 @@
 #include <deque>
 #include <mutex>
 #include <pthread.h>
+#include <shared_mutex>
 #include <thread>
 
 using namespace wooly;
@@ -105,14 +106,29 @@ struct Barrier {
   std::vector<uint32_t> waiting;
 };
 
-/// A loaded module: its JITDylib, entry points and globals.
+/// A loaded module: its JITDylib, entry points and globals. A module may be
+/// loaded in parts (`CpuDevice::extendModule`: kernels compiled one by one
+/// into the same JITDylib); the parts' module variables are weak
+/// definitions, so the JIT keeps the first part's and binds the later
+/// parts' references to it: every kernel sees one instance.
 struct LoadedModuleImpl {
-  std::shared_ptr<const CompiledModule> compiled;
+  /// One launchable kernel.
+  struct Kernel {
+    const KernelInfo *info = nullptr;
+    /// The compiled part that holds it (its shared memory layout and
+    /// access sites).
+    const CompiledModule *part = nullptr;
+    WoolyKernelFn fn = nullptr;
+    /// Block loop (`KernelInfo::blockSymbol`), where the kernel has one.
+    WoolyBlockFn blockFn = nullptr;
+  };
+  std::vector<std::shared_ptr<const CompiledModule>> parts;
   llvm::orc::JITDylib *dylib = nullptr;
-  llvm::StringMap<WoolyKernelFn> kernels;
-  /// Block loops (`KernelInfo::blockSymbol`), where the kernel has one.
-  llvm::StringMap<WoolyBlockFn> blockLoops;
+  llvm::StringMap<Kernel> kernels;
   llvm::StringMap<std::pair<uint64_t, uint64_t>> globals;
+  /// Guards `parts`, `kernels` and `globals`: a part may be added while
+  /// other threads launch the module's kernels.
+  mutable std::shared_mutex mutex;
 };
 
 /// Everything about one launch in progress; it lives in `launch`'s frame.
@@ -1162,45 +1178,88 @@ public:
     if (Error e = ensureJIT())
       return std::move(e);
     auto impl = std::make_unique<LoadedModuleImpl>();
-    impl->compiled = m;
     auto jd =
         jit->createJITDylib("wooly-module-" + std::to_string(nextModuleId++));
     if (!jd)
       return jd.takeError();
     impl->dylib = &*jd;
+    auto fail = [&](Error e) -> Error {
+      // Nothing of the half-loaded module stays behind.
+      unregisterGlobals(*impl);
+      return llvm::joinErrors(
+          std::move(e),
+          jit->getExecutionSession().removeJITDylib(*impl->dylib));
+    };
     if (Error e =
             impl->dylib->define(llvm::orc::absoluteSymbols(runtimeSymbols())))
-      return std::move(e);
+      return fail(std::move(e));
     auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
         jit->getDataLayout().getGlobalPrefix());
     if (!gen)
-      return gen.takeError();
+      return fail(gen.takeError());
     impl->dylib->addGenerator(std::move(*gen));
-    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
-    if (Error e = jit->addObjectFile(*impl->dylib, std::move(buffer)))
-      return std::move(e);
-    for (const KernelInfo &k : m->kernels) {
-      auto sym = jit->lookup(*impl->dylib, k.symbol);
-      if (!sym)
-        return sym.takeError();
-      impl->kernels[k.name] = sym->toPtr<WoolyKernelFn>();
-      if (!k.blockSymbol.empty()) {
-        auto block = jit->lookup(*impl->dylib, k.blockSymbol);
-        if (!block)
-          return block.takeError();
-        impl->blockLoops[k.name] = block->toPtr<WoolyBlockFn>();
-      }
-    }
-    for (const GlobalInfo &g : m->globals) {
-      auto sym = jit->lookup(*impl->dylib, g.symbol);
-      if (!sym)
-        return sym.takeError();
-      uint64_t addr = sym->getValue();
-      impl->globals[g.name] = {addr, g.size};
-      memory.registerGlobal(addr, g.size, g.name);
-    }
+    if (Error e = addPart(*impl, std::move(m)))
+      return fail(std::move(e));
     modules.push_back(std::move(impl));
     return reinterpret_cast<LoadedModule *>(modules.back().get());
+  }
+
+  Error extend(LoadedModule *handle, std::shared_ptr<const CompiledModule> m) {
+    if (m->target.kind != Target::Kind::Host)
+      return makeError("module compiled for '" + m->target.str() +
+                       "' cannot run on the CPU backend");
+    std::lock_guard<std::mutex> lock(deviceMutex);
+    auto *impl = reinterpret_cast<LoadedModuleImpl *>(handle);
+    if (!llvm::any_of(modules, [&](auto &p) { return p.get() == impl; }))
+      return makeError("unknown module");
+    return addPart(*impl, std::move(m));
+  }
+
+  /// Links `m` into `impl`'s JITDylib and makes its kernels and variables
+  /// known. Called with `deviceMutex` held.
+  Error addPart(LoadedModuleImpl &impl,
+                std::shared_ptr<const CompiledModule> m) {
+    {
+      std::shared_lock<std::shared_mutex> read(impl.mutex);
+      for (const KernelInfo &k : m->kernels)
+        if (impl.kernels.count(k.name))
+          return makeError("kernel '" + k.name + "' is already loaded");
+    }
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
+    if (Error e = jit->addObjectFile(*impl.dylib, std::move(buffer)))
+      return e;
+    llvm::StringMap<LoadedModuleImpl::Kernel> kernels;
+    for (const KernelInfo &k : m->kernels) {
+      LoadedModuleImpl::Kernel &entry = kernels[k.name];
+      entry.info = &k;
+      entry.part = m.get();
+      auto sym = jit->lookup(*impl.dylib, k.symbol);
+      if (!sym)
+        return sym.takeError();
+      entry.fn = sym->toPtr<WoolyKernelFn>();
+      if (!k.blockSymbol.empty()) {
+        auto block = jit->lookup(*impl.dylib, k.blockSymbol);
+        if (!block)
+          return block.takeError();
+        entry.blockFn = block->toPtr<WoolyBlockFn>();
+      }
+    }
+    std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> globals;
+    for (const GlobalInfo &g : m->globals) {
+      auto sym = jit->lookup(*impl.dylib, g.symbol);
+      if (!sym)
+        return sym.takeError();
+      globals.push_back({g.name, {sym->getValue(), g.size}});
+    }
+    std::unique_lock<std::shared_mutex> write(impl.mutex);
+    for (auto &[name, k] : kernels)
+      impl.kernels[name] = k;
+    // A later part's variables are the first part's (weak definitions).
+    for (auto &[name, range] : globals)
+      if (impl.globals.try_emplace(name, range).second)
+        memory.registerGlobal(range.first, range.second, name);
+    impl.parts.push_back(std::move(m));
+    return Error::success();
   }
 
   void unregisterGlobals(LoadedModuleImpl &m) {
@@ -1224,9 +1283,15 @@ public:
   Error launch(LoadedModule *handle, StringRef kernelName,
                const LaunchConfig &config, llvm::ArrayRef<uint8_t> params) {
     auto *m = reinterpret_cast<LoadedModuleImpl *>(handle);
-    const KernelInfo *k = m->compiled->findKernel(kernelName);
-    if (!k)
-      return makeError("no kernel named '" + kernelName + "' in the module");
+    LoadedModuleImpl::Kernel entry;
+    {
+      std::shared_lock<std::shared_mutex> read(m->mutex);
+      auto it = m->kernels.find(kernelName);
+      if (it == m->kernels.end())
+        return makeError("no kernel named '" + kernelName + "' in the module");
+      entry = it->second;
+    }
+    const KernelInfo *k = entry.info;
     auto fail = [&](const llvm::Twine &msg) {
       return makeError("launch of kernel '" + kernelName + "': " + msg);
     };
@@ -1261,7 +1326,7 @@ public:
                                 "{1}x{2}x{3}",
                                 threads, k->maxntid[0], k->maxntid[1],
                                 k->maxntid[2]));
-    uint64_t shared = m->compiled->staticSharedSize + config.dynamicSharedBytes;
+    uint64_t shared = entry.part->staticSharedSize + config.dynamicSharedBytes;
     if (shared > limits.maxSharedBytesPerBlock)
       return fail(llvm::formatv("{0} bytes of shared memory, the limit is {1}",
                                 shared, limits.maxSharedBytesPerBlock));
@@ -1276,13 +1341,13 @@ public:
     paramCopy.resize(std::max<size_t>(paramCopy.size(), 1));
     LaunchState l;
     l.kernel = k;
-    l.fn = m->kernels.lookup(kernelName);
-    l.blockFn = m->blockLoops.lookup(kernelName);
+    l.fn = entry.fn;
+    l.blockFn = entry.blockFn;
     l.config = config;
     l.totalShared = uint32_t(shared);
     l.threadsPerBlock = uint32_t(threads);
     l.numBlocks = blocks;
-    l.numSites = m->compiled->numAccessSites;
+    l.numSites = entry.part->numAccessSites;
     l.params = paramCopy.data();
     l.memory = &memory;
     l.printfSink = &options.printfSink;
@@ -1436,17 +1501,25 @@ CpuDevice::loadModule(std::shared_ptr<const CompiledModule> module) {
   return impl->load(std::move(module));
 }
 
+Error CpuDevice::extendModule(LoadedModule *module,
+                              std::shared_ptr<const CompiledModule> part) {
+  return impl->extend(module, std::move(part));
+}
+
 Error CpuDevice::unloadModule(LoadedModule *module) {
   return impl->unload(module);
 }
 
 const CompiledModule &CpuDevice::compiled(const LoadedModule *module) const {
-  return *reinterpret_cast<const LoadedModuleImpl *>(module)->compiled;
+  auto *m = reinterpret_cast<const LoadedModuleImpl *>(module);
+  std::shared_lock<std::shared_mutex> read(m->mutex);
+  return *m->parts.front();
 }
 
 Expected<std::pair<uint64_t, uint64_t>>
 CpuDevice::globalAddress(LoadedModule *module, StringRef name) {
   auto *m = reinterpret_cast<LoadedModuleImpl *>(module);
+  std::shared_lock<std::shared_mutex> read(m->mutex);
   auto it = m->globals.find(name);
   if (it == m->globals.end())
     return makeError("no global variable named '" + name + "' in the module");

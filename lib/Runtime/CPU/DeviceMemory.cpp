@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sys/mman.h>
 
 using namespace wooly::cpu;
 using llvm::Error;
@@ -18,10 +19,26 @@ static Error makeError(const llvm::Twine &msg) {
 
 static std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
+namespace {
+/// Allocations from this size on are mapped pages: zero until touched, so
+/// a large allocation costs no time to clear.
+constexpr uint64_t kMapThreshold = 1 << 20;
+
+uint64_t roundedSize(uint64_t size) { return (size + 255) & ~uint64_t(255); }
+
+void release(uint64_t base, uint64_t size) {
+  uint64_t rounded = roundedSize(size);
+  if (rounded >= kMapThreshold)
+    ::munmap(reinterpret_cast<void *>(base), rounded);
+  else
+    std::free(reinterpret_cast<void *>(base));
+}
+} // namespace
+
 DeviceMemory::~DeviceMemory() {
   for (auto &[base, a] : allocations)
     if (!a.moduleGlobal)
-      std::free(reinterpret_cast<void *>(base));
+      release(base, a.size);
 }
 
 llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size) {
@@ -34,14 +51,21 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size) {
                        " bytes requested, " + llvm::Twine(inUse) + " of " +
                        llvm::Twine(limit) + " in use");
   }
-  uint64_t rounded = (size + 255) & ~uint64_t(255);
+  uint64_t rounded = roundedSize(size);
   if (rounded < size)
     return makeError("allocation size overflows");
-  void *p = std::aligned_alloc(256, rounded);
+  void *p = nullptr;
+  if (rounded >= kMapThreshold) {
+    p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      p = nullptr;
+  } else if ((p = std::aligned_alloc(256, rounded))) {
+    std::memset(p, 0, rounded);
+  }
   if (!p)
     return makeError("out of host memory allocating " + llvm::Twine(size) +
                      " bytes");
-  std::memset(p, 0, rounded);
   uint64_t base = reinterpret_cast<uint64_t>(p);
   std::unique_lock<std::shared_mutex> lock(mutex);
   allocations[base] = Allocation{base, size, false, ""};
@@ -55,10 +79,11 @@ Error DeviceMemory::free(uint64_t addr) {
   if (it == allocations.end() || it->second.moduleGlobal)
     return makeError("free of 0x" + hex(addr) +
                      ", which is not the base of a live allocation");
-  inUse -= it->second.size;
+  uint64_t size = it->second.size;
+  inUse -= size;
   allocations.erase(it);
   lock.unlock();
-  std::free(reinterpret_cast<void *>(addr));
+  release(addr, size);
   return Error::success();
 }
 

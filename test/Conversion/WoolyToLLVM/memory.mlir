@@ -64,9 +64,10 @@ wooly.func @s(%x: f32 {wooly.type = "f32"}) attributes {kernel} {
 
 // -----
 
-// .global variables become LLVM globals (zero-filled, or padded lists);
+// .global variables become weak LLVM globals (zero-filled, or padded lists;
+// weak so that kernels compiled apart share one instance when linked together);
 // their address is a host pointer.
-// CHECK: llvm.mlir.global external @__wooly_g_g(dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 4 : i64} : !llvm.array<4 x f32>
+// CHECK: llvm.mlir.global weak @__wooly_g_g(dense<[1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 4 : i64} : !llvm.array<4 x f32>
 // CHECK-LABEL: llvm.func @__wooly_kernel_gk(
 // CHECK: %[[A:.*]] = llvm.mlir.addressof @__wooly_g_g : !llvm.ptr
 // CHECK: llvm.ptrtoint %[[A]] : !llvm.ptr to i64

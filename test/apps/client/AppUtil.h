@@ -1,4 +1,5 @@
-//===- AppUtil.h - Shared bits of the client-library tenant apps -*- C++ -*-===//
+//===- AppUtil.h - Shared bits of the client-library tenant apps -*- C++
+//-*-===//
 //
 // The tenant programs in this directory are written against Wooly's client
 // library (include/Wooly/Client/Client.h): they connect to wooly-serve,
@@ -53,8 +54,7 @@ public:
                    layout.name.c_str(), next, sizeof(T));
       std::exit(1);
     }
-    std::memcpy(buffer.data() + layout.paramOffsets[next++], &value,
-                sizeof(T));
+    std::memcpy(buffer.data() + layout.paramOffsets[next++], &value, sizeof(T));
     return *this;
   }
   const void *data() const { return buffer.data(); }

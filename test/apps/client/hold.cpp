@@ -1,4 +1,5 @@
-//===- hold.cpp - A tenant that holds memory until it is killed --*- C++ -*-===//
+//===- hold.cpp - A tenant that holds memory until it is killed --*- C++
+//-*-===//
 //
 // wooly-app-hold [--bytes=N]
 //
@@ -15,9 +16,8 @@
 using namespace wooly::client;
 
 int main(int argc, char **argv) {
-  uint64_t bytes =
-      std::strtoull(app::option(argc, argv, "bytes", "67108864").c_str(),
-                    nullptr, 10);
+  uint64_t bytes = std::strtoull(
+      app::option(argc, argv, "bytes", "67108864").c_str(), nullptr, 10);
   Status s;
   Options o;
   o.clientName = "wooly-app-hold";

@@ -1,4 +1,5 @@
-//===- reduce.cpp - A tenant: block reductions with shuffles -----*- C++ -*-===//
+//===- reduce.cpp - A tenant: block reductions with shuffles -----*- C++
+//-*-===//
 //
 // wooly-app-reduce --ptx=reduction.sm_90.ptx [--n=N] [--rounds=R]
 //
@@ -53,8 +54,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; ++i)
       in[i] = int32_t(rng.next() % 2001) - 1000;
     app::check(c->copyToDevice(din, in.data(), uint64_t(n) * 4), "copy in");
-    app::check(c->memset(dout, 0xff, uint64_t(blocks) * 4, 0, true),
-               "memset");
+    app::check(c->memset(dout, 0xff, uint64_t(blocks) * 4, 0, true), "memset");
     app::Params p(*k);
     p.add(int32_t(n)).add(din).add(dout);
     app::check(c->launch(m.handle, "block_sum_i32", {uint32_t(blocks)},

@@ -1,4 +1,5 @@
-//===- saxpy.cpp - A tenant: saxpy rounds on two streams ---------*- C++ -*-===//
+//===- saxpy.cpp - A tenant: saxpy rounds on two streams ---------*- C++
+//-*-===//
 //
 // wooly-app-saxpy --ptx=elementwise.sm_90.ptx [--n=N] [--rounds=R]
 //
@@ -78,7 +79,9 @@ int main(int argc, char **argv) {
     float a = 0.5f + 0.25f * float(r);
     for (int k = 0; k < 2; ++k) {
       app::Params p(*saxpy);
-      p.add(int32_t(half)).add(a).add(dx + uint64_t(k) * half * 4)
+      p.add(int32_t(half))
+          .add(a)
+          .add(dx + uint64_t(k) * half * 4)
           .add(dy + uint64_t(k) * half * 4);
       app::check(c->launch(m.handle, "saxpy", {uint32_t((half + 255) / 256)},
                            {256}, 0, p.data(), p.size(), streams[k]),

@@ -78,9 +78,16 @@ public:
   /// Links a compiled `host` module into the JIT and registers its globals.
   llvm::Expected<LoadedModule *>
   loadModule(std::shared_ptr<const CompiledModule> module);
+  /// Adds the kernels of `part` to a loaded module: `part` is the same
+  /// source compiled for other kernels (CompileOptions::kernels). Its
+  /// module variables are the loaded module's own (one instance for all
+  /// parts). Safe while other threads launch the module's kernels. Errors:
+  /// a kernel already loaded, a module of another target.
+  llvm::Error extendModule(LoadedModule *module,
+                           std::shared_ptr<const CompiledModule> part);
   /// Removes a module; its globals stop being valid memory.
   llvm::Error unloadModule(LoadedModule *module);
-  /// The compiled module behind a loaded one.
+  /// The compiled module behind a loaded one (its first part).
   const CompiledModule &compiled(const LoadedModule *module) const;
 
   /// Device address and size of a module's `.global`/`.const` variable.
