@@ -218,17 +218,34 @@ public:
   std::string name() const override { return device->name(); }
 
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return std::move(e);
     return device->allocate(bytes);
   }
-  llvm::Error free(uint64_t addr) override { return device->free(addr); }
+  llvm::Error free(uint64_t addr) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
+    return device->free(addr);
+  }
   llvm::Error copyToDevice(uint64_t dst, const void *src,
                            uint64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
     return device->copyToDevice(dst, src, bytes);
   }
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
     return device->copyFromDevice(dst, src, bytes);
   }
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
     return device->memset(dst, value, bytes);
   }
 
@@ -247,6 +264,9 @@ public:
       return llvm::createStringError(
           "the cuda backend needs PTX: the original PTX or a module compiled "
           "for sm_XX");
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return std::move(e);
     auto loaded = device->loadPTX(ptx);
     if (!loaded)
       return loaded.takeError();
@@ -258,6 +278,9 @@ public:
     std::unique_ptr<GpuModule> m = modules.take(handle);
     if (!m)
       return unknownModule("cuda");
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
     return device->unloadModule(m->loaded);
   }
 
@@ -280,6 +303,9 @@ public:
     // kernel it does not know is left to the driver to report.
     const KernelInfo *info =
         m->compiled ? m->compiled->findKernel(kernelName) : nullptr;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (llvm::Error e = device->makeCurrent())
+      return e;
     if (!info)
       return device->launch(m->loaded, kernelName, config, params);
     return device->launch(m->loaded, kernelName, config, params,
@@ -287,6 +313,7 @@ public:
   }
 
   std::optional<double> lastKernelMs() const override {
+    std::lock_guard<std::mutex> lock(mutex);
     return device->lastKernelMs();
   }
 
@@ -294,6 +321,9 @@ private:
   // Destroyed after `modules` (declared first): the device unloads what is
   // still loaded when it closes.
   std::unique_ptr<cuda::CudaDevice> device;
+  /// One call at a time, each with the device's context made current on the
+  /// calling thread: the backend may be used from any thread.
+  mutable std::mutex mutex;
   ModuleTable<GpuModule> modules;
 };
 

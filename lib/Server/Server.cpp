@@ -177,7 +177,8 @@ struct Op : WorkItem {
   bool reportsErrors = false, deviceWide = false;
   // Data.
   Frame in;
-  std::string out;
+  /// Device-to-host data (not cleared first: the copy fills it).
+  std::unique_ptr<char[]> out;
   uint64_t dst = 0, src = 0;
   uint8_t value = 0;
   // Launches.
@@ -309,7 +310,8 @@ public:
   void handleCall(const std::string &routingId, int fd, pb::Call &call,
                   std::deque<Frame> &payloads, bool last);
   void reply(const std::string &routingId, pb::Reply &r,
-             std::string *payload = nullptr);
+             std::unique_ptr<char[]> payload = nullptr,
+             size_t payloadBytes = 0);
   void replyStatus(const std::string &routingId, uint64_t seq,
                    const pb::Status &s);
 
@@ -736,20 +738,19 @@ void Server::Impl::onMessage() {
 }
 
 void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
-                         std::string *payload) {
+                         std::unique_ptr<char[]> payload, size_t payloadBytes) {
   r.set_version(kVersion);
   std::string env = r.SerializeAsString();
   zmq_send(router, routingId.data(), routingId.size(),
            ZMQ_SNDMORE | ZMQ_DONTWAIT);
   if (payload) {
     zmq_send(router, env.data(), env.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    // The payload is handed over without a copy.
-    auto *owned = new std::string(std::move(*payload));
+    // The payload is handed over without a copy; ZeroMQ frees it.
+    char *data = payload.release();
     zmq_msg_t m;
     zmq_msg_init_data(
-        &m, owned->data(), owned->size(),
-        [](void *, void *hint) { delete static_cast<std::string *>(hint); },
-        owned);
+        &m, data, payloadBytes,
+        [](void *p, void *) { delete[] static_cast<char *>(p); }, nullptr);
     if (zmq_msg_send(&m, router, ZMQ_DONTWAIT) < 0)
       zmq_msg_close(&m);
   } else {
@@ -1881,8 +1882,8 @@ void Server::Impl::execute(Op *op) {
     e = backend->copyToDevice(op->dst, op->in.data(), op->bytes);
     break;
   case Op::Type::CopyOut:
-    op->out.resize(op->bytes);
-    e = backend->copyFromDevice(op->out.data(), op->src, op->bytes);
+    op->out.reset(new char[std::max<uint64_t>(op->bytes, 1)]);
+    e = backend->copyFromDevice(op->out.get(), op->src, op->bytes);
     break;
   case Op::Type::CopyD2D: {
     std::string tmp(op->bytes, '\0');
@@ -1906,8 +1907,8 @@ void Server::Impl::execute(Op *op) {
     if (op->type == Op::Type::SymbolIn) {
       e = backend->copyToDevice(addr, op->in.data(), op->bytes);
     } else {
-      op->out.resize(op->bytes);
-      e = backend->copyFromDevice(op->out.data(), addr, op->bytes);
+      op->out.reset(new char[std::max<uint64_t>(op->bytes, 1)]);
+      e = backend->copyFromDevice(op->out.get(), addr, op->bytes);
     }
     break;
   }
@@ -2002,16 +2003,19 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
     }
     if (st.code() != pb::OK)
       *r.mutable_status() = st;
-    std::string *payload = nullptr;
+    bool withData = false;
     if (st.code() == pb::OK) {
       if (op->fill)
         op->fill(r);
       if (op->type == Op::Type::CopyOut || op->type == Op::Type::SymbolOut) {
-        r.set_payload_bytes(op->out.size());
-        payload = &op->out;
+        r.set_payload_bytes(op->bytes);
+        withData = true;
       }
     }
-    reply(s.routingId, r, payload);
+    if (withData)
+      reply(s.routingId, r, std::move(op->out), op->bytes);
+    else
+      reply(s.routingId, r);
   }
   // The stream and event this op was the tail of.
   auto it = s.streams.find(op->stream);

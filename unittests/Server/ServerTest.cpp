@@ -741,3 +741,70 @@ TEST_F(ServerTest, KernelsCompiledApartShareModuleVariables) {
   EXPECT_NE(l.find("kernel read of vars ready"), std::string::npos) << l;
 }
 } // namespace
+
+namespace {
+/// A free TCP port on 127.0.0.1 (bound then released).
+int freePort() {
+  void *ctx = zmq_ctx_new();
+  void *s = zmq_socket(ctx, ZMQ_REP);
+  zmq_bind(s, "tcp://127.0.0.1:*");
+  char last[256];
+  size_t len = sizeof last;
+  zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, last, &len);
+  zmq_close(s);
+  zmq_ctx_term(ctx);
+  std::string ep(last);
+  return std::atoi(ep.substr(ep.rfind(':') + 1).c_str());
+}
+
+// The same server on ipc:// and tcp://127.0.0.1 at once; a tenant program
+// over tcp.
+TEST_F(ServerTest, ServesTcpAndIpcTogether) {
+  std::string tcp = "tcp://127.0.0.1:" + std::to_string(freePort());
+  startServer({"--listen=" + tcp});
+  EXPECT_NE(log().find(tcp), std::string::npos) << log();
+  pid_t a = spawn({WOOLY_BIN_DIR "/wooly-app-saxpy",
+                   "--ptx=" WOOLY_CORPUS_DIR "/elementwise.sm_90.ptx",
+                   "--n=65536", "--rounds=2"},
+                  dir + "/saxpy.log", {"WOOLY_SERVER=" + tcp});
+  auto c = connect("ipc-user");
+  ASSERT_TRUE(c);
+  uint64_t addr;
+  ASSERT_TRUE(c->malloc(1 << 16, addr).ok());
+  std::vector<uint8_t> in(1 << 16), out(1 << 16);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = uint8_t(i * 7);
+  ASSERT_TRUE(c->copyToDevice(addr, in.data(), in.size()).ok());
+  ASSERT_TRUE(c->copyFromDevice(out.data(), addr, out.size()).ok());
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(waitExit(a), 0) << readFile(dir + "/saxpy.log") << log();
+}
+
+// A server that dies ends a client's calls with Unavailable, not a hang.
+TEST_F(ServerTest, ClientSeesADeadServer) {
+  startServer();
+  auto c = connect("survivor");
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->ping().ok());
+  kill(pid, SIGKILL);
+  EXPECT_EQ(waitExit(pid), 128 + SIGKILL);
+  pid = -1;
+  uint64_t a;
+  Status s = c->malloc(64, a);
+  EXPECT_EQ(s.code, Code::Unavailable) << s.str();
+  EXPECT_NE(s.message.find("lost the connection"), std::string::npos)
+      << s.message;
+  // Every later call says the same at once.
+  EXPECT_EQ(c->ping().code, Code::Unavailable);
+  // No server at all: connect gives up after its timeout with a clear
+  // message.
+  Options o;
+  o.server = endpoint;
+  o.connectTimeoutMs = 300;
+  auto none = Client::connect(o, s);
+  EXPECT_FALSE(none);
+  EXPECT_EQ(s.code, Code::Unavailable);
+  EXPECT_NE(s.message.find("no wooly-serve answered"), std::string::npos)
+      << s.message;
+}
+} // namespace

@@ -76,8 +76,9 @@ struct BackendOptions {
 ///     sharing the backend's workers, and launches from one thread run one
 ///     after another. Unloading a module while one of its kernels runs, or
 ///     freeing memory a running kernel uses, is the caller's error.
-///   - cuda: not thread-safe; use it from one thread, the one that created
-///     it.
+///   - cuda: every call may come from any thread; calls run one at a time
+///     (a lock), each with the device's context made current on the
+///     calling thread.
 class Backend {
 public:
   virtual ~Backend();

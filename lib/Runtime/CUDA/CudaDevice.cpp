@@ -283,6 +283,11 @@ CudaDevice::~CudaDevice() = default;
 const std::string &CudaDevice::name() const { return impl->name; }
 int CudaDevice::ordinal() const { return impl->ordinal; }
 
+llvm::Error CudaDevice::makeCurrent() {
+  return impl->check(impl->api.cuCtxSetCurrent(impl->context),
+                     "cuCtxSetCurrent");
+}
+
 llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
   CUdeviceptr p = 0;
   // The driver refuses empty allocations; give them one byte.

@@ -63,6 +63,10 @@ public:
   const std::string &name() const;
   /// The GPU's ordinal.
   int ordinal() const;
+  /// Makes the device's context current on the calling thread (the device
+  /// is used from a thread other than the one that opened it; cheap to
+  /// repeat).
+  llvm::Error makeCurrent();
 
   /// Device memory (cuMemAlloc); addresses are CUdeviceptr values. Like the
   /// CPU backend's, a new allocation is zero-filled (a size of 0 gets 1 byte).
