@@ -5,8 +5,8 @@
 // `batch` (a Request) and `payloads` (their data frames) and are sent with
 // the next synchronous call, or alone when the batch is full. A synchronous
 // call waits for the Reply that names its sequence number; while waiting it
-// watches a monitor of the socket, so that a server that goes away ends the
-// wait with an Unavailable error instead of a hang.
+// reads a monitor of the socket now and then, so that a server that goes
+// away ends the wait with an Unavailable error instead of a hang.
 //
 // Everything that may throw (Protobuf, allocation) is caught at the API:
 // no exception leaves this file.
@@ -265,50 +265,63 @@ public:
   }
 
   /// Waits for the reply to `mySeq`; replies to other calls are dropped.
+  /// Reads the socket monitor's pending events; true once the connection
+  /// to the server was lost (after it had been made).
+  bool connectionLost() {
+    if (!monitor)
+      return false;
+    for (;;) {
+      Frame ev, addr;
+      if (zmq_msg_recv(&ev.msg, monitor, ZMQ_DONTWAIT) < 0)
+        return dead;
+      if (zmq_msg_more(&ev.msg))
+        zmq_msg_recv(&addr.msg, monitor, 0);
+      uint16_t event = 0;
+      if (ev.size() >= 2)
+        std::memcpy(&event, ev.data(), 2);
+      if (event == ZMQ_EVENT_CONNECTED) {
+        everConnected = true;
+      } else if (event == ZMQ_EVENT_DISCONNECTED && everConnected) {
+        dead = true;
+        deadReason = "lost the connection to wooly-serve at '" + endpoint +
+                     "' (its session is gone)";
+      }
+    }
+  }
+
+  /// Waits for the reply to `mySeq`; replies to other calls are dropped.
+  /// The wait is a blocking receive (the fewest system calls: a round trip
+  /// is mostly their cost); every `kWatchMs` without a reply the socket
+  /// monitor is read, so a server that went away ends the wait.
   Status await(uint64_t mySeq, pb::Reply &reply, std::vector<Frame> &frames,
                int timeoutMs) {
+    constexpr int kWatchMs = 250;
     auto start = std::chrono::steady_clock::now();
+    int current = -2;
     for (;;) {
-      zmq_pollitem_t items[2] = {{socket, 0, ZMQ_POLLIN, 0},
-                                 {monitor, 0, ZMQ_POLLIN, 0}};
-      long wait = -1;
+      int wait = kWatchMs;
       if (timeoutMs >= 0) {
-        long spent = long(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-        wait = std::max(0L, timeoutMs - spent);
+        int spent = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+        if (spent >= timeoutMs)
+          return makeStatus(Code::Unavailable, "", mySeq);
+        wait = std::min(wait, timeoutMs - spent);
       }
-      int rc = zmq_poll(items, monitor ? 2 : 1, wait);
-      if (rc < 0 && zmq_errno() == EINTR)
-        continue;
-      if (rc < 0)
-        return makeStatus(Code::Unavailable,
-                          std::string("poll: ") + zmq_strerror(zmq_errno()));
-      if (rc == 0)
-        return makeStatus(Code::Unavailable, "", mySeq);
-      if (monitor && (items[1].revents & ZMQ_POLLIN)) {
-        Frame ev, addr;
-        zmq_msg_recv(&ev.msg, monitor, 0);
-        if (zmq_msg_more(&ev.msg))
-          zmq_msg_recv(&addr.msg, monitor, 0);
-        uint16_t event = 0;
-        if (ev.size() >= 2)
-          std::memcpy(&event, ev.data(), 2);
-        if (event == ZMQ_EVENT_CONNECTED) {
-          everConnected = true;
-        } else if (event == ZMQ_EVENT_DISCONNECTED && everConnected) {
-          dead = true;
-          deadReason = "lost the connection to wooly-serve at '" + endpoint +
-                       "' (its session is gone)";
-          return makeStatus(Code::Unavailable, deadReason, mySeq);
-        }
+      if (wait != current) {
+        zmq_setsockopt(socket, ZMQ_RCVTIMEO, &wait, sizeof wait);
+        current = wait;
       }
-      if (!(items[0].revents & ZMQ_POLLIN))
-        continue;
       frames.clear();
       Frame env;
-      if (zmq_msg_recv(&env.msg, socket, 0) < 0)
+      if (zmq_msg_recv(&env.msg, socket, 0) < 0) {
+        if (zmq_errno() != EAGAIN && zmq_errno() != EINTR)
+          return makeStatus(Code::Unavailable, std::string("receive: ") +
+                                                   zmq_strerror(zmq_errno()));
+        if (connectionLost())
+          return makeStatus(Code::Unavailable, deadReason, mySeq);
         continue;
+      }
       bool more = zmq_msg_more(&env.msg);
       while (more) {
         Frame f;

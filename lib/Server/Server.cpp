@@ -16,9 +16,11 @@
 //  - Executor threads run the ops the scheduler hands out (launches,
 //    copies, memsets) on the shared Backend; compile threads import,
 //    compile (through the shared CompileCache) and load kernels. Both post
-//    their results back to the I/O thread through a queue and an eventfd
-//    that the I/O thread polls with the socket: no other thread touches the
-//    socket or the state.
+//    their results back to the I/O thread through a queue, and wake it with
+//    an empty message into the ROUTER itself (an inproc DEALER per thread),
+//    so that the I/O thread waits in one blocking receive - the fewest
+//    system calls per request. No other thread touches the socket or the
+//    state.
 //  - Asynchronous calls get no reply; their errors are kept per stream
 //    (first error wins) and reported by the next synchronising call of the
 //    stream or of the device. A kernel fault is sticky: every later call of
@@ -51,6 +53,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SHA256.h"
 
 #include <zmq.h>
@@ -63,7 +66,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sys/eventfd.h>
 #include <thread>
 #include <unistd.h>
 
@@ -75,6 +77,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr uint32_t kVersion = pb::PROTOCOL_VERSION_CURRENT;
+
+/// The ROUTER's inproc endpoint for the server's own worker threads, and
+/// the routing-id prefix of their wake-up messages.
+constexpr const char *kWakeEndpoint = "inproc://wooly-serve-wake";
+constexpr const char *kWakePrefix = "\x01wooly-wake-";
 
 /// The virtual device the `cpu` backend presents (DeviceProperties): an
 /// sm_90-like GPU with one SM per CPU worker. Kernels are compiled for the
@@ -123,6 +130,66 @@ std::string bytesText(uint64_t b) {
     return std::to_string(b >> 20) + " MiB";
   return std::to_string(b) + " bytes";
 }
+
+/// Buffers for device-to-host replies, reused: on first touch a fresh large
+/// allocation costs a page fault per 4 KiB, more than the copy into it.
+/// ZeroMQ gives a buffer back (from its I/O thread) once it is sent.
+class BufferPool {
+public:
+  struct Buffer {
+    char *data;
+    size_t capacity;
+    BufferPool *pool;
+  };
+  struct Giver {
+    void operator()(Buffer *b) const { b->pool->give(b); }
+  };
+  using Ptr = std::unique_ptr<Buffer, Giver>;
+
+  ~BufferPool() {
+    for (auto &[cap, b] : free)
+      release(b);
+  }
+  /// A buffer of at least `bytes` (a power of two from 64 KiB on).
+  Ptr take(size_t bytes) {
+    size_t cap = std::max<size_t>(bytes, 1);
+    if (cap >= kMinPooled)
+      cap = llvm::PowerOf2Ceil(cap);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = free.find(cap);
+      if (it != free.end()) {
+        Buffer *b = it->second;
+        free.erase(it);
+        pooled -= cap;
+        return Ptr(b);
+      }
+    }
+    return Ptr(new Buffer{new char[cap], cap, this});
+  }
+  /// Back to the pool, or freed past the pool's cap.
+  void give(Buffer *b) {
+    if (b->capacity >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (pooled + b->capacity <= kMaxPooled) {
+        pooled += b->capacity;
+        free.emplace(b->capacity, b);
+        return;
+      }
+    }
+    release(b);
+  }
+
+private:
+  static void release(Buffer *b) {
+    delete[] b->data;
+    delete b;
+  }
+  static constexpr size_t kMinPooled = 64 << 10, kMaxPooled = 512 << 20;
+  std::mutex mutex;
+  std::multimap<size_t, Buffer *> free;
+  size_t pooled = 0;
+};
 
 struct Session;
 struct SessionModule;
@@ -177,8 +244,8 @@ struct Op : WorkItem {
   bool reportsErrors = false, deviceWide = false;
   // Data.
   Frame in;
-  /// Device-to-host data (not cleared first: the copy fills it).
-  std::unique_ptr<char[]> out;
+  /// Device-to-host data (from the pool; not cleared: the copy fills it).
+  BufferPool::Ptr out;
   uint64_t dst = 0, src = 0;
   uint8_t value = 0;
   // Launches.
@@ -304,14 +371,14 @@ public:
   llvm::Error run();
 
   // I/O thread.
-  void onMessage();
+  bool receive(std::vector<Frame> &frames, int &fd);
+  void onMessage(std::vector<Frame> &frames, int fd);
   void onMonitorEvents();
   void runCompletions();
   void handleCall(const std::string &routingId, int fd, pb::Call &call,
                   std::deque<Frame> &payloads, bool last);
   void reply(const std::string &routingId, pb::Reply &r,
-             std::unique_ptr<char[]> payload = nullptr,
-             size_t payloadBytes = 0);
+             BufferPool::Ptr payload = nullptr, size_t payloadBytes = 0);
   void replyStatus(const std::string &routingId, uint64_t seq,
                    const pb::Status &s);
 
@@ -345,18 +412,31 @@ public:
   pb::Status checkStream(Session &s, uint64_t stream, uint64_t seq);
 
   void log(const std::string &line) { options.log(line); }
+  /// Hands `fn` to the I/O thread. Called by executor and compile threads:
+  /// each wakes the I/O thread through its own inproc socket into the
+  /// ROUTER (`wakeSocket`), so the I/O thread only ever waits in one
+  /// receive (the fewest system calls per request).
   void post(std::function<void()> fn) {
+    bool wake;
     {
       std::lock_guard<std::mutex> lock(completionMutex);
       completions.push_back(std::move(fn));
+      wake = !wakePending;
+      wakePending = true;
     }
-    uint64_t one = 1;
-    (void)!::write(wakeFd, &one, sizeof one);
+    if (wake && wakeSocket)
+      zmq_send(wakeSocket, "", 0, ZMQ_DONTWAIT);
   }
+  /// Runs `body` as a worker thread with its wake socket.
+  void workerThread(unsigned index, JobQueue &queue);
+  static thread_local void *wakeSocket;
 
   std::string metricsText();
 
   ServerOptions options;
+  /// Outlives the ZeroMQ context (closed in ~Impl's body), which gives
+  /// buffers back.
+  BufferPool replyBuffers;
   TenantRegistry tenants;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Scheduler> scheduler;
@@ -366,11 +446,11 @@ public:
 
   void *zctx = nullptr, *router = nullptr, *monitor = nullptr;
   std::vector<std::string> bound;
-  int wakeFd = -1;
   std::atomic<bool> stopRequested{false};
 
   std::mutex completionMutex;
   std::vector<std::function<void()>> completions;
+  bool wakePending = false;
 
   JobQueue execQueue, compileQueue;
   std::vector<std::thread> execThreads, compileThreads;
@@ -411,8 +491,6 @@ Server::Impl::~Impl() {
     zmq_close(router);
   if (zctx)
     zmq_ctx_term(zctx);
-  if (wakeFd >= 0)
-    ::close(wakeFd);
 }
 
 llvm::Error Server::Impl::start() {
@@ -482,9 +560,6 @@ llvm::Error Server::Impl::start() {
   device.set_const_memory(64 * 1024);
   device.set_clock_khz(1000000);
 
-  wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wakeFd < 0)
-    return llvm::createStringError("eventfd: " + std::string(strerror(errno)));
   zctx = zmq_ctx_new();
   router = zmq_socket(zctx, ZMQ_ROUTER);
   int zero = 0, hb = 1000, hbTimeout = 10000;
@@ -513,19 +588,16 @@ llvm::Error Server::Impl::start() {
     bound.push_back(last);
   }
 
-  for (unsigned i = 0; i < numExecutors; ++i)
-    execThreads.emplace_back([this] {
-      std::function<void()> job;
-      while (execQueue.pop(job))
-        job();
-    });
+  // Worker threads wake the I/O thread through the ROUTER itself.
+  if (zmq_bind(router, kWakeEndpoint) != 0)
+    return llvm::createStringError(std::string("cannot bind ") + kWakeEndpoint +
+                                   ": " + zmq_strerror(zmq_errno()));
   unsigned nc = options.compileThreads ? options.compileThreads : 2;
+  for (unsigned i = 0; i < numExecutors; ++i)
+    execThreads.emplace_back([this, i] { workerThread(i, execQueue); });
   for (unsigned i = 0; i < nc; ++i)
-    compileThreads.emplace_back([this] {
-      std::function<void()> job;
-      while (compileQueue.pop(job))
-        job();
-    });
+    compileThreads.emplace_back(
+        [this, i, n = numExecutors] { workerThread(n + i, compileQueue); });
 
   if (!options.metrics.empty()) {
     auto ep = MetricsEndpoint::start(options.metrics,
@@ -558,8 +630,12 @@ llvm::Error Server::Impl::start() {
 //===----------------------------------------------------------------------===//
 
 llvm::Error Server::Impl::run() {
-  Clock::time_point drainDeadline;
+  Clock::time_point drainDeadline, nextMonitorCheck;
   bool draining = false;
+  // The receive wakes up at least this often: stop requests, drain
+  // deadlines and disconnects are looked at between messages.
+  int timeout = 20;
+  zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
   for (;;) {
     if (stopRequested.load() && !draining) {
       draining = true;
@@ -594,41 +670,67 @@ llvm::Error Server::Impl::run() {
         return llvm::Error::success();
       }
     }
-    zmq_pollitem_t items[3] = {{router, 0, ZMQ_POLLIN, 0},
-                               {monitor, 0, ZMQ_POLLIN, 0},
-                               {nullptr, wakeFd, ZMQ_POLLIN, 0}};
-    // While draining, new requests wait in the socket (they are not
-    // served); only completions are.
-    int rc = draining ? zmq_poll(items + 1, 2, 50) : zmq_poll(items, 3, 500);
-    if (rc < 0 && zmq_errno() != EINTR)
-      return llvm::createStringError(std::string("zmq_poll: ") +
-                                     zmq_strerror(zmq_errno()));
-    if (rc <= 0)
-      continue;
-    if (draining) {
-      items[2] = items[1];
-      items[1] = items[0];
-    }
-    if (items[2].revents & ZMQ_POLLIN) {
-      uint64_t n;
-      (void)!::read(wakeFd, &n, sizeof n);
-      runCompletions();
-    }
-    if (items[1].revents & ZMQ_POLLIN)
+    // Disconnects are read every few milliseconds (and before each Hello).
+    Clock::time_point now = Clock::now();
+    if (now >= nextMonitorCheck) {
       onMonitorEvents();
-    if (!draining && (items[0].revents & ZMQ_POLLIN)) {
-      // A bounded batch per wake-up, so completions are not starved.
-      for (int i = 0; i < 64; ++i) {
-        int events = 0;
-        size_t len = sizeof events;
-        zmq_getsockopt(router, ZMQ_EVENTS, &events, &len);
-        if (!(events & ZMQ_POLLIN))
-          break;
-        onMessage();
-      }
+      nextMonitorCheck = now + std::chrono::milliseconds(20);
     }
+    std::vector<Frame> frames;
+    int fd = -1;
+    if (!receive(frames, fd)) {
+      if (zmq_errno() != EAGAIN && zmq_errno() != EINTR)
+        return llvm::createStringError(std::string("receive: ") +
+                                       zmq_strerror(zmq_errno()));
+      runCompletions();
+      continue;
+    }
+    if (llvm::StringRef(frames[0].str()).starts_with(kWakePrefix)) {
+      runCompletions();
+      continue;
+    }
+    // While draining, requests are not served: their clients see the
+    // server go away.
+    if (!draining)
+      onMessage(frames, fd);
   }
 }
+
+/// Receives one whole message from the ROUTER (waiting up to its receive
+/// timeout); `fd` is the connection's file descriptor.
+bool Server::Impl::receive(std::vector<Frame> &frames, int &fd) {
+  bool more = true;
+  while (more) {
+    Frame f;
+    if (zmq_msg_recv(&f.msg, router, frames.empty() ? 0 : ZMQ_DONTWAIT) < 0)
+      return !frames.empty();
+    // The connection's file descriptor (read before the frame moves: the
+    // move does not keep it), to match the monitor's disconnect events.
+    if (fd < 0)
+      fd = zmq_msg_get(&f.msg, ZMQ_SRCFD);
+    more = zmq_msg_more(&f.msg);
+    frames.push_back(std::move(f));
+  }
+  return true;
+}
+
+void Server::Impl::workerThread(unsigned index, JobQueue &queue) {
+  void *wake = zmq_socket(zctx, ZMQ_DEALER);
+  std::string id = kWakePrefix + std::to_string(index);
+  int zero = 0;
+  zmq_setsockopt(wake, ZMQ_ROUTING_ID, id.data(), id.size());
+  zmq_setsockopt(wake, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(wake, ZMQ_SNDHWM, &zero, sizeof zero);
+  zmq_connect(wake, kWakeEndpoint);
+  wakeSocket = wake;
+  std::function<void()> job;
+  while (queue.pop(job))
+    job();
+  wakeSocket = nullptr;
+  zmq_close(wake);
+}
+
+thread_local void *Server::Impl::wakeSocket = nullptr;
 
 void Server::Impl::runCompletions() {
   std::vector<std::function<void()>> batch;
@@ -670,28 +772,8 @@ void Server::Impl::onMonitorEvents() {
   }
 }
 
-void Server::Impl::onMessage() {
-  std::vector<Frame> frames;
-  int fd = -1;
-  for (;;) {
-    Frame f;
-    if (zmq_msg_recv(&f.msg, router, ZMQ_DONTWAIT) < 0)
-      break;
-    // The connection's file descriptor (read before the frame moves: the
-    // move does not keep it), to match the monitor's disconnect events.
-    if (fd < 0)
-      fd = zmq_msg_get(&f.msg, ZMQ_SRCFD);
-    bool more = zmq_msg_more(&f.msg);
-    frames.push_back(std::move(f));
-    if (!more)
-      break;
-  }
-  if (frames.empty())
-    return;
+void Server::Impl::onMessage(std::vector<Frame> &frames, int fd) {
   std::string routingId = frames[0].str();
-  // A disconnect of this fd that happened before this message must be
-  // seen first (the fd may have been reused by this new connection).
-  onMonitorEvents();
   if (frames.size() < 2) {
     replyStatus(routingId, 0,
                 status(pb::MALFORMED, "a message needs an envelope frame", 0));
@@ -738,7 +820,7 @@ void Server::Impl::onMessage() {
 }
 
 void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
-                         std::unique_ptr<char[]> payload, size_t payloadBytes) {
+                         BufferPool::Ptr payload, size_t payloadBytes) {
   r.set_version(kVersion);
   std::string env = r.SerializeAsString();
   zmq_send(router, routingId.data(), routingId.size(),
@@ -746,11 +828,15 @@ void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
   if (payload) {
     zmq_send(router, env.data(), env.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     // The payload is handed over without a copy; ZeroMQ frees it.
-    char *data = payload.release();
+    BufferPool::Buffer *b = payload.release();
     zmq_msg_t m;
     zmq_msg_init_data(
-        &m, data, payloadBytes,
-        [](void *p, void *) { delete[] static_cast<char *>(p); }, nullptr);
+        &m, b->data, payloadBytes,
+        [](void *, void *hint) {
+          auto *b = static_cast<BufferPool::Buffer *>(hint);
+          b->pool->give(b);
+        },
+        b);
     if (zmq_msg_send(&m, router, ZMQ_DONTWAIT) < 0)
       zmq_msg_close(&m);
   } else {
@@ -778,6 +864,9 @@ Session *Server::Impl::sessionOf(const std::string &routingId) {
 void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
   const pb::Hello &h = call.hello();
   uint64_t seq = call.seq();
+  // A disconnect of this fd that happened before this message must be seen
+  // first: the new connection may have been given the same fd number.
+  onMonitorEvents();
   if (sessionOf(routingId))
     return replyStatus(routingId, seq,
                        status(pb::INVALID_VALUE,
@@ -1882,8 +1971,8 @@ void Server::Impl::execute(Op *op) {
     e = backend->copyToDevice(op->dst, op->in.data(), op->bytes);
     break;
   case Op::Type::CopyOut:
-    op->out.reset(new char[std::max<uint64_t>(op->bytes, 1)]);
-    e = backend->copyFromDevice(op->out.get(), op->src, op->bytes);
+    op->out = replyBuffers.take(op->bytes);
+    e = backend->copyFromDevice(op->out->data, op->src, op->bytes);
     break;
   case Op::Type::CopyD2D: {
     std::string tmp(op->bytes, '\0');
@@ -1907,8 +1996,8 @@ void Server::Impl::execute(Op *op) {
     if (op->type == Op::Type::SymbolIn) {
       e = backend->copyToDevice(addr, op->in.data(), op->bytes);
     } else {
-      op->out.reset(new char[std::max<uint64_t>(op->bytes, 1)]);
-      e = backend->copyFromDevice(op->out.get(), addr, op->bytes);
+      op->out = replyBuffers.take(op->bytes);
+      e = backend->copyFromDevice(op->out->data, addr, op->bytes);
     }
     break;
   }
@@ -2199,9 +2288,9 @@ llvm::Error Server::run() {
 }
 
 void Server::requestStop() {
+  // The I/O thread sees it within its receive timeout (20 ms), or at once
+  // when a signal interrupts the receive.
   impl->stopRequested.store(true);
-  uint64_t one = 1;
-  (void)!::write(impl->wakeFd, &one, sizeof one);
 }
 
 std::string Server::metricsText() { return impl->metricsText(); }
