@@ -75,7 +75,12 @@ std::string sha256Hex(std::string_view text) {
 struct Frame {
   zmq_msg_t msg;
   Frame() { zmq_msg_init(&msg); }
-  explicit Frame(size_t n) { zmq_msg_init_size(&msg, n); }
+  explicit Frame(size_t n) {
+    if (zmq_msg_init_size(&msg, n) != 0) {
+      zmq_msg_init(&msg);
+      throw std::bad_alloc();
+    }
+  }
   ~Frame() { zmq_msg_close(&msg); }
   Frame(const Frame &) = delete;
   Frame(Frame &&o) noexcept {
@@ -117,12 +122,35 @@ const KernelLayout *Module::findKernel(std::string_view name) const {
 class Client::Impl {
 public:
   ~Impl() {
+    // What the destructor's flush queued still goes out (for a while).
+    if (socket && !dead) {
+      int linger = 2000;
+      zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+    }
+    closeAll();
+  }
+
+  void closeAll() {
     if (monitor)
       zmq_close(monitor);
     if (socket)
       zmq_close(socket);
     if (ctx)
       zmq_ctx_term(ctx);
+    monitor = socket = ctx = nullptr;
+  }
+
+  /// Gives the connection up after a call failed while the caller's buffer
+  /// may still be queued for sending without a copy: closing the context
+  /// drops the message, so the buffer is free again when the call returns.
+  void abandonIfSending() {
+    if (!zeroCopyDone || zeroCopyDone->load())
+      return;
+    dead = true;
+    if (deadReason.empty())
+      deadReason = "the connection to wooly-serve at '" + endpoint +
+                   "' was given up during a copy";
+    closeAll();
   }
 
   Status open(const Options &o) {
@@ -226,9 +254,12 @@ public:
     uint64_t mySeq = ++seq;
     call.set_seq(mySeq);
     *batch.add_calls() = std::move(call);
-    if (Status s = sendBatch(data, bytes); !s.ok())
-      return s;
-    return await(mySeq, reply, frames, timeoutMs);
+    Status s = sendBatch(data, bytes);
+    if (s.ok())
+      s = await(mySeq, reply, frames, timeoutMs);
+    if (!s.ok())
+      abandonIfSending();
+    return s;
   }
 
   Status sendBatch(const void *zeroCopy, size_t zeroCopyBytes) {
@@ -243,14 +274,19 @@ public:
     if (rc >= 0 && zeroCopy) {
       // The caller's buffer is sent without a copy; this waits until ZeroMQ
       // is done with it before the caller may touch it again.
+      // One flag per send: a late release of an earlier message cannot
+      // mark this one done.
       zmq_msg_t m;
-      zeroCopyDone.store(false);
+      zeroCopyDone = std::make_shared<std::atomic<bool>>(false);
       zmq_msg_init_data(
           &m, const_cast<void *>(zeroCopy), zeroCopyBytes,
           [](void *, void *hint) {
-            static_cast<std::atomic<bool> *>(hint)->store(true);
+            auto *flag =
+                static_cast<std::shared_ptr<std::atomic<bool>> *>(hint);
+            (*flag)->store(true);
+            delete flag;
           },
-          &zeroCopyDone);
+          new std::shared_ptr<std::atomic<bool>>(zeroCopyDone));
       rc = zmq_msg_send(&m, socket, 0);
       if (rc < 0)
         zmq_msg_close(&m);
@@ -337,7 +373,7 @@ public:
         continue;
       // A zero-copy send is complete once the server answered it; wait for
       // ZeroMQ to release the buffer (it does so right after writing it).
-      while (!zeroCopyDone.load())
+      while (zeroCopyDone && !zeroCopyDone->load())
         sched_yield();
       if (reply.has_status() && reply.status().code() != pb::OK)
         return fromProto(reply.status());
@@ -353,7 +389,8 @@ public:
   std::vector<Frame> payloads;
   size_t batchBytes = 0;
   uint64_t seq = 0;
-  std::atomic<bool> zeroCopyDone{true};
+  /// The release flag of the last send without a copy (null: none).
+  std::shared_ptr<std::atomic<bool>> zeroCopyDone;
   bool everConnected = false;
   bool dead = false;
   std::string deadReason;

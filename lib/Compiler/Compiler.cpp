@@ -45,6 +45,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <condition_variable>
 #include <unistd.h>
 
 using namespace wooly;
@@ -556,18 +557,59 @@ Expected<ModuleLayout> wooly::inspect(const CompileInput &input) {
 CompileCache::CompileCache(std::string directory)
     : directory(std::move(directory)) {}
 
+/// A compilation in progress that other threads wait for.
+struct CompileCache::Pending {
+  std::condition_variable done;
+  bool finished = false;
+  std::shared_ptr<const CompiledModule> result;
+  std::string error;
+};
+
+CompileCache::~CompileCache() = default;
+
 Expected<std::shared_ptr<const CompiledModule>>
 CompileCache::getOrCompile(const CompileInput &input, const Target &target,
-                           const CompileOptions &options) {
+                           const CompileOptions &options, bool *hit) {
   std::string key = cacheKey(input, target, options);
+  if (hit)
+    *hit = true;
+  std::shared_ptr<Pending> mine;
   {
-    std::lock_guard<std::mutex> lock(mutex);
+    std::unique_lock<std::mutex> lock(mutex);
     auto it = entries.find(key);
     if (it != entries.end()) {
       ++numHits;
       return it->second;
     }
+    auto p = pending.find(key);
+    if (p != pending.end()) {
+      // Another thread is compiling it: wait for that result.
+      std::shared_ptr<Pending> other = p->second;
+      other->done.wait(lock, [&] { return other->finished; });
+      ++numHits;
+      if (!other->result)
+        return makeError(other->error);
+      return other->result;
+    }
+    mine = std::make_shared<Pending>();
+    pending[key] = mine;
   }
+  // Publishes this thread's result to the waiters.
+  auto finish = [&](std::shared_ptr<const CompiledModule> result,
+                    std::string error, bool compiled) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (result)
+      entries.emplace(key, result);
+    pending.erase(key);
+    mine->result = std::move(result);
+    mine->error = std::move(error);
+    mine->finished = true;
+    mine->done.notify_all();
+    if (compiled)
+      ++numMisses;
+    else
+      ++numHits;
+  };
   llvm::SmallString<256> path;
   if (!directory.empty()) {
     path = directory;
@@ -577,18 +619,21 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
           CompiledModule::deserialize((*buf)->getBuffer());
       if (m && m->key == key) {
         auto shared = std::make_shared<const CompiledModule>(std::move(*m));
-        std::lock_guard<std::mutex> lock(mutex);
-        ++numHits;
-        entries[key] = shared;
+        finish(shared, "", /*compiled=*/false);
         return shared;
       }
       if (!m)
         llvm::consumeError(m.takeError()); // A damaged entry is recompiled.
     }
   }
+  if (hit)
+    *hit = false;
   Expected<CompiledModule> m = compile(input, target, options);
-  if (!m)
-    return m.takeError();
+  if (!m) {
+    std::string error = llvm::toString(m.takeError());
+    finish(nullptr, error, /*compiled=*/true);
+    return makeError(error);
+  }
   auto shared = std::make_shared<const CompiledModule>(std::move(*m));
   if (!directory.empty()) {
     // Write to a temporary file and rename, so readers never see a part.
@@ -603,8 +648,6 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
     if (!ec)
       llvm::sys::fs::rename(tmp, path);
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  ++numMisses;
-  entries.emplace(key, shared);
+  finish(shared, "", /*compiled=*/true);
   return shared;
 }

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace wooly {
 
@@ -35,6 +36,25 @@ public:
 };
 
 Backend::~Backend() = default;
+
+llvm::Error Backend::copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                        uint64_t bytes) {
+  // In chunks of at most 1 MiB, front to back or back to front so that an
+  // overlap is copied as memmove would.
+  constexpr uint64_t kChunk = 1 << 20;
+  std::vector<char> buffer(std::min(bytes, kChunk));
+  bool backwards = dst > src && dst < src + bytes;
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t n = std::min(kChunk, bytes - done);
+    uint64_t off = backwards ? bytes - done - n : done;
+    if (llvm::Error e = copyFromDevice(buffer.data(), src + off, n))
+      return e;
+    if (llvm::Error e = copyToDevice(dst + off, buffer.data(), n))
+      return e;
+    done += n;
+  }
+  return llvm::Error::success();
+}
 
 llvm::Error Backend::extendModule(BackendModule *,
                                   std::shared_ptr<const CompiledModule>) {
@@ -124,6 +144,10 @@ public:
   }
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes) override {
     return device.memory().copyFromDevice(dst, src, bytes);
+  }
+  llvm::Error copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                 uint64_t bytes) override {
+    return device.memory().copyDeviceToDevice(dst, src, bytes);
   }
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
     return device.memory().memset(dst, value, bytes);

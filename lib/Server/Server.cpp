@@ -118,6 +118,16 @@ pb::Status status(pb::ErrorCode code, std::string message, uint64_t seq,
   return s;
 }
 
+/// Compares a token in time that depends only on the lengths.
+bool sameSecret(const std::string &a, const std::string &b) {
+  if (a.size() != b.size())
+    return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 std::string sha256Hex(llvm::StringRef text) {
   auto digest = llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
   return llvm::toHex(digest, /*LowerCase=*/true);
@@ -384,7 +394,7 @@ public:
 
   // Calls.
   void hello(const std::string &routingId, int fd, pb::Call &call);
-  void moduleLoad(Session &s, pb::Call &call, std::deque<Frame> &payloads);
+  void moduleLoad(Session &s, pb::Call &call, Frame &text);
   void finishInspect(const std::shared_ptr<ModuleImage> &image);
   void moduleLoaded(Session &s, uint64_t seq,
                     const std::shared_ptr<ModuleImage> &image);
@@ -427,7 +437,8 @@ public:
     if (wake && wakeSocket)
       zmq_send(wakeSocket, "", 0, ZMQ_DONTWAIT);
   }
-  /// Runs `body` as a worker thread with its wake socket.
+  /// The body of an executor or compile thread (`index`: its number): runs
+  /// `queue`'s jobs, with its own wake socket.
   void workerThread(unsigned index, JobQueue &queue);
   static thread_local void *wakeSocket;
 
@@ -884,7 +895,7 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
     config.quotaBytes = deviceMemory;
   } else {
     const TenantConfig *t = tenants.find(h.tenant());
-    if (!t || t->token != h.token()) {
+    if (!t || !sameSecret(t->token, h.token())) {
       log("refused a session for tenant '" + h.tenant() +
           "': unknown tenant or wrong token");
       return replyStatus(
@@ -972,8 +983,7 @@ bool Server::Impl::inSessionMemory(Session &s, uint64_t addr, uint64_t bytes) {
   return false;
 }
 
-void Server::Impl::moduleLoad(Session &s, pb::Call &call,
-                              std::deque<Frame> &payloads) {
+void Server::Impl::moduleLoad(Session &s, pb::Call &call, Frame &text) {
   const pb::ModuleLoad &ml = call.module_load();
   uint64_t seq = call.seq();
   if (s.modules.size() >= options.maxModulesPerSession)
@@ -989,8 +999,6 @@ void Server::Impl::moduleLoad(Session &s, pb::Call &call,
       return replyStatus(s.routingId, seq,
                          status(pb::NOT_FOUND, "send the module's text", seq));
   } else {
-    Frame text = std::move(payloads.front());
-    payloads.pop_front();
     if (text.size() != ml.payload_bytes())
       return replyStatus(
           s.routingId, seq,
@@ -1101,36 +1109,47 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                               pb::Call &call, std::deque<Frame> &payloads,
                               bool last) {
   uint64_t seq = call.seq();
-  bool isSync = true;
-  uint64_t claimed = 0; // payload frames this call carries
+  // What the call is: synchronous or not, whether it carries a payload
+  // frame, and the stream an asynchronous call's error is filed under.
+  bool isSync = true, claimed = false;
+  uint64_t stream = 0;
   switch (call.op_case()) {
   case pb::Call::kCopyToDevice:
     isSync = !call.copy_to_device().async();
-    claimed = 1;
+    claimed = true;
+    stream = call.copy_to_device().stream();
     break;
   case pb::Call::kCopyToSymbol:
     isSync = !call.copy_to_symbol().async();
-    claimed = 1;
+    claimed = true;
+    stream = call.copy_to_symbol().stream();
     break;
   case pb::Call::kModuleLoad:
-    claimed = call.module_load().payload_bytes() ? 1 : 0;
+    claimed = call.module_load().payload_bytes() != 0;
     break;
   case pb::Call::kCopyDeviceToDevice:
     isSync = !call.copy_device_to_device().async();
+    stream = call.copy_device_to_device().stream();
     break;
   case pb::Call::kMemset:
     isSync = !call.memset().async();
+    stream = call.memset().stream();
     break;
   case pb::Call::kLaunch:
+    isSync = false;
+    stream = call.launch().stream();
+    break;
   case pb::Call::kEventRecord:
+    isSync = false;
+    stream = call.event_record().stream();
+    break;
   case pb::Call::kStreamWaitEvent:
     isSync = false;
+    stream = call.stream_wait_event().stream();
     break;
   default:
     break;
   }
-  // A synchronous call is the last of its message: anything after it would
-  // be answered out of order.
   Session *s = sessionOf(routingId);
   auto fail = [&](pb::Status st) {
     if (s)
@@ -1139,28 +1158,27 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       replyStatus(routingId, seq, st);
       return;
     }
-    // An asynchronous call's error waits for the next synchronisation.
+    // An asynchronous call's error waits for the next synchronisation of
+    // its stream (of the default stream when the stream is not known).
     if (!s)
       return;
-    uint64_t stream = 0;
-    if (call.has_launch())
-      stream = call.launch().stream();
-    else if (call.has_copy_to_device())
-      stream = call.copy_to_device().stream();
-    else if (call.has_memset())
-      stream = call.memset().stream();
-    else if (call.has_copy_device_to_device())
-      stream = call.copy_device_to_device().stream();
-    else if (call.has_event_record())
-      stream = call.event_record().stream();
     auto it = s->streams.find(stream);
     Stream &st0 = it != s->streams.end() ? it->second : s->streams[0];
     if (st0.error.code() == pb::OK)
       st0.error = st;
   };
-  if (claimed && payloads.empty())
-    return fail(
-        status(pb::MALFORMED, "the call's payload frame is missing", seq));
+  // The call's payload frame is taken now, whatever happens to the call,
+  // so that a refused call never leaves its frame to the next one.
+  Frame payload;
+  if (claimed) {
+    if (payloads.empty())
+      return fail(
+          status(pb::MALFORMED, "the call's payload frame is missing", seq));
+    payload = std::move(payloads.front());
+    payloads.pop_front();
+  }
+  // A synchronous call is the last of its message: anything after it would
+  // be answered out of order.
   if (isSync && !last)
     return fail(status(pb::MALFORMED,
                        "a synchronous call must be the last of its message",
@@ -1168,26 +1186,19 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   if (call.op_case() == pb::Call::kHello)
     return hello(routingId, fd, call);
   if (!s || s->dead) {
-    if (claimed)
-      payloads.pop_front();
     return fail(status(pb::NO_SESSION,
                        "no session: the first call must be Hello", seq));
   }
-  if (s->sticky.code() != pb::OK && call.op_case() != pb::Call::kPing) {
-    if (claimed)
-      payloads.pop_front();
+  if (s->sticky.code() != pb::OK && call.op_case() != pb::Call::kPing)
     return fail(s->sticky);
-  }
 
-  // Takes this call's payload frame and checks its size.
-  auto takePayload = [&](uint64_t expected, Frame &out) -> bool {
-    out = std::move(payloads.front());
-    payloads.pop_front();
-    if (out.size() != expected) {
+  // Checks this call's payload frame against the size the call claims.
+  auto checkPayload = [&](uint64_t expected) -> bool {
+    if (payload.size() != expected) {
       fail(status(pb::MALFORMED,
                   llvm::formatv("the payload frame has {0} bytes, the call "
                                 "says {1}",
-                                out.size(), expected),
+                                payload.size(), expected),
                   seq));
       return false;
     }
@@ -1217,7 +1228,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     return reply(routingId, r);
   }
   case pb::Call::kModuleLoad:
-    return moduleLoad(*s, call, payloads);
+    return moduleLoad(*s, call, payload);
   case pb::Call::kModuleUnload: {
     SessionModule *m = findModule(*s, call.module_unload().module());
     if (!m)
@@ -1296,7 +1307,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     if (s->allocations.size() >= options.maxAllocationsPerSession)
       return fail(status(pb::LIMIT_EXCEEDED,
                          "too many allocations in this session", seq));
-    if (t.used + bytes > t.config.quotaBytes || t.used + bytes < t.used)
+    if (bytes > t.config.quotaBytes - t.used)
       return fail(status(
           pb::OUT_OF_MEMORY,
           llvm::formatv("allocating {0} would exceed tenant '{1}''s quota: "
@@ -1304,7 +1315,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                         bytesText(bytes), t.config.name, bytesText(t.used),
                         bytesText(t.config.quotaBytes)),
           seq));
-    if (memoryUsed + bytes > deviceMemory)
+    if (bytes > deviceMemory - memoryUsed)
       return fail(status(pb::OUT_OF_MEMORY,
                          llvm::formatv("the device has {0} of {1} free",
                                        bytesText(deviceMemory - memoryUsed),
@@ -1355,8 +1366,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   }
   case pb::Call::kCopyToDevice: {
     const pb::CopyToDevice &c = call.copy_to_device();
-    Frame data;
-    if (!takePayload(c.payload_bytes(), data))
+    if (!checkPayload(c.payload_bytes()))
       return;
     if (pb::Status st = checkStream(*s, c.stream(), seq); st.code())
       return fail(st);
@@ -1366,7 +1376,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->kind = WorkItem::Kind::Copy;
     op->dst = c.dst();
     op->bytes = c.payload_bytes();
-    op->in = std::move(data);
+    op->in = std::move(payload);
     chain(op, false);
     submit(op);
     if (isSync) {
@@ -1412,6 +1422,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->src = c.src();
     op->bytes = c.bytes();
     op->reply = isSync;
+    op->reportsErrors = isSync;
     chain(op, false);
     return submit(op);
   }
@@ -1430,6 +1441,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->bytes = c.bytes();
     op->value = uint8_t(c.value());
     op->reply = isSync;
+    op->reportsErrors = isSync;
     chain(op, false);
     return submit(op);
   }
@@ -1438,10 +1450,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kGetSymbol: {
     uint64_t mh, stream = 0, offset = 0, bytes = 0;
     std::string symbol;
-    Frame data;
     if (call.has_copy_to_symbol()) {
       const pb::CopyToSymbol &c = call.copy_to_symbol();
-      if (!takePayload(c.payload_bytes(), data))
+      if (!checkPayload(c.payload_bytes()))
         return;
       mh = c.module(), symbol = c.symbol(), stream = c.stream(),
       offset = c.offset(), bytes = c.payload_bytes();
@@ -1480,9 +1491,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->kernelName = symbol; // the variable, for the executor
     op->src = offset;
     op->bytes = bytes;
-    op->in = std::move(data);
+    op->in = std::move(payload);
     op->reply = isSync;
-    op->reportsErrors = type == Op::Type::SymbolOut;
+    op->reportsErrors = isSync && type != Op::Type::Marker;
     if (type == Op::Type::Marker) {
       op->reply = true;
       op->fill = [op, symbol](pb::Reply &r) {
@@ -1875,6 +1886,27 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     op->result = std::move(st);
     done();
   };
+  // Freeing and unloading happen even for a session that ended: they
+  // return what the session can no longer name.
+  if (op->type == Op::Type::Free) {
+    if (llvm::Error e = backend->free(op->dst))
+      op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    s.tenant->used -= op->bytes;
+    memoryUsed -= op->bytes;
+    return done();
+  }
+  if (op->type == Op::Type::Unload) {
+    SessionModule &m = *op->module;
+    if (m.loaded)
+      llvm::consumeError(backend->unloadModule(m.loaded));
+    std::shared_ptr<ModuleImage> image = m.image;
+    s.modules.erase(m.handle);
+    op->module = nullptr;
+    if (--image->users == 0 && image->state != ModuleImage::State::Inspecting)
+      images.erase(image->hash);
+    return done();
+  }
   if (s.dead)
     return cancel(status(pb::NO_SESSION, "the session ended", op->seq));
   bool deviceWork =
@@ -1886,31 +1918,23 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     return cancel(s.sticky);
   if (op->slot && op->slot->state == KernelSlot::State::Failed)
     return cancel(status(pb::COMPILE_ERROR, op->slot->error, op->seq));
-  if (deviceWork) {
-    if (op->type == Op::Type::Launch)
-      op->kernel = op->slot->compiled->findKernel(op->kernelName);
-    scheduler->ready(op);
-    queuedOps++;
-    return;
+  if (!deviceWork)
+    return done();
+  if (op->type == Op::Type::Launch)
+    op->kernel = op->slot->compiled->findKernel(op->kernelName);
+  if (op->type == Op::Type::SymbolIn || op->type == Op::Type::SymbolOut) {
+    // The variable's address, resolved here: the executor reads only the
+    // op (the module's tables belong to this thread).
+    auto it = op->module->variableAddress.find(op->kernelName);
+    if (it == op->module->variableAddress.end())
+      return cancel(status(pb::NOT_FOUND,
+                           "module variable '" + op->kernelName +
+                               "' has no address on this device",
+                           op->seq));
+    op->dst = it->second + op->src;
   }
-  // Work done here, on the I/O thread.
-  if (op->type == Op::Type::Free) {
-    if (llvm::Error e = backend->free(op->dst))
-      op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    s.tenant->used -= op->bytes;
-    memoryUsed -= op->bytes;
-  } else if (op->type == Op::Type::Unload) {
-    SessionModule &m = *op->module;
-    if (m.loaded)
-      llvm::consumeError(backend->unloadModule(m.loaded));
-    std::shared_ptr<ModuleImage> image = m.image;
-    s.modules.erase(m.handle);
-    op->module = nullptr;
-    if (--image->users == 0 && image->state != ModuleImage::State::Inspecting)
-      images.erase(image->hash);
-  }
-  done();
+  scheduler->ready(op);
+  queuedOps++;
 }
 
 void Server::Impl::dispatch() {
@@ -1926,8 +1950,11 @@ void Server::Impl::dispatch() {
     if (!op)
       return;
     queuedOps--;
-    if (op->session->dead) {
-      op->result = status(pb::NO_SESSION, "the session ended", op->seq);
+    // Work queued before its session ended or faulted does not run.
+    if (op->session->dead || op->session->sticky.code() != pb::OK) {
+      op->result = op->session->dead
+                       ? status(pb::NO_SESSION, "the session ended", op->seq)
+                       : op->session->sticky;
       complete(op);
       continue;
     }
@@ -1951,7 +1978,12 @@ void Server::Impl::dispatch() {
     idleExecutors--;
     op->running = true;
     execQueue.push([this, op, busy] {
-      execute(op);
+      // Nothing thrown here may end the thread (and the server).
+      try {
+        execute(op);
+      } catch (const std::exception &x) {
+        op->result = status(pb::INTERNAL, x.what(), op->seq);
+      }
       post([this, op, busy] {
         idleExecutors++;
         busy(false);
@@ -1990,25 +2022,15 @@ void Server::Impl::execute(Op *op) {
     op->out = replyBuffers.take(op->bytes);
     e = backend->copyFromDevice(op->out->data, op->src, op->bytes);
     break;
-  case Op::Type::CopyD2D: {
-    std::string tmp(op->bytes, '\0');
-    e = backend->copyFromDevice(tmp.data(), op->src, op->bytes);
-    if (!e)
-      e = backend->copyToDevice(op->dst, tmp.data(), op->bytes);
+  case Op::Type::CopyD2D:
+    e = backend->copyDeviceToDevice(op->dst, op->src, op->bytes);
     break;
-  }
   case Op::Type::Memset:
     e = backend->memset(op->dst, op->value, op->bytes);
     break;
   case Op::Type::SymbolIn:
   case Op::Type::SymbolOut: {
-    auto it = op->module->variableAddress.find(op->kernelName);
-    if (it == op->module->variableAddress.end()) {
-      e = llvm::createStringError("module variable '" + op->kernelName +
-                                  "' has no address");
-      break;
-    }
-    uint64_t addr = it->second + op->src;
+    uint64_t addr = op->dst; // resolved by makeReady
     if (op->type == Op::Type::SymbolIn) {
       e = backend->copyToDevice(addr, op->in.data(), op->bytes);
     } else {

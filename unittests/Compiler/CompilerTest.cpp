@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <thread>
+
 using namespace wooly;
 
 namespace {
@@ -255,6 +258,46 @@ TEST(CompiledModule, SerializeRoundTrip) {
   llvm::consumeError(
       CompiledModule::deserialize(llvm::StringRef(bytes).drop_back(10))
           .takeError());
+}
+
+// Threads asking for the same compilation at once share one.
+TEST(CompileCache, ConcurrentRequestsCompileOnce) {
+  CompileCache cache;
+  std::vector<std::thread> threads;
+  std::vector<const CompiledModule *> got(4, nullptr);
+  std::vector<bool> hits(4, false);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      bool hit = false;
+      auto m = cache.getOrCompile(ptx(kTwoKernels), host(), {}, &hit);
+      if (m) {
+        got[i] = m->get();
+        hits[i] = hit;
+      } else {
+        llvm::consumeError(m.takeError());
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(cache.misses(), 1u);
+  EXPECT_EQ(cache.hits(), 3u);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(got[i], nullptr);
+    EXPECT_EQ(got[i], got[0]);
+  }
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), false), 1);
+  // A failed compilation is reported to every waiter, and not cached.
+  std::vector<std::string> errors(3);
+  threads.clear();
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] {
+      auto m = cache.getOrCompile(ptx("bogus"), host(), {});
+      errors[i] = m ? "" : llvm::toString(m.takeError());
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    EXPECT_NE(e.find("k.ptx"), std::string::npos) << e;
 }
 
 TEST(CompileCache, HitsInMemoryAndOnDisk) {

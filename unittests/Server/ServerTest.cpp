@@ -374,25 +374,29 @@ public:
       zmq_send(sock, frames[i].data(), frames[i].size(),
                i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
   }
-  /// The envelope of the next reply ("" on timeout).
-  std::string receive() {
-    std::string first;
-    bool have = false;
+  /// The envelope of the next reply ("" on timeout); its payload frames in
+  /// `payloads`.
+  std::string receive(std::vector<std::string> *payloads = nullptr) {
+    std::vector<std::string> frames;
     for (;;) {
       zmq_msg_t m;
       zmq_msg_init(&m);
       if (zmq_msg_recv(&m, sock, 0) < 0) {
         zmq_msg_close(&m);
-        return first;
+        break;
       }
-      if (!have)
-        first.assign(static_cast<char *>(zmq_msg_data(&m)), zmq_msg_size(&m));
-      have = true;
+      frames.emplace_back(static_cast<char *>(zmq_msg_data(&m)),
+                          zmq_msg_size(&m));
       bool more = zmq_msg_more(&m);
       zmq_msg_close(&m);
       if (!more)
-        return first;
+        break;
     }
+    if (frames.empty())
+      return "";
+    if (payloads)
+      payloads->assign(frames.begin() + 1, frames.end());
+    return frames[0];
   }
 
 private:
@@ -484,6 +488,39 @@ TEST_F(ServerTest, MalformedInputIsRefused) {
   raw.send({std::string()});
   r = raw.receive();
   EXPECT_FALSE(r.empty());
+  // A refused call does not leave its payload frame to the next call: a
+  // synchronous copy that is not the last call of its message is refused,
+  // and the asynchronous copy after it gets its own frame.
+  raw.send({request(1, 11, 17, field(1, 64))});
+  r = raw.receive();
+  ASSERT_GT(r.size(), 4u);
+  // The allocation's address: Reply.allocated (15) { address (1) }.
+  uint64_t addr = 0;
+  {
+    size_t at = r.find(char(15 << 3 | 2));
+    ASSERT_NE(at, std::string::npos) << r;
+    size_t p = at + 3; // tag, length, then field 1's tag
+    for (unsigned shift = 0; p < r.size(); shift += 7) {
+      uint8_t b = uint8_t(r[p++]);
+      addr |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        break;
+    }
+  }
+  std::string two =
+      field(1, 1) +
+      field(2, field(1, 12) + field(20, field(1, addr) + field(2, 4))) +
+      field(2, field(1, 13) +
+                   field(20, field(1, addr) + field(2, 4) + field(4, 1)));
+  raw.send({two, "AAAA", "BBBB"});
+  r = raw.receive();
+  EXPECT_NE(r.find("must be the last"), std::string::npos) << r;
+  // Read it back: CopyFromDevice (21) {src, bytes 4}.
+  raw.send({request(1, 14, 21, field(1, addr) + field(2, 4))});
+  std::vector<std::string> data;
+  r = raw.receive(&data);
+  ASSERT_EQ(data.size(), 1u) << r;
+  EXPECT_EQ(data[0], "BBBB");
 
   // The well-behaved client never noticed.
   uint64_t a;
@@ -594,6 +631,13 @@ TEST_F(ServerTest, StreamsEventsVariablesAndLazyCompiles) {
   EXPECT_GE(ms, 0.0f);
   int32_t sums[4];
   ASSERT_TRUE(c->copyFromDevice(sums, dout, 16, st).ok());
+  // Device-to-device, asynchronous, within the session's memory.
+  uint64_t dcopy;
+  ASSERT_TRUE(c->malloc(16, dcopy).ok());
+  ASSERT_TRUE(c->copyDeviceToDevice(dcopy, dout, 16, st, true).ok());
+  int32_t copied[4] = {};
+  ASSERT_TRUE(c->copyFromDevice(copied, dcopy, 16, st).ok());
+  EXPECT_EQ(std::memcmp(copied, sums, 16), 0);
   for (int b = 0; b < 4; ++b) {
     int32_t want = 0;
     for (int i = 0; i < 256; ++i)

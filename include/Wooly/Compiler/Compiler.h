@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -184,26 +185,34 @@ llvm::Expected<CompiledModule> compile(const CompileInput &input,
                                        const CompileOptions &options);
 
 /// A thread-safe cache of compiled modules, in memory and optionally in a
-/// directory (one file per key).
+/// directory (one file per key). Threads asking for the same key at once
+/// share one compilation: the first compiles, the others wait for it.
 class CompileCache {
 public:
   /// `directory` empty: memory only.
   explicit CompileCache(std::string directory = "");
+  ~CompileCache();
 
-  /// Returns the cached module for the input, compiling it on a miss.
+  /// Returns the cached module for the input, compiling it on a miss;
+  /// `hit` (optional) says whether it was found (or compiled by another
+  /// thread that was already at it) rather than compiled by this call.
   llvm::Expected<std::shared_ptr<const CompiledModule>>
   getOrCompile(const CompileInput &input, const Target &target,
-               const CompileOptions &options);
+               const CompileOptions &options, bool *hit = nullptr);
 
-  /// Hits and misses so far.
+  /// Hits and misses so far (a wait for another thread's compilation
+  /// counts as a hit).
   uint64_t hits() const { return numHits; }
   uint64_t misses() const { return numMisses; }
 
 private:
+  struct Pending;
   std::string directory;
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const CompiledModule>> entries;
-  uint64_t numHits = 0, numMisses = 0;
+  /// Compilations in progress, by key.
+  std::map<std::string, std::shared_ptr<Pending>> pending;
+  std::atomic<uint64_t> numHits{0}, numMisses{0};
 };
 
 } // namespace wooly

@@ -100,6 +100,10 @@ public:
   /// Copies `bytes` from device address `src` to host memory at `dst`.
   virtual llvm::Error copyFromDevice(void *dst, uint64_t src,
                                      uint64_t bytes) = 0;
+  /// Copies `bytes` of device memory from `src` to `dst` (the ranges may
+  /// overlap). The default goes through host memory in chunks.
+  virtual llvm::Error copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                         uint64_t bytes);
   /// Sets `bytes` of device memory at `dst` to `value`.
   virtual llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
 
