@@ -33,8 +33,8 @@ struct ServerOptions {
   std::string metrics;
   /// Directory of the on-disk compile cache (empty: memory only).
   std::string cacheDir;
-  /// Device memory all tenants share, in bytes (0: the backend's default;
-  /// for `cpu` 4 GiB of virtual device memory).
+  /// Device memory all tenants share, in bytes (0: 4 GiB; for `cpu` the
+  /// virtual device's memory, for `cuda` set it to what the GPU has).
   uint64_t deviceMemory = 0;
   /// Threads that run launches and copies (0: the backend's choice).
   unsigned executors = 0;

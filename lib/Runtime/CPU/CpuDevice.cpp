@@ -155,7 +155,9 @@ struct LaunchState {
   /// `%nsmid`.
   unsigned numWorkers = 1;
   /// Guarded by the pool mutex: pool workers in the launch now, and how many
-  /// joins there have been (numbers the workers' `%smid`).
+  /// joins there have been (numbers the workers' `%smid`, modulo
+  /// `numWorkers`: a worker that rejoins may share a number with another,
+  /// which CUDA allows, as `%smid` is not unique per block either).
   unsigned poolParticipants = 0, joins = 0;
   /// Notified, under the pool mutex, when `poolParticipants` drops to 0.
   std::condition_variable allLeft;
