@@ -603,3 +603,65 @@ TEST(CpuDevice, FaultIsReportedToItsOwnLaunchOnly) {
   EXPECT_EQ(failB, "");
 }
 } // namespace
+
+namespace {
+// A module compiled kernel by kernel and linked in parts: the parts share
+// one instance of the module variable; a kernel cannot be added twice.
+TEST(CpuDevice, ModuleExtendedKernelByKernel) {
+  std::string text = std::string(kHeader) + R"(
+.global .align 4 .u32 counter = 7;
+.visible .entry bump(.param .u32 v)
+{
+  .reg .b32 %r<4>;
+  ld.param.u32 %r1, [v];
+  ld.global.u32 %r2, [counter];
+  add.u32 %r3, %r2, %r1;
+  st.global.u32 [counter], %r3;
+  ret;
+}
+.visible .entry read(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.global.u32 %r1, [counter];
+  st.global.u32 [%rd1], %r1;
+  ret;
+}
+)";
+  auto part = [&](std::vector<std::string> kernels) {
+    CompileInput in;
+    in.text = text;
+    in.name = "parts.ptx";
+    CompileOptions o;
+    o.kernels = std::move(kernels);
+    auto m = compile(in, llvm::cantFail(Target::parse("host")), o);
+    EXPECT_TRUE(bool(m)) << (m ? "" : llvm::toString(m.takeError()));
+    return std::make_shared<const CompiledModule>(std::move(*m));
+  };
+  CpuDevice device;
+  auto first = part({"bump"});
+  auto loaded = device.loadModule(first);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  ASSERT_FALSE(device.extendModule(*loaded, part({"read"})));
+  uint32_t five = 5;
+  std::vector<uint8_t> p(4);
+  std::memcpy(p.data(), &five, 4);
+  ASSERT_FALSE(device.launch(*loaded, "bump", launchOf(1, 1), p));
+  uint64_t out = llvm::cantFail(device.memory().allocate(4));
+  std::vector<uint8_t> q(8);
+  std::memcpy(q.data(), &out, 8);
+  ASSERT_FALSE(device.launch(*loaded, "read", launchOf(1, 1), q));
+  uint32_t v = 0;
+  ASSERT_FALSE(device.memory().copyFromDevice(&v, out, 4));
+  EXPECT_EQ(v, 12u) << "the second part reads the first part's variable";
+  auto addr = device.globalAddress(*loaded, "counter");
+  ASSERT_TRUE(bool(addr));
+  ASSERT_FALSE(device.memory().copyFromDevice(&v, addr->first, 4));
+  EXPECT_EQ(v, 12u);
+  llvm::Error dup = device.extendModule(*loaded, part({"read"}));
+  ASSERT_TRUE(bool(dup));
+  EXPECT_EQ(llvm::toString(std::move(dup)), "kernel 'read' is already loaded");
+  ASSERT_FALSE(device.unloadModule(*loaded));
+}
+} // namespace

@@ -1227,9 +1227,15 @@ public:
         if (impl.kernels.count(k.name))
           return makeError("kernel '" + k.name + "' is already loaded");
     }
+    // The part's own tracker: a part that fails half-way is removed again,
+    // so that a retry does not meet its definitions.
+    llvm::orc::ResourceTrackerSP tracker = impl.dylib->createResourceTracker();
+    auto undo = [&](Error e) -> Error {
+      return llvm::joinErrors(std::move(e), tracker->remove());
+    };
     auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
-    if (Error e = jit->addObjectFile(*impl.dylib, std::move(buffer)))
-      return e;
+    if (Error e = jit->addObjectFile(tracker, std::move(buffer)))
+      return undo(std::move(e));
     llvm::StringMap<LoadedModuleImpl::Kernel> kernels;
     for (const KernelInfo &k : m->kernels) {
       LoadedModuleImpl::Kernel &entry = kernels[k.name];
@@ -1237,12 +1243,12 @@ public:
       entry.part = m.get();
       auto sym = jit->lookup(*impl.dylib, k.symbol);
       if (!sym)
-        return sym.takeError();
+        return undo(sym.takeError());
       entry.fn = sym->toPtr<WoolyKernelFn>();
       if (!k.blockSymbol.empty()) {
         auto block = jit->lookup(*impl.dylib, k.blockSymbol);
         if (!block)
-          return block.takeError();
+          return undo(block.takeError());
         entry.blockFn = block->toPtr<WoolyBlockFn>();
       }
     }
@@ -1250,7 +1256,7 @@ public:
     for (const GlobalInfo &g : m->globals) {
       auto sym = jit->lookup(*impl.dylib, g.symbol);
       if (!sym)
-        return sym.takeError();
+        return undo(sym.takeError());
       globals.push_back({g.name, {sym->getValue(), g.size}});
     }
     std::unique_lock<std::shared_mutex> write(impl.mutex);
