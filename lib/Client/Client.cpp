@@ -461,6 +461,20 @@ Status sync(Client::Impl &impl, Fill &&fill, Read &&read,
   });
 }
 auto noReply = [](const pb::Reply &, std::vector<Frame> &) { return Status(); };
+
+/// A call that is asynchronous (batched, no reply) or synchronous (a round
+/// trip) as the caller asks; `data` travels in a payload frame.
+template <typename Fill>
+Status syncOrAsync(Client::Impl &impl, bool async, Fill &&fill,
+                   const void *data = nullptr, size_t bytes = 0) {
+  if (!async)
+    return sync(impl, fill, noReply, data, bytes);
+  return guarded([&] {
+    pb::Call c;
+    fill(c);
+    return impl.enqueue(std::move(c), data, bytes);
+  });
+}
 } // namespace
 
 Status Client::getDevice(DeviceProperties &out) {
@@ -602,13 +616,7 @@ Status Client::copyToDevice(uint64_t dst, const void *src, uint64_t bytes,
     m->set_stream(stream);
     m->set_async(async);
   };
-  if (async)
-    return guarded([&] {
-      pb::Call c;
-      fill(c);
-      return impl->enqueue(std::move(c), src, bytes);
-    });
-  return sync(*impl, fill, noReply, src, bytes);
+  return syncOrAsync(*impl, async, fill, src, bytes);
 }
 
 namespace {
@@ -652,13 +660,7 @@ Status Client::copyDeviceToDevice(uint64_t dst, uint64_t src, uint64_t bytes,
     m->set_stream(stream);
     m->set_async(async);
   };
-  if (async)
-    return guarded([&] {
-      pb::Call c;
-      fill(c);
-      return impl->enqueue(std::move(c), nullptr, 0);
-    });
-  return sync(*impl, fill, noReply);
+  return syncOrAsync(*impl, async, fill);
 }
 
 Status Client::memset(uint64_t dst, uint8_t value, uint64_t bytes,
@@ -671,13 +673,7 @@ Status Client::memset(uint64_t dst, uint8_t value, uint64_t bytes,
     m->set_stream(stream);
     m->set_async(async);
   };
-  if (async)
-    return guarded([&] {
-      pb::Call c;
-      fill(c);
-      return impl->enqueue(std::move(c), nullptr, 0);
-    });
-  return sync(*impl, fill, noReply);
+  return syncOrAsync(*impl, async, fill);
 }
 
 Status Client::copyToSymbol(uint64_t module, std::string_view symbol,
@@ -692,13 +688,7 @@ Status Client::copyToSymbol(uint64_t module, std::string_view symbol,
     m->set_stream(stream);
     m->set_async(async);
   };
-  if (async)
-    return guarded([&] {
-      pb::Call c;
-      fill(c);
-      return impl->enqueue(std::move(c), src, bytes);
-    });
-  return sync(*impl, fill, noReply, src, bytes);
+  return syncOrAsync(*impl, async, fill, src, bytes);
 }
 
 Status Client::copyFromSymbol(void *dst, uint64_t module,

@@ -276,6 +276,46 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
 }
 
 namespace {
+/// Reads a compile input into a module (PTX through the importer, Wooly IR
+/// through the parser) and collects the context's error diagnostics as
+/// "file:line:col: error: message".
+class InputReader {
+public:
+  InputReader(mlir::MLIRContext &ctx, const CompileInput &input)
+      : ctx(ctx), input(input), os(diags),
+        handler(&ctx, [this](mlir::Diagnostic &d) {
+          if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+            return mlir::success();
+          if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
+            os << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
+               << fl.getColumn() << ": ";
+          else
+            os << this->input.name << ": ";
+          os << "error: " << d.str() << '\n';
+          return mlir::success();
+        }) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> read() {
+    if (input.kind == CompileInput::Kind::PTX)
+      return mlir::wooly::importPTX(input.text, input.name, &ctx);
+    return mlir::parseSourceString<mlir::ModuleOp>(
+        input.text, mlir::ParserConfig(&ctx), input.name);
+  }
+
+  /// The diagnostics collected, or "<name>: <what>" when there are none.
+  llvm::Error error(StringRef what) const {
+    return makeError(diags.empty() ? (input.name + ": " + what).str()
+                                   : StringRef(diags).rtrim().str());
+  }
+
+private:
+  mlir::MLIRContext &ctx;
+  const CompileInput &input;
+  std::string diags;
+  llvm::raw_string_ostream os;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
 /// Reads the kernel and global metadata the conversion left on the module.
 void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
                      bool keepsVariableNames) {
@@ -374,31 +414,9 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
-  // Collect every diagnostic as "file:line:col: error: message".
-  std::string diags;
-  llvm::raw_string_ostream diagOS(diags);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
-      return mlir::success();
-    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
-      diagOS << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
-             << fl.getColumn() << ": ";
-    else
-      diagOS << input.name << ": ";
-    diagOS << "error: " << d.str() << '\n';
-    return mlir::success();
-  });
-  auto failWith = [&](StringRef what) {
-    return makeError(diags.empty() ? (input.name + ": " + what).str()
-                                   : StringRef(diags).rtrim().str());
-  };
-
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (input.kind == CompileInput::Kind::PTX)
-    module = mlir::wooly::importPTX(input.text, input.name, &ctx);
-  else
-    module = mlir::parseSourceString<mlir::ModuleOp>(
-        input.text, mlir::ParserConfig(&ctx), input.name);
+  InputReader reader(ctx, input);
+  auto failWith = [&](StringRef what) { return reader.error(what); };
+  mlir::OwningOpRef<mlir::ModuleOp> module = reader.read();
   if (!module)
     return failWith("cannot read the input");
 
@@ -486,28 +504,10 @@ Expected<ModuleLayout> wooly::inspect(const CompileInput &input) {
   mlir::wooly::registerAllDialects(registry);
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
-  std::string diags;
-  llvm::raw_string_ostream diagOS(diags);
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
-      return mlir::success();
-    if (auto fl = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
-      diagOS << fl.getFilename().getValue() << ':' << fl.getLine() << ':'
-             << fl.getColumn() << ": ";
-    else
-      diagOS << input.name << ": ";
-    diagOS << "error: " << d.str() << '\n';
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (input.kind == CompileInput::Kind::PTX)
-    module = mlir::wooly::importPTX(input.text, input.name, &ctx);
-  else
-    module = mlir::parseSourceString<mlir::ModuleOp>(
-        input.text, mlir::ParserConfig(&ctx), input.name);
+  InputReader reader(ctx, input);
+  mlir::OwningOpRef<mlir::ModuleOp> module = reader.read();
   if (!module)
-    return makeError(diags.empty() ? input.name + ": cannot read the input"
-                                   : StringRef(diags).rtrim().str());
+    return reader.error("cannot read the input");
   ModuleLayout out;
   for (auto fn : module->getOps<mlir::wooly::FuncOp>()) {
     if (!fn.getKernel() || fn.isDeclaration())

@@ -26,6 +26,7 @@
 
 #include "GPULowering.h"
 #include "LLVMLowering.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 
 #include "Wooly/Conversion/Passes.h"
 
@@ -820,22 +821,9 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state,
   for (auto f : module.getOps<FuncOp>()) {
     if (!f.getKernel())
       continue;
-    SmallVector<uint64_t> offsets;
-    uint64_t off = 0;
-    for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-      Type t = f.getArgumentTypes()[i];
-      uint64_t size = byteSize(t);
-      uint64_t align = size;
-      if (auto a = f.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
-        align = a.getInt();
-      else if (isa<VectorType>(t))
-        align = 1;
-      align = std::max<uint64_t>(align, 1);
-      off = llvm::alignTo(off, align);
-      offsets.push_back(off);
-      off += size;
-    }
-    state.paramOffsets[f.getSymName()] = offsets;
+    std::vector<uint64_t> offsets, sizes;
+    kernelParamLayout(f, offsets, sizes);
+    state.paramOffsets[f.getSymName()].assign(offsets.begin(), offsets.end());
   }
   return success();
 }
