@@ -316,6 +316,17 @@ private:
   mlir::ScopedDiagnosticHandler handler;
 };
 
+/// Reads a `.maxntid`/`.reqntid`-style attribute (1 to 3 dimensions) of `op`
+/// into `d`; missing dimensions are 1, a missing attribute leaves `d`.
+void readDims(mlir::Operation *op, StringRef attr, std::array<uint32_t, 3> &d) {
+  if (auto a = op->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
+    d = {1, 1, 1};
+    for (auto [i, v] : llvm::enumerate(a.asArrayRef()))
+      if (i < 3)
+        d[i] = v;
+  }
+}
+
 /// Reads the kernel and global metadata the conversion left on the module.
 void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
                      bool keepsVariableNames) {
@@ -352,16 +363,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
     if (auto blockFn =
             fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
       k.blockSymbol = blockFn.getValue().str();
-    auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
-      if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
-        d = {1, 1, 1};
-        for (auto [i, v] : llvm::enumerate(a.asArrayRef()))
-          if (i < 3)
-            d[i] = v;
-      }
-    };
-    dims("wooly.maxntid", k.maxntid);
-    dims("wooly.reqntid", k.reqntid);
+    readDims(fn, "wooly.maxntid", k.maxntid);
+    readDims(fn, "wooly.reqntid", k.reqntid);
     out.kernels.push_back(std::move(k));
   }
   for (auto g : module.getOps<mlir::LLVM::GlobalOp>()) {
@@ -519,16 +522,8 @@ Expected<ModuleLayout> wooly::inspect(const CompileInput &input) {
       k.paramBufferSize =
           std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
     k.paramRoles.assign(k.paramOffsets.size(), "");
-    auto dims = [&](StringRef attr, std::array<uint32_t, 3> &d) {
-      if (auto a = fn->getAttrOfType<mlir::DenseI32ArrayAttr>(attr)) {
-        d = {1, 1, 1};
-        for (auto [i, v] : llvm::enumerate(a.asArrayRef()))
-          if (i < 3)
-            d[i] = v;
-      }
-    };
-    dims("maxntid", k.maxntid);
-    dims("reqntid", k.reqntid);
+    readDims(fn, "maxntid", k.maxntid);
+    readDims(fn, "reqntid", k.reqntid);
     out.kernels.push_back(std::move(k));
   }
   for (auto g : module->getOps<mlir::wooly::GlobalOp>()) {
