@@ -1,5 +1,4 @@
-//===- Client.cpp - The C++ client of wooly-serve ----------------*- C++
-//-*-===//
+//===- Client.cpp - The C++ client of wooly-serve ---------------*- C++ -*-===//
 //
 // One ZeroMQ DEALER socket per client. Asynchronous calls accumulate in
 // `batch` (a Request) and `payloads` (their data frames) and are sent with

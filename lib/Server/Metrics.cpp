@@ -1,5 +1,4 @@
-//===- Metrics.cpp - Prometheus metrics of wooly-serve ------------*- C++
-//-*-===//
+//===- Metrics.cpp - Prometheus metrics of wooly-serve ----------*- C++ -*-===//
 
 #include "Metrics.h"
 

@@ -1,5 +1,4 @@
-//===- Metrics.h - Prometheus metrics of wooly-serve -------------*- C++
-//-*-===//
+//===- Metrics.h - Prometheus metrics of wooly-serve ------------*- C++ -*-===//
 //
 // Counters updated by the server's I/O thread and read by the HTTP thread
 // of the `/metrics` endpoint, the Prometheus text writer, and the endpoint

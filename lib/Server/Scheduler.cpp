@@ -1,5 +1,4 @@
-//===- Scheduler.cpp - Dispatch policies of wooly-serve ----------*- C++
-//-*-===//
+//===- Scheduler.cpp - Dispatch policies of wooly-serve ---------*- C++ -*-===//
 
 #include "Wooly/Server/Scheduler.h"
 

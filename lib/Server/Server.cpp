@@ -1,5 +1,4 @@
-//===- Server.cpp - wooly-serve: many tenants, one device --------*- C++
-//-*-===//
+//===- Server.cpp - wooly-serve: many tenants, one device -------*- C++ -*-===//
 //
 // How a request flows:
 //

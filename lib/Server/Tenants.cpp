@@ -1,5 +1,4 @@
-//===- Tenants.cpp - The tenants file of wooly-serve -------------*- C++
-//-*-===//
+//===- Tenants.cpp - The tenants file of wooly-serve ------------*- C++ -*-===//
 //
 // Parsed with yaml-cpp; every error names the file, line and column of the
 // offending node.

@@ -1,5 +1,4 @@
-//===- TenantsTest.cpp - The tenants file of wooly-serve
-//-------------------===//
+//===- TenantsTest.cpp - The tenants file of wooly-serve ------------------===//
 
 #include "Wooly/Server/Tenants.h"
 

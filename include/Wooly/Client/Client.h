@@ -1,5 +1,4 @@
-//===- Client.h - The C++ client of wooly-serve ------------------*- C++
-//-*-===//
+//===- Client.h - The C++ client of wooly-serve -----------------*- C++ -*-===//
 //
 // A connection to wooly-serve and the session it opens: the calls a CUDA
 // runtime and driver need (memory, modules, launches, streams, events),

@@ -1,5 +1,4 @@
-//===- Scheduler.h - The dispatch seam of wooly-serve ------------*- C++
-//-*-===//
+//===- Scheduler.h - The dispatch seam of wooly-serve -----------*- C++ -*-===//
 //
 // Every launch and copy of every tenant goes through one `Scheduler`: the
 // server hands it each work item once the item's dependencies (the earlier

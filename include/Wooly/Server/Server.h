@@ -1,5 +1,4 @@
-//===- Server.h - wooly-serve as a library -----------------------*- C++
-//-*-===//
+//===- Server.h - wooly-serve as a library ----------------------*- C++ -*-===//
 //
 // The server that makes one device shared: tenants connect over ZeroMQ
 // (proto/wooly.proto), open sessions, load modules, allocate, copy and

@@ -1,5 +1,4 @@
-//===- AppUtil.h - Shared bits of the client-library tenant apps -*- C++
-//-*-===//
+//===- AppUtil.h - Shared bits of the tenant apps ---------------*- C++ -*-===//
 //
 // The tenant programs in this directory are written against Wooly's client
 // library (include/Wooly/Client/Client.h): they connect to wooly-serve,

@@ -1,5 +1,4 @@
-//===- hold.cpp - A tenant that holds memory until it is killed --*- C++
-//-*-===//
+//===- hold.cpp - A tenant that holds memory until killed -------*- C++ -*-===//
 //
 // wooly-app-hold [--bytes=N]
 //

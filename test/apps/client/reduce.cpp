@@ -1,5 +1,4 @@
-//===- reduce.cpp - A tenant: block reductions with shuffles -----*- C++
-//-*-===//
+//===- reduce.cpp - A tenant: block reductions with shuffles ----*- C++ -*-===//
 //
 // wooly-app-reduce --ptx=reduction.sm_90.ptx [--n=N] [--rounds=R]
 //

@@ -1,5 +1,4 @@
-//===- saxpy.cpp - A tenant: saxpy rounds on two streams ---------*- C++
-//-*-===//
+//===- saxpy.cpp - A tenant: saxpy rounds on two streams --------*- C++ -*-===//
 //
 // wooly-app-saxpy --ptx=elementwise.sm_90.ptx [--n=N] [--rounds=R]
 //
