@@ -55,9 +55,9 @@ wooly::prepareLaunch(const KernelInfo &kernel, const LaunchConfig &config,
     out.sliced = true;
     out.sliceBegin =
         std::min<uint32_t>(options.sliceBegin, uint32_t(numBlocks));
-    out.sliceEnd = options.sliceEnd
-                       ? std::min<uint32_t>(options.sliceEnd, uint32_t(numBlocks))
-                       : uint32_t(numBlocks);
+    out.sliceEnd = options.sliceEnd ? std::min<uint32_t>(options.sliceEnd,
+                                                         uint32_t(numBlocks))
+                                    : uint32_t(numBlocks);
     if (out.sliceEnd < out.sliceBegin)
       return llvm::createStringError("kernel '" + kernel.name +
                                      "': the slice ends before it begins");
@@ -98,8 +98,7 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
                     llvm::ArrayRef<uint8_t> userParams,
                     const LaunchOptions &options) {
   LaunchResult result;
-  result.blocksRun =
-      uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
+  result.blocksRun = uint64_t(config.grid[0]) * config.grid[1] * config.grid[2];
   if (!hasAppendedParams(kernel)) {
     if (llvm::Error e = backend.launch(module, kernel.name, config, userParams))
       return std::move(e);
@@ -130,8 +129,8 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
     uint32_t ran = 0;
     if (llvm::Error e = backend.copyFromDevice(&ran, counter, 4))
       return release(std::move(e));
-    result.blocksRun = std::min<uint64_t>(
-        ran, prepared->sliceEnd - prepared->sliceBegin);
+    result.blocksRun =
+        std::min<uint64_t>(ran, prepared->sliceEnd - prepared->sliceBegin);
   }
   if (llvm::Error e = release(llvm::Error::success()))
     return std::move(e);

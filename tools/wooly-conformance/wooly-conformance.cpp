@@ -473,15 +473,13 @@ int main(int argc, char **argv) {
       uint64_t hi = std::max(*outAddr + outSize,
                              inAddr == *outAddr ? 0 : inAddr + in.size());
       options.isolateRegion = {lo, hi};
-      auto ran =
-          launchKernel(device, *loaded, *k, config, params, options);
+      auto ran = launchKernel(device, *loaded, *k, config, params, options);
       if (!ran) {
         report("launch error: " + llvm::toString(ran.takeError()));
         continue;
       }
       if (appended && ran->blocksRun != 1) {
-        report(llvm::formatv("the launch ran {0} blocks of 1",
-                             ran->blocksRun)
+        report(llvm::formatv("the launch ran {0} blocks of 1", ran->blocksRun)
                    .str());
         continue;
       }

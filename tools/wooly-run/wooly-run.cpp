@@ -486,8 +486,8 @@ int main(int argc, char **argv) {
   std::vector<double> launchMs, kernelMs;
   for (unsigned r = 0; r < std::max(1u, unsigned(repeat)); ++r) {
     auto t3 = std::chrono::steady_clock::now();
-    auto ran = launchKernel(device, *loaded, *info, config, params,
-                            launchOptions);
+    auto ran =
+        launchKernel(device, *loaded, *info, config, params, launchOptions);
     if (!ran)
       return fail(llvm::toString(ran.takeError()));
     launchMs.push_back(std::chrono::duration<double, std::milli>(

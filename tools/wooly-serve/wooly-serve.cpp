@@ -107,10 +107,9 @@ int main(int argc, char **argv) {
   o.compileThreads = compileThreads;
   o.cpuWorkers = cpuWorkers;
   o.drainTimeoutMs = drainTimeout;
-  for (auto [opt, out] :
-       {std::pair<cl::opt<std::string> *, uint64_t *>{&deviceMemory,
-                                                     &o.deviceMemory},
-        {&maxMessage, &o.maxMessageBytes}}) {
+  for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
+                              &deviceMemory, &o.deviceMemory},
+                          {&maxMessage, &o.maxMessageBytes}}) {
     if (opt->empty())
       continue;
     auto bytes = wooly::server::parseByteSize(*opt);

@@ -1,4 +1,4 @@
-//===- Launch.h - Launch a kernel with Wooly's appended parameters -*- C++ -*-===//
+//===- Launch.h - A launch with the parameters passes append ----*- C++ -*-===//
 //
 // The sharing passes (wooly-constrain, wooly-slice, wooly-isolate) append
 // parameters to a kernel whose values are chosen at launch
@@ -18,9 +18,9 @@
 #include "Wooly/Runtime/Backend.h"
 
 #include <cstdint>
-#include <vector>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace wooly {
 
@@ -80,12 +80,10 @@ bool isSliced(const KernelInfo &kernel);
 /// gets a counter in device memory for the launch (allocated and freed
 /// here). Errors: the backend's, or a role that cannot be filled (e.g. an
 /// isolated kernel without `isolateRegion`).
-llvm::Expected<LaunchResult> launchKernel(Backend &backend,
-                                          BackendModule *module,
-                                          const KernelInfo &kernel,
-                                          const LaunchConfig &config,
-                                          llvm::ArrayRef<uint8_t> userParams,
-                                          const LaunchOptions &options = {});
+llvm::Expected<LaunchResult>
+launchKernel(Backend &backend, BackendModule *module, const KernelInfo &kernel,
+             const LaunchConfig &config, llvm::ArrayRef<uint8_t> userParams,
+             const LaunchOptions &options = {});
 
 } // namespace wooly
 
