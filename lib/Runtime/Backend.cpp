@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Runtime/Backend.h"
+#include "BackendModule.h"
+#include "Remote.h"
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
 #include "Wooly/Runtime/CUDA/CudaDevice.h"
@@ -22,18 +24,6 @@
 #include <vector>
 
 namespace wooly {
-
-/// A loaded module: the backend's own handle and the compiled module.
-class BackendModule {
-public:
-  explicit BackendModule(std::shared_ptr<const CompiledModule> compiled)
-      : compiled(std::move(compiled)) {}
-  virtual ~BackendModule() = default;
-
-  /// The module compiled for `host` (null for a cuda module loaded
-  /// without one).
-  std::shared_ptr<const CompiledModule> compiled;
-};
 
 Backend::~Backend() = default;
 
@@ -351,13 +341,15 @@ private:
   ModuleTable<GpuModule> modules;
 };
 
-const llvm::StringRef kBackendNames[] = {"cpu", "cuda"};
+const llvm::StringRef kBackendNames[] = {"cpu", "cuda", "remote"};
 
 } // namespace
 
 llvm::ArrayRef<llvm::StringRef> backendNames() { return kBackendNames; }
 
-bool backendRunsOriginalPTX(llvm::StringRef name) { return name == "cuda"; }
+bool backendRunsOriginalPTX(llvm::StringRef name) {
+  return name == "cuda" || name == "remote";
+}
 
 llvm::Expected<std::unique_ptr<Backend>>
 createBackend(llvm::StringRef name, const BackendOptions &options) {
@@ -372,8 +364,10 @@ createBackend(llvm::StringRef name, const BackendOptions &options) {
       return device.takeError();
     return std::make_unique<CudaBackend>(std::move(*device));
   }
+  if (name == "remote")
+    return createRemoteBackend(options);
   return llvm::createStringError("unknown backend '" + name +
-                                 "' (cpu or cuda)");
+                                 "' (cpu, cuda or remote)");
 }
 
 } // namespace wooly

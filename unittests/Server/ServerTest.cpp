@@ -852,3 +852,44 @@ TEST_F(ServerTest, ClientSeesADeadServer) {
       << s.message;
 }
 } // namespace
+
+namespace {
+/// Runs `argv` with `env`, returns its exit status and its output.
+std::pair<int, std::string> run(const std::vector<std::string> &argv,
+                                const std::vector<std::string> &env,
+                                const std::string &logPath) {
+  pid_t p = spawn(argv, logPath, env);
+  int rc = waitExit(p);
+  return {rc, readFile(logPath)};
+}
+
+/// The summary line of wooly-conformance ("N passed, N failed, ...").
+std::string summary(const std::string &out) {
+  size_t at = out.rfind(" passed, ");
+  if (at == std::string::npos)
+    return "";
+  size_t start = out.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  return out.substr(start, out.find('\n', at) - start);
+}
+
+// The ZLUDA suite (182 kernels with exact expected outputs) run through the
+// server (wooly-conformance --backend=remote) gives what it gives on the
+// CPU backend in-process: every kernel, copy and fault through the protocol.
+TEST_F(ServerTest, ZludaSuiteThroughTheServer) {
+  if (access(WOOLY_ZLUDA_DIR "/expected.json", R_OK) != 0)
+    GTEST_SKIP() << "no ZLUDA suite at " WOOLY_ZLUDA_DIR;
+  startServer();
+  std::vector<std::string> argv = {
+      WOOLY_BIN_DIR "/wooly-conformance", WOOLY_ZLUDA_DIR,
+      "--known-failures=" WOOLY_SOURCE_DIR
+      "/test/Runtime/CPU/zluda-known-failures.txt"};
+  auto local = run(argv, {}, dir + "/local.log");
+  argv.push_back("--backend=remote");
+  auto remote = run(argv, {"WOOLY_SERVER=" + endpoint}, dir + "/remote.log");
+  EXPECT_EQ(remote.first, local.first) << remote.second;
+  ASSERT_NE(summary(local.second), "") << local.second;
+  EXPECT_EQ(summary(remote.second), summary(local.second))
+      << remote.second << log();
+}
+} // namespace

@@ -12,6 +12,10 @@
 //     an `sm_XX` target (the recompiled kernels, with any Wooly passes), and
 //     the ORIGINAL PTX otherwise (a `host` compilation then only supplies
 //     the kernels' parameter layouts, KernelInfo).
+//   - `remote`: a session of a running wooly-serve (lib/Runtime/Remote.cpp):
+//     the original PTX is sent to the server, which compiles it; launches
+//     are synchronous (a launch, then a stream synchronisation). After a
+//     kernel fault (sticky for a session) the backend opens a new session.
 //
 // Every backend takes the CUDA parameter buffer of a kernel (the layout of
 // `KernelInfo::paramOffsets/paramSizes`), and every launch is synchronous:
@@ -68,6 +72,10 @@ struct BackendOptions {
   /// cuda: the driver library to load, a path or a soname (empty: the
   /// default, libcuda.so.1; another one is for tests).
   std::string cudaDriverLibrary;
+  /// remote: the wooly-serve endpoint (empty: WOOLY_SERVER, else the
+  /// clients' default); the tenant and token come from WOOLY_TENANT and
+  /// WOOLY_TOKEN.
+  std::string server;
 };
 
 /// A device that runs kernels. Thread safety depends on the backend:
