@@ -71,12 +71,10 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = usable())
       return std::move(e);
+    // The server's memory is zero-filled, as every backend's is.
     uint64_t addr = 0;
     if (llvm::Error e =
             check(client->malloc(std::max<uint64_t>(bytes, 1), addr)))
-      return std::move(e);
-    // Zero-filled, as the other backends' memory is.
-    if (llvm::Error e = check(client->memset(addr, 0, bytes)))
       return std::move(e);
     return addr;
   }

@@ -85,19 +85,33 @@ std::vector<uint8_t> incParams(const CompiledModule &m, uint32_t n,
 }
 
 TEST(BackendTest, Names) {
-  EXPECT_EQ(backendNames().size(), 2u);
+  EXPECT_EQ(backendNames().size(), 3u);
   EXPECT_EQ(backendNames()[0], "cpu");
   EXPECT_EQ(backendNames()[1], "cuda");
+  EXPECT_EQ(backendNames()[2], "remote");
   EXPECT_TRUE(backendRunsOriginalPTX("cuda"));
+  EXPECT_TRUE(backendRunsOriginalPTX("remote"));
   EXPECT_FALSE(backendRunsOriginalPTX("cpu"));
   EXPECT_FALSE(backendRunsOriginalPTX("hip"));
 }
 
 TEST(BackendTest, UnknownBackend) {
   auto b = createBackend("hip");
-  EXPECT_EQ(errorText(b), "unknown backend 'hip' (cpu or cuda)");
+  EXPECT_EQ(errorText(b), "unknown backend 'hip' (cpu, cuda or remote)");
   auto empty = createBackend("");
-  EXPECT_EQ(errorText(empty), "unknown backend '' (cpu or cuda)");
+  EXPECT_EQ(errorText(empty), "unknown backend '' (cpu, cuda or remote)");
+  // The remote backend with no server there says so (quickly: the
+  // connect timeout comes from the environment).
+  setenv("WOOLY_CONNECT_TIMEOUT_MS", "200", 1);
+  BackendOptions o;
+  o.server = "ipc:///nonexistent/wooly-backend-test.sock";
+  auto remote = createBackend("remote", o);
+  unsetenv("WOOLY_CONNECT_TIMEOUT_MS");
+  std::string text = errorText(remote);
+  EXPECT_NE(text.find("no wooly-serve answered at "
+                      "'ipc:///nonexistent/wooly-backend-test.sock'"),
+            std::string::npos)
+      << text;
 }
 
 TEST(BackendTest, CpuRunsAKernel) {

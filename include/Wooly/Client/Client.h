@@ -184,6 +184,7 @@ public:
                    uint32_t blockThreads, uint64_t dynamicSharedBytes,
                    uint32_t &blocksPerSM);
 
+  /// Allocates zero-filled device memory within the tenant's quota.
   Status malloc(uint64_t bytes, uint64_t &address);
   /// Frees an allocation once the session's earlier work is done.
   Status free(uint64_t address);
