@@ -59,12 +59,13 @@ public:
     if (llvm::Error e = toError(client->getDevice(dev)))
       return e;
     deviceName = dev.name;
+    endpoint = client->server();
     return llvm::Error::success();
   }
 
   llvm::StringRef kind() const override { return "remote"; }
   std::string name() const override {
-    return "remote: " + deviceName + " at " + client->server();
+    return "remote: " + deviceName + " at " + endpoint;
   }
 
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
@@ -190,7 +191,7 @@ private:
 
   client::Options options;
   std::unique_ptr<client::Client> client;
-  std::string deviceName;
+  std::string deviceName, endpoint;
   uint64_t session = 0;
   std::mutex mutex;
   llvm::DenseMap<BackendModule *, std::unique_ptr<RemoteModule>> modules;
