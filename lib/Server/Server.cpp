@@ -64,7 +64,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -82,9 +81,8 @@ constexpr uint32_t kVersion = pb::PROTOCOL_VERSION_CURRENT;
 constexpr const char *kWakeEndpoint = "inproc://wooly-serve-wake";
 constexpr const char *kWakePrefix = "\x01wooly-wake-";
 
-/// The virtual device the `cpu` backend presents (DeviceProperties): an
-/// sm_90-like GPU with one SM per CPU worker. Kernels are compiled for the
-/// host with sm_90 semantics; the limits are those CpuDevice enforces.
+/// The memory of the virtual device the `cpu` backend presents when
+/// --device-memory does not say (the rest of that device: Impl::start).
 constexpr uint64_t kCpuDefaultMemory = 4ull << 30;
 
 /// A zmq_msg_t that closes itself.
@@ -219,7 +217,6 @@ struct ModuleImage {
 struct KernelSlot {
   enum class State { None, Compiling, Ready, Failed } state = State::None;
   std::shared_ptr<const CompiledModule> compiled;
-  BackendModule *loaded = nullptr;
   std::string error;
   /// Ops waiting for the compilation.
   std::vector<struct Op *> waiting;
@@ -246,7 +243,6 @@ struct Op : WorkItem {
   uint64_t seq = 0;
   unsigned pendingDeps = 0;
   std::vector<Op *> dependents;
-  bool running = false;
   /// The call waits for a reply once the op completes.
   bool reply = false;
   /// Reports deferred errors of `stream` (0 with `deviceWide`: all).
@@ -1025,16 +1021,21 @@ void Server::Impl::moduleLoad(Session &s, pb::Call &call, Frame &text) {
         in.text = image->text;
         in.name = image->name;
         auto start = Clock::now();
-        auto layout = inspect(in);
+        std::string error;
+        ModuleLayout result;
+        // Nothing thrown here may end the thread (and the server).
+        try {
+          auto layout = inspect(in);
+          if (layout)
+            result = std::move(*layout);
+          else
+            error = llvm::toString(layout.takeError());
+        } catch (const std::exception &x) {
+          error = std::string("import failed: ") + x.what();
+        }
         double ms =
             std::chrono::duration<double, std::milli>(Clock::now() - start)
                 .count();
-        std::string error;
-        ModuleLayout result;
-        if (layout)
-          result = std::move(*layout);
-        else
-          error = llvm::toString(layout.takeError());
         post([this, image, result = std::move(result), error, ms]() mutable {
           image->layout = std::move(result);
           image->error = error;
@@ -1798,72 +1799,73 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     else if (key != kWholeModule)
       co.kernels = std::vector<std::string>{key};
     auto start = Clock::now();
-    uint64_t hitsBefore = cache->hits();
-    auto target = Target::parse("host");
-    llvm::Expected<std::shared_ptr<const CompiledModule>> compiled =
-        target ? cache->getOrCompile(in, *target, co)
-               : llvm::Expected<std::shared_ptr<const CompiledModule>>(
-                     target.takeError());
-    bool hit = cache->hits() > hitsBefore;
+    bool hit = false;
     std::string error;
     std::shared_ptr<const CompiledModule> module;
-    BackendModule *loaded = nullptr;
-    if (!compiled) {
-      error = llvm::toString(compiled.takeError());
-    } else {
-      module = *compiled;
-      // The first part loads the module, the others extend it.
-      std::lock_guard<std::mutex> lock(mPtr->loadMutex);
-      if (!mPtr->loaded) {
-        auto l = backend->loadModule(module, image->text);
-        if (!l)
-          error = llvm::toString(l.takeError());
-        else
-          mPtr->loaded = *l;
-      } else if (llvm::Error e = backend->extendModule(mPtr->loaded, module)) {
-        error = llvm::toString(std::move(e));
+    // Nothing thrown here may end the thread (and the server).
+    try {
+      auto target = Target::parse("host");
+      llvm::Expected<std::shared_ptr<const CompiledModule>> compiled =
+          target ? cache->getOrCompile(in, *target, co, &hit)
+                 : llvm::Expected<std::shared_ptr<const CompiledModule>>(
+                       target.takeError());
+      if (!compiled) {
+        error = llvm::toString(compiled.takeError());
+      } else {
+        module = *compiled;
+        // The first part loads the module, the others extend it.
+        std::lock_guard<std::mutex> lock(mPtr->loadMutex);
+        if (!mPtr->loaded) {
+          auto l = backend->loadModule(module, image->text);
+          if (!l)
+            error = llvm::toString(l.takeError());
+          else
+            mPtr->loaded = *l;
+        } else if (llvm::Error e =
+                       backend->extendModule(mPtr->loaded, module)) {
+          error = llvm::toString(std::move(e));
+        }
       }
-      loaded = mPtr->loaded;
+    } catch (const std::exception &x) {
+      error = std::string("compile failed: ") + x.what();
     }
     double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    post(
-        [this, image, key, slotPtr, mPtr, sid, module, loaded, error, ms, hit] {
-          KernelSlot &slot = *slotPtr;
-          SessionModule &m = *mPtr;
-          slot.compiled = module;
-          slot.loaded = loaded;
-          slot.error = error;
-          slot.state = error.empty() ? KernelSlot::State::Ready
-                                     : KernelSlot::State::Failed;
-          std::string what = key == kWholeModule ? "module " + image->name
-                             : key == kVariablesOnly
-                                 ? "the variables of " + image->name
-                                 : "kernel " + key + " of " + image->name;
-          if (error.empty()) {
-            log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
-                              what, ms, hit ? "compile cache hit" : "compiled")
-                    .str());
-            if (module)
-              for (const GlobalInfo &g : module->globals) {
-                auto addr = backend->globalAddress(loaded, g.name);
-                if (!addr) {
-                  llvm::consumeError(addr.takeError());
-                  continue;
-                }
-                m.variables[addr->first] = addr->second;
-                m.variableAddress[g.name] = addr->first;
-              }
-          } else {
-            log(llvm::formatv("session {0}: {1} failed to compile: {2}", sid,
-                              what, error)
-                    .str());
+    post([this, image, key, slotPtr, mPtr, sid, module, error, ms, hit] {
+      KernelSlot &slot = *slotPtr;
+      SessionModule &m = *mPtr;
+      slot.compiled = module;
+      slot.error = error;
+      slot.state =
+          error.empty() ? KernelSlot::State::Ready : KernelSlot::State::Failed;
+      std::string what = key == kWholeModule ? "module " + image->name
+                         : key == kVariablesOnly
+                             ? "the variables of " + image->name
+                             : "kernel " + key + " of " + image->name;
+      if (error.empty()) {
+        log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
+                          what, ms, hit ? "compile cache hit" : "compiled")
+                .str());
+        if (module)
+          for (const GlobalInfo &g : module->globals) {
+            auto addr = backend->globalAddress(m.loaded, g.name);
+            if (!addr) {
+              llvm::consumeError(addr.takeError());
+              continue;
+            }
+            m.variables[addr->first] = addr->second;
+            m.variableAddress[g.name] = addr->first;
           }
-          for (Op *op : std::exchange(slot.waiting, {}))
-            if (--op->pendingDeps == 0)
-              makeReady(op);
-          dispatch();
-        });
+      } else {
+        log(llvm::formatv("session {0}: {1} failed to compile: {2}", sid, what,
+                          error)
+                .str());
+      }
+      for (Op *op : std::exchange(slot.waiting, {}))
+        if (--op->pendingDeps == 0)
+          makeReady(op);
+      dispatch();
+    });
   });
 }
 
@@ -1975,7 +1977,6 @@ void Server::Impl::dispatch() {
       continue;
     }
     idleExecutors--;
-    op->running = true;
     execQueue.push([this, op, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
@@ -1986,7 +1987,6 @@ void Server::Impl::dispatch() {
       post([this, op, busy] {
         idleExecutors++;
         busy(false);
-        op->running = false;
         scheduler->finished(op, op->ms);
         complete(op);
       });
@@ -2006,7 +2006,7 @@ void Server::Impl::execute(Op *op) {
                                   "' is missing from its compiled module");
       break;
     }
-    auto r = launchKernel(*backend, op->slot->loaded, *op->kernel, op->config,
+    auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
                           op->params);
     if (!r) {
       e = r.takeError();
@@ -2213,6 +2213,12 @@ void Server::Impl::maybeErase(Session &s) {
   log(llvm::formatv("session {0} closed: {1} returned to the device", s.id,
                     bytesText(freed))
           .str());
+  // In open mode any name makes a tenant: one that has nothing left is
+  // forgotten, so that clients cannot grow the server without bound.
+  if (tenants.open && s.tenant->sessions == 0 && s.tenant->used == 0) {
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    tenantStates.erase(s.tenant->config.name);
+  }
   sessions.erase(s.id);
 }
 
