@@ -10,6 +10,7 @@ packages=(
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libbenchmark-dev
   libyaml-cpp-dev libcpp-httplib-dev libsodium-dev prometheus
+  libzstd-dev liblz4-dev
 )
 
 if [[ "${WOOLY_SKIP_DEPS:-0}" == 1 ]]; then

@@ -1,0 +1,1616 @@
+//===- Driver.cpp - Wooly's libcuda.so.1 --------------------------------===//
+//
+// The CUDA driver API on a wooly-serve session: one connection per process
+// (the client library), opened by cuInit. Modules are PTX (text, a fatbin,
+// or a registration wrapper), loaded on the server; kernels, memory, streams
+// and events are the server's, named by handles this library hands out.
+//
+//  - Every call holds one process-wide mutex around the client, which is not
+//    thread-safe; host functions run with the mutex released.
+//  - Device pointers are the server's addresses. They are recorded here too,
+//    so that cudaMemcpyDefault and cuPointerGetAttribute can tell them apart
+//    from host pointers.
+//  - Functions this file does not define return CUDA_ERROR_NOT_SUPPORTED and
+//    log their name once (DriverStubs.cpp, from CuExports.def).
+//  - A kernel fault on the server is sticky: every later call returns it,
+//    until cuDevicePrimaryCtxReset opens a new session.
+//
+// libcudart.so.13 (Runtime.cpp) is built on these entry points, as NVIDIA's
+// runtime is built on its driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaAbi.h"
+#include "Driver.h"
+#include "Fatbin.h"
+#include "Log.h"
+
+#include "Wooly/Client/Client.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+using namespace wooly::cuabi;
+using wooly::capture::log;
+using wooly::capture::logUnsupportedOnce;
+namespace client = wooly::client;
+
+#define WOOLY_CU_API extern "C" __attribute__((visibility("default")))
+
+WOOLY_CU_API CUresult cuStreamSynchronize(CUstream stream);
+
+//===----------------------------------------------------------------------===//
+// Objects behind the handles
+//===----------------------------------------------------------------------===//
+
+struct CUctx_st {
+  unsigned flags = 0;
+};
+
+struct CUfunc_st {
+  CUmod_st *module = nullptr;
+  std::string name;
+  std::vector<uint64_t> offsets, sizes;
+  uint64_t paramBytes = 0;
+  int maxDynamicShared = 48 * 1024;
+};
+
+struct CUmod_st {
+  uint64_t handle = 0;
+  client::Module info;
+  std::unordered_map<std::string, std::unique_ptr<CUfunc_st>> functions;
+};
+
+struct CUstream_st {
+  uint64_t handle = 0;
+  unsigned flags = 0;
+  int priority = 0;
+};
+
+struct CUevent_st {
+  uint64_t handle = 0;
+  unsigned flags = 0;
+};
+
+namespace {
+
+/// The process's view of its session.
+struct State {
+  std::mutex mu;
+  std::unique_ptr<client::Client> client;
+  bool initialized = false;
+  CUresult initResult = CUDA_ERROR_NOT_INITIALIZED;
+  client::DeviceProperties props;
+  /// The sticky error of a kernel fault (CUDA_SUCCESS when none).
+  CUresult sticky = CUDA_SUCCESS;
+
+  CUctx_st primary;
+  int primaryRefs = 0;
+
+  std::unordered_set<CUmod_st *> modules;
+  std::unordered_set<CUfunc_st *> functions;
+  std::unordered_set<CUstream_st *> streams;
+  std::unordered_set<CUevent_st *> events;
+  /// Device ranges (allocations and module variables): start -> size.
+  std::map<uint64_t, uint64_t> deviceRanges;
+  /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
+  std::map<uintptr_t, size_t> hostRanges;
+};
+
+State &state() {
+  static State *s = new State; // never destroyed: atexit handlers use it
+  return *s;
+}
+
+thread_local CUctx_st *currentContext = nullptr;
+
+CUresult fromCode(const client::Status &st) {
+  using C = client::Code;
+  switch (st.code) {
+  case C::Ok:
+    return CUDA_SUCCESS;
+  case C::InvalidValue:
+  case C::InvalidAddress:
+  case C::Malformed:
+    return CUDA_ERROR_INVALID_VALUE;
+  case C::OutOfMemory:
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  case C::InvalidHandle:
+    return CUDA_ERROR_INVALID_HANDLE;
+  case C::NotFound:
+    return CUDA_ERROR_NOT_FOUND;
+  case C::LaunchFailure:
+    return st.sticky ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED;
+  case C::CompileError:
+    return CUDA_ERROR_INVALID_PTX;
+  case C::NotReady:
+    return CUDA_ERROR_NOT_READY;
+  case C::VersionMismatch:
+    return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
+  case C::Unauthenticated:
+    return CUDA_ERROR_NOT_PERMITTED;
+  case C::Unsupported:
+    return CUDA_ERROR_NOT_SUPPORTED;
+  case C::LimitExceeded:
+    return CUDA_ERROR_NOT_PERMITTED;
+  case C::NoSession:
+  case C::Unavailable:
+    return CUDA_ERROR_DEVICE_UNAVAILABLE;
+  case C::Internal:
+    break;
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
+/// Maps a failed client call to its CUresult, logs the server's message and
+/// records a sticky fault.
+CUresult fail(State &s, const client::Status &st, const char *call) {
+  CUresult r = fromCode(st);
+  if (st.code != client::Code::NotReady)
+    log(1, "%s: %s", call, st.str().c_str());
+  if (st.sticky && s.sticky == CUDA_SUCCESS)
+    s.sticky = r;
+  return r;
+}
+
+#define CHECK_STATUS(call, expr)                                               \
+  do {                                                                         \
+    client::Status st_ = (expr);                                               \
+    if (!st_.ok())                                                             \
+      return fail(s, st_, call);                                               \
+  } while (0)
+
+/// The common preamble: initialised, connected, no sticky fault.
+#define LOCKED_READY(s)                                                        \
+  State &s = state();                                                          \
+  std::lock_guard<std::mutex> lock_(s.mu);                                     \
+  if (!s.initialized || !s.client)                                             \
+    return s.initialized ? s.initResult : CUDA_ERROR_NOT_INITIALIZED;          \
+  if (s.sticky != CUDA_SUCCESS)                                                \
+    return s.sticky;
+
+std::string programName() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return (name.empty() ? std::string("pid") : name) + " (pid " +
+         std::to_string(getpid()) + ")";
+}
+
+CUresult connect(State &s) {
+  client::Options options;
+  options.clientName = programName();
+  client::Status st;
+  s.client = client::Client::connect(options, st);
+  if (!s.client) {
+    log(1, "cannot open a session on wooly-serve: %s", st.str().c_str());
+    return fromCode(st) == CUDA_ERROR_DEVICE_UNAVAILABLE ? CUDA_ERROR_NO_DEVICE
+                                                          : fromCode(st);
+  }
+  st = s.client->getDevice(s.props);
+  if (!st.ok()) {
+    log(1, "cannot query wooly-serve's device: %s", st.str().c_str());
+    s.client.reset();
+    return fromCode(st);
+  }
+  log(2, "session %llu on %s as tenant '%s' (%s, %s backend)",
+      (unsigned long long)s.client->session().id, s.client->server().c_str(),
+      s.client->session().tenant.c_str(), s.props.name.c_str(),
+      s.props.backend.c_str());
+  return CUDA_SUCCESS;
+}
+
+/// The server's stream handle of `stream` (null, legacy and per-thread are
+/// the legacy default stream); false when `stream` is not ours.
+bool streamHandle(State &s, CUstream stream, uint64_t &handle) {
+  if (!stream || stream == kStreamLegacy || stream == kStreamPerThread) {
+    handle = 0;
+    return true;
+  }
+  if (!s.streams.count(stream))
+    return false;
+  handle = stream->handle;
+  return true;
+}
+
+#define RESOLVE_STREAM(s, stream, handle)                                      \
+  uint64_t handle = 0;                                                         \
+  if (!streamHandle(s, stream, handle))                                        \
+    return CUDA_ERROR_INVALID_HANDLE;
+
+bool isDevicePointer(State &s, uint64_t addr, uint64_t bytes = 1) {
+  auto it = s.deviceRanges.upper_bound(addr);
+  if (it == s.deviceRanges.begin())
+    return false;
+  --it;
+  return addr >= it->first && addr - it->first + bytes <= it->second;
+}
+
+/// Forgets every object of the session (a reset or a lost connection).
+void dropObjects(State &s) {
+  for (CUmod_st *m : s.modules)
+    delete m;
+  for (CUstream_st *st : s.streams)
+    delete st;
+  for (CUevent_st *e : s.events)
+    delete e;
+  s.modules.clear();
+  s.functions.clear();
+  s.streams.clear();
+  s.events.clear();
+  s.deviceRanges.clear();
+}
+
+/// The PTX of a module image: PTX text, a fatbin or a registration wrapper.
+CUresult ptxOfImage(const void *image, std::string &ptx, std::string &error) {
+  if (!image)
+    return CUDA_ERROR_INVALID_VALUE;
+  uint32_t magic;
+  std::memcpy(&magic, image, sizeof magic);
+  if (magic == 0x466243B1u) { // __fatBinC_Wrapper_t
+    std::vector<std::string> texts;
+    if (!wooly::capture::ptxFromWrapper(image, texts, error))
+      return CUDA_ERROR_INVALID_IMAGE;
+    if (texts.empty()) {
+      error = "the image carries no PTX";
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    if (texts.size() > 1) {
+      error = "the image holds PTX of several objects (-rdc); linking them is "
+              "not supported yet";
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    ptx = std::move(texts.front());
+    return CUDA_SUCCESS;
+  }
+  if (magic == 0xBA55ED50u) { // a fatbin
+    size_t size = wooly::capture::fatbinSize(image);
+    std::vector<wooly::capture::FatbinEntry> entries;
+    if (!size ||
+        !wooly::capture::parseFatbin(
+            std::string_view(static_cast<const char *>(image), size), entries,
+            error))
+      return CUDA_ERROR_INVALID_IMAGE;
+    int pick = wooly::capture::pickPtx(entries);
+    if (pick < 0) {
+      error = "the fatbin carries no PTX (only SASS, which Wooly cannot run); "
+              "build with a PTX target (e.g. nvcc -arch=compute_XX or "
+              "-gencode ...,code=compute_XX)";
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    return wooly::capture::entryContents(entries[pick], ptx, error)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_IMAGE;
+  }
+  if (magic == 0x464C457Fu) { // "\x7fELF"
+    error = "the image is a cubin (SASS), which Wooly cannot run; load PTX "
+            "instead";
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  ptx = static_cast<const char *>(image);
+  return CUDA_SUCCESS;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Private interface for libcudart (Driver.h)
+//===----------------------------------------------------------------------===//
+
+namespace wooly::capture {
+
+CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
+                       CUmodule *module) {
+  LOCKED_READY(s);
+  client::Module info;
+  CHECK_STATUS("cuModuleLoadData", s.client->loadModule(ptx, name, info));
+  auto *m = new CUmod_st;
+  m->handle = info.handle;
+  m->info = std::move(info);
+  s.modules.insert(m);
+  log(2, "loaded module %.*s: %zu kernels, %zu variables", (int)name.size(),
+      name.data(), m->info.kernels.size(), m->info.variables.size());
+  *module = m;
+  return CUDA_SUCCESS;
+}
+
+bool driverIsDevicePointer(const void *ptr, size_t bytes) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return isDevicePointer(s, reinterpret_cast<uint64_t>(ptr), bytes ? bytes : 1);
+}
+
+size_t driverParamBufferSize(CUfunction fn) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.functions.count(fn) ? fn->paramBytes : 0;
+}
+
+uint64_t driverLastSeq() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.client ? s.client->lastSeq() : 0;
+}
+
+} // namespace wooly::capture
+
+//===----------------------------------------------------------------------===//
+// Initialisation, versions, errors
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuInit(unsigned flags) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!s.initialized) {
+    s.initialized = true;
+    s.initResult = connect(s);
+  }
+  return s.initResult;
+}
+
+WOOLY_CU_API CUresult cuDriverGetVersion(int *version) {
+  if (!version)
+    return CUDA_ERROR_INVALID_VALUE;
+  *version = kCudaVersion;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+struct ResultName {
+  CUresult code;
+  const char *name;
+};
+const ResultName kResultNames[] = {
+#define WOOLY_CU_RESULT(name, value) {name, #name},
+#include "CuResults.def"
+#undef WOOLY_CU_RESULT
+};
+} // namespace
+
+WOOLY_CU_API CUresult cuGetErrorName(CUresult error, const char **str) {
+  if (!str)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (const ResultName &r : kResultNames)
+    if (r.code == error) {
+      *str = r.name;
+      return CUDA_SUCCESS;
+    }
+  *str = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+WOOLY_CU_API CUresult cuGetErrorString(CUresult error, const char **str) {
+  if (!str)
+    return CUDA_ERROR_INVALID_VALUE;
+  *str = wooly::capture::resultDescription(error);
+  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+WOOLY_CU_API CUresult cuGetExportTable(const void **table, const void *id) {
+  (void)id;
+  if (table)
+    *table = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    log(1, "this program asked for NVIDIA's private driver interface "
+           "(cuGetExportTable), which only NVIDIA's own runtime uses: the "
+           "program links the CUDA runtime statically (nvcc's default "
+           "-cudart static) or uses a library that does (cuBLAS, cuDNN, "
+           "NCCL, ...). Wooly cannot run it; rebuild the program with "
+           "'nvcc -cudart shared'.");
+  });
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/// Every exported name resolves through dlsym on this library, so the
+/// functions Wooly does not implement come back as their stubs.
+WOOLY_CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+                                          int cudaVersion,
+                                          unsigned long long flags,
+                                          CUdriverProcAddressQueryResult *res) {
+  (void)cudaVersion;
+  if (!symbol || !pfn)
+    return CUDA_ERROR_INVALID_VALUE;
+  static void *self = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&cuInit), &info))
+      return static_cast<void *>(nullptr);
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  }();
+  *pfn = nullptr;
+  if (self) {
+    std::string base = symbol;
+    const char *versions[] = {"_v4", "_v3", "_v2", ""};
+    const char *streams[] = {"", ""};
+    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+      streams[0] = "_ptsz";
+      streams[1] = "_ptds";
+    }
+    for (const char *v : versions) {
+      for (const char *st : streams) {
+        if ((*pfn = dlsym(self, (base + v + st).c_str())))
+          break;
+      }
+      if (*pfn || (*pfn = dlsym(self, (base + v).c_str())))
+        break;
+    }
+  }
+  if (res)
+    *res = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+                : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+//===----------------------------------------------------------------------===//
+// Devices
+//===----------------------------------------------------------------------===//
+
+#define CHECK_INIT(s)                                                          \
+  State &s = state();                                                          \
+  {                                                                            \
+    std::lock_guard<std::mutex> lock_(s.mu);                                   \
+    if (!s.initialized)                                                        \
+      return CUDA_ERROR_NOT_INITIALIZED;                                       \
+    if (!s.client)                                                             \
+      return s.initResult;                                                     \
+  }
+
+WOOLY_CU_API CUresult cuDeviceGetCount(int *count) {
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized)
+    return CUDA_ERROR_NOT_INITIALIZED;
+  *count = s.client ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  CHECK_INIT(s);
+  if (!device)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!name || len <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(name, len, "%s", s.props.name.c_str());
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!bytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  // The tenant's quota when it has one: the device it may use.
+  uint64_t quota = s.client->session().quotaBytes;
+  *bytes = quota ? std::min<uint64_t>(quota, s.props.totalMemory)
+                 : s.props.totalMemory;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceGetUuid_v2(cudaUUID_t *uuid, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!uuid)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::memset(uuid->bytes, 0, sizeof uuid->bytes);
+  std::memcpy(uuid->bytes, "wooly", 5);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceGetUuid(cudaUUID_t *uuid, CUdevice dev) {
+  return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+WOOLY_CU_API CUresult cuDeviceComputeCapability(int *major, int *minor,
+                                                CUdevice dev) {
+  CHECK_INIT(s);
+  if (!major || !minor)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *major = (int)s.props.computeMajor;
+  *minor = (int)s.props.computeMinor;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
+                                           CUdevice dev) {
+  CHECK_INIT(s);
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  const client::DeviceProperties &p = s.props;
+  auto clampInt = [](uint64_t v) {
+    return (int)std::min<uint64_t>(v, 0x7fffffff);
+  };
+  int v = 0;
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    v = (int)p.maxThreadsPerBlock;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+    v = (int)p.maxBlock[attribute - CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X];
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+    v = clampInt(p.maxGrid[attribute - CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X]);
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    v = clampInt(p.sharedPerBlock);
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+    v = clampInt(p.sharedPerBlock * 2);
+    break;
+  case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+    v = clampInt(p.constMemory);
+    break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+    v = (int)p.warpSize;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+    v = 0x7fffffff;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+    v = (int)p.regsPerBlock;
+    break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+    v = (int)p.clockKHz;
+    break;
+  case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+    v = 512;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    v = (int)p.smCount;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+    v = (int)p.maxThreadsPerSM;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+    v = p.maxThreadsPerSM ? (int)std::max<uint32_t>(1, p.maxThreadsPerSM / 64)
+                          : 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    v = (int)p.computeMajor;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    v = (int)p.computeMinor;
+    break;
+  case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+  case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
+    v = 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+    v = 1;
+    break;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+    v = 4 << 20;
+    break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+    v = 256;
+    break;
+  default:
+    v = 0; // not offered (managed memory, cooperative launch, ...)
+    break;
+  }
+  *value = v;
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Contexts: one primary context, which is the session
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(s.mu);
+  ++s.primaryRefs;
+  *ctx = &s.primary;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  CHECK_INIT(s);
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.primaryRefs > 0)
+    --s.primaryRefs;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags,
+                                                 int *active) {
+  CHECK_INIT(s);
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (flags)
+    *flags = s.primary.flags;
+  if (active)
+    *active = s.primaryRefs > 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev,
+                                                    unsigned flags) {
+  CHECK_INIT(s);
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.primary.flags = flags;
+  return CUDA_SUCCESS;
+}
+
+/// Closes the session and opens a new one: every allocation, module, stream
+/// and event of the old one is gone (as CUDA's reset destroys them), and a
+/// sticky fault is cleared.
+WOOLY_CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  CHECK_INIT(s);
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.client.reset();
+  dropObjects(s);
+  s.sticky = CUDA_SUCCESS;
+  s.initResult = connect(s);
+  return s.initResult;
+}
+
+WOOLY_CU_API CUresult cuCtxCreate_v4(CUcontext *ctx, void *params,
+                                     unsigned flags, CUdevice dev) {
+  (void)params;
+  CUresult r = cuDevicePrimaryCtxRetain(ctx, dev);
+  if (r == CUDA_SUCCESS) {
+    state().primary.flags = flags;
+    currentContext = *ctx;
+  }
+  return r;
+}
+
+WOOLY_CU_API CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned flags,
+                                     CUdevice dev) {
+  return cuCtxCreate_v4(ctx, nullptr, flags, dev);
+}
+
+WOOLY_CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  CHECK_INIT(s);
+  if (ctx != &s.primary)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (currentContext == ctx)
+    currentContext = nullptr;
+  return cuDevicePrimaryCtxRelease_v2(0);
+}
+
+WOOLY_CU_API CUresult cuCtxSetCurrent(CUcontext ctx) {
+  CHECK_INIT(s);
+  if (ctx && ctx != &s.primary)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  currentContext = ctx;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxGetCurrent(CUcontext *ctx) {
+  if (!ctx)
+    return CUDA_ERROR_INVALID_VALUE;
+  *ctx = currentContext;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  return cuCtxSetCurrent(ctx);
+}
+
+WOOLY_CU_API CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
+  if (ctx)
+    *ctx = currentContext;
+  currentContext = nullptr;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxGetDevice(CUdevice *dev) {
+  if (!dev)
+    return CUDA_ERROR_INVALID_VALUE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxGetFlags(unsigned *flags) {
+  if (!flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  *flags = state().primary.flags;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned *version) {
+  (void)ctx;
+  if (!version)
+    return CUDA_ERROR_INVALID_VALUE;
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  // Priorities are accepted and remembered; the server's scheduler does not
+  // order streams by them yet.
+  if (least)
+    *least = 0;
+  if (greatest)
+    *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuCtxSynchronize() {
+  LOCKED_READY(s);
+  CHECK_STATUS("cuCtxSynchronize", s.client->deviceSynchronize());
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Modules and functions
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  if (!module || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::string ptx, error;
+  CUresult r = ptxOfImage(image, ptx, error);
+  if (r != CUDA_SUCCESS) {
+    log(1, "cuModuleLoadData: %s", error.c_str());
+    return r;
+  }
+  return wooly::capture::driverLoadPtx(ptx, "cuModuleLoadData", module);
+}
+
+WOOLY_CU_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                         unsigned numOptions, void *options,
+                                         void **optionValues) {
+  // JIT options (log buffers, optimisation level) do not apply: the server
+  // compiles. The log buffers are left as they are.
+  (void)numOptions, (void)options, (void)optionValues;
+  return cuModuleLoadData(module, image);
+}
+
+WOOLY_CU_API CUresult cuModuleLoadFatBinary(CUmodule *module,
+                                            const void *fatbin) {
+  return cuModuleLoadData(module, fatbin);
+}
+
+WOOLY_CU_API CUresult cuModuleLoad(CUmodule *module, const char *path) {
+  if (!module || !path)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    log(1, "cuModuleLoad: cannot open '%s'", path);
+    return CUDA_ERROR_FILE_NOT_FOUND;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string bytes = buf.str();
+  bytes.push_back('\0');
+  return cuModuleLoadData(module, bytes.data());
+}
+
+WOOLY_CU_API CUresult cuModuleUnload(CUmodule module) {
+  LOCKED_READY(s);
+  if (!s.modules.count(module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuModuleUnload", s.client->unloadModule(module->handle));
+  for (auto &[name, f] : module->functions)
+    s.functions.erase(f.get());
+  s.modules.erase(module);
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module,
+                                          const char *name) {
+  if (!fn || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.modules.count(module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  auto it = module->functions.find(name);
+  if (it != module->functions.end()) {
+    *fn = it->second.get();
+    return CUDA_SUCCESS;
+  }
+  const client::KernelLayout *layout = module->info.findKernel(name);
+  if (!layout)
+    return CUDA_ERROR_NOT_FOUND;
+  auto f = std::make_unique<CUfunc_st>();
+  f->module = module;
+  f->name = name;
+  f->offsets = layout->paramOffsets;
+  f->sizes = layout->paramSizes;
+  f->paramBytes = layout->paramBufferSize;
+  f->maxDynamicShared = (int)std::min<uint64_t>(s.props.sharedPerBlock,
+                                                0x7fffffff);
+  *fn = f.get();
+  s.functions.insert(f.get());
+  module->functions.emplace(name, std::move(f));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
+                                           CUmodule module, const char *name) {
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.modules.count(module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t address = 0, size = 0;
+  client::Status st = s.client->getSymbol(module->handle, name, address, size);
+  if (st.code == client::Code::NotFound)
+    return CUDA_ERROR_NOT_FOUND;
+  CHECK_STATUS("cuModuleGetGlobal", st);
+  s.deviceRanges[address] = size;
+  if (dptr)
+    *dptr = address;
+  if (bytes)
+    *bytes = size;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuFuncGetAttribute(int *value, int attrib,
+                                         CUfunction fn) {
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.functions.count(fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    *value = fn->maxDynamicShared;
+    return CUDA_SUCCESS;
+  }
+  client::KernelAttributes a;
+  CHECK_STATUS("cuFuncGetAttribute",
+               s.client->funcAttributes(fn->module->handle, fn->name, a));
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = (int)a.maxThreadsPerBlock;
+    break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    *value = (int)a.staticSharedBytes;
+    break;
+  case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    *value = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    *value = (int)a.localBytes;
+    break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    *value = (int)a.registers;
+    break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+    *value = (int)(s.props.computeMajor * 10 + s.props.computeMinor);
+    break;
+  default:
+    *value = 0;
+    break;
+  }
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuFuncSetAttribute(CUfunction fn, int attrib, int value) {
+  LOCKED_READY(s);
+  if (!s.functions.count(fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    if (value < 0 || (uint64_t)value > s.props.sharedPerBlock)
+      return CUDA_ERROR_INVALID_VALUE;
+    fn->maxDynamicShared = value;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    return value >= -1 && value <= 100 ? CUDA_SUCCESS
+                                       : CUDA_ERROR_INVALID_VALUE;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+WOOLY_CU_API CUresult cuFuncSetCacheConfig(CUfunction fn, int config) {
+  (void)config;
+  LOCKED_READY(s);
+  return s.functions.count(fn) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+WOOLY_CU_API CUresult cuFuncGetParamInfo(CUfunction fn, size_t index,
+                                         size_t *offset, size_t *size) {
+  LOCKED_READY(s);
+  if (!s.functions.count(fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= fn->offsets.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  if (offset)
+    *offset = fn->offsets[index];
+  if (size)
+    *size = fn->sizes[index];
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuFuncGetName(const char **name, CUfunction fn) {
+  LOCKED_READY(s);
+  if (!name)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!s.functions.count(fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  *name = fn->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *blocks, CUfunction fn, int blockSize, size_t dynamicShared,
+    unsigned flags) {
+  (void)flags;
+  if (!blocks || blockSize <= 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.functions.count(fn))
+    return CUDA_ERROR_INVALID_HANDLE;
+  uint32_t n = 0;
+  CHECK_STATUS("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+               s.client->occupancy(fn->module->handle, fn->name,
+                                   (uint32_t)blockSize, dynamicShared, n));
+  *blocks = (int)n;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *blocks, CUfunction fn, int blockSize, size_t dynamicShared) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+      blocks, fn, blockSize, dynamicShared, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
+                      client::Dim3 block, unsigned shared, CUstream stream,
+                      void **params, void **extra) {
+  if (!s.functions.count(f))
+    return CUDA_ERROR_INVALID_HANDLE;
+  RESOLVE_STREAM(s, stream, handle);
+  const client::DeviceProperties &p = s.props;
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (!grid.x || !grid.y || !grid.z || !threads ||
+      threads > p.maxThreadsPerBlock || block.x > p.maxBlock[0] ||
+      block.y > p.maxBlock[1] || block.z > p.maxBlock[2] ||
+      grid.x > p.maxGrid[0] || grid.y > p.maxGrid[1] || grid.z > p.maxGrid[2])
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((int64_t)shared > f->maxDynamicShared)
+    return CUDA_ERROR_INVALID_VALUE;
+
+  alignas(16) char small[1024];
+  std::vector<char> large;
+  char *buffer = small;
+  uint64_t bytes = f->paramBytes;
+  if (bytes > sizeof small) {
+    large.resize(bytes);
+    buffer = large.data();
+  }
+  if (params) {
+    for (size_t i = 0, e = f->offsets.size(); i != e; ++i) {
+      if (!params[i])
+        return CUDA_ERROR_INVALID_VALUE;
+      std::memcpy(buffer + f->offsets[i], params[i], f->sizes[i]);
+    }
+  } else if (extra) {
+    const void *ptr = nullptr;
+    size_t size = SIZE_MAX;
+    for (size_t i = 0; extra[i] != kLaunchParamEnd; i += 2) {
+      if (extra[i] == kLaunchParamBufferPointer)
+        ptr = extra[i + 1];
+      else if (extra[i] == kLaunchParamBufferSize)
+        size = *static_cast<size_t *>(extra[i + 1]);
+      else
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!ptr || size == SIZE_MAX || size < bytes)
+      return CUDA_ERROR_INVALID_VALUE;
+    buffer = static_cast<char *>(const_cast<void *>(ptr));
+  } else if (bytes) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CHECK_STATUS("cuLaunchKernel",
+               s.client->launch(f->module->handle, f->name, grid, block,
+                                shared, buffer, bytes, handle));
+  return CUDA_SUCCESS;
+}
+
+} // namespace
+
+WOOLY_CU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                     unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared,
+                                     CUstream stream, void **params,
+                                     void **extra) {
+  LOCKED_READY(s);
+  return launchLocked(s, f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params,
+                      extra);
+}
+
+WOOLY_CU_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config,
+                                       CUfunction f, void **params,
+                                       void **extra) {
+  if (!config)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute &a = config->attrs[i];
+    if (a.id == 0 /* ignore */ || a.id == 8 /* priority */)
+      continue;
+    if (a.id == 2 && !a.value.cooperative)
+      continue;
+    log(1, "cuLaunchKernelEx: launch attribute %d is not supported yet", a.id);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY,
+                        config->gridDimZ, config->blockDimX, config->blockDimY,
+                        config->blockDimZ, config->sharedMemBytes,
+                        config->hStream, params, extra);
+}
+
+WOOLY_CU_API CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned,
+                                                unsigned, unsigned, unsigned,
+                                                unsigned, unsigned, CUstream,
+                                                void **) {
+  logUnsupportedOnce("cuLaunchCooperativeKernel",
+                     "grid-wide synchronisation is not supported");
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+  if (!dptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  uint64_t address = 0;
+  CHECK_STATUS("cuMemAlloc", s.client->malloc(bytes, address));
+  s.deviceRanges[address] = bytes;
+  *dptr = address;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  if (!dptr)
+    return CUDA_SUCCESS;
+  LOCKED_READY(s);
+  CHECK_STATUS("cuMemFree", s.client->free(dptr));
+  s.deviceRanges.erase(dptr);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
+  LOCKED_READY(s);
+  uint64_t f = 0, t = 0;
+  CHECK_STATUS("cuMemGetInfo", s.client->memInfo(f, t));
+  if (free)
+    *free = f;
+  if (total)
+    *total = t;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
+                                              CUdeviceptr dptr) {
+  LOCKED_READY(s);
+  auto it = s.deviceRanges.upper_bound(dptr);
+  if (it == s.deviceRanges.begin())
+    return CUDA_ERROR_NOT_FOUND;
+  --it;
+  if (dptr - it->first >= it->second)
+    return CUDA_ERROR_NOT_FOUND;
+  if (base)
+    *base = it->first;
+  if (size)
+    *size = it->second;
+  return CUDA_SUCCESS;
+}
+
+/// Host memory "pinned" for the device is ordinary memory of this process:
+/// copies go over the connection either way.
+WOOLY_CU_API CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
+  (void)flags;
+  if (!ptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  void *p = nullptr;
+  if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.hostRanges[reinterpret_cast<uintptr_t>(p)] = bytes;
+  *ptr = p;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemAllocHost_v2(void **ptr, size_t bytes) {
+  return cuMemHostAlloc(ptr, bytes, 0);
+}
+
+WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
+  State &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (ptr && !s.hostRanges.erase(reinterpret_cast<uintptr_t>(ptr)))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  ::free(ptr);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemHostRegister_v2(void *ptr, size_t bytes,
+                                           unsigned flags) {
+  (void)flags;
+  if (!ptr || !bytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS; // nothing to pin: copies go over the connection
+}
+
+WOOLY_CU_API CUresult cuMemHostUnregister(void *ptr) {
+  return ptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
+                                            CUdeviceptr ptr) {
+  if (!data)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  bool device = isDevicePointer(s, ptr);
+  bool host = false;
+  if (!device) {
+    auto it = s.hostRanges.upper_bound(ptr);
+    host = it != s.hostRanges.begin() && ptr - (--it)->first < it->second;
+  }
+  if (!device && !host)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *static_cast<unsigned *>(data) =
+        device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    *static_cast<CUdeviceptr *>(data) = device ? ptr : 0;
+    return device ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    *static_cast<void **>(data) = host ? reinterpret_cast<void *>(ptr) : 0;
+    return host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    *static_cast<int *>(data) = 0;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *static_cast<int *>(data) = 0;
+    return CUDA_SUCCESS;
+  case CU_POINTER_ATTRIBUTE_CONTEXT:
+    *static_cast<CUcontext *>(data) = &s.primary;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+namespace {
+
+CUresult copyH2D(CUdeviceptr dst, const void *src, size_t bytes,
+                 CUstream stream, bool async, const char *call) {
+  if (!bytes)
+    return CUDA_SUCCESS;
+  if (!src)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS(call, s.client->copyToDevice(dst, src, bytes, handle, async));
+  return CUDA_SUCCESS;
+}
+
+CUresult copyD2H(void *dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                 const char *call) {
+  if (!bytes)
+    return CUDA_SUCCESS;
+  if (!dst)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS(call, s.client->copyFromDevice(dst, src, bytes, handle));
+  return CUDA_SUCCESS;
+}
+
+CUresult copyD2D(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                 CUstream stream, bool async, const char *call) {
+  if (!bytes)
+    return CUDA_SUCCESS;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS(call,
+               s.client->copyDeviceToDevice(dst, src, bytes, handle, async));
+  return CUDA_SUCCESS;
+}
+
+/// memset of `count` elements of `width` bytes: one byte-wise memset when
+/// every byte of the value is the same, else the pattern is copied in.
+CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
+                        size_t count, CUstream stream, bool async,
+                        const char *call) {
+  if (!count)
+    return CUDA_SUCCESS;
+  if (count > (SIZE_MAX >> 2))
+    return CUDA_ERROR_INVALID_VALUE;
+  uint8_t b0 = value & 0xff;
+  bool uniform = true;
+  for (unsigned i = 1; i < width; ++i)
+    uniform &= ((value >> (8 * i)) & 0xff) == b0;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  if (uniform) {
+    CHECK_STATUS(call, s.client->memset(dst, b0, count * width, handle, async));
+    return CUDA_SUCCESS;
+  }
+  std::vector<uint8_t> pattern(count * width);
+  for (size_t i = 0; i < count; ++i)
+    std::memcpy(&pattern[i * width], &value, width);
+  CHECK_STATUS(call, s.client->copyToDevice(dst, pattern.data(),
+                                            pattern.size(), handle, async));
+  return CUDA_SUCCESS;
+}
+
+} // namespace
+
+WOOLY_CU_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src,
+                                      size_t bytes) {
+  return copyH2D(dst, src, bytes, nullptr, false, "cuMemcpyHtoD");
+}
+WOOLY_CU_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                           size_t bytes, CUstream stream) {
+  return copyH2D(dst, src, bytes, stream, true, "cuMemcpyHtoDAsync");
+}
+WOOLY_CU_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src,
+                                      size_t bytes) {
+  return copyD2H(dst, src, bytes, nullptr, "cuMemcpyDtoH");
+}
+WOOLY_CU_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
+                                           size_t bytes, CUstream stream) {
+  return copyD2H(dst, src, bytes, stream, "cuMemcpyDtoHAsync");
+}
+WOOLY_CU_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src,
+                                      size_t bytes) {
+  return copyD2D(dst, src, bytes, nullptr, false, "cuMemcpyDtoD");
+}
+WOOLY_CU_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
+                                           size_t bytes, CUstream stream) {
+  return copyD2D(dst, src, bytes, stream, true, "cuMemcpyDtoDAsync");
+}
+
+/// Unified addressing: the direction follows from which pointers are the
+/// device's.
+WOOLY_CU_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+                                    size_t bytes, CUstream stream) {
+  bool dDev = wooly::capture::driverIsDevicePointer(
+      reinterpret_cast<void *>(dst), bytes);
+  bool sDev = wooly::capture::driverIsDevicePointer(
+      reinterpret_cast<void *>(src), bytes);
+  if (dDev && sDev)
+    return copyD2D(dst, src, bytes, stream, true, "cuMemcpyAsync");
+  if (dDev)
+    return copyH2D(dst, reinterpret_cast<const void *>(src), bytes, stream,
+                   true, "cuMemcpyAsync");
+  if (sDev)
+    return copyD2H(reinterpret_cast<void *>(dst), src, bytes, stream,
+                   "cuMemcpyAsync");
+  CUresult r = cuStreamSynchronize(stream);
+  if (r == CUDA_SUCCESS && bytes)
+    std::memmove(reinterpret_cast<void *>(dst),
+                 reinterpret_cast<const void *>(src), bytes);
+  return r;
+}
+
+WOOLY_CU_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src,
+                               size_t bytes) {
+  bool dDev = wooly::capture::driverIsDevicePointer(
+      reinterpret_cast<void *>(dst), bytes);
+  bool sDev = wooly::capture::driverIsDevicePointer(
+      reinterpret_cast<void *>(src), bytes);
+  if (dDev && sDev)
+    return copyD2D(dst, src, bytes, nullptr, false, "cuMemcpy");
+  if (dDev)
+    return copyH2D(dst, reinterpret_cast<const void *>(src), bytes, nullptr,
+                   false, "cuMemcpy");
+  if (sDev)
+    return copyD2H(reinterpret_cast<void *>(dst), src, bytes, nullptr,
+                   "cuMemcpy");
+  if (bytes)
+    std::memmove(reinterpret_cast<void *>(dst),
+                 reinterpret_cast<const void *>(src), bytes);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value,
+                                    size_t count) {
+  return memsetElements(dst, value, 1, count, nullptr, false, "cuMemsetD8");
+}
+WOOLY_CU_API CUresult cuMemsetD16_v2(CUdeviceptr dst, unsigned short value,
+                                     size_t count) {
+  return memsetElements(dst, value, 2, count, nullptr, false, "cuMemsetD16");
+}
+WOOLY_CU_API CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value,
+                                     size_t count) {
+  return memsetElements(dst, value, 4, count, nullptr, false, "cuMemsetD32");
+}
+WOOLY_CU_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
+                                      size_t count, CUstream stream) {
+  return memsetElements(dst, value, 1, count, stream, true, "cuMemsetD8Async");
+}
+WOOLY_CU_API CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
+                                       size_t count, CUstream stream) {
+  return memsetElements(dst, value, 2, count, stream, true,
+                        "cuMemsetD16Async");
+}
+WOOLY_CU_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value,
+                                       size_t count, CUstream stream) {
+  return memsetElements(dst, value, 4, count, stream, true,
+                        "cuMemsetD32Async");
+}
+
+//===----------------------------------------------------------------------===//
+// Streams
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuStreamCreateWithPriority(CUstream *stream,
+                                                 unsigned flags, int priority) {
+  if (!stream)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  uint64_t handle = 0;
+  CHECK_STATUS("cuStreamCreate", s.client->streamCreate(handle));
+  auto *st = new CUstream_st;
+  st->handle = handle;
+  st->flags = flags;
+  st->priority = std::clamp(priority, -5, 0);
+  s.streams.insert(st);
+  *stream = st;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamCreate(CUstream *stream, unsigned flags) {
+  return cuStreamCreateWithPriority(stream, flags, 0);
+}
+
+WOOLY_CU_API CUresult cuStreamDestroy_v2(CUstream stream) {
+  LOCKED_READY(s);
+  if (!s.streams.count(stream))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuStreamDestroy", s.client->streamDestroy(stream->handle));
+  s.streams.erase(stream);
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamGetPriority(CUstream stream, int *priority) {
+  if (!priority)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  *priority = handle ? stream->priority : 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamGetFlags(CUstream stream, unsigned *flags) {
+  if (!flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  *flags = handle ? stream->flags : 0;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamSynchronize(CUstream stream) {
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS("cuStreamSynchronize", s.client->streamSynchronize(handle));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamQuery(CUstream stream) {
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS("cuStreamQuery", s.client->streamQuery(handle));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamWaitEvent(CUstream stream, CUevent event,
+                                        unsigned flags) {
+  (void)flags;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuStreamWaitEvent",
+               s.client->streamWaitEvent(handle, event->handle));
+  return CUDA_SUCCESS;
+}
+
+/// Host functions run on this thread once the stream has reached them: the
+/// call waits for the stream's earlier work, then calls `fn` (with no lock
+/// held, so `fn` may not call CUDA, as CUDA requires, but would not
+/// deadlock if it did).
+WOOLY_CU_API CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn,
+                                       void *data) {
+  if (!fn)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = cuStreamSynchronize(stream);
+  if (r != CUDA_SUCCESS)
+    return r;
+  fn(data);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuStreamAddCallback(CUstream stream,
+                                          CUstreamCallback callback,
+                                          void *data, unsigned flags) {
+  if (!callback || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = cuStreamSynchronize(stream);
+  callback(stream, r, data);
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Events
+//===----------------------------------------------------------------------===//
+
+WOOLY_CU_API CUresult cuEventCreate(CUevent *event, unsigned flags) {
+  if (!event)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  uint64_t handle = 0;
+  CHECK_STATUS("cuEventCreate", s.client->eventCreate(handle));
+  auto *e = new CUevent_st;
+  e->handle = handle;
+  e->flags = flags;
+  s.events.insert(e);
+  *event = e;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventDestroy_v2(CUevent event) {
+  LOCKED_READY(s);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuEventDestroy", s.client->eventDestroy(event->handle));
+  s.events.erase(event);
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventRecord(CUevent event, CUstream stream) {
+  LOCKED_READY(s);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS("cuEventRecord", s.client->eventRecord(event->handle, handle));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventRecordWithFlags(CUevent event, CUstream stream,
+                                             unsigned flags) {
+  (void)flags;
+  return cuEventRecord(event, stream);
+}
+
+WOOLY_CU_API CUresult cuEventQuery(CUevent event) {
+  LOCKED_READY(s);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuEventQuery", s.client->eventQuery(event->handle));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventSynchronize(CUevent event) {
+  LOCKED_READY(s);
+  if (!s.events.count(event))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuEventSynchronize", s.client->eventSynchronize(event->handle));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventElapsedTime_v2(float *ms, CUevent start,
+                                            CUevent end) {
+  if (!ms)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.events.count(start) || !s.events.count(end))
+    return CUDA_ERROR_INVALID_HANDLE;
+  CHECK_STATUS("cuEventElapsedTime",
+               s.client->eventElapsed(start->handle, end->handle, *ms));
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuEventElapsedTime(float *ms, CUevent start,
+                                         CUevent end) {
+  return cuEventElapsedTime_v2(ms, start, end);
+}
+
+//===----------------------------------------------------------------------===//
+// Per-thread default stream variants: the per-thread default stream is the
+// legacy default stream of the session (documented in capture/README.md).
+//===----------------------------------------------------------------------===//
+
+#define WOOLY_ALIAS(name, target)                                              \
+  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
+
+WOOLY_ALIAS(cuLaunchKernel_ptsz, cuLaunchKernel)
+WOOLY_ALIAS(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
+WOOLY_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+WOOLY_ALIAS(cuStreamSynchronize_ptsz, cuStreamSynchronize)
+WOOLY_ALIAS(cuStreamQuery_ptsz, cuStreamQuery)
+WOOLY_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
+WOOLY_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)
+WOOLY_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority)
+WOOLY_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags)
+WOOLY_ALIAS(cuEventRecord_ptsz, cuEventRecord)
+WOOLY_ALIAS(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags)
+WOOLY_ALIAS(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD_v2)
+WOOLY_ALIAS(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH_v2)
+WOOLY_ALIAS(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2)
+WOOLY_ALIAS(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync_v2)
+WOOLY_ALIAS(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync_v2)
+WOOLY_ALIAS(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)
+WOOLY_ALIAS(cuMemcpy_ptds, cuMemcpy)
+WOOLY_ALIAS(cuMemcpyAsync_ptsz, cuMemcpyAsync)
+WOOLY_ALIAS(cuMemsetD8_v2_ptds, cuMemsetD8_v2)
+WOOLY_ALIAS(cuMemsetD16_v2_ptds, cuMemsetD16_v2)
+WOOLY_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
+WOOLY_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
+WOOLY_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
+WOOLY_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)

@@ -1,0 +1,725 @@
+//===- Graph.cpp - CUDA graphs and stream capture in libcudart -----------===//
+//
+// Graphs live on the client: a graph is a list of nodes with dependencies;
+// instantiating it orders the nodes topologically and copies them; launching
+// it issues every node on the stream, in that order, as asynchronous calls.
+// The client library batches consecutive asynchronous calls, so a replay of
+// kernel, memset, host-to-device and device-to-device nodes is one message.
+// Host nodes and device-to-host copies wait for the stream, as they must.
+//
+// Stream capture records the stream's launches, copies, memsets, host
+// functions and event records as a chain of nodes. Capture across streams
+// (another stream waiting for an event recorded during the capture) is not
+// supported yet and says so.
+//
+// Not supported yet (clear errors): child graphs, 3D memcpy nodes, memory
+// allocation nodes, graph exec update.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+#include "Log.h"
+#include "Runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+using namespace wooly::cuabi;
+using namespace wooly::capture;
+
+extern "C" {
+CUresult cuFuncGetParamInfo(CUfunction, size_t, size_t *, size_t *);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, CUstream, void **,
+                        void **);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuMemsetD16Async(CUdeviceptr, unsigned short, size_t, CUstream);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+}
+
+#define RT_API extern "C" __attribute__((visibility("default")))
+
+struct CUgraphNode_st {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  CUgraph_st *graph = nullptr;
+  std::vector<CUgraphNode_st *> deps;
+  // Kernel: the function, its configuration and its packed parameters (the
+  // arguments are copied when the node is made, as CUDA does).
+  const void *func = nullptr;
+  CUfunction fn = nullptr;
+  dim3 grid, block;
+  unsigned shared = 0;
+  std::vector<char> params;
+  std::vector<void *> paramPointers; // into `params`, for GetParams
+  // Memcpy.
+  void *dst = nullptr;
+  const void *src = nullptr;
+  size_t bytes = 0;
+  cudaMemcpyKind kind = cudaMemcpyDefault;
+  // Memset.
+  size_t pitch = 0, width = 0, height = 0;
+  unsigned value = 0, elementSize = 1;
+  // Host.
+  cudaHostFn_t host = nullptr;
+  void *userData = nullptr;
+  // Event record / wait.
+  cudaEvent_t event = nullptr;
+};
+
+struct CUgraph_st {
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<CUgraphNode_st> order;
+  std::unordered_map<const CUgraphNode_st *, size_t> index;
+};
+
+namespace {
+
+struct Capture {
+  CUgraph_st *graph = nullptr;
+  CUgraphNode_st *last = nullptr;
+  unsigned long long id = 0;
+};
+
+struct Graphs {
+  std::mutex mu;
+  std::unordered_set<CUgraph_st *> graphs;
+  std::unordered_set<CUgraphExec_st *> execs;
+  std::unordered_map<cudaStream_t, Capture> captures;
+  unsigned long long nextCaptureId = 1;
+};
+
+Graphs &graphs() {
+  static Graphs *g = new Graphs;
+  return *g;
+}
+
+std::atomic<int> activeCaptures{0};
+thread_local cudaStreamCaptureMode captureMode = cudaStreamCaptureModeGlobal;
+
+bool isSpecialStream(cudaStream_t s) {
+  return !s || s == kStreamLegacy || s == kStreamPerThread;
+}
+
+/// Packs a kernel's arguments into its parameter buffer.
+cudaError_t packParams(CUgraphNode_st &n, void **args) {
+  size_t size = driverParamBufferSize(n.fn);
+  n.params.assign(size, 0);
+  n.paramPointers.clear();
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, bytes = 0;
+    if (cuFuncGetParamInfo(n.fn, i, &offset, &bytes) != CUDA_SUCCESS)
+      break;
+    if (!args || !args[i])
+      return cudaErrorInvalidValue;
+    std::memcpy(n.params.data() + offset, args[i], bytes);
+    n.paramPointers.push_back(n.params.data() + offset);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t setKernelParams(CUgraphNode_st &n,
+                            const cudaKernelNodeParams &p) {
+  if (p.extra) {
+    log(1, "kernel node parameters given through 'extra' are not supported "
+           "yet; use kernelParams");
+    return cudaErrorNotSupported;
+  }
+  CUfunction fn;
+  cudaError_t e = resolveFunction(p.func, fn);
+  if (e != cudaSuccess)
+    return e;
+  n.func = p.func;
+  n.fn = fn;
+  n.grid = p.gridDim;
+  n.block = p.blockDim;
+  n.shared = p.sharedMemBytes;
+  return packParams(n, p.kernelParams);
+}
+
+cudaError_t addNode(CUgraph_st *graph, const cudaGraphNode_t *deps,
+                    size_t numDeps, std::unique_ptr<CUgraphNode_st> node,
+                    cudaGraphNode_t *out) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph) || (numDeps && !deps))
+    return cudaErrorInvalidValue;
+  for (size_t i = 0; i < numDeps; ++i) {
+    if (!deps[i] || deps[i]->graph != graph)
+      return cudaErrorInvalidValue;
+    node->deps.push_back(deps[i]);
+  }
+  node->graph = graph;
+  if (out)
+    *out = node.get();
+  graph->nodes.push_back(std::move(node));
+  return cudaSuccess;
+}
+
+/// Appends a node to the capture of `stream`, after the capture's last node.
+cudaError_t captureNode(cudaStream_t stream,
+                        std::unique_ptr<CUgraphNode_st> node) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end())
+    return cudaErrorStreamCaptureInvalidated;
+  Capture &c = it->second;
+  node->graph = c.graph;
+  if (c.last)
+    node->deps.push_back(c.last);
+  c.last = node.get();
+  c.graph->nodes.push_back(std::move(node));
+  return cudaSuccess;
+}
+
+/// Issues one node on `stream`.
+cudaError_t runNode(CUgraphNode_st &n, cudaStream_t stream) {
+  CUresult r = CUDA_SUCCESS;
+  switch (n.type) {
+  case cudaGraphNodeTypeKernel: {
+    size_t size = n.params.size();
+    void *extra[] = {kLaunchParamBufferPointer, n.params.data(),
+                     kLaunchParamBufferSize, &size, kLaunchParamEnd};
+    r = cuLaunchKernel(n.fn, n.grid.x, n.grid.y, n.grid.z, n.block.x,
+                       n.block.y, n.block.z, n.shared, stream, nullptr, extra);
+    break;
+  }
+  case cudaGraphNodeTypeMemcpy:
+    return wooly::capture::memcpy(n.dst, n.src, n.bytes, n.kind, stream,
+                                  true);
+  case cudaGraphNodeTypeMemset:
+    for (size_t row = 0; row < n.height && r == CUDA_SUCCESS; ++row) {
+      auto d = reinterpret_cast<CUdeviceptr>(n.dst) + row * n.pitch;
+      switch (n.elementSize) {
+      case 1:
+        r = cuMemsetD8Async(d, (unsigned char)n.value, n.width, stream);
+        break;
+      case 2:
+        r = cuMemsetD16Async(d, (unsigned short)n.value, n.width, stream);
+        break;
+      default:
+        r = cuMemsetD32Async(d, n.value, n.width, stream);
+        break;
+      }
+    }
+    break;
+  case cudaGraphNodeTypeHost:
+    r = cuLaunchHostFunc(stream, n.host, n.userData);
+    break;
+  case cudaGraphNodeTypeEventRecord:
+    r = cuEventRecord(n.event, stream);
+    break;
+  case cudaGraphNodeTypeWaitEvent:
+    r = cuStreamWaitEvent(stream, n.event, 0);
+    break;
+  default:
+    break;
+  }
+  return static_cast<cudaError_t>(r);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Capture hooks (Runtime.h)
+//===----------------------------------------------------------------------===//
+
+namespace wooly::capture {
+
+bool isCapturing(cudaStream_t stream) {
+  if (activeCaptures.load(std::memory_order_relaxed) == 0)
+    return false;
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.captures.count(stream) != 0;
+}
+
+cudaError_t captureKernel(cudaStream_t stream, CUfunction fn, dim3 grid,
+                          dim3 block, void **args, size_t shared) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeKernel;
+  n->fn = fn;
+  n->grid = grid;
+  n->block = block;
+  n->shared = (unsigned)shared;
+  cudaError_t e = packParams(*n, args);
+  if (e != cudaSuccess)
+    return e;
+  return captureNode(stream, std::move(n));
+}
+
+cudaError_t captureMemcpy(cudaStream_t stream, void *dst, const void *src,
+                          size_t bytes, cudaMemcpyKind kind) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemcpy;
+  n->dst = dst;
+  n->src = src;
+  n->bytes = bytes;
+  n->kind = kind;
+  return captureNode(stream, std::move(n));
+}
+
+cudaError_t captureMemset(cudaStream_t stream, void *dst, unsigned value,
+                          unsigned elementSize, size_t width, size_t height,
+                          size_t pitch) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemset;
+  n->dst = dst;
+  n->value = value;
+  n->elementSize = elementSize;
+  n->width = width;
+  n->height = height;
+  n->pitch = pitch;
+  return captureNode(stream, std::move(n));
+}
+
+cudaError_t captureHost(cudaStream_t stream, cudaHostFn_t fn, void *data) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeHost;
+  n->host = fn;
+  n->userData = data;
+  return captureNode(stream, std::move(n));
+}
+
+cudaError_t captureEventRecord(cudaStream_t stream, cudaEvent_t event) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeEventRecord;
+  n->event = event;
+  return captureNode(stream, std::move(n));
+}
+
+cudaError_t captureEventWait(cudaStream_t stream, cudaEvent_t event) {
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeWaitEvent;
+  n->event = event;
+  return captureNode(stream, std::move(n));
+}
+
+void forgetGraphs() {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  activeCaptures -= (int)g.captures.size();
+  g.captures.clear();
+}
+
+} // namespace wooly::capture
+
+//===----------------------------------------------------------------------===//
+// Stream capture
+//===----------------------------------------------------------------------===//
+
+RT_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                          cudaStreamCaptureMode mode) {
+  (void)mode;
+  if (isSpecialStream(stream))
+    return setError(cudaErrorStreamCaptureUnsupported);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.captures.count(stream))
+    return setError(cudaErrorIllegalState);
+  auto *graph = new CUgraph_st;
+  g.graphs.insert(graph);
+  g.captures[stream] = Capture{graph, nullptr, g.nextCaptureId++};
+  ++activeCaptures;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamEndCapture(cudaStream_t stream,
+                                        cudaGraph_t *graph) {
+  if (!graph)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end())
+    return setError(cudaErrorIllegalState);
+  *graph = it->second.graph;
+  g.captures.erase(it);
+  --activeCaptures;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                         cudaStreamCaptureStatus *status) {
+  if (!status)
+    return setError(cudaErrorInvalidValue);
+  *status = isCapturing(stream) ? cudaStreamCaptureStatusActive
+                                : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamGetCaptureInfo(
+    cudaStream_t stream, cudaStreamCaptureStatus *status,
+    unsigned long long *id, cudaGraph_t *graph,
+    const cudaGraphNode_t **deps, const void **edges, size_t *numDeps) {
+  if (!status)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end()) {
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+  }
+  Capture &c = it->second;
+  *status = cudaStreamCaptureStatusActive;
+  if (id)
+    *id = c.id;
+  if (graph)
+    *graph = c.graph;
+  if (deps)
+    *deps = c.last ? &c.last : nullptr;
+  if (edges)
+    *edges = nullptr;
+  if (numDeps)
+    *numDeps = c.last ? 1 : 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t
+cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode *mode) {
+  if (!mode)
+    return setError(cudaErrorInvalidValue);
+  std::swap(*mode, captureMode);
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// The explicit graph API
+//===----------------------------------------------------------------------===//
+
+RT_API cudaError_t cudaGraphCreate(cudaGraph_t *graph, unsigned flags) {
+  if (!graph || flags)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  *graph = new CUgraph_st;
+  g.graphs.insert(*graph);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.erase(graph))
+    return setError(cudaErrorInvalidValue);
+  delete graph;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *node,
+                                          cudaGraph_t graph,
+                                          const cudaGraphNode_t *deps,
+                                          size_t numDeps,
+                                          const cudaKernelNodeParams *params) {
+  if (!node || !params)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeKernel;
+  cudaError_t e = setKernelParams(*n, *params);
+  if (e != cudaSuccess)
+    return setError(e);
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node,
+                                            cudaGraph_t graph,
+                                            const cudaGraphNode_t *deps,
+                                            size_t numDeps, void *dst,
+                                            const void *src, size_t count,
+                                            cudaMemcpyKind kind) {
+  if (!node)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemcpy;
+  n->dst = dst;
+  n->src = src;
+  n->bytes = count;
+  n->kind = kind;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *node,
+                                          cudaGraph_t graph,
+                                          const cudaGraphNode_t *deps,
+                                          size_t numDeps,
+                                          const cudaMemsetParams *params) {
+  if (!node || !params || !params->dst ||
+      (params->elementSize != 1 && params->elementSize != 2 &&
+       params->elementSize != 4) ||
+      (params->height > 1 &&
+       params->pitch < params->width * params->elementSize))
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemset;
+  n->dst = params->dst;
+  n->value = params->value;
+  n->elementSize = params->elementSize;
+  n->width = params->width;
+  n->height = params->height ? params->height : 1;
+  n->pitch = params->pitch;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *node,
+                                        cudaGraph_t graph,
+                                        const cudaGraphNode_t *deps,
+                                        size_t numDeps,
+                                        const cudaHostNodeParams *params) {
+  if (!node || !params || !params->fn)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeHost;
+  n->host = params->fn;
+  n->userData = params->userData;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *node,
+                                         cudaGraph_t graph,
+                                         const cudaGraphNode_t *deps,
+                                         size_t numDeps) {
+  if (!node)
+    return setError(cudaErrorInvalidValue);
+  return setError(addNode(graph, deps, numDeps,
+                          std::make_unique<CUgraphNode_st>(), node));
+}
+
+RT_API cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *node,
+                                               cudaGraph_t graph,
+                                               const cudaGraphNode_t *deps,
+                                               size_t numDeps,
+                                               cudaEvent_t event) {
+  if (!node || !event)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeEventRecord;
+  n->event = event;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *node,
+                                             cudaGraph_t graph,
+                                             const cudaGraphNode_t *deps,
+                                             size_t numDeps,
+                                             cudaEvent_t event) {
+  if (!node || !event)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeWaitEvent;
+  n->event = event;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
+                                            const cudaGraphNode_t *from,
+                                            const cudaGraphNode_t *to,
+                                            const void *edgeData,
+                                            size_t count) {
+  (void)edgeData;
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph) || (count && (!from || !to)))
+    return setError(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    if (!from[i] || !to[i] || from[i]->graph != graph ||
+        to[i]->graph != graph)
+      return setError(cudaErrorInvalidValue);
+  for (size_t i = 0; i < count; ++i)
+    to[i]->deps.push_back(from[i]);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
+                                     size_t *count) {
+  if (!count)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph))
+    return setError(cudaErrorInvalidValue);
+  if (!nodes) {
+    *count = graph->nodes.size();
+    return cudaSuccess;
+  }
+  size_t n = std::min(*count, graph->nodes.size());
+  for (size_t i = 0; i < n; ++i)
+    nodes[i] = graph->nodes[i].get();
+  *count = n;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node,
+                                        cudaGraphNodeType *type) {
+  if (!node || !type)
+    return setError(cudaErrorInvalidValue);
+  *type = node->type;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
+                                                cudaKernelNodeParams *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeKernel)
+    return setError(cudaErrorInvalidValue);
+  params->func = const_cast<void *>(node->func ? node->func
+                                               : static_cast<void *>(node->fn));
+  params->gridDim = node->grid;
+  params->blockDim = node->block;
+  params->sharedMemBytes = node->shared;
+  params->kernelParams = node->paramPointers.data();
+  params->extra = nullptr;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t
+cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+                             const cudaKernelNodeParams *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeKernel)
+    return setError(cudaErrorInvalidValue);
+  return setError(setKernelParams(*node, *params));
+}
+
+RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
+                                        cudaGraph_t graph,
+                                        unsigned long long flags) {
+  (void)flags; // auto-free-on-launch, upload, device launch: nothing to do
+  if (!exec)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph))
+    return setError(cudaErrorInvalidValue);
+  // Kahn's algorithm, stable: ready nodes run in the order they were added.
+  std::unordered_map<const CUgraphNode_st *, size_t> pending;
+  std::unordered_map<const CUgraphNode_st *, std::vector<CUgraphNode_st *>>
+      users;
+  for (auto &n : graph->nodes) {
+    pending[n.get()] = n->deps.size();
+    for (CUgraphNode_st *d : n->deps)
+      users[d].push_back(n.get());
+  }
+  auto result = std::make_unique<CUgraphExec_st>();
+  std::vector<CUgraphNode_st *> ready;
+  for (auto &n : graph->nodes)
+    if (n->deps.empty())
+      ready.push_back(n.get());
+  for (size_t i = 0; i < ready.size(); ++i) {
+    CUgraphNode_st *n = ready[i];
+    result->index[n] = result->order.size();
+    result->order.push_back(*n);
+    for (CUgraphNode_st *u : users[n])
+      if (--pending[u] == 0)
+        ready.push_back(u);
+  }
+  if (result->order.size() != graph->nodes.size()) {
+    log(1, "cudaGraphInstantiate: the graph has a cycle");
+    return setError(cudaErrorInvalidValue);
+  }
+  // The copies' parameter pointers must point into their own buffers.
+  for (CUgraphNode_st &n : result->order) {
+    n.paramPointers.clear();
+    if (n.type != cudaGraphNodeTypeKernel)
+      continue;
+    for (size_t i = 0;; ++i) {
+      size_t offset, bytes;
+      if (cuFuncGetParamInfo(n.fn, i, &offset, &bytes) != CUDA_SUCCESS)
+        break;
+      n.paramPointers.push_back(n.params.data() + offset);
+    }
+  }
+  *exec = result.release();
+  g.execs.insert(*exec);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec,
+                                                 cudaGraph_t graph,
+                                                 unsigned long long flags) {
+  return cudaGraphInstantiate(exec, graph, flags);
+}
+
+RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.execs.erase(exec))
+    return setError(cudaErrorInvalidValue);
+  delete exec;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t
+cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                 const cudaKernelNodeParams *params) {
+  if (!params)
+    return setError(cudaErrorInvalidValue);
+  CUgraphNode_st *target;
+  {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.execs.count(exec))
+      return setError(cudaErrorInvalidValue);
+    auto it = exec->index.find(node);
+    if (it == exec->index.end() ||
+        exec->order[it->second].type != cudaGraphNodeTypeKernel)
+      return setError(cudaErrorInvalidValue);
+    target = &exec->order[it->second];
+  }
+  CUgraphNode_st updated = *target;
+  cudaError_t e = setKernelParams(updated, *params);
+  if (e != cudaSuccess)
+    return setError(e);
+  if (updated.fn != target->fn) {
+    log(1, "cudaGraphExecKernelNodeSetParams: the node's function cannot "
+           "change");
+    return setError(cudaErrorInvalidValue);
+  }
+  *target = std::move(updated);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  cudaError_t e = ensureInit();
+  if (e != cudaSuccess)
+    return setError(e);
+  {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.execs.count(exec))
+      return setError(cudaErrorInvalidValue);
+  }
+  for (CUgraphNode_st &n : exec->order) {
+    e = runNode(n, stream);
+    if (e != cudaSuccess)
+      return setError(e);
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
+  (void)stream;
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.execs.count(exec) ? cudaSuccess : setError(cudaErrorInvalidValue);
+}
+
+#define WOOLY_ALIAS(name, target)                                              \
+  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
+
+WOOLY_ALIAS(cudaGraphLaunch_ptsz, cudaGraphLaunch)
+WOOLY_ALIAS(cudaGraphUpload_ptsz, cudaGraphUpload)
+WOOLY_ALIAS(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture)
+WOOLY_ALIAS(cudaStreamEndCapture_ptsz, cudaStreamEndCapture)
+WOOLY_ALIAS(cudaStreamIsCapturing_ptsz, cudaStreamIsCapturing)
+WOOLY_ALIAS(cudaStreamGetCaptureInfo_ptsz, cudaStreamGetCaptureInfo)

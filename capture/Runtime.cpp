@@ -1,0 +1,1464 @@
+//===- Runtime.cpp - Wooly's libcudart.so.13 -----------------------------===//
+//
+// The CUDA runtime API for unmodified programs built with nvcc
+// (-cudart shared), on top of Wooly's driver (Driver.cpp), as NVIDIA's
+// runtime sits on its driver:
+//
+//  - Registration: nvcc's constructors register each translation unit's
+//    fatbin, kernels and variables before main. Nothing is sent then: a
+//    fatbin's PTX is read (Fatbin.cpp) and loaded as a module on the server
+//    when one of its kernels or variables is first used.
+//  - Launches: `<<<>>>` pushes the configuration, the stub pops it and calls
+//    __cudaLaunchKernel with the handle __cudaGetKernel gave it; every
+//    `const void *func` argument accepts that handle or the host stub.
+//  - Errors: each thread's last error (cudaGetLastError), sticky faults from
+//    the driver.
+//  - Graphs (Graph.cpp) capture and replay on the client; a replay's calls
+//    are batched into one message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Runtime.h"
+
+#include "Driver.h"
+#include "Fatbin.h"
+#include "Log.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+using namespace wooly::cuabi;
+using namespace wooly::capture;
+
+// The driver entry points the runtime calls (Driver.cpp, libcuda.so.1).
+extern "C" {
+CUresult cuInit(unsigned);
+CUresult cuDeviceGetCount(int *);
+CUresult cuDeviceGetName(char *, int, CUdevice);
+CUresult cuDeviceTotalMem_v2(size_t *, CUdevice);
+CUresult cuDeviceGetAttribute(int *, int, CUdevice);
+CUresult cuDeviceGetUuid_v2(cudaUUID_t *, CUdevice);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice);
+CUresult cuCtxSetCurrent(CUcontext);
+CUresult cuCtxSynchronize();
+CUresult cuCtxGetStreamPriorityRange(int *, int *);
+CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *, size_t *, CUmodule, const char *);
+CUresult cuFuncGetAttribute(int *, int, CUfunction);
+CUresult cuFuncSetAttribute(CUfunction, int, int);
+CUresult cuFuncGetParamInfo(CUfunction, size_t, size_t *, size_t *);
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *, CUfunction,
+                                                              int, size_t,
+                                                              unsigned);
+CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, CUstream, void **,
+                        void **);
+CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemFree_v2(CUdeviceptr);
+CUresult cuMemGetInfo_v2(size_t *, size_t *);
+CUresult cuMemHostAlloc(void **, size_t, unsigned);
+CUresult cuMemFreeHost(void *);
+CUresult cuPointerGetAttribute(void *, int, CUdeviceptr);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
+CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuStreamCreateWithPriority(CUstream *, unsigned, int);
+CUresult cuStreamDestroy_v2(CUstream);
+CUresult cuStreamSynchronize(CUstream);
+CUresult cuStreamQuery(CUstream);
+CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuStreamGetPriority(CUstream, int *);
+CUresult cuStreamGetFlags(CUstream, unsigned *);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuEventCreate(CUevent *, unsigned);
+CUresult cuEventDestroy_v2(CUevent);
+CUresult cuEventRecord(CUevent, CUstream);
+CUresult cuEventQuery(CUevent);
+CUresult cuEventSynchronize(CUevent);
+CUresult cuEventElapsedTime_v2(float *, CUevent, CUevent);
+CUresult cuGetProcAddress_v2(const char *, void **, int, unsigned long long,
+                             CUdriverProcAddressQueryResult *);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+namespace {
+thread_local cudaError_t lastError = cudaSuccess;
+} // namespace
+
+namespace wooly::capture {
+
+cudaError_t setError(cudaError_t e) {
+  if (e != cudaSuccess)
+    lastError = e;
+  return e;
+}
+
+cudaError_t fromDriver(CUresult r) {
+  // The runtime's codes share the driver's numbers for every code the
+  // driver returns here.
+  return setError(static_cast<cudaError_t>(r));
+}
+
+} // namespace wooly::capture
+
+#define RT_API extern "C" __attribute__((visibility("default")))
+#define RETURN_IF(r)                                                           \
+  do {                                                                         \
+    CUresult r_ = (r);                                                         \
+    if (r_ != CUDA_SUCCESS)                                                    \
+      return fromDriver(r_);                                                   \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// Implicit initialisation: the runtime opens the session on first use
+//===----------------------------------------------------------------------===//
+
+namespace wooly::capture {
+
+cudaError_t ensureInit() {
+  static cudaError_t result = [] {
+    CUresult r = cuInit(0);
+    if (r == CUDA_SUCCESS) {
+      CUcontext ctx;
+      r = cuDevicePrimaryCtxRetain(&ctx, 0);
+      if (r == CUDA_SUCCESS)
+        r = cuCtxSetCurrent(ctx);
+    }
+    if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_DEVICE_UNAVAILABLE)
+      return cudaErrorNoDevice;
+    return static_cast<cudaError_t>(r);
+  }();
+  return result;
+}
+
+} // namespace wooly::capture
+
+#define INIT()                                                                 \
+  do {                                                                         \
+    cudaError_t e_ = ensureInit();                                             \
+    if (e_ != cudaSuccess)                                                     \
+      return setError(e_);                                                     \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct KernelRecord;
+struct VarRecord;
+
+/// One registered fatbin (one translation unit, or one -rdc program).
+struct FatbinRecord {
+  const void *wrapper = nullptr;
+  std::vector<KernelRecord *> kernels;
+  std::vector<VarRecord *> vars;
+  bool hasManaged = false;
+  // Loaded on first use (under Registry::mu, exclusive).
+  bool loaded = false;
+  cudaError_t loadError = cudaSuccess;
+  CUmodule module = nullptr;
+};
+
+struct KernelRecord {
+  const void *hostFun = nullptr;
+  std::string name;
+  FatbinRecord *fatbin = nullptr;
+  CUfunction fn = nullptr; // resolved on first launch
+};
+
+struct VarRecord {
+  const void *hostVar = nullptr;
+  std::string name;
+  size_t size = 0;
+  bool constant = false;
+  FatbinRecord *fatbin = nullptr;
+  CUdeviceptr address = 0; // resolved on first use
+};
+
+struct Registry {
+  std::shared_mutex mu;
+  std::vector<std::unique_ptr<FatbinRecord>> fatbins;
+  std::vector<std::unique_ptr<KernelRecord>> kernels;
+  std::vector<std::unique_ptr<VarRecord>> vars;
+  std::unordered_map<const void *, KernelRecord *> byHostFun;
+  std::unordered_set<const KernelRecord *> handles;
+  std::unordered_map<const void *, VarRecord *> byHostVar;
+};
+
+Registry &registry() {
+  static Registry *r = new Registry; // used by atexit-time unregistration
+  return *r;
+}
+
+/// Loads the fatbin's PTX as a module (once). Called with `r.mu` held
+/// exclusively.
+cudaError_t loadFatbin(FatbinRecord &f) {
+  if (f.loaded)
+    return f.loadError;
+  f.loaded = true;
+  std::vector<std::string> ptx;
+  std::string error;
+  if (!ptxFromWrapper(f.wrapper, ptx, error)) {
+    log(1, "cannot read the program's fatbin: %s", error.c_str());
+    return f.loadError = cudaErrorInvalidKernelImage;
+  }
+  if (ptx.empty()) {
+    std::string names;
+    for (KernelRecord *k : f.kernels)
+      names += (names.empty() ? "" : ", ") + k->name;
+    log(1,
+        "the program carries no PTX for kernel(s) %s (only SASS, which "
+        "Wooly cannot run); rebuild with a PTX target, e.g. nvcc "
+        "-gencode arch=compute_75,code=compute_75",
+        names.c_str());
+    return f.loadError = cudaErrorNoKernelImageForDevice;
+  }
+  if (ptx.size() > 1) {
+    log(1, "this program was built with -rdc=true: its PTX is in %zu "
+           "objects that must be linked, which Wooly does not support yet",
+        ptx.size());
+    return f.loadError = cudaErrorNotSupported;
+  }
+  std::string name = f.kernels.empty() ? std::string("fatbin")
+                                       : "fatbin of " + f.kernels[0]->name;
+  CUresult r = driverLoadPtx(ptx[0], name, &f.module);
+  if (r != CUDA_SUCCESS)
+    return f.loadError = static_cast<cudaError_t>(r);
+  return cudaSuccess;
+}
+
+/// Resolves a kernel handle or host stub to its record (null if neither).
+KernelRecord *findKernel(const void *func) {
+  Registry &r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.byHostFun.find(func);
+  if (it != r.byHostFun.end())
+    return it->second;
+  auto *k = static_cast<const KernelRecord *>(func);
+  if (r.handles.count(k))
+    return const_cast<KernelRecord *>(k);
+  return nullptr;
+}
+
+} // namespace
+
+namespace wooly::capture {
+
+cudaError_t resolveFunction(const void *func, CUfunction &fn) {
+  KernelRecord *k = findKernel(func);
+  if (!k)
+    return cudaErrorInvalidDeviceFunction;
+  Registry &r = registry();
+  {
+    std::shared_lock<std::shared_mutex> lock(r.mu);
+    if (k->fn) {
+      fn = k->fn;
+      return cudaSuccess;
+    }
+  }
+  INIT();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  if (k->fn) {
+    fn = k->fn;
+    return cudaSuccess;
+  }
+  if (k->fatbin->hasManaged) {
+    log(1, "kernel %s belongs to a translation unit with __managed__ "
+           "variables, which Wooly does not support yet",
+        k->name.c_str());
+    return cudaErrorNotSupported;
+  }
+  cudaError_t e = loadFatbin(*k->fatbin);
+  if (e != cudaSuccess)
+    return e;
+  CUresult res = cuModuleGetFunction(&k->fn, k->fatbin->module, k->name.c_str());
+  if (res == CUDA_ERROR_NOT_FOUND) {
+    log(1, "kernel %s is not in the program's PTX", k->name.c_str());
+    return cudaErrorInvalidDeviceFunction;
+  }
+  if (res != CUDA_SUCCESS)
+    return static_cast<cudaError_t>(res);
+  fn = k->fn;
+  return cudaSuccess;
+}
+
+/// The device address of a registered variable.
+static cudaError_t resolveSymbol(const void *symbol, CUdeviceptr &address,
+                                 size_t &size) {
+  INIT();
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto it = r.byHostVar.find(symbol);
+  if (it == r.byHostVar.end())
+    return cudaErrorInvalidSymbol;
+  VarRecord &v = *it->second;
+  if (!v.address) {
+    cudaError_t e = loadFatbin(*v.fatbin);
+    if (e != cudaSuccess)
+      return e;
+    size_t bytes = 0;
+    CUresult res =
+        cuModuleGetGlobal_v2(&v.address, &bytes, v.fatbin->module, v.name.c_str());
+    if (res == CUDA_ERROR_NOT_FOUND)
+      return cudaErrorInvalidSymbol;
+    if (res != CUDA_SUCCESS)
+      return static_cast<cudaError_t>(res);
+  }
+  address = v.address;
+  size = v.size;
+  return cudaSuccess;
+}
+
+/// Forgets every module and resolved address (cudaDeviceReset).
+static void forgetModules() {
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  for (auto &f : r.fatbins) {
+    f->loaded = false;
+    f->loadError = cudaSuccess;
+    f->module = nullptr;
+  }
+  for (auto &k : r.kernels)
+    k->fn = nullptr;
+  for (auto &v : r.vars)
+    v->address = 0;
+}
+
+} // namespace wooly::capture
+
+RT_API void **__cudaRegisterFatBinary(void *wrapper) {
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto f = std::make_unique<FatbinRecord>();
+  f->wrapper = wrapper;
+  void **handle = reinterpret_cast<void **>(f.get());
+  r.fatbins.push_back(std::move(f));
+  return handle;
+}
+
+RT_API void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
+
+RT_API void __cudaUnregisterFatBinary(void **handle) {
+  // Modules stay loaded until the session ends: kernels of a fatbin may be
+  // launched from other atexit handlers, and the server frees everything of
+  // the session when the process exits.
+  (void)handle;
+}
+
+RT_API char __cudaInitModule(void **handle) {
+  (void)handle;
+  return 1;
+}
+
+RT_API void __cudaRegisterFunction(void **handle, const char *hostFun,
+                                   char *deviceFun, const char *deviceName,
+                                   int threadLimit, void *tid, void *bid,
+                                   dim3 *bDim, dim3 *gDim, int *wSize) {
+  (void)deviceName, (void)threadLimit, (void)tid, (void)bid, (void)bDim,
+      (void)gDim, (void)wSize;
+  if (!handle || !hostFun || !deviceFun)
+    return;
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto *f = reinterpret_cast<FatbinRecord *>(handle);
+  auto k = std::make_unique<KernelRecord>();
+  k->hostFun = hostFun;
+  k->name = deviceFun;
+  k->fatbin = f;
+  f->kernels.push_back(k.get());
+  r.byHostFun[hostFun] = k.get();
+  r.handles.insert(k.get());
+  r.kernels.push_back(std::move(k));
+}
+
+RT_API void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress,
+                              const char *deviceName, int ext, size_t size,
+                              int constant, int global) {
+  (void)deviceName, (void)ext, (void)global;
+  if (!handle || !hostVar || !deviceAddress)
+    return;
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto *f = reinterpret_cast<FatbinRecord *>(handle);
+  auto v = std::make_unique<VarRecord>();
+  v->hostVar = hostVar;
+  v->name = deviceAddress;
+  v->size = size;
+  v->constant = constant != 0;
+  v->fatbin = f;
+  f->vars.push_back(v.get());
+  r.byHostVar[hostVar] = v.get();
+  r.vars.push_back(std::move(v));
+}
+
+RT_API void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
+                                     char *deviceAddress,
+                                     const char *deviceName, int ext,
+                                     size_t size, int constant, int global) {
+  (void)deviceAddress, (void)ext, (void)constant, (void)global;
+  if (!handle)
+    return;
+  {
+    Registry &r = registry();
+    std::unique_lock<std::shared_mutex> lock(r.mu);
+    reinterpret_cast<FatbinRecord *>(handle)->hasManaged = true;
+  }
+  // Host code reads the variable through this pointer: give it zeroed host
+  // memory so that it does not crash; its kernels refuse to launch.
+  if (hostVarPtrAddress)
+    *hostVarPtrAddress = calloc(1, size ? size : 1);
+  log(1, "__managed__ variable '%s' is not supported by Wooly yet: kernels "
+         "of its translation unit will fail to launch",
+      deviceName ? deviceName : "?");
+}
+
+//===----------------------------------------------------------------------===//
+// Launches
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct CallConfiguration {
+  dim3 grid, block;
+  size_t shared;
+  cudaStream_t stream;
+};
+thread_local std::vector<CallConfiguration> callStack;
+} // namespace
+
+RT_API unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block,
+                                            size_t shared,
+                                            cudaStream_t stream) {
+  callStack.push_back({grid, block, shared, stream});
+  return 0;
+}
+
+RT_API cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block,
+                                              size_t *shared, void *stream) {
+  if (callStack.empty())
+    return setError(cudaErrorMissingConfiguration);
+  CallConfiguration c = callStack.back();
+  callStack.pop_back();
+  *grid = c.grid;
+  *block = c.block;
+  *shared = c.shared;
+  *static_cast<cudaStream_t *>(stream) = c.stream;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t __cudaGetKernel(void **kernel, const void *hostFun) {
+  KernelRecord *k = findKernel(hostFun);
+  if (!k)
+    return setError(cudaErrorInvalidDeviceFunction);
+  *kernel = k;
+  return cudaSuccess;
+}
+
+namespace wooly::capture {
+
+cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
+                   size_t shared, cudaStream_t stream) {
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  if (isCapturing(stream))
+    return setError(captureKernel(stream, fn, grid, block, args, shared));
+  CUresult r = cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
+                              block.z, (unsigned)shared, stream, args, nullptr);
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    return setError(cudaErrorInvalidConfiguration);
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+} // namespace wooly::capture
+
+RT_API cudaError_t __cudaLaunchKernel(const void *kernel, dim3 grid,
+                                      dim3 block, void **args, size_t shared,
+                                      cudaStream_t stream) {
+  return launch(kernel, grid, block, args, shared, stream);
+}
+
+RT_API cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
+                                    void **args, size_t shared,
+                                    cudaStream_t stream) {
+  return launch(func, grid, block, args, shared, stream);
+}
+
+RT_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+                                       const void *func, void **args) {
+  if (!config)
+    return setError(cudaErrorInvalidValue);
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const cudaLaunchAttribute &a = config->attrs[i];
+    if (a.id == cudaLaunchAttributeIgnore ||
+        a.id == cudaLaunchAttributePriority ||
+        (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative))
+      continue;
+    log(1, "cudaLaunchKernelExC: launch attribute %d is not supported yet",
+        (int)a.id);
+    return setError(cudaErrorNotSupported);
+  }
+  return launch(func, config->gridDim, config->blockDim, args,
+                config->dynamicSmemBytes, config->stream);
+}
+
+RT_API cudaError_t cudaLaunchCooperativeKernel(const void *, dim3, dim3,
+                                               void **, size_t, cudaStream_t) {
+  logUnsupportedOnce("cudaLaunchCooperativeKernel",
+                     "grid-wide synchronisation is not supported");
+  return setError(cudaErrorNotSupported);
+}
+
+RT_API cudaError_t cudaGetFuncBySymbol(void **fn, const void *symbol) {
+  if (!fn)
+    return setError(cudaErrorInvalidValue);
+  CUfunction f;
+  cudaError_t e = resolveFunction(symbol, f);
+  if (e != cudaSuccess)
+    return setError(e);
+  *fn = f;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetKernel(void **kernel, const void *entry) {
+  return __cudaGetKernel(kernel, entry);
+}
+
+RT_API cudaError_t cudaFuncGetName(const char **name, const void *func) {
+  if (!name)
+    return setError(cudaErrorInvalidValue);
+  KernelRecord *k = findKernel(func);
+  if (!k)
+    return setError(cudaErrorInvalidDeviceFunction);
+  *name = k->name.c_str();
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr,
+                                         const void *func) {
+  if (!attr)
+    return setError(cudaErrorInvalidValue);
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  std::memset(attr, 0, sizeof *attr);
+  int v = 0;
+  auto get = [&](int a) -> CUresult {
+    return cuFuncGetAttribute(&v, a, fn);
+  };
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+  attr->sharedSizeBytes = (size_t)v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
+  attr->localSizeBytes = (size_t)v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  attr->maxThreadsPerBlock = v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_NUM_REGS));
+  attr->numRegs = v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_PTX_VERSION));
+  attr->ptxVersion = v;
+  attr->binaryVersion = v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
+  attr->maxDynamicSharedSizeBytes = v;
+  attr->preferredShmemCarveout = -1;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaFuncSetAttribute(const void *func, int attr, int value) {
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  CUresult r = cuFuncSetAttribute(fn, attr, value);
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+RT_API cudaError_t cudaFuncSetCacheConfig(const void *func, int config) {
+  (void)config;
+  return findKernel(func) ? cudaSuccess
+                          : setError(cudaErrorInvalidDeviceFunction);
+}
+
+RT_API cudaError_t cudaFuncSetSharedMemConfig(const void *func, int config) {
+  return cudaFuncSetCacheConfig(func, config);
+}
+
+RT_API cudaError_t cudaFuncGetParamInfo(const void *func, size_t index,
+                                        size_t *offset, size_t *size) {
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  CUresult r = cuFuncGetParamInfo(fn, index, offset, size);
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+RT_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *blocks, const void *func, int blockSize, size_t dynamicShared,
+    unsigned flags) {
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+      blocks, fn, blockSize, dynamicShared, flags);
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+RT_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *blocks, const void *func, int blockSize, size_t dynamicShared) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+      blocks, func, blockSize, dynamicShared, 0);
+}
+
+RT_API cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *bytes,
+                                                             const void *func,
+                                                             int numBlocks,
+                                                             int blockSize) {
+  (void)numBlocks, (void)blockSize;
+  if (!bytes)
+    return setError(cudaErrorInvalidValue);
+  CUfunction fn;
+  cudaError_t e = resolveFunction(func, fn);
+  if (e != cudaSuccess)
+    return setError(e);
+  int maxDyn = 0, staticShared = 0;
+  RETURN_IF(cuFuncGetAttribute(&maxDyn,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               fn));
+  RETURN_IF(
+      cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
+  *bytes = (size_t)std::max(0, maxDyn - staticShared);
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Devices, versions, errors
+//===----------------------------------------------------------------------===//
+
+RT_API cudaError_t cudaGetDeviceCount(int *count) {
+  if (!count)
+    return setError(cudaErrorInvalidValue);
+  cudaError_t e = ensureInit();
+  if (e == cudaErrorNoDevice) {
+    *count = 0;
+    return setError(e);
+  }
+  if (e != cudaSuccess)
+    return setError(e);
+  RETURN_IF(cuDeviceGetCount(count));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetDevice(int *device) {
+  if (!device)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  *device = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaSetDevice(int device) {
+  INIT();
+  if (device != 0) {
+    log(1, "cudaSetDevice(%d): a Wooly session sees one device (0)", device);
+    return setError(cudaErrorInvalidDevice);
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaInitDevice(int device, unsigned deviceFlags,
+                                  unsigned flags) {
+  (void)deviceFlags, (void)flags;
+  return cudaSetDevice(device);
+}
+
+RT_API cudaError_t cudaChooseDevice(int *device, const void *prop) {
+  (void)prop;
+  if (!device)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  *device = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaSetDeviceFlags(unsigned flags) {
+  (void)flags;
+  INIT();
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetDeviceFlags(unsigned *flags) {
+  if (!flags)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  *flags = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetAttribute(int *value, int attr, int device) {
+  if (!value)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  RETURN_IF(cuDeviceGetAttribute(value, attr, device));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (!prop)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  std::memset(prop, 0, sizeof *prop);
+  RETURN_IF(cuDeviceGetName(prop->name, sizeof prop->name, 0));
+  RETURN_IF(cuDeviceGetUuid_v2(&prop->uuid, 0));
+  RETURN_IF(cuDeviceTotalMem_v2(&prop->totalGlobalMem, 0));
+  auto attr = [](int a) {
+    int v = 0;
+    cuDeviceGetAttribute(&v, a, 0);
+    return v;
+  };
+  prop->sharedMemPerBlock =
+      (size_t)attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  prop->regsPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  prop->warpSize = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  prop->memPitch = (size_t)attr(CU_DEVICE_ATTRIBUTE_MAX_PITCH);
+  prop->maxThreadsPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  for (int i = 0; i < 3; ++i) {
+    prop->maxThreadsDim[i] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i);
+    prop->maxGridSize[i] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + i);
+  }
+  prop->totalConstMem = (size_t)attr(CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY);
+  prop->major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  prop->minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  prop->textureAlignment = (size_t)attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
+  prop->texturePitchAlignment = 32;
+  prop->multiProcessorCount = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  prop->concurrentKernels = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
+  prop->asyncEngineCount = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
+  prop->unifiedAddressing = attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  prop->memoryBusWidth = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  prop->l2CacheSize = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  prop->maxThreadsPerMultiProcessor =
+      attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  prop->streamPrioritiesSupported =
+      attr(CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED);
+  prop->globalL1CacheSupported =
+      attr(CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED);
+  prop->localL1CacheSupported =
+      attr(CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED);
+  prop->sharedMemPerMultiprocessor =
+      (size_t)attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  prop->regsPerMultiprocessor =
+      attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  prop->sharedMemPerBlockOptin =
+      (size_t)attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  prop->maxBlocksPerMultiProcessor =
+      attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  prop->hostNumaId = -1;
+  prop->deviceNumaId = -1;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least,
+                                                    int *greatest) {
+  INIT();
+  RETURN_IF(cuCtxGetStreamPriorityRange(least, greatest));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceSynchronize() {
+  INIT();
+  RETURN_IF(cuCtxSynchronize());
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
+
+RT_API cudaError_t cudaDeviceReset() {
+  INIT();
+  forgetGraphs();
+  forgetModules();
+  lastError = cudaSuccess;
+  RETURN_IF(cuDevicePrimaryCtxReset_v2(0));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceSetLimit(int limit, size_t value) {
+  (void)limit, (void)value;
+  INIT();
+  return cudaSuccess; // stack, printf FIFO and heap sizes are the server's
+}
+
+RT_API cudaError_t cudaDeviceGetLimit(size_t *value, int limit) {
+  if (!value)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  static const size_t defaults[] = {1024, 1 << 20, 8 << 20};
+  *value = limit >= 0 && limit < 3 ? defaults[limit] : 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceSetCacheConfig(int config) {
+  (void)config;
+  INIT();
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetCacheConfig(int *config) {
+  if (!config)
+    return setError(cudaErrorInvalidValue);
+  *config = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+  (void)device, (void)peer;
+  if (!can)
+    return setError(cudaErrorInvalidValue);
+  *can = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetLastError() {
+  cudaError_t e = lastError;
+  lastError = cudaSuccess;
+  return e;
+}
+
+RT_API cudaError_t cudaPeekAtLastError() { return lastError; }
+
+namespace {
+struct ErrorName {
+  cudaError_t code;
+  const char *name;
+};
+const ErrorName kErrorNames[] = {
+#define WOOLY_CUDA_ERROR(name, value) {name, #name},
+#include "CudaErrors.def"
+#undef WOOLY_CUDA_ERROR
+};
+} // namespace
+
+RT_API const char *cudaGetErrorName(cudaError_t error) {
+  for (const ErrorName &e : kErrorNames)
+    if (e.code == error)
+      return e.name;
+  return "cudaErrorUnknown";
+}
+
+RT_API const char *cudaGetErrorString(cudaError_t error) {
+  if (const char *d = resultDescription(error))
+    return d;
+  for (const ErrorName &e : kErrorNames)
+    if (e.code == error)
+      return e.name;
+  return "unrecognized error code";
+}
+
+RT_API cudaError_t cudaRuntimeGetVersion(int *version) {
+  if (!version)
+    return setError(cudaErrorInvalidValue);
+  *version = kCudaVersion;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDriverGetVersion(int *version) {
+  if (!version)
+    return setError(cudaErrorInvalidValue);
+  *version = kCudaVersion;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol,
+                                                    void **fn,
+                                                    unsigned cudaVersion,
+                                                    unsigned long long flags,
+                                                    int *status) {
+  CUdriverProcAddressQueryResult res = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUresult r = cuGetProcAddress_v2(symbol, fn, (int)cudaVersion, flags, &res);
+  if (status)
+    *status = res;
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    return setError(cudaErrorInvalidValue);
+  return cudaSuccess; // a missing symbol is reported through `status`
+}
+
+RT_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn,
+                                           unsigned long long flags,
+                                           int *status) {
+  return cudaGetDriverEntryPointByVersion(symbol, fn, kCudaVersion, flags,
+                                          status);
+}
+
+RT_API cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+                                                   int f) {
+  return cudaChannelFormatDesc{x, y, z, w, f};
+}
+
+RT_API cudaError_t cudaProfilerStart() { return cudaSuccess; }
+RT_API cudaError_t cudaProfilerStop() { return cudaSuccess; }
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+RT_API cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+  if (!ptr)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  if (bytes == 0) {
+    *ptr = nullptr;
+    return cudaSuccess;
+  }
+  CUdeviceptr d = 0;
+  CUresult r = cuMemAlloc_v2(&d, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_INVALID_VALUE)
+    return setError(cudaErrorMemoryAllocation);
+  RETURN_IF(r);
+  *ptr = reinterpret_cast<void *>(d);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMallocAsync(void **ptr, size_t bytes,
+                                   cudaStream_t stream) {
+  (void)stream; // the allocation is usable at once, so also in stream order
+  return cudaMalloc(ptr, bytes);
+}
+
+RT_API cudaError_t cudaFree(void *ptr) {
+  if (!ptr)
+    return cudaSuccess;
+  INIT();
+  RETURN_IF(cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr)));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
+  (void)stream; // the server frees once the session's earlier work is done
+  return cudaFree(ptr);
+}
+
+RT_API cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
+                                   size_t height) {
+  if (!pitch)
+    return setError(cudaErrorInvalidValue);
+  *pitch = (width + 255) & ~size_t(255);
+  return cudaMalloc(ptr, *pitch * height);
+}
+
+RT_API cudaError_t cudaMallocManaged(void **, size_t, unsigned) {
+  logUnsupportedOnce("cudaMallocManaged",
+                     "managed (unified) memory is not emulated");
+  return setError(cudaErrorNotSupported);
+}
+
+RT_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  INIT();
+  RETURN_IF(cuMemGetInfo_v2(free, total));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
+  if (!ptr)
+    return setError(cudaErrorInvalidValue);
+  RETURN_IF(cuMemHostAlloc(ptr, bytes, flags));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
+  return cudaHostAlloc(ptr, bytes, 0);
+}
+
+RT_API cudaError_t cudaFreeHost(void *ptr) {
+  RETURN_IF(cuMemFreeHost(ptr));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaHostRegister(void *ptr, size_t bytes, unsigned flags) {
+  (void)flags;
+  if (!ptr || !bytes)
+    return setError(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaHostUnregister(void *ptr) {
+  return ptr ? cudaSuccess : setError(cudaErrorInvalidValue);
+}
+
+RT_API cudaError_t cudaHostGetDevicePointer(void **, void *, unsigned) {
+  logUnsupportedOnce("cudaHostGetDevicePointer",
+                     "the device cannot map this process's memory");
+  return setError(cudaErrorNotSupported);
+}
+
+RT_API cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attr,
+                                            const void *ptr) {
+  if (!attr)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  std::memset(attr, 0, sizeof *attr);
+  unsigned type = 0;
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
+  if (cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) !=
+      CUDA_SUCCESS) {
+    attr->type = cudaMemoryTypeUnregistered;
+    attr->device = -2;
+    return cudaSuccess;
+  }
+  attr->device = 0;
+  if (type == CU_MEMORYTYPE_DEVICE) {
+    attr->type = cudaMemoryTypeDevice;
+    attr->devicePointer = const_cast<void *>(ptr);
+  } else {
+    attr->type = cudaMemoryTypeHost;
+    attr->hostPointer = const_cast<void *>(ptr);
+  }
+  return cudaSuccess;
+}
+
+namespace wooly::capture {
+
+/// One copy, in stream order when `async`; kind Default is resolved from the
+/// pointers.
+cudaError_t memcpy(void *dst, const void *src, size_t bytes,
+                   cudaMemcpyKind kind, cudaStream_t stream, bool async) {
+  INIT();
+  if (!bytes)
+    return cudaSuccess;
+  if (!dst || !src)
+    return setError(cudaErrorInvalidValue);
+  if (kind == cudaMemcpyDefault) {
+    bool d = driverIsDevicePointer(dst, bytes);
+    bool s = driverIsDevicePointer(src, bytes);
+    kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  }
+  if (async && isCapturing(stream))
+    return setError(captureMemcpy(stream, dst, src, bytes, kind));
+  auto d = reinterpret_cast<CUdeviceptr>(dst);
+  auto s = reinterpret_cast<CUdeviceptr>(src);
+  CUresult r;
+  switch (kind) {
+  case cudaMemcpyHostToDevice:
+    r = async ? cuMemcpyHtoDAsync_v2(d, src, bytes, stream)
+              : cuMemcpyHtoD_v2(d, src, bytes);
+    break;
+  case cudaMemcpyDeviceToHost:
+    r = async ? cuMemcpyDtoHAsync_v2(dst, s, bytes, stream)
+              : cuMemcpyDtoH_v2(dst, s, bytes);
+    break;
+  case cudaMemcpyDeviceToDevice:
+    r = async ? cuMemcpyDtoDAsync_v2(d, s, bytes, stream)
+              : cuMemcpyDtoD_v2(d, s, bytes);
+    break;
+  case cudaMemcpyHostToHost:
+    // In stream order: what the stream did before must be done.
+    r = async ? cuStreamSynchronize(stream) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+      std::memmove(dst, src, bytes);
+    break;
+  default:
+    return setError(cudaErrorInvalidMemcpyDirection);
+  }
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+cudaError_t memset(void *dst, int value, size_t bytes, cudaStream_t stream,
+                   bool async) {
+  INIT();
+  if (!bytes)
+    return cudaSuccess;
+  if (async && isCapturing(stream))
+    return setError(captureMemset(stream, dst, (unsigned char)value, 1, bytes,
+                                  1, bytes));
+  auto d = reinterpret_cast<CUdeviceptr>(dst);
+  CUresult r = async ? cuMemsetD8Async(d, (unsigned char)value, bytes, stream)
+                     : cuMemsetD8_v2(d, (unsigned char)value, bytes);
+  return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
+}
+
+} // namespace wooly::capture
+
+RT_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind) {
+  return wooly::capture::memcpy(dst, src, bytes, kind, nullptr, false);
+}
+
+RT_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                                   cudaMemcpyKind kind, cudaStream_t stream) {
+  return wooly::capture::memcpy(dst, src, bytes, kind, stream, true);
+}
+
+RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                     size_t spitch, size_t width,
+                                     size_t height, cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+  if (width > dpitch || width > spitch)
+    return setError(cudaErrorInvalidPitchValue);
+  // Contiguous rows are one copy; otherwise one copy per row (batched when
+  // asynchronous).
+  if (dpitch == width && spitch == width)
+    return wooly::capture::memcpy(dst, src, width * height, kind, stream,
+                                  true);
+  for (size_t row = 0; row < height; ++row) {
+    cudaError_t e = wooly::capture::memcpy(
+        static_cast<char *>(dst) + row * dpitch,
+        static_cast<const char *>(src) + row * spitch, width, kind, stream,
+        true);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src,
+                                size_t spitch, size_t width, size_t height,
+                                cudaMemcpyKind kind) {
+  cudaError_t e =
+      cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, nullptr);
+  if (e != cudaSuccess)
+    return e;
+  RETURN_IF(cuStreamSynchronize(nullptr));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemset(void *dst, int value, size_t bytes) {
+  return wooly::capture::memset(dst, value, bytes, nullptr, false);
+}
+
+RT_API cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
+                                   cudaStream_t stream) {
+  return wooly::capture::memset(dst, value, bytes, stream, true);
+}
+
+RT_API cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value,
+                                     size_t width, size_t height,
+                                     cudaStream_t stream) {
+  if (width > pitch)
+    return setError(cudaErrorInvalidPitchValue);
+  for (size_t row = 0; row < height; ++row) {
+    cudaError_t e = wooly::capture::memset(static_cast<char *>(dst) + row * pitch,
+                                           value, width, stream, true);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemset2D(void *dst, size_t pitch, int value,
+                                size_t width, size_t height) {
+  cudaError_t e = cudaMemset2DAsync(dst, pitch, value, width, height, nullptr);
+  if (e != cudaSuccess)
+    return e;
+  RETURN_IF(cuStreamSynchronize(nullptr));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetSymbolAddress(void **ptr, const void *symbol) {
+  if (!ptr)
+    return setError(cudaErrorInvalidValue);
+  CUdeviceptr address;
+  size_t size;
+  cudaError_t e = resolveSymbol(symbol, address, size);
+  if (e != cudaSuccess)
+    return setError(e);
+  *ptr = reinterpret_cast<void *>(address);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetSymbolSize(size_t *bytes, const void *symbol) {
+  if (!bytes)
+    return setError(cudaErrorInvalidValue);
+  CUdeviceptr address;
+  cudaError_t e = resolveSymbol(symbol, address, *bytes);
+  return e == cudaSuccess ? e : setError(e);
+}
+
+namespace {
+cudaError_t symbolCopy(const void *symbol, size_t bytes, size_t offset,
+                       CUdeviceptr &address) {
+  size_t size;
+  cudaError_t e = resolveSymbol(symbol, address, size);
+  if (e != cudaSuccess)
+    return setError(e);
+  if (offset > size || bytes > size - offset)
+    return setError(cudaErrorInvalidValue);
+  address += offset;
+  return cudaSuccess;
+}
+} // namespace
+
+RT_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src,
+                                           size_t bytes, size_t offset,
+                                           cudaMemcpyKind kind,
+                                           cudaStream_t stream) {
+  CUdeviceptr address;
+  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
+  if (e != cudaSuccess)
+    return e;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return setError(cudaErrorInvalidMemcpyDirection);
+  return wooly::capture::memcpy(reinterpret_cast<void *>(address), src, bytes,
+                                kind, stream, true);
+}
+
+RT_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src,
+                                      size_t bytes, size_t offset,
+                                      cudaMemcpyKind kind) {
+  CUdeviceptr address;
+  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
+  if (e != cudaSuccess)
+    return e;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return setError(cudaErrorInvalidMemcpyDirection);
+  return wooly::capture::memcpy(reinterpret_cast<void *>(address), src, bytes,
+                                kind, nullptr, false);
+}
+
+RT_API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol,
+                                             size_t bytes, size_t offset,
+                                             cudaMemcpyKind kind,
+                                             cudaStream_t stream) {
+  CUdeviceptr address;
+  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
+  if (e != cudaSuccess)
+    return e;
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return setError(cudaErrorInvalidMemcpyDirection);
+  return wooly::capture::memcpy(dst, reinterpret_cast<void *>(address), bytes,
+                                kind, stream, true);
+}
+
+RT_API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol,
+                                        size_t bytes, size_t offset,
+                                        cudaMemcpyKind kind) {
+  CUdeviceptr address;
+  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
+  if (e != cudaSuccess)
+    return e;
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return setError(cudaErrorInvalidMemcpyDirection);
+  return wooly::capture::memcpy(dst, reinterpret_cast<void *>(address), bytes,
+                                kind, nullptr, false);
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+RT_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream,
+                                                unsigned flags, int priority) {
+  if (!stream)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  RETURN_IF(cuStreamCreateWithPriority(stream, flags, priority));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream,
+                                             unsigned flags) {
+  return cudaStreamCreateWithPriority(stream, flags, 0);
+}
+
+RT_API cudaError_t cudaStreamCreate(cudaStream_t *stream) {
+  return cudaStreamCreateWithPriority(stream, 0, 0);
+}
+
+RT_API cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  INIT();
+  RETURN_IF(cuStreamDestroy_v2(stream));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  INIT();
+  if (isCapturing(stream))
+    return setError(cudaErrorStreamCaptureUnsupported);
+  RETURN_IF(cuStreamSynchronize(stream));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  INIT();
+  CUresult r = cuStreamQuery(stream);
+  if (r == CUDA_ERROR_NOT_READY)
+    return cudaErrorNotReady; // not an error for cudaGetLastError
+  RETURN_IF(r);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority) {
+  INIT();
+  RETURN_IF(cuStreamGetPriority(stream, priority));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned *flags) {
+  INIT();
+  RETURN_IF(cuStreamGetFlags(stream, flags));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
+  (void)stream;
+  if (!device)
+    return setError(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                       unsigned flags) {
+  INIT();
+  if (isCapturing(stream))
+    return setError(captureEventWait(stream, event));
+  RETURN_IF(cuStreamWaitEvent(stream, event, flags));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
+                                      void *data) {
+  INIT();
+  if (!fn)
+    return setError(cudaErrorInvalidValue);
+  if (isCapturing(stream))
+    return setError(captureHost(stream, fn, data));
+  RETURN_IF(cuLaunchHostFunc(stream, fn, data));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamAddCallback(cudaStream_t stream,
+                                         cudaStreamCallback_t callback,
+                                         void *data, unsigned flags) {
+  INIT();
+  if (!callback || flags != 0)
+    return setError(cudaErrorInvalidValue);
+  // The callback runs on this thread once the stream's work is done, and is
+  // told that work's status.
+  CUresult r = cuStreamSynchronize(stream);
+  callback(stream, static_cast<cudaError_t>(r), data);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event,
+                                            unsigned flags) {
+  if (!event)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  RETURN_IF(cuEventCreate(event, flags));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, 0);
+}
+
+RT_API cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  INIT();
+  RETURN_IF(cuEventDestroy_v2(event));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  INIT();
+  if (isCapturing(stream))
+    return setError(captureEventRecord(stream, event));
+  RETURN_IF(cuEventRecord(event, stream));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event,
+                                            cudaStream_t stream,
+                                            unsigned flags) {
+  (void)flags;
+  return cudaEventRecord(event, stream);
+}
+
+RT_API cudaError_t cudaEventQuery(cudaEvent_t event) {
+  INIT();
+  CUresult r = cuEventQuery(event);
+  if (r == CUDA_ERROR_NOT_READY)
+    return cudaErrorNotReady;
+  RETURN_IF(r);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  INIT();
+  RETURN_IF(cuEventSynchronize(event));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                        cudaEvent_t end) {
+  INIT();
+  RETURN_IF(cuEventElapsedTime_v2(ms, start, end));
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Per-thread default stream variants (the per-thread default stream is the
+// session's legacy default stream; see capture/README.md).
+//===----------------------------------------------------------------------===//
+
+#define WOOLY_ALIAS(name, target)                                              \
+  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
+
+WOOLY_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel)
+WOOLY_ALIAS(cudaLaunchKernel_ptsz, cudaLaunchKernel)
+WOOLY_ALIAS(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC)
+WOOLY_ALIAS(cudaLaunchCooperativeKernel_ptsz, cudaLaunchCooperativeKernel)
+WOOLY_ALIAS(cudaLaunchHostFunc_ptsz, cudaLaunchHostFunc)
+WOOLY_ALIAS(cudaMemcpy_ptds, cudaMemcpy)
+WOOLY_ALIAS(cudaMemcpyAsync_ptsz, cudaMemcpyAsync)
+WOOLY_ALIAS(cudaMemcpy2D_ptds, cudaMemcpy2D)
+WOOLY_ALIAS(cudaMemcpy2DAsync_ptsz, cudaMemcpy2DAsync)
+WOOLY_ALIAS(cudaMemset_ptds, cudaMemset)
+WOOLY_ALIAS(cudaMemsetAsync_ptsz, cudaMemsetAsync)
+WOOLY_ALIAS(cudaMemset2D_ptds, cudaMemset2D)
+WOOLY_ALIAS(cudaMemset2DAsync_ptsz, cudaMemset2DAsync)
+WOOLY_ALIAS(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol)
+WOOLY_ALIAS(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol)
+WOOLY_ALIAS(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync)
+WOOLY_ALIAS(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync)
+WOOLY_ALIAS(cudaMallocAsync_ptsz, cudaMallocAsync)
+WOOLY_ALIAS(cudaFreeAsync_ptsz, cudaFreeAsync)
+WOOLY_ALIAS(cudaStreamSynchronize_ptsz, cudaStreamSynchronize)
+WOOLY_ALIAS(cudaStreamQuery_ptsz, cudaStreamQuery)
+WOOLY_ALIAS(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent)
+WOOLY_ALIAS(cudaStreamAddCallback_ptsz, cudaStreamAddCallback)
+WOOLY_ALIAS(cudaStreamGetPriority_ptsz, cudaStreamGetPriority)
+WOOLY_ALIAS(cudaStreamGetFlags_ptsz, cudaStreamGetFlags)
+WOOLY_ALIAS(cudaStreamGetDevice_ptsz, cudaStreamGetDevice)
+WOOLY_ALIAS(cudaEventRecord_ptsz, cudaEventRecord)
+WOOLY_ALIAS(cudaEventRecordWithFlags_ptsz, cudaEventRecordWithFlags)
+WOOLY_ALIAS(cudaGetDriverEntryPoint_ptsz, cudaGetDriverEntryPoint)
+WOOLY_ALIAS(cudaGetDriverEntryPointByVersion_ptsz,
+            cudaGetDriverEntryPointByVersion)

@@ -1,0 +1,54 @@
+//===- Runtime.h - Internals of Wooly's libcudart ---------------*- C++ -*-===//
+//
+// Shared by Runtime.cpp (registration, launches, memory, streams) and
+// Graph.cpp (stream capture and graphs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_CAPTURE_RUNTIME_H
+#define WOOLY_CAPTURE_RUNTIME_H
+
+#include "CudaAbi.h"
+
+namespace wooly::capture {
+
+using cuabi::cudaError_t;
+using cuabi::cudaStream_t;
+using cuabi::dim3;
+
+/// Records `e` as the thread's last error (unless success) and returns it.
+cudaError_t setError(cudaError_t e);
+/// setError of the runtime code of a driver result.
+cudaError_t fromDriver(cuabi::CUresult r);
+/// Opens the session on first use; cudaErrorNoDevice when no server answers.
+cudaError_t ensureInit();
+/// The driver function of a kernel handle or host stub, loading its module
+/// on first use (cudaErrorInvalidDeviceFunction when `func` is neither).
+cudaError_t resolveFunction(const void *func, cuabi::CUfunction &fn);
+/// A launch in stream order (captured when `stream` is capturing).
+cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
+                   size_t shared, cudaStream_t stream);
+cudaError_t memcpy(void *dst, const void *src, size_t bytes,
+                   cuabi::cudaMemcpyKind kind, cudaStream_t stream, bool async);
+cudaError_t memset(void *dst, int value, size_t bytes, cudaStream_t stream,
+                   bool async);
+
+// Stream capture (Graph.cpp). `isCapturing` is cheap when nothing captures.
+bool isCapturing(cudaStream_t stream);
+cudaError_t captureKernel(cudaStream_t stream, cuabi::CUfunction fn, dim3 grid,
+                          dim3 block, void **args, size_t shared);
+cudaError_t captureMemcpy(cudaStream_t stream, void *dst, const void *src,
+                          size_t bytes, cuabi::cudaMemcpyKind kind);
+cudaError_t captureMemset(cudaStream_t stream, void *dst, unsigned value,
+                          unsigned elementSize, size_t width, size_t height,
+                          size_t pitch);
+cudaError_t captureHost(cudaStream_t stream, cuabi::cudaHostFn_t fn,
+                        void *data);
+cudaError_t captureEventRecord(cudaStream_t stream, cuabi::cudaEvent_t event);
+cudaError_t captureEventWait(cudaStream_t stream, cuabi::cudaEvent_t event);
+/// Drops every capture in progress (cudaDeviceReset).
+void forgetGraphs();
+
+} // namespace wooly::capture
+
+#endif // WOOLY_CAPTURE_RUNTIME_H
