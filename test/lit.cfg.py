@@ -55,6 +55,37 @@ else:
     )
 
 
+# Capture: unmodified CUDA programs run against a wooly-serve that the test
+# starts (test/apps/with-server.py), through build/capture. The programs of
+# test/apps/cuda are built where nvcc is installed ('REQUIRES: cuda-apps');
+# prebuilt copies of two of them run everywhere.
+config.substitutions.append(
+    (
+        "%with-server",
+        "%s %s --serve %s --capture %s"
+        % (
+            config.python_executable,
+            os.path.join(config.wooly_src_root, "test", "apps", "with-server.py"),
+            os.path.join(config.wooly_tools_dir, "wooly-serve"),
+            os.path.join(config.wooly_obj_root, "capture"),
+        ),
+    )
+)
+config.substitutions.append(
+    ("%prebuilt_apps", os.path.join(config.wooly_src_root, "test", "apps", "cuda", "prebuilt"))
+)
+config.substitutions.append(("%cuda_apps", config.wooly_cuda_apps_dir))
+if config.wooly_have_cuda_apps in ("ON", "1", "TRUE", "YES") and os.path.isdir(
+    config.wooly_cuda_apps_dir
+):
+    config.available_features.add("cuda-apps")
+else:
+    lit_config.note(
+        "the CUDA test programs were not built (no nvcc): 'REQUIRES: cuda-apps' "
+        "tests are unsupported"
+    )
+
+
 def _has_nvidia_gpu():
     if os.path.exists("/dev/nvidia0"):
         return True

@@ -1,0 +1,147 @@
+//===- CudaAbiTest.cpp - capture/CudaAbi.h against NVIDIA's headers -------===//
+//
+// The capture libraries declare the CUDA 13 ABI themselves (they must build
+// without a toolkit). Where the toolkit's headers are found, this test checks
+// every structure's size and field offsets and every error code's value
+// against them, at compile time; the test below only reports which case was
+// built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaAbi.h"
+
+#include "gtest/gtest.h"
+
+#include <cstddef>
+
+#if WOOLY_HAVE_CUDA_HEADERS
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+namespace wabi = wooly::cuabi;
+
+#define SAME_LAYOUT(T) static_assert(sizeof(wabi::T) == sizeof(::T), #T);
+#define SAME_FIELD(T, F)                                                       \
+  static_assert(offsetof(wabi::T, F) == offsetof(::T, F), #T "." #F);
+
+SAME_LAYOUT(cudaDeviceProp)
+SAME_FIELD(cudaDeviceProp, totalGlobalMem)
+SAME_FIELD(cudaDeviceProp, sharedMemPerBlock)
+SAME_FIELD(cudaDeviceProp, warpSize)
+SAME_FIELD(cudaDeviceProp, maxThreadsPerBlock)
+SAME_FIELD(cudaDeviceProp, maxThreadsDim)
+SAME_FIELD(cudaDeviceProp, maxGridSize)
+SAME_FIELD(cudaDeviceProp, totalConstMem)
+SAME_FIELD(cudaDeviceProp, major)
+SAME_FIELD(cudaDeviceProp, minor)
+SAME_FIELD(cudaDeviceProp, multiProcessorCount)
+SAME_FIELD(cudaDeviceProp, surfaceAlignment)
+SAME_FIELD(cudaDeviceProp, l2CacheSize)
+SAME_FIELD(cudaDeviceProp, maxThreadsPerMultiProcessor)
+SAME_FIELD(cudaDeviceProp, sharedMemPerMultiprocessor)
+SAME_FIELD(cudaDeviceProp, regsPerMultiprocessor)
+SAME_FIELD(cudaDeviceProp, sharedMemPerBlockOptin)
+SAME_FIELD(cudaDeviceProp, maxBlocksPerMultiProcessor)
+SAME_FIELD(cudaDeviceProp, reservedSharedMemPerBlock)
+SAME_FIELD(cudaDeviceProp, hostNumaMultinodeIpcSupported)
+SAME_FIELD(cudaDeviceProp, reserved)
+
+SAME_LAYOUT(cudaFuncAttributes)
+SAME_FIELD(cudaFuncAttributes, maxThreadsPerBlock)
+SAME_FIELD(cudaFuncAttributes, numRegs)
+SAME_FIELD(cudaFuncAttributes, maxDynamicSharedSizeBytes)
+SAME_FIELD(cudaFuncAttributes, nonPortableClusterSizeAllowed)
+
+SAME_LAYOUT(cudaPointerAttributes)
+SAME_FIELD(cudaPointerAttributes, devicePointer)
+SAME_FIELD(cudaPointerAttributes, hostPointer)
+
+SAME_LAYOUT(cudaChannelFormatDesc)
+SAME_LAYOUT(cudaLaunchAttribute)
+SAME_FIELD(cudaLaunchAttribute, val)
+SAME_LAYOUT(cudaLaunchConfig_t)
+SAME_FIELD(cudaLaunchConfig_t, dynamicSmemBytes)
+SAME_FIELD(cudaLaunchConfig_t, stream)
+SAME_FIELD(cudaLaunchConfig_t, attrs)
+SAME_FIELD(cudaLaunchConfig_t, numAttrs)
+
+SAME_LAYOUT(cudaKernelNodeParams)
+SAME_FIELD(cudaKernelNodeParams, gridDim)
+SAME_FIELD(cudaKernelNodeParams, blockDim)
+SAME_FIELD(cudaKernelNodeParams, sharedMemBytes)
+SAME_FIELD(cudaKernelNodeParams, kernelParams)
+SAME_FIELD(cudaKernelNodeParams, extra)
+SAME_LAYOUT(cudaMemsetParams)
+SAME_FIELD(cudaMemsetParams, value)
+SAME_FIELD(cudaMemsetParams, elementSize)
+SAME_FIELD(cudaMemsetParams, width)
+SAME_FIELD(cudaMemsetParams, height)
+SAME_LAYOUT(cudaHostNodeParams)
+static_assert(sizeof(wabi::dim3) == sizeof(::dim3), "dim3");
+
+// The driver's launch configuration (names differ: CUlaunchConfig_st).
+static_assert(sizeof(wabi::CUlaunchConfig) == sizeof(::CUlaunchConfig), "");
+static_assert(offsetof(wabi::CUlaunchConfig, hStream) ==
+                  offsetof(::CUlaunchConfig, hStream),
+              "");
+static_assert(offsetof(wabi::CUlaunchConfig, attrs) ==
+                  offsetof(::CUlaunchConfig, attrs),
+              "");
+static_assert(sizeof(wabi::CUlaunchAttribute) == sizeof(::CUlaunchAttribute),
+              "");
+
+// Every error code.
+#define WOOLY_CUDA_ERROR(name, value)                                          \
+  static_assert(static_cast<int>(::name) == value, #name);
+#include "CudaErrors.def"
+#undef WOOLY_CUDA_ERROR
+#define WOOLY_CU_RESULT(name, value)                                           \
+  static_assert(static_cast<int>(::name) == value, #name);
+#include "CuResults.def"
+#undef WOOLY_CU_RESULT
+
+// Attributes and enums the libraries answer.
+static_assert(wabi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ==
+                  ::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+              "");
+static_assert(wabi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
+                  ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+              "");
+static_assert(wabi::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR ==
+                  ::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+              "");
+static_assert(wabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
+                  (int)::cudaDevAttrComputeCapabilityMajor,
+              "");
+static_assert(wabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
+                  ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              "");
+static_assert(wabi::cudaFuncAttributeMaxDynamicSharedMemorySize ==
+                  (int)::cudaFuncAttributeMaxDynamicSharedMemorySize,
+              "");
+static_assert(wabi::CU_POINTER_ATTRIBUTE_MEMORY_TYPE ==
+                  ::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+              "");
+static_assert(wabi::cudaLaunchAttributeCooperative ==
+                  (int)::cudaLaunchAttributeCooperative,
+              "");
+static_assert(wabi::cudaLaunchAttributePriority ==
+                  (int)::cudaLaunchAttributePriority,
+              "");
+static_assert(wabi::cudaGraphNodeTypeEventRecord ==
+                  (int)::cudaGraphNodeTypeEventRecord,
+              "");
+static_assert(wabi::kCudaVersion == CUDA_VERSION, "");
+#endif
+
+TEST(CudaAbi, CheckedAgainstToolkitHeaders) {
+#if WOOLY_HAVE_CUDA_HEADERS
+  EXPECT_EQ(wabi::kLaunchParamEnd, CU_LAUNCH_PARAM_END);
+  EXPECT_EQ(wabi::kLaunchParamBufferPointer, CU_LAUNCH_PARAM_BUFFER_POINTER);
+  EXPECT_EQ(wabi::kLaunchParamBufferSize, CU_LAUNCH_PARAM_BUFFER_SIZE);
+  EXPECT_EQ(wabi::kStreamLegacy, cudaStreamLegacy);
+  EXPECT_EQ(wabi::kStreamPerThread, cudaStreamPerThread);
+#else
+  GTEST_SKIP() << "no CUDA toolkit headers: layouts not checked";
+#endif
+}
