@@ -75,6 +75,9 @@ config.substitutions.append(
     ("%prebuilt_apps", os.path.join(config.wooly_src_root, "test", "apps", "cuda", "prebuilt"))
 )
 config.substitutions.append(("%cuda_apps", config.wooly_cuda_apps_dir))
+config.substitutions.append(
+    ("%wooly_capture", os.path.join(config.wooly_obj_root, "capture"))
+)
 if config.wooly_have_cuda_apps in ("ON", "1", "TRUE", "YES") and os.path.isdir(
     config.wooly_cuda_apps_dir
 ):

@@ -1,0 +1,117 @@
+//===- device_query.cu - What the runtime says about the device -----------===//
+//
+// The deviceQuery sample in small: device count and selection (an ordinal
+// past the last device is refused), cudaGetDeviceProperties cross-checked
+// with cudaDeviceGetAttribute, cudaMemGetInfo, the runtime and driver
+// versions, and cudaDeviceReset at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#define APP_NAME "device_query"
+#include "CudaApp.h"
+
+/// Fails unless attribute `attr` of device 0 equals `expected`.
+static void expectAttribute(cudaDeviceAttr attr, const char *name,
+                            long long expected) {
+  int value = 0;
+  CHECK(cudaDeviceGetAttribute(&value, attr, 0));
+  EXPECT(
+      value == expected,
+      "cudaDeviceGetAttribute(%s) = %d, but cudaGetDeviceProperties says %lld",
+      name, value, expected);
+}
+
+int main() {
+  int count = 0;
+  CHECK(cudaGetDeviceCount(&count));
+  std::printf("device count = %d\n", count);
+  EXPECT(count >= 1, "cudaGetDeviceCount gave %d", count);
+
+  int device = -1;
+  CHECK(cudaGetDevice(&device));
+  EXPECT(device == 0, "the current device is %d, expected 0", device);
+  CHECK(cudaSetDevice(0));
+
+  // One past the last device (1 when there is one GPU) must be refused.
+  cudaError_t err = cudaSetDevice(count);
+  EXPECT(err == cudaErrorInvalidDevice, "cudaSetDevice(%d) returned %s", count,
+         cudaGetErrorName(err));
+  err = cudaGetLastError();
+  EXPECT(err == cudaErrorInvalidDevice,
+         "cudaGetLastError after cudaSetDevice(%d) returned %s", count,
+         cudaGetErrorName(err));
+  std::printf("cudaSetDevice(%d): cudaErrorInvalidDevice\n", count);
+  CHECK(cudaGetDevice(&device));
+  EXPECT(device == 0, "the current device is %d after a failed cudaSetDevice",
+         device);
+
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device 0: %s\n", prop.name);
+  std::printf("  compute capability %d.%d, %d SMs\n", prop.major, prop.minor,
+              prop.multiProcessorCount);
+  std::printf("  totalGlobalMem = %zu MiB, sharedMemPerBlock = %zu bytes\n",
+              prop.totalGlobalMem >> 20, prop.sharedMemPerBlock);
+  std::printf("  warpSize = %d, maxThreadsPerBlock = %d\n", prop.warpSize,
+              prop.maxThreadsPerBlock);
+  EXPECT(prop.name[0] != '\0', "the device has no name");
+  EXPECT(prop.warpSize == 32, "warpSize = %d", prop.warpSize);
+  EXPECT(prop.major * 10 + prop.minor >= 75,
+         "compute capability %d.%d is below CUDA 13's minimum 7.5", prop.major,
+         prop.minor);
+  EXPECT(prop.multiProcessorCount > 0, "multiProcessorCount = %d",
+         prop.multiProcessorCount);
+  EXPECT(prop.maxThreadsPerBlock > 0 && prop.maxThreadsPerBlock <= 1024,
+         "maxThreadsPerBlock = %d", prop.maxThreadsPerBlock);
+  EXPECT(prop.maxThreadsDim[0] == prop.maxThreadsPerBlock,
+         "maxThreadsDim[0] = %d, maxThreadsPerBlock = %d",
+         prop.maxThreadsDim[0], prop.maxThreadsPerBlock);
+  EXPECT(prop.sharedMemPerBlock >= 48 * 1024, "sharedMemPerBlock = %zu",
+         prop.sharedMemPerBlock);
+  EXPECT(prop.totalGlobalMem > 0, "totalGlobalMem = 0");
+
+  expectAttribute(cudaDevAttrMultiProcessorCount, "MultiProcessorCount",
+                  prop.multiProcessorCount);
+  expectAttribute(cudaDevAttrWarpSize, "WarpSize", prop.warpSize);
+  expectAttribute(cudaDevAttrMaxThreadsPerBlock, "MaxThreadsPerBlock",
+                  prop.maxThreadsPerBlock);
+  expectAttribute(cudaDevAttrComputeCapabilityMajor, "ComputeCapabilityMajor",
+                  prop.major);
+  expectAttribute(cudaDevAttrComputeCapabilityMinor, "ComputeCapabilityMinor",
+                  prop.minor);
+  expectAttribute(cudaDevAttrMaxSharedMemoryPerBlock, "MaxSharedMemoryPerBlock",
+                  static_cast<long long>(prop.sharedMemPerBlock));
+
+  err = cudaGetDeviceProperties(&prop, count);
+  EXPECT(err == cudaErrorInvalidDevice,
+         "cudaGetDeviceProperties(%d) returned %s", count,
+         cudaGetErrorName(err));
+  EXPECT(cudaGetLastError() == cudaErrorInvalidDevice,
+         "cudaGetLastError did not report cudaGetDeviceProperties(%d)", count);
+
+  size_t freeBytes = 0, totalBytes = 0;
+  CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("memory: %zu MiB free of %zu MiB\n", freeBytes >> 20,
+              totalBytes >> 20);
+  EXPECT(totalBytes > 0 && freeBytes <= totalBytes,
+         "cudaMemGetInfo: %zu free of %zu", freeBytes, totalBytes);
+  EXPECT(totalBytes <= prop.totalGlobalMem,
+         "cudaMemGetInfo total %zu exceeds totalGlobalMem %zu", totalBytes,
+         prop.totalGlobalMem);
+
+  int runtimeVersion = 0, driverVersion = 0;
+  CHECK(cudaRuntimeGetVersion(&runtimeVersion));
+  CHECK(cudaDriverGetVersion(&driverVersion));
+  std::printf("runtime version = %d, driver version = %d\n", runtimeVersion,
+              driverVersion);
+  EXPECT(runtimeVersion / 1000 == CUDART_VERSION / 1000,
+         "runtime version %d, but built against %d", runtimeVersion,
+         CUDART_VERSION);
+  EXPECT(driverVersion >= 13000,
+         "driver version %d cannot run a CUDA 13 program", driverVersion);
+
+  CHECK(cudaDeviceReset());
+  app::pass();
+  return 0;
+}

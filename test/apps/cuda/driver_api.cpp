@@ -1,0 +1,205 @@
+//===- driver_api.cpp - A program that uses only the driver API -----------===//
+//
+// What JIT-style programs do: initialize the driver, make the primary
+// context current, load a PTX module from text (argv[1], driver_kernels.ptx),
+// look up kernels and a global, and launch with cuLaunchKernel, once with
+// kernelParams and once with a parameter buffer packed by hand
+// (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE). Links against libcuda.so.1 only.
+//
+//===----------------------------------------------------------------------===//
+
+#define APP_NAME "driver_api"
+#define CUDA_APP_DRIVER_API
+#include "CudaApp.h"
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// Matches struct Pair in driver_kernels.cu.
+struct Pair {
+  int first;
+  double second;
+};
+
+/// A kernel parameter buffer in the layout the kernel expects: each value at
+/// the next offset aligned for its type.
+class ParamBuffer {
+public:
+  template <typename T> ParamBuffer &add(const T &value) {
+    size_t offset = (bytes.size() + alignof(T) - 1) / alignof(T) * alignof(T);
+    bytes.resize(offset + sizeof(T));
+    std::memcpy(bytes.data() + offset, &value, sizeof(T));
+    return *this;
+  }
+  void *data() { return bytes.data(); }
+  size_t size() const { return bytes.size(); }
+
+private:
+  std::vector<unsigned char> bytes;
+};
+
+std::string readFile(const char *path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    app::fail("cannot read PTX file '%s'", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2)
+    app::fail("usage: %s driver_kernels.ptx",
+              argc > 0 ? argv[0] : "driver_api");
+  std::string ptx = readFile(argv[1]);
+
+  CHECK(cuInit(0));
+  int version = 0, count = 0;
+  CHECK(cuDriverGetVersion(&version));
+  CHECK(cuDeviceGetCount(&count));
+  EXPECT(count >= 1, "cuDeviceGetCount gave %d", count);
+  CUdevice device;
+  CHECK(cuDeviceGet(&device, 0));
+  char name[256] = {};
+  CHECK(cuDeviceGetName(name, sizeof(name), device));
+  int smCount = 0;
+  CHECK(cuDeviceGetAttribute(&smCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                             device));
+  std::printf("driver version %d, device 0: %s, %d SMs\n", version, name,
+              smCount);
+
+  CUcontext context, current = nullptr;
+  CHECK(cuDevicePrimaryCtxRetain(&context, device));
+  CHECK(cuCtxSetCurrent(context));
+  CHECK(cuCtxGetCurrent(&current));
+  EXPECT(current == context, "cuCtxGetCurrent is not the primary context");
+
+  CUmodule module;
+  CHECK(cuModuleLoadData(&module, ptx.c_str()));
+  CUfunction scaleAdd, mixedParams, missing;
+  CHECK(cuModuleGetFunction(&scaleAdd, module, "scaleAdd"));
+  CHECK(cuModuleGetFunction(&mixedParams, module, "mixedParams"));
+  CUresult notFound = cuModuleGetFunction(&missing, module, "noSuchKernel");
+  const char *notFoundName = nullptr;
+  CHECK(cuGetErrorName(notFound, &notFoundName));
+  std::printf("cuModuleGetFunction(noSuchKernel): %s\n", notFoundName);
+  EXPECT(notFound == CUDA_ERROR_NOT_FOUND,
+         "cuModuleGetFunction(noSuchKernel) returned %s, expected "
+         "CUDA_ERROR_NOT_FOUND",
+         notFoundName);
+
+  CUdeviceptr launchCount;
+  size_t launchCountSize = 0;
+  CHECK(
+      cuModuleGetGlobal(&launchCount, &launchCountSize, module, "launchCount"));
+  EXPECT(launchCountSize == sizeof(unsigned int),
+         "launchCount is %zu bytes, expected %zu", launchCountSize,
+         sizeof(unsigned int));
+  const unsigned int zero = 0;
+  CHECK(cuMemcpyHtoD(launchCount, &zero, sizeof(zero)));
+
+  // scaleAdd, through kernelParams then through a packed buffer.
+  const int n = 10000, block = 128, grid = (n + block - 1) / block;
+  std::vector<float> in(n), out(n);
+  for (int i = 0; i < n; ++i)
+    in[i] = float(i % 100);
+  CUdeviceptr dIn, dOut;
+  CHECK(cuMemAlloc(&dIn, n * sizeof(float)));
+  CHECK(cuMemAlloc(&dOut, n * sizeof(float)));
+  CHECK(cuMemcpyHtoD(dIn, in.data(), n * sizeof(float)));
+
+  float a = 3.0f;
+  int nArg = n;
+  void *params[] = {&dIn, &dOut, &nArg, &a};
+  CHECK(cuLaunchKernel(scaleAdd, grid, 1, 1, block, 1, 1, 0, nullptr, params,
+                       nullptr));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(out.data(), dOut, n * sizeof(float)));
+  for (int i = 0; i < n; ++i)
+    EXPECT(out[i] == 3.0f * in[i] + i,
+           "kernelParams: out[%d] = %g, expected %g", i, out[i],
+           3.0f * in[i] + i);
+
+  ParamBuffer packed;
+  packed.add(dIn).add(dOut).add(n).add(-2.0f);
+  EXPECT(packed.size() == 24, "scaleAdd's packed parameters are %zu bytes",
+         packed.size());
+  size_t packedSize = packed.size();
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed.data(),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &packedSize,
+                   CU_LAUNCH_PARAM_END};
+  CHECK(cuLaunchKernel(scaleAdd, grid, 1, 1, block, 1, 1, 0, nullptr, nullptr,
+                       extra));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(out.data(), dOut, n * sizeof(float)));
+  for (int i = 0; i < n; ++i)
+    EXPECT(out[i] == -2.0f * in[i] + i, "extra: out[%d] = %g, expected %g", i,
+           out[i], -2.0f * in[i] + i);
+
+  unsigned int blocksRun = 0;
+  CHECK(cuMemcpyDtoH(&blocksRun, launchCount, sizeof(blocksRun)));
+  std::printf("launchCount = %u\n", blocksRun);
+  EXPECT(blocksRun == 2u * grid, "launchCount = %u, expected %u", blocksRun,
+         2u * grid);
+
+  // mixedParams: alignment of char, double, short, int, a struct, a pointer.
+  CUdeviceptr dScalars;
+  CHECK(cuMemAlloc(&dScalars, 6 * sizeof(long long)));
+  char c = 'A';
+  double d = 12345.5;
+  short s = -7;
+  int i32 = 123456;
+  Pair pair = {-3, 0.25};
+  void *mixed[] = {&c, &d, &s, &i32, &pair, &dScalars};
+  CHECK(cuLaunchKernel(mixedParams, 1, 1, 1, 32, 1, 1, 0, nullptr, mixed,
+                       nullptr));
+  long long scalars[6];
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(scalars, dScalars, sizeof(scalars)));
+  const long long expectedParams[6] = {65, 24691, -7, 123456, -3, 1};
+  for (int k = 0; k < 6; ++k)
+    EXPECT(scalars[k] == expectedParams[k],
+           "kernelParams: mixedParams wrote %lld at %d, expected %lld",
+           scalars[k], k, expectedParams[k]);
+
+  ParamBuffer packedMixed;
+  packedMixed.add('z')
+      .add(-0.5)
+      .add(short(300))
+      .add(-42)
+      .add(Pair{99, -2.0})
+      .add(dScalars);
+  EXPECT(packedMixed.size() == 48,
+         "mixedParams' packed parameters are %zu bytes, expected 48",
+         packedMixed.size());
+  size_t packedMixedSize = packedMixed.size();
+  void *extraMixed[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packedMixed.data(),
+                        CU_LAUNCH_PARAM_BUFFER_SIZE, &packedMixedSize,
+                        CU_LAUNCH_PARAM_END};
+  CHECK(cuLaunchKernel(mixedParams, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr,
+                       extraMixed));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuMemcpyDtoH(scalars, dScalars, sizeof(scalars)));
+  const long long expectedPacked[6] = {'z', -1, 300, -42, 99, -8};
+  for (int k = 0; k < 6; ++k)
+    EXPECT(scalars[k] == expectedPacked[k],
+           "extra: mixedParams wrote %lld at %d, expected %lld", scalars[k], k,
+           expectedPacked[k]);
+  std::printf("mixedParams: %lld %lld %lld %lld %lld %lld\n", scalars[0],
+              scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]);
+
+  CHECK(cuMemFree(dIn));
+  CHECK(cuMemFree(dOut));
+  CHECK(cuMemFree(dScalars));
+  CHECK(cuModuleUnload(module));
+  CHECK(cuDevicePrimaryCtxRelease(device));
+  app::pass();
+  return 0;
+}

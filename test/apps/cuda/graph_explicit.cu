@@ -1,0 +1,166 @@
+//===- graph_explicit.cu - A CUDA graph built node by node ----------------===//
+//
+// A diamond built with the graph API:
+//
+//   memset A := 1 --+--> A += scale * i --+--> C := A + B --> memcpy C to
+//                   |                     |                   pinned host
+//                   +--> B := i + offset -+                       |
+//                                              host node: sum the copy
+//
+// instantiated, launched three times, then updated in place with
+// cudaGraphExecKernelNodeSetParams (a new `scale`) and launched again.
+//
+//===----------------------------------------------------------------------===//
+
+#define APP_NAME "graph_explicit"
+#include "CudaApp.h"
+
+__global__ void addScaledIndex(int *a, int scale, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    a[i] += scale * i;
+}
+
+__global__ void indexPlus(int *b, int offset, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    b[i] = i + offset;
+}
+
+__global__ void add(const int *a, const int *b, int *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    c[i] = a[i] + b[i];
+}
+
+constexpr int kN = 4096;
+constexpr int kMaxRuns = 8;
+
+/// What the host node saw, one entry per graph launch.
+struct HostRecord {
+  const int *hostC;
+  int runs = 0;
+  long long sums[kMaxRuns] = {};
+};
+
+static void CUDART_CB sumHostCopy(void *userData) {
+  auto *record = static_cast<HostRecord *>(userData);
+  long long sum = 0;
+  for (int i = 0; i < kN; ++i)
+    sum += record->hostC[i];
+  if (record->runs < kMaxRuns)
+    record->sums[record->runs] = sum;
+  ++record->runs;
+}
+
+static long long expectedSum(long long scale, long long offset) {
+  long long n = kN;
+  return n * (1 + offset) + (scale + 1) * n * (n - 1) / 2;
+}
+
+int main() {
+  const int block = 256, grid = kN / block, offset = 10;
+  const size_t bytes = kN * sizeof(int);
+  int *dA, *dB, *dC, *hostC;
+  CHECK(cudaMalloc(&dA, bytes));
+  CHECK(cudaMalloc(&dB, bytes));
+  CHECK(cudaMalloc(&dC, bytes));
+  CHECK(cudaMallocHost(&hostC, bytes));
+  HostRecord record;
+  record.hostC = hostC;
+
+  cudaGraph_t graph;
+  CHECK(cudaGraphCreate(&graph, 0));
+
+  cudaGraphNode_t memsetNode, scaleNode, indexNode, addNode, copyNode, hostNode;
+  cudaMemsetParams memsetParams = {};
+  memsetParams.dst = dA;
+  memsetParams.value = 1;
+  memsetParams.elementSize = sizeof(int);
+  memsetParams.width = kN;
+  memsetParams.height = 1;
+  CHECK(cudaGraphAddMemsetNode(&memsetNode, graph, nullptr, 0, &memsetParams));
+
+  int scale = 3, n = kN, bOffset = offset;
+  void *scaleArgs[] = {&dA, &scale, &n};
+  cudaKernelNodeParams scaleParams = {};
+  scaleParams.func = reinterpret_cast<void *>(addScaledIndex);
+  scaleParams.gridDim = dim3(grid);
+  scaleParams.blockDim = dim3(block);
+  scaleParams.kernelParams = scaleArgs;
+  CHECK(
+      cudaGraphAddKernelNode(&scaleNode, graph, &memsetNode, 1, &scaleParams));
+
+  void *indexArgs[] = {&dB, &bOffset, &n};
+  cudaKernelNodeParams indexParams = scaleParams;
+  indexParams.func = reinterpret_cast<void *>(indexPlus);
+  indexParams.kernelParams = indexArgs;
+  CHECK(
+      cudaGraphAddKernelNode(&indexNode, graph, &memsetNode, 1, &indexParams));
+
+  void *addArgs[] = {&dA, &dB, &dC, &n};
+  cudaKernelNodeParams addParams = scaleParams;
+  addParams.func = reinterpret_cast<void *>(add);
+  addParams.kernelParams = addArgs;
+  cudaGraphNode_t both[] = {scaleNode, indexNode};
+  CHECK(cudaGraphAddKernelNode(&addNode, graph, both, 2, &addParams));
+
+  CHECK(cudaGraphAddMemcpyNode1D(&copyNode, graph, &addNode, 1, hostC, dC,
+                                 bytes, cudaMemcpyDeviceToHost));
+  cudaHostNodeParams hostParams = {sumHostCopy, &record};
+  CHECK(cudaGraphAddHostNode(&hostNode, graph, &copyNode, 1, &hostParams));
+
+  size_t numNodes = 0;
+  CHECK(cudaGraphGetNodes(graph, nullptr, &numNodes));
+  EXPECT(numNodes == 6, "the graph has %zu nodes, expected 6", numNodes);
+  cudaGraphNodeType type;
+  CHECK(cudaGraphNodeGetType(scaleNode, &type));
+  EXPECT(type == cudaGraphNodeTypeKernel, "scale node has type %d", int(type));
+
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  const int firstRuns = 3;
+  for (int r = 0; r < firstRuns; ++r)
+    CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(record.runs == firstRuns, "the host node ran %d times, expected %d",
+         record.runs, firstRuns);
+  for (int r = 0; r < firstRuns; ++r)
+    EXPECT(record.sums[r] == expectedSum(3, offset),
+           "launch %d: sum = %lld, expected %lld", r, record.sums[r],
+           expectedSum(3, offset));
+  for (int i = 0; i < kN; ++i)
+    EXPECT(hostC[i] == 1 + 3 * i + i + offset, "C[%d] = %d, expected %d", i,
+           hostC[i], 1 + 3 * i + i + offset);
+  std::printf("scale 3: sum = %lld\n", record.sums[0]);
+
+  // Change the scale argument of the instantiated graph only.
+  int newScale = -2;
+  void *newScaleArgs[] = {&dA, &newScale, &n};
+  cudaKernelNodeParams newParams = scaleParams;
+  newParams.kernelParams = newScaleArgs;
+  CHECK(cudaGraphExecKernelNodeSetParams(exec, scaleNode, &newParams));
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(record.runs == firstRuns + 1,
+         "the host node ran %d times, expected %d", record.runs, firstRuns + 1);
+  EXPECT(record.sums[firstRuns] == expectedSum(-2, offset),
+         "after the update: sum = %lld, expected %lld", record.sums[firstRuns],
+         expectedSum(-2, offset));
+  for (int i = 0; i < kN; ++i)
+    EXPECT(hostC[i] == 1 - 2 * i + i + offset, "C[%d] = %d, expected %d", i,
+           hostC[i], 1 - 2 * i + i + offset);
+  std::printf("scale -2: sum = %lld\n", record.sums[firstRuns]);
+
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaStreamDestroy(stream));
+  CHECK(cudaFree(dA));
+  CHECK(cudaFree(dB));
+  CHECK(cudaFree(dC));
+  CHECK(cudaFreeHost(hostC));
+  app::pass();
+  return 0;
+}
