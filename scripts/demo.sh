@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The end-to-end demo: builds Wooly, starts wooly-serve on the embedded CPU
 # backend (on a temporary ipc:// path, with a tenants file and a metrics
-# endpoint on a free local port), runs two tenant programs AT THE SAME TIME
-# (each loads nvcc's PTX from test/corpus through the client library,
-# launches its kernels on the shared device and checks every result bit for
-# bit), prints an excerpt of /metrics, and stops the server (SIGTERM: it
-# drains and exits 0). Exits non-zero if anything fails.
+# endpoint on a free local port), runs two UNMODIFIED CUDA programs AT THE
+# SAME TIME through capture (LD_LIBRARY_PATH=build/capture: Wooly's
+# libcudart.so.13 sends their kernels to the server), checks that each
+# passes its own checks, prints an excerpt of /metrics, and stops the server
+# (SIGTERM: it drains and exits 0). Exits non-zero if anything fails.
+#
+# The programs are test/apps/cuda's, built with nvcc -cudart shared where the
+# CUDA toolkit is installed; elsewhere the prebuilt copies in
+# test/apps/cuda/prebuilt (vector_add, reduce) are used.
 # Usage: bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -53,21 +57,31 @@ for _ in $(seq 1 100); do
 done
 metrics=$(grep -o 'http://[0-9.]*:[0-9]*/metrics' "$work/serve.log" | head -1)
 
-echo "demo: two tenants at once: 'training' runs saxpy rounds on two streams," \
-  "'inference' runs block reductions (barriers, warp shuffles)"
-WOOLY_TENANT=training WOOLY_TOKEN=demo-token-2 "$bin/wooly-app-saxpy" \
-  --ptx=test/corpus/elementwise.sm_90.ptx --n=1048576 --rounds=4 \
-  >"$work/saxpy.out" 2>&1 &
-saxpy_pid=$!
-WOOLY_TENANT=inference WOOLY_TOKEN=demo-token-1 "$bin/wooly-app-reduce" \
-  --ptx=test/corpus/reduction.sm_90.ptx --n=65536 --rounds=3 \
-  >"$work/reduce.out" 2>&1 &
-reduce_pid=$!
+apps="$BUILD_DIR/apps/cuda"
+if [[ -x "$apps/graph_capture" && -x "$apps/reduce" ]]; then
+  training=("$apps/graph_capture")
+  inference=("$apps/reduce")
+  echo "demo: CUDA programs built by nvcc here ($apps)"
+else
+  training=(test/apps/cuda/prebuilt/vector_add)
+  inference=(test/apps/cuda/prebuilt/reduce)
+  echo "demo: no nvcc-built programs; using the prebuilt copies (test/apps/cuda/prebuilt)"
+fi
+echo "demo: two unmodified CUDA programs at once through $BUILD_DIR/capture:" \
+  "'training' runs $(basename "${training[0]}"), 'inference' runs $(basename "${inference[0]}")"
+export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/capture${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+WOOLY_TENANT=training WOOLY_TOKEN=demo-token-2 "${training[@]}" \
+  >"$work/training.out" 2>&1 &
+training_pid=$!
+WOOLY_TENANT=inference WOOLY_TOKEN=demo-token-1 "${inference[@]}" \
+  >"$work/inference.out" 2>&1 &
+inference_pid=$!
 status=0
-wait "$saxpy_pid" || status=1
-wait "$reduce_pid" || status=1
-sed 's/^/  [training]  /' "$work/saxpy.out"
-sed 's/^/  [inference] /' "$work/reduce.out"
+wait "$training_pid" || status=1
+wait "$inference_pid" || status=1
+unset LD_LIBRARY_PATH
+sed 's/^/  [training]  /' "$work/training.out"
+sed 's/^/  [inference] /' "$work/inference.out"
 
 echo "demo: the server's log"
 sed 's/^/  /' "$work/serve.log"
@@ -90,4 +104,4 @@ if ((status != 0)); then
   echo "demo: FAILED" >&2
   exit 1
 fi
-echo "demo: both tenants' results were bit-identical to the host; the server drained and stopped"
+echo "demo: both unmodified CUDA programs passed their own checks on the shared device; the server drained and stopped"
