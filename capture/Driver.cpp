@@ -24,6 +24,7 @@
 #include "Driver.h"
 #include "Fatbin.h"
 #include "Log.h"
+#include "PtxLink.h"
 
 #include "Wooly/Client/Client.h"
 
@@ -268,13 +269,8 @@ CUresult ptxOfImage(const void *image, std::string &ptx, std::string &error) {
       error = "the image carries no PTX";
       return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
-    if (texts.size() > 1) {
-      error = "the image holds PTX of several objects (-rdc); linking them is "
-              "not supported yet";
-      return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    ptx = std::move(texts.front());
-    return CUDA_SUCCESS;
+    return wooly::capture::linkPtx(texts, ptx, error) ? CUDA_SUCCESS
+                                                       : CUDA_ERROR_INVALID_PTX;
   }
   if (magic == 0xBA55ED50u) { // a fatbin
     size_t size = wooly::capture::fatbinSize(image);

@@ -23,6 +23,7 @@
 #include "Driver.h"
 #include "Fatbin.h"
 #include "Log.h"
+#include "PtxLink.h"
 
 #include <dlfcn.h>
 
@@ -232,15 +233,17 @@ cudaError_t loadFatbin(FatbinRecord &f) {
         names.c_str());
     return f.loadError = cudaErrorNoKernelImageForDevice;
   }
-  if (ptx.size() > 1) {
-    log(1, "this program was built with -rdc=true: its PTX is in %zu "
-           "objects that must be linked, which Wooly does not support yet",
-        ptx.size());
-    return f.loadError = cudaErrorNotSupported;
+  std::string linked;
+  if (!linkPtx(ptx, linked, error)) {
+    log(1, "cannot link the PTX of this -rdc program's %zu objects: %s",
+        ptx.size(), error.c_str());
+    return f.loadError = cudaErrorInvalidPtx;
   }
+  if (ptx.size() > 1)
+    log(2, "linked the PTX of %zu objects (-rdc)", ptx.size());
   std::string name = f.kernels.empty() ? std::string("fatbin")
                                        : "fatbin of " + f.kernels[0]->name;
-  CUresult r = driverLoadPtx(ptx[0], name, &f.module);
+  CUresult r = driverLoadPtx(linked, name, &f.module);
   if (r != CUDA_SUCCESS)
     return f.loadError = static_cast<cudaError_t>(r);
   return cudaSuccess;
@@ -795,7 +798,6 @@ RT_API cudaError_t cudaDeviceSynchronize() {
   return cudaSuccess;
 }
 
-RT_API cudaError_t cudaThreadSynchronize() { return cudaDeviceSynchronize(); }
 
 RT_API cudaError_t cudaDeviceReset() {
   INIT();
