@@ -23,6 +23,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <pwd.h>
 #include <sched.h>
@@ -368,6 +369,8 @@ public:
       if (!reply.ParseFromArray(env.data(), int(env.size())))
         return makeStatus(Code::Malformed, "unreadable reply from the server",
                           mySeq);
+      if (!reply.device_output().empty())
+        deviceOutput(reply.device_output());
       if (reply.seq() != mySeq)
         continue;
       // A zero-copy send is complete once the server answered it; wait for
@@ -378,6 +381,15 @@ public:
         return fromProto(reply.status());
       return {};
     }
+  }
+
+  void deviceOutput(const std::string &text) {
+    if (options.deviceOutput) {
+      options.deviceOutput(text);
+      return;
+    }
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
   }
 
   Options options;

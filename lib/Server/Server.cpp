@@ -309,6 +309,35 @@ struct TenantState {
   TenantMetrics metrics;
 };
 
+/// What a session's kernels print (device printf), appended from worker
+/// threads and sent with the session's next reply.
+struct DeviceOutput {
+  /// Kept per session until a reply takes it; more is dropped (and said).
+  static constexpr size_t kLimit = 4 << 20;
+  std::mutex mutex;
+  std::string text;
+  bool truncated = false;
+
+  void append(llvm::StringRef s) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (text.size() + s.size() > kLimit) {
+      truncated = true;
+      return;
+    }
+    text.append(s.data(), s.size());
+  }
+  std::string take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string out = std::move(text);
+    text.clear();
+    if (truncated)
+      out += "[wooly-serve: device printf output over 4 MiB between two "
+             "replies was dropped]\n";
+    truncated = false;
+    return out;
+  }
+};
+
 struct Session {
   uint64_t id = 0;
   std::string routingId;
@@ -324,6 +353,8 @@ struct Session {
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
   uint64_t nextHandle = 1;
+  /// Shared with the printf sinks of the session's launches in flight.
+  std::shared_ptr<DeviceOutput> output = std::make_shared<DeviceOutput>();
 };
 
 /// A queue of work for other threads.
@@ -830,6 +861,11 @@ void Server::Impl::onMessage(std::vector<Frame> &frames, int fd) {
 void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
                          BufferPool::Ptr payload, size_t payloadBytes) {
   r.set_version(kVersion);
+  if (Session *s = sessionOf(routingId)) {
+    std::string out = s->output->take();
+    if (!out.empty())
+      r.set_device_output(std::move(out));
+  }
   std::string env = r.SerializeAsString();
   zmq_send(router, routingId.data(), routingId.size(),
            ZMQ_SNDMORE | ZMQ_DONTWAIT);
@@ -1560,6 +1596,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->module = m;
     op->kernelName = c.kernel();
     op->config = cfg;
+    op->config.printfSink = [out = s->output](llvm::StringRef text) {
+      out->append(text);
+    };
     op->launch = &op->config;
     op->params.assign(c.params().begin(), c.params().end());
     requireSlot(op);

@@ -27,6 +27,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -93,6 +94,10 @@ struct Options {
   size_t maxBatchCalls = 256;
   /// Bytes of asynchronous copy data batched before the batch is sent.
   size_t maxBatchBytes = 1 << 20;
+  /// Receives what the session's kernels print (device printf), in order,
+  /// before the call whose reply carried it returns. Null: written to this
+  /// process's stdout, as CUDA's driver does.
+  std::function<void(std::string_view)> deviceOutput;
 };
 
 /// The per-user default endpoint: `ipc:///tmp/wooly-<uid>.sock`.

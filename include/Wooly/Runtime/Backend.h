@@ -53,6 +53,9 @@ struct LaunchConfig {
   std::array<uint32_t, 3> block{1, 1, 1};
   /// Bytes of dynamic shared memory per block.
   uint32_t dynamicSharedBytes = 0;
+  /// cpu: receives this launch's device printf output (empty: the
+  /// backend's `BackendOptions::printfSink`). Called from worker threads.
+  std::function<void(llvm::StringRef)> printfSink;
 };
 
 /// A module loaded into a Backend (opaque; owned by the backend that

@@ -150,7 +150,7 @@ struct LaunchState {
   std::mutex errorMutex;
   std::string error;
   DeviceMemory *memory = nullptr;
-  std::function<void(StringRef)> *printfSink = nullptr;
+  const std::function<void(StringRef)> *printfSink = nullptr;
   /// Workers that may run the launch at once (the calling thread included):
   /// `%nsmid`.
   unsigned numWorkers = 1;
@@ -1358,7 +1358,8 @@ public:
     l.numSites = entry.part->numAccessSites;
     l.params = paramCopy.data();
     l.memory = &memory;
-    l.printfSink = &options.printfSink;
+    l.printfSink =
+        config.printfSink ? &config.printfSink : &options.printfSink;
     l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
     bool usePool = l.numWorkers > 1;
 
