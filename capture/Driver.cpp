@@ -311,6 +311,15 @@ namespace wooly::capture {
 CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
                        CUmodule *module) {
   LOCKED_READY(s);
+  // Kernels that launch kernels call the device runtime (cudadevrt).
+  for (const char *sym : {"cudaLaunchDeviceV2", "cudaLaunchDevice(",
+                          "cudaGetParameterBufferV2"})
+    if (ptx.find(sym) != std::string_view::npos) {
+      log(1, "%.*s: uses dynamic parallelism (a kernel launching kernels, "
+             "%s), which Wooly does not support yet",
+          (int)name.size(), name.data(), sym);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
   client::Module info;
   CHECK_STATUS("cuModuleLoadData", s.client->loadModule(ptx, name, info));
   auto *m = new CUmod_st;
