@@ -338,6 +338,71 @@ bool driverIsDevicePointer(const void *ptr, size_t bytes) {
   return isDevicePointer(s, reinterpret_cast<uint64_t>(ptr), bytes ? bytes : 1);
 }
 
+CUresult driverGraphCreate(const GraphCall *calls, size_t count,
+                           uint64_t *graph) {
+  LOCKED_READY(s);
+  s.client->beginGraph();
+  for (size_t i = 0; i < count; ++i) {
+    const GraphCall &c = calls[i];
+    client::Status st;
+    switch (c.kind) {
+    case GraphCall::Kind::Launch:
+      if (!s.functions.count(c.fn)) {
+        s.client->abandonGraph();
+        return CUDA_ERROR_INVALID_HANDLE;
+      }
+      st = s.client->launch(c.fn->module->handle, c.fn->name,
+                            {c.grid[0], c.grid[1], c.grid[2]},
+                            {c.block[0], c.block[1], c.block[2]}, c.shared,
+                            c.params, c.paramBytes, 0);
+      break;
+    case GraphCall::Kind::Memset:
+      st = s.client->memset(c.dst, c.value, c.bytes, 0, true);
+      break;
+    case GraphCall::Kind::CopyDeviceToDevice:
+      st = s.client->copyDeviceToDevice(c.dst, c.src, c.bytes, 0, true);
+      break;
+    case GraphCall::Kind::EventRecord:
+    case GraphCall::Kind::EventWait:
+      if (!s.events.count(c.event)) {
+        s.client->abandonGraph();
+        return CUDA_ERROR_INVALID_HANDLE;
+      }
+      st = c.kind == GraphCall::Kind::EventRecord
+               ? s.client->eventRecord(c.event->handle, 0)
+               : s.client->streamWaitEvent(0, c.event->handle);
+      break;
+    }
+    if (!st.ok()) {
+      s.client->abandonGraph();
+      return fail(s, st, "cudaGraphInstantiate");
+    }
+  }
+  uint64_t handle = 0;
+  client::Status st = s.client->endGraph(handle);
+  if (st.code == client::Code::Unsupported ||
+      st.code == client::Code::Malformed)
+    return CUDA_ERROR_NOT_SUPPORTED; // an older server: run on the client
+  CHECK_STATUS("cudaGraphInstantiate", st);
+  log(2, "graph %llu: %zu calls kept on the server", (unsigned long long)handle,
+      count);
+  *graph = handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult driverGraphLaunch(uint64_t graph, CUstream stream) {
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  CHECK_STATUS("cudaGraphLaunch", s.client->graphLaunch(graph, handle));
+  return CUDA_SUCCESS;
+}
+
+CUresult driverGraphDestroy(uint64_t graph) {
+  LOCKED_READY(s);
+  CHECK_STATUS("cudaGraphExecDestroy", s.client->graphDestroy(graph));
+  return CUDA_SUCCESS;
+}
+
 size_t driverParamBufferSize(CUfunction fn) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -28,6 +28,28 @@ WOOLY_DRIVER_PRIVATE bool driverIsDevicePointer(const void *ptr, size_t bytes);
 WOOLY_DRIVER_PRIVATE uint64_t driverLastSeq();
 /// The size of a kernel's parameter buffer (0 for an unknown function).
 WOOLY_DRIVER_PRIVATE size_t driverParamBufferSize(cuabi::CUfunction fn);
+/// One call of a graph kept on the server (see driverGraphCreate).
+struct GraphCall {
+  enum class Kind { Launch, Memset, CopyDeviceToDevice, EventRecord, EventWait };
+  Kind kind = Kind::Launch;
+  cuabi::CUfunction fn = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned shared = 0;
+  const void *params = nullptr; // the packed parameter buffer
+  size_t paramBytes = 0;
+  cuabi::CUdeviceptr dst = 0, src = 0;
+  size_t bytes = 0;
+  unsigned char value = 0;
+  cuabi::CUevent event = nullptr;
+};
+/// Stores `calls` on the server as one graph (checked there at each
+/// launch); CUDA_ERROR_NOT_SUPPORTED when the server cannot.
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverGraphCreate(const GraphCall *calls, size_t count, uint64_t *graph);
+/// Replays a stored graph on `stream` (asynchronous: one small call).
+WOOLY_DRIVER_PRIVATE cuabi::CUresult driverGraphLaunch(uint64_t graph,
+                                                       cuabi::CUstream stream);
+WOOLY_DRIVER_PRIVATE cuabi::CUresult driverGraphDestroy(uint64_t graph);
 /// A sentence describing `code` (cuGetErrorString, cudaGetErrorString), or
 /// null for an unknown code.
 WOOLY_DRIVER_PRIVATE const char *resultDescription(int code);

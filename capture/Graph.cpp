@@ -1,11 +1,14 @@
 //===- Graph.cpp - CUDA graphs and stream capture in libcudart -----------===//
 //
-// Graphs live on the client: a graph is a list of nodes with dependencies;
-// instantiating it orders the nodes topologically and copies them; launching
-// it issues every node on the stream, in that order, as asynchronous calls.
-// The client library batches consecutive asynchronous calls, so a replay of
-// kernel, memset, host-to-device and device-to-device nodes is one message.
-// Host nodes and device-to-host copies wait for the stream, as they must.
+// A graph is built on the client (nodes with dependencies); instantiating
+// it orders the nodes topologically and splits the order into runs: runs of
+// nodes the server can keep (kernels, byte-wise memsets, device-to-device
+// copies, event records and waits) become graphs on the server at the first
+// launch, and a launch replays each with one small call (GraphLaunch). The
+// other nodes (host functions, copies from or to this process's memory) run
+// on the client between them, in order on the stream; host nodes and
+// device-to-host copies wait for the stream, as they must. A kernel node's
+// new parameters make its run be stored again at the next launch.
 //
 // Stream capture records the stream's launches, copies, memsets, host
 // functions and event records as a chain of nodes. Capture across streams
@@ -79,9 +82,22 @@ struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
 };
 
+/// A run of consecutive nodes of an instantiated graph: kept on the server
+/// (kernels, memsets, device-to-device copies, events) or run by the client
+/// (host functions, copies from or to host memory).
+struct Segment {
+  size_t begin = 0, end = 0; // [begin, end) of CUgraphExec_st::order
+  bool onServer = false;
+  uint64_t handle = 0;       // the server's graph; 0: create at next launch
+  bool refused = false;      // the server cannot keep it: run on the client
+};
+
 struct CUgraphExec_st {
   std::vector<CUgraphNode_st> order;
   std::unordered_map<const CUgraphNode_st *, size_t> index;
+  std::vector<Segment> segments;
+  std::vector<size_t> segmentOf; // per node of `order`
+  std::mutex mu;                 // launches of one exec run one at a time
 };
 
 namespace {
@@ -182,6 +198,89 @@ cudaError_t captureNode(cudaStream_t stream,
   c.last = node.get();
   c.graph->nodes.push_back(std::move(node));
   return cudaSuccess;
+}
+
+/// Whether the server can keep `n` in a graph: it needs nothing from this
+/// process's memory when it runs.
+bool serverNode(const CUgraphNode_st &n) {
+  switch (n.type) {
+  case cudaGraphNodeTypeKernel:
+  case cudaGraphNodeTypeEventRecord:
+  case cudaGraphNodeTypeWaitEvent:
+  case cudaGraphNodeTypeEmpty:
+    return true;
+  case cudaGraphNodeTypeMemset: {
+    // Byte-wise: every byte of an element the same.
+    for (unsigned i = 1; i < n.elementSize; ++i)
+      if (((n.value >> (8 * i)) & 0xff) != (n.value & 0xff))
+        return false;
+    return true;
+  }
+  case cudaGraphNodeTypeMemcpy:
+    return n.kind == cudaMemcpyDeviceToDevice ||
+           (n.kind == cudaMemcpyDefault &&
+            driverIsDevicePointer(n.dst, n.bytes) &&
+            driverIsDevicePointer(n.src, n.bytes));
+  default:
+    return false;
+  }
+}
+
+/// The calls that keep the segment's nodes on the server.
+std::vector<GraphCall> serverCalls(CUgraphExec_st &exec, const Segment &seg) {
+  std::vector<GraphCall> calls;
+  for (size_t i = seg.begin; i < seg.end; ++i) {
+    const CUgraphNode_st &n = exec.order[i];
+    GraphCall c;
+    switch (n.type) {
+    case cudaGraphNodeTypeKernel:
+      c.kind = GraphCall::Kind::Launch;
+      c.fn = n.fn;
+      c.grid[0] = n.grid.x, c.grid[1] = n.grid.y, c.grid[2] = n.grid.z;
+      c.block[0] = n.block.x, c.block[1] = n.block.y, c.block[2] = n.block.z;
+      c.shared = n.shared;
+      c.params = n.params.data();
+      c.paramBytes = n.params.size();
+      calls.push_back(c);
+      break;
+    case cudaGraphNodeTypeMemset:
+      c.kind = GraphCall::Kind::Memset;
+      c.value = (unsigned char)n.value;
+      c.bytes = n.width * n.elementSize;
+      for (size_t row = 0; row < n.height; ++row) {
+        c.dst = reinterpret_cast<CUdeviceptr>(n.dst) + row * n.pitch;
+        calls.push_back(c);
+      }
+      break;
+    case cudaGraphNodeTypeMemcpy:
+      c.kind = GraphCall::Kind::CopyDeviceToDevice;
+      c.dst = reinterpret_cast<CUdeviceptr>(n.dst);
+      c.src = reinterpret_cast<CUdeviceptr>(n.src);
+      c.bytes = n.bytes;
+      calls.push_back(c);
+      break;
+    case cudaGraphNodeTypeEventRecord:
+    case cudaGraphNodeTypeWaitEvent:
+      c.kind = n.type == cudaGraphNodeTypeEventRecord
+                   ? GraphCall::Kind::EventRecord
+                   : GraphCall::Kind::EventWait;
+      c.event = n.event;
+      calls.push_back(c);
+      break;
+    default:
+      break;
+    }
+  }
+  return calls;
+}
+
+/// Forgets the server's copy of the segment holding node `i` (its
+/// parameters changed): it is made again at the next launch.
+void invalidateSegment(CUgraphExec_st &exec, size_t i) {
+  Segment &seg = exec.segments[exec.segmentOf[i]];
+  if (seg.handle)
+    (void)driverGraphDestroy(seg.handle);
+  seg.handle = 0;
 }
 
 /// Issues one node on `stream`.
@@ -639,6 +738,21 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
       n.paramPointers.push_back(n.params.data() + offset);
     }
   }
+  // Runs of nodes the server can keep become graphs on the server (made at
+  // the first launch).
+  result->segmentOf.resize(result->order.size());
+  for (size_t i = 0; i < result->order.size(); ++i) {
+    bool server = serverNode(result->order[i]);
+    if (result->segments.empty() ||
+        result->segments.back().onServer != server) {
+      Segment seg;
+      seg.begin = i;
+      seg.onServer = server;
+      result->segments.push_back(seg);
+    }
+    result->segments.back().end = i + 1;
+    result->segmentOf[i] = result->segments.size() - 1;
+  }
   *exec = result.release();
   g.execs.insert(*exec);
   return cudaSuccess;
@@ -655,6 +769,9 @@ RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.execs.erase(exec))
     return setError(cudaErrorInvalidValue);
+  for (Segment &seg : exec->segments)
+    if (seg.handle)
+      (void)driverGraphDestroy(seg.handle);
   delete exec;
   return cudaSuccess;
 }
@@ -685,7 +802,9 @@ cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
            "change");
     return setError(cudaErrorInvalidValue);
   }
+  std::lock_guard<std::mutex> lock(exec->mu);
   *target = std::move(updated);
+  invalidateSegment(*exec, exec->index[node]);
   return cudaSuccess;
 }
 
@@ -699,10 +818,29 @@ RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     if (!g.execs.count(exec))
       return setError(cudaErrorInvalidValue);
   }
-  for (CUgraphNode_st &n : exec->order) {
-    e = runNode(n, stream);
-    if (e != cudaSuccess)
-      return setError(e);
+  std::lock_guard<std::mutex> lock(exec->mu);
+  for (Segment &seg : exec->segments) {
+    if (seg.onServer && !seg.refused) {
+      if (!seg.handle) {
+        std::vector<GraphCall> calls = serverCalls(*exec, seg);
+        CUresult r = driverGraphCreate(calls.data(), calls.size(), &seg.handle);
+        if (r == CUDA_ERROR_NOT_SUPPORTED)
+          seg.refused = true;
+        else if (r != CUDA_SUCCESS)
+          return fromDriver(r);
+      }
+      if (!seg.refused) {
+        CUresult r = driverGraphLaunch(seg.handle, stream);
+        if (r != CUDA_SUCCESS)
+          return fromDriver(r);
+        continue;
+      }
+    }
+    for (size_t i = seg.begin; i < seg.end; ++i) {
+      e = runNode(exec->order[i], stream);
+      if (e != cudaSuccess)
+        return setError(e);
+    }
   }
   return cudaSuccess;
 }

@@ -221,6 +221,8 @@ public:
   Status enqueue(pb::Call &&call, const void *data, size_t bytes) {
     if (dead)
       return makeStatus(Code::Unavailable, deadReason);
+    if (recording)
+      return record(std::move(call), data != nullptr);
     call.set_seq(++seq);
     *batch.add_calls() = std::move(call);
     if (data) {
@@ -251,6 +253,9 @@ public:
                    int timeoutMs = -1) {
     if (dead)
       return makeStatus(Code::Unavailable, deadReason);
+    if (recording && !call.has_graph_create())
+      return makeStatus(Code::InvalidValue,
+                        "a synchronous call while a graph is being recorded");
     uint64_t mySeq = ++seq;
     call.set_seq(mySeq);
     *batch.add_calls() = std::move(call);
@@ -383,6 +388,28 @@ public:
     }
   }
 
+  /// Between beginGraph and endGraph: the call joins the graph instead of
+  /// the batch.
+  Status record(pb::Call &&call, bool hasPayload) {
+    switch (call.op_case()) {
+    case pb::Call::kLaunch:
+    case pb::Call::kMemset:
+    case pb::Call::kCopyDeviceToDevice:
+    case pb::Call::kEventRecord:
+    case pb::Call::kStreamWaitEvent:
+      if (!hasPayload)
+        break;
+      [[fallthrough]];
+    default:
+      return makeStatus(Code::Unsupported,
+                        "a graph on the server holds launches, memsets, "
+                        "device-to-device copies, event records and stream "
+                        "waits only");
+    }
+    *recorded.add_calls() = std::move(call);
+    return {};
+  }
+
   void deviceOutput(const std::string &text) {
     if (options.deviceOutput) {
       options.deviceOutput(text);
@@ -391,6 +418,9 @@ public:
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }
+
+  bool recording = false;
+  pb::GraphCreate recorded;
 
   Options options;
   std::string endpoint;
@@ -849,6 +879,47 @@ Status Client::eventElapsed(uint64_t start, uint64_t end, float &ms) {
 Status Client::deviceSynchronize() {
   return sync(
       *impl, [](pb::Call &c) { c.mutable_device_synchronize(); }, noReply);
+}
+
+Status Client::beginGraph() {
+  if (impl->recording)
+    return makeStatus(Code::InvalidValue, "a graph is already being recorded");
+  impl->recording = true;
+  impl->recorded.Clear();
+  return {};
+}
+
+Status Client::endGraph(uint64_t &graph) {
+  if (!impl->recording)
+    return makeStatus(Code::InvalidValue, "no graph is being recorded");
+  impl->recording = false;
+  pb::GraphCreate calls = std::move(impl->recorded);
+  impl->recorded.Clear();
+  return sync(
+      *impl,
+      [&](pb::Call &c) { *c.mutable_graph_create() = std::move(calls); },
+      readHandle(graph));
+}
+
+void Client::abandonGraph() {
+  impl->recording = false;
+  impl->recorded.Clear();
+}
+
+Status Client::graphLaunch(uint64_t graph, uint64_t stream) {
+  return guarded([&] {
+    pb::Call c;
+    pb::GraphLaunch *g = c.mutable_graph_launch();
+    g->set_graph(graph);
+    g->set_stream(stream);
+    return impl->enqueue(std::move(c), nullptr, 0);
+  });
+}
+
+Status Client::graphDestroy(uint64_t graph) {
+  return sync(
+      *impl, [&](pb::Call &c) { c.mutable_graph_destroy()->set_graph(graph); },
+      noReply);
 }
 
 Status Client::flush() {

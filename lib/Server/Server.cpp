@@ -352,6 +352,8 @@ struct Session {
   std::map<uint64_t, std::unique_ptr<SessionModule>> modules;
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
+  /// CUDA graphs: the asynchronous calls a GraphLaunch replays.
+  std::map<uint64_t, std::vector<pb::Call>> graphs;
   uint64_t nextHandle = 1;
   /// Shared with the printf sinks of the session's launches in flight.
   std::shared_ptr<DeviceOutput> output = std::make_shared<DeviceOutput>();
@@ -1183,6 +1185,10 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     isSync = false;
     stream = call.stream_wait_event().stream();
     break;
+  case pb::Call::kGraphLaunch:
+    isSync = false;
+    stream = call.graph_launch().stream();
+    break;
   default:
     break;
   }
@@ -1736,6 +1742,101 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     if (e->record)
       addDep(op, e->record);
     return submit(op);
+  }
+  case pb::Call::kGraphCreate: {
+    if (s->graphs.size() >= options.maxGraphsPerSession)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("a session may keep at most {0} graphs",
+                                       options.maxGraphsPerSession),
+                         seq));
+    auto *calls = call.mutable_graph_create()->mutable_calls();
+    if (unsigned(calls->size()) > options.maxGraphCalls)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("a graph may hold at most {0} calls, "
+                                       "this one has {1}",
+                                       options.maxGraphCalls, calls->size()),
+                         seq));
+    std::vector<pb::Call> stored;
+    stored.reserve(calls->size());
+    for (int i = 0; i < calls->size(); ++i) {
+      pb::Call &c = (*calls)[i];
+      switch (c.op_case()) {
+      case pb::Call::kLaunch:
+      case pb::Call::kEventRecord:
+      case pb::Call::kStreamWaitEvent:
+        break;
+      case pb::Call::kMemset:
+        c.mutable_memset()->set_async(true);
+        break;
+      case pb::Call::kCopyDeviceToDevice:
+        c.mutable_copy_device_to_device()->set_async(true);
+        break;
+      default:
+        return fail(status(pb::INVALID_VALUE,
+                           llvm::formatv("graph call {0} is not a launch, "
+                                         "memset, device-to-device copy, event "
+                                         "record or stream wait",
+                                         i),
+                           seq));
+      }
+      stored.push_back(std::move(c));
+    }
+    uint64_t h = s->nextHandle++;
+    s->graphs.emplace(h, std::move(stored));
+    pb::Reply r = simpleReply();
+    r.mutable_handle()->set_handle(h);
+    return reply(routingId, r);
+  }
+  case pb::Call::kGraphDestroy: {
+    if (!s->graphs.erase(call.graph_destroy().graph()))
+      return fail(status(pb::INVALID_HANDLE,
+                         llvm::formatv("graph {0} is not a graph of this "
+                                       "session",
+                                       call.graph_destroy().graph()),
+                         seq));
+    pb::Reply r = simpleReply();
+    return reply(routingId, r);
+  }
+  case pb::Call::kGraphLaunch: {
+    auto it = s->graphs.find(call.graph_launch().graph());
+    if (it == s->graphs.end())
+      return fail(status(pb::INVALID_HANDLE,
+                         llvm::formatv("graph {0} is not a graph of this "
+                                       "session",
+                                       call.graph_launch().graph()),
+                         seq));
+    if (pb::Status st = checkStream(*s, stream, seq); st.code() != pb::OK)
+      return fail(st);
+    // Each stored call goes through the same checks as if it had been sent
+    // now, on this stream, under this call's sequence number.
+    std::deque<Frame> none;
+    for (const pb::Call &stored : it->second) {
+      pb::Call c = stored;
+      c.set_seq(seq);
+      switch (c.op_case()) {
+      case pb::Call::kLaunch:
+        c.mutable_launch()->set_stream(stream);
+        break;
+      case pb::Call::kMemset:
+        c.mutable_memset()->set_stream(stream);
+        break;
+      case pb::Call::kCopyDeviceToDevice:
+        c.mutable_copy_device_to_device()->set_stream(stream);
+        break;
+      case pb::Call::kEventRecord:
+        c.mutable_event_record()->set_stream(stream);
+        break;
+      case pb::Call::kStreamWaitEvent:
+        c.mutable_stream_wait_event()->set_stream(stream);
+        break;
+      default:
+        break;
+      }
+      handleCall(routingId, fd, c, none, false);
+      if (s->dead || s->sticky.code() != pb::OK)
+        break;
+    }
+    return;
   }
   case pb::Call::kDeviceSynchronize: {
     Op *op = newOp(*s, Op::Type::Marker, 0, seq);

@@ -893,3 +893,76 @@ TEST_F(ServerTest, ZludaSuiteThroughTheServer) {
       << remote.second << log();
 }
 } // namespace
+
+// CUDA graphs kept on the server: a recorded sequence of launches, memsets
+// and copies replayed by one call per launch; handles are the session's;
+// calls that need this process's memory cannot be recorded; a replayed
+// launch's error is reported under the GraphLaunch's sequence number.
+TEST_F(ServerTest, GraphsAreKeptOnTheServer) {
+  startServer();
+  auto c = connect("alice");
+  auto other = connect("bob");
+  ASSERT_TRUE(c && other);
+  Module m;
+  ASSERT_TRUE(c->loadModule(corpus("elementwise.sm_90.ptx"), "ew", m).ok());
+  const KernelLayout *k = m.findKernel("vec_add");
+  ASSERT_NE(k, nullptr);
+  const int n = 256;
+  std::vector<float> x(n, 1.5f), z(n);
+  uint64_t dx, dz, dw;
+  ASSERT_TRUE(c->malloc(n * 4, dx).ok());
+  ASSERT_TRUE(c->malloc(n * 4, dz).ok());
+  ASSERT_TRUE(c->malloc(n * 4, dw).ok());
+  ASSERT_TRUE(c->copyToDevice(dx, x.data(), n * 4).ok());
+
+  // z = 0; z = x + z; w = z: each replay adds nothing new, so z = x after
+  // any number of replays; then z = x + w doubles it.
+  ASSERT_TRUE(c->beginGraph().ok());
+  ASSERT_TRUE(c->memset(dz, 0, n * 4, 0, true).ok());
+  Params p(*k);
+  p.add(int32_t(n)).add(dx).add(dz).add(dz);
+  ASSERT_TRUE(c->launch(m.handle, "vec_add", {1}, {n}, 0, p.bytes.data(),
+                        p.bytes.size())
+                  .ok());
+  ASSERT_TRUE(c->copyDeviceToDevice(dw, dz, n * 4, 0, true).ok());
+  // Not recordable: a copy from this process's memory, a synchronous call.
+  EXPECT_EQ(c->copyToDevice(dz, x.data(), 4, 0, true).code, Code::Unsupported);
+  uint64_t dummy;
+  EXPECT_EQ(c->malloc(16, dummy).code, Code::InvalidValue);
+  uint64_t graph = 0;
+  ASSERT_TRUE(c->endGraph(graph).ok());
+  ASSERT_NE(graph, 0u);
+  // Recording did not run anything.
+  ASSERT_TRUE(c->copyFromDevice(z.data(), dw, n * 4).ok());
+  EXPECT_EQ(z[0], 0.0f);
+
+  uint64_t before = c->lastSeq();
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(c->graphLaunch(graph, 0).ok());
+  EXPECT_EQ(c->lastSeq() - before, 10u) << "one call per replay";
+  ASSERT_TRUE(c->copyFromDevice(z.data(), dw, n * 4).ok());
+  for (float v : z)
+    ASSERT_EQ(v, 1.5f);
+
+  // Another session cannot launch or destroy it.
+  EXPECT_TRUE(other->graphLaunch(graph, 0).ok()); // asynchronous
+  EXPECT_EQ(other->deviceSynchronize().code, Code::InvalidHandle);
+  EXPECT_EQ(other->graphDestroy(graph).code, Code::InvalidHandle);
+
+  // A graph whose launch faults: the error names the GraphLaunch call.
+  ASSERT_TRUE(c->beginGraph().ok());
+  Params bad(*k);
+  bad.add(int32_t(n)).add(dx).add(dz).add(uint64_t(16));
+  ASSERT_TRUE(c->launch(m.handle, "vec_add", {1}, {n}, 0, bad.bytes.data(),
+                        bad.bytes.size())
+                  .ok());
+  uint64_t faulty = 0;
+  ASSERT_TRUE(c->endGraph(faulty).ok());
+  ASSERT_TRUE(c->graphDestroy(graph).ok());
+  EXPECT_EQ(c->graphDestroy(graph).code, Code::InvalidHandle);
+  ASSERT_TRUE(c->graphLaunch(faulty, 0).ok());
+  uint64_t launchSeq = c->lastSeq();
+  Status s = c->deviceSynchronize();
+  EXPECT_EQ(s.code, Code::LaunchFailure) << s.str();
+  EXPECT_EQ(s.seq, launchSeq) << s.str();
+}

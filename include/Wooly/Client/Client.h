@@ -239,6 +239,21 @@ public:
   Status eventElapsed(uint64_t start, uint64_t end, float &ms);
 
   Status deviceSynchronize();
+
+  /// CUDA graphs kept on the server. After `beginGraph`, the asynchronous
+  /// calls `launch`, `memset`/`copyDeviceToDevice` with `async`,
+  /// `eventRecord` and `streamWaitEvent` are recorded instead of sent (their
+  /// stream is ignored; other asynchronous calls are Unsupported, and
+  /// synchronous calls must not be made) until `endGraph` stores them on the
+  /// server as one graph. `graphLaunch` (asynchronous) replays it on a
+  /// stream: one small call, whatever the graph's size.
+  Status beginGraph();
+  Status endGraph(uint64_t &graph);
+  /// Drops what was recorded since `beginGraph`.
+  void abandonGraph();
+  Status graphLaunch(uint64_t graph, uint64_t stream = 0);
+  Status graphDestroy(uint64_t graph);
+
   /// Sends the batched asynchronous calls now.
   Status flush();
   /// A round trip that does nothing (for benchmarks and liveness).

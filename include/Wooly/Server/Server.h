@@ -46,6 +46,9 @@ struct ServerOptions {
   unsigned maxModulesPerSession = 1024;
   unsigned maxStreamsPerSession = 4096;
   unsigned maxEventsPerSession = 1 << 16;
+  unsigned maxGraphsPerSession = 4096;
+  /// Calls one graph may hold.
+  unsigned maxGraphCalls = 1 << 16;
   uint64_t maxAllocationsPerSession = 1 << 20;
   /// How long SIGINT/SIGTERM waits for queued work before exiting.
   unsigned drainTimeoutMs = 10000;
