@@ -75,6 +75,8 @@ config.substitutions.append(
     ("%prebuilt_apps", os.path.join(config.wooly_src_root, "test", "apps", "cuda", "prebuilt"))
 )
 config.substitutions.append(("%cuda_apps", config.wooly_cuda_apps_dir))
+config.substitutions.append(("%wooly_src_root", config.wooly_src_root))
+config.substitutions.append(("%wooly_obj_root", config.wooly_obj_root))
 config.substitutions.append(
     ("%wooly_capture", os.path.join(config.wooly_obj_root, "capture"))
 )
