@@ -59,6 +59,19 @@ int main() {
               "cudaMemcpy %s\n",
               cudaGetErrorName(again), cudaGetErrorName(alloc),
               cudaGetErrorName(copy));
+
+  // cudaDeviceReset clears the fault: a fresh context works again.
+  CHECK(cudaDeviceReset());
+  int *dFresh;
+  CHECK(cudaMalloc(&dFresh, 32 * sizeof(int)));
+  writeFar<<<1, 32>>>(dFresh, 0);
+  CHECK(cudaGetLastError());
+  int fresh[32];
+  CHECK(cudaMemcpy(fresh, dFresh, sizeof fresh, cudaMemcpyDeviceToHost));
+  EXPECT(fresh[0] == 42 && fresh[31] == 42, "after the reset: fresh[0] = %d",
+         fresh[0]);
+  std::printf("after cudaDeviceReset: fresh[0] = %d\n", fresh[0]);
+  CHECK(cudaFree(dFresh));
   app::pass();
   return 0;
 }
