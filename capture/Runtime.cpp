@@ -249,10 +249,9 @@ cudaError_t loadFatbin(FatbinRecord &f) {
   return cudaSuccess;
 }
 
-/// Resolves a kernel handle or host stub to its record (null if neither).
-KernelRecord *findKernel(const void *func) {
-  Registry &r = registry();
-  std::shared_lock<std::shared_mutex> lock(r.mu);
+/// Resolves a kernel handle or host stub to its record (null if neither);
+/// `r.mu` is held.
+KernelRecord *findKernelLocked(Registry &r, const void *func) {
   auto it = r.byHostFun.find(func);
   if (it != r.byHostFun.end())
     return it->second;
@@ -262,17 +261,25 @@ KernelRecord *findKernel(const void *func) {
   return nullptr;
 }
 
+KernelRecord *findKernel(const void *func) {
+  Registry &r = registry();
+  std::shared_lock<std::shared_mutex> lock(r.mu);
+  return findKernelLocked(r, func);
+}
+
 } // namespace
 
 namespace wooly::capture {
 
 cudaError_t resolveFunction(const void *func, CUfunction &fn) {
-  KernelRecord *k = findKernel(func);
-  if (!k)
-    return cudaErrorInvalidDeviceFunction;
   Registry &r = registry();
+  KernelRecord *k;
   {
+    // The launch path: one shared lock.
     std::shared_lock<std::shared_mutex> lock(r.mu);
+    k = findKernelLocked(r, func);
+    if (!k)
+      return cudaErrorInvalidDeviceFunction;
     if (k->fn) {
       fn = k->fn;
       return cudaSuccess;
