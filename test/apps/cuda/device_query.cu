@@ -111,6 +111,23 @@ int main() {
   EXPECT(driverVersion >= 13000,
          "driver version %d cannot run a CUDA 13 program", driverVersion);
 
+  // Driver functions looked up through the runtime (as PyTorch does).
+  void *entry = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  CHECK(cudaGetDriverEntryPointByVersion("cuDriverGetVersion", &entry, 12000,
+                                         cudaEnableDefault, &found));
+  EXPECT(found == cudaDriverEntryPointSuccess && entry,
+         "cuDriverGetVersion not found through cudaGetDriverEntryPoint");
+  int viaEntry = 0;
+  EXPECT(reinterpret_cast<int (*)(int *)>(entry)(&viaEntry) == 0 &&
+             viaEntry == driverVersion,
+         "cuDriverGetVersion through its entry point gave %d", viaEntry);
+  CHECK(cudaGetDriverEntryPointByVersion("cuNoSuchFunction", &entry, 12000,
+                                         cudaEnableDefault, &found));
+  EXPECT(found == cudaDriverEntryPointSymbolNotFound,
+         "a function that does not exist was found");
+  std::printf("driver entry point cuDriverGetVersion: %d\n", viaEntry);
+
   CHECK(cudaDeviceReset());
   app::pass();
   return 0;
