@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaAbi.h"
 #include "Driver.h"
+#include "CudaAbi.h"
 #include "Fatbin.h"
 #include "Log.h"
 #include "PtxLink.h"
@@ -199,7 +199,7 @@ CUresult connect(State &s) {
   if (!s.client) {
     log(1, "cannot open a session on wooly-serve: %s", st.str().c_str());
     return fromCode(st) == CUDA_ERROR_DEVICE_UNAVAILABLE ? CUDA_ERROR_NO_DEVICE
-                                                          : fromCode(st);
+                                                         : fromCode(st);
   }
   st = s.client->getDevice(s.props);
   if (!st.ok()) {
@@ -270,15 +270,14 @@ CUresult ptxOfImage(const void *image, std::string &ptx, std::string &error) {
       return CUDA_ERROR_NO_BINARY_FOR_GPU;
     }
     return wooly::capture::linkPtx(texts, ptx, error) ? CUDA_SUCCESS
-                                                       : CUDA_ERROR_INVALID_PTX;
+                                                      : CUDA_ERROR_INVALID_PTX;
   }
   if (magic == 0xBA55ED50u) { // a fatbin
     size_t size = wooly::capture::fatbinSize(image);
     std::vector<wooly::capture::FatbinEntry> entries;
-    if (!size ||
-        !wooly::capture::parseFatbin(
-            std::string_view(static_cast<const char *>(image), size), entries,
-            error))
+    if (!size || !wooly::capture::parseFatbin(
+                     std::string_view(static_cast<const char *>(image), size),
+                     entries, error))
       return CUDA_ERROR_INVALID_IMAGE;
     int pick = wooly::capture::pickPtx(entries);
     if (pick < 0) {
@@ -312,11 +311,12 @@ CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
                        CUmodule *module) {
   LOCKED_READY(s);
   // Kernels that launch kernels call the device runtime (cudadevrt).
-  for (const char *sym : {"cudaLaunchDeviceV2", "cudaLaunchDevice(",
-                          "cudaGetParameterBufferV2"})
+  for (const char *sym :
+       {"cudaLaunchDeviceV2", "cudaLaunchDevice(", "cudaGetParameterBufferV2"})
     if (ptx.find(sym) != std::string_view::npos) {
-      log(1, "%.*s: uses dynamic parallelism (a kernel launching kernels, "
-             "%s), which Wooly does not support yet",
+      log(1,
+          "%.*s: uses dynamic parallelism (a kernel launching kernels, "
+          "%s), which Wooly does not support yet",
           (int)name.size(), name.data(), sym);
       return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -936,8 +936,8 @@ WOOLY_CU_API CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module,
   f->offsets = layout->paramOffsets;
   f->sizes = layout->paramSizes;
   f->paramBytes = layout->paramBufferSize;
-  f->maxDynamicShared = (int)std::min<uint64_t>(s.props.sharedPerBlock,
-                                                0x7fffffff);
+  f->maxDynamicShared =
+      (int)std::min<uint64_t>(s.props.sharedPerBlock, 0x7fffffff);
   *fn = f.get();
   s.functions.insert(f.get());
   module->functions.emplace(name, std::move(f));
@@ -1130,8 +1130,8 @@ CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
     return CUDA_ERROR_INVALID_VALUE;
   }
   CHECK_STATUS("cuLaunchKernel",
-               s.client->launch(f->module->handle, f->name, grid, block,
-                                shared, buffer, bytes, handle));
+               s.client->launch(f->module->handle, f->name, grid, block, shared,
+                                buffer, bytes, handle));
   return CUDA_SUCCESS;
 }
 
@@ -1161,10 +1161,9 @@ WOOLY_CU_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config,
     log(1, "cuLaunchKernelEx: launch attribute %d is not supported yet", a.id);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  return cuLaunchKernel(f, config->gridDimX, config->gridDimY,
-                        config->gridDimZ, config->blockDimX, config->blockDimY,
-                        config->blockDimZ, config->sharedMemBytes,
-                        config->hStream, params, extra);
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ,
+                        config->blockDimX, config->blockDimY, config->blockDimZ,
+                        config->sharedMemBytes, config->hStream, params, extra);
 }
 
 WOOLY_CU_API CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned,
@@ -1370,8 +1369,8 @@ CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
   std::vector<uint8_t> pattern(count * width);
   for (size_t i = 0; i < count; ++i)
     std::memcpy(&pattern[i * width], &value, width);
-  CHECK_STATUS(call, s.client->copyToDevice(dst, pattern.data(),
-                                            pattern.size(), handle, async));
+  CHECK_STATUS(call, s.client->copyToDevice(dst, pattern.data(), pattern.size(),
+                                            handle, async));
   return CUDA_SUCCESS;
 }
 
@@ -1402,47 +1401,37 @@ WOOLY_CU_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src,
   return copyD2D(dst, src, bytes, stream, true, "cuMemcpyDtoDAsync");
 }
 
+namespace {
 /// Unified addressing: the direction follows from which pointers are the
-/// device's.
-WOOLY_CU_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
-                                    size_t bytes, CUstream stream) {
+/// device's; a host-to-host copy happens here, in stream order.
+CUresult copyUnified(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                     CUstream stream, bool async, const char *call) {
   bool dDev = wooly::capture::driverIsDevicePointer(
       reinterpret_cast<void *>(dst), bytes);
   bool sDev = wooly::capture::driverIsDevicePointer(
       reinterpret_cast<void *>(src), bytes);
   if (dDev && sDev)
-    return copyD2D(dst, src, bytes, stream, true, "cuMemcpyAsync");
+    return copyD2D(dst, src, bytes, stream, async, call);
   if (dDev)
     return copyH2D(dst, reinterpret_cast<const void *>(src), bytes, stream,
-                   true, "cuMemcpyAsync");
+                   async, call);
   if (sDev)
-    return copyD2H(reinterpret_cast<void *>(dst), src, bytes, stream,
-                   "cuMemcpyAsync");
-  CUresult r = cuStreamSynchronize(stream);
+    return copyD2H(reinterpret_cast<void *>(dst), src, bytes, stream, call);
+  CUresult r = async ? cuStreamSynchronize(stream) : CUDA_SUCCESS;
   if (r == CUDA_SUCCESS && bytes)
     std::memmove(reinterpret_cast<void *>(dst),
                  reinterpret_cast<const void *>(src), bytes);
   return r;
 }
+} // namespace
 
-WOOLY_CU_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src,
-                               size_t bytes) {
-  bool dDev = wooly::capture::driverIsDevicePointer(
-      reinterpret_cast<void *>(dst), bytes);
-  bool sDev = wooly::capture::driverIsDevicePointer(
-      reinterpret_cast<void *>(src), bytes);
-  if (dDev && sDev)
-    return copyD2D(dst, src, bytes, nullptr, false, "cuMemcpy");
-  if (dDev)
-    return copyH2D(dst, reinterpret_cast<const void *>(src), bytes, nullptr,
-                   false, "cuMemcpy");
-  if (sDev)
-    return copyD2H(reinterpret_cast<void *>(dst), src, bytes, nullptr,
-                   "cuMemcpy");
-  if (bytes)
-    std::memmove(reinterpret_cast<void *>(dst),
-                 reinterpret_cast<const void *>(src), bytes);
-  return CUDA_SUCCESS;
+WOOLY_CU_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+                                    size_t bytes, CUstream stream) {
+  return copyUnified(dst, src, bytes, stream, true, "cuMemcpyAsync");
+}
+
+WOOLY_CU_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  return copyUnified(dst, src, bytes, nullptr, false, "cuMemcpy");
 }
 
 WOOLY_CU_API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value,
@@ -1463,13 +1452,11 @@ WOOLY_CU_API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
 }
 WOOLY_CU_API CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value,
                                        size_t count, CUstream stream) {
-  return memsetElements(dst, value, 2, count, stream, true,
-                        "cuMemsetD16Async");
+  return memsetElements(dst, value, 2, count, stream, true, "cuMemsetD16Async");
 }
 WOOLY_CU_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value,
                                        size_t count, CUstream stream) {
-  return memsetElements(dst, value, 4, count, stream, true,
-                        "cuMemsetD32Async");
+  return memsetElements(dst, value, 4, count, stream, true, "cuMemsetD32Async");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1566,8 +1553,8 @@ WOOLY_CU_API CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn,
 }
 
 WOOLY_CU_API CUresult cuStreamAddCallback(CUstream stream,
-                                          CUstreamCallback callback,
-                                          void *data, unsigned flags) {
+                                          CUstreamCallback callback, void *data,
+                                          unsigned flags) {
   if (!callback || flags != 0)
     return CUDA_ERROR_INVALID_VALUE;
   CUresult r = cuStreamSynchronize(stream);

@@ -19,8 +19,9 @@
 namespace wooly::capture {
 
 /// Loads PTX text as a module; `name` is for logs.
-WOOLY_DRIVER_PRIVATE cuabi::CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
-                              cuabi::CUmodule *module);
+WOOLY_DRIVER_PRIVATE cuabi::CUresult driverLoadPtx(std::string_view ptx,
+                                                   std::string_view name,
+                                                   cuabi::CUmodule *module);
 /// Whether [ptr, ptr + bytes) is device memory of the session (an allocation
 /// or a module variable).
 WOOLY_DRIVER_PRIVATE bool driverIsDevicePointer(const void *ptr, size_t bytes);
@@ -30,7 +31,13 @@ WOOLY_DRIVER_PRIVATE uint64_t driverLastSeq();
 WOOLY_DRIVER_PRIVATE size_t driverParamBufferSize(cuabi::CUfunction fn);
 /// One call of a graph kept on the server (see driverGraphCreate).
 struct GraphCall {
-  enum class Kind { Launch, Memset, CopyDeviceToDevice, EventRecord, EventWait };
+  enum class Kind {
+    Launch,
+    Memset,
+    CopyDeviceToDevice,
+    EventRecord,
+    EventWait
+  };
   Kind kind = Kind::Launch;
   cuabi::CUfunction fn = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};

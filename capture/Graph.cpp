@@ -88,8 +88,8 @@ struct CUgraph_st {
 struct Segment {
   size_t begin = 0, end = 0; // [begin, end) of CUgraphExec_st::order
   bool onServer = false;
-  uint64_t handle = 0;       // the server's graph; 0: create at next launch
-  bool refused = false;      // the server cannot keep it: run on the client
+  uint64_t handle = 0;  // the server's graph; 0: create at next launch
+  bool refused = false; // the server cannot keep it: run on the client
 };
 
 struct CUgraphExec_st {
@@ -145,8 +145,7 @@ cudaError_t packParams(CUgraphNode_st &n, void **args) {
   return cudaSuccess;
 }
 
-cudaError_t setKernelParams(CUgraphNode_st &n,
-                            const cudaKernelNodeParams &p) {
+cudaError_t setKernelParams(CUgraphNode_st &n, const cudaKernelNodeParams &p) {
   if (p.extra) {
     log(1, "kernel node parameters given through 'extra' are not supported "
            "yet; use kernelParams");
@@ -291,13 +290,12 @@ cudaError_t runNode(CUgraphNode_st &n, cudaStream_t stream) {
     size_t size = n.params.size();
     void *extra[] = {kLaunchParamBufferPointer, n.params.data(),
                      kLaunchParamBufferSize, &size, kLaunchParamEnd};
-    r = cuLaunchKernel(n.fn, n.grid.x, n.grid.y, n.grid.z, n.block.x,
-                       n.block.y, n.block.z, n.shared, stream, nullptr, extra);
+    r = cuLaunchKernel(n.fn, n.grid.x, n.grid.y, n.grid.z, n.block.x, n.block.y,
+                       n.block.z, n.shared, stream, nullptr, extra);
     break;
   }
   case cudaGraphNodeTypeMemcpy:
-    return wooly::capture::memcpy(n.dst, n.src, n.bytes, n.kind, stream,
-                                  true);
+    return wooly::capture::memcpy(n.dst, n.src, n.bytes, n.kind, stream, true);
   case cudaGraphNodeTypeMemset:
     for (size_t row = 0; row < n.height && r == CUDA_SUCCESS; ++row) {
       auto d = reinterpret_cast<CUdeviceptr>(n.dst) + row * n.pitch;
@@ -461,8 +459,8 @@ RT_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
 
 RT_API cudaError_t cudaStreamGetCaptureInfo(
     cudaStream_t stream, cudaStreamCaptureStatus *status,
-    unsigned long long *id, cudaGraph_t *graph,
-    const cudaGraphNode_t **deps, const void **edges, size_t *numDeps) {
+    unsigned long long *id, cudaGraph_t *graph, const cudaGraphNode_t **deps,
+    const void **edges, size_t *numDeps) {
   if (!status)
     return setError(cudaErrorInvalidValue);
   Graphs &g = graphs();
@@ -592,21 +590,30 @@ RT_API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *node,
                                          size_t numDeps) {
   if (!node)
     return setError(cudaErrorInvalidValue);
-  return setError(addNode(graph, deps, numDeps,
-                          std::make_unique<CUgraphNode_st>(), node));
+  return setError(
+      addNode(graph, deps, numDeps, std::make_unique<CUgraphNode_st>(), node));
 }
+
+namespace {
+cudaError_t addEventNode(cudaGraphNodeType type, cudaGraphNode_t *node,
+                         cudaGraph_t graph, const cudaGraphNode_t *deps,
+                         size_t numDeps, cudaEvent_t event) {
+  if (!node || !event)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = type;
+  n->event = event;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+} // namespace
 
 RT_API cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *node,
                                                cudaGraph_t graph,
                                                const cudaGraphNode_t *deps,
                                                size_t numDeps,
                                                cudaEvent_t event) {
-  if (!node || !event)
-    return setError(cudaErrorInvalidValue);
-  auto n = std::make_unique<CUgraphNode_st>();
-  n->type = cudaGraphNodeTypeEventRecord;
-  n->event = event;
-  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+  return addEventNode(cudaGraphNodeTypeEventRecord, node, graph, deps, numDeps,
+                      event);
 }
 
 RT_API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *node,
@@ -614,12 +621,8 @@ RT_API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *node,
                                              const cudaGraphNode_t *deps,
                                              size_t numDeps,
                                              cudaEvent_t event) {
-  if (!node || !event)
-    return setError(cudaErrorInvalidValue);
-  auto n = std::make_unique<CUgraphNode_st>();
-  n->type = cudaGraphNodeTypeWaitEvent;
-  n->event = event;
-  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+  return addEventNode(cudaGraphNodeTypeWaitEvent, node, graph, deps, numDeps,
+                      event);
 }
 
 RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
@@ -633,8 +636,7 @@ RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
   if (!g.graphs.count(graph) || (count && (!from || !to)))
     return setError(cudaErrorInvalidValue);
   for (size_t i = 0; i < count; ++i)
-    if (!from[i] || !to[i] || from[i]->graph != graph ||
-        to[i]->graph != graph)
+    if (!from[i] || !to[i] || from[i]->graph != graph || to[i]->graph != graph)
       return setError(cudaErrorInvalidValue);
   for (size_t i = 0; i < count; ++i)
     to[i]->deps.push_back(from[i]);
@@ -682,9 +684,8 @@ RT_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
   return cudaSuccess;
 }
 
-RT_API cudaError_t
-cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
-                             const cudaKernelNodeParams *params) {
+RT_API cudaError_t cudaGraphKernelNodeSetParams(
+    cudaGraphNode_t node, const cudaKernelNodeParams *params) {
   if (!node || !params || node->type != cudaGraphNodeTypeKernel)
     return setError(cudaErrorInvalidValue);
   return setError(setKernelParams(*node, *params));

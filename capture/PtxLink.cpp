@@ -31,8 +31,8 @@ enum class Kind { Header, Declaration, Definition, Other };
 struct Statement {
   size_t begin = 0, end = 0; // [begin, end) in the module text
   Kind kind = Kind::Other;
-  std::string directive;     // ".version", ".target", ... for headers
-  std::string name;          // the symbol, for declarations and definitions
+  std::string directive; // ".version", ".target", ... for headers
+  std::string name;      // the symbol, for declarations and definitions
   bool isExtern = false, isVisible = false, isWeak = false;
   bool isFunction = false; // .func or .entry
   std::string head;        // the text before the body, for prototypes
@@ -68,8 +68,8 @@ std::vector<std::string> tokenize(std::string_view head) {
       i = j;
     } else if (std::isdigit((unsigned char)c)) {
       size_t j = i + 1;
-      while (j < head.size() && (std::isalnum((unsigned char)head[j]) ||
-                                 head[j] == '.'))
+      while (j < head.size() &&
+             (std::isalnum((unsigned char)head[j]) || head[j] == '.'))
         ++j;
       tokens.emplace_back(head.substr(i, j - i));
       i = j;
@@ -235,7 +235,8 @@ bool splitModule(const std::string &text, size_t index, Module &m,
       s.kind = Kind::Other; // debug sections: kept as they are
     } else if (!describe(s, head)) {
       error = "module " + std::to_string(index) + " line " +
-              std::to_string(s.line) + ": cannot find the symbol declared by '" +
+              std::to_string(s.line) +
+              ": cannot find the symbol declared by '" +
               std::string(head.substr(0, 80)) + "'";
       return false;
     }

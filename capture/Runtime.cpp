@@ -292,15 +292,17 @@ cudaError_t resolveFunction(const void *func, CUfunction &fn) {
     return cudaSuccess;
   }
   if (k->fatbin->hasManaged) {
-    log(1, "kernel %s belongs to a translation unit with __managed__ "
-           "variables, which Wooly does not support yet",
+    log(1,
+        "kernel %s belongs to a translation unit with __managed__ "
+        "variables, which Wooly does not support yet",
         k->name.c_str());
     return cudaErrorNotSupported;
   }
   cudaError_t e = loadFatbin(*k->fatbin);
   if (e != cudaSuccess)
     return e;
-  CUresult res = cuModuleGetFunction(&k->fn, k->fatbin->module, k->name.c_str());
+  CUresult res =
+      cuModuleGetFunction(&k->fn, k->fatbin->module, k->name.c_str());
   if (res == CUDA_ERROR_NOT_FOUND) {
     log(1, "kernel %s is not in the program's PTX", k->name.c_str());
     return cudaErrorInvalidDeviceFunction;
@@ -326,8 +328,8 @@ static cudaError_t resolveSymbol(const void *symbol, CUdeviceptr &address,
     if (e != cudaSuccess)
       return e;
     size_t bytes = 0;
-    CUresult res =
-        cuModuleGetGlobal_v2(&v.address, &bytes, v.fatbin->module, v.name.c_str());
+    CUresult res = cuModuleGetGlobal_v2(&v.address, &bytes, v.fatbin->module,
+                                        v.name.c_str());
     if (res == CUDA_ERROR_NOT_FOUND)
       return cudaErrorInvalidSymbol;
     if (res != CUDA_SUCCESS)
@@ -436,8 +438,9 @@ RT_API void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
   // memory so that it does not crash; its kernels refuse to launch.
   if (hostVarPtrAddress)
     *hostVarPtrAddress = calloc(1, size ? size : 1);
-  log(1, "__managed__ variable '%s' is not supported by Wooly yet: kernels "
-         "of its translation unit will fail to launch",
+  log(1,
+      "__managed__ variable '%s' is not supported by Wooly yet: kernels "
+      "of its translation unit will fail to launch",
       deviceName ? deviceName : "?");
 }
 
@@ -501,8 +504,8 @@ cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
 
 } // namespace wooly::capture
 
-RT_API cudaError_t __cudaLaunchKernel(const void *kernel, dim3 grid,
-                                      dim3 block, void **args, size_t shared,
+RT_API cudaError_t __cudaLaunchKernel(const void *kernel, dim3 grid, dim3 block,
+                                      void **args, size_t shared,
                                       cudaStream_t stream) {
   return launch(kernel, grid, block, args, shared, stream);
 }
@@ -573,9 +576,7 @@ RT_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr,
     return setError(e);
   std::memset(attr, 0, sizeof *attr);
   int v = 0;
-  auto get = [&](int a) -> CUresult {
-    return cuFuncGetAttribute(&v, a, fn);
-  };
+  auto get = [&](int a) -> CUresult { return cuFuncGetAttribute(&v, a, fn); };
   RETURN_IF(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
   attr->sharedSizeBytes = (size_t)v;
   RETURN_IF(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
@@ -652,11 +653,10 @@ RT_API cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *bytes,
   if (e != cudaSuccess)
     return setError(e);
   int maxDyn = 0, staticShared = 0;
-  RETURN_IF(cuFuncGetAttribute(&maxDyn,
-                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               fn));
-  RETURN_IF(
-      cuFuncGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
+  RETURN_IF(cuFuncGetAttribute(
+      &maxDyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn));
+  RETURN_IF(cuFuncGetAttribute(&staticShared,
+                               CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
   *bytes = (size_t)std::max(0, maxDyn - staticShared);
   return cudaSuccess;
 }
@@ -792,8 +792,7 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   return cudaSuccess;
 }
 
-RT_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least,
-                                                    int *greatest) {
+RT_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
   INIT();
   RETURN_IF(cuCtxGetStreamPriorityRange(least, greatest));
   return cudaSuccess;
@@ -804,7 +803,6 @@ RT_API cudaError_t cudaDeviceSynchronize() {
   RETURN_IF(cuCtxSynchronize());
   return cudaSuccess;
 }
-
 
 RT_API cudaError_t cudaDeviceReset() {
   INIT();
@@ -1101,8 +1099,8 @@ cudaError_t memset(void *dst, int value, size_t bytes, cudaStream_t stream,
   if (!bytes)
     return cudaSuccess;
   if (async && isCapturing(stream))
-    return setError(captureMemset(stream, dst, (unsigned char)value, 1, bytes,
-                                  1, bytes));
+    return setError(
+        captureMemset(stream, dst, (unsigned char)value, 1, bytes, 1, bytes));
   auto d = reinterpret_cast<CUdeviceptr>(dst);
   CUresult r = async ? cuMemsetD8Async(d, (unsigned char)value, bytes, stream)
                      : cuMemsetD8_v2(d, (unsigned char)value, bytes);
@@ -1122,21 +1120,19 @@ RT_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
 }
 
 RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
-                                     size_t spitch, size_t width,
-                                     size_t height, cudaMemcpyKind kind,
-                                     cudaStream_t stream) {
+                                     size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind, cudaStream_t stream) {
   if (width > dpitch || width > spitch)
     return setError(cudaErrorInvalidPitchValue);
   // Contiguous rows are one copy; otherwise one copy per row (batched when
   // asynchronous).
   if (dpitch == width && spitch == width)
-    return wooly::capture::memcpy(dst, src, width * height, kind, stream,
-                                  true);
+    return wooly::capture::memcpy(dst, src, width * height, kind, stream, true);
   for (size_t row = 0; row < height; ++row) {
-    cudaError_t e = wooly::capture::memcpy(
-        static_cast<char *>(dst) + row * dpitch,
-        static_cast<const char *>(src) + row * spitch, width, kind, stream,
-        true);
+    cudaError_t e =
+        wooly::capture::memcpy(static_cast<char *>(dst) + row * dpitch,
+                               static_cast<const char *>(src) + row * spitch,
+                               width, kind, stream, true);
     if (e != cudaSuccess)
       return e;
   }
@@ -1169,8 +1165,8 @@ RT_API cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value,
   if (width > pitch)
     return setError(cudaErrorInvalidPitchValue);
   for (size_t row = 0; row < height; ++row) {
-    cudaError_t e = wooly::capture::memset(static_cast<char *>(dst) + row * pitch,
-                                           value, width, stream, true);
+    cudaError_t e = wooly::capture::memset(
+        static_cast<char *>(dst) + row * pitch, value, width, stream, true);
     if (e != cudaSuccess)
       return e;
   }
@@ -1207,16 +1203,26 @@ RT_API cudaError_t cudaGetSymbolSize(size_t *bytes, const void *symbol) {
 }
 
 namespace {
-cudaError_t symbolCopy(const void *symbol, size_t bytes, size_t offset,
-                       CUdeviceptr &address) {
+/// A copy to (`toSymbol`) or from a registered variable, `offset` bytes in.
+cudaError_t symbolCopy(const void *symbol, void *host, size_t bytes,
+                       size_t offset, cudaMemcpyKind kind, cudaStream_t stream,
+                       bool async, bool toSymbol) {
+  CUdeviceptr address;
   size_t size;
   cudaError_t e = resolveSymbol(symbol, address, size);
   if (e != cudaSuccess)
     return setError(e);
   if (offset > size || bytes > size - offset)
     return setError(cudaErrorInvalidValue);
-  address += offset;
-  return cudaSuccess;
+  cudaMemcpyKind other =
+      toSymbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  if (kind != other && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyDefault)
+    return setError(cudaErrorInvalidMemcpyDirection);
+  void *device = reinterpret_cast<void *>(address + offset);
+  return toSymbol
+             ? wooly::capture::memcpy(device, host, bytes, kind, stream, async)
+             : wooly::capture::memcpy(host, device, bytes, kind, stream, async);
 }
 } // namespace
 
@@ -1224,58 +1230,28 @@ RT_API cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src,
                                            size_t bytes, size_t offset,
                                            cudaMemcpyKind kind,
                                            cudaStream_t stream) {
-  CUdeviceptr address;
-  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
-  if (e != cudaSuccess)
-    return e;
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return setError(cudaErrorInvalidMemcpyDirection);
-  return wooly::capture::memcpy(reinterpret_cast<void *>(address), src, bytes,
-                                kind, stream, true);
+  return symbolCopy(symbol, const_cast<void *>(src), bytes, offset, kind,
+                    stream, true, true);
 }
 
 RT_API cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src,
                                       size_t bytes, size_t offset,
                                       cudaMemcpyKind kind) {
-  CUdeviceptr address;
-  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
-  if (e != cudaSuccess)
-    return e;
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return setError(cudaErrorInvalidMemcpyDirection);
-  return wooly::capture::memcpy(reinterpret_cast<void *>(address), src, bytes,
-                                kind, nullptr, false);
+  return symbolCopy(symbol, const_cast<void *>(src), bytes, offset, kind,
+                    nullptr, false, true);
 }
 
 RT_API cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol,
                                              size_t bytes, size_t offset,
                                              cudaMemcpyKind kind,
                                              cudaStream_t stream) {
-  CUdeviceptr address;
-  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
-  if (e != cudaSuccess)
-    return e;
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return setError(cudaErrorInvalidMemcpyDirection);
-  return wooly::capture::memcpy(dst, reinterpret_cast<void *>(address), bytes,
-                                kind, stream, true);
+  return symbolCopy(symbol, dst, bytes, offset, kind, stream, true, false);
 }
 
 RT_API cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol,
                                         size_t bytes, size_t offset,
                                         cudaMemcpyKind kind) {
-  CUdeviceptr address;
-  cudaError_t e = symbolCopy(symbol, bytes, offset, address);
-  if (e != cudaSuccess)
-    return e;
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
-      kind != cudaMemcpyDefault)
-    return setError(cudaErrorInvalidMemcpyDirection);
-  return wooly::capture::memcpy(dst, reinterpret_cast<void *>(address), bytes,
-                                kind, nullptr, false);
+  return symbolCopy(symbol, dst, bytes, offset, kind, nullptr, false, false);
 }
 
 //===----------------------------------------------------------------------===//

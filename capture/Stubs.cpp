@@ -18,7 +18,7 @@
 #include "Log.h"
 
 #define WOOLY_STUB(name)                                                       \
-  extern "C" __attribute__((weak, visibility("default"))) int name() {        \
+  extern "C" __attribute__((weak, visibility("default"))) int name() {         \
     wooly::capture::logUnsupportedOnce(#name);                                 \
     return 801;                                                                \
   }

@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   std::printf("launches=%ld cpu_ns_per_launch=%.1f wall_ns_per_launch=%.1f "
               "sync_ms=%.3f total_ns_per_launch=%.1f "
               "proc_cpu_ns_per_launch=%.1f\n",
-              n, (c1 - c0) / double(n), (w1 - w0) / double(n),
-              (w2 - w1) / 1e6, (w2 - w0) / double(n), (p1 - p0) / double(n));
+              n, (c1 - c0) / double(n), (w1 - w0) / double(n), (w2 - w1) / 1e6,
+              (w2 - w0) / double(n), (p1 - p0) / double(n));
   return 0;
 }

@@ -69,11 +69,12 @@ TEST(PtxLink, LocalNamesThatClashAreRenamed) {
                    ".func helper()\n{\n\tret;\n}\n"
                    ".visible .entry k0()\n{\n\tmov.u64 %rd1, $str;\n"
                    "\tcall helper, ();\n\tret;\n}\n";
-  std::string m1 = std::string(".version 8.5\n.target sm_75\n.address_size 64\n") +
-                   ".global .align 1 .b8 $str[3] = {111, 107, 0};\n"
-                   ".func helper()\n{\n\tret;\n}\n"
-                   ".visible .entry k1()\n{\n\tmov.u64 %rd1, $str;\n"
-                   "\tcall helper, ();\n\tret;\n}\n";
+  std::string m1 =
+      std::string(".version 8.5\n.target sm_75\n.address_size 64\n") +
+      ".global .align 1 .b8 $str[3] = {111, 107, 0};\n"
+      ".func helper()\n{\n\tret;\n}\n"
+      ".visible .entry k1()\n{\n\tmov.u64 %rd1, $str;\n"
+      "\tcall helper, ();\n\tret;\n}\n";
   std::string out, error;
   ASSERT_TRUE(linkPtx({m0, m1}, out, error)) << error;
   EXPECT_NE(out.find(".version 8.5"), std::string::npos) << "highest version";
@@ -105,10 +106,10 @@ TEST(PtxLink, MultipleDefinitionIsAnError) {
 }
 
 TEST(PtxLink, WeakDefinitionsKeepTheFirst) {
-  std::string m0 = std::string(kHeader) +
-                   ".weak .func w()\n{\n\t// first\n\tret;\n}\n";
-  std::string m1 = std::string(kHeader) +
-                   ".weak .func w()\n{\n\t// second\n\tret;\n}\n";
+  std::string m0 =
+      std::string(kHeader) + ".weak .func w()\n{\n\t// first\n\tret;\n}\n";
+  std::string m1 =
+      std::string(kHeader) + ".weak .func w()\n{\n\t// second\n\tret;\n}\n";
   std::string out, error;
   ASSERT_TRUE(linkPtx({m0, m1}, out, error)) << error;
   EXPECT_NE(out.find("first"), std::string::npos);
@@ -117,8 +118,9 @@ TEST(PtxLink, WeakDefinitionsKeepTheFirst) {
 
 TEST(PtxLink, MalformedInputIsAnErrorWithALocation) {
   std::string out, error;
-  EXPECT_FALSE(linkPtx({kHeader, std::string(kHeader) + "\n.visible .entry k()\n{\n\tret;\n"},
-                       out, error));
+  EXPECT_FALSE(linkPtx(
+      {kHeader, std::string(kHeader) + "\n.visible .entry k()\n{\n\tret;\n"},
+      out, error));
   EXPECT_NE(error.find("module 1 line 5: unbalanced braces"), std::string::npos)
       << error;
   EXPECT_FALSE(linkPtx({kHeader, std::string(kHeader) + ".visible .global"},
