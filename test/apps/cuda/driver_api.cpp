@@ -1,7 +1,8 @@
 //===- driver_api.cpp - A program that uses only the driver API -----------===//
 //
 // What JIT-style programs do: initialize the driver, make the primary
-// context current, load a PTX module from text (argv[1], driver_kernels.ptx),
+// context current, load a PTX module from text (argv[1], driver_kernels.ptx;
+// argv[2], optional: the same kernels as a fatbin, cuModuleLoadFatBinary),
 // look up kernels and a global, and launch with cuLaunchKernel, once with
 // kernelParams and once with a parameter buffer packed by hand
 // (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE). Links against libcuda.so.1 only.
@@ -55,8 +56,8 @@ std::string readFile(const char *path) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    app::fail("usage: %s driver_kernels.ptx",
+  if (argc != 2 && argc != 3)
+    app::fail("usage: %s driver_kernels.ptx [driver_kernels.fatbin]",
               argc > 0 ? argv[0] : "driver_api");
   std::string ptx = readFile(argv[1]);
 
@@ -194,6 +195,42 @@ int main(int argc, char **argv) {
            expectedPacked[k]);
   std::printf("mixedParams: %lld %lld %lld %lld %lld %lld\n", scalars[0],
               scalars[1], scalars[2], scalars[3], scalars[4], scalars[5]);
+
+  // The same kernels from a fatbin (argv[2]: nvcc -fatbin, SASS and ZSTD
+  // compressed PTX), with streams, events and a byte-pattern memset.
+  if (argc > 2) {
+    std::string fatbin = readFile(argv[2]);
+    CUmodule fromFatbin;
+    CHECK(cuModuleLoadFatBinary(&fromFatbin, fatbin.data()));
+    CUfunction scaleAdd2;
+    CHECK(cuModuleGetFunction(&scaleAdd2, fromFatbin, "scaleAdd"));
+    CUstream stream;
+    CUevent start, stop;
+    CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    CHECK(cuMemsetD32Async(dOut, 0x3f800000u, n, stream)); // 1.0f
+    CHECK(cuEventRecord(start, stream));
+    float half = 0.5f;
+    void *halfParams[] = {&dOut, &dOut, &nArg, &half};
+    CHECK(cuLaunchKernel(scaleAdd2, grid, 1, 1, block, 1, 1, 0, stream,
+                         halfParams, nullptr));
+    CHECK(cuEventRecord(stop, stream));
+    CHECK(cuEventSynchronize(stop));
+    float ms = -1;
+    CHECK(cuEventElapsedTime(&ms, start, stop));
+    EXPECT(ms >= 0, "cuEventElapsedTime gave %g", ms);
+    CHECK(cuMemcpyDtoHAsync(out.data(), dOut, n * sizeof(float), stream));
+    CHECK(cuStreamSynchronize(stream));
+    for (int i = 0; i < n; ++i)
+      EXPECT(out[i] == 0.5f + i, "fatbin: out[%d] = %g, expected %g", i,
+             out[i], 0.5f + i);
+    std::printf("fatbin module: out[%d] = %g\n", n - 1, out[n - 1]);
+    CHECK(cuEventDestroy(start));
+    CHECK(cuEventDestroy(stop));
+    CHECK(cuStreamDestroy(stream));
+    CHECK(cuModuleUnload(fromFatbin));
+  }
 
   CHECK(cuMemFree(dIn));
   CHECK(cuMemFree(dOut));
