@@ -353,7 +353,12 @@ struct Session {
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
   /// CUDA graphs: the asynchronous calls a GraphLaunch replays.
-  std::map<uint64_t, std::vector<pb::Call>> graphs;
+  struct Graph {
+    std::vector<pb::Call> calls;
+    uint64_t bytes = 0; // serialised size, counted against the limit
+  };
+  std::map<uint64_t, Graph> graphs;
+  uint64_t graphBytes = 0; // of all `graphs`
   uint64_t nextHandle = 1;
   /// Shared with the printf sinks of the session's launches in flight.
   std::shared_ptr<DeviceOutput> output = std::make_shared<DeviceOutput>();
@@ -1781,19 +1786,31 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       }
       stored.push_back(std::move(c));
     }
+    uint64_t bytes = call.graph_create().ByteSizeLong();
+    if (s->graphBytes + bytes > options.maxGraphBytesPerSession)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("the session's graphs would keep {0} "
+                                       "bytes, the limit is {1}",
+                                       s->graphBytes + bytes,
+                                       options.maxGraphBytesPerSession),
+                         seq));
+    s->graphBytes += bytes;
     uint64_t h = s->nextHandle++;
-    s->graphs.emplace(h, std::move(stored));
+    s->graphs.emplace(h, Session::Graph{std::move(stored), bytes});
     pb::Reply r = simpleReply();
     r.mutable_handle()->set_handle(h);
     return reply(routingId, r);
   }
   case pb::Call::kGraphDestroy: {
-    if (!s->graphs.erase(call.graph_destroy().graph()))
+    auto g = s->graphs.find(call.graph_destroy().graph());
+    if (g == s->graphs.end())
       return fail(status(pb::INVALID_HANDLE,
                          llvm::formatv("graph {0} is not a graph of this "
                                        "session",
                                        call.graph_destroy().graph()),
                          seq));
+    s->graphBytes -= g->second.bytes;
+    s->graphs.erase(g);
     pb::Reply r = simpleReply();
     return reply(routingId, r);
   }
@@ -1810,7 +1827,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     // Each stored call goes through the same checks as if it had been sent
     // now, on this stream, under this call's sequence number.
     std::deque<Frame> none;
-    for (const pb::Call &stored : it->second) {
+    for (const pb::Call &stored : it->second.calls) {
       pb::Call c = stored;
       c.set_seq(seq);
       switch (c.op_case()) {

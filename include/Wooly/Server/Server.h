@@ -47,8 +47,9 @@ struct ServerOptions {
   unsigned maxStreamsPerSession = 4096;
   unsigned maxEventsPerSession = 1 << 16;
   unsigned maxGraphsPerSession = 4096;
-  /// Calls one graph may hold.
+  /// Calls one graph may hold, and bytes all of a session's graphs may keep.
   unsigned maxGraphCalls = 1 << 16;
+  uint64_t maxGraphBytesPerSession = 256ull << 20;
   uint64_t maxAllocationsPerSession = 1 << 20;
   /// How long SIGINT/SIGTERM waits for queued work before exiting.
   unsigned drainTimeoutMs = 10000;
