@@ -1125,9 +1125,28 @@ RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
   if (width > dpitch || width > spitch)
     return setError(cudaErrorInvalidPitchValue);
   // Contiguous rows are one copy; otherwise one copy per row (batched when
-  // asynchronous).
+  // asynchronous), except from the device, where each copy is a round
+  // trip: the rows' whole span comes back in one and is spread here.
   if (dpitch == width && spitch == width)
     return wooly::capture::memcpy(dst, src, width * height, kind, stream, true);
+  if (height > 1 && width > 0) {
+    size_t span = (height - 1) * spitch + width;
+    bool fromDevice =
+        kind == cudaMemcpyDeviceToHost ||
+        (kind == cudaMemcpyDefault && driverIsDevicePointer(src, span) &&
+         !driverIsDevicePointer(dst, 1));
+    if (fromDevice && !isCapturing(stream)) {
+      std::vector<char> rows(span);
+      cudaError_t e = wooly::capture::memcpy(
+          rows.data(), src, span, cudaMemcpyDeviceToHost, stream, true);
+      if (e != cudaSuccess)
+        return e;
+      for (size_t row = 0; row < height; ++row)
+        std::memcpy(static_cast<char *>(dst) + row * dpitch,
+                    rows.data() + row * spitch, width);
+      return cudaSuccess;
+    }
+  }
   for (size_t row = 0; row < height; ++row) {
     cudaError_t e =
         wooly::capture::memcpy(static_cast<char *>(dst) + row * dpitch,
