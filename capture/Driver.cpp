@@ -493,7 +493,6 @@ WOOLY_CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
                                           int cudaVersion,
                                           unsigned long long flags,
                                           CUdriverProcAddressQueryResult *res) {
-  (void)cudaVersion;
   if (!symbol || !pfn)
     return CUDA_ERROR_INVALID_VALUE;
   static void *self = [] {
@@ -505,6 +504,9 @@ WOOLY_CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
   *pfn = nullptr;
   if (self) {
     std::string base = symbol;
+    // Versions whose signatures differ: the caller's CUDA version picks.
+    if (base == "cuCtxCreate" && cudaVersion < 12050)
+      base = "cuCtxCreate_v2";
     const char *versions[] = {"_v4", "_v3", "_v2", ""};
     const char *streams[] = {"", ""};
     if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
@@ -524,6 +526,13 @@ WOOLY_CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
     *res = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
                 : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/// The first version, without the query result.
+WOOLY_CU_API CUresult cuGetProcAddress(const char *symbol, void **pfn,
+                                       int cudaVersion,
+                                       unsigned long long flags) {
+  return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, nullptr);
 }
 
 //===----------------------------------------------------------------------===//
