@@ -1754,6 +1754,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                          llvm::formatv("a session may keep at most {0} graphs",
                                        options.maxGraphsPerSession),
                          seq));
+    // Measured before the calls are moved out of the message.
+    uint64_t bytes = call.graph_create().ByteSizeLong();
     auto *calls = call.mutable_graph_create()->mutable_calls();
     if (unsigned(calls->size()) > options.maxGraphCalls)
       return fail(status(pb::LIMIT_EXCEEDED,
@@ -1786,7 +1788,6 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       }
       stored.push_back(std::move(c));
     }
-    uint64_t bytes = call.graph_create().ByteSizeLong();
     if (s->graphBytes + bytes > options.maxGraphBytesPerSession)
       return fail(status(pb::LIMIT_EXCEEDED,
                          llvm::formatv("the session's graphs would keep {0} "

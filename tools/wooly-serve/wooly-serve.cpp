@@ -73,6 +73,11 @@ static cl::opt<std::string> maxMessage(
     "max-message",
     cl::desc("Largest message (and copy) a client may send (default 2GiB)"),
     cl::value_desc("bytes"), cl::init("2GiB"), cl::cat(cat));
+static cl::opt<std::string> maxGraphBytes(
+    "max-graph-bytes",
+    cl::desc("What a session's CUDA graphs kept on the server may hold "
+             "(default 256MiB)"),
+    cl::value_desc("bytes"), cl::init("256MiB"), cl::cat(cat));
 
 static wooly::server::Server *theServer = nullptr;
 
@@ -109,7 +114,8 @@ int main(int argc, char **argv) {
   o.drainTimeoutMs = drainTimeout;
   for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
                               &deviceMemory, &o.deviceMemory},
-                          {&maxMessage, &o.maxMessageBytes}}) {
+                          {&maxMessage, &o.maxMessageBytes},
+                          {&maxGraphBytes, &o.maxGraphBytesPerSession}}) {
     if (opt->empty())
       continue;
     auto bytes = wooly::server::parseByteSize(*opt);

@@ -966,3 +966,34 @@ TEST_F(ServerTest, GraphsAreKeptOnTheServer) {
   EXPECT_EQ(s.code, Code::LaunchFailure) << s.str();
   EXPECT_EQ(s.seq, launchSeq) << s.str();
 }
+
+// What a session's graphs keep on the server is bounded (--max-graph-bytes),
+// counted on the calls' full size, and returned when a graph is destroyed.
+TEST_F(ServerTest, GraphBytesAreBounded) {
+  startServer({"--max-graph-bytes=64KiB"});
+  auto c = connect("alice");
+  ASSERT_TRUE(c);
+  Module m;
+  ASSERT_TRUE(c->loadModule(corpus("elementwise.sm_90.ptx"), "ew", m).ok());
+  std::vector<uint8_t> params(m.findKernel("vec_add")->paramBufferSize);
+  auto record = [&](int launches, uint64_t &graph) {
+    EXPECT_TRUE(c->beginGraph().ok());
+    for (int i = 0; i < launches; ++i)
+      EXPECT_TRUE(c->launch(m.handle, "vec_add", {1}, {32}, 0, params.data(),
+                            params.size())
+                      .ok());
+    return c->endGraph(graph);
+  };
+  // About 70 bytes a launch: 500 launches fit, 2000 do not, and two graphs
+  // of 500 do not either.
+  uint64_t small = 0, big = 0, second = 0;
+  ASSERT_TRUE(record(500, small).ok());
+  Status s = record(2000, big);
+  EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+  EXPECT_NE(s.message.find("the limit is 65536"), std::string::npos)
+      << s.str();
+  // A second graph of the same size only fits once the first is gone.
+  EXPECT_EQ(record(500, second).code, Code::LimitExceeded);
+  ASSERT_TRUE(c->graphDestroy(small).ok());
+  EXPECT_TRUE(record(500, second).ok());
+}
