@@ -539,15 +539,15 @@ WOOLY_CU_API CUresult cuGetProcAddress(const char *symbol, void **pfn,
 // Devices
 //===----------------------------------------------------------------------===//
 
+/// Initialised and connected; holds the state's lock for the rest of the
+/// function (a reset on another thread replaces the client and the device).
 #define CHECK_INIT(s)                                                          \
   State &s = state();                                                          \
-  {                                                                            \
-    std::lock_guard<std::mutex> lock_(s.mu);                                   \
-    if (!s.initialized)                                                        \
-      return CUDA_ERROR_NOT_INITIALIZED;                                       \
-    if (!s.client)                                                             \
-      return s.initResult;                                                     \
-  }
+  std::unique_lock<std::mutex> lock_(s.mu);                                    \
+  if (!s.initialized)                                                          \
+    return CUDA_ERROR_NOT_INITIALIZED;                                         \
+  if (!s.client)                                                               \
+    return s.initResult;
 
 WOOLY_CU_API CUresult cuDeviceGetCount(int *count) {
   if (!count)
@@ -724,7 +724,6 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
     return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(s.mu);
   ++s.primaryRefs;
   *ctx = &s.primary;
   return CUDA_SUCCESS;
@@ -734,7 +733,6 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   CHECK_INIT(s);
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(s.mu);
   if (s.primaryRefs > 0)
     --s.primaryRefs;
   return CUDA_SUCCESS;
@@ -745,7 +743,6 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned *flags,
   CHECK_INIT(s);
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(s.mu);
   if (flags)
     *flags = s.primary.flags;
   if (active)
@@ -758,7 +755,6 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev,
   CHECK_INIT(s);
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(s.mu);
   s.primary.flags = flags;
   return CUDA_SUCCESS;
 }
@@ -770,7 +766,6 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   CHECK_INIT(s);
   if (dev != 0)
     return CUDA_ERROR_INVALID_DEVICE;
-  std::lock_guard<std::mutex> lock(s.mu);
   s.client.reset();
   dropObjects(s);
   s.sticky = CUDA_SUCCESS;
@@ -783,7 +778,9 @@ WOOLY_CU_API CUresult cuCtxCreate_v4(CUcontext *ctx, void *params,
   (void)params;
   CUresult r = cuDevicePrimaryCtxRetain(ctx, dev);
   if (r == CUDA_SUCCESS) {
-    state().primary.flags = flags;
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.primary.flags = flags;
     currentContext = *ctx;
   }
   return r;
@@ -800,7 +797,9 @@ WOOLY_CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
     return CUDA_ERROR_INVALID_CONTEXT;
   if (currentContext == ctx)
     currentContext = nullptr;
-  return cuDevicePrimaryCtxRelease_v2(0);
+  if (s.primaryRefs > 0)
+    --s.primaryRefs;
+  return CUDA_SUCCESS;
 }
 
 WOOLY_CU_API CUresult cuCtxSetCurrent(CUcontext ctx) {
@@ -1290,7 +1289,10 @@ WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
   bool host = false;
   if (!device) {
     auto it = s.hostRanges.upper_bound(ptr);
-    host = it != s.hostRanges.begin() && ptr - (--it)->first < it->second;
+    if (it != s.hostRanges.begin()) {
+      --it;
+      host = ptr - it->first < it->second;
+    }
   }
   if (!device && !host)
     return CUDA_ERROR_INVALID_VALUE;
@@ -1375,11 +1377,20 @@ CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
     CHECK_STATUS(call, s.client->memset(dst, b0, count * width, handle, async));
     return CUDA_SUCCESS;
   }
-  std::vector<uint8_t> pattern(count * width);
-  for (size_t i = 0; i < count; ++i)
+  // The pattern is copied in, 1 MiB at a time (asynchronous copies are
+  // batched; a synchronous memset waits for the last).
+  const size_t chunk = std::min<size_t>(count, (1 << 20) / width);
+  std::vector<uint8_t> pattern(chunk * width);
+  for (size_t i = 0; i < chunk; ++i)
     std::memcpy(&pattern[i * width], &value, width);
-  CHECK_STATUS(call, s.client->copyToDevice(dst, pattern.data(), pattern.size(),
-                                            handle, async));
+  for (size_t done = 0; done < count;) {
+    size_t n = std::min(chunk, count - done);
+    bool last = done + n == count;
+    CHECK_STATUS(call,
+                 s.client->copyToDevice(dst + done * width, pattern.data(),
+                                        n * width, handle, async || !last));
+    done += n;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -1415,10 +1426,12 @@ namespace {
 /// device's; a host-to-host copy happens here, in stream order.
 CUresult copyUnified(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                      CUstream stream, bool async, const char *call) {
-  bool dDev = wooly::capture::driverIsDevicePointer(
-      reinterpret_cast<void *>(dst), bytes);
-  bool sDev = wooly::capture::driverIsDevicePointer(
-      reinterpret_cast<void *>(src), bytes);
+  // By where each range starts: one that runs past its allocation is then
+  // the server's to refuse, never copied here.
+  bool dDev =
+      wooly::capture::driverIsDevicePointer(reinterpret_cast<void *>(dst), 1);
+  bool sDev =
+      wooly::capture::driverIsDevicePointer(reinterpret_cast<void *>(src), 1);
   if (dDev && sDev)
     return copyD2D(dst, src, bytes, stream, async, call);
   if (dDev)

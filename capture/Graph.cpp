@@ -98,6 +98,9 @@ struct CUgraphExec_st {
   std::vector<Segment> segments;
   std::vector<size_t> segmentOf; // per node of `order`
   std::mutex mu;                 // launches of one exec run one at a time
+  /// Made before cudaDeviceReset: unusable (set under Graphs::mu, which a
+  /// launch may take while it holds `mu`, so not under `mu`).
+  std::atomic<bool> reset{false};
 };
 
 namespace {
@@ -113,6 +116,8 @@ struct Graphs {
   std::unordered_set<CUgraph_st *> graphs;
   std::unordered_set<CUgraphExec_st *> execs;
   std::unordered_map<cudaStream_t, Capture> captures;
+  /// Events recorded by a capture in progress, and its stream.
+  std::unordered_map<cudaEvent_t, cudaStream_t> capturedEvents;
   unsigned long long nextCaptureId = 1;
 };
 
@@ -343,10 +348,11 @@ bool isCapturing(cudaStream_t stream) {
   return g.captures.count(stream) != 0;
 }
 
-cudaError_t captureKernel(cudaStream_t stream, CUfunction fn, dim3 grid,
-                          dim3 block, void **args, size_t shared) {
+cudaError_t captureKernel(cudaStream_t stream, const void *func, CUfunction fn,
+                          dim3 grid, dim3 block, void **args, size_t shared) {
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeKernel;
+  n->func = func;
   n->fn = fn;
   n->grid = grid;
   n->block = block;
@@ -394,7 +400,21 @@ cudaError_t captureEventRecord(cudaStream_t stream, cudaEvent_t event) {
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeEventRecord;
   n->event = event;
-  return captureNode(stream, std::move(n));
+  cudaError_t e = captureNode(stream, std::move(n));
+  if (e == cudaSuccess) {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.capturedEvents[event] = stream;
+  }
+  return e;
+}
+
+bool recordedByCapture(cudaEvent_t event) {
+  if (activeCaptures.load(std::memory_order_relaxed) == 0)
+    return false;
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.capturedEvents.count(event) != 0;
 }
 
 cudaError_t captureEventWait(cudaStream_t stream, cudaEvent_t event) {
@@ -409,6 +429,10 @@ void forgetGraphs() {
   std::lock_guard<std::mutex> lock(g.mu);
   activeCaptures -= (int)g.captures.size();
   g.captures.clear();
+  g.capturedEvents.clear();
+  // Their kernels, events and server graphs were the old session's.
+  for (CUgraphExec_st *exec : g.execs)
+    exec->reset = true;
 }
 
 } // namespace wooly::capture
@@ -444,6 +468,8 @@ RT_API cudaError_t cudaStreamEndCapture(cudaStream_t stream,
     return setError(cudaErrorIllegalState);
   *graph = it->second.graph;
   g.captures.erase(it);
+  for (auto e = g.capturedEvents.begin(); e != g.capturedEvents.end();)
+    e = e->second == stream ? g.capturedEvents.erase(e) : std::next(e);
   --activeCaptures;
   return cudaSuccess;
 }
@@ -819,13 +845,25 @@ RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     if (!g.execs.count(exec))
       return setError(cudaErrorInvalidValue);
   }
+  if (isCapturing(stream)) {
+    log(1, "cudaGraphLaunch into a stream being captured (a child graph) is "
+           "not supported yet");
+    return setError(cudaErrorStreamCaptureUnsupported);
+  }
   std::lock_guard<std::mutex> lock(exec->mu);
+  if (exec->reset) {
+    log(1, "cudaGraphLaunch: the graph was instantiated before "
+           "cudaDeviceReset");
+    return setError(cudaErrorInvalidResourceHandle);
+  }
   for (Segment &seg : exec->segments) {
     if (seg.onServer && !seg.refused) {
       if (!seg.handle) {
         std::vector<GraphCall> calls = serverCalls(*exec, seg);
         CUresult r = driverGraphCreate(calls.data(), calls.size(), &seg.handle);
-        if (r == CUDA_ERROR_NOT_SUPPORTED)
+        // A server that cannot keep it (or has no room left): the client
+        // runs these nodes instead.
+        if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_PERMITTED)
           seg.refused = true;
         else if (r != CUDA_SUCCESS)
           return fromDriver(r);

@@ -36,7 +36,6 @@ struct Statement {
   bool isExtern = false, isVisible = false, isWeak = false;
   bool isFunction = false; // .func or .entry
   std::string head;        // the text before the body, for prototypes
-  size_t line = 0;
 };
 
 struct Module {
@@ -146,7 +145,6 @@ bool splitModule(const std::string &text, size_t index, Module &m,
       continue;
     Statement s;
     s.begin = i;
-    s.line = lineOf(text, i);
     // Header directives end at the end of their line.
     static const char *headers[] = {".version", ".target", ".address_size",
                                     ".file"};
@@ -195,7 +193,7 @@ bool splitModule(const std::string &text, size_t index, Module &m,
         }
         if (depth != 0) {
           error = "module " + std::to_string(index) + " line " +
-                  std::to_string(s.line) + ": unbalanced braces";
+                  std::to_string(lineOf(text, s.begin)) + ": unbalanced braces";
           return false;
         }
         // An initialised variable ends with '};'.
@@ -224,7 +222,8 @@ bool splitModule(const std::string &text, size_t index, Module &m,
     s.end = i;
     if (headEnd == std::string::npos) {
       error = "module " + std::to_string(index) + " line " +
-              std::to_string(s.line) + ": statement without ';' or body";
+              std::to_string(lineOf(text, s.begin)) +
+              ": statement without ';' or body";
       return false;
     }
     std::string_view head(text.data() + s.begin, headEnd - s.begin);
@@ -235,7 +234,7 @@ bool splitModule(const std::string &text, size_t index, Module &m,
       s.kind = Kind::Other; // debug sections: kept as they are
     } else if (!describe(s, head)) {
       error = "module " + std::to_string(index) + " line " +
-              std::to_string(s.line) +
+              std::to_string(lineOf(text, s.begin)) +
               ": cannot find the symbol declared by '" +
               std::string(head.substr(0, 80)) + "'";
       return false;
@@ -323,7 +322,7 @@ bool linkPtx(const std::vector<std::string> &modules, std::string &out,
       }
       error = "multiple definition of '" + s.name + "' (modules " +
               std::to_string(it->second) + " and " + std::to_string(i) +
-              ", line " + std::to_string(s.line) + ")";
+              ", line " + std::to_string(lineOf(modules[i], s.begin)) + ")";
       return false;
     }
 
@@ -364,51 +363,54 @@ bool linkPtx(const std::vector<std::string> &modules, std::string &out,
          (addressSize.empty() ? std::string(".address_size 64") : addressSize) +
          "\n\n";
 
-  // PTX wants every symbol declared before it is used, and a kernel of one
-  // module may use a variable or function of a later one. So: first every
-  // module's variables (and unresolved externs such as vprintf, once), then
-  // a prototype of every function another module declared `.extern`, then
-  // every module's functions.
+  // PTX wants every symbol declared before it is used: a kernel of one
+  // module may call a function of a later one, and a variable's initialiser
+  // may name a function. So: first every function prototype (the modules'
+  // own, and one for each function another module declared `.extern`),
+  // then every module's variables (and unresolved externs such as vprintf,
+  // once), then every module's function definitions.
   std::set<std::string> externsEmitted, prototypes;
   auto emit = [&](size_t i, const Statement &s) {
     std::string_view text(modules[i].data() + s.begin, s.end - s.begin);
     out += rename(text, renames[i]);
     out += "\n";
   };
-  auto isFunction = [](const Statement &s) { return s.isFunction; };
+  for (size_t i = 0; i < ms.size(); ++i)
+    for (const Statement &s : ms[i].statements)
+      if (s.isExtern && s.isFunction && globals.count(s.name))
+        prototypes.insert(s.name);
+  out += "// ---- function prototypes\n";
+  for (size_t i = 0; i < ms.size(); ++i)
+    for (size_t k = 0; k < ms[i].statements.size(); ++k) {
+      const Statement &s = ms[i].statements[k];
+      if (!s.isFunction || s.isExtern || droppedWeak.count({i, k}))
+        continue;
+      if (s.kind == Kind::Declaration) {
+        emit(i, s);
+      } else if (s.kind == Kind::Definition && prototypes.count(s.name)) {
+        out += rename(s.head, renames[i]);
+        out += ";\n";
+      }
+    }
   for (size_t i = 0; i < ms.size(); ++i) {
     out += "// ---- module " + std::to_string(i) + ": variables\n";
     for (size_t k = 0; k < ms[i].statements.size(); ++k) {
       const Statement &s = ms[i].statements[k];
       if (s.kind == Kind::Header || droppedWeak.count({i, k}) ||
-          (isFunction(s) && !s.isExtern))
+          (s.isFunction && !s.isExtern))
         continue;
-      if (s.isExtern) {
-        if (globals.count(s.name)) {
-          if (isFunction(s))
-            prototypes.insert(s.name);
-          continue; // another module defines it
-        }
-        if (!externsEmitted.insert(s.name).second)
-          continue; // already declared
-      }
+      if (s.isExtern &&
+          (globals.count(s.name) || !externsEmitted.insert(s.name).second))
+        continue; // another module defines it, or already declared
       emit(i, s);
     }
   }
-  out += "// ---- prototypes of functions used across modules\n";
-  for (size_t i = 0; i < ms.size(); ++i)
-    for (const Statement &s : ms[i].statements) {
-      if (s.kind != Kind::Definition || !isFunction(s) ||
-          !prototypes.count(s.name))
-        continue;
-      out += rename(s.head, renames[i]);
-      out += ";\n";
-    }
   for (size_t i = 0; i < ms.size(); ++i) {
     out += "// ---- module " + std::to_string(i) + ": functions\n";
     for (size_t k = 0; k < ms[i].statements.size(); ++k) {
       const Statement &s = ms[i].statements[k];
-      if (isFunction(s) && !s.isExtern && !droppedWeak.count({i, k}))
+      if (s.isFunction && s.kind == Kind::Definition &&
+          !droppedWeak.count({i, k}))
         emit(i, s);
     }
   }

@@ -493,8 +493,10 @@ cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
   cudaError_t e = resolveFunction(func, fn);
   if (e != cudaSuccess)
     return setError(e);
+  if (shared > UINT32_MAX)
+    return setError(cudaErrorInvalidValue);
   if (isCapturing(stream))
-    return setError(captureKernel(stream, fn, grid, block, args, shared));
+    return setError(captureKernel(stream, func, fn, grid, block, args, shared));
   CUresult r = cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
                               block.z, (unsigned)shared, stream, args, nullptr);
   if (r == CUDA_ERROR_INVALID_VALUE)
@@ -972,7 +974,11 @@ RT_API cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
                                    size_t height) {
   if (!pitch)
     return setError(cudaErrorInvalidValue);
+  if (width > SIZE_MAX - 255)
+    return setError(cudaErrorMemoryAllocation);
   *pitch = (width + 255) & ~size_t(255);
+  if (height && *pitch > SIZE_MAX / height)
+    return setError(cudaErrorMemoryAllocation);
   return cudaMalloc(ptr, *pitch * height);
 }
 
@@ -1058,8 +1064,10 @@ cudaError_t memcpy(void *dst, const void *src, size_t bytes,
   if (!dst || !src)
     return setError(cudaErrorInvalidValue);
   if (kind == cudaMemcpyDefault) {
-    bool d = driverIsDevicePointer(dst, bytes);
-    bool s = driverIsDevicePointer(src, bytes);
+    // By where each range starts: one that runs past its allocation is then
+    // the server's to refuse, never copied here.
+    bool d = driverIsDevicePointer(dst, 1);
+    bool s = driverIsDevicePointer(src, 1);
     kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
              : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   }
@@ -1129,7 +1137,9 @@ RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
   // trip: the rows' whole span comes back in one and is spread here.
   if (dpitch == width && spitch == width)
     return wooly::capture::memcpy(dst, src, width * height, kind, stream, true);
-  if (height > 1 && width > 0) {
+  // (Bounded: a span over 64 MiB, or one that would overflow, goes row by
+  // row.)
+  if (height > 1 && width > 0 && spitch <= (64u << 20) / (height - 1)) {
     size_t span = (height - 1) * spitch + width;
     bool fromDevice =
         kind == cudaMemcpyDeviceToHost ||
@@ -1343,6 +1353,11 @@ RT_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
   INIT();
   if (isCapturing(stream))
     return setError(captureEventWait(stream, event));
+  if (recordedByCapture(event)) {
+    log(1, "cudaStreamWaitEvent: the event was recorded by a stream capture; "
+           "capture across streams is not supported yet");
+    return setError(cudaErrorStreamCaptureUnsupported);
+  }
   RETURN_IF(cuStreamWaitEvent(stream, event, flags));
   return cudaSuccess;
 }

@@ -35,8 +35,9 @@ cudaError_t memset(void *dst, int value, size_t bytes, cudaStream_t stream,
 
 // Stream capture (Graph.cpp). `isCapturing` is cheap when nothing captures.
 bool isCapturing(cudaStream_t stream);
-cudaError_t captureKernel(cudaStream_t stream, cuabi::CUfunction fn, dim3 grid,
-                          dim3 block, void **args, size_t shared);
+cudaError_t captureKernel(cudaStream_t stream, const void *func,
+                          cuabi::CUfunction fn, dim3 grid, dim3 block,
+                          void **args, size_t shared);
 cudaError_t captureMemcpy(cudaStream_t stream, void *dst, const void *src,
                           size_t bytes, cuabi::cudaMemcpyKind kind);
 cudaError_t captureMemset(cudaStream_t stream, void *dst, unsigned value,
@@ -46,6 +47,9 @@ cudaError_t captureHost(cudaStream_t stream, cuabi::cudaHostFn_t fn,
                         void *data);
 cudaError_t captureEventRecord(cudaStream_t stream, cuabi::cudaEvent_t event);
 cudaError_t captureEventWait(cudaStream_t stream, cuabi::cudaEvent_t event);
+/// Whether `event` was recorded by a capture still in progress (another
+/// stream waiting for it would join the capture, which is not supported).
+bool recordedByCapture(cuabi::cudaEvent_t event);
 /// Drops every capture in progress (cudaDeviceReset).
 void forgetGraphs();
 

@@ -145,3 +145,21 @@ TEST(PtxLink, CorruptedModulesDoNotCrash) {
     (void)linkPtx({c, b}, out, error);
   }
 }
+
+// A variable whose initialiser names a function (a device function-pointer
+// table) needs the function declared before it: prototypes come first.
+TEST(PtxLink, PrototypesPrecedeVariables) {
+  std::string m0 = std::string(kHeader) +
+                   ".func (.param .b32 r) _Z1fi(.param .b32 a);\n"
+                   ".visible .global .align 8 .u64 table[1] = {_Z1fi};\n"
+                   ".func (.param .b32 r) _Z1fi(.param .b32 a)\n{\n\tret;\n}\n";
+  std::string m1 = std::string(kHeader) + ".visible .entry k()\n{\n\tret;\n}\n";
+  std::string out, error;
+  ASSERT_TRUE(linkPtx({m0, m1}, out, error)) << error;
+  size_t proto = out.find("_Z1fi(.param .b32 a);");
+  size_t table = out.find("table[1]");
+  size_t body = out.find("_Z1fi(.param .b32 a)\n{");
+  ASSERT_NE(proto, std::string::npos) << out;
+  EXPECT_LT(proto, table) << out;
+  EXPECT_LT(table, body) << out;
+}
