@@ -370,10 +370,25 @@ RT_API void **__cudaRegisterFatBinary(void *wrapper) {
 RT_API void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
 
 RT_API void __cudaUnregisterFatBinary(void **handle) {
-  // Modules stay loaded until the session ends: kernels of a fatbin may be
-  // launched from other atexit handlers, and the server frees everything of
-  // the session when the process exits.
-  (void)handle;
+  // The fatbin's host stubs and variables may be unmapped now (a library
+  // closed with dlclose) and their addresses reused: forget them. The
+  // records and the module stay (a handle an earlier launch kept remains
+  // valid until the process ends, when the server frees the session).
+  if (!handle)
+    return;
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  auto *f = reinterpret_cast<FatbinRecord *>(handle);
+  for (KernelRecord *k : f->kernels) {
+    auto it = r.byHostFun.find(k->hostFun);
+    if (it != r.byHostFun.end() && it->second == k)
+      r.byHostFun.erase(it);
+  }
+  for (VarRecord *v : f->vars) {
+    auto it = r.byHostVar.find(v->hostVar);
+    if (it != r.byHostVar.end() && it->second == v)
+      r.byHostVar.erase(it);
+  }
 }
 
 RT_API char __cudaInitModule(void **handle) {
