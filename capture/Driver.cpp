@@ -507,18 +507,17 @@ WOOLY_CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
     // Versions whose signatures differ: the caller's CUDA version picks.
     if (base == "cuCtxCreate" && cudaVersion < 12050)
       base = "cuCtxCreate_v2";
-    const char *versions[] = {"_v4", "_v3", "_v2", ""};
-    const char *streams[] = {"", ""};
-    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
-      streams[0] = "_ptsz";
-      streams[1] = "_ptds";
-    }
-    for (const char *v : versions) {
-      for (const char *st : streams) {
+    // The newest version first; per-thread-stream variants before the
+    // plain one when asked for.
+    bool perThread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    for (const char *v : {"_v4", "_v3", "_v2", ""}) {
+      for (const char *st : {"_ptsz", "_ptds", ""}) {
+        if (*st && !perThread)
+          continue;
         if ((*pfn = dlsym(self, (base + v + st).c_str())))
           break;
       }
-      if (*pfn || (*pfn = dlsym(self, (base + v).c_str())))
+      if (*pfn)
         break;
     }
   }

@@ -62,7 +62,8 @@ struct CUgraphNode_st {
   dim3 grid, block;
   unsigned shared = 0;
   std::vector<char> params;
-  std::vector<void *> paramPointers; // into `params`, for GetParams
+  std::vector<size_t> paramOffsets;  // of each parameter in `params`
+  std::vector<void *> paramPointers; // into `params`, made by GetParams
   // Memcpy.
   void *dst = nullptr;
   const void *src = nullptr;
@@ -137,7 +138,7 @@ bool isSpecialStream(cudaStream_t s) {
 cudaError_t packParams(CUgraphNode_st &n, void **args) {
   size_t size = driverParamBufferSize(n.fn);
   n.params.assign(size, 0);
-  n.paramPointers.clear();
+  n.paramOffsets.clear();
   for (size_t i = 0;; ++i) {
     size_t offset = 0, bytes = 0;
     if (cuFuncGetParamInfo(n.fn, i, &offset, &bytes) != CUDA_SUCCESS)
@@ -145,7 +146,7 @@ cudaError_t packParams(CUgraphNode_st &n, void **args) {
     if (!args || !args[i])
       return cudaErrorInvalidValue;
     std::memcpy(n.params.data() + offset, args[i], bytes);
-    n.paramPointers.push_back(n.params.data() + offset);
+    n.paramOffsets.push_back(offset);
   }
   return cudaSuccess;
 }
@@ -705,6 +706,9 @@ RT_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
   params->gridDim = node->grid;
   params->blockDim = node->block;
   params->sharedMemBytes = node->shared;
+  node->paramPointers.clear();
+  for (size_t offset : node->paramOffsets)
+    node->paramPointers.push_back(node->params.data() + offset);
   params->kernelParams = node->paramPointers.data();
   params->extra = nullptr;
   return cudaSuccess;
@@ -752,18 +756,6 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   if (result->order.size() != graph->nodes.size()) {
     log(1, "cudaGraphInstantiate: the graph has a cycle");
     return setError(cudaErrorInvalidValue);
-  }
-  // The copies' parameter pointers must point into their own buffers.
-  for (CUgraphNode_st &n : result->order) {
-    n.paramPointers.clear();
-    if (n.type != cudaGraphNodeTypeKernel)
-      continue;
-    for (size_t i = 0;; ++i) {
-      size_t offset, bytes;
-      if (cuFuncGetParamInfo(n.fn, i, &offset, &bytes) != CUDA_SUCCESS)
-        break;
-      n.paramPointers.push_back(n.params.data() + offset);
-    }
   }
   // Runs of nodes the server can keep become graphs on the server (made at
   // the first launch).

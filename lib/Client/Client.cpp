@@ -22,8 +22,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <pwd.h>
 #include <sched.h>
@@ -896,8 +896,7 @@ Status Client::endGraph(uint64_t &graph) {
   pb::GraphCreate calls = std::move(impl->recorded);
   impl->recorded.Clear();
   return sync(
-      *impl,
-      [&](pb::Call &c) { *c.mutable_graph_create() = std::move(calls); },
+      *impl, [&](pb::Call &c) { *c.mutable_graph_create() = std::move(calls); },
       readHandle(graph));
 }
 

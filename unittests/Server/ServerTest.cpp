@@ -990,8 +990,7 @@ TEST_F(ServerTest, GraphBytesAreBounded) {
   ASSERT_TRUE(record(500, small).ok());
   Status s = record(2000, big);
   EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
-  EXPECT_NE(s.message.find("the limit is 65536"), std::string::npos)
-      << s.str();
+  EXPECT_NE(s.message.find("the limit is 65536"), std::string::npos) << s.str();
   // A second graph of the same size only fits once the first is gone.
   EXPECT_EQ(record(500, second).code, Code::LimitExceeded);
   ASSERT_TRUE(c->graphDestroy(small).ok());

@@ -1358,8 +1358,7 @@ public:
     l.numSites = entry.part->numAccessSites;
     l.params = paramCopy.data();
     l.memory = &memory;
-    l.printfSink =
-        config.printfSink ? &config.printfSink : &options.printfSink;
+    l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
     l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
     bool usePool = l.numWorkers > 1;
 

@@ -158,8 +158,8 @@ int main(int argc, char **argv) {
   EXPECT(cuFuncGetParamInfo(vecAdd, 4, &offsets[0], &sizes[0]) ==
              CUDA_ERROR_INVALID_VALUE,
          "a fifth parameter");
-  EXPECT(offsets[0] == 0 && sizes[0] == 4 && offsets[1] == 8 &&
-             sizes[3] == 8 && offsets[3] == 24,
+  EXPECT(offsets[0] == 0 && sizes[0] == 4 && offsets[1] == 8 && sizes[3] == 8 &&
+             offsets[3] == 24,
          "parameter layout %zu/%zu %zu/%zu", offsets[0], sizes[0], offsets[1],
          sizes[1]);
   int maxThreads = 0, blocks = 0;

@@ -223,8 +223,8 @@ int main(int argc, char **argv) {
     CHECK(cuMemcpyDtoHAsync(out.data(), dOut, n * sizeof(float), stream));
     CHECK(cuStreamSynchronize(stream));
     for (int i = 0; i < n; ++i)
-      EXPECT(out[i] == 0.5f + i, "fatbin: out[%d] = %g, expected %g", i,
-             out[i], 0.5f + i);
+      EXPECT(out[i] == 0.5f + i, "fatbin: out[%d] = %g, expected %g", i, out[i],
+             0.5f + i);
     std::printf("fatbin module: out[%d] = %g\n", n - 1, out[n - 1]);
     CHECK(cuEventDestroy(start));
     CHECK(cuEventDestroy(stop));

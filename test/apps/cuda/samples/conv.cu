@@ -11,16 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e),     \
-              __FILE__, __LINE__, cudaGetErrorString(e));                      \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define APP_NAME "sample_conv"
+#include "../CudaApp.h"
 #define R 2
 #define FW (2 * R + 1)
 #define TILE 16

@@ -9,16 +9,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e),     \
-              __FILE__, __LINE__, cudaGetErrorString(e));                      \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define APP_NAME "sample_histo"
+#include "../CudaApp.h"
 #define BINS 256
 __global__ void histo_kernel(const unsigned char *data, size_t n,
                              unsigned int *hist) {

@@ -11,16 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e),     \
-              __FILE__, __LINE__, cudaGetErrorString(e));                      \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define APP_NAME "sample_matmul"
+#include "../CudaApp.h"
 
 template <int BLOCK_SIZE>
 __global__ void MatrixMulCUDA(float *C, const float *A, const float *B, int wA,

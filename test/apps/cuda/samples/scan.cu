@@ -10,16 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e),     \
-              __FILE__, __LINE__, cudaGetErrorString(e));                      \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define APP_NAME "sample_scan"
+#include "../CudaApp.h"
 #define BLOCK 256
 #define ELEMS (2 * BLOCK)
 // Blelloch work-efficient scan of 2*BLOCK elements per block; converts to

@@ -10,16 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e),     \
-              __FILE__, __LINE__, cudaGetErrorString(e));                      \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#define APP_NAME "sample_warp"
+#include "../CudaApp.h"
 #define N 4096
 // Bitonic sort of 4096 ints in shared memory by one block of 1024 threads (4
 // elems/thread).
