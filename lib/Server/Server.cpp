@@ -517,6 +517,13 @@ public:
   std::atomic<uint64_t> queuedOps{0};
 
   std::unique_ptr<MetricsEndpoint> metricsEndpoint;
+
+  /// The scheduler's clock: nanoseconds since the server started.
+  Nanos nowNanos() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               Clock::now() - startTime)
+        .count();
+  }
 };
 
 Server::Impl::~Impl() {
@@ -566,6 +573,7 @@ llvm::Error Server::Impl::start() {
     return b.takeError();
   backend = std::move(*b);
   scheduler = createFifoScheduler();
+  startTime = Clock::now();
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
@@ -2092,7 +2100,20 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
                            op->seq));
     op->dst = it->second + op->src;
   }
-  scheduler->ready(op);
+  if (op->type == Op::Type::Launch) {
+    const LaunchConfig &c = op->config;
+    op->kernelKey = reinterpret_cast<uintptr_t>(op->kernel);
+    op->gridBlocks = uint64_t(c.grid[0]) * c.grid[1] * c.grid[2];
+    op->threadsPerBlock = c.block[0] * c.block[1] * c.block[2];
+    if (op->kernel) {
+      op->registersPerThread = op->kernel->registers
+                                   ? op->kernel->registers
+                                   : op->kernel->registerEstimate;
+      op->sharedBytesPerBlock =
+          op->kernel->staticSharedBytes + c.dynamicSharedBytes;
+    }
+  }
+  scheduler->ready(op, nowNanos());
   queuedOps++;
 }
 
@@ -2105,9 +2126,10 @@ void Server::Impl::dispatch() {
   // finished.
   constexpr uint64_t kInlineBytes = 1 << 20;
   while (idleExecutors > 0) {
-    auto *op = static_cast<Op *>(scheduler->next());
-    if (!op)
+    Dispatch d = scheduler->next(nowNanos());
+    if (!d)
       return;
+    auto *op = static_cast<Op *>(d.item);
     queuedOps--;
     // Work queued before its session ended or faulted does not run.
     if (op->session->dead || op->session->sticky.code() != pb::OK) {
@@ -2130,22 +2152,22 @@ void Server::Impl::dispatch() {
         backend->kind() == "cpu") {
       execute(op);
       busy(false);
-      scheduler->finished(op, op->ms);
+      scheduler->finished(d, Outcome{op->ms, 1}, nowNanos());
       complete(op);
       continue;
     }
     idleExecutors--;
-    execQueue.push([this, op, busy] {
+    execQueue.push([this, op, d, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
         execute(op);
       } catch (const std::exception &x) {
         op->result = status(pb::INTERNAL, x.what(), op->seq);
       }
-      post([this, op, busy] {
+      post([this, op, d, busy] {
         idleExecutors++;
         busy(false);
-        scheduler->finished(op, op->ms);
+        scheduler->finished(d, Outcome{op->ms, op->gridBlocks}, nowNanos());
         complete(op);
       });
     });
