@@ -59,7 +59,9 @@ constexpr double kNanosPerMs = 1e6;
 
 /// One tenant as a policy sees it.
 struct Tenant {
-  const TenantConfig *config = nullptr;
+  /// A copy: the caller's TenantConfig may go away with the tenant's last
+  /// session while its history stays here.
+  TenantConfig config;
   unsigned ordinal = 0;
   /// Ready items in the order they became ready (a partly run slice goes
   /// back to the front).
@@ -82,8 +84,8 @@ struct Tenant {
   unsigned lastNeedSMs = 0;
   Nanos holdSince = -1;
 
-  PriorityClass priorityClass() const { return config->priorityClass; }
-  uint32_t weight() const { return std::max(1u, config->weight); }
+  PriorityClass priorityClass() const { return config.priorityClass; }
+  uint32_t weight() const { return std::max(1u, config.weight); }
   bool backlogged() const { return !queue.empty() || running; }
 };
 
@@ -110,7 +112,7 @@ public:
     for (const auto &tp : tenants) {
       const Tenant &t = *tp;
       TenantStats s;
-      s.name = t.config->name;
+      s.name = t.config.name;
       s.priorityClass = t.priorityClass();
       s.weight = t.weight();
       s.dispatches = t.dispatches;
@@ -142,12 +144,14 @@ public:
 
 protected:
   Tenant &tenantOf(const WorkItem *item) { return tenantOf(item->tenant); }
+  /// Tenants are known by name: a tenant that reconnects keeps its
+  /// virtual time and history.
   Tenant &tenantOf(const TenantConfig *config) {
-    auto [it, inserted] = byConfig.try_emplace(config, nullptr);
+    auto [it, inserted] = byName.try_emplace(config->name, nullptr);
     if (inserted) {
       tenants.push_back(std::make_unique<Tenant>());
       it->second = tenants.back().get();
-      it->second->config = config;
+      it->second->config = *config;
       it->second->ordinal = unsigned(tenants.size() - 1);
       onNewTenant(*it->second);
     }
@@ -222,7 +226,7 @@ protected:
     bool done = true;
     if (d.sliced()) {
       item->blocksDone = std::min(d.sliceEnd, d.sliceBegin + o.blocksRun);
-      done = item->blocksDone >= item->gridBlocks;
+      done = o.failed || item->blocksDone >= item->gridBlocks;
       if (!done && item->blocksDone < d.sliceEnd)
         t.preempted++;
     }
@@ -236,7 +240,8 @@ protected:
   }
 
   std::vector<std::unique_ptr<Tenant>> tenants;
-  std::unordered_map<const TenantConfig *, Tenant *> byConfig;
+  /// Looked up only, never iterated (order comes from `tenants`).
+  std::unordered_map<std::string, Tenant *> byName;
   std::vector<Running> runningList;
   size_t numQueued = 0;
   uint64_t lastTicket = 0;
@@ -432,7 +437,7 @@ private:
   }
 
   double slaMs(const Tenant &t) const {
-    return t.config->slaMs > 0 ? t.config->slaMs : 10.0;
+    return t.config.slaMs > 0 ? t.config.slaMs : 10.0;
   }
 
   /// Whether any latency-critical tenant is present / active at `now`, the

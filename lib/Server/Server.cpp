@@ -46,6 +46,7 @@
 #include "Wooly/Runtime/Launch.h"
 #include "Wooly/Server/Scheduler.h"
 #include "Wooly/Server/Tenants.h"
+#include "Wooly/Server/Trace.h"
 
 #include "Metrics.h"
 #include "wooly.pb.h"
@@ -54,6 +55,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
 
 #include <zmq.h>
 
@@ -218,6 +220,9 @@ struct KernelSlot {
   enum class State { None, Compiling, Ready, Failed } state = State::None;
   std::shared_ptr<const CompiledModule> compiled;
   std::string error;
+  /// Compiled through wooly-slice (the scheduler may constrain, slice and
+  /// preempt its launches).
+  bool sliced = false;
   /// Ops waiting for the compilation.
   std::vector<struct Op *> waiting;
 };
@@ -263,7 +268,12 @@ struct Op : WorkItem {
   uint64_t event = 0;
   // Results (written by the executor).
   pb::Status result;
-  double ms = 0;
+  /// Device time of all its dispatches, and of the last one (from its
+  /// start, ns on the scheduler's clock, to its end).
+  double ms = 0, lastMs = 0;
+  Nanos startedNs = 0;
+  /// Virtual blocks the last dispatch ran.
+  uint64_t blocksRun = 0;
   Clock::time_point arrived;
   /// Runs on the I/O thread when a sync op completes, to fill the reply.
   std::function<void(pb::Reply &)> fill;
@@ -307,6 +317,13 @@ struct TenantState {
   uint64_t used = 0;
   unsigned sessions = 0;
   TenantMetrics metrics;
+  /// Launch latencies (call received to kernel done), seconds: the last
+  /// kLatencySamples, and the count and sum of all (under tenantsMutex).
+  static constexpr size_t kLatencySamples = 4096;
+  std::vector<double> latency;
+  size_t nextLatency = 0;
+  uint64_t latencyCount = 0;
+  double latencySum = 0;
 };
 
 /// What a session's kernels print (device printf), appended from worker
@@ -439,7 +456,19 @@ public:
   void submit(Op *op);
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   void dispatch();
-  void execute(Op *op);
+  void execute(Op *op, const Dispatch &d, uint64_t preemptFlag);
+  /// The dispatch's span on its tenant's trace track (--trace).
+  void traceDispatch(Op *op, const Dispatch &d);
+  /// Raises the preemption flags the scheduler asks for.
+  void preempt();
+  /// A u32 in device memory for a sliced dispatch's preemption flag, zeroed
+  /// (0 when none could be allocated: the slice then runs unpreemptibly).
+  uint64_t takeFlag();
+  void giveFlag(uint64_t addr);
+  /// Copies the scheduler's per-tenant measurements for /metrics.
+  void snapshotSchedulerStats();
+  /// The trace track of a tenant (numbered in the order first seen).
+  unsigned traceTrack(const TenantConfig &t);
   void complete(Op *op);
   void finishOp(Op *op, std::deque<Op *> &worklist);
   void requireSlot(Op *op);
@@ -518,6 +547,22 @@ public:
 
   std::unique_ptr<MetricsEndpoint> metricsEndpoint;
 
+  /// Whether lower-class kernels are compiled through wooly-slice (a
+  /// latency-critical tenant is configured and the policy paces).
+  bool paceKernels = false;
+  /// Preemption flags: free ones, and the flag of each running sliced
+  /// dispatch by ticket (I/O thread).
+  std::vector<uint64_t> freeFlags;
+  std::vector<uint64_t> flagBlocks;
+  std::map<uint64_t, uint64_t> flagOfTicket;
+  /// The scheduler's measurements as of `schedStatsAt` (under
+  /// `tenantsMutex`, for the metrics thread).
+  std::vector<TenantStats> schedStats;
+  Clock::time_point schedStatsAt;
+  /// --trace: the timeline, and tracks by tenant name.
+  std::unique_ptr<TraceWriter> trace;
+  std::map<std::string, unsigned> traceTracks;
+
   /// The scheduler's clock: nanoseconds since the server started.
   Nanos nowNanos() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -572,7 +617,6 @@ llvm::Error Server::Impl::start() {
   if (!b)
     return b.takeError();
   backend = std::move(*b);
-  scheduler = createFifoScheduler();
   startTime = Clock::now();
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
@@ -587,6 +631,37 @@ llvm::Error Server::Impl::start() {
   if (backend->kind() != "cpu")
     numExecutors = 1;
   idleExecutors = numExecutors;
+
+  // The scheduler. With a latency-critical tenant configured, one executor
+  // is kept for latency-critical launches (the policy's extra).
+  bool latencyCritical = false;
+  for (const TenantConfig &t : tenants.tenants)
+    latencyCritical |= t.priorityClass == PriorityClass::LatencyCritical;
+  if (options.scheduler == "fifo") {
+    scheduler = createFifoScheduler(numExecutors);
+  } else if (options.scheduler == "wooly") {
+    WoolyPolicyOptions po;
+    unsigned workers = options.cpuWorkers ? options.cpuWorkers : hw;
+    po.device = backend->kind() == "cpu" ? DeviceModel::cpu(workers)
+                                         : DeviceModel::h100();
+    // Pacing needs sliced kernels and preemption flags, which only the cpu
+    // backend runs today (wooly.iteration_barrier has no GPU lowering yet).
+    po.pacing = options.pacing && backend->kind() == "cpu";
+    if (latencyCritical && numExecutors > 1) {
+      po.maxRunning = numExecutors - 1;
+      po.latencyCriticalExtra = 1;
+    } else {
+      po.maxRunning = numExecutors;
+      po.latencyCriticalExtra = 0;
+    }
+    paceKernels = po.pacing && latencyCritical;
+    scheduler = createWoolyScheduler(po);
+  } else {
+    return llvm::createStringError("unknown scheduler '" + options.scheduler +
+                                   "': expected 'wooly' or 'fifo'");
+  }
+  if (!options.traceFile.empty())
+    trace = std::make_unique<TraceWriter>();
 
   // The device as clients see it.
   device.set_name(backend->kind() == "cpu"
@@ -665,7 +740,10 @@ llvm::Error Server::Impl::start() {
   log("listening on " + where + "; backend " + backend->kind().str() + " (" +
       backend->name() + "), " + std::to_string(numExecutors) + " executor" +
       (numExecutors == 1 ? "" : "s") + ", device memory " +
-      bytesText(deviceMemory) + ", scheduler " + scheduler->name());
+      bytesText(deviceMemory) + ", scheduler " + scheduler->name() +
+      (paceKernels ? " (pacing lower classes: their kernels are compiled "
+                     "sliced)"
+                   : ""));
   if (tenants.open)
     log("no --tenants file: any tenant name is accepted without a token "
         "(class normal, weight 1, quota = the device's memory)");
@@ -718,6 +796,19 @@ llvm::Error Server::Impl::run() {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           runCompletions();
         }
+        if (trace) {
+          if (llvm::Error e = trace->write(options.traceFile))
+            log(llvm::toString(std::move(e)));
+          else
+            log(llvm::formatv("trace of {0} dispatches written to {1}{2}",
+                              trace->size(), options.traceFile,
+                              trace->dropped()
+                                  ? llvm::formatv(" ({0} dropped)",
+                                                  trace->dropped())
+                                        .str()
+                                  : std::string())
+                    .str());
+        }
         log("stopped");
         return llvm::Error::success();
       }
@@ -727,6 +818,15 @@ llvm::Error Server::Impl::run() {
     if (now >= nextMonitorCheck) {
       onMonitorEvents();
       nextMonitorCheck = now + std::chrono::milliseconds(20);
+    }
+    if (now - schedStatsAt >= std::chrono::milliseconds(50))
+      snapshotSchedulerStats();
+    // Work the scheduler holds back (pacing) is asked for again within a
+    // millisecond; otherwise the receive waits up to 20 ms.
+    int wanted = scheduler->queued() && idleExecutors ? 1 : 20;
+    if (wanted != timeout) {
+      timeout = wanted;
+      zmq_setsockopt(router, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     }
     std::vector<Frame> frames;
     int fd = -1;
@@ -989,6 +1089,7 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
   si->set_weight(config.weight);
   si->set_sla_ms(config.slaMs);
   si->set_quota_bytes(config.quotaBytes);
+  scheduler->announce(&tenant->config, nowNanos());
   byRouting[routingId] = s.get();
   sessions[s->id] = std::move(s);
   reply(routingId, r);
@@ -1955,7 +2056,11 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
   KernelSlot *slotPtr = &slot;
   SessionModule *mPtr = &m;
   uint64_t sid = s.id;
-  compileQueue.push([this, image, key, slotPtr, mPtr, sid] {
+  // Kernels of tenants below latency-critical are compiled sliced when the
+  // scheduler paces them.
+  bool slice = paceKernels && key != kVariablesOnly && key != kWholeModule &&
+               s.tenant->config.priorityClass != PriorityClass::LatencyCritical;
+  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice] {
     CompileInput in;
     in.text = image->text;
     in.name = image->name;
@@ -1965,16 +2070,30 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     else if (key != kWholeModule)
       co.kernels = std::vector<std::string>{key};
     auto start = Clock::now();
-    bool hit = false;
-    std::string error;
+    bool hit = false, sliced = false;
+    std::string error, refusal;
     std::shared_ptr<const CompiledModule> module;
     // Nothing thrown here may end the thread (and the server).
     try {
       auto target = Target::parse("host");
       llvm::Expected<std::shared_ptr<const CompiledModule>> compiled =
-          target ? cache->getOrCompile(in, *target, co, &hit)
-                 : llvm::Expected<std::shared_ptr<const CompiledModule>>(
-                       target.takeError());
+          llvm::Expected<std::shared_ptr<const CompiledModule>>(nullptr);
+      if (!target) {
+        compiled = target.takeError();
+      } else {
+        if (slice) {
+          // A kernel the pass refuses runs as written (the scheduler holds
+          // it back while a latency-critical tenant is active).
+          co.passes = "wooly-slice";
+          compiled = cache->getOrCompile(in, *target, co, &hit);
+          sliced = bool(compiled);
+          if (!compiled)
+            refusal = llvm::toString(compiled.takeError());
+          co.passes.clear();
+        }
+        if (!sliced)
+          compiled = cache->getOrCompile(in, *target, co, &hit);
+      }
       if (!compiled) {
         error = llvm::toString(compiled.takeError());
       } else {
@@ -1997,11 +2116,19 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     }
     double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    post([this, image, key, slotPtr, mPtr, sid, module, error, ms, hit] {
+    post([this, image, key, slotPtr, mPtr, sid, module, error, ms, hit, sliced,
+          refusal] {
       KernelSlot &slot = *slotPtr;
       SessionModule &m = *mPtr;
       slot.compiled = module;
       slot.error = error;
+      slot.sliced = sliced;
+      if (!refusal.empty() && error.empty())
+        log(llvm::formatv("session {0}: kernel {1} of {2} cannot be sliced, "
+                          "it runs whole (held back while a latency-critical "
+                          "tenant is active): {3}",
+                          sid, key, image->name, refusal)
+                .str());
       slot.state =
           error.empty() ? KernelSlot::State::Ready : KernelSlot::State::Failed;
       std::string what = key == kWholeModule ? "module " + image->name
@@ -2009,8 +2136,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                              ? "the variables of " + image->name
                              : "kernel " + key + " of " + image->name;
       if (error.empty()) {
-        log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3})", sid,
-                          what, ms, hit ? "compile cache hit" : "compiled")
+        log(llvm::formatv("session {0}: {1} ready in {2:f1} ms ({3}{4})", sid,
+                          what, ms, hit ? "compile cache hit" : "compiled",
+                          sliced ? ", sliced" : "")
                 .str());
         if (module)
           for (const GlobalInfo &g : module->globals) {
@@ -2102,8 +2230,11 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   }
   if (op->type == Op::Type::Launch) {
     const LaunchConfig &c = op->config;
-    op->kernelKey = reinterpret_cast<uintptr_t>(op->kernel);
+    op->kernelKey =
+        llvm::xxh3_64bits(op->module->image->hash + "/" + op->kernelName);
     op->gridBlocks = uint64_t(c.grid[0]) * c.grid[1] * c.grid[2];
+    // Slices name virtual blocks with 32 bits.
+    op->sliceable = op->slot->sliced && op->gridBlocks <= UINT32_MAX;
     op->threadsPerBlock = c.block[0] * c.block[1] * c.block[2];
     if (op->kernel) {
       op->registersPerThread = op->kernel->registers
@@ -2115,6 +2246,7 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   }
   scheduler->ready(op, nowNanos());
   queuedOps++;
+  preempt();
 }
 
 void Server::Impl::dispatch() {
@@ -2150,33 +2282,128 @@ void Server::Impl::dispatch() {
     busy(true);
     if (op->type != Op::Type::Launch && op->bytes <= kInlineBytes &&
         backend->kind() == "cpu") {
-      execute(op);
+      execute(op, d, 0);
       busy(false);
-      scheduler->finished(d, Outcome{op->ms, 1}, nowNanos());
+      scheduler->finished(d, Outcome{op->lastMs, 1, false}, nowNanos());
+      traceDispatch(op, d);
       complete(op);
       continue;
     }
     idleExecutors--;
-    execQueue.push([this, op, d, busy] {
+    uint64_t flag = 0;
+    if (d.sliced() && (flag = takeFlag()))
+      flagOfTicket[d.ticket] = flag;
+    execQueue.push([this, op, d, flag, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
-        execute(op);
+        execute(op, d, flag);
       } catch (const std::exception &x) {
         op->result = status(pb::INTERNAL, x.what(), op->seq);
       }
-      post([this, op, d, busy] {
+      post([this, op, d, flag, busy] {
         idleExecutors++;
         busy(false);
-        scheduler->finished(d, Outcome{op->ms, op->gridBlocks}, nowNanos());
+        if (flag) {
+          flagOfTicket.erase(d.ticket);
+          giveFlag(flag);
+        }
+        bool failed = op->result.code() != pb::OK;
+        traceDispatch(op, d);
+        if (!scheduler->finished(d, Outcome{op->lastMs, op->blocksRun, failed},
+                                 nowNanos())) {
+          // A preempted or partial slice: the rest of the launch is queued
+          // again, where it was.
+          queuedOps++;
+          return;
+        }
         complete(op);
       });
     });
   }
 }
 
+void Server::Impl::traceDispatch(Op *op, const Dispatch &d) {
+  if (!trace)
+    return;
+  const char *what = op->type == Op::Type::Launch    ? nullptr
+                     : op->type == Op::Type::Memset ? "memset"
+                                                     : "copy";
+  std::vector<std::pair<std::string, std::string>> args = {
+      {"session", std::to_string(op->session->id)},
+      {"stream", std::to_string(op->stream)},
+      {"call", std::to_string(op->seq)}};
+  if (op->type == Op::Type::Launch) {
+    args.push_back({"grid_blocks", std::to_string(op->gridBlocks)});
+    args.push_back({"blocks_run", std::to_string(op->blocksRun)});
+    if (d.physicalBlocks)
+      args.push_back({"physical_blocks", std::to_string(d.physicalBlocks)});
+    if (d.sliced())
+      args.push_back({"slice", std::to_string(d.sliceBegin) + "-" +
+                                   std::to_string(d.sliceEnd)});
+  } else {
+    args.push_back({"bytes", std::to_string(op->bytes)});
+  }
+  if (op->result.code() != pb::OK)
+    args.push_back({"error", op->result.message()});
+  trace->span(traceTrack(op->session->tenant->config),
+              what ? std::string(what) : op->kernelName,
+              double(op->startedNs) / 1000, op->lastMs * 1000, args);
+}
+
+unsigned Server::Impl::traceTrack(const TenantConfig &t) {
+  auto [it, inserted] =
+      traceTracks.try_emplace(t.name, unsigned(traceTracks.size()));
+  if (inserted)
+    trace->nameTrack(it->second,
+                     t.name + " (" + className(t.priorityClass).str() + ")");
+  return it->second;
+}
+
+void Server::Impl::preempt() {
+  for (uint64_t ticket : scheduler->takePreemptions()) {
+    auto it = flagOfTicket.find(ticket);
+    if (it == flagOfTicket.end())
+      continue; // ended, or running without a flag
+    uint32_t one = 1;
+    if (llvm::Error e = backend->copyToDevice(it->second, &one, sizeof one))
+      log("cannot raise a preemption flag: " + llvm::toString(std::move(e)));
+  }
+}
+
+uint64_t Server::Impl::takeFlag() {
+  if (freeFlags.empty()) {
+    // 1024 flags at a time, never more than 64 Ki of them.
+    constexpr uint64_t kBlock = 4096;
+    if (flagBlocks.size() >= 64)
+      return 0;
+    auto a = backend->allocate(kBlock);
+    if (!a) {
+      log("cannot allocate preemption flags: " +
+          llvm::toString(a.takeError()));
+      return 0;
+    }
+    flagBlocks.push_back(*a);
+    for (uint64_t off = kBlock; off > 0; off -= 4)
+      freeFlags.push_back(*a + off - 4);
+  }
+  uint64_t flag = freeFlags.back();
+  uint32_t zero = 0;
+  if (llvm::Error e = backend->copyToDevice(flag, &zero, sizeof zero)) {
+    log("cannot clear a preemption flag: " + llvm::toString(std::move(e)));
+    return 0;
+  }
+  freeFlags.pop_back();
+  return flag;
+}
+
+void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
+
 /// Runs on an executor thread: only the op's own fields and the backend.
-void Server::Impl::execute(Op *op) {
+void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag) {
   auto start = Clock::now();
+  op->startedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      start - startTime)
+                      .count();
   llvm::Error e = llvm::Error::success();
   bool fault = false;
   switch (op->type) {
@@ -2186,11 +2413,20 @@ void Server::Impl::execute(Op *op) {
                                   "' is missing from its compiled module");
       break;
     }
+    // The scheduler's choices for a sliced kernel; a kernel that is not
+    // sliced only ever gets whole dispatches.
+    LaunchOptions lo;
+    lo.physicalBlocks = d.physicalBlocks;
+    lo.sliceBegin = uint32_t(d.sliceBegin);
+    lo.sliceEnd = uint32_t(d.sliceEnd);
+    lo.preemptFlag = preemptFlag;
     auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
-                          op->params);
+                          op->params, lo);
     if (!r) {
       e = r.takeError();
       fault = true;
+    } else {
+      op->blocksRun = d.sliced() ? r->blocksRun : op->gridBlocks;
     }
     break;
   }
@@ -2221,8 +2457,9 @@ void Server::Impl::execute(Op *op) {
   default:
     break;
   }
-  op->ms =
+  op->lastMs =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  op->ms += op->lastMs;
   if (e)
     op->result = status(fault ? pb::LAUNCH_FAILURE : pb::INTERNAL,
                         llvm::toString(std::move(e)), op->seq, fault);
@@ -2248,10 +2485,21 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
                                op->result.seq() != op->seq));
   if (!cancelled) {
     switch (op->type) {
-    case Op::Type::Launch:
+    case Op::Type::Launch: {
       metrics.launches++;
       metrics.kernelMicros += uint64_t(op->ms * 1000);
+      double seconds =
+          std::chrono::duration<double>(Clock::now() - op->arrived).count();
+      TenantState &t = *s.tenant;
+      std::lock_guard<std::mutex> lock(tenantsMutex);
+      if (t.latency.size() < TenantState::kLatencySamples)
+        t.latency.push_back(seconds);
+      else
+        t.latency[t.nextLatency++ % TenantState::kLatencySamples] = seconds;
+      t.latencyCount++;
+      t.latencySum += seconds;
       break;
+    }
     case Op::Type::CopyIn:
     case Op::Type::SymbolIn:
       metrics.bytesToDevice += op->bytes;
@@ -2406,6 +2654,13 @@ void Server::Impl::maybeErase(Session &s) {
 // Metrics
 //===----------------------------------------------------------------------===//
 
+void Server::Impl::snapshotSchedulerStats() {
+  std::vector<TenantStats> st = scheduler->stats(nowNanos());
+  std::lock_guard<std::mutex> lock(tenantsMutex);
+  schedStats = std::move(st);
+  schedStatsAt = Clock::now();
+}
+
 std::string Server::Impl::metricsText() {
   PrometheusWriter w;
   std::lock_guard<std::mutex> lock(tenantsMutex);
@@ -2467,6 +2722,72 @@ std::string Server::Impl::metricsText() {
     w.family(f.name, f.type, f.help);
     for (auto &[name, t] : tenantStates)
       w.sample(f.name, {{"tenant", name}}, f.value(*t));
+  }
+  w.family("wooly_tenant_launch_latency_seconds", "summary",
+           "Launch latency of the tenant: call received to kernel done "
+           "(quantiles over its last 4096 launches).");
+  for (auto &[name, t] : tenantStates) {
+    for (double q : {0.5, 0.9, 0.99})
+      w.sample("wooly_tenant_launch_latency_seconds",
+               {{"tenant", name}, {"quantile", llvm::formatv("{0}", q)}},
+               percentile(t->latency, q));
+    w.sample("wooly_tenant_launch_latency_seconds_sum", {{"tenant", name}},
+             t->latencySum);
+    w.sample("wooly_tenant_launch_latency_seconds_count", {{"tenant", name}},
+             double(t->latencyCount));
+  }
+  // The scheduler's own measurements (Scheduler.h), as of its last
+  // snapshot (at most some 50 ms old); tenants it has seen, connected or not.
+  w.family("wooly_scheduler_info", "gauge",
+           "The scheduling policy (label policy).");
+  w.sample("wooly_scheduler_info", {{"policy", scheduler->name()}}, 1);
+  w.family("wooly_tenant_queue_delay_seconds", "summary",
+           "Time from an operation becoming ready to its first dispatch "
+           "(quantiles over the last 4096).");
+  for (const TenantStats &t : schedStats) {
+    for (double q : {0.5, 0.99})
+      w.sample("wooly_tenant_queue_delay_seconds",
+               {{"tenant", t.name}, {"quantile", llvm::formatv("{0}", q)}},
+               percentile(t.queueDelayMs, q) / 1000);
+    double sum = 0;
+    for (double v : t.queueDelayMs)
+      sum += v / 1000;
+    w.sample("wooly_tenant_queue_delay_seconds_sum", {{"tenant", t.name}},
+             sum);
+    w.sample("wooly_tenant_queue_delay_seconds_count", {{"tenant", t.name}},
+             double(t.queueDelayMs.size()));
+  }
+  struct SchedFamily {
+    const char *name, *type, *help;
+    std::function<double(const TenantStats &)> value;
+  };
+  const SchedFamily schedFamilies[] = {
+      {"wooly_tenant_weight", "gauge", "The tenant's weight in its class.",
+       [](const TenantStats &t) { return double(t.weight); }},
+      {"wooly_tenant_device_share", "gauge",
+       "The tenant's share of all device time charged so far (compare with "
+       "its weight over the weights of its class).",
+       [](const TenantStats &t) { return t.share; }},
+      {"wooly_tenant_device_charged_seconds_total", "counter",
+       "Device time charged to the tenant: duration x the fraction of the "
+       "device's block slots its work held.",
+       [](const TenantStats &t) { return t.chargedMs / 1000; }},
+      {"wooly_tenant_starvation_ratio", "gauge",
+       "Starvation: the fraction of the time the tenant had ready work that "
+       "none of its work was running, over the time it had work at all.",
+       [](const TenantStats &t) { return t.starvation; }},
+      {"wooly_tenant_preemptions_total", "counter",
+       "Slices of the tenant stopped early for a higher class.",
+       [](const TenantStats &t) { return double(t.preempted); }},
+      {"wooly_tenant_unpaced_launches_total", "counter",
+       "Launches run whole although pacing wanted them sliced (the passes "
+       "refused the kernel).",
+       [](const TenantStats &t) { return double(t.unpaced); }},
+  };
+  for (const SchedFamily &f : schedFamilies) {
+    w.family(f.name, f.type, f.help);
+    for (const TenantStats &t : schedStats)
+      w.sample(f.name, {{"tenant", t.name}}, f.value(t));
   }
   w.family("wooly_tenant_copy_bytes_total", "counter",
            "Bytes copied by the tenant, by direction.");

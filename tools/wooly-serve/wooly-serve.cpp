@@ -79,6 +79,23 @@ static cl::opt<std::string> maxGraphBytes(
              "(default 256MiB)"),
     cl::value_desc("bytes"), cl::init("256MiB"), cl::cat(cat));
 
+static cl::opt<std::string> scheduler(
+    "scheduler",
+    cl::desc("Dispatch policy: wooly (default: strict priority classes, "
+             "weighted fair share, SLA pacing) or fifo (arrival order)"),
+    cl::init("wooly"), cl::cat(cat));
+static cl::opt<bool> pacing(
+    "pacing",
+    cl::desc("wooly: while a latency-critical tenant is configured, run "
+             "other tenants' kernels sliced and preemptible so its kernels "
+             "start within its SLA (cpu backend; default true)"),
+    cl::init(true), cl::cat(cat));
+static cl::opt<std::string>
+    traceFile("trace",
+              cl::desc("At exit, write what ran when (one track per tenant) "
+                       "as a Chrome trace JSON that ui.perfetto.dev opens"),
+              cl::value_desc("file"), cl::cat(cat));
+
 static wooly::server::Server *theServer = nullptr;
 
 static void onSignal(int) {
@@ -112,6 +129,9 @@ int main(int argc, char **argv) {
   o.compileThreads = compileThreads;
   o.cpuWorkers = cpuWorkers;
   o.drainTimeoutMs = drainTimeout;
+  o.scheduler = scheduler;
+  o.pacing = pacing;
+  o.traceFile = traceFile;
   for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
                               &deviceMemory, &o.deviceMemory},
                           {&maxMessage, &o.maxMessageBytes},

@@ -139,6 +139,8 @@ struct Outcome {
   double deviceMs = 0;
   /// Virtual blocks run (a preempted slice: fewer than it was given).
   uint64_t blocksRun = 0;
+  /// The dispatch failed: the item is done whatever it ran.
+  bool failed = false;
 };
 
 /// One decision, for logs and determinism checks.

@@ -35,6 +35,14 @@ struct ServerOptions {
   /// Device memory all tenants share, in bytes (0: 4 GiB; for `cpu` the
   /// virtual device's memory, for `cuda` set it to what the GPU has).
   uint64_t deviceMemory = 0;
+  /// The scheduling policy: `wooly` (include/Wooly/Server/Scheduler.h) or
+  /// `fifo`.
+  std::string scheduler = "wooly";
+  /// `wooly`: pace lower classes while a latency-critical tenant is
+  /// configured (their kernels compiled through wooly-slice; cpu backend).
+  bool pacing = true;
+  /// Write the schedule as a Chrome trace (Perfetto) here at exit.
+  std::string traceFile;
   /// Threads that run launches and copies (0: the backend's choice).
   unsigned executors = 0;
   /// Threads that compile kernels (0: 2).
