@@ -14,6 +14,7 @@
 
 #include <zmq.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -995,4 +996,196 @@ TEST_F(ServerTest, GraphBytesAreBounded) {
   EXPECT_EQ(record(500, second).code, Code::LimitExceeded);
   ASSERT_TRUE(c->graphDestroy(small).ok());
   EXPECT_TRUE(record(500, second).ok());
+}
+
+namespace {
+/// Runs `kernel` of `ptx` through `c` on `in` (ints) into a fresh buffer of
+/// `outBytes`, `launches` times with the same parameters; returns the output
+/// bytes of the last launch.
+std::vector<uint8_t> runKernel(Client &c, const std::string &ptx,
+                               const char *kernel, Dim3 grid, Dim3 block,
+                               const std::vector<uint64_t> &inputs,
+                               const std::vector<int32_t> &ints,
+                               uint64_t outBytes, int launches,
+                               uint64_t *outAddr = nullptr) {
+  Module m;
+  EXPECT_TRUE(c.loadModule(ptx, "k", m).ok());
+  const KernelLayout *k = m.findKernel(kernel);
+  EXPECT_NE(k, nullptr);
+  if (!k)
+    return {};
+  uint64_t out = 0;
+  EXPECT_TRUE(c.malloc(outBytes, out).ok());
+  EXPECT_TRUE(c.memset(out, 0, outBytes, 0, true).ok());
+  Params p(*k);
+  for (int32_t v : ints)
+    p.add(v);
+  for (uint64_t a : inputs)
+    p.add(a);
+  p.add(out);
+  for (int i = 0; i < launches; ++i)
+    EXPECT_TRUE(c.launch(m.handle, kernel, grid, block, 0, p.bytes.data(),
+                         p.bytes.size())
+                    .ok());
+  std::vector<uint8_t> bytes(outBytes);
+  Status s = c.copyFromDevice(bytes.data(), out, outBytes);
+  EXPECT_TRUE(s.ok()) << s.str();
+  if (outAddr)
+    *outAddr = out;
+  return bytes;
+}
+} // namespace
+
+// SLA pacing: with a latency-critical tenant configured, a best-effort
+// tenant's kernels are compiled through wooly-slice and run constrained,
+// sliced and preempted as the scheduler decides while the latency-critical
+// tenant keeps launching. Their outputs are bit-identical to the same
+// kernels run whole (by the latency-critical tenant, whose kernels are never
+// sliced), the ZLUDA suite run as the best-effort tenant gives what it gives
+// in-process, and /metrics and the trace show the slices and preemptions.
+TEST_F(ServerTest, PacedKernelsAreBitIdentical) {
+  std::ofstream(dir + "/tenants.yaml") << "tenants:\n"
+                                          "  - name: lc\n"
+                                          "    token: \"l\"\n"
+                                          "    class: latency-critical\n"
+                                          "    sla_ms: 2\n"
+                                          "  - name: be\n"
+                                          "    token: \"b\"\n"
+                                          "    class: best-effort\n";
+  std::string tracePath = dir + "/trace.json";
+  startServer({"--tenants=" + dir + "/tenants.yaml", "--executors=3",
+               "--trace=" + tracePath});
+  auto lc = connect("lc", "l");
+  auto be = connect("be", "b");
+  ASSERT_TRUE(lc && be);
+
+  // The latency-critical tenant launches small kernels until told to stop.
+  std::atomic<bool> stop{false};
+  std::atomic<int> lcLaunches{0};
+  std::thread lcThread([&] {
+    auto c = connect("lc", "l");
+    Module m;
+    if (!c || !c->loadModule(corpus("elementwise.sm_90.ptx"), "ew", m).ok())
+      return;
+    const KernelLayout *k = m.findKernel("vec_add");
+    const int n = 1024;
+    uint64_t x, z;
+    if (!k || !c->malloc(n * 4, x).ok() || !c->malloc(n * 4, z).ok())
+      return;
+    Params p(*k);
+    p.add(int32_t(n)).add(x).add(x).add(z);
+    while (!stop) {
+      c->launch(m.handle, "vec_add", {4}, {256}, 0, p.bytes.data(),
+                p.bytes.size());
+      c->deviceSynchronize();
+      lcLaunches++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+
+  // Integer block sums (shared memory, barriers, warp shuffles) and a tiled
+  // GEMM (two barriers per tile): run whole by lc, paced by be.
+  const int n = 1 << 20;
+  std::vector<int32_t> ints(n);
+  for (int i = 0; i < n; ++i)
+    ints[i] = int32_t(uint32_t(i) * 2654435761u >> 7);
+  const int dim = 96;
+  std::vector<float> mat(dim * dim);
+  for (int i = 0; i < dim * dim; ++i)
+    mat[i] = float((i * 7919) % 1000) / 250.0f - 2.0f;
+  std::string reduction = corpus("reduction.sm_90.ptx");
+  std::string gemm = corpus("gemm.sm_90.ptx");
+  auto both = [&](Client &c, std::vector<std::vector<uint8_t>> &out) {
+    uint64_t din, dmat;
+    ASSERT_TRUE(c.malloc(n * 4, din).ok());
+    ASSERT_TRUE(c.copyToDevice(din, ints.data(), n * 4).ok());
+    ASSERT_TRUE(c.malloc(dim * dim * 4, dmat).ok());
+    ASSERT_TRUE(c.copyToDevice(dmat, mat.data(), dim * dim * 4).ok());
+    out.push_back(runKernel(c, reduction, "block_sum_i32", {n / 256}, {256},
+                            {din}, {n}, (n / 256) * 4, 8));
+    // C = 1 * A * A + 0 * C.
+    Module m;
+    ASSERT_TRUE(c.loadModule(gemm, "gemm", m).ok());
+    const KernelLayout *k = m.findKernel("sgemm_tiled");
+    ASSERT_NE(k, nullptr);
+    uint64_t dc;
+    ASSERT_TRUE(c.malloc(dim * dim * 4, dc).ok());
+    Params p(*k);
+    p.add(int32_t(dim)).add(int32_t(dim)).add(int32_t(dim)).add(1.0f);
+    p.add(dmat).add(dmat).add(0.0f).add(dc);
+    for (int i = 0; i < 4; ++i)
+      ASSERT_TRUE(c.launch(m.handle, "sgemm_tiled", {dim / 16, dim / 16},
+                           {16, 16}, 0, p.bytes.data(), p.bytes.size())
+                      .ok());
+    std::vector<uint8_t> cbytes(dim * dim * 4);
+    ASSERT_TRUE(c.copyFromDevice(cbytes.data(), dc, cbytes.size()).ok());
+    out.push_back(cbytes);
+  };
+  std::vector<std::vector<uint8_t>> whole, paced;
+  both(*lc, whole);
+  both(*be, paced);
+  ASSERT_EQ(whole.size(), 2u);
+  ASSERT_EQ(paced.size(), 2u);
+  EXPECT_TRUE(whole[0] == paced[0]) << "block_sum_i32 differs when paced";
+  EXPECT_TRUE(whole[1] == paced[1]) << "sgemm_tiled differs when paced";
+  // The reduction is also right.
+  int32_t first = 0;
+  for (int i = 0; i < 256; ++i)
+    first += ints[i];
+  int32_t got;
+  std::memcpy(&got, paced[0].data(), 4);
+  EXPECT_EQ(got, first);
+
+  // The ZLUDA suite as the paced tenant.
+  if (access(WOOLY_ZLUDA_DIR "/expected.json", R_OK) == 0) {
+    std::vector<std::string> argv = {
+        WOOLY_BIN_DIR "/wooly-conformance", WOOLY_ZLUDA_DIR,
+        "--known-failures=" WOOLY_SOURCE_DIR
+        "/test/Runtime/CPU/zluda-known-failures.txt"};
+    auto local = run(argv, {}, dir + "/local.log");
+    argv.push_back("--backend=remote");
+    auto remote =
+        run(argv,
+            {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=be", "WOOLY_TOKEN=b"},
+            dir + "/remote.log");
+    EXPECT_EQ(remote.first, local.first) << remote.second;
+    ASSERT_NE(summary(local.second), "") << local.second;
+    EXPECT_EQ(summary(remote.second), summary(local.second)) << remote.second;
+  }
+  stop = true;
+  lcThread.join();
+  EXPECT_GT(lcLaunches.load(), 0);
+
+  std::string l = log();
+  EXPECT_NE(l.find("block_sum_i32 of k ready in"), std::string::npos) << l;
+  EXPECT_NE(l.find("compiled, sliced"), std::string::npos) << l;
+  std::string text = fetchMetrics();
+  EXPECT_NE(text.find("wooly_scheduler_info{policy=\"wooly\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_GE(metric(text, "wooly_tenant_weight{tenant=\"be\"}"), 1.0) << text;
+  EXPECT_GE(metric(text, "wooly_tenant_starvation_ratio{tenant=\"be\"}"), 0.0)
+      << text;
+  // The latency-critical tenant's launches stopped best-effort slices.
+  EXPECT_GT(metric(text, "wooly_tenant_preemptions_total{tenant=\"be\"}"), 0.0)
+      << text;
+  EXPECT_EQ(metric(text, "wooly_tenant_preemptions_total{tenant=\"lc\"}"), 0.0)
+      << text;
+  EXPECT_GT(metric(text, "wooly_tenant_queue_delay_seconds_count{tenant="
+                         "\"lc\"}"),
+            0.0)
+      << text;
+
+  // Stop the server: it writes the trace, with the paced tenant's slices.
+  lc.reset();
+  be.reset();
+  kill(pid, SIGTERM);
+  EXPECT_EQ(waitExit(pid), 0) << log();
+  pid = -1;
+  std::string traceText = readFile(tracePath);
+  EXPECT_NE(traceText.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(traceText.find("be (best-effort)"), std::string::npos);
+  EXPECT_NE(traceText.find("\"slice\":\""), std::string::npos)
+      << "no sliced dispatch in the trace";
+  EXPECT_NE(traceText.find("\"name\":\"block_sum_i32\""), std::string::npos);
 }
