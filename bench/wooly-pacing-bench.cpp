@@ -1,0 +1,329 @@
+//===- wooly-pacing-bench.cpp - SLA pacing on the CPU backend, in real time ===//
+//
+// A latency-critical tenant's kernel latency on wooly-serve's CPU backend,
+// alone and next to a best-effort tenant running long kernels, under three
+// servers started by this program: `fifo`, `wooly` without pacing
+// (priorities only) and `wooly` (priorities and SLA pacing: the best-effort
+// kernels run sliced and preemptible). Also the best-effort throughput kept.
+// All ratios come from one run (see bench/README.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "BenchUtil.h"
+
+#include "Wooly/Client/Client.h"
+#include "Wooly/Server/Scheduler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace wooly;
+using namespace wooly::bench;
+namespace client = wooly::client;
+
+static llvm::cl::opt<unsigned>
+    requests("requests",
+             llvm::cl::desc("Latency-critical launches measured per case"),
+             llvm::cl::init(100));
+static llvm::cl::opt<double>
+    gapMs("gap-ms",
+          llvm::cl::desc("Pause between two latency-critical launches"),
+          llvm::cl::init(5));
+static llvm::cl::opt<unsigned>
+    lcIters("lc-iters",
+            llvm::cl::desc("Loop iterations per thread of the latency-"
+                           "critical kernel (4 blocks of 128 threads)"),
+            llvm::cl::init(2000));
+static llvm::cl::opt<unsigned>
+    beIters("be-iters",
+            llvm::cl::desc("Loop iterations per thread of the best-effort "
+                           "kernel (1024 blocks of 128 threads)"),
+            llvm::cl::init(2000));
+static llvm::cl::opt<std::string>
+    servePath("serve", llvm::cl::desc("wooly-serve (default: beside this "
+                                      "program)"));
+
+namespace {
+
+/// Each thread runs an LCG `iters` times and stores the result.
+const char *kPtx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry spin(.param .u32 iters, .param .u64 out) {
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u32 %r1, [iters];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;
+  mov.u32 %r6, %r5;
+  mov.u32 %r7, 0;
+LOOP:
+  setp.ge.u32 %p, %r7, %r1;
+  @%p bra DONE;
+  mad.lo.u32 %r6, %r6, 1664525, 1013904223;
+  add.u32 %r7, %r7, 1;
+  bra LOOP;
+DONE:
+  mul.wide.u32 %rd2, %r5, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+}
+)";
+
+struct Server {
+  pid_t pid = -1;
+  std::string dir, endpoint;
+};
+
+std::string tempDir;
+std::vector<Server *> live;
+
+void stop(Server &s) {
+  if (s.pid > 0) {
+    ::kill(s.pid, SIGTERM);
+    int st;
+    ::waitpid(s.pid, &st, 0);
+    s.pid = -1;
+  }
+}
+
+Server start(const std::string &name, std::vector<std::string> extra) {
+  Server s;
+  s.dir = tempDir;
+  s.endpoint = "ipc://" + tempDir + "/" + name + ".sock";
+  std::vector<std::string> args = {servePath, "--listen=" + s.endpoint,
+                                   "--tenants=" + tempDir + "/tenants.yaml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  std::string log = tempDir + "/" + name + ".log";
+  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""),
+                                                llvm::StringRef(log),
+                                                llvm::StringRef(log)};
+  std::string err;
+  llvm::sys::ProcessInfo pi = llvm::sys::ExecuteNoWait(
+      servePath, argv, std::nullopt, redirects, 0, &err);
+  if (pi.Pid <= 0)
+    die("cannot start " + servePath + ": " + err);
+  s.pid = pi.Pid;
+  return s;
+}
+
+std::unique_ptr<client::Client> connect(const Server &s, const char *tenant,
+                                        const char *token) {
+  client::Options o;
+  o.server = s.endpoint;
+  o.tenant = tenant;
+  o.token = token;
+  o.clientName = "wooly-pacing-bench";
+  o.connectTimeoutMs = 20000;
+  client::Status st;
+  auto c = client::Client::connect(o, st);
+  if (!c)
+    die(std::string("connect as ") + tenant + ": " + st.str());
+  return c;
+}
+
+struct Tenant {
+  std::unique_ptr<client::Client> c;
+  client::Module m;
+  uint64_t out = 0;
+  std::vector<uint8_t> params;
+
+  Tenant(const Server &s, const char *name, const char *token,
+         uint32_t iters, uint32_t threads) {
+    c = connect(s, name, token);
+    client::Status st = c->loadModule(kPtx, "spin", m);
+    if (!st.ok())
+      die("load: " + st.str());
+    if (!(st = c->malloc(uint64_t(threads) * 4, out)).ok())
+      die("malloc: " + st.str());
+    const client::KernelLayout *k = m.findKernel("spin");
+    params.resize(k->paramBufferSize);
+    std::memcpy(params.data() + k->paramOffsets[0], &iters, 4);
+    std::memcpy(params.data() + k->paramOffsets[1], &out, 8);
+  }
+  client::Status launch(uint32_t blocks, uint64_t stream = 0) {
+    return c->launch(m.handle, "spin", {blocks}, {128}, 0, params.data(),
+                     params.size(), stream);
+  }
+};
+
+struct Result {
+  double aloneP50 = 0, aloneP99 = 0, withP50 = 0, withP99 = 0;
+  double beAlone = 0, beWith = 0; // best-effort kernels per second
+};
+
+/// `requests` latency-critical launches (launch + synchronise), `gap` apart.
+std::vector<double> measureLc(Tenant &lc) {
+  std::vector<double> ms;
+  for (unsigned i = 0; i < requests; ++i) {
+    auto t0 = Clock::now();
+    client::Status st = lc.launch(4);
+    if (st.ok())
+      st = lc.c->deviceSynchronize();
+    if (!st.ok())
+      die("latency-critical launch: " + st.str());
+    ms.push_back(seconds(t0, Clock::now()) * 1000);
+    std::this_thread::sleep_for(std::chrono::microseconds(
+        int64_t(gapMs * 1000)));
+  }
+  return ms;
+}
+
+/// Best-effort kernels on two streams until `stop`; returns kernels done.
+std::thread runBe(Tenant &be, std::atomic<bool> &stopFlag,
+                  std::atomic<uint64_t> &done) {
+  return std::thread([&] {
+    uint64_t s1 = 0, s2 = 0;
+    if (!be.c->streamCreate(s1).ok() || !be.c->streamCreate(s2).ok())
+      die("streamCreate");
+    while (!stopFlag) {
+      client::Status st = be.launch(1024, s1);
+      if (st.ok())
+        st = be.launch(1024, s2);
+      if (st.ok())
+        st = be.c->deviceSynchronize();
+      if (!st.ok())
+        die("best-effort launch: " + st.str());
+      done += 2;
+    }
+  });
+}
+
+Result runCase(const std::string &name, std::vector<std::string> extra) {
+  Server s = start(name, std::move(extra));
+  live.push_back(&s);
+  Tenant lc(s, "lc", "l", lcIters, 4 * 128);
+  Tenant be(s, "be", "b", beIters, 1024 * 128);
+  Result r;
+  // Warm up: compile both kernels (and the sliced variant).
+  for (int i = 0; i < 5; ++i)
+    if (!lc.launch(4).ok() || !lc.c->deviceSynchronize().ok())
+      die("latency-critical warm-up");
+  if (!be.launch(1).ok() || !be.c->deviceSynchronize().ok())
+    die("best-effort warm-up");
+
+  std::vector<double> alone = measureLc(lc);
+  r.aloneP50 = server::percentile(alone, 0.5);
+  r.aloneP99 = server::percentile(alone, 0.99);
+
+  std::atomic<bool> stopFlag{false};
+  std::atomic<uint64_t> done{0};
+  std::thread t = runBe(be, stopFlag, done);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  uint64_t d0 = done;
+  auto m0 = Clock::now();
+  std::vector<double> with = measureLc(lc);
+  r.beWith = double(done - d0) / seconds(m0, Clock::now());
+  stopFlag = true;
+  t.join();
+  r.withP50 = server::percentile(with, 0.5);
+  r.withP99 = server::percentile(with, 0.99);
+
+  // The best-effort tenant alone, as long as the latency run took.
+  stopFlag = false;
+  done = 0;
+  auto a0 = Clock::now();
+  std::thread t2 = runBe(be, stopFlag, done);
+  std::this_thread::sleep_for(std::chrono::milliseconds(
+      int64_t(requests * (gapMs + r.withP50))));
+  stopFlag = true;
+  t2.join();
+  r.beAlone = double(done) / seconds(a0, Clock::now());
+  lc.c.reset();
+  be.c.reset();
+  stop(s);
+  live.pop_back();
+  return r;
+}
+
+void onSignal(int sig) {
+  for (Server *s : live)
+    if (s->pid > 0)
+      ::kill(s->pid, SIGTERM);
+  ::_exit(128 + sig);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  programName = "wooly-pacing-bench";
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "wooly-pacing-bench: SLA pacing on the CPU backend in real time\n\n"
+      "Starts wooly-serve three times (fifo, wooly without pacing, wooly)\n"
+      "with a latency-critical tenant (SLA 5 ms) and a best-effort one, and\n"
+      "measures the latency-critical kernel's latency (launch to\n"
+      "synchronise) alone and while the best-effort tenant runs long\n"
+      "kernels on two streams, and the best-effort throughput kept.\n");
+  if (servePath.empty())
+    servePath = (llvm::sys::path::parent_path(llvm::sys::fs::getMainExecutable(
+                     argv[0], (void *)&main)) +
+                 "/wooly-serve")
+                    .str();
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("wooly-pacing-bench", dir))
+    die("temporary directory: " + ec.message());
+  tempDir = dir.str().str();
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+  std::ofstream(tempDir + "/tenants.yaml")
+      << "tenants:\n"
+         "  - {name: lc, token: \"l\", class: latency-critical, sla_ms: 5}\n"
+         "  - {name: be, token: \"b\", class: best-effort}\n";
+
+  llvm::outs() << llvm::formatv(
+      "latency-critical: 4 blocks x 128 threads x {0} iterations, {1} "
+      "launches {2} ms apart; best-effort: 1024 blocks x 128 threads x {3} "
+      "iterations on two streams\n\n",
+      lcIters.getValue(), requests.getValue(), gapMs.getValue(),
+      beIters.getValue());
+  llvm::outs() << llvm::formatv("{0,-18} {1,10} {2,10} {3,10} {4,10} {5,9} "
+                                "{6,9} {7,8}\n",
+                                "server", "alone p50", "alone p99",
+                                "with p50", "with p99", "p50 infl",
+                                "p99 infl", "be_kept");
+  struct Case {
+    const char *name;
+    std::vector<std::string> args;
+  };
+  std::vector<Case> cases = {
+      {"fifo", {"--scheduler=fifo"}},
+      {"wooly --no-pacing", {"--scheduler=wooly", "--pacing=false"}},
+      {"wooly", {"--scheduler=wooly"}}};
+  for (const Case &c : cases) {
+    Result r = runCase(llvm::StringRef(c.name).split(' ').first.str() +
+                           std::to_string(&c - cases.data()),
+                       c.args);
+    llvm::outs() << llvm::formatv(
+        "{0,-18} {1,10:f3} {2,10:f3} {3,10:f3} {4,10:f3} {5,9:f2} {6,9:f2} "
+        "{7,8:f3}\n",
+        c.name, r.aloneP50, r.aloneP99, r.withP50, r.withP99,
+        r.withP50 / r.aloneP50, r.withP99 / r.aloneP99,
+        r.beAlone > 0 ? r.beWith / r.beAlone : 0);
+    llvm::outs().flush();
+  }
+  llvm::outs() << "(latencies in ms; be_kept: best-effort kernels per second "
+                  "during the latency run over alone)\n";
+  llvm::sys::fs::remove_directories(tempDir);
+  return 0;
+}
