@@ -20,6 +20,7 @@
 #include "Backend.h"
 
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -391,6 +392,9 @@ public:
   Error addLowering(mlir::OpPassManager &pm) const override {
     mlir::wooly::ConvertWoolyToROCDLOptions rocdlOpts;
     rocdlOpts.chip = chip;
+    // Constrained and sliced kernels: iteration barriers in ordinary ops
+    // (the non-aligned bar.red they need is then refused, with its reason).
+    pm.addPass(mlir::wooly::createWoolyLowerIterationBarrier());
     pm.addPass(mlir::wooly::createConvertWoolyToROCDL(rocdlOpts));
     return Error::success();
   }

@@ -10,6 +10,7 @@
 #include "Backend.h"
 
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -145,6 +146,8 @@ public:
   Error addLowering(mlir::OpPassManager &pm) const override {
     mlir::wooly::ConvertWoolyToNVVMOptions nvOpts;
     nvOpts.chip = chip;
+    // Constrained and sliced kernels: iteration barriers in ordinary ops.
+    pm.addPass(mlir::wooly::createWoolyLowerIterationBarrier());
     pm.addPass(mlir::wooly::createConvertWoolyToNVVM(nvOpts));
     return Error::success();
   }

@@ -386,6 +386,9 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.boundsChecks = !noChecks;
   options.passes = passesOpt;
+  // Only the kernel launched is compiled (and transformed by the passes).
+  if (!kernelName.empty())
+    options.kernels = std::vector<std::string>{kernelName};
 
   auto t0 = std::chrono::steady_clock::now();
   auto compiled = compile(input, *target, options);

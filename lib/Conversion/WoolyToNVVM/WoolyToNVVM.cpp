@@ -287,8 +287,8 @@ LogicalResult NVVMTargetInfo::lower(BarrierOp op, BarrierOp::Adaptor adaptor,
   return success();
 }
 
-/// `wooly.bar_red`: `bar.red.{popc,and,or}` through the
-/// `llvm.nvvm.barrier.cta.red.*.aligned` intrinsics (`nvvm.barrier` with a
+/// `wooly.bar_red`: `barrier.cta.red.{popc,and,or}{.aligned}` through the
+/// `llvm.nvvm.barrier.cta.red.*` intrinsics (`nvvm.barrier` with a
 /// reduction only takes barrier 0).
 LogicalResult NVVMTargetInfo::lower(BarRedOp op, BarRedOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
@@ -314,7 +314,8 @@ LogicalResult NVVMTargetInfo::lower(BarRedOp op, BarRedOp::Adaptor adaptor,
   if (adaptor.getCount())
     args.push_back(adaptor.getCount());
   args.push_back(adaptor.getPred());
-  Value r = e.intrinsic(("llvm.nvvm.barrier.cta.red." + kind + ".aligned." +
+  Value r = e.intrinsic(("llvm.nvvm.barrier.cta.red." + kind +
+                         (op.getAligned() ? ".aligned." : ".") +
                          (adaptor.getCount() ? "count" : "all"))
                             .str(),
                         rt, args);

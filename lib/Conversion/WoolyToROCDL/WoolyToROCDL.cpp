@@ -391,6 +391,9 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
       return fail("bar.red." + stringifyReduxKind(b.getOp()));
     if (b.getCount())
       return op->emitOpError("a barrier with a thread count ") << kNoEquivalent;
+    // The LDS-counter lowering needs every lane of a wave at one bar.red.
+    if (!b.getAligned())
+      return op->emitOpError("a non-aligned barrier.red ") << kNoEquivalent;
     return success();
   }
   if (auto r = dyn_cast<ReduxOp>(op); r && r.getOp() == ReduxKind::popc)

@@ -13,7 +13,7 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.count"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.popc.aligned.all"({{.*}}) : (i32, i1) -> i32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.and.aligned.all"({{.*}}) : (i32, i1) -> i1
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.and.all"({{.*}}) : (i32, i1) -> i1
 wooly.func @k(%p: i64 {wooly.type = "u64"}, %s: i32 {wooly.type = "u32"}, %v: i32 {wooly.type = "u32"}, %f: f32 {wooly.type = "f32"}, %c: i1) attributes {kernel} {
   %0 = wooly.atom global add %p, %v : i64, i32 -> i32
   %1 = wooly.atom shared fadd acq_rel cta %s, %f : i32, f32 -> f32
@@ -26,7 +26,7 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}, %s: i32 {wooly.type = "u32"}, %v: i3
   wooly.barrier %id aligned
   wooly.barrier %id, %n
   wooly.barrier %id, %n arrive aligned
-  %3 = wooly.bar_red popc %id, %c : i32
+  %3 = wooly.bar_red popc %id, %c aligned : i32
   %4 = wooly.bar_red and %id, %c : i1
   wooly.ret
 }

@@ -69,7 +69,10 @@ wooly.func @k(%c: i1) attributes {kernel} {
   // expected-error @+1 {{'wooly.barrier' op bar.arrive has no AMD equivalent yet}}
   wooly.barrier %one, %n arrive aligned
   // expected-error @+1 {{'wooly.bar_red' op a barrier with a thread count has no AMD equivalent yet}}
-  %s = wooly.bar_red or %one, %c count %n : i1
+  %s = wooly.bar_red or %one, %c count %n aligned : i1
+  // The lanes of a wave may arrive from different instructions.
+  // expected-error @+1 {{'wooly.bar_red' op a non-aligned barrier.red has no AMD equivalent yet}}
+  %t = wooly.bar_red popc %one, %c : i32
   wooly.ret
 }
 

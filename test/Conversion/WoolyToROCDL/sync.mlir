@@ -99,9 +99,9 @@ wooly.func @async(%p: i64 {wooly.type = "u64"}, %s: i32 {wooly.type = "u32"}, %v
 // CHECK: llvm.store %[[AND]]
 wooly.func @bar_red(%p: i64 {wooly.type = "u64"}, %c: i1) attributes {kernel} {
   %zero = arith.constant 0 : i32
-  %0 = wooly.bar_red popc %zero, %c : i32
+  %0 = wooly.bar_red popc %zero, %c aligned : i32
   %one = arith.constant 1 : i32
-  %1 = wooly.bar_red and %one, %c : i1
+  %1 = wooly.bar_red and %one, %c aligned : i1
   wooly.st global %p, %0 : i64, i32
   wooly.st global %p, %1 : i64, i1
   wooly.ret

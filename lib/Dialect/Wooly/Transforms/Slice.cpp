@@ -156,10 +156,13 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
   vblocks::createBlockBarrier(b, loc);
   Value slotAddr2 = AddressOfOp::create(
       b, loc, i32, FlatSymbolRefAttr::get(slot.getSymNameAttr()));
-  Value v =
+  auto slotLoad =
       LoadOp::create(b, loc, TypeRange{i32}, shared, slotAddr2, CacheOpAttr(),
-                     UnitAttr(), MemOrderAttr(), MemScopeAttr())
-          .getResult(0);
+                     UnitAttr(), MemOrderAttr(), MemScopeAttr());
+  // The same in every thread (written once, read after the barrier): what
+  // wooly-lower-iteration-barrier's divergence analysis may rely on.
+  slotLoad->setAttr("wooly.uniform", b.getUnitAttr());
+  Value v = slotLoad.getResult(0);
   Value isStop =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, v, stop);
   Value vBody = arith::ExtUIOp::create(b, loc, i64, v);

@@ -51,7 +51,7 @@
 // CHECK: ^[[JOIN]]:
 // CHECK: barrier
 // CHECK: %[[SLOT2:.*]] = addressof @__wooly_slice_block : i32
-// CHECK: %[[V:.*]] = ld shared %[[SLOT2]] : i32 -> i32
+// CHECK: %[[V:.*]] = ld shared %[[SLOT2]] {wooly.uniform} : i32 -> i32
 // CHECK: %[[ISSTOP:.*]] = arith.cmpi eq, %[[V]], %[[STOP]] : i32
 // CHECK: %[[VB:.*]] = arith.extui %[[V]] : i32 to i64
 // CHECK: cf.cond_br %[[ISSTOP]], ^[[DONE:bb[0-9]+]], ^[[BODY:bb[0-9]+]](%[[VB]] : i64)

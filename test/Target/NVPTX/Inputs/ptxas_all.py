@@ -11,7 +11,12 @@ than "not supported yet".
 
   ptxas_all.py --translate T --ptxas P --target sm_90 --out OUTDIR
                --files 'DIR/*.ptx' [--files 'DIR2/*.sm_90.ptx' ...]
-               [--reimport --opt wooly-opt]
+               [--reimport --opt wooly-opt] [--passes PIPELINE]
+
+With --passes, every file is compiled with `--passes=PIPELINE` (Wooly passes
+before lowering, e.g. wooly-constrain); a refusal of a pass (a located
+"cannot be lowered for a GPU" error) counts as "refused", not as a failure,
+and the summary gains ", R refused".
 
 With --reimport, every accepted output is also imported again with
 `wooly-translate --import-ptx` and verified with `wooly-opt` (`REIMPORT FAIL
@@ -44,6 +49,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--reimport", action="store_true")
     ap.add_argument("--opt", default="wooly-opt")
+    ap.add_argument("--passes", default="")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
@@ -53,15 +59,19 @@ def main():
     if not files:
         print("no files match")
         return 1
-    accepted = unsupported = rejected = failed = reimported = 0
+    accepted = unsupported = rejected = failed = reimported = refused = 0
     for path in files:
         name = os.path.basename(path)
         out = os.path.join(args.out, name)
-        comp = subprocess.run(
-            [args.translate, "--target=" + args.target, path, "-o", out],
-            capture_output=True, text=True)
+        cmd = [args.translate, "--target=" + args.target, path, "-o", out]
+        if args.passes:
+            cmd.append("--passes=" + args.passes)
+        comp = subprocess.run(cmd, capture_output=True, text=True)
         if comp.returncode != 0:
-            if "not supported yet" in comp.stderr:
+            if args.passes and "cannot be lowered for a GPU" in comp.stderr:
+                refused += 1
+                print("refused %s: %s" % (name, first_error(comp.stderr)))
+            elif "not supported yet" in comp.stderr:
                 unsupported += 1
                 print("not supported yet %s: %s" %
                       (name, first_error(comp.stderr)))
@@ -95,7 +105,8 @@ def main():
             else:
                 reimported += 1
     print("%d compiled and accepted by ptxas, %d not supported yet, "
-          "%d rejected" % (accepted, unsupported, rejected))
+          "%d rejected%s" % (accepted, unsupported, rejected,
+                            ", %d refused" % refused if args.passes else ""))
     if args.reimport:
         print("%d re-imported and verified" % reimported)
     if failed:

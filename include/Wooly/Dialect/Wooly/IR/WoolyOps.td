@@ -522,15 +522,21 @@ def Wooly_BarRedOp : Wooly_Op<"bar_red"> {
   let description = [{
     A barrier that also reduces `pred` over the participating threads:
     `popc` counts true predicates (`i32`), `and`/`or` combine them (`i1`).
+    `aligned` (PTX `bar.red`, `barrier.red.aligned`): every thread of a
+    warp executes the same instruction; without it (`barrier.red`) the
+    threads of a warp may arrive from different instructions.
 
     ```mlir
-    %n = wooly.bar_red popc %c0, %p : i32
+    %n = wooly.bar_red popc %c0, %p aligned : i32
     ```
   }];
   let arguments = (ins Wooly_ReduxKind:$op, I32:$id, Optional<I32>:$count,
-                       I1:$pred);
+                       I1:$pred, UnitAttr:$aligned);
   let results = (outs AnyTypeOf<[I1, I32]>:$result);
-  let assemblyFormat = "$op $id `,` $pred (`count` $count^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $op $id `,` $pred (`count` $count^)? (`aligned` $aligned^)? attr-dict `:`
+    type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -64,6 +64,27 @@ def WoolySlice : Pass<"wooly-slice", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
+def WoolyLowerIterationBarrier
+    : Pass<"wooly-lower-iteration-barrier", "ModuleOp"> {
+  let summary = "Express wooly.iteration_barrier with barriers and counts";
+  let description = [{
+    Rewrites `wooly.iteration_barrier` (left by `wooly-constrain` and
+    `wooly-slice`) into ordinary Wooly ops that every target lowers: block
+    barriers become non-aligned `bar_red popc 0` and a thread that finished
+    its virtual block loops at barrier 0 reporting itself finished until
+    all threads of the block are, so it releases the others' barriers as
+    an exited thread would, with no drift of barrier phases. Run by the GPU
+    targets before lowering; on the CPU backend (`--passes=...`) it runs the
+    very code a GPU runs. Refused with a located error: named or counted
+    barriers, `bar.red`, device functions with barriers, and warp
+    collectives that lanes of a warp may skip while others finish their
+    virtual block (a divergence analysis decides; see
+    LowerIterationBarrier.cpp). Kernels accepted on the assumption that the
+    block's rows are whole warps trap at entry when they are not.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
+}
+
 def WoolyIsolate : Pass<"wooly-isolate", "ModuleOp"> {
   let summary = "Fence every global and generic access into the tenant's memory";
   let description = [{

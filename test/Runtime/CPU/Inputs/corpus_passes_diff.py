@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Runs every launch of bench/corpus-launches.txt on the CPU backend twice -
+the kernel as written, and compiled with Wooly passes (e.g.
+wooly-constrain,wooly-lower-iteration-barrier) launched on N physical blocks
+- and compares every buffer bit for bit (wooly-run --save-all).
+
+Prints one line per launch that is not identical (`REFUSED file:kernel:
+error` when a pass refused the kernel with a located error, `DIFFER` /
+`differ (order-dependent)` / `FAIL`), then a summary
+
+  N identical, R refused, E differ (order-dependent), D differ, F failed
+
+and exits non-zero when a deterministic kernel differs or a run fails.
+
+  corpus_passes_diff.py --run wooly-run --corpus DIR --launches FILE
+                        --passes P [--physical-blocks N]
+"""
+
+import argparse
+import filecmp
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def first_error(text):
+    for line in text.splitlines():
+        if "error" in line:
+            return line.strip()
+    return text.strip().splitlines()[0] if text.strip() else "(no output)"
+
+
+def same_dirs(a, b):
+    names_a, names_b = sorted(os.listdir(a)), sorted(os.listdir(b))
+    if names_a != names_b:
+        return False
+    return all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n),
+                           shallow=False) for n in names_a)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--launches", required=True)
+    ap.add_argument("--passes", required=True)
+    ap.add_argument("--physical-blocks", default="")
+    args = ap.parse_args()
+
+    counts = dict(identical=0, refused=0, orderdep=0, differ=0, failed=0)
+    with tempfile.TemporaryDirectory() as work, open(args.launches) as f:
+        for n, line in enumerate(f):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            path, kernel, rest = fields[0], fields[1], fields[2:]
+            orderdep = bool(rest) and rest[0] == "order-dependent"
+            if orderdep:
+                rest = rest[1:]
+            label = "%s:%s" % (path.split(".")[0], kernel)
+            base = [args.run, os.path.join(args.corpus, path),
+                    "--kernel=" + kernel] + rest
+            plain = os.path.join(work, "%d.plain" % n)
+            paced = os.path.join(work, "%d.passes" % n)
+            extra = ["--passes=" + args.passes]
+            if args.physical_blocks:
+                extra.append("--physical-blocks=" + args.physical_blocks)
+            r1 = subprocess.run(base + ["--save-all=" + plain],
+                                capture_output=True, text=True)
+            r2 = subprocess.run(base + extra + ["--save-all=" + paced],
+                                capture_output=True, text=True)
+            if r1.returncode != 0:
+                counts["failed"] += 1
+                print("FAIL %s (as written): %s" %
+                      (label, first_error(r1.stderr)))
+                continue
+            if r2.returncode != 0:
+                if "cannot be lowered for a GPU" in r2.stderr:
+                    counts["refused"] += 1
+                    print("REFUSED %s: %s" % (label, first_error(r2.stderr)))
+                else:
+                    counts["failed"] += 1
+                    print("FAIL %s (with passes): %s" %
+                          (label, first_error(r2.stderr)))
+                continue
+            if same_dirs(plain, paced):
+                counts["identical"] += 1
+            elif orderdep:
+                counts["orderdep"] += 1
+                print("differ (order-dependent) %s" % label)
+            else:
+                counts["differ"] += 1
+                print("DIFFER %s" % label)
+    print("%(identical)d identical, %(refused)d refused, %(orderdep)d differ "
+          "(order-dependent), %(differ)d differ, %(failed)d failed" % counts)
+    return 1 if counts["differ"] or counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
