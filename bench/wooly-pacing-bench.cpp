@@ -1,4 +1,4 @@
-//===- wooly-pacing-bench.cpp - SLA pacing on the CPU backend, in real time ===//
+//===- wooly-pacing-bench.cpp - SLA pacing on the CPU, in real time ------===//
 //
 // A latency-critical tenant's kernel latency on wooly-serve's CPU backend,
 // alone and next to a best-effort tenant running long kernels, under three
@@ -25,8 +25,8 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
-#include <thread>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace wooly;
@@ -114,9 +114,8 @@ Server start(const std::string &name, std::vector<std::string> extra) {
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
   std::string log = tempDir + "/" + name + ".log";
-  std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""),
-                                                llvm::StringRef(log),
-                                                llvm::StringRef(log)};
+  std::optional<llvm::StringRef> redirects[] = {
+      llvm::StringRef(""), llvm::StringRef(log), llvm::StringRef(log)};
   std::string err;
   llvm::sys::ProcessInfo pi = llvm::sys::ExecuteNoWait(
       servePath, argv, std::nullopt, redirects, 0, &err);
@@ -147,8 +146,8 @@ struct Tenant {
   uint64_t out = 0;
   std::vector<uint8_t> params;
 
-  Tenant(const Server &s, const char *name, const char *token,
-         uint32_t iters, uint32_t threads) {
+  Tenant(const Server &s, const char *name, const char *token, uint32_t iters,
+         uint32_t threads) {
     c = connect(s, name, token);
     client::Status st = c->loadModule(kPtx, "spin", m);
     if (!st.ok())
@@ -182,8 +181,8 @@ std::vector<double> measureLc(Tenant &lc) {
     if (!st.ok())
       die("latency-critical launch: " + st.str());
     ms.push_back(seconds(t0, Clock::now()) * 1000);
-    std::this_thread::sleep_for(std::chrono::microseconds(
-        int64_t(gapMs * 1000)));
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(int64_t(gapMs * 1000)));
   }
   return ms;
 }
@@ -243,8 +242,8 @@ Result runCase(const std::string &name, std::vector<std::string> extra) {
   done = 0;
   auto a0 = Clock::now();
   std::thread t2 = runBe(be, stopFlag, done);
-  std::this_thread::sleep_for(std::chrono::milliseconds(
-      int64_t(requests * (gapMs + r.withP50))));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(int64_t(requests * (gapMs + r.withP50))));
   stopFlag = true;
   t2.join();
   r.beAlone = double(done) / seconds(a0, Clock::now());
@@ -275,8 +274,8 @@ int main(int argc, char **argv) {
       "synchronise) alone and while the best-effort tenant runs long\n"
       "kernels on two streams, and the best-effort throughput kept.\n");
   if (servePath.empty())
-    servePath = (llvm::sys::path::parent_path(llvm::sys::fs::getMainExecutable(
-                     argv[0], (void *)&main)) +
+    servePath = (llvm::sys::path::parent_path(
+                     llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)) +
                  "/wooly-serve")
                     .str();
   llvm::SmallString<128> dir;
@@ -299,9 +298,8 @@ int main(int argc, char **argv) {
       beIters.getValue());
   llvm::outs() << llvm::formatv("{0,-18} {1,10} {2,10} {3,10} {4,10} {5,9} "
                                 "{6,9} {7,8}\n",
-                                "server", "alone p50", "alone p99",
-                                "with p50", "with p99", "p50 infl",
-                                "p99 infl", "be_kept");
+                                "server", "alone p50", "alone p99", "with p50",
+                                "with p99", "p50 infl", "p99 infl", "be_kept");
   struct Case {
     const char *name;
     std::vector<std::string> args;

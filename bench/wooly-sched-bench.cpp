@@ -40,16 +40,11 @@ static llvm::cl::opt<unsigned>
 
 namespace {
 
+/// The mix's kernels, with the block's resources before its duration.
 KernelModel kernel(std::string name, uint64_t blocks, uint32_t threads,
                    uint32_t registers, uint64_t shared, double blockUs) {
-  KernelModel k;
-  k.name = std::move(name);
-  k.blocks = blocks;
-  k.threads = threads;
-  k.registers = registers;
-  k.sharedBytes = shared;
-  k.blockUs = blockUs;
-  return k;
+  return KernelModel::make(std::move(name), blocks, blockUs, threads, registers,
+                           shared);
 }
 
 TenantSpec tenant(std::string name, PriorityClass c, uint32_t weight,
@@ -160,8 +155,8 @@ int main(int argc, char **argv) {
   Scenario full = base;
   full.tenants = all;
   std::vector<std::pair<Policy, Summary>> summaries;
-  for (Policy p : {Policy::Fifo, Policy::TimeSlice, Policy::Mps,
-                   Policy::Wooly}) {
+  for (Policy p :
+       {Policy::Fifo, Policy::TimeSlice, Policy::Mps, Policy::Wooly}) {
     server::TraceWriter trace;
     bool tracing = p == Policy::Wooly && !traceFile.empty();
     RunResult r = runScenario(full, p, tracing ? &trace : nullptr);
@@ -189,16 +184,16 @@ int main(int argc, char **argv) {
           "  {0,-18} {1,-17} {2,6} {3,9} {4,9} {5,9} {6,9} {7,10:f1} "
           "{8,7:f3} {9,7:f3}\n",
           t.name, server::className(c.priorityClass), c.weight, t.requests,
-          closedLoop ? std::string("-")
-                     : llvm::formatv("{0:f3}",
-                                     server::percentile(t.latencyUs, 0.5) /
-                                         1000)
-                           .str(),
-          closedLoop ? std::string("-")
-                     : llvm::formatv("{0:f3}",
-                                     server::percentile(t.latencyUs, 0.99) /
-                                         1000)
-                           .str(),
+          closedLoop
+              ? std::string("-")
+              : llvm::formatv("{0:f3}",
+                              server::percentile(t.latencyUs, 0.5) / 1000)
+                    .str(),
+          closedLoop
+              ? std::string("-")
+              : llvm::formatv("{0:f3}",
+                              server::percentile(t.latencyUs, 0.99) / 1000)
+                    .str(),
           llvm::formatv("{0:f3}",
                         server::percentile(t.startDelayUs, 0.99) / 1000)
               .str(),
@@ -242,8 +237,8 @@ int main(int argc, char **argv) {
   for (auto &[p, s] : summaries)
     os << llvm::formatv("{0,-10} {1,9:f2} {2,9:f2} {3,8:f3} {4,8:f3} "
                         "{5,6:f3}\n",
-                        policyName(p), s.p50Inflation, s.p99Inflation,
-                        s.beKept, s.busy, s.jain);
+                        policyName(p), s.p50Inflation, s.p99Inflation, s.beKept,
+                        s.busy, s.jain);
 
   // The sim against the published baselines, which co-locate ONE
   // latency-critical inference job with ONE best-effort training job.
@@ -312,8 +307,7 @@ int main(int argc, char **argv) {
       auto t1 = std::chrono::steady_clock::now();
       if (d)
         running.push_back(d);
-      ns.push_back(
-          std::chrono::duration<double, std::nano>(t1 - t0).count());
+      ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
     }
     os << llvm::formatv("scheduler decision, 64 tenants: p50 {0:f0} ns, p99 "
                         "{1:f0} ns, max {2:f0} ns ({3} decisions; target p99 "

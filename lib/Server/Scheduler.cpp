@@ -78,8 +78,8 @@ struct Tenant {
   std::vector<double> delays;
   size_t nextDelay = 0;
   // Pacing (latency-critical tenants): when work last ended, and the most
-  // SMs one of its launches needed; (lower classes) since when the head item has
-  // been held back.
+  // SMs one of its launches needed; (lower classes) since when the head item
+  // has been held back.
   Nanos lastActivity = INT64_MIN / 2;
   unsigned lastNeedSMs = 0;
   Nanos holdSince = -1;
@@ -214,8 +214,9 @@ protected:
   bool end(const Dispatch &d, const Outcome &o, Nanos now, double charge) {
     Tenant &t = tenantOf(d.item);
     account(t, now);
-    auto it = std::find_if(runningList.begin(), runningList.end(),
-                           [&](const Running &r) { return r.ticket == d.ticket; });
+    auto it =
+        std::find_if(runningList.begin(), runningList.end(),
+                     [&](const Running &r) { return r.ticket == d.ticket; });
     assert(it != runningList.end() && "finished() of an unknown dispatch");
     if (it != runningList.end())
       runningList.erase(it);
@@ -475,9 +476,9 @@ private:
     WorkItem &item = *t.queue.front();
     bool launch = item.kind == WorkItem::Kind::Launch;
     unsigned occ = launch ? occupancy(item) : 1;
-    uint64_t remaining =
-        item.gridBlocks > item.blocksDone ? item.gridBlocks - item.blocksDone
-                                          : 1;
+    uint64_t remaining = item.gridBlocks > item.blocksDone
+                             ? item.gridBlocks - item.blocksDone
+                             : 1;
     unsigned need = launch ? unsigned(std::min<uint64_t>(
                                  opts.device.sms, (remaining + occ - 1) / occ))
                            : 0;
@@ -507,8 +508,7 @@ private:
                   int(std::max(lc.runningSMs, lc.active ? lc.reservedSMs : 0));
     if (freeSMs <= 0)
       return {};
-    uint64_t physical =
-        std::min<uint64_t>(remaining, uint64_t(freeSMs) * occ);
+    uint64_t physical = std::min<uint64_t>(remaining, uint64_t(freeSMs) * occ);
     physical = std::min<uint64_t>(physical, 65535);
     double budget = lc.active ? activeSliceMs(lc) : opts.idleSliceMs;
     double perBlock = blockMs(item);
@@ -558,8 +558,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Scheduler> wooly::server::createFifoScheduler(
-    unsigned maxRunning) {
+std::unique_ptr<Scheduler>
+wooly::server::createFifoScheduler(unsigned maxRunning) {
   return std::make_unique<FifoScheduler>(maxRunning);
 }
 

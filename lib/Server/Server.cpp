@@ -565,8 +565,8 @@ public:
 
   /// The scheduler's clock: nanoseconds since the server started.
   Nanos nowNanos() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               Clock::now() - startTime)
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                                startTime)
         .count();
   }
 };
@@ -802,11 +802,10 @@ llvm::Error Server::Impl::run() {
           else
             log(llvm::formatv("trace of {0} dispatches written to {1}{2}",
                               trace->size(), options.traceFile,
-                              trace->dropped()
-                                  ? llvm::formatv(" ({0} dropped)",
-                                                  trace->dropped())
-                                        .str()
-                                  : std::string())
+                              trace->dropped() ? llvm::formatv(" ({0} dropped)",
+                                                               trace->dropped())
+                                                     .str()
+                                               : std::string())
                     .str());
         }
         log("stopped");
@@ -2325,9 +2324,9 @@ void Server::Impl::dispatch() {
 void Server::Impl::traceDispatch(Op *op, const Dispatch &d) {
   if (!trace)
     return;
-  const char *what = op->type == Op::Type::Launch    ? nullptr
+  const char *what = op->type == Op::Type::Launch   ? nullptr
                      : op->type == Op::Type::Memset ? "memset"
-                                                     : "copy";
+                                                    : "copy";
   std::vector<std::pair<std::string, std::string>> args = {
       {"session", std::to_string(op->session->id)},
       {"stream", std::to_string(op->stream)},
@@ -2378,8 +2377,7 @@ uint64_t Server::Impl::takeFlag() {
       return 0;
     auto a = backend->allocate(kBlock);
     if (!a) {
-      log("cannot allocate preemption flags: " +
-          llvm::toString(a.takeError()));
+      log("cannot allocate preemption flags: " + llvm::toString(a.takeError()));
       return 0;
     }
     flagBlocks.push_back(*a);
@@ -2401,9 +2399,9 @@ void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
 /// Runs on an executor thread: only the op's own fields and the backend.
 void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag) {
   auto start = Clock::now();
-  op->startedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      start - startTime)
-                      .count();
+  op->startedNs =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start - startTime)
+          .count();
   llvm::Error e = llvm::Error::success();
   bool fault = false;
   switch (op->type) {
@@ -2752,8 +2750,7 @@ std::string Server::Impl::metricsText() {
     double sum = 0;
     for (double v : t.queueDelayMs)
       sum += v / 1000;
-    w.sample("wooly_tenant_queue_delay_seconds_sum", {{"tenant", t.name}},
-             sum);
+    w.sample("wooly_tenant_queue_delay_seconds_sum", {{"tenant", t.name}}, sum);
     w.sample("wooly_tenant_queue_delay_seconds_count", {{"tenant", t.name}},
              double(t.queueDelayMs.size()));
   }

@@ -27,10 +27,11 @@ bool isNumber(const std::string &s) {
 } // namespace
 
 void TraceWriter::nameTrack(unsigned track, const std::string &name) {
-  events.push_back(llvm::formatv(R"({{"ph":"M","pid":1,"tid":{0},)"
-                                 R"("name":"thread_name","args":{{"name":{1}}})",
-                                 track, quoted(name))
-                       .str());
+  events.push_back(
+      llvm::formatv(R"({{"ph":"M","pid":1,"tid":{0},)"
+                    R"("name":"thread_name","args":{{"name":{1}}})",
+                    track, quoted(name))
+          .str());
   events.push_back(llvm::formatv(R"({{"ph":"M","pid":1,"tid":{0},)"
                                  R"("name":"thread_sort_index",)"
                                  R"("args":{{"sort_index":{0}}})",
@@ -77,8 +78,9 @@ std::string TraceWriter::json() const {
   }
   out += "]";
   if (droppedEvents)
-    out += ",\"metadata\":{\"dropped_events\":" +
-           std::to_string(droppedEvents) + "}";
+    out +=
+        ",\"metadata\":{\"dropped_events\":" + std::to_string(droppedEvents) +
+        "}";
   out += "}\n";
   return out;
 }
@@ -94,9 +96,9 @@ llvm::Error TraceWriter::write(const std::string &path) const {
     os << json();
     os.close();
     if (os.has_error())
-      return llvm::createStringError(os.error(), "cannot write trace '" +
-                                                     tmp + "': " +
-                                                     os.error().message());
+      return llvm::createStringError(os.error(),
+                                     "cannot write trace '" + tmp +
+                                         "': " + os.error().message());
   }
   if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
     return llvm::createStringError(ec, "cannot write trace '" + path +

@@ -131,8 +131,8 @@ public:
     }
     uint64_t count = s.end > s.begin ? s.end - s.begin : 0;
     s.looped = l.physicalBlocks || l.sliceEnd;
-    s.physical = l.physicalBlocks ? std::min<uint64_t>(l.physicalBlocks, count)
-                                  : count;
+    s.physical =
+        l.physicalBlocks ? std::min<uint64_t>(l.physicalBlocks, count) : count;
     s.physical = std::max<uint64_t>(1, s.physical);
     s.context = mode == Mode::TimeSliced ? l.context : 0;
     context(s.context);
@@ -147,7 +147,9 @@ public:
       launches[id - 1].preempted = true;
   }
 
-  Nanos nextEvent() const { return events.empty() ? LLONG_MAX : events.top().at; }
+  Nanos nextEvent() const {
+    return events.empty() ? LLONG_MAX : events.top().at;
+  }
 
   Nanos step(std::vector<Completion> &done) {
     if (events.empty())

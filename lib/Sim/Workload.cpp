@@ -1,4 +1,4 @@
-//===- Workload.cpp - Tenants on the simulated GPU under a policy -*- C++ -*-===//
+//===- Workload.cpp - Tenants on the sim GPU under a policy ---*- C++ -*-===//
 //
 // runScenario: each tenant is one stream of kernel chains (requests or
 // training steps). A kernel is handed to the policy's Scheduler when it is
@@ -127,10 +127,9 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
     t.index = i;
     t.result.name = t.spec->config.name;
     if (trace)
-      trace->nameTrack(i, t.spec->config.name + " (" +
-                              server::className(t.spec->config.priorityClass)
-                                  .str() +
-                              ")");
+      trace->nameTrack(
+          i, t.spec->config.name + " (" +
+                 server::className(t.spec->config.priorityClass).str() + ")");
     sched->announce(&t.spec->config, 0);
     if (t.spec->chain.empty())
       continue;
@@ -167,8 +166,8 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
   Nanos end = toNanos(sc.durationUs);
   Nanos now = 0, pollAt = -1;
   while (true) {
-    Nanos tNext = std::min<Nanos>(gpu.nextEvent(),
-                                  timers.empty() ? Nanos(LLONG_MAX) : timers.top().at);
+    Nanos tNext = std::min<Nanos>(
+        gpu.nextEvent(), timers.empty() ? Nanos(LLONG_MAX) : timers.top().at);
     if (tNext == LLONG_MAX || tNext > end)
       break;
     now = tNext;
@@ -181,9 +180,9 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
         launchOfTicket.erase(d.ticket);
         TenantRun &t = tenants[unsigned(d.item->session - 1)];
         const KernelModel &k = t.spec->chain[unsigned(t.kernel)];
-        t.result.workUs += double(c.blocksRun) * k.blockUs /
-                           model.blocksPerSM(k.threads, k.registers,
-                                             k.sharedBytes);
+        t.result.workUs +=
+            double(c.blocksRun) * k.blockUs /
+            model.blocksPerSM(k.threads, k.registers, k.sharedBytes);
         t.result.dispatches++;
         if (!t.kernelStarted) {
           t.kernelStarted = true;
@@ -194,8 +193,8 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
               {"blocks_run", std::to_string(c.blocksRun)},
               {"grid", std::to_string(k.blocks)}};
           if (d.physicalBlocks)
-            args.push_back({"physical_blocks",
-                            std::to_string(d.physicalBlocks)});
+            args.push_back(
+                {"physical_blocks", std::to_string(d.physicalBlocks)});
           if (d.sliced())
             args.push_back({"slice", std::to_string(d.sliceBegin) + "-" +
                                          std::to_string(d.sliceEnd)});
@@ -219,8 +218,7 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
         t.requests.pop_front();
         t.kernel = -1;
         if (t.spec->periodUs <= 0)
-          addTimer(now + toNanos(t.spec->thinkUs), TimerType::Arrival,
-                   t.index);
+          addTimer(now + toNanos(t.spec->thinkUs), TimerType::Arrival, t.index);
         else if (!t.requests.empty())
           addTimer(now + toNanos(t.spec->thinkUs), TimerType::KernelReady,
                    t.index);

@@ -49,19 +49,6 @@ WorkItem launchItem(const TenantConfig &t, uint64_t id, uint64_t blocks,
   return w;
 }
 
-KernelModel kernel(std::string name, uint64_t blocks, double blockUs,
-                   uint32_t threads = 256, uint32_t registers = 32,
-                   uint64_t shared = 0) {
-  KernelModel k;
-  k.name = std::move(name);
-  k.blocks = blocks;
-  k.blockUs = blockUs;
-  k.threads = threads;
-  k.registers = registers;
-  k.sharedBytes = shared;
-  return k;
-}
-
 TenantSpec spec(TenantConfig c, std::vector<KernelModel> chain,
                 double periodUs = 0, double phaseUs = 0) {
   TenantSpec t;
@@ -80,12 +67,15 @@ Scenario latencyScenario() {
   sc.durationUs = 400000;
   sc.tenants.push_back(
       spec(tenantConfig("lc", PriorityClass::LatencyCritical, 1, 2),
-           {kernel("lc.a", 1056, 100), kernel("lc.b", 528, 80)}, 8000, 500));
-  sc.tenants.push_back(spec(tenantConfig("train", PriorityClass::BestEffort),
-                            {kernel("train.gemm", 8448, 120, 256, 128,
-                                    96 << 10)}));
-  sc.tenants.push_back(spec(tenantConfig("batch", PriorityClass::BestEffort),
-                            {kernel("batch.map", 4224, 60, 128, 64)}));
+           {KernelModel::make("lc.a", 1056, 100),
+            KernelModel::make("lc.b", 528, 80)},
+           8000, 500));
+  sc.tenants.push_back(
+      spec(tenantConfig("train", PriorityClass::BestEffort),
+           {KernelModel::make("train.gemm", 8448, 120, 256, 128, 96 << 10)}));
+  sc.tenants.push_back(
+      spec(tenantConfig("batch", PriorityClass::BestEffort),
+           {KernelModel::make("batch.map", 4224, 60, 128, 64)}));
   return sc;
 }
 
@@ -133,13 +123,14 @@ TEST(SchedulerTest, StrictPriorityOnTheSim) {
   Scenario sc;
   sc.gpu = GpuConfig::smaller(16);
   sc.durationUs = 200000;
-  sc.tenants.push_back(spec(tenantConfig("lc", PriorityClass::LatencyCritical,
-                                         1, 5),
-                            {kernel("lc.k", 16, 50)}, 50000, 1000));
+  sc.tenants.push_back(
+      spec(tenantConfig("lc", PriorityClass::LatencyCritical, 1, 5),
+           {KernelModel::make("lc.k", 16, 50)}, 50000, 1000));
   sc.tenants.push_back(spec(tenantConfig("normal", PriorityClass::Normal),
-                            {kernel("normal.k", 64, 40)}, 3000, 100));
+                            {KernelModel::make("normal.k", 64, 40)}, 3000,
+                            100));
   sc.tenants.push_back(spec(tenantConfig("be", PriorityClass::BestEffort),
-                            {kernel("be.long", 20000, 100)}));
+                            {KernelModel::make("be.long", 20000, 100)}));
   RunResult r = runScenario(sc, Policy::Wooly);
   const TenantResult &normal = r.tenants[1];
   ASSERT_GT(normal.startDelayUs.size(), 50u);
@@ -161,7 +152,7 @@ TEST(SchedulerTest, WeightsGiveProportionalShares) {
     sc.tenants.push_back(spec(
         tenantConfig("w" + std::to_string(weights[i]), PriorityClass::Normal,
                      weights[i]),
-        {kernel("k" + std::to_string(i), 64, blockUs[i], 1024)}));
+        {KernelModel::make("k" + std::to_string(i), 64, blockUs[i], 1024)}));
   RunResult r = runScenario(sc, Policy::Wooly);
   double total = 0;
   for (const TenantResult &t : r.tenants)
@@ -326,7 +317,7 @@ TEST(SimTest, BlocksAreDispatchedInOrderWithinTheSmLimits) {
   GpuConfig g = GpuConfig::smaller(4);
   g.launchUs = 0;
   GpuSim gpu(g);
-  KernelModel k = kernel("k", 16, 100, 1024);
+  KernelModel k = KernelModel::make("k", 16, 100, 1024);
   k.jitter = 0;
   gpu.submit(SimLaunch{&k, 0, 0, 0, 0}, 0);
   std::vector<Completion> done;
@@ -354,7 +345,7 @@ TEST(SimTest, PreemptionStopsAtTheNextVirtualBlock) {
   g.launchUs = 0;
   g.loopUs = 0;
   GpuSim gpu(g);
-  KernelModel k = kernel("k", 1000, 100, 1024);
+  KernelModel k = KernelModel::make("k", 1000, 100, 1024);
   k.jitter = 0;
   uint64_t id = gpu.submit(SimLaunch{&k, 4, 0, 1000, 0}, 0);
   std::vector<Completion> done;

@@ -874,6 +874,27 @@ std::string summary(const std::string &out) {
   return out.substr(start, out.find('\n', at) - start);
 }
 
+/// Runs the ZLUDA suite in-process and through the server at `endpoint`
+/// (wooly-conformance --backend=remote, with `env` naming the tenant) and
+/// expects the same exit status and summary; logs go to `dir`.
+void expectZludaSameThroughServer(const std::string &dir,
+                                  const std::string &endpoint,
+                                  std::vector<std::string> env,
+                                  const std::string &serverLog) {
+  std::vector<std::string> argv = {
+      WOOLY_BIN_DIR "/wooly-conformance", WOOLY_ZLUDA_DIR,
+      "--known-failures=" WOOLY_SOURCE_DIR
+      "/test/Runtime/CPU/zluda-known-failures.txt"};
+  auto local = run(argv, {}, dir + "/local.log");
+  argv.push_back("--backend=remote");
+  env.push_back("WOOLY_SERVER=" + endpoint);
+  auto remote = run(argv, env, dir + "/remote.log");
+  EXPECT_EQ(remote.first, local.first) << remote.second;
+  ASSERT_NE(summary(local.second), "") << local.second;
+  EXPECT_EQ(summary(remote.second), summary(local.second))
+      << remote.second << serverLog;
+}
+
 // The ZLUDA suite (182 kernels with exact expected outputs) run through the
 // server (wooly-conformance --backend=remote) gives what it gives on the
 // CPU backend in-process: every kernel, copy and fault through the protocol.
@@ -881,17 +902,7 @@ TEST_F(ServerTest, ZludaSuiteThroughTheServer) {
   if (access(WOOLY_ZLUDA_DIR "/expected.json", R_OK) != 0)
     GTEST_SKIP() << "no ZLUDA suite at " WOOLY_ZLUDA_DIR;
   startServer();
-  std::vector<std::string> argv = {
-      WOOLY_BIN_DIR "/wooly-conformance", WOOLY_ZLUDA_DIR,
-      "--known-failures=" WOOLY_SOURCE_DIR
-      "/test/Runtime/CPU/zluda-known-failures.txt"};
-  auto local = run(argv, {}, dir + "/local.log");
-  argv.push_back("--backend=remote");
-  auto remote = run(argv, {"WOOLY_SERVER=" + endpoint}, dir + "/remote.log");
-  EXPECT_EQ(remote.first, local.first) << remote.second;
-  ASSERT_NE(summary(local.second), "") << local.second;
-  EXPECT_EQ(summary(remote.second), summary(local.second))
-      << remote.second << log();
+  expectZludaSameThroughServer(dir, endpoint, {}, log());
 }
 } // namespace
 
@@ -1137,21 +1148,9 @@ TEST_F(ServerTest, PacedKernelsAreBitIdentical) {
   EXPECT_EQ(got, first);
 
   // The ZLUDA suite as the paced tenant.
-  if (access(WOOLY_ZLUDA_DIR "/expected.json", R_OK) == 0) {
-    std::vector<std::string> argv = {
-        WOOLY_BIN_DIR "/wooly-conformance", WOOLY_ZLUDA_DIR,
-        "--known-failures=" WOOLY_SOURCE_DIR
-        "/test/Runtime/CPU/zluda-known-failures.txt"};
-    auto local = run(argv, {}, dir + "/local.log");
-    argv.push_back("--backend=remote");
-    auto remote =
-        run(argv,
-            {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=be", "WOOLY_TOKEN=b"},
-            dir + "/remote.log");
-    EXPECT_EQ(remote.first, local.first) << remote.second;
-    ASSERT_NE(summary(local.second), "") << local.second;
-    EXPECT_EQ(summary(remote.second), summary(local.second)) << remote.second;
-  }
+  if (access(WOOLY_ZLUDA_DIR "/expected.json", R_OK) == 0)
+    expectZludaSameThroughServer(dir, endpoint,
+                                 {"WOOLY_TENANT=be", "WOOLY_TOKEN=b"}, "");
   stop = true;
   lcThread.join();
   EXPECT_GT(lcLaunches.load(), 0);

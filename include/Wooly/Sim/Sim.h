@@ -91,6 +91,21 @@ struct KernelModel {
   double jitter = 0.1;
   /// The passes can slice it.
   bool sliceable = true;
+
+  /// A kernel of `blocks` blocks of `threads` threads using `registers`
+  /// each and `sharedBytes` per block, `blockUs` per block.
+  static KernelModel make(std::string name, uint64_t blocks, double blockUs,
+                          uint32_t threads = 256, uint32_t registers = 32,
+                          uint64_t sharedBytes = 0) {
+    KernelModel k;
+    k.name = std::move(name);
+    k.blocks = blocks;
+    k.blockUs = blockUs;
+    k.threads = threads;
+    k.registers = registers;
+    k.sharedBytes = sharedBytes;
+    return k;
+  }
 };
 
 /// One launch as submitted.

@@ -2639,8 +2639,8 @@ LogicalResult Importer::emitBarrier(ptx::Instruction &inst) {
       return failure();
     Type rt = *kind == ReduxKind::popc ? i32 : b.getI1Type();
     bool aligned = op == "bar" || inst.has("aligned");
-    return write(inst.operands[0], BarRedOp::create(b, curLoc, rt, *kind, id,
-                                                    count, p, aligned));
+    return write(inst.operands[0],
+                 BarRedOp::create(b, curLoc, rt, *kind, id, count, p, aligned));
   }
   bool arrive = inst.has("arrive");
   if (!arrive && !inst.has("sync") && !inst.mods.empty() &&

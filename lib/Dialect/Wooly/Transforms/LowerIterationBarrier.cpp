@@ -1,4 +1,4 @@
-//===- LowerIterationBarrier.cpp - iteration_barrier in plain ops -*- C++ -*-===//
+//===- LowerIterationBarrier.cpp - Iteration barriers as ops -*- C++ -*-===//
 //
 // wooly-lower-iteration-barrier (see Passes.td): rewrites
 // `wooly.iteration_barrier` into ordinary Wooly ops that every target
@@ -264,7 +264,8 @@ private:
   static bool vanishesIn1D(Value v, unsigned depth = 0) {
     if (depth > 8)
       return false;
-    if (isSReg(v, SpecialReg::tid, Dim::y) || isSReg(v, SpecialReg::tid, Dim::z))
+    if (isSReg(v, SpecialReg::tid, Dim::y) ||
+        isSReg(v, SpecialReg::tid, Dim::z))
       return true;
     Operation *d = v.getDefiningOp();
     if (!d)
@@ -401,9 +402,8 @@ private:
       Block *b = work.pop_back_val();
       if (b == join || !region.insert(b).second)
         continue;
-      if (llvm::any_of(*b, [](Operation &op) {
-            return isa<IterationBarrierOp>(op);
-          }))
+      if (llvm::any_of(
+              *b, [](Operation &op) { return isa<IterationBarrierOp>(op); }))
         continue; // the next virtual block starts: everyone is together
       for (Block *s : b->getSuccessors())
         work.push_back(s);
@@ -502,8 +502,8 @@ LogicalResult checkAndLower(FuncOp kernel,
     } else if (isWarpCollective(op)) {
       collectives.push_back(op);
     } else if (auto c = dyn_cast<CallOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<FuncOp>(
-          op, c.getCalleeAttr());
+      auto callee =
+          SymbolTable::lookupNearestSymbolFrom<FuncOp>(op, c.getCalleeAttr());
       CalleeUse u = callee ? calleeUse(callee, memo) : CalleeUse{true, true};
       if (u.barrier) {
         op->emitError() << "kernel '" << name << "' " << why
