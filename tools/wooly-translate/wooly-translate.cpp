@@ -22,12 +22,15 @@
 
 /// The usage of the compile mode (also printed by --help).
 static const char *const kCompileUsage =
-    "  wooly-translate --target=T [--passes=P] [--rocm-device-libs=DIR]\n"
-    "                  [--lld=PATH] kernel.{ptx,mlir} [-o out]\n"
+    "  wooly-translate --target=T [--passes=P] [--kernel=NAME ...]\n"
+    "                  [--rocm-device-libs=DIR] [--lld=PATH]\n"
+    "                  kernel.{ptx,mlir} [-o out]\n"
     "    compiles for T: sm_XX (PTX text), gfx90a/gfx942 (HSA code object,\n"
     "    linked with ld.lld; binary output is never written to a terminal)\n"
     "    or host (ELF object). --passes runs Wooly passes first (e.g.\n"
-    "    wooly-constrain). --rocm-device-libs names ROCm's device-library\n"
+    "    wooly-constrain). --kernel compiles only the kernels named (and\n"
+    "    the module's variables and device functions).\n"
+    "    --rocm-device-libs names ROCm's device-library\n"
     "    bitcode (default: $WOOLY_ROCM_DEVICE_LIBS), needed only by AMD\n"
     "    kernels that call ocml/ockl; --lld the linker (default: ld.lld-22\n"
     "    or ld.lld on PATH).\n";
@@ -44,6 +47,11 @@ static int compileMain(int argc, char **argv) {
       target = a.str();
     else if (a.consume_front("--passes="))
       passes = a.str();
+    else if (a.consume_front("--kernel=")) {
+      if (!opts.kernels)
+        opts.kernels.emplace();
+      opts.kernels->push_back(a.str());
+    }
     else if (a.consume_front("--rocm-device-libs="))
       opts.rocmDeviceLibs = a.str();
     else if (a.consume_front("--lld="))

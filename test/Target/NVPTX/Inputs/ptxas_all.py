@@ -13,6 +13,9 @@ than "not supported yet".
                --files 'DIR/*.ptx' [--files 'DIR2/*.sm_90.ptx' ...]
                [--reimport --opt wooly-opt] [--passes PIPELINE]
 
+With --per-kernel, every .entry of every file is compiled on its own
+(`--kernel=NAME`) and counted as one unit; NAME is `file:kernel`.
+
 With --passes, every file is compiled with `--passes=PIPELINE` (Wooly passes
 before lowering, e.g. wooly-constrain); a refusal of a pass (a located
 "cannot be lowered for a GPU" error) counts as "refused", not as a failure,
@@ -27,6 +30,7 @@ follows the summary.
 import argparse
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -50,6 +54,8 @@ def main():
     ap.add_argument("--reimport", action="store_true")
     ap.add_argument("--opt", default="wooly-opt")
     ap.add_argument("--passes", default="")
+    ap.add_argument("--per-kernel", action="store_true",
+                    help="compile and count every .entry on its own")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
@@ -59,11 +65,22 @@ def main():
     if not files:
         print("no files match")
         return 1
-    accepted = unsupported = rejected = failed = reimported = refused = 0
+    # (path, kernel or None) units to compile.
+    units = []
     for path in files:
-        name = os.path.basename(path)
-        out = os.path.join(args.out, name)
+        if args.per_kernel:
+            with open(path) as f:
+                kernels = re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)", f.read())
+            units += [(path, k) for k in kernels]
+        else:
+            units.append((path, None))
+    accepted = unsupported = rejected = failed = reimported = refused = 0
+    for path, kernel in units:
+        name = os.path.basename(path) + (":" + kernel if kernel else "")
+        out = os.path.join(args.out, name.replace(":", "."))
         cmd = [args.translate, "--target=" + args.target, path, "-o", out]
+        if kernel:
+            cmd.append("--kernel=" + kernel)
         if args.passes:
             cmd.append("--passes=" + args.passes)
         comp = subprocess.run(cmd, capture_output=True, text=True)
