@@ -340,7 +340,6 @@ public:
       unsigned limit = opts.maxRunning;
       if (c == 0)
         limit += opts.latencyCriticalExtra;
-      bool classQueued = false;
       // Backlogged tenants of the class by (virtual time, ordinal); the
       // first whose head item may start now goes.
       candidates.clear();
@@ -349,7 +348,6 @@ public:
           candidates.push_back(t);
       if (candidates.empty())
         continue;
-      classQueued = true;
       if (runningList.size() >= limit)
         return {};
       std::sort(candidates.begin(), candidates.end(),
@@ -363,8 +361,7 @@ public:
           return d;
         }
       // Strict priority: nothing of a lower class while this class waits.
-      if (classQueued)
-        return {};
+      return {};
     }
     return {};
   }

@@ -554,6 +554,7 @@ public:
   /// dispatch by ticket (I/O thread).
   std::vector<uint64_t> freeFlags;
   std::vector<uint64_t> flagBlocks;
+  bool flagAllocFailed = false;
   std::map<uint64_t, uint64_t> flagOfTicket;
   /// The scheduler's measurements as of `schedStatsAt` (under
   /// `tenantsMutex`, for the metrics thread).
@@ -818,7 +819,7 @@ llvm::Error Server::Impl::run() {
       onMonitorEvents();
       nextMonitorCheck = now + std::chrono::milliseconds(20);
     }
-    if (now - schedStatsAt >= std::chrono::milliseconds(50))
+    if (metricsEndpoint && now - schedStatsAt >= std::chrono::milliseconds(50))
       snapshotSchedulerStats();
     // Work the scheduler holds back (pacing) is asked for again within a
     // millisecond; otherwise the receive waits up to 20 ms.
@@ -2377,7 +2378,12 @@ uint64_t Server::Impl::takeFlag() {
       return 0;
     auto a = backend->allocate(kBlock);
     if (!a) {
-      log("cannot allocate preemption flags: " + llvm::toString(a.takeError()));
+      // Said once: the slices then run without a flag (unpreemptibly).
+      std::string why = llvm::toString(a.takeError());
+      if (!flagAllocFailed)
+        log("cannot allocate preemption flags, slices run unpreemptibly: " +
+            why);
+      flagAllocFailed = true;
       return 0;
     }
     flagBlocks.push_back(*a);
@@ -2785,6 +2791,18 @@ std::string Server::Impl::metricsText() {
     w.family(f.name, f.type, f.help);
     for (const TenantStats &t : schedStats)
       w.sample(f.name, {{"tenant", t.name}}, f.value(t));
+  }
+  // What the weights promise, to set against wooly_tenant_device_share.
+  w.family("wooly_tenant_weight_share", "gauge",
+           "The tenant's weight over the weights of all tenants of its "
+           "class: its fair share of what the higher classes leave.");
+  for (const TenantStats &t : schedStats) {
+    double classWeights = 0;
+    for (const TenantStats &o : schedStats)
+      if (o.priorityClass == t.priorityClass)
+        classWeights += o.weight;
+    w.sample("wooly_tenant_weight_share", {{"tenant", t.name}},
+             classWeights > 0 ? t.weight / classWeights : 0);
   }
   w.family("wooly_tenant_copy_bytes_total", "counter",
            "Bytes copied by the tenant, by direction.");

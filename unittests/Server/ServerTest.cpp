@@ -1163,6 +1163,9 @@ TEST_F(ServerTest, PacedKernelsAreBitIdentical) {
             std::string::npos)
       << text;
   EXPECT_GE(metric(text, "wooly_tenant_weight{tenant=\"be\"}"), 1.0) << text;
+  // The only best-effort tenant: all of its class's share.
+  EXPECT_EQ(metric(text, "wooly_tenant_weight_share{tenant=\"be\"}"), 1.0)
+      << text;
   EXPECT_GE(metric(text, "wooly_tenant_starvation_ratio{tenant=\"be\"}"), 0.0)
       << text;
   // The latency-critical tenant's launches stopped best-effort slices.
