@@ -146,7 +146,8 @@ int main(int argc, char **argv) {
     beAloneWork += t.workUs;
 
   os << llvm::formatv("GPU {0} ({1} SMs), {2} ms simulated per run\n",
-                      base.gpu.name, base.gpu.sms, durationMs.getValue());
+                      base.gpu.name, base.gpu.device.sms,
+                      durationMs.getValue());
   os << llvm::formatv("alone: {0} p50 {1:f3} ms, p99 {2:f3} ms; best-effort "
                       "alone: busy {3:f3}\n\n",
                       all[0].config.name, aloneP50 / 1000, aloneP99 / 1000,
@@ -268,7 +269,7 @@ int main(int argc, char **argv) {
       cfgs[i].slaMs = 5;
     }
     server::WoolyPolicyOptions o;
-    o.device = base.gpu.model();
+    o.device = base.gpu.device;
     o.maxRunning = 8;
     auto sched = server::createWoolyScheduler(o);
     std::vector<server::WorkItem> items(cfgs.size() * 2);

@@ -25,8 +25,8 @@ GpuConfig GpuConfig::h100() { return GpuConfig(); }
 
 GpuConfig GpuConfig::smaller(unsigned sms) {
   GpuConfig g;
-  g.sms = std::max(1u, sms);
-  g.name = "sms=" + std::to_string(g.sms);
+  g.device.sms = std::max(1u, sms);
+  g.name = "sms=" + std::to_string(g.device.sms);
   return g;
 }
 
@@ -40,16 +40,6 @@ llvm::Expected<GpuConfig> GpuConfig::parse(llvm::StringRef text) {
   return llvm::createStringError(
       "unknown GPU '%s': expected 'h100' or 'sms=N' (1 <= N <= 4096)",
       text.str().c_str());
-}
-
-server::DeviceModel GpuConfig::model() const {
-  server::DeviceModel m;
-  m.sms = sms;
-  m.maxThreadsPerSM = maxThreadsPerSM;
-  m.maxBlocksPerSM = maxBlocksPerSM;
-  m.registersPerSM = registersPerSM;
-  m.sharedPerSM = sharedPerSM;
-  return m;
 }
 
 namespace {
@@ -172,15 +162,15 @@ public:
     double integral = busyIntegral;
     if (until > lastTime && active >= 0)
       integral += double(contexts[active].busySMs) * double(until - lastTime);
-    return until > 0 ? integral / (double(cfg.sms) * double(until)) : 0;
+    return until > 0 ? integral / (double(cfg.device.sms) * double(until)) : 0;
   }
 
 private:
   Context &context(unsigned c) {
     while (contexts.size() <= c) {
       contexts.emplace_back();
-      contexts.back().sms.resize(cfg.sms);
-      contexts.back().residentPerSM.resize(cfg.sms);
+      contexts.back().sms.resize(cfg.device.sms);
+      contexts.back().residentPerSM.resize(cfg.device.sms);
     }
     return contexts[c];
   }
@@ -277,11 +267,11 @@ private:
   }
 
   bool fits(const SmState &sm, const KernelModel &k) const {
-    return sm.threads + k.threads <= cfg.maxThreadsPerSM &&
-           sm.blocks + 1 <= cfg.maxBlocksPerSM &&
+    return sm.threads + k.threads <= cfg.device.maxThreadsPerSM &&
+           sm.blocks + 1 <= cfg.device.maxBlocksPerSM &&
            uint64_t(sm.registers) + uint64_t(k.registers) * k.threads <=
-               cfg.registersPerSM &&
-           sm.shared + k.sharedBytes <= cfg.sharedPerSM;
+               cfg.device.registersPerSM &&
+           sm.shared + k.sharedBytes <= cfg.device.sharedPerSM;
   }
 
   /// The hardware dispatcher of context `ci`: blocks of the launch at the
@@ -302,7 +292,7 @@ private:
       bool placedOne = false;
       while (l.placed < l.physical) {
         int best = -1;
-        for (unsigned s = 0; s < cfg.sms; ++s)
+        for (unsigned s = 0; s < cfg.device.sms; ++s)
           if (fits(c.sms[s], k) &&
               (best < 0 || c.sms[s].threads < c.sms[unsigned(best)].threads))
             best = int(s);

@@ -104,13 +104,13 @@ RunResult wooly::sim::runScenario(const Scenario &sc, Policy policy,
     break;
   case Policy::Wooly: {
     server::WoolyPolicyOptions o = sc.wooly;
-    o.device = sc.gpu.model();
+    o.device = sc.gpu.device;
     sched = server::createWoolyScheduler(o);
     break;
   }
   }
   RunResult out;
-  server::DeviceModel model = sc.gpu.model();
+  server::DeviceModel model = sc.gpu.device;
   sched->setDecisionLog(
       [&](const server::DecisionRecord &r) { out.decisions.push_back(r); });
 

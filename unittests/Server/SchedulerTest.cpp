@@ -181,7 +181,7 @@ TEST(SchedulerTest, LatencyCriticalStartsWithinItsSlaUnderSaturation) {
   // ... while best-effort work keeps the device busy.
   EXPECT_GE(r.busy, 0.9);
   double beWork = r.tenants[1].workUs + r.tenants[2].workUs;
-  EXPECT_GT(beWork, 0.7 * sc.gpu.sms * sc.durationUs * 0.5);
+  EXPECT_GT(beWork, 0.7 * sc.gpu.device.sms * sc.durationUs * 0.5);
 
   // Without pacing the same mix misses the SLA: the test can fail.
   sc.wooly.pacing = false;

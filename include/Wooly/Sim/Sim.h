@@ -58,11 +58,9 @@ using server::Nanos;
 /// The simulated GPU.
 struct GpuConfig {
   std::string name = "h100";
-  unsigned sms = 132;
-  unsigned maxThreadsPerSM = 2048;
-  unsigned maxBlocksPerSM = 32;
-  unsigned registersPerSM = 65536;
-  uint64_t sharedPerSM = 228 * 1024;
+  /// The SMs and their per-SM limits (the scheduler's model of the same
+  /// GPU, so that policy and device agree).
+  server::DeviceModel device = server::DeviceModel::h100();
   /// Submission to first block dispatchable.
   double launchUs = 4;
   /// Per virtual block of a constrained/sliced launch (counter, barriers).
@@ -76,8 +74,6 @@ struct GpuConfig {
   static GpuConfig smaller(unsigned sms);
   /// Parses "h100" or "sms=N" (an H100's SMs, N of them).
   static llvm::Expected<GpuConfig> parse(llvm::StringRef text);
-  /// The scheduler's model of this GPU.
-  server::DeviceModel model() const;
 };
 
 /// A kernel: its grid and what one block uses and takes.
