@@ -10,6 +10,8 @@
 
 #include "Wooly/Server/Scheduler.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -83,6 +85,8 @@ struct Tenant {
   Nanos lastActivity = INT64_MIN / 2;
   unsigned lastNeedSMs = 0;
   Nanos holdSince = -1;
+  /// Forgotten once its work is done (Scheduler::retire).
+  bool retired = false;
 
   PriorityClass priorityClass() const { return config.priorityClass; }
   uint32_t weight() const { return std::max(1u, config.weight); }
@@ -137,12 +141,44 @@ public:
 
   void announce(const TenantConfig *config, Nanos now) override {
     Tenant &t = tenantOf(config);
+    t.retired = false;
     account(t, now);
     if (t.priorityClass() == PriorityClass::LatencyCritical)
       t.lastActivity = std::max(t.lastActivity, now);
   }
 
+  void retire(const TenantConfig *config, Nanos now) override {
+    auto it = byName.find(config->name);
+    if (it == byName.end())
+      return;
+    Tenant &t = *it->second;
+    account(t, now);
+    t.retired = true;
+    forgetIfDone(t);
+  }
+
 protected:
+  /// The tenant of running dispatch `d` (not looked up through the item:
+  /// the caller's TenantConfig may be gone by now).
+  Tenant &runningTenant(const Dispatch &d) {
+    auto it = llvm::find_if(
+        runningList, [&](const Running &r) { return r.ticket == d.ticket; });
+    assert(it != runningList.end() && "finished() of an unknown dispatch");
+    return *it->tenant;
+  }
+
+  /// Forgets a retired tenant that has no work left.
+  void forgetIfDone(Tenant &t) {
+    if (!t.retired || t.backlogged())
+      return;
+    onForget(t);
+    byName.erase(t.config.name);
+    auto it = std::find_if(tenants.begin(), tenants.end(),
+                           [&](const auto &p) { return p.get() == &t; });
+    tenants.erase(it);
+  }
+  virtual void onForget(Tenant &) {}
+
   Tenant &tenantOf(const WorkItem *item) { return tenantOf(item->tenant); }
   /// Tenants are known by name: a tenant that reconnects keeps its
   /// virtual time and history.
@@ -152,7 +188,7 @@ protected:
       tenants.push_back(std::make_unique<Tenant>());
       it->second = tenants.back().get();
       it->second->config = *config;
-      it->second->ordinal = unsigned(tenants.size() - 1);
+      it->second->ordinal = nextOrdinal++;
       onNewTenant(*it->second);
     }
     return *it->second;
@@ -212,14 +248,10 @@ protected:
   /// Ends dispatch `d`; returns whether its item is done (else it went back
   /// to the front of its tenant's queue).
   bool end(const Dispatch &d, const Outcome &o, Nanos now, double charge) {
-    Tenant &t = tenantOf(d.item);
+    Tenant &t = runningTenant(d);
     account(t, now);
-    auto it =
-        std::find_if(runningList.begin(), runningList.end(),
-                     [&](const Running &r) { return r.ticket == d.ticket; });
-    assert(it != runningList.end() && "finished() of an unknown dispatch");
-    if (it != runningList.end())
-      runningList.erase(it);
+    llvm::erase_if(runningList,
+                   [&](const Running &r) { return r.ticket == d.ticket; });
     t.running--;
     t.chargedMs += charge;
     t.vtime += charge / t.weight();
@@ -233,6 +265,7 @@ protected:
     }
     if (done) {
       t.items++;
+      forgetIfDone(t);
     } else {
       t.queue.push_front(item);
       numQueued++;
@@ -244,6 +277,9 @@ protected:
   /// Looked up only, never iterated (order comes from `tenants`).
   std::unordered_map<std::string, Tenant *> byName;
   std::vector<Running> runningList;
+  /// Ordinals are never reused, so ties break the same way however
+  /// tenants come and go.
+  unsigned nextOrdinal = 0;
   size_t numQueued = 0;
   uint64_t lastTicket = 0;
   size_t delaySamples;
@@ -368,7 +404,7 @@ public:
 
   bool finished(const Dispatch &d, const Outcome &o, Nanos now) override {
     WorkItem *item = d.item;
-    Tenant &t = tenantOf(item);
+    Tenant &t = runningTenant(d);
     double fraction = 1;
     if (item->kind == WorkItem::Kind::Launch) {
       unsigned occ = occupancy(*item);
@@ -395,6 +431,14 @@ private:
     t.vtime = vclock[classIndex(t)];
     if (t.priorityClass() == PriorityClass::LatencyCritical)
       latencyCritical.push_back(&t);
+  }
+
+  void onForget(Tenant &t) override {
+    llvm::erase(byClass[classIndex(t)], &t);
+    llvm::erase(latencyCritical, &t);
+    assert(llvm::none_of(runningList,
+                         [&](const Running &r) { return r.tenant == &t; }) &&
+           "forgot a tenant with running work");
   }
 
   /// The SMs the rest of a launch fills (at most the device).

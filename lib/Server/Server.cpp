@@ -2648,6 +2648,7 @@ void Server::Impl::maybeErase(Session &s) {
   // In open mode any name makes a tenant: one that has nothing left is
   // forgotten, so that clients cannot grow the server without bound.
   if (tenants.open && s.tenant->sessions == 0 && s.tenant->used == 0) {
+    scheduler->retire(&s.tenant->config, nowNanos());
     std::lock_guard<std::mutex> lock(tenantsMutex);
     tenantStates.erase(s.tenant->config.name);
   }

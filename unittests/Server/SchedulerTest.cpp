@@ -311,6 +311,40 @@ TEST(SchedulerTest, StarvationIsMeasured) {
   EXPECT_DOUBLE_EQ(percentile(st[1].queueDelayMs, 1.0), 9.0);
 }
 
+TEST(SchedulerTest, RetiredTenantsAreForgottenOnceTheirWorkIsDone) {
+  // Tenants coming and going (open mode: any name is a tenant) must not
+  // grow the scheduler without bound.
+  WoolyPolicyOptions o;
+  o.maxRunning = 1;
+  auto s = createWoolyScheduler(o);
+  std::vector<TenantConfig> many;
+  for (int i = 0; i < 1000; ++i)
+    many.push_back(
+        tenantConfig("t" + std::to_string(i), PriorityClass::Normal));
+  for (const TenantConfig &t : many)
+    s->announce(&t, 0);
+  EXPECT_EQ(s->stats(0).size(), 1000u);
+  // One with work in flight stays until the work ends.
+  WorkItem w = launchItem(many[7], 1, 8);
+  s->ready(&w, 0);
+  Dispatch d = s->next(0);
+  ASSERT_TRUE(d);
+  for (const TenantConfig &t : many)
+    s->retire(&t, kMs);
+  ASSERT_EQ(s->stats(kMs).size(), 1u);
+  EXPECT_EQ(s->stats(kMs)[0].name, "t7");
+  // The caller's config may be gone by the time the dispatch ends.
+  many[7].name = "renamed";
+  EXPECT_TRUE(s->finished(d, Outcome{1, 8}, 2 * kMs));
+  EXPECT_EQ(s->stats(2 * kMs).size(), 0u);
+  // Announced again: a new tenant, scheduled as before.
+  TenantConfig back = tenantConfig("t7", PriorityClass::Normal);
+  s->announce(&back, 3 * kMs);
+  WorkItem w2 = launchItem(back, 2, 8);
+  s->ready(&w2, 3 * kMs);
+  EXPECT_TRUE(s->next(3 * kMs));
+}
+
 TEST(SimTest, BlocksAreDispatchedInOrderWithinTheSmLimits) {
   // 4 SMs of 2048 threads: a kernel of 1024-thread blocks holds 2 per SM,
   // so 16 blocks of 100 us take two waves.

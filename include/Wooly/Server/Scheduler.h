@@ -203,6 +203,11 @@ public:
   /// ordinal now, and a latency-critical tenant is present from now on, so
   /// lower classes are paced before its first request.
   virtual void announce(const TenantConfig *tenant, Nanos now) = 0;
+  /// The tenant is gone (its last session ended and the server forgets
+  /// it): the scheduler forgets it too, with its history, once its work
+  /// is done - so that tenants coming and going cannot grow it without
+  /// bound. Announcing it again keeps it.
+  virtual void retire(const TenantConfig *tenant, Nanos now) = 0;
   /// `item` may run from `now` on.
   virtual void ready(WorkItem *item, Nanos now) = 0;
   /// The next dispatch; empty when nothing may start now (nothing queued,
