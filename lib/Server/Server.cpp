@@ -646,7 +646,8 @@ llvm::Error Server::Impl::start() {
     po.device = backend->kind() == "cpu" ? DeviceModel::cpu(workers)
                                          : DeviceModel::h100();
     // Pacing needs sliced kernels and preemption flags, which only the cpu
-    // backend runs today (wooly.iteration_barrier has no GPU lowering yet).
+    // backend runs today (the cuda backend JIT-compiles the original PTX
+    // and runs one launch at a time).
     po.pacing = options.pacing && backend->kind() == "cpu";
     if (latencyCritical && numExecutors > 1) {
       po.maxRunning = numExecutors - 1;
@@ -2076,28 +2077,29 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     // Nothing thrown here may end the thread (and the server).
     try {
       auto target = Target::parse("host");
-      llvm::Expected<std::shared_ptr<const CompiledModule>> compiled =
-          llvm::Expected<std::shared_ptr<const CompiledModule>>(nullptr);
       if (!target) {
-        compiled = target.takeError();
-      } else {
-        if (slice) {
-          // A kernel the pass refuses runs as written (the scheduler holds
-          // it back while a latency-critical tenant is active).
-          co.passes = "wooly-slice";
-          compiled = cache->getOrCompile(in, *target, co, &hit);
-          sliced = bool(compiled);
-          if (!compiled)
-            refusal = llvm::toString(compiled.takeError());
-          co.passes.clear();
+        error = llvm::toString(target.takeError());
+      } else if (slice) {
+        // A kernel the pass refuses runs as written (the scheduler holds it
+        // back while a latency-critical tenant is active).
+        co.passes = "wooly-slice";
+        auto c = cache->getOrCompile(in, *target, co, &hit);
+        if (c) {
+          module = *c;
+          sliced = true;
+        } else {
+          refusal = llvm::toString(c.takeError());
         }
-        if (!sliced)
-          compiled = cache->getOrCompile(in, *target, co, &hit);
+        co.passes.clear();
       }
-      if (!compiled) {
-        error = llvm::toString(compiled.takeError());
-      } else {
-        module = *compiled;
+      if (target && !module) {
+        auto c = cache->getOrCompile(in, *target, co, &hit);
+        if (c)
+          module = *c;
+        else
+          error = llvm::toString(c.takeError());
+      }
+      if (module) {
         // The first part loads the module, the others extend it.
         std::lock_guard<std::mutex> lock(mPtr->loadMutex);
         if (!mPtr->loaded) {
