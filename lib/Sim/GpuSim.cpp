@@ -104,7 +104,14 @@ struct Event {
 
 class GpuSim::Impl {
 public:
-  Impl(GpuConfig config, Mode mode) : cfg(std::move(config)), mode(mode) {}
+  Impl(GpuConfig config, Mode mode) : cfg(std::move(config)), mode(mode) {
+    // Concurrent: one context, always active. Time-sliced: none active
+    // until the first launch becomes visible.
+    if (mode == Mode::TimeSliced)
+      active = -1;
+    else
+      context(0);
+  }
 
   uint64_t submit(const SimLaunch &l, Nanos now) {
     assert(l.kernel && "a launch needs a kernel");
@@ -289,7 +296,6 @@ private:
         continue;
       }
       const KernelModel &k = *l.kernel;
-      bool placedOne = false;
       while (l.placed < l.physical) {
         int best = -1;
         for (unsigned s = 0; s < cfg.device.sms; ++s)
@@ -317,11 +323,9 @@ private:
         c.resident.push_back(bid);
         l.placed++;
         l.live++;
-        placedOne = true;
         if (!takeNext(bid, now))
           exitBlock(bid, now, done);
       }
-      (void)placedOne;
       if (l.placed < l.physical)
         return; // the head launch waits for room; nothing behind it goes
       c.queue.pop_front();
@@ -387,22 +391,10 @@ private:
   bool switching = false;
   Nanos lastTime = 0;
   double busyIntegral = 0;
-
-  friend class GpuSim;
-
-public:
-  void init() {
-    if (mode == Mode::TimeSliced)
-      active = -1;
-    else
-      context(0);
-  }
 };
 
 GpuSim::GpuSim(GpuConfig config, Mode mode)
-    : impl(std::make_unique<Impl>(std::move(config), mode)) {
-  impl->init();
-}
+    : impl(std::make_unique<Impl>(std::move(config), mode)) {}
 GpuSim::~GpuSim() = default;
 
 uint64_t GpuSim::submit(const SimLaunch &launch, Nanos now) {
