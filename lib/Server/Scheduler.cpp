@@ -473,6 +473,11 @@ private:
     double serial = std::ceil(double(o.blocksRun) / double(p)) *
                     std::ceil(double(p) / double(slots));
     double sample = o.deviceMs / serial;
+    // Bounded: tenants that launch ever new kernels start the model over
+    // rather than grow it without end.
+    constexpr size_t kMaxKernels = 1 << 16;
+    if (costs.size() >= kMaxKernels && !costs.count(item.kernelKey))
+      costs.clear();
     KernelCost &c = costs[item.kernelKey];
     c.blockMs = c.samples ? 0.75 * c.blockMs + 0.25 * sample : sample;
     c.samples++;

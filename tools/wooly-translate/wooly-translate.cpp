@@ -51,8 +51,7 @@ static int compileMain(int argc, char **argv) {
       if (!opts.kernels)
         opts.kernels.emplace();
       opts.kernels->push_back(a.str());
-    }
-    else if (a.consume_front("--rocm-device-libs="))
+    } else if (a.consume_front("--rocm-device-libs="))
       opts.rocmDeviceLibs = a.str();
     else if (a.consume_front("--lld="))
       opts.lldPath = a.str();

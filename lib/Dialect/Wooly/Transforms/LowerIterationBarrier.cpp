@@ -55,6 +55,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VirtualBlocks.h"
+
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -78,40 +80,6 @@ using namespace mlir::wooly;
 namespace {
 
 constexpr StringLiteral kUniformAttr = "wooly.uniform";
-
-/// Operations that need every lane named by their mask (or the whole warp).
-bool isWarpCollective(Operation *op) {
-  return isa<ShflOp, VoteOp, MatchOp, ReduxOp, WarpSyncOp, LdMatrixOp, MmaOp,
-             WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op);
-}
-
-/// What a device function (with its callees) uses.
-struct CalleeUse {
-  bool barrier = false, collective = false;
-};
-
-CalleeUse calleeUse(FuncOp f, DenseMap<Operation *, CalleeUse> &memo) {
-  auto it = memo.find(f);
-  if (it != memo.end())
-    return it->second;
-  memo[f] = CalleeUse(); // recursion: what is known so far
-  CalleeUse u;
-  f.walk([&](Operation *op) {
-    if (isa<BarrierOp, BarRedOp, IterationBarrierOp>(op))
-      u.barrier = true;
-    if (isWarpCollective(op))
-      u.collective = true;
-    if (auto c = dyn_cast<CallOp>(op))
-      if (auto callee = SymbolTable::lookupNearestSymbolFrom<FuncOp>(
-              op, c.getCalleeAttr())) {
-        CalleeUse cu = calleeUse(callee, memo);
-        u.barrier |= cu.barrier;
-        u.collective |= cu.collective;
-      }
-  });
-  memo[f] = u;
-  return u;
-}
 
 /// The divergence lattice of one value.
 enum class Shape {
@@ -468,8 +436,7 @@ DenseSet<Block *> canFinishUnguarded(FuncOp kernel) {
   return out;
 }
 
-LogicalResult checkAndLower(FuncOp kernel,
-                            DenseMap<Operation *, CalleeUse> &memo) {
+LogicalResult checkAndLower(FuncOp kernel, vblocks::Summarizer &summaries) {
   SmallVector<IterationBarrierOp> iters;
   kernel.walk([&](IterationBarrierOp op) { iters.push_back(op); });
   if (iters.empty())
@@ -499,17 +466,22 @@ LogicalResult checkAndLower(FuncOp kernel,
                       << "bar.red (a finished thread cannot take part in the "
                          "reduction)";
       failed = true;
-    } else if (isWarpCollective(op)) {
+    } else if (vblocks::isWarpCollective(op)) {
       collectives.push_back(op);
     } else if (auto c = dyn_cast<CallOp>(op)) {
       auto callee =
           SymbolTable::lookupNearestSymbolFrom<FuncOp>(op, c.getCalleeAttr());
-      CalleeUse u = callee ? calleeUse(callee, memo) : CalleeUse{true, true};
+      // An unknown callee may do anything.
+      vblocks::Summary u;
+      if (callee)
+        u = summaries.get(callee);
+      else
+        u.barrier = true;
       if (u.barrier) {
         op->emitError() << "kernel '" << name << "' " << why
                         << "it calls a device function that uses barriers";
         failed = true;
-      } else if (u.collective) {
+      } else if (u.warpCollective) {
         collectives.push_back(op);
       }
     }
@@ -617,14 +589,14 @@ struct WoolyLowerIterationBarrierPass
           WoolyLowerIterationBarrierPass> {
   using Base::Base;
   void runOnOperation() override {
-    DenseMap<Operation *, CalleeUse> memo;
+    vblocks::Summarizer summaries;
     bool ok = true;
     SmallVector<FuncOp> kernels;
     for (auto f : getOperation().getOps<FuncOp>())
       if (f.getKernel() && !f.isDeclaration())
         kernels.push_back(f);
     for (FuncOp k : kernels)
-      ok &= succeeded(checkAndLower(k, memo));
+      ok &= succeeded(checkAndLower(k, summaries));
     if (!ok)
       signalPassFailure();
   }

@@ -27,16 +27,6 @@ bool isBlockIdReg(SpecialReg reg) {
          reg == SpecialReg::clusterid || reg == SpecialReg::nclusterid;
 }
 
-/// What a device function does (with everything it calls).
-struct Summary {
-  bool readsBlockIds = false;
-  bool exits = false;
-  bool indirectCall = false;
-  bool gridId = false;
-  bool gridSync = false;
-  bool blockShared = false;
-};
-
 /// Whether `name` is a CUDA device-runtime entry point of cooperative
 /// groups (grid-wide synchronisation goes through them).
 bool isGridSyncRuntime(StringRef name) {
@@ -46,60 +36,15 @@ bool isGridSyncRuntime(StringRef name) {
 
 /// Whether `op` itself uses state shared by the threads of a block.
 bool usesBlockShared(Operation *op) {
-  if (isa<BarrierOp, BarRedOp, ShflOp, VoteOp, MatchOp, ReduxOp, WarpSyncOp,
-          ActiveMaskOp, LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp,
-          CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp>(op))
+  if (isa<BarrierOp, BarRedOp, ActiveMaskOp, CpAsyncOp, CpAsyncCommitOp,
+          CpAsyncWaitOp>(op) ||
+      vblocks::isWarpCollective(op))
     return true;
   if (auto space = op->getAttrOfType<StateSpaceAttr>("space"))
     return space.getValue() == StateSpace::shared ||
            space.getValue() == StateSpace::shared_cluster;
   return false;
 }
-
-/// Computes (and memoises) the summary of `f` and its callees.
-class Summarizer {
-public:
-  const Summary &get(FuncOp f) {
-    auto it = memo.find(f);
-    if (it != memo.end())
-      return it->second;
-    memo[f] = Summary(); // Recursion sees what is known so far.
-    Summary s;
-    if (f.isDeclaration()) {
-      s.gridSync = isGridSyncRuntime(f.getSymName());
-      return memo[f] = s;
-    }
-    f.walk([&](Operation *op) {
-      s.blockShared |= usesBlockShared(op);
-      if (isa<ExitOp>(op))
-        s.exits = true;
-      else if (isa<CallIndirectOp>(op))
-        s.indirectCall = true;
-      else if (auto r = dyn_cast<SRegOp>(op)) {
-        s.readsBlockIds |= isBlockIdReg(r.getReg());
-        s.gridId |= r.getReg() == SpecialReg::gridid;
-      } else if (auto c = dyn_cast<CallOp>(op)) {
-        auto callee =
-            SymbolTable::lookupNearestSymbolFrom<FuncOp>(op, c.getCalleeAttr());
-        if (!callee) {
-          s.indirectCall = true;
-          return;
-        }
-        Summary cs = get(callee);
-        s.readsBlockIds |= cs.readsBlockIds;
-        s.exits |= cs.exits;
-        s.indirectCall |= cs.indirectCall;
-        s.gridId |= cs.gridId;
-        s.gridSync |= cs.gridSync;
-        s.blockShared |= cs.blockShared;
-      }
-    });
-    return memo[f] = s;
-  }
-
-private:
-  llvm::DenseMap<Operation *, Summary> memo;
-};
 
 /// `v` (an integer) as `type` (an integer), zero-extended or truncated.
 Value castInt(OpBuilder &b, Location loc, Value v, Type type) {
@@ -115,7 +60,7 @@ Value castInt(OpBuilder &b, Location loc, Value v, Type type) {
 } // namespace
 
 LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
-  Summarizer summaries;
+  vblocks::Summarizer summaries;
   StringRef name = kernel.getSymName();
   WalkResult r = kernel.walk([&](Operation *op) -> WalkResult {
     if (isa<CallIndirectOp>(op)) {
@@ -160,6 +105,53 @@ LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
   return failure(r.wasInterrupted());
 }
 
+bool vblocks::isWarpCollective(Operation *op) {
+  return isa<ShflOp, VoteOp, MatchOp, ReduxOp, WarpSyncOp, LdMatrixOp, MmaOp,
+             WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op);
+}
+
+const vblocks::Summary &vblocks::Summarizer::get(FuncOp f) {
+  auto it = memo.find(f);
+  if (it != memo.end())
+    return it->second;
+  memo[f] = Summary(); // Recursion sees what is known so far.
+  Summary s;
+  if (f.isDeclaration()) {
+    s.gridSync = isGridSyncRuntime(f.getSymName());
+    return memo[f] = s;
+  }
+  f.walk([&](Operation *op) {
+    s.blockShared |= usesBlockShared(op);
+    s.barrier |= isa<BarrierOp, BarRedOp, IterationBarrierOp>(op);
+    s.warpCollective |= isWarpCollective(op);
+    if (isa<ExitOp>(op))
+      s.exits = true;
+    else if (isa<CallIndirectOp>(op))
+      s.indirectCall = true;
+    else if (auto r = dyn_cast<SRegOp>(op)) {
+      s.readsBlockIds |= isBlockIdReg(r.getReg());
+      s.gridId |= r.getReg() == SpecialReg::gridid;
+    } else if (auto c = dyn_cast<CallOp>(op)) {
+      auto callee =
+          SymbolTable::lookupNearestSymbolFrom<FuncOp>(op, c.getCalleeAttr());
+      if (!callee) {
+        s.indirectCall = true;
+        return;
+      }
+      Summary cs = get(callee);
+      s.readsBlockIds |= cs.readsBlockIds;
+      s.exits |= cs.exits;
+      s.indirectCall |= cs.indirectCall;
+      s.gridId |= cs.gridId;
+      s.gridSync |= cs.gridSync;
+      s.blockShared |= cs.blockShared;
+      s.barrier |= cs.barrier;
+      s.warpCollective |= cs.warpCollective;
+    }
+  });
+  return memo[f] = s;
+}
+
 bool vblocks::needsIterationBarrier(FuncOp kernel) {
   auto module = kernel->getParentOfType<ModuleOp>();
   if (module)
@@ -167,7 +159,7 @@ bool vblocks::needsIterationBarrier(FuncOp kernel) {
       if (g.getSpace() == StateSpace::shared ||
           g.getSpace() == StateSpace::shared_cluster)
         return true;
-  Summarizer summaries;
+  vblocks::Summarizer summaries;
   WalkResult r = kernel.walk([&](Operation *op) -> WalkResult {
     if (usesBlockShared(op))
       return WalkResult::interrupt();

@@ -15,7 +15,36 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 namespace mlir::wooly::vblocks {
+
+/// Operations that need every lane their mask names (or the whole warp):
+/// shfl, vote, match, redux, bar.warp.sync, ldmatrix, mma, wmma.
+bool isWarpCollective(Operation *op);
+
+/// What a device function does (with everything it calls).
+struct Summary {
+  bool readsBlockIds = false;
+  bool exits = false;
+  bool indirectCall = false;
+  bool gridId = false;
+  bool gridSync = false;
+  /// Shared memory, barriers or warp collectives.
+  bool blockShared = false;
+  /// Block barriers (bar.sync, bar.red, iteration barriers), and warp
+  /// collectives (isWarpCollective).
+  bool barrier = false, warpCollective = false;
+};
+
+/// Computes (and memoises) the summary of a function and its callees.
+class Summarizer {
+public:
+  const Summary &get(FuncOp f);
+
+private:
+  llvm::DenseMap<Operation *, Summary> memo;
+};
 
 /// Checks that `kernel` can become a loop over virtual blocks: no indirect
 /// calls, no `%gridid`, no call (direct or transitive) to a device function
