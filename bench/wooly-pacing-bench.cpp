@@ -1,11 +1,14 @@
-//===- wooly-pacing-bench.cpp - SLA pacing on the CPU, in real time ------===//
+//===- wooly-pacing-bench.cpp - SLA pacing in real time ------------------===//
 //
-// A latency-critical tenant's kernel latency on wooly-serve's CPU backend,
-// alone and next to a best-effort tenant running long kernels, under three
-// servers started by this program: `fifo`, `wooly` without pacing
-// (priorities only) and `wooly` (priorities and SLA pacing: the best-effort
-// kernels run sliced and preemptible). Also the best-effort throughput kept.
-// All ratios come from one run (see bench/README.md).
+// A latency-critical tenant's kernel latency on wooly-serve (the CPU backend,
+// or an NVIDIA GPU with --backend=cuda), alone and next to a best-effort
+// tenant running long kernels, under servers started by this program:
+// `fifo` on one executor (one launch at a time, as time-slicing runs
+// contexts), `fifo` (arrival order, launches running at once as under MPS),
+// `wooly` without pacing (priorities only) and `wooly` (priorities and SLA
+// pacing: the best-effort kernels run constrained, sliced and preemptible).
+// Also the best-effort throughput kept. All ratios come from one run (see
+// bench/README.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +17,7 @@
 #include "Wooly/Client/Client.h"
 #include "Wooly/Server/Scheduler.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -51,6 +55,20 @@ static llvm::cl::opt<unsigned>
             llvm::cl::desc("Loop iterations per thread of the best-effort "
                            "kernel (1024 blocks of 128 threads)"),
             llvm::cl::init(2000));
+static llvm::cl::opt<unsigned>
+    beBlocks("be-blocks",
+             llvm::cl::desc("Blocks of 128 threads per best-effort kernel"),
+             llvm::cl::init(1024));
+static llvm::cl::opt<double>
+    slaMs("sla-ms", llvm::cl::desc("The latency-critical tenant's SLA"),
+          llvm::cl::init(5));
+static llvm::cl::opt<std::string>
+    backendName("backend",
+                llvm::cl::desc("wooly-serve's backend: cpu (default) or cuda"),
+                llvm::cl::init("cpu"));
+static llvm::cl::opt<std::string>
+    logDir("log-dir", llvm::cl::desc("Keep each server's log in this folder "
+                                     "(default: discarded)"));
 static llvm::cl::opt<std::string>
     servePath("serve", llvm::cl::desc("wooly-serve (default: beside this "
                                       "program)"));
@@ -110,10 +128,12 @@ Server start(const std::string &name, std::vector<std::string> extra) {
   s.dir = tempDir;
   s.endpoint = "ipc://" + tempDir + "/" + name + ".sock";
   std::vector<std::string> args = {servePath, "--listen=" + s.endpoint,
-                                   "--tenants=" + tempDir + "/tenants.yaml"};
+                                   "--tenants=" + tempDir + "/tenants.yaml",
+                                   "--backend=" + backendName};
   args.insert(args.end(), extra.begin(), extra.end());
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  std::string log = tempDir + "/" + name + ".log";
+  std::string log =
+      (logDir.empty() ? tempDir : logDir.getValue()) + "/" + name + ".log";
   std::optional<llvm::StringRef> redirects[] = {
       llvm::StringRef(""), llvm::StringRef(log), llvm::StringRef(log)};
   std::string err;
@@ -195,9 +215,9 @@ std::thread runBe(Tenant &be, std::atomic<bool> &stopFlag,
     if (!be.c->streamCreate(s1).ok() || !be.c->streamCreate(s2).ok())
       die("streamCreate");
     while (!stopFlag) {
-      client::Status st = be.launch(1024, s1);
+      client::Status st = be.launch(beBlocks, s1);
       if (st.ok())
-        st = be.launch(1024, s2);
+        st = be.launch(beBlocks, s2);
       if (st.ok())
         st = be.c->deviceSynchronize();
       if (!st.ok())
@@ -211,7 +231,7 @@ Result runCase(const std::string &name, std::vector<std::string> extra) {
   Server s = start(name, std::move(extra));
   live.push_back(&s);
   Tenant lc(s, "lc", "l", lcIters, 4 * 128);
-  Tenant be(s, "be", "b", beIters, 1024 * 128);
+  Tenant be(s, "be", "b", beIters, beBlocks * 128);
   Result r;
   // Warm up: compile both kernels (and the sliced variant).
   for (int i = 0; i < 5; ++i)
@@ -267,12 +287,13 @@ int main(int argc, char **argv) {
   programName = "wooly-pacing-bench";
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
-      "wooly-pacing-bench: SLA pacing on the CPU backend in real time\n\n"
-      "Starts wooly-serve three times (fifo, wooly without pacing, wooly)\n"
-      "with a latency-critical tenant (SLA 5 ms) and a best-effort one, and\n"
-      "measures the latency-critical kernel's latency (launch to\n"
-      "synchronise) alone and while the best-effort tenant runs long\n"
-      "kernels on two streams, and the best-effort throughput kept.\n");
+      "wooly-pacing-bench: SLA pacing in real time\n\n"
+      "Starts wooly-serve four times (fifo on one executor, fifo, wooly\n"
+      "without pacing, wooly) on --backend with a latency-critical tenant\n"
+      "(--sla-ms) and a best-effort one, and measures the latency-critical\n"
+      "kernel's latency (launch to synchronise) alone and while the\n"
+      "best-effort tenant runs long kernels on two streams, and the\n"
+      "best-effort throughput kept.\n");
   if (servePath.empty())
     servePath = (llvm::sys::path::parent_path(
                      llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)) +
@@ -287,15 +308,17 @@ int main(int argc, char **argv) {
   std::signal(SIGTERM, onSignal);
   std::ofstream(tempDir + "/tenants.yaml")
       << "tenants:\n"
-         "  - {name: lc, token: \"l\", class: latency-critical, sla_ms: 5}\n"
+         "  - {name: lc, token: \"l\", class: latency-critical, sla_ms: "
+      << slaMs << "}\n"
          "  - {name: be, token: \"b\", class: best-effort}\n";
 
   llvm::outs() << llvm::formatv(
-      "latency-critical: 4 blocks x 128 threads x {0} iterations, {1} "
-      "launches {2} ms apart; best-effort: 1024 blocks x 128 threads x {3} "
-      "iterations on two streams\n\n",
+      "backend {5}; latency-critical (SLA {6} ms): 4 blocks x 128 threads x "
+      "{0} iterations, {1} launches {2} ms apart; best-effort: {4} blocks x "
+      "128 threads x {3} iterations on two streams\n\n",
       lcIters.getValue(), requests.getValue(), gapMs.getValue(),
-      beIters.getValue());
+      beIters.getValue(), beBlocks.getValue(), backendName.getValue(),
+      slaMs.getValue());
   llvm::outs() << llvm::formatv("{0,-18} {1,10} {2,10} {3,10} {4,10} {5,9} "
                                 "{6,9} {7,8}\n",
                                 "server", "alone p50", "alone p99", "with p50",
@@ -305,13 +328,17 @@ int main(int argc, char **argv) {
     std::vector<std::string> args;
   };
   std::vector<Case> cases = {
+      {"fifo, 1 executor", {"--scheduler=fifo", "--executors=1"}},
       {"fifo", {"--scheduler=fifo"}},
       {"wooly --no-pacing", {"--scheduler=wooly", "--pacing=false"}},
       {"wooly", {"--scheduler=wooly"}}};
   for (const Case &c : cases) {
-    Result r = runCase(llvm::StringRef(c.name).split(' ').first.str() +
-                           std::to_string(&c - cases.data()),
-                       c.args);
+    // "fifo0", "fifo1", "wooly2", "wooly3": socket and log names.
+    std::string id;
+    for (char ch : llvm::StringRef(c.name).split(' ').first)
+      if (llvm::isAlnum(ch))
+        id += ch;
+    Result r = runCase(id + std::to_string(&c - cases.data()), c.args);
     llvm::outs() << llvm::formatv(
         "{0,-18} {1,10:f3} {2,10:f3} {3,10:f3} {4,10:f3} {5,9:f2} {6,9:f2} "
         "{7,8:f3}\n",

@@ -121,6 +121,8 @@ public:
                          workers == 1 ? "" : "s")
         .str();
   }
+  unsigned computeUnits() const override { return workers; }
+  bool concurrentLaunches() const override { return true; }
 
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
     return device.memory().allocate(bytes);
@@ -231,33 +233,45 @@ public:
   llvm::StringRef kind() const override { return "cuda"; }
   std::string name() const override { return device->name(); }
 
+  unsigned computeUnits() const override {
+    return device->multiprocessorCount();
+  }
+  std::string nativeTarget() const override {
+    auto [major, minor] = device->computeCapability();
+    return "sm_" + std::to_string(major * 10 + minor);
+  }
+  bool concurrentLaunches() const override { return true; }
+
+  // Each call runs on the calling thread's own stream (CudaDevice), so
+  // calls of different threads need no lock and launches run concurrently.
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return std::move(e);
     return device->allocate(bytes);
   }
   llvm::Error free(uint64_t addr) override {
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     return device->free(addr);
   }
   llvm::Error copyToDevice(uint64_t dst, const void *src,
                            uint64_t bytes) override {
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     return device->copyToDevice(dst, src, bytes);
   }
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes) override {
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     return device->copyFromDevice(dst, src, bytes);
   }
+  llvm::Error copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                 uint64_t bytes) override {
+    if (llvm::Error e = device->makeCurrent())
+      return e;
+    return device->copyDeviceToDevice(dst, src, bytes);
+  }
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     return device->memset(dst, value, bytes);
@@ -278,7 +292,6 @@ public:
       return llvm::createStringError(
           "the cuda backend needs PTX: the original PTX or a module compiled "
           "for sm_XX");
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return std::move(e);
     auto loaded = device->loadPTX(ptx);
@@ -292,7 +305,6 @@ public:
     std::unique_ptr<GpuModule> m = modules.take(handle);
     if (!m)
       return unknownModule("cuda");
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     return device->unloadModule(m->loaded);
@@ -300,11 +312,12 @@ public:
 
   llvm::Expected<std::pair<uint64_t, uint64_t>>
   globalAddress(BackendModule *handle, llvm::StringRef name) override {
-    if (!modules.find(handle))
+    GpuModule *m = modules.find(handle);
+    if (!m)
       return unknownModule("cuda");
-    return llvm::createStringError(
-        "module variables are not supported yet on the cuda backend ('" + name +
-        "')");
+    if (llvm::Error e = device->makeCurrent())
+      return std::move(e);
+    return device->globalAddress(m->loaded, name);
   }
 
   llvm::Error launch(BackendModule *handle, llvm::StringRef kernelName,
@@ -317,7 +330,6 @@ public:
     // kernel it does not know is left to the driver to report.
     const KernelInfo *info =
         m->compiled ? m->compiled->findKernel(kernelName) : nullptr;
-    std::lock_guard<std::mutex> lock(mutex);
     if (llvm::Error e = device->makeCurrent())
       return e;
     if (!info)
@@ -327,7 +339,6 @@ public:
   }
 
   std::optional<double> lastKernelMs() const override {
-    std::lock_guard<std::mutex> lock(mutex);
     return device->lastKernelMs();
   }
 
@@ -335,9 +346,6 @@ private:
   // Destroyed after `modules` (declared first): the device unloads what is
   // still loaded when it closes.
   std::unique_ptr<cuda::CudaDevice> device;
-  /// One call at a time, each with the device's context made current on the
-  /// calling thread: the backend may be used from any thread.
-  mutable std::mutex mutex;
   ModuleTable<GpuModule> modules;
 };
 

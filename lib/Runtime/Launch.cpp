@@ -104,16 +104,22 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
       return std::move(e);
     return result;
   }
-  // A sliced kernel's counter lives for this launch only.
+  // A sliced kernel's counter: the caller's (zero), else one that lives
+  // for this launch only.
   uint64_t counter = 0;
+  bool ownCounter = false;
   if (isSliced(kernel)) {
-    auto c = backend.allocate(4);
-    if (!c)
-      return c.takeError();
-    counter = *c;
+    counter = options.sliceCounter;
+    if (!counter) {
+      auto c = backend.allocate(4);
+      if (!c)
+        return c.takeError();
+      counter = *c;
+      ownCounter = true;
+    }
   }
   auto release = [&](llvm::Error e) -> llvm::Error {
-    if (counter)
+    if (ownCounter)
       if (llvm::Error fe = backend.free(counter))
         return llvm::joinErrors(std::move(e), std::move(fe));
     return e;
@@ -121,7 +127,7 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
   auto prepared = prepareLaunch(kernel, config, userParams, options, counter);
   if (!prepared)
     return release(prepared.takeError());
-  // `allocate` zero-fills: the counter starts at 0.
+  // `allocate` zero-fills: an own counter starts at 0.
   if (llvm::Error e = backend.launch(module, kernel.name, prepared->config,
                                      prepared->params))
     return release(std::move(e));

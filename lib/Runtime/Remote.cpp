@@ -59,11 +59,13 @@ public:
     if (llvm::Error e = toError(client->getDevice(dev)))
       return e;
     deviceName = dev.name;
+    deviceUnits = dev.smCount;
     endpoint = client->server();
     return llvm::Error::success();
   }
 
   llvm::StringRef kind() const override { return "remote"; }
+  unsigned computeUnits() const override { return deviceUnits; }
   std::string name() const override {
     return "remote: " + deviceName + " at " + endpoint;
   }
@@ -192,6 +194,7 @@ private:
   client::Options options;
   std::unique_ptr<client::Client> client;
   std::string deviceName, endpoint;
+  unsigned deviceUnits = 0;
   uint64_t session = 0;
   std::mutex mutex;
   llvm::DenseMap<BackendModule *, std::unique_ptr<RemoteModule>> modules;

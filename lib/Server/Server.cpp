@@ -456,13 +456,17 @@ public:
   void submit(Op *op);
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   void dispatch();
-  void execute(Op *op, const Dispatch &d, uint64_t preemptFlag);
+  /// Runs a dispatch on the calling executor; a sliced launch with its
+  /// preemption flag and counter (0: none, or its own).
+  void execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
+               uint64_t sliceCounter);
   /// The dispatch's span on its tenant's trace track (--trace).
   void traceDispatch(Op *op, const Dispatch &d);
   /// Raises the preemption flags the scheduler asks for.
   void preempt();
-  /// A u32 in device memory for a sliced dispatch's preemption flag, zeroed
-  /// (0 when none could be allocated: the slice then runs unpreemptibly).
+  /// A u32 in device memory for a sliced dispatch's preemption flag or
+  /// counter, zeroed (0 when none could be allocated: the slice then runs
+  /// unpreemptibly, or allocates its own counter).
   uint64_t takeFlag();
   void giveFlag(uint64_t addr);
   /// Copies the scheduler's per-tenant measurements for /metrics.
@@ -624,12 +628,15 @@ llvm::Error Server::Impl::start() {
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
 
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  // The cpu backend serves concurrent launches; the cuda backend is used
-  // from one thread.
-  numExecutors = options.executors
-                     ? options.executors
-                     : (backend->kind() == "cpu" ? std::max(2u, hw) : 1u);
-  if (backend->kind() != "cpu")
+  // Executors bound the work submitted to the device at once. The cpu
+  // backend gets one per core; the cuda backend gives each executor a
+  // stream of its own, and kKernelsInFlight launches at once keep a GPU
+  // busy while leaving the scheduler the choice of what runs next.
+  constexpr unsigned kKernelsInFlight = 4;
+  numExecutors = options.executors ? options.executors
+                 : backend->kind() == "cpu" ? std::max(2u, hw)
+                                            : kKernelsInFlight;
+  if (!backend->concurrentLaunches())
     numExecutors = 1;
   idleExecutors = numExecutors;
 
@@ -642,13 +649,15 @@ llvm::Error Server::Impl::start() {
     scheduler = createFifoScheduler(numExecutors);
   } else if (options.scheduler == "wooly") {
     WoolyPolicyOptions po;
-    unsigned workers = options.cpuWorkers ? options.cpuWorkers : hw;
-    po.device = backend->kind() == "cpu" ? DeviceModel::cpu(workers)
-                                         : DeviceModel::h100();
-    // Pacing needs sliced kernels and preemption flags, which only the cpu
-    // backend runs today (the cuda backend JIT-compiles the original PTX
-    // and runs one launch at a time).
-    po.pacing = options.pacing && backend->kind() == "cpu";
+    if (backend->kind() == "cpu") {
+      po.device = DeviceModel::cpu(backend->computeUnits());
+    } else {
+      po.device = DeviceModel::h100();
+      po.device.sms = std::max(1u, backend->computeUnits());
+    }
+    // Pacing runs sliced kernels next to latency-critical ones: it needs
+    // launches that run at the same time (cpu, cuda).
+    po.pacing = options.pacing && backend->concurrentLaunches();
     if (latencyCritical && numExecutors > 1) {
       po.maxRunning = numExecutors - 1;
       po.latencyCriticalExtra = 1;
@@ -670,7 +679,7 @@ llvm::Error Server::Impl::start() {
                       ? "Wooly CPU virtual device (" + backend->name() + ")"
                       : backend->name());
   device.set_backend(backend->kind().str());
-  device.set_sm_count(options.cpuWorkers ? options.cpuWorkers : hw);
+  device.set_sm_count(backend->computeUnits());
   device.set_total_memory(deviceMemory);
   device.set_compute_major(9);
   device.set_compute_minor(0);
@@ -2058,10 +2067,14 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
   SessionModule *mPtr = &m;
   uint64_t sid = s.id;
   // Kernels of tenants below latency-critical are compiled sliced when the
-  // scheduler paces them.
-  bool slice = paceKernels && key != kVariablesOnly && key != kWholeModule &&
+  // scheduler paces them: kernel by kernel on the cpu backend, a whole
+  // module at a time for the device's own target on the others (cuda loads
+  // modules whole; one refused kernel leaves the whole module as written).
+  bool slice = paceKernels && key != kVariablesOnly &&
                s.tenant->config.priorityClass != PriorityClass::LatencyCritical;
-  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice] {
+  std::string sliceTarget = backend->nativeTarget();
+  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice,
+                     sliceTarget] {
     CompileInput in;
     in.text = image->text;
     in.name = image->name;
@@ -2083,8 +2096,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
         // A kernel the pass refuses runs as written (the scheduler holds it
         // back while a latency-critical tenant is active).
         co.passes = "wooly-slice";
-        auto c = cache->getOrCompile(in, *target, co, &hit);
-        if (c) {
+        if (auto sliceTo = Target::parse(sliceTarget); !sliceTo) {
+          refusal = llvm::toString(sliceTo.takeError());
+        } else if (auto c = cache->getOrCompile(in, *sliceTo, co, &hit)) {
           module = *c;
           sliced = true;
         } else {
@@ -2092,26 +2106,35 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
         }
         co.passes.clear();
       }
+      // The first part loads the module, the others extend it.
+      auto load = [&]() -> llvm::Error {
+        std::lock_guard<std::mutex> lock(mPtr->loadMutex);
+        if (mPtr->loaded)
+          return backend->extendModule(mPtr->loaded, module);
+        auto l = backend->loadModule(module, image->text);
+        if (!l)
+          return l.takeError();
+        mPtr->loaded = *l;
+        return llvm::Error::success();
+      };
+      if (module) {
+        // A sliced module the device refuses (the driver's JIT) is a
+        // refusal too: the module as written runs instead.
+        if (llvm::Error e = load()) {
+          refusal = llvm::toString(std::move(e));
+          module.reset();
+          sliced = false;
+        }
+      }
       if (target && !module) {
         auto c = cache->getOrCompile(in, *target, co, &hit);
         if (c)
           module = *c;
         else
           error = llvm::toString(c.takeError());
-      }
-      if (module) {
-        // The first part loads the module, the others extend it.
-        std::lock_guard<std::mutex> lock(mPtr->loadMutex);
-        if (!mPtr->loaded) {
-          auto l = backend->loadModule(module, image->text);
-          if (!l)
-            error = llvm::toString(l.takeError());
-          else
-            mPtr->loaded = *l;
-        } else if (llvm::Error e =
-                       backend->extendModule(mPtr->loaded, module)) {
-          error = llvm::toString(std::move(e));
-        }
+        if (module)
+          if (llvm::Error e = load())
+            error = llvm::toString(std::move(e));
       }
     } catch (const std::exception &x) {
       error = std::string("compile failed: ") + x.what();
@@ -2126,10 +2149,15 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
       slot.error = error;
       slot.sliced = sliced;
       if (!refusal.empty() && error.empty())
-        log(llvm::formatv("session {0}: kernel {1} of {2} cannot be sliced, "
-                          "it runs whole (held back while a latency-critical "
-                          "tenant is active): {3}",
-                          sid, key, image->name, refusal)
+        log(llvm::formatv("session {0}: {1} of {2} cannot be sliced, {3} "
+                          "whole (held back while a latency-critical tenant "
+                          "is active): {4}",
+                          sid,
+                          key == kWholeModule ? "the kernels"
+                                              : "kernel " + key,
+                          image->name,
+                          key == kWholeModule ? "they run" : "it runs",
+                          refusal)
                 .str());
       slot.state =
           error.empty() ? KernelSlot::State::Ready : KernelSlot::State::Failed;
@@ -2284,7 +2312,7 @@ void Server::Impl::dispatch() {
     busy(true);
     if (op->type != Op::Type::Launch && op->bytes <= kInlineBytes &&
         backend->kind() == "cpu") {
-      execute(op, d, 0);
+      execute(op, d, 0, 0);
       busy(false);
       scheduler->finished(d, Outcome{op->lastMs, 1, false}, nowNanos());
       traceDispatch(op, d);
@@ -2292,23 +2320,30 @@ void Server::Impl::dispatch() {
       continue;
     }
     idleExecutors--;
-    uint64_t flag = 0;
-    if (d.sliced() && (flag = takeFlag()))
+    // A slice's preemption flag and its counter come from the pool of
+    // zeroed u32s (no allocation on the launch path; without a counter the
+    // launch allocates its own).
+    uint64_t flag = 0, counter = 0;
+    if (d.sliced() && (flag = takeFlag())) {
       flagOfTicket[d.ticket] = flag;
-    execQueue.push([this, op, d, flag, busy] {
+      counter = takeFlag();
+    }
+    execQueue.push([this, op, d, flag, counter, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
-        execute(op, d, flag);
+        execute(op, d, flag, counter);
       } catch (const std::exception &x) {
         op->result = status(pb::INTERNAL, x.what(), op->seq);
       }
-      post([this, op, d, flag, busy] {
+      post([this, op, d, flag, counter, busy] {
         idleExecutors++;
         busy(false);
         if (flag) {
           flagOfTicket.erase(d.ticket);
           giveFlag(flag);
         }
+        if (counter)
+          giveFlag(counter);
         bool failed = op->result.code() != pb::OK;
         traceDispatch(op, d);
         if (!scheduler->finished(d, Outcome{op->lastMs, op->blocksRun, failed},
@@ -2405,7 +2440,8 @@ uint64_t Server::Impl::takeFlag() {
 void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
 
 /// Runs on an executor thread: only the op's own fields and the backend.
-void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag) {
+void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
+                           uint64_t sliceCounter) {
   auto start = Clock::now();
   op->startedNs =
       std::chrono::duration_cast<std::chrono::nanoseconds>(start - startTime)
@@ -2426,6 +2462,7 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag) {
     lo.sliceBegin = uint32_t(d.sliceBegin);
     lo.sliceEnd = uint32_t(d.sliceEnd);
     lo.preemptFlag = preemptFlag;
+    lo.sliceCounter = sliceCounter;
     auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
                           op->params, lo);
     if (!r) {

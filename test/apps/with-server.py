@@ -3,6 +3,7 @@
 
     with-server.py --serve build/bin/wooly-serve --capture build/capture \
         [--backend cpu] [--serve-arg=--executors=2 ...] [--parallel] \
+        [--keep-log=FILE] \
         -- PROGRAM ARGS... [--- PROGRAM2 ARGS...]
 
 The server listens on a fresh ipc:// path in a temporary directory (never a
@@ -42,6 +43,8 @@ def main():
                         help="run the commands at the same time")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds each command may take")
+    parser.add_argument("--keep-log", default="",
+                        help="copy the server's log here once it stopped")
     args = parser.parse_args(argv[:split])
 
     commands, current = [], []
@@ -116,6 +119,8 @@ def main():
         if status != 0:
             sys.stderr.write("---- wooly-serve log ----\n" + server_log())
         log.close()
+        if args.keep_log:
+            shutil.copyfile(log_path, args.keep_log)
         shutil.rmtree(tmp, ignore_errors=True)
     return status
 

@@ -205,6 +205,9 @@ TEST(BackendTest, CudaLaunchesThePTX) {
   Backend &b = **created;
   EXPECT_EQ(b.kind(), "cuda");
   EXPECT_EQ(b.name(), "Fake GPU");
+  EXPECT_EQ(b.computeUnits(), 132u);
+  EXPECT_EQ(b.nativeTarget(), "sm_90");
+  EXPECT_TRUE(b.concurrentLaunches());
 
   auto addr = b.allocate(16);
   ASSERT_TRUE(bool(addr)) << llvm::toString(addr.takeError());

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include <cstring>
+#include <thread>
 #include <vector>
 
 using namespace wooly::cuda;
@@ -58,6 +59,7 @@ TEST(CudaDeviceTest, NoSuchOrdinal) {
 }
 
 const char *kPtx = ".version 7.0\n.target sm_80\n.address_size 64\n"
+                   ".global .u32 counter;\n"
                    ".visible .entry copy(.param .u32 n, .param .u64 p)\n"
                    "{ ret; }\n"
                    ".visible .entry faulty() { ret; }\n";
@@ -67,6 +69,8 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
   CudaDevice &dev = **opened;
   EXPECT_EQ(dev.name(), "Fake GPU");
+  EXPECT_EQ(dev.multiprocessorCount(), 132u);
+  EXPECT_EQ(dev.computeCapability(), (std::pair<int, int>{9, 0}));
 
   // Memory: zero-filled allocations, copies both ways, memset.
   auto addr = dev.allocate(16);
@@ -126,6 +130,42 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   EXPECT_EQ(errorText(dev.launch(*module, "faulty", config, {})),
             "kernel 'faulty': CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
             "access was encountered");
+
+  // Module variables: address and size from the driver.
+  auto var = dev.globalAddress(*module, "counter");
+  ASSERT_TRUE(bool(var)) << llvm::toString(var.takeError());
+  EXPECT_EQ(var->second, 4u);
+  auto nope = dev.globalAddress(*module, "nope");
+  EXPECT_EQ(errorText(nope),
+            "no module variable 'nope' (cuModuleGetGlobal: "
+            "CUDA_ERROR_NOT_FOUND: named symbol not found)");
+
+  // Each thread issues its work on a stream of its own (never the legacy
+  // default stream, which the stand-in refuses), the same one every time.
+  ASSERT_FALSE(bool(dev.launch(*module, "copy", config, params)));
+  int mine = lastLaunch()->stream;
+  EXPECT_NE(mine, 0);
+  ASSERT_FALSE(bool(dev.launch(*module, "copy", config, params)));
+  EXPECT_EQ(lastLaunch()->stream, mine);
+  int other = 0;
+  std::thread([&] {
+    ASSERT_FALSE(bool(dev.launch(*module, "copy", config, params)));
+    other = lastLaunch()->stream;
+    // Its kernel times are its own.
+    EXPECT_EQ(dev.lastKernelMs(), 0.25);
+  }).join();
+  EXPECT_NE(other, 0);
+  EXPECT_NE(other, mine);
+
+  // Device-to-device copies, overlapping ones as memmove.
+  uint8_t seq[16];
+  for (int i = 0; i < 16; ++i)
+    seq[i] = uint8_t(i);
+  ASSERT_FALSE(bool(dev.copyToDevice(*addr, seq, 16)));
+  ASSERT_FALSE(bool(dev.copyDeviceToDevice(*addr + 3, *addr, 12)));
+  ASSERT_FALSE(bool(dev.copyFromDevice(bytes, *addr, 16)));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(bytes[3 + i], i) << i;
 
   EXPECT_FALSE(bool(dev.unloadModule(*module)));
   EXPECT_FALSE(bool(dev.free(*addr)));

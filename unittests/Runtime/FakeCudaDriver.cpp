@@ -130,6 +130,50 @@ API int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
   std::memset(reinterpret_cast<void *>(uintptr_t(d)), v, n);
   return 0;
 }
+// Streams run their work at once (like the copies above); a stream is an
+// int that counts the streams made.
+static int streamsMade = 0;
+API int cuStreamCreate(void **stream, unsigned) {
+  *stream = new int(++streamsMade);
+  return 0;
+}
+API int cuStreamDestroy_v2(void *stream) {
+  delete static_cast<int *>(stream);
+  return 0;
+}
+API int cuStreamSynchronize(void *) { return cuCtxSynchronize(); }
+API int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *s, size_t n,
+                             void *) {
+  return cuMemcpyHtoD_v2(d, s, n);
+}
+API int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *) {
+  return cuMemcpyDtoH_v2(d, s, n);
+}
+API int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s,
+                             size_t n, void *) {
+  std::memmove(reinterpret_cast<void *>(uintptr_t(d)),
+               reinterpret_cast<const void *>(uintptr_t(s)), n);
+  return 0;
+}
+API int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n,
+                        void *) {
+  return cuMemsetD8_v2(d, v, n);
+}
+// An H100's: 132 SMs, compute capability 9.0.
+API int cuDeviceGetAttribute(int *value, int attribute, int) {
+  switch (attribute) {
+  case 16:
+    *value = 132;
+    return 0;
+  case 75:
+    *value = 9;
+    return 0;
+  case 76:
+    *value = 0;
+    return 0;
+  }
+  return 1;
+}
 API int cuModuleLoadDataEx(void **module, const void *image, unsigned n,
                            int *options, void **values) {
   const char *ptx = static_cast<const char *>(image);
@@ -150,6 +194,17 @@ API int cuModuleLoadDataEx(void **module, const void *image, unsigned n,
   *module = new Module{ptx};
   return 0;
 }
+// A module variable `.global .u32 NAME` of the module is 4 bytes of host
+// memory (leaked: tests only).
+API int cuModuleGetGlobal_v2(unsigned long long *p, size_t *size, void *module,
+                             const char *name) {
+  std::string decl = std::string(".global .u32 ") + name;
+  if (static_cast<Module *>(module)->ptx.find(decl) == std::string::npos)
+    return 500;
+  *p = reinterpret_cast<uintptr_t>(std::calloc(1, 4));
+  *size = 4;
+  return 0;
+}
 API int cuModuleUnload(void *module) {
   delete static_cast<Module *>(module);
   return 0;
@@ -166,7 +221,7 @@ API int cuFuncSetAttribute(void *, int, int) { return 0; }
 API int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
                        void *stream, void **kernelParams, void **extra) {
-  if (stream || kernelParams || !extra)
+  if (!stream || kernelParams || !extra)
     return 1;
   // {BUFFER_POINTER, buf, BUFFER_SIZE, &size, END}
   if (extra[0] != reinterpret_cast<void *>(1) ||
@@ -180,6 +235,7 @@ API int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
   lastLaunch.grid[0] = gx, lastLaunch.grid[1] = gy, lastLaunch.grid[2] = gz;
   lastLaunch.block[0] = bx, lastLaunch.block[1] = by, lastLaunch.block[2] = bz;
   lastLaunch.shared = shared;
+  lastLaunch.stream = *static_cast<int *>(stream);
   lastLaunch.params.assign(buf, buf + size);
   if (name == "faulty")
     pendingError = name;
@@ -194,7 +250,7 @@ API int cuEventDestroy_v2(void *event) {
   delete static_cast<int *>(event);
   return 0;
 }
-API int cuEventRecord(void *, void *stream) { return stream ? 1 : 0; }
+API int cuEventRecord(void *, void *stream) { return stream ? 0 : 1; }
 API int cuEventElapsedTime(float *ms, void *, void *) {
   *ms = 0.25f;
   return 0;

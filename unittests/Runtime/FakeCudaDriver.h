@@ -20,6 +20,8 @@ namespace wooly::test {
 struct FakeLaunch {
   char kernel[64];
   unsigned grid[3], block[3], shared;
+  /// The stream it was issued on (streams are numbered from 1 as made).
+  int stream;
   std::vector<uint8_t> params;
 };
 

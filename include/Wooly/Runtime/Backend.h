@@ -87,9 +87,10 @@ struct BackendOptions {
 ///     sharing the backend's workers, and launches from one thread run one
 ///     after another. Unloading a module while one of its kernels runs, or
 ///     freeing memory a running kernel uses, is the caller's error.
-///   - cuda: every call may come from any thread; calls run one at a time
-///     (a lock), each with the device's context made current on the
-///     calling thread.
+///   - cuda: every call may come from any thread, concurrently with the
+///     others; each calling thread has its own stream, so launches from
+///     different threads run on the GPU at the same time (one context), and
+///     each call returns when its own work is done.
 class Backend {
 public:
   virtual ~Backend();
@@ -99,6 +100,15 @@ public:
   /// A description of the device for people: "cpu (2 workers)", or the
   /// GPU's name (e.g. "NVIDIA H100 80GB HBM3").
   virtual std::string name() const = 0;
+  /// The units that run blocks: worker threads (cpu), streaming
+  /// multiprocessors (cuda).
+  virtual unsigned computeUnits() const = 0;
+  /// The compile target whose modules the backend runs as Wooly compiled
+  /// them: "host" (cpu), "sm_90" for a GPU of compute capability 9.0
+  /// (cuda).
+  virtual std::string nativeTarget() const { return "host"; }
+  /// Whether launches from different threads run at the same time.
+  virtual bool concurrentLaunches() const { return false; }
 
   /// Allocates `bytes` of zero-filled device memory; returns its device
   /// address.

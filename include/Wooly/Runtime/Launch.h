@@ -33,6 +33,11 @@ struct LaunchOptions {
   uint32_t sliceBegin = 0, sliceEnd = 0;
   /// wooly-slice: the device address of a u32 preemption flag (0: none).
   uint64_t preemptFlag = 0;
+  /// wooly-slice: the device address of the launch's u32 counter, zero
+  /// before the launch (0: `launchKernel` allocates one and frees it after
+  /// the launch; a server gives its own to keep allocations off the
+  /// launch path).
+  uint64_t sliceCounter = 0;
   /// wooly-isolate: the region [lo, hi) the kernel's accesses are confined
   /// to; required for an isolated kernel. It is widened to hold the slice
   /// counter and the preemption flag of a sliced kernel.

@@ -15,7 +15,10 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -49,6 +52,17 @@ constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
+// CUdevice_attribute values.
+using CUdevice_attribute = int;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
+// cuStreamCreate flags: a stream that does not synchronise with the legacy
+// default stream (so launches of different threads never wait for each
+// other implicitly).
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+
 // CUfunction_attribute values.
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES =
     8;
@@ -74,12 +88,26 @@ struct DriverApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
-  CUresult (*cuCtxSynchronize)() = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute,
+                                   CUdevice) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t,
+                              CUstream) = nullptr;
+  CUresult (*cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule,
+                                const char *) = nullptr;
   CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned,
                                  CUjit_option *, void **) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
@@ -120,6 +148,17 @@ public:
 };
 } // namespace wooly::cuda
 
+namespace {
+/// What one calling thread uses: its own stream (non-blocking), on which
+/// all of its work is issued and then waited for, and the events that time
+/// its kernels.
+struct Lane {
+  CUstream stream = nullptr;
+  CUevent start = nullptr, end = nullptr;
+  std::optional<double> lastKernelMs;
+};
+} // namespace
+
 class CudaDevice::Impl {
 public:
   void *library = nullptr;
@@ -130,15 +169,24 @@ public:
   CUcontext context = nullptr;
   bool contextRetained = false;
   std::string name;
+  int multiprocessors = 0, ccMajor = 0, ccMinor = 0;
+  /// Guards `modules`, their function tables and `lanes`.
+  mutable std::mutex mutex;
   std::vector<std::unique_ptr<CudaModule>> modules;
-  /// Events recorded around each launch (null: the driver lacks events).
-  CUevent launchStart = nullptr, launchEnd = nullptr;
-  std::optional<double> lastKernelMs;
+  /// One lane per thread that used the device (a thread id that is reused
+  /// gets the lane of the thread that ended, which is idle by then).
+  std::map<std::thread::id, std::unique_ptr<Lane>> lanes;
 
   ~Impl() {
-    for (CUevent e : {launchStart, launchEnd})
-      if (e)
-        api.cuEventDestroy(e);
+    if (context)
+      api.cuCtxSetCurrent(context);
+    for (auto &[id, lane] : lanes) {
+      for (CUevent e : {lane->start, lane->end})
+        if (e)
+          api.cuEventDestroy(e);
+      if (lane->stream)
+        api.cuStreamDestroy(lane->stream);
+    }
     for (auto &m : modules)
       if (m->handle)
         api.cuModuleUnload(m->handle);
@@ -146,6 +194,41 @@ public:
       api.cuDevicePrimaryCtxRelease(device);
     // The driver library stays loaded: unloading libcuda is not supported
     // while the process may still hold driver state.
+  }
+
+  /// The calling thread's lane, made on its first use (with the context
+  /// made current on the thread). Errors: the driver's, creating the
+  /// stream.
+  llvm::Expected<Lane *> lane() {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, inserted] = lanes.try_emplace(std::this_thread::get_id());
+    if (!inserted)
+      return it->second.get();
+    auto l = std::make_unique<Lane>();
+    if (CUresult r = api.cuCtxSetCurrent(context); r != CUDA_SUCCESS) {
+      lanes.erase(it);
+      return check(r, "cuCtxSetCurrent");
+    }
+    if (CUresult r = api.cuStreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
+        r != CUDA_SUCCESS) {
+      lanes.erase(it);
+      return check(r, "cuStreamCreate");
+    }
+    // Default-flag events (timing enabled); without them, no kernel times.
+    if (api.cuEventCreate &&
+        (api.cuEventCreate(&l->start, 0) != CUDA_SUCCESS ||
+         api.cuEventCreate(&l->end, 0) != CUDA_SUCCESS)) {
+      for (CUevent *e : {&l->start, &l->end})
+        if (*e)
+          api.cuEventDestroy(std::exchange(*e, nullptr));
+    }
+    it->second = std::move(l);
+    return it->second.get();
+  }
+
+  /// Waits for the work issued on `lane`; `what` names it in an error.
+  llvm::Error wait(Lane *lane, const llvm::Twine &what) const {
+    return check(api.cuStreamSynchronize(lane->stream), what);
   }
 
   /// "NAME: description" of a driver error code.
@@ -215,7 +298,6 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
   WOOLY_RESOLVE(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2",
                 "cuDevicePrimaryCtxRelease")
   WOOLY_RESOLVE(cuCtxSetCurrent, "cuCtxSetCurrent")
-  WOOLY_RESOLVE(cuCtxSynchronize, "cuCtxSynchronize")
   WOOLY_RESOLVE(cuMemAlloc, "cuMemAlloc_v2")
   WOOLY_RESOLVE(cuMemFree, "cuMemFree_v2")
   WOOLY_RESOLVE(cuMemcpyHtoD, "cuMemcpyHtoD_v2")
@@ -226,6 +308,15 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
   WOOLY_RESOLVE(cuModuleGetFunction, "cuModuleGetFunction")
   WOOLY_RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute")
   WOOLY_RESOLVE(cuLaunchKernel, "cuLaunchKernel")
+  WOOLY_RESOLVE(cuDeviceGetAttribute, "cuDeviceGetAttribute")
+  WOOLY_RESOLVE(cuStreamCreate, "cuStreamCreate")
+  WOOLY_RESOLVE(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy")
+  WOOLY_RESOLVE(cuStreamSynchronize, "cuStreamSynchronize")
+  WOOLY_RESOLVE(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
+  WOOLY_RESOLVE(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")
+  WOOLY_RESOLVE(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
+  WOOLY_RESOLVE(cuMemsetD8Async, "cuMemsetD8Async")
+  WOOLY_RESOLVE(cuModuleGetGlobal, "cuModuleGetGlobal_v2")
 #undef WOOLY_RESOLVE
   // Events are optional: without them launches are not timed.
   bool haveEvents =
@@ -258,6 +349,15 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
           "cuDeviceGetName"))
     return std::move(e);
   impl->name = name;
+  for (auto [attr, field] :
+       {std::pair{CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                  &impl->multiprocessors},
+        std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &impl->ccMajor},
+        std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                  &impl->ccMinor}})
+    if (auto e = impl->check(api.cuDeviceGetAttribute(field, attr, impl->device),
+                             llvm::formatv("cuDeviceGetAttribute({0})", attr)))
+      return std::move(e);
   if (auto e = impl->check(
           api.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
           "cannot create a context on CUDA device " + impl->name))
@@ -266,14 +366,6 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
   if (auto e =
           impl->check(api.cuCtxSetCurrent(impl->context), "cuCtxSetCurrent"))
     return std::move(e);
-  // Default-flag events (timing enabled); without them, no kernel times.
-  if (api.cuEventCreate &&
-      (api.cuEventCreate(&impl->launchStart, 0) != CUDA_SUCCESS ||
-       api.cuEventCreate(&impl->launchEnd, 0) != CUDA_SUCCESS)) {
-    for (CUevent *e : {&impl->launchStart, &impl->launchEnd})
-      if (*e)
-        api.cuEventDestroy(std::exchange(*e, nullptr));
-  }
   return std::unique_ptr<CudaDevice>(new CudaDevice(std::move(impl)));
 }
 
@@ -282,6 +374,12 @@ CudaDevice::~CudaDevice() = default;
 
 const std::string &CudaDevice::name() const { return impl->name; }
 int CudaDevice::ordinal() const { return impl->ordinal; }
+unsigned CudaDevice::multiprocessorCount() const {
+  return unsigned(impl->multiprocessors);
+}
+std::pair<int, int> CudaDevice::computeCapability() const {
+  return {impl->ccMajor, impl->ccMinor};
+}
 
 llvm::Error CudaDevice::makeCurrent() {
   return impl->check(impl->api.cuCtxSetCurrent(impl->context),
@@ -289,6 +387,9 @@ llvm::Error CudaDevice::makeCurrent() {
 }
 
 llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
+  auto lane = impl->lane();
+  if (!lane)
+    return lane.takeError();
   CUdeviceptr p = 0;
   // The driver refuses empty allocations; give them one byte.
   uint64_t size = std::max<uint64_t>(bytes, 1);
@@ -296,8 +397,12 @@ llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
                            llvm::formatv("cuMemAlloc of {0} bytes", bytes)))
     return std::move(e);
   // Zero-filled, as the CPU backend's memory is.
-  if (auto e = impl->check(impl->api.cuMemsetD8(p, 0, size),
-                           llvm::formatv("cuMemsetD8 of {0} bytes", size))) {
+  auto what = llvm::formatv("cuMemsetD8 of {0} bytes", size).str();
+  llvm::Error e = impl->check(
+      impl->api.cuMemsetD8Async(p, 0, size, (*lane)->stream), what);
+  if (!e)
+    e = impl->wait(*lane, what);
+  if (e) {
     impl->api.cuMemFree(p);
     return std::move(e);
   }
@@ -309,30 +414,79 @@ llvm::Error CudaDevice::free(uint64_t addr) {
                      llvm::formatv("cuMemFree(0x{0:x-})", addr));
 }
 
+/// Issues `issue(stream)` on the calling thread's stream and waits for it;
+/// `what` names the operation in an error.
+template <typename Issue>
+static llvm::Error onLane(CudaDevice::Impl &impl, const llvm::Twine &what,
+                          Issue issue) {
+  auto lane = impl.lane();
+  if (!lane)
+    return lane.takeError();
+  if (auto e = impl.check(issue((*lane)->stream), what))
+    return e;
+  return impl.wait(*lane, what);
+}
+
 llvm::Error CudaDevice::copyToDevice(uint64_t dst, const void *src,
                                      uint64_t bytes) {
   if (bytes == 0)
     return llvm::Error::success();
-  return impl->check(
-      impl->api.cuMemcpyHtoD(CUdeviceptr(dst), src, bytes),
-      llvm::formatv("cuMemcpyHtoD of {0} bytes to 0x{1:x-}", bytes, dst));
+  return onLane(
+      *impl, llvm::formatv("cuMemcpyHtoD of {0} bytes to 0x{1:x-}", bytes, dst),
+      [&](CUstream s) {
+        return impl->api.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s);
+      });
 }
 
 llvm::Error CudaDevice::copyFromDevice(void *dst, uint64_t src,
                                        uint64_t bytes) {
   if (bytes == 0)
     return llvm::Error::success();
-  return impl->check(
-      impl->api.cuMemcpyDtoH(dst, CUdeviceptr(src), bytes),
-      llvm::formatv("cuMemcpyDtoH of {0} bytes from 0x{1:x-}", bytes, src));
+  return onLane(
+      *impl,
+      llvm::formatv("cuMemcpyDtoH of {0} bytes from 0x{1:x-}", bytes, src),
+      [&](CUstream s) {
+        return impl->api.cuMemcpyDtoHAsync(dst, CUdeviceptr(src), bytes, s);
+      });
+}
+
+llvm::Error CudaDevice::copyDeviceToDevice(uint64_t dst, uint64_t src,
+                                           uint64_t bytes) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  // cuMemcpyDtoD does not promise memmove's result for overlapping ranges:
+  // those go in chunks no longer than the distance between them.
+  uint64_t gap = dst > src ? dst - src : src - dst;
+  if (gap >= bytes)
+    return onLane(*impl,
+                  llvm::formatv("cuMemcpyDtoD of {0} bytes from 0x{1:x-} to "
+                                "0x{2:x-}",
+                                bytes, src, dst),
+                  [&](CUstream s) {
+                    return impl->api.cuMemcpyDtoDAsync(
+                        CUdeviceptr(dst), CUdeviceptr(src), bytes, s);
+                  });
+  if (gap == 0)
+    return llvm::Error::success();
+  bool backwards = dst > src;
+  for (uint64_t done = 0; done < bytes;) {
+    uint64_t n = std::min(gap, bytes - done);
+    uint64_t off = backwards ? bytes - done - n : done;
+    if (llvm::Error e = copyDeviceToDevice(dst + off, src + off, n))
+      return e;
+    done += n;
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error CudaDevice::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
   if (bytes == 0)
     return llvm::Error::success();
-  return impl->check(
-      impl->api.cuMemsetD8(CUdeviceptr(dst), value, bytes),
-      llvm::formatv("cuMemsetD8 of {0} bytes at 0x{1:x-}", bytes, dst));
+  return onLane(
+      *impl, llvm::formatv("cuMemsetD8 of {0} bytes at 0x{1:x-}", bytes, dst),
+      [&](CUstream s) {
+        return impl->api.cuMemsetD8Async(CUdeviceptr(dst), value, bytes, s);
+      });
 }
 
 llvm::Expected<CudaModule *> CudaDevice::loadPTX(StringRef ptx) {
@@ -357,18 +511,40 @@ llvm::Expected<CudaModule *> CudaDevice::loadPTX(StringRef ptx) {
     return llvm::createStringError(msg);
   }
   CudaModule *raw = module.get();
+  std::lock_guard<std::mutex> lock(impl->mutex);
   impl->modules.push_back(std::move(module));
   return raw;
 }
 
 llvm::Error CudaDevice::unloadModule(CudaModule *module) {
-  auto it = llvm::find_if(impl->modules,
-                          [&](const auto &m) { return m.get() == module; });
-  if (it == impl->modules.end())
-    return llvm::createStringError("unloadModule: unknown module");
-  CUmodule handle = (*it)->handle;
-  impl->modules.erase(it);
+  CUmodule handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    auto it = llvm::find_if(impl->modules,
+                            [&](const auto &m) { return m.get() == module; });
+    if (it == impl->modules.end())
+      return llvm::createStringError("unloadModule: unknown module");
+    handle = (*it)->handle;
+    impl->modules.erase(it);
+  }
   return impl->check(impl->api.cuModuleUnload(handle), "cuModuleUnload");
+}
+
+llvm::Expected<std::pair<uint64_t, uint64_t>>
+CudaDevice::globalAddress(CudaModule *module, StringRef name) {
+  if (!module)
+    return llvm::createStringError("module variable '" + name +
+                                   "': no module");
+  CUdeviceptr p = 0;
+  size_t size = 0;
+  std::string n = name.str();
+  if (CUresult r =
+          impl->api.cuModuleGetGlobal(&p, &size, module->handle, n.c_str());
+      r != CUDA_SUCCESS)
+    return llvm::createStringError("no module variable '" + name +
+                                   "' (cuModuleGetGlobal: " +
+                                   impl->describe(r) + ")");
+  return std::pair<uint64_t, uint64_t>{uint64_t(p), uint64_t(size)};
 }
 
 llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
@@ -376,7 +552,11 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
                                llvm::ArrayRef<uint8_t> params,
                                llvm::ArrayRef<uint64_t> paramOffsets,
                                llvm::ArrayRef<uint64_t> paramSizes) {
-  impl->lastKernelMs.reset();
+  auto laneOr = impl->lane();
+  if (!laneOr)
+    return laneOr.takeError();
+  Lane *lane = *laneOr;
+  lane->lastKernelMs.reset();
   if (!module)
     return llvm::createStringError("launch of kernel '" + kernel +
                                    "': no module");
@@ -392,19 +572,24 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
           kernel, i, paramOffsets[i], paramSizes[i], params.size()));
 
   const DriverApi &api = impl->api;
-  auto [it, inserted] = module->functions.try_emplace(kernel, nullptr);
-  if (inserted) {
-    std::string name = kernel.str();
-    if (CUresult r =
-            api.cuModuleGetFunction(&it->second, module->handle, name.c_str());
-        r != CUDA_SUCCESS) {
-      module->functions.erase(it);
-      return llvm::createStringError(
-          "no kernel '" + kernel +
-          "' in the module (cuModuleGetFunction: " + impl->describe(r) + ")");
+  CUfunction fn = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    auto [it, inserted] = module->functions.try_emplace(kernel, nullptr);
+    if (inserted) {
+      std::string name = kernel.str();
+      if (CUresult r = api.cuModuleGetFunction(&it->second, module->handle,
+                                               name.c_str());
+          r != CUDA_SUCCESS) {
+        module->functions.erase(it);
+        return llvm::createStringError(
+            "no kernel '" + kernel +
+            "' in the module (cuModuleGetFunction: " + impl->describe(r) +
+            ")");
+      }
     }
+    fn = it->second;
   }
-  CUfunction fn = it->second;
   if (config.dynamicSharedBytes > kDefaultMaxDynamicShared)
     if (auto e = impl->check(
             api.cuFuncSetAttribute(
@@ -420,8 +605,8 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
   std::vector<uint8_t> buffer(params.begin(), params.end());
   size_t size = buffer.size();
   uint8_t dummy = 0;
-  bool timed = impl->launchStart &&
-               api.cuEventRecord(impl->launchStart, nullptr) == CUDA_SUCCESS;
+  bool timed =
+      lane->start && api.cuEventRecord(lane->start, lane->stream) == CUDA_SUCCESS;
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER,
                    buffer.empty() ? static_cast<void *>(&dummy)
                                   : static_cast<void *>(buffer.data()),
@@ -429,7 +614,7 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
   if (auto e = impl->check(
           api.cuLaunchKernel(fn, config.grid[0], config.grid[1], config.grid[2],
                              config.block[0], config.block[1], config.block[2],
-                             config.dynamicSharedBytes, nullptr, nullptr,
+                             config.dynamicSharedBytes, lane->stream, nullptr,
                              extra),
           llvm::formatv("launch of kernel '{0}' (grid ({1},{2},{3}), block "
                         "({4},{5},{6}), {7} bytes of dynamic shared memory)",
@@ -437,16 +622,20 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
                         config.block[0], config.block[1], config.block[2],
                         config.dynamicSharedBytes)))
     return e;
-  timed = timed && api.cuEventRecord(impl->launchEnd, nullptr) == CUDA_SUCCESS;
-  if (auto e = impl->check(api.cuCtxSynchronize(), "kernel '" + kernel + "'"))
+  timed = timed && api.cuEventRecord(lane->end, lane->stream) == CUDA_SUCCESS;
+  if (auto e = impl->wait(lane, "kernel '" + kernel + "'"))
     return e;
   float ms = 0;
-  if (timed && api.cuEventElapsedTime(&ms, impl->launchStart,
-                                      impl->launchEnd) == CUDA_SUCCESS)
-    impl->lastKernelMs = ms;
+  if (timed &&
+      api.cuEventElapsedTime(&ms, lane->start, lane->end) == CUDA_SUCCESS)
+    lane->lastKernelMs = ms;
   return llvm::Error::success();
 }
 
 std::optional<double> CudaDevice::lastKernelMs() const {
-  return impl->lastKernelMs;
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  auto it = impl->lanes.find(std::this_thread::get_id());
+  if (it == impl->lanes.end() || !it->second)
+    return std::nullopt;
+  return it->second->lastKernelMs;
 }

@@ -5,10 +5,14 @@
 // dlopen, so building Wooly needs neither the driver nor the CUDA headers;
 // the few types and entry points used are declared in CudaDevice.cpp.
 //
-// The device works in the primary context of its GPU, made current on the
-// thread that opened it; use a device from that thread only. Every launch is
-// synchronous (cuCtxSynchronize), so an error of the kernel is reported by
-// the launch that caused it, naming the kernel.
+// The device works in the primary context of its GPU. It may be used from
+// any thread, several at once: each calling thread gets its own
+// non-blocking stream (made at its first call), on which its launches,
+// copies and memsets are issued and then waited for. So every call is
+// synchronous for its caller (an error of a kernel is reported by the
+// launch that caused it, naming the kernel), and launches of different
+// threads run on the GPU at the same time (one context, as MPS would, with
+// none of the threads waiting for another's work).
 //
 // The kernel's parameter buffer has CUDA's layout, the one that
 // `KernelInfo::paramOffsets/paramSizes` describe (compile the PTX for the
@@ -30,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace wooly::cuda {
 
@@ -63,6 +68,11 @@ public:
   const std::string &name() const;
   /// The GPU's ordinal.
   int ordinal() const;
+  /// The GPU's streaming multiprocessors (CU_DEVICE_ATTRIBUTE_
+  /// MULTIPROCESSOR_COUNT).
+  unsigned multiprocessorCount() const;
+  /// The GPU's compute capability, e.g. {9, 0} for an H100.
+  std::pair<int, int> computeCapability() const;
   /// Makes the device's context current on the calling thread (the device
   /// is used from a thread other than the one that opened it; cheap to
   /// repeat).
@@ -74,6 +84,8 @@ public:
   llvm::Error free(uint64_t addr);
   llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t bytes);
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes);
+  /// Copies device memory; overlapping ranges give memmove's result.
+  llvm::Error copyDeviceToDevice(uint64_t dst, uint64_t src, uint64_t bytes);
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes);
 
   /// JIT-compiles PTX text with the driver (cuModuleLoadDataEx). A PTX the
@@ -81,8 +93,13 @@ public:
   llvm::Expected<CudaModule *> loadPTX(llvm::StringRef ptx);
   /// Unloads a module returned by loadPTX.
   llvm::Error unloadModule(CudaModule *module);
+  /// The device address and size of module variable `name`
+  /// (cuModuleGetGlobal).
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  globalAddress(CudaModule *module, llvm::StringRef name);
 
-  /// Runs `kernel` of `module` to completion. `params` is the CUDA
+  /// Runs `kernel` of `module` to completion, on the calling thread's
+  /// stream. `params` is the CUDA
   /// parameter buffer; `paramOffsets`/`paramSizes` (optional, e.g. from
   /// KernelInfo) are checked to lie inside it.
   llvm::Error launch(CudaModule *module, llvm::StringRef kernel,
@@ -90,9 +107,10 @@ public:
                      llvm::ArrayRef<uint8_t> params,
                      llvm::ArrayRef<uint64_t> paramOffsets = {},
                      llvm::ArrayRef<uint64_t> paramSizes = {});
-  /// The GPU time of the last successful launch in milliseconds, from CUDA
-  /// events recorded around it on the default stream (about 0.5 us
-  /// resolution); none when the driver lacks events or the launch failed.
+  /// The GPU time of the calling thread's last successful launch in
+  /// milliseconds, from CUDA events recorded around it on its stream (about
+  /// 0.5 us resolution); none when the driver lacks events or the launch
+  /// failed.
   std::optional<double> lastKernelMs() const;
 
   class Impl;

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Runs every launch of bench/corpus-launches.txt on the CPU backend twice -
-the kernel as written, and compiled with Wooly passes (e.g.
+"""Runs every launch of bench/corpus-launches.txt twice - the kernel as
+written, and compiled with Wooly passes (e.g.
 wooly-constrain,wooly-lower-iteration-barrier) launched on N physical blocks
-- and compares every buffer bit for bit (wooly-run --save-all).
+- and compares every buffer bit for bit (wooly-run --save-all). On the CPU
+backend by default; with `--backend cuda --target sm_90` on an NVIDIA GPU,
+where the kernel as written is nvcc's PTX (the driver JIT-compiles it) and
+the other is the PTX Wooly generates for the target with the passes.
 
 Prints one line per launch that is not identical (`REFUSED file:kernel:
 error` when a pass refused the kernel with a located error, `DIFFER` /
@@ -14,6 +17,7 @@ and exits non-zero when a deterministic kernel differs or a run fails.
 
   corpus_passes_diff.py --run wooly-run --corpus DIR --launches FILE
                         --passes P [--physical-blocks N]
+                        [--backend B] [--target T]
 """
 
 import argparse
@@ -46,6 +50,8 @@ def main():
     ap.add_argument("--launches", required=True)
     ap.add_argument("--passes", required=True)
     ap.add_argument("--physical-blocks", default="")
+    ap.add_argument("--backend", default="")
+    ap.add_argument("--target", default="")
     args = ap.parse_args()
 
     counts = dict(identical=0, refused=0, orderdep=0, differ=0, failed=0)
@@ -61,9 +67,13 @@ def main():
             label = "%s:%s" % (path.split(".")[0], kernel)
             base = [args.run, os.path.join(args.corpus, path),
                     "--kernel=" + kernel] + rest
+            if args.backend:
+                base.append("--backend=" + args.backend)
             plain = os.path.join(work, "%d.plain" % n)
             paced = os.path.join(work, "%d.passes" % n)
             extra = ["--passes=" + args.passes]
+            if args.target:
+                extra.append("--target=" + args.target)
             if args.physical_blocks:
                 extra.append("--physical-blocks=" + args.physical_blocks)
             r1 = subprocess.run(base + ["--save-all=" + plain],

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The GPU checks of the sharing passes and the server's cuda backend, as one
+# script for a GPU host that has the NVIDIA driver but no LLVM 22 (a lent
+# machine that gets a copy of the working tree): it runs the portable tools
+# of scripts/build-portable.sh. Each step has a time limit and its output is
+# kept in OUT_DIR; a summary line per step comes last.
+#
+#   1. capture: the CUDA test programs through wooly-serve --backend=cuda,
+#      one server for all (test/Integration/capture-cuda.test's programs).
+#   2. paced: programs as latency-critical and best-effort tenants at once;
+#      the best-effort kernels run as the PTX Wooly generates with
+#      wooly-slice (test/Capture/paced.test on the GPU).
+#   3. ZLUDA's suite for sm_90 with wooly-constrain and with wooly-slice on
+#      3 physical blocks, against the outputs recorded on NVIDIA GPUs.
+#   4. the corpus and the llm.c-style kernels: nvcc's PTX against Wooly's
+#      constrained and sliced PTX, every buffer bit for bit.
+#   5. wooly-pacing-bench --backend=cuda: a latency-critical tenant's
+#      latency next to long best-effort kernels.
+#
+# Usage: scripts/gpu-checks.sh PORTABLE_DIR APPS_DIR ZLUDA_DIR OUT_DIR [STEP...]
+#   (steps: capture paced zluda corpus bench; default all). BACKEND=cpu
+#   runs the server steps on the CPU backend (a dry run of the script).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PORTABLE=$(realpath "$1")
+APPS=$(realpath "$2")
+ZLUDA=$(realpath "$3")
+OUT=$(realpath -m "$4")
+shift 4
+STEPS=${*:-capture paced zluda corpus bench}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PORTABLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PORTABLE:$PATH"
+summary=()
+
+# step NAME LIMIT_S COMMAND...: runs it with its output in OUT/NAME.log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  echo "== $name"
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n 4 "$OUT/$name.log"
+  summary+=("$(printf '%-28s rc=%-3s %4ss  %s' "$name" "$rc" $((SECONDS - t0)) \
+    "$(grep -E -m1 'passed,|identical,|^wooly ' "$OUT/$name.log" || true)")")
+}
+
+with_server=(python3 test/apps/with-server.py --serve "$PORTABLE/wooly-serve"
+  --capture "$PORTABLE/capture" --backend "${BACKEND:-cuda}")
+
+nvidia-smi -L || true
+
+for s in $STEPS; do
+  case $s in
+  capture)
+    cmds=()
+    for app in vector_add reduce multi_kernel multi_module symbols \
+      dynamic_shared streams_events callbacks occupancy device_query \
+      graph_capture graph_explicit compress_default compress_none host_threads \
+      pitched streams_per_thread sample_matmul sample_histo sample_scan \
+      sample_conv sample_warp rdc; do
+      cmds+=(--- "$APPS/$app")
+    done
+    cmds+=(--- "$APPS/driver_api" "$APPS/driver_kernels.ptx" "$APPS/driver_kernels.fatbin")
+    step capture 180 "${with_server[@]}" --keep-log="$OUT/capture-serve.log" \
+      -- "${cmds[@]:1}"
+    echo "capture: $(grep -c PASS "$OUT/capture.log") PASS lines" ;;
+  paced)
+    printf '%s\n' 'tenants:' \
+      '  - {name: tenant0, token: "t", class: latency-critical, sla_ms: 5}' \
+      '  - {name: tenant1, token: "t", class: latency-critical, sla_ms: 5}' \
+      '  - {name: tenant2, token: "t", class: best-effort}' \
+      '  - {name: tenant3, token: "t", class: best-effort}' \
+      '  - {name: tenant4, token: "t", class: best-effort}' \
+      '  - {name: tenant5, token: "t", class: normal}' >"$OUT/paced.yaml"
+    export WOOLY_TOKEN=t
+    step paced 120 "${with_server[@]}" \
+      --serve-arg=--tenants="$OUT/paced.yaml" --keep-log="$OUT/paced-serve.log" \
+      --serve-arg=--trace="$OUT/paced-trace.json" --parallel -- \
+      "$APPS/vector_add" --- "$APPS/sample_conv" --- "$APPS/reduce" --- \
+      "$APPS/sample_matmul" --- "$APPS/sample_scan" --- "$APPS/multi_kernel"
+    unset WOOLY_TOKEN
+    echo "paced: $(grep -c '^PASS' "$OUT/paced.log") of 6 PASS;" \
+      "$(grep -c 'sliced)' "$OUT/paced-serve.log") sliced modules" ;;
+  zluda)
+    for p in constrain slice; do
+      step "zluda-$p" 150 wooly-conformance "$ZLUDA" --backend=cuda \
+        --target=sm_90 --passes=wooly-$p --physical-blocks=3 \
+        --known-failures=test/Integration/cuda-zluda-passes-known-failures.txt
+    done ;;
+  corpus)
+    for p in constrain slice; do
+      step "corpus-$p" 150 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
+        --run wooly-run --corpus test/corpus --launches bench/corpus-launches.txt \
+        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90
+      step "llmc-$p" 60 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
+        --run wooly-run --corpus test/corpus/llmc \
+        --launches test/corpus/llmc/launches.txt \
+        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90
+    done ;;
+  bench)
+    mkdir -p "$OUT/bench-logs"
+    step bench 150 wooly-pacing-bench --backend="${BACKEND:-cuda}" --serve="$PORTABLE/wooly-serve" \
+      --requests=200 --gap-ms=2 --lc-iters=2000 --be-iters=20000 \
+      --be-blocks=16384 --sla-ms=1 --log-dir="$OUT/bench-logs"
+    cat "$OUT/bench.log" ;;
+  *) echo "unknown step $s" ;;
+  esac
+done
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"
