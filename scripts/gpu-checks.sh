@@ -92,13 +92,13 @@ for s in $STEPS; do
     done ;;
   corpus)
     for p in constrain slice; do
-      step "corpus-$p" 150 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
+      step "corpus-$p" 240 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
         --run wooly-run --corpus test/corpus --launches bench/corpus-launches.txt \
-        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90
+        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90 --jobs=8
       step "llmc-$p" 60 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
         --run wooly-run --corpus test/corpus/llmc \
         --launches test/corpus/llmc/launches.txt \
-        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90
+        --passes=wooly-$p --physical-blocks=3 --backend=cuda --target=sm_90 --jobs=8
     done ;;
   bench)
     mkdir -p "$OUT/bench-logs"

@@ -53,7 +53,8 @@ static cl::opt<std::string> deviceMemory(
 static cl::opt<unsigned>
     executors("executors",
               cl::desc("Threads running launches and copies (default: one "
-                       "per core for cpu, 1 for cuda)"),
+                       "per core for cpu, 4 for cuda: each with a stream "
+                       "of its own)"),
               cl::init(0), cl::cat(cat));
 static cl::opt<unsigned>
     compileThreads("compile-threads",
@@ -88,7 +89,7 @@ static cl::opt<bool> pacing(
     "pacing",
     cl::desc("wooly: while a latency-critical tenant is configured, run "
              "other tenants' kernels sliced and preemptible so its kernels "
-             "start within its SLA (cpu backend; default true)"),
+             "start within its SLA (cpu and cuda; default true)"),
     cl::init(true), cl::cat(cat));
 static cl::opt<std::string>
     traceFile("trace",

@@ -39,11 +39,13 @@ struct ServerOptions {
   /// `fifo`.
   std::string scheduler = "wooly";
   /// `wooly`: pace lower classes while a latency-critical tenant is
-  /// configured (their kernels compiled through wooly-slice; cpu backend).
+  /// configured (their kernels compiled through wooly-slice; backends that
+  /// run launches at the same time: cpu, cuda).
   bool pacing = true;
   /// Write the schedule as a Chrome trace (Perfetto) here at exit.
   std::string traceFile;
-  /// Threads that run launches and copies (0: the backend's choice).
+  /// Threads that run launches and copies (0: the backend's choice: one
+  /// per core for cpu, 4 for cuda, each with a stream of its own).
   unsigned executors = 0;
   /// Threads that compile kernels (0: 2).
   unsigned compileThreads = 0;

@@ -17,10 +17,11 @@ and exits non-zero when a deterministic kernel differs or a run fails.
 
   corpus_passes_diff.py --run wooly-run --corpus DIR --launches FILE
                         --passes P [--physical-blocks N]
-                        [--backend B] [--target T]
+                        [--backend B] [--target T] [--jobs J]
 """
 
 import argparse
+import concurrent.futures
 import filecmp
 import os
 import subprocess
@@ -52,10 +53,46 @@ def main():
     ap.add_argument("--physical-blocks", default="")
     ap.add_argument("--backend", default="")
     ap.add_argument("--target", default="")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="launches compared at the same time")
     args = ap.parse_args()
+
+    def run_one(n, path, kernel, rest, orderdep, work):
+        """Returns (count key, line to print or None) for one launch."""
+        label = "%s:%s" % (path.split(".")[0], kernel)
+        base = [args.run, os.path.join(args.corpus, path),
+                "--kernel=" + kernel] + rest
+        if args.backend:
+            base.append("--backend=" + args.backend)
+        plain = os.path.join(work, "%d.plain" % n)
+        paced = os.path.join(work, "%d.passes" % n)
+        extra = ["--passes=" + args.passes]
+        if args.target:
+            extra.append("--target=" + args.target)
+        if args.physical_blocks:
+            extra.append("--physical-blocks=" + args.physical_blocks)
+        r1 = subprocess.run(base + ["--save-all=" + plain],
+                            capture_output=True, text=True)
+        r2 = subprocess.run(base + extra + ["--save-all=" + paced],
+                            capture_output=True, text=True)
+        if r1.returncode != 0:
+            return "failed", "FAIL %s (as written): %s" % (
+                label, first_error(r1.stderr))
+        if r2.returncode != 0:
+            if "cannot be lowered for a GPU" in r2.stderr:
+                return "refused", "REFUSED %s: %s" % (
+                    label, first_error(r2.stderr))
+            return "failed", "FAIL %s (with passes): %s" % (
+                label, first_error(r2.stderr))
+        if same_dirs(plain, paced):
+            return "identical", None
+        if orderdep:
+            return "orderdep", "differ (order-dependent) %s" % label
+        return "differ", "DIFFER %s" % label
 
     counts = dict(identical=0, refused=0, orderdep=0, differ=0, failed=0)
     with tempfile.TemporaryDirectory() as work, open(args.launches) as f:
+        launches = []
         for n, line in enumerate(f):
             fields = line.split()
             if not fields or fields[0].startswith("#"):
@@ -64,44 +101,14 @@ def main():
             orderdep = bool(rest) and rest[0] == "order-dependent"
             if orderdep:
                 rest = rest[1:]
-            label = "%s:%s" % (path.split(".")[0], kernel)
-            base = [args.run, os.path.join(args.corpus, path),
-                    "--kernel=" + kernel] + rest
-            if args.backend:
-                base.append("--backend=" + args.backend)
-            plain = os.path.join(work, "%d.plain" % n)
-            paced = os.path.join(work, "%d.passes" % n)
-            extra = ["--passes=" + args.passes]
-            if args.target:
-                extra.append("--target=" + args.target)
-            if args.physical_blocks:
-                extra.append("--physical-blocks=" + args.physical_blocks)
-            r1 = subprocess.run(base + ["--save-all=" + plain],
-                                capture_output=True, text=True)
-            r2 = subprocess.run(base + extra + ["--save-all=" + paced],
-                                capture_output=True, text=True)
-            if r1.returncode != 0:
-                counts["failed"] += 1
-                print("FAIL %s (as written): %s" %
-                      (label, first_error(r1.stderr)))
-                continue
-            if r2.returncode != 0:
-                if "cannot be lowered for a GPU" in r2.stderr:
-                    counts["refused"] += 1
-                    print("REFUSED %s: %s" % (label, first_error(r2.stderr)))
-                else:
-                    counts["failed"] += 1
-                    print("FAIL %s (with passes): %s" %
-                          (label, first_error(r2.stderr)))
-                continue
-            if same_dirs(plain, paced):
-                counts["identical"] += 1
-            elif orderdep:
-                counts["orderdep"] += 1
-                print("differ (order-dependent) %s" % label)
-            else:
-                counts["differ"] += 1
-                print("DIFFER %s" % label)
+            launches.append((n, path, kernel, rest, orderdep, work))
+        # Launches run side by side (--jobs); lines print in the list's order.
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for key, text in pool.map(lambda l: run_one(*l), launches):
+                counts[key] += 1
+                if text:
+                    print(text)
+                    sys.stdout.flush()
     print("%(identical)d identical, %(refused)d refused, %(orderdep)d differ "
           "(order-dependent), %(differ)d differ, %(failed)d failed" % counts)
     return 1 if counts["differ"] or counts["failed"] else 0
