@@ -123,6 +123,7 @@ public:
   }
   unsigned computeUnits() const override { return workers; }
   bool concurrentLaunches() const override { return true; }
+  bool supportsFaultDomains() const override { return true; }
 
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
     return device.memory().allocate(bytes);
@@ -330,6 +331,11 @@ public:
     // kernel it does not know is left to the driver to report.
     const KernelInfo *info =
         m->compiled ? m->compiled->findKernel(kernelName) : nullptr;
+    if (!config.faultDomains.empty())
+      return llvm::createStringError(
+          "launch of kernel '" + kernelName +
+          "': fault domains are not supported on the cuda backend (a "
+          "kernel's fault ends the context)");
     if (llvm::Error e = device->makeCurrent())
       return e;
     if (!info)

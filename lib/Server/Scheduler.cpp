@@ -11,6 +11,7 @@
 #include "Wooly/Server/Scheduler.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <cassert>
@@ -21,6 +22,18 @@
 using namespace wooly::server;
 
 Scheduler::~Scheduler() = default;
+
+uint64_t
+wooly::server::kernelSetKey(const std::vector<const WorkItem *> &items) {
+  std::vector<uint64_t> keys;
+  for (const WorkItem *i : items)
+    keys.push_back(i->kernelKey);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(keys.data()),
+      keys.size() * sizeof(uint64_t)));
+}
 
 DeviceModel DeviceModel::h100() { return DeviceModel(); }
 
@@ -97,6 +110,8 @@ struct Tenant {
 struct Running {
   uint64_t ticket = 0;
   Tenant *tenant = nullptr;
+  /// The tenants of the launches fused with the item (Dispatch::fused).
+  std::vector<Tenant *> parts;
   unsigned needSMs = 0;
   bool preemptible = false, preemptAsked = false;
 };
@@ -216,9 +231,8 @@ protected:
     numQueued++;
   }
 
-  /// Takes the head item of `t` for dispatch `d` and records it.
-  Dispatch start(Tenant &t, Dispatch d, Nanos now, unsigned needSMs,
-                 bool preemptible) {
+  /// Takes the head item of `t` off its queue for a dispatch.
+  WorkItem *takeHead(Tenant &t, Nanos now) {
     account(t, now);
     WorkItem *item = t.queue.front();
     t.queue.pop_front();
@@ -236,12 +250,34 @@ protected:
         t.nextDelay = (t.nextDelay + 1) % delaySamples;
       }
     }
-    d.item = item;
+    return item;
+  }
+
+  /// Takes the head item of `t` for dispatch `d` and records it.
+  Dispatch start(Tenant &t, Dispatch d, Nanos now, unsigned needSMs,
+                 bool preemptible) {
+    d.item = takeHead(t, now);
     d.ticket = ++lastTicket;
-    runningList.push_back({d.ticket, &t, needSMs, preemptible, false});
-    if (decisionLog)
-      decisionLog({now, item->id, d.ticket, t.ordinal, d.physicalBlocks,
-                   d.sliceBegin, d.sliceEnd});
+    runningList.push_back({d.ticket, &t, {}, needSMs, preemptible, false});
+    return d;
+  }
+
+  /// Fuses the head item of `u` into the running dispatch `d`.
+  void addPart(Tenant &u, Dispatch &d, Nanos now, unsigned needSMs) {
+    d.fused.push_back(takeHead(u, now));
+    Running &r = runningList.back();
+    assert(r.ticket == d.ticket && "parts join the newest dispatch");
+    r.parts.push_back(&u);
+    r.needSMs += needSMs;
+  }
+
+  /// Logs the decision `d` (when it is one) and returns it.
+  Dispatch decided(Dispatch d, Nanos now) {
+    if (d && decisionLog) {
+      Tenant &t = runningTenant(d);
+      decisionLog({now, d.item->id, d.ticket, t.ordinal, d.physicalBlocks,
+                   d.sliceBegin, d.sliceEnd, unsigned(d.fused.size())});
+    }
     return d;
   }
 
@@ -249,9 +285,36 @@ protected:
   /// to the front of its tenant's queue).
   bool end(const Dispatch &d, const Outcome &o, Nanos now, double charge) {
     Tenant &t = runningTenant(d);
+    std::vector<Tenant *> parts =
+        llvm::find_if(runningList, [&](const Running &r) {
+          return r.ticket == d.ticket;
+        })->parts;
     account(t, now);
     llvm::erase_if(runningList,
                    [&](const Running &r) { return r.ticket == d.ticket; });
+    if (!parts.empty()) {
+      // A fused dispatch: every launch is done; each tenant pays its
+      // launches' share of the blocks.
+      uint64_t total = d.item->gridBlocks;
+      for (const WorkItem *w : d.fused)
+        total += w->gridBlocks;
+      auto pay = [&](Tenant &u, const WorkItem &w) {
+        account(u, now);
+        u.running--;
+        double c = charge * double(w.gridBlocks) / double(std::max<uint64_t>(
+                                                       total, 1));
+        u.chargedMs += c;
+        u.vtime += c / u.weight();
+        u.items++;
+      };
+      pay(t, *d.item);
+      for (size_t i = 0; i < parts.size(); ++i)
+        pay(*parts[i], *d.fused[i]);
+      forgetIfDone(t);
+      for (Tenant *u : parts) // each a tenant of its own, not t
+        forgetIfDone(*u);
+      return true;
+    }
     t.running--;
     t.chargedMs += charge;
     t.vtime += charge / t.weight();
@@ -308,7 +371,7 @@ public:
     Tenant &t = tenantOf(item);
     // The tenant's own queue is in the same order.
     assert(t.queue.front() == item);
-    return start(t, Dispatch(), now, 0, false);
+    return decided(start(t, Dispatch(), now, 0, false), now);
   }
 
   bool finished(const Dispatch &d, const Outcome &o, Nanos now) override {
@@ -394,7 +457,9 @@ public:
       for (Tenant *t : candidates)
         if (Dispatch d = plan(*t, now)) {
           vclock[c] = std::max(vclock[c], t->vtime);
-          return d;
+          if (c > 0)
+            coalesce(d, *t, now);
+          return decided(std::move(d), now);
         }
       // Strict priority: nothing of a lower class while this class waits.
       return {};
@@ -402,11 +467,42 @@ public:
     return {};
   }
 
+  uint64_t fusedLaunches() const override { return numFusedLaunches; }
+  uint64_t fusedDispatches() const override { return numFusedDispatches; }
+
   bool finished(const Dispatch &d, const Outcome &o, Nanos now) override {
     WorkItem *item = d.item;
     Tenant &t = runningTenant(d);
     double fraction = 1;
-    if (item->kind == WorkItem::Kind::Launch) {
+    if (!d.fused.empty()) {
+      // One launch of blocks of several kernels: its share of the device,
+      // and what the set gains fused (its launches' times alone are the
+      // cost model's, learnt from launches that ran alone).
+      uint64_t blocks = item->gridBlocks;
+      double alone = estimateMs(*item);
+      std::vector<const WorkItem *> all = {item};
+      for (const WorkItem *w : d.fused) {
+        blocks += w->gridBlocks;
+        alone += estimateMs(*w);
+        all.push_back(w);
+      }
+      uint64_t slots = uint64_t(opts.device.sms) * occupancy(*item);
+      fraction = std::min(1.0, double(blocks) / double(std::max<uint64_t>(
+                                                    slots, 1)));
+      FusionStats &f = fusion(kernelSetKey(all));
+      if (o.fusion == Outcome::Fusion::Refused) {
+        f.off = true;
+      } else if (o.fusion == Outcome::Fusion::Fused && !o.failed &&
+                 alone > 0) {
+        double ratio = o.deviceMs / alone;
+        f.ratio = f.samples ? 0.75 * f.ratio + 0.25 * ratio : ratio;
+        if (++f.samples >= opts.coalesceProbe &&
+            f.ratio > opts.coalesceMaxRatio)
+          f.off = true;
+        numFusedDispatches++;
+        numFusedLaunches += all.size();
+      }
+    } else if (item->kind == WorkItem::Kind::Launch) {
       unsigned occ = occupancy(*item);
       uint64_t slots = uint64_t(opts.device.sms) * occ;
       uint64_t blocks = d.sliced() ? d.sliceEnd - d.sliceBegin
@@ -568,6 +664,69 @@ private:
     return start(t, d, now, needSMs, true);
   }
 
+  /// What the cost model expects of the rest of a launch run alone.
+  double estimateMs(const WorkItem &item) const {
+    uint64_t slots = uint64_t(opts.device.sms) * occupancy(item);
+    uint64_t remaining = item.gridBlocks > item.blocksDone
+                             ? item.gridBlocks - item.blocksDone
+                             : 1;
+    return blockMs(item) *
+           double((remaining + slots - 1) / std::max<uint64_t>(slots, 1));
+  }
+
+  /// A launch coalescing may take: coalescible, not started, its kernel
+  /// measured alone, and small by that measure.
+  bool fusible(const WorkItem &item) const {
+    if (item.kind != WorkItem::Kind::Launch || !item.coalescible ||
+        item.blocksDone)
+      return false;
+    auto it = costs.find(item.kernelKey);
+    return it != costs.end() && it->second.samples &&
+           estimateMs(item) <= opts.coalesceMaxMs;
+  }
+
+  /// Whatever is known of fusing a kernel set (bounded as `costs` is).
+  struct FusionStats {
+    double ratio = 0;
+    unsigned samples = 0;
+    bool off = false;
+  };
+  FusionStats &fusion(uint64_t key) {
+    constexpr size_t kMaxSets = 1 << 16;
+    if (fusionStats.size() >= kMaxSets && !fusionStats.count(key))
+      fusionStats.clear();
+    return fusionStats[key];
+  }
+
+  /// Fuses into `d` (a whole launch of `t`, the class below latency-
+  /// critical) the small coalescible head launches of the other tenants of
+  /// `t`'s class, in fair-share order (see the file header).
+  void coalesce(Dispatch &d, Tenant &t, Nanos now) {
+    if (opts.coalesceMaxParts < 2 || d.sliced() || d.physicalBlocks ||
+        !fusible(*d.item))
+      return;
+    if (opts.pacing && latencyCriticalState(now).present)
+      return;
+    uint64_t blocks = d.item->gridBlocks;
+    std::vector<const WorkItem *> set = {d.item};
+    for (Tenant *u : candidates) {
+      if (d.fused.size() + 1 >= opts.coalesceMaxParts)
+        break;
+      if (u == &t || u->queue.empty() || !fusible(*u->queue.front()))
+        continue;
+      const WorkItem &w = *u->queue.front();
+      if (blocks + w.gridBlocks > opts.coalesceMaxBlocks)
+        continue;
+      set.push_back(&w);
+      if (fusion(kernelSetKey(set)).off) {
+        set.pop_back();
+        continue;
+      }
+      blocks += w.gridBlocks;
+      addPart(*u, d, now, 0);
+    }
+  }
+
   double activeSliceMs(const LcState &lc) const {
     if (opts.activeSliceMs > 0)
       return opts.activeSliceMs;
@@ -600,6 +759,8 @@ private:
   /// Looked up by key only, never iterated: order cannot leak into
   /// decisions.
   std::unordered_map<uint64_t, KernelCost> costs;
+  std::unordered_map<uint64_t, FusionStats> fusionStats;
+  uint64_t numFusedLaunches = 0, numFusedDispatches = 0;
 };
 
 } // namespace

@@ -605,6 +605,94 @@ TEST(CpuDevice, FaultIsReportedToItsOwnLaunchOnly) {
 } // namespace
 
 namespace {
+// out[ctaid] = ctaid + 1 from thread 0, except that block `bad` traps:
+// `marks` runs in direct mode, `marksSync` (a barrier) as fibers.
+const char *kDomains = R"(
+.visible .entry marks(.param .u64 out, .param .u32 bad)
+{
+  .reg .pred %p;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [bad];
+  mov.u32 %r2, %ctaid.x;
+  setp.eq.u32 %p, %r2, %r1;
+  @%p trap;
+  mov.u32 %r3, %tid.x;
+  setp.ne.u32 %p, %r3, 0;
+  @%p bra DONE;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.u32 %r3, %r2, 1;
+  st.global.u32 [%rd3], %r3;
+DONE:
+  ret;
+}
+.visible .entry marksSync(.param .u64 out, .param .u32 bad)
+{
+  .reg .pred %p;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [bad];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %tid.x;
+  bar.sync 0;
+  setp.eq.u32 %p, %r2, %r1;
+  @%p trap;
+  setp.ne.u32 %p, %r3, 0;
+  @%p bra DONE;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.u32 %r3, %r2, 1;
+  st.global.u32 [%rd3], %r3;
+DONE:
+  ret;
+}
+)";
+
+// A launch in fault domains (a coalesced launch's parts): a fault ends only
+// its domain; the blocks of the others all run, and the error names the
+// domain that faulted.
+TEST(CpuDevice, FaultDomainsFailAlone) {
+  Fixture f(kDomains, 3);
+  ASSERT_TRUE(f.loaded);
+  for (const char *kernel : {"marks", "marksSync"}) {
+    SCOPED_TRACE(kernel);
+    constexpr uint32_t kBlocks = 12;
+    uint64_t out = f.alloc(kBlocks * 4);
+    LaunchConfig c = launchOf(kBlocks, 64);
+    c.faultDomains = {0, 4, 8};
+    llvm::Error e = f.device.launch(f.loaded, kernel, c,
+                                    f.params(kernel, {out, 5}));
+    ASSERT_TRUE(bool(e));
+    std::vector<std::pair<size_t, std::string>> faults;
+    llvm::handleAllErrors(
+        std::move(e), [&](const FaultDomainsError &d) { faults = d.faults(); },
+        [&](const llvm::ErrorInfoBase &other) {
+          ADD_FAILURE() << "not a FaultDomainsError: " << other.message();
+        });
+    ASSERT_EQ(faults.size(), 1u);
+    EXPECT_EQ(faults[0].first, 1u);
+    EXPECT_NE(faults[0].second.find("block (5,0,0)"), std::string::npos)
+        << faults[0].second;
+    std::vector<uint32_t> v = f.read(out, kBlocks);
+    for (uint32_t b : {0u, 1u, 2u, 3u, 8u, 9u, 10u, 11u})
+      EXPECT_EQ(v[b], b + 1) << "block " << b;
+    EXPECT_EQ(v[5], 0u);
+
+    // Bad domains are refused; without domains the fault ends the launch.
+    c.faultDomains = {1, 4};
+    EXPECT_NE(f.launch(kernel, c, f.params(kernel, {out, 99}))
+                  .find("fault domains must start at block 0"),
+              std::string::npos);
+    c.faultDomains.clear();
+    EXPECT_NE(f.launch(kernel, c, f.params(kernel, {out, 5})), "");
+  }
+}
+} // namespace
+
+namespace {
 // A module compiled kernel by kernel and linked in parts: the parts share
 // one instance of the module variable; a kernel cannot be added twice.
 TEST(CpuDevice, ModuleExtendedKernelByKernel) {

@@ -184,6 +184,36 @@ llvm::Expected<CompiledModule> compile(const CompileInput &input,
                                        const Target &target,
                                        const CompileOptions &options);
 
+/// One kernel of a PTX module, a part of a fused kernel
+/// (`mergeForCoalescing`).
+struct CoalesceSource {
+  /// The module's PTX text, and its name in diagnostics.
+  std::string ptx, name;
+  /// The kernel's PTX name.
+  std::string kernel;
+};
+
+/// One module that holds the kernels of several modules.
+struct MergedModule {
+  /// Wooly IR (MLIR text): compile it as CompileInput::Kind::MLIR.
+  std::string mlir;
+  /// The name each source's kernel has in it, in the order of the sources
+  /// (what `wooly-coalesce{kernels=...}` takes).
+  std::vector<std::string> kernels;
+};
+
+/// The input of a kernel that fuses launches of kernels of different
+/// modules (tenants): imports each distinct module once, keeps the kernels
+/// named and what they use, renames every symbol a module defines apart
+/// (`m<i>_<name>`, i numbering the distinct modules in order), keeps
+/// external declarations (vprintf, ...) once, and merges them into one
+/// module. Errors: import errors; a module with `.global` or `.const`
+/// variables (each tenant's module has its own instance, which a merged
+/// module cannot share); parts of different address sizes; an unknown
+/// kernel.
+llvm::Expected<MergedModule>
+mergeForCoalescing(llvm::ArrayRef<CoalesceSource> sources);
+
 /// A thread-safe cache of compiled modules, in memory and optionally in a
 /// directory (one file per key). Threads asking for the same key at once
 /// share one compilation: the first compiles, the others wait for it.

@@ -32,6 +32,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <array>
 #include <cstdint>
@@ -39,6 +40,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace wooly {
 
@@ -56,6 +59,38 @@ struct LaunchConfig {
   /// cpu: receives this launch's device printf output (empty: the
   /// backend's `BackendOptions::printfSink`). Called from worker threads.
   std::function<void(llvm::StringRef)> printfSink;
+  /// Independent parts of the launch (a coalesced launch's parts), each
+  /// given by the linear index of its first block: ascending, the first 0.
+  /// A fault ends only its part, whose other blocks are skipped, while the
+  /// other parts run to their end; the launch then fails with a
+  /// FaultDomainsError naming each part that faulted. Empty: the launch is
+  /// one part. Only where `Backend::supportsFaultDomains` (cpu).
+  std::vector<uint64_t> faultDomains;
+};
+
+/// The error of a launch with fault domains (LaunchConfig::faultDomains)
+/// in which some domains faulted and the others ran to their end.
+class FaultDomainsError : public llvm::ErrorInfo<FaultDomainsError> {
+public:
+  static inline char ID = 0;
+  /// Each faulted domain's index and first error, in domain order.
+  explicit FaultDomainsError(
+      std::vector<std::pair<size_t, std::string>> faults)
+      : faultList(std::move(faults)) {}
+  const std::vector<std::pair<size_t, std::string>> &faults() const {
+    return faultList;
+  }
+  void log(llvm::raw_ostream &os) const override {
+    for (size_t i = 0; i < faultList.size(); ++i)
+      os << (i ? "; " : "") << "part " << faultList[i].first << ": "
+         << faultList[i].second;
+  }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  std::vector<std::pair<size_t, std::string>> faultList;
 };
 
 /// A module loaded into a Backend (opaque; owned by the backend that
@@ -109,6 +144,8 @@ public:
   virtual std::string nativeTarget() const { return "host"; }
   /// Whether launches from different threads run at the same time.
   virtual bool concurrentLaunches() const { return false; }
+  /// Whether launches take fault domains (LaunchConfig::faultDomains).
+  virtual bool supportsFaultDomains() const { return false; }
 
   /// Allocates `bytes` of zero-filled device memory; returns its device
   /// address.

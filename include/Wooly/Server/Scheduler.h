@@ -50,6 +50,20 @@
 //    (DeviceModel::blocksPerSM, from the launch's threads, registers and
 //    shared memory).
 //
+//  - Coalescing (`coalesceMaxParts` > 1): while no latency-critical tenant
+//    is present, a launch of the normal or best-effort class that goes
+//    whole, is `coalescible` and small (the cost model expects at most
+//    `coalesceMaxMs` of it, from launches of its kernel measured alone) takes
+//    along the head launches of other tenants of its class that are
+//    coalescible and small too, in fair-share order, up to
+//    `coalesceMaxParts` launches and `coalesceMaxBlocks` blocks: one
+//    dispatch, run by the caller as one launch of a fused kernel. Measured
+//    to help: per kernel set, the fused launch's time over the sum of its
+//    launches' times alone (the cost model) is averaged, and a set whose
+//    ratio stays above `coalesceMaxRatio` after `coalesceProbe` fused runs
+//    is not fused again, nor one the caller cannot compile. Each tenant is
+//    charged its launches' share of the blocks.
+//
 // Metrics (TenantStats), per tenant: queueing delay (ready to first
 // dispatch), device time received against weight, and STARVATION: the
 // fraction of the time the tenant had ready work that none of its work was
@@ -110,6 +124,10 @@ struct WorkItem {
   /// The launch has a sliced variant (wooly-slice accepted the kernel), so
   /// it may run constrained, sliced and preemptible.
   bool sliceable = false;
+  /// The launch may run fused with other launches in one launch of a
+  /// kernel that dispatches to each (wooly-coalesce); the caller says so
+  /// for the kernels it can merge.
+  bool coalescible = false;
 
   /// Owned by the scheduler: virtual blocks done by earlier slices, and
   /// when the item became ready.
@@ -128,6 +146,10 @@ struct Dispatch {
   /// The virtual blocks [sliceBegin, sliceEnd) of a sliced launch
   /// (sliceEnd 0: not sliced, the whole launch).
   uint64_t sliceBegin = 0, sliceEnd = 0;
+  /// Launches of other tenants that run fused with `item`, in one launch of
+  /// a coalesced kernel (after `item`, in this order); each is done when
+  /// the dispatch ends. Empty: `item` alone.
+  std::vector<WorkItem *> fused;
 
   bool sliced() const { return sliceEnd != 0; }
   explicit operator bool() const { return item != nullptr; }
@@ -141,7 +163,17 @@ struct Outcome {
   uint64_t blocksRun = 0;
   /// The dispatch failed: the item is done whatever it ran.
   bool failed = false;
+  /// A fused dispatch (Dispatch::fused): whether its launches ran as one
+  /// launch of the fused kernel, one after another while that kernel is
+  /// being compiled, or one after another for good because it cannot be
+  /// compiled (the scheduler then never fuses that set of kernels again).
+  enum class Fusion { Fused, Pending, Refused } fusion = Fusion::Fused;
 };
+
+/// Identifies a set of kernels (the distinct `kernelKey`s of `items`,
+/// whatever their order and multiplicity): what a fused kernel is compiled
+/// and measured for.
+uint64_t kernelSetKey(const std::vector<const WorkItem *> &items);
 
 /// One decision, for logs and determinism checks.
 struct DecisionRecord {
@@ -150,10 +182,13 @@ struct DecisionRecord {
   unsigned tenant = 0; // ordinal: the order tenants were first seen
   uint32_t physicalBlocks = 0;
   uint64_t sliceBegin = 0, sliceEnd = 0;
+  /// Launches fused with the item (Dispatch::fused).
+  unsigned fused = 0;
   bool operator==(const DecisionRecord &o) const {
     return at == o.at && item == o.item && ticket == o.ticket &&
            tenant == o.tenant && physicalBlocks == o.physicalBlocks &&
-           sliceBegin == o.sliceBegin && sliceEnd == o.sliceEnd;
+           sliceBegin == o.sliceBegin && sliceEnd == o.sliceEnd &&
+           fused == o.fused;
   }
 };
 
@@ -220,6 +255,10 @@ public:
   /// Tickets of running dispatches that should stop at their next virtual
   /// block (their preemption flag raised), since the last call.
   virtual std::vector<uint64_t> takePreemptions() { return {}; }
+  /// Launches that ran fused (counted per launch, Dispatch::fused and its
+  /// item), and fused dispatches.
+  virtual uint64_t fusedLaunches() const { return 0; }
+  virtual uint64_t fusedDispatches() const { return 0; }
   /// Items ready but not (fully) dispatched, and dispatches running.
   virtual size_t queued() const = 0;
   virtual size_t running() const = 0;
@@ -260,6 +299,16 @@ struct WoolyPolicyOptions {
   double defaultBlockMs = 0.02;
   /// Queueing delays kept per tenant for percentiles.
   size_t delaySamples = 4096;
+  /// Coalescing (see the file header): launches fused into one dispatch at
+  /// most (0 or 1: off), what the cost model may expect of a launch that
+  /// is fused ("small"), the fused grid's blocks at most, and the measured
+  /// ratio of a kernel set's fused time to its launches' times alone above
+  /// which that set is no longer fused (after `coalesceProbe` fused runs).
+  unsigned coalesceMaxParts = 0;
+  double coalesceMaxMs = 0.5;
+  uint64_t coalesceMaxBlocks = 65535;
+  double coalesceMaxRatio = 0.9;
+  unsigned coalesceProbe = 4;
 };
 
 /// First come, first served across all tenants in the order items became

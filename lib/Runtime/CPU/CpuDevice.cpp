@@ -162,10 +162,39 @@ struct LaunchState {
   /// Notified, under the pool mutex, when `poolParticipants` drops to 0.
   std::condition_variable allLeft;
 
-  void fail(std::string message) {
+  /// Fault domains (LaunchConfig::faultDomains): the first block of each,
+  /// whether each failed, and its first error. Empty: the launch is one.
+  std::vector<uint64_t> domainStarts;
+  std::unique_ptr<std::atomic<bool>[]> domainFailed;
+  std::vector<std::string> domainErrors;
+
+  size_t domainOf(uint64_t block) const {
+    return size_t(std::upper_bound(domainStarts.begin(), domainStarts.end(),
+                                   block) -
+                  domainStarts.begin()) -
+           1;
+  }
+
+  /// Ends the launch with `message` - or, with fault domains, the domain
+  /// of `block` (its other blocks are skipped; the other domains go on).
+  void fail(std::string message, uint64_t block) {
     std::lock_guard<std::mutex> lock(errorMutex);
-    if (!failed.exchange(true))
-      error = std::move(message);
+    if (domainStarts.empty()) {
+      if (!failed.exchange(true))
+        error = std::move(message);
+      return;
+    }
+    size_t d = domainOf(block);
+    if (!domainFailed[d].exchange(true))
+      domainErrors[d] = std::move(message);
+  }
+
+  /// Whether the block `block` must stop: the launch, or its domain, failed.
+  bool stopped(uint64_t block) const {
+    if (failed.load(std::memory_order_relaxed))
+      return true;
+    return !domainStarts.empty() &&
+           domainFailed[domainOf(block)].load(std::memory_order_relaxed);
   }
 };
 
@@ -181,6 +210,8 @@ struct Worker {
   std::vector<WoolyAccessRange> cache;
   std::vector<char> shared;
   uint64_t block[3] = {0, 0, 0};
+  /// The same block as one linear index.
+  uint64_t linearBlock = 0;
   // Direct mode.
   GpuThread direct;
   std::jmp_buf jmp;
@@ -221,7 +252,8 @@ void yieldToScheduler(GpuThread *t) {
 [[noreturn]] void faultThread(GpuThread *t, const std::string &message) {
   Worker *w = t->worker;
   w->launch->fail("kernel '" + w->launch->kernel->name + "': " + message +
-                  " (" + describeThread(t) + ")");
+                      " (" + describeThread(t) + ")",
+                  w->linearBlock);
   if (w->fiberMode) {
     t->status = ThreadStatus::Faulted;
     yieldToScheduler(t);
@@ -809,7 +841,8 @@ bool resolveWarps(Worker &w) {
         ok = resolveWarpOp(lead.warpKind, laneData, group, error);
       if (!ok) {
         l.fail("kernel '" + l.kernel->name + "': " + error + " (" +
-               describeThread(&lead) + ")");
+                   describeThread(&lead) + ")",
+               w.linearBlock);
         return false;
       }
       for (uint32_t j = 0; j < 32; ++j)
@@ -873,7 +906,7 @@ void runBlockFibers(Worker &w) {
       ran = true;
       if (t.status == ThreadStatus::Exited)
         ++w.exited;
-      else if (t.status == ThreadStatus::Faulted || l.failed.load())
+      else if (t.status == ThreadStatus::Faulted || l.stopped(w.linearBlock))
         return;
     }
     if (n == w.exited)
@@ -883,7 +916,7 @@ void runBlockFibers(Worker &w) {
     bool progress = false;
     if (w.atWarp) {
       progress |= resolveWarps(w);
-      if (l.failed.load())
+      if (l.stopped(w.linearBlock))
         return;
     }
     if (w.atBarrier)
@@ -911,8 +944,9 @@ void runBlockFibers(Worker &w) {
                " at a warp collective (mask 0x" + hex(t.warpMask) + ");";
     }
     l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
-           std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) + "," +
-           std::to_string(w.block[2]) + "):" + who);
+               std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) +
+               "," + std::to_string(w.block[2]) + "):" + who,
+           w.linearBlock);
     return;
   }
 }
@@ -945,6 +979,9 @@ void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
     uint64_t b = l.nextBlock.fetch_add(1);
     if (b >= l.numBlocks)
       return;
+    if (l.stopped(b))
+      continue; // its fault domain failed
+    w.linearBlock = b;
     w.block[0] = b % g[0];
     w.block[1] = (b / g[0]) % g[1];
     w.block[2] = b / (uint64_t(g[0]) * g[1]);
@@ -1360,6 +1397,19 @@ public:
     l.memory = &memory;
     l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
     l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
+    if (!config.faultDomains.empty()) {
+      const std::vector<uint64_t> &d = config.faultDomains;
+      if (d.front() != 0 || !std::is_sorted(d.begin(), d.end()) ||
+          std::adjacent_find(d.begin(), d.end()) != d.end() ||
+          d.back() >= blocks)
+        return fail("fault domains must start at block 0 and at ascending "
+                    "blocks of the grid");
+      l.domainStarts = d;
+      l.domainFailed.reset(new std::atomic<bool>[d.size()]);
+      for (size_t i = 0; i < d.size(); ++i)
+        l.domainFailed[i] = false;
+      l.domainErrors.resize(d.size());
+    }
     bool usePool = l.numWorkers > 1;
 
     std::unique_ptr<Worker> self;
@@ -1397,6 +1447,14 @@ public:
     }
     if (l.failed.load())
       return makeError(l.error);
+    if (!l.domainStarts.empty()) {
+      std::vector<std::pair<size_t, std::string>> faults;
+      for (size_t d = 0; d < l.domainStarts.size(); ++d)
+        if (l.domainFailed[d].load())
+          faults.push_back({d, l.domainErrors[d]});
+      if (!faults.empty())
+        return llvm::make_error<FaultDomainsError>(std::move(faults));
+    }
     return Error::success();
   }
 
