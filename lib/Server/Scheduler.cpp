@@ -467,9 +467,6 @@ public:
     return {};
   }
 
-  uint64_t fusedLaunches() const override { return numFusedLaunches; }
-  uint64_t fusedDispatches() const override { return numFusedDispatches; }
-
   bool finished(const Dispatch &d, const Outcome &o, Nanos now) override {
     WorkItem *item = d.item;
     Tenant &t = runningTenant(d);
@@ -499,8 +496,6 @@ public:
         if (++f.samples >= opts.coalesceProbe &&
             f.ratio > opts.coalesceMaxRatio)
           f.off = true;
-        numFusedDispatches++;
-        numFusedLaunches += all.size();
       }
     } else if (item->kind == WorkItem::Kind::Launch) {
       unsigned occ = occupancy(*item);
@@ -760,7 +755,6 @@ private:
   /// decisions.
   std::unordered_map<uint64_t, KernelCost> costs;
   std::unordered_map<uint64_t, FusionStats> fusionStats;
-  uint64_t numFusedLaunches = 0, numFusedDispatches = 0;
 };
 
 } // namespace

@@ -32,6 +32,13 @@
 //    stay one instance per session; a copy to a variable before any launch
 //    compiles the variables alone. A backend that loads modules whole
 //    compiles the module whole at its first use.
+//  - Coalescing: the scheduler may hand out small launches of several
+//    tenants as one dispatch (Dispatch::fused). Their kernels, merged from
+//    the tenants' modules (mergeForCoalescing) and compiled through
+//    wooly-coalesce once per kernel set on a compile thread, then run as
+//    one launch whose parts are fault domains: a fault ends only its own
+//    part and reaches only its own tenant. Until the fused kernel is ready
+//    (or where it cannot be compiled) the parts run one after another.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -42,7 +49,9 @@
 #include "Wooly/Server/Server.h"
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/Backend.h"
+#include "Wooly/Runtime/CoalesceTable.h"
 #include "Wooly/Runtime/Launch.h"
 #include "Wooly/Server/Scheduler.h"
 #include "Wooly/Server/Tenants.h"
@@ -227,6 +236,19 @@ struct KernelSlot {
   std::vector<struct Op *> waiting;
 };
 
+/// The kernel that runs fused launches of one kernel set
+/// (Dispatch::fused): compiled and loaded once, shared by every tenant.
+struct FusedKernel {
+  enum class State { Compiling, Ready, Failed };
+  /// Written by the I/O thread, read by executors: under `fusedMutex`.
+  State state = State::Compiling;
+  std::shared_ptr<const CompiledModule> compiled;
+  const KernelInfo *kernel = nullptr; // __wooly_coalesced
+  BackendModule *loaded = nullptr;
+  /// The kernel index of each kernel of the set, by kernelKey.
+  std::map<uint64_t, uint32_t> indexOf;
+};
+
 /// A unit of device work or a synchronisation point.
 struct Op : WorkItem {
   enum class Type {
@@ -274,6 +296,11 @@ struct Op : WorkItem {
   Nanos startedNs = 0;
   /// Virtual blocks the last dispatch ran.
   uint64_t blocksRun = 0;
+  /// In a fused dispatch: the session ended or faulted before it ran, so
+  /// it does not run (its result is set).
+  bool skip = false;
+  /// Launches it ran fused with (0: alone).
+  unsigned fusedWith = 0;
   Clock::time_point arrived;
   /// Runs on the I/O thread when a sync op completes, to fill the reply.
   std::function<void(pb::Reply &)> fill;
@@ -460,6 +487,12 @@ public:
   /// preemption flag and counter (0: none, or its own).
   void execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
                uint64_t sliceCounter);
+  /// Runs the launches of a fused dispatch (those not `skip`ped): as one
+  /// launch of `fk` when it is ready, else one after another. Executor.
+  Outcome::Fusion executeFused(const std::vector<Op *> &ops, FusedKernel *fk);
+  /// The fused kernel of `ops`' kernel set, its compilation started when
+  /// new (null: too many sets). I/O thread.
+  FusedKernel *fusedKernelFor(const std::vector<Op *> &ops);
   /// The dispatch's span on its tenant's trace track (--trace).
   void traceDispatch(Op *op, const Dispatch &d);
   /// Raises the preemption flags the scheduler asks for.
@@ -554,6 +587,14 @@ public:
   /// Whether lower-class kernels are compiled through wooly-slice (a
   /// latency-critical tenant is configured and the policy paces).
   bool paceKernels = false;
+  /// Whether launches may be fused (--coalesce, the wooly policy, a
+  /// backend with fault domains), and the fused kernels by kernel set
+  /// (created by the I/O thread, never removed; states under fusedMutex).
+  bool coalesceOn = false;
+  std::mutex fusedMutex;
+  std::map<uint64_t, std::unique_ptr<FusedKernel>> fusedKernels;
+  /// Launches that ran fused, and the fused launches (executors).
+  std::atomic<uint64_t> coalescedLaunches{0}, coalescedDispatches{0};
   /// Preemption flags: free ones, and the flag of each running sliced
   /// dispatch by ticket (I/O thread).
   std::vector<uint64_t> freeFlags;
@@ -666,6 +707,9 @@ llvm::Error Server::Impl::start() {
       po.latencyCriticalExtra = 0;
     }
     paceKernels = po.pacing && latencyCritical;
+    coalesceOn = options.coalesce && backend->supportsFaultDomains();
+    if (coalesceOn)
+      po.coalesceMaxParts = 8;
     scheduler = createWoolyScheduler(po);
   } else {
     return llvm::createStringError("unknown scheduler '" + options.scheduler +
@@ -2265,6 +2309,14 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     op->gridBlocks = uint64_t(c.grid[0]) * c.grid[1] * c.grid[2];
     // Slices name virtual blocks with 32 bits.
     op->sliceable = op->slot->sliced && op->gridBlocks <= UINT32_MAX;
+    // Fused launches run the kernel as written, merged with others: not
+    // for modules with variables (each session has its own instance) or
+    // printf (a fused launch has one output sink).
+    const ModuleImage &image = *op->module->image;
+    op->coalescible = coalesceOn && op->kernel &&
+                      image.layout.globals.empty() &&
+                      image.text.find("vprintf") == std::string::npos &&
+                      op->gridBlocks <= UINT32_MAX;
     op->threadsPerBlock = c.block[0] * c.block[1] * c.block[2];
     if (op->kernel) {
       op->registersPerThread = op->kernel->registers
@@ -2292,13 +2344,25 @@ void Server::Impl::dispatch() {
     if (!d)
       return;
     auto *op = static_cast<Op *>(d.item);
-    queuedOps--;
+    std::vector<Op *> ops = {op};
+    for (WorkItem *w : d.fused)
+      ops.push_back(static_cast<Op *>(w));
+    queuedOps -= ops.size();
     // Work queued before its session ended or faulted does not run.
-    if (op->session->dead || op->session->sticky.code() != pb::OK) {
-      op->result = op->session->dead
-                       ? status(pb::NO_SESSION, "the session ended", op->seq)
-                       : op->session->sticky;
-      complete(op);
+    bool anyLive = false;
+    for (Op *o : ops) {
+      o->skip = o->session->dead || o->session->sticky.code() != pb::OK;
+      if (o->skip)
+        o->result = o->session->dead ? status(pb::NO_SESSION,
+                                              "the session ended", o->seq)
+                                     : o->session->sticky;
+      anyLive |= !o->skip;
+    }
+    if (!anyLive) {
+      scheduler->finished(d, Outcome{0, 0, true, Outcome::Fusion::Pending},
+                          nowNanos());
+      for (Op *o : ops)
+        complete(o);
       continue;
     }
     auto busy = [this](bool starts) {
@@ -2310,6 +2374,34 @@ void Server::Impl::dispatch() {
             std::chrono::duration<double>(Clock::now() - busySince).count();
     };
     busy(true);
+    if (!d.fused.empty()) {
+      idleExecutors--;
+      FusedKernel *fk = fusedKernelFor(ops);
+      execQueue.push([this, ops, d, fk, busy] {
+        auto start = Clock::now();
+        Outcome::Fusion how = Outcome::Fusion::Refused;
+        try {
+          how = executeFused(ops, fk);
+        } catch (const std::exception &x) {
+          for (Op *o : ops)
+            if (!o->skip && o->result.code() == pb::OK)
+              o->result = status(pb::INTERNAL, x.what(), o->seq);
+        }
+        double ms = std::chrono::duration<double, std::milli>(Clock::now() -
+                                                              start)
+                        .count();
+        post([this, ops, d, busy, how, ms] {
+          idleExecutors++;
+          busy(false);
+          for (Op *o : ops)
+            traceDispatch(o, d);
+          scheduler->finished(d, Outcome{ms, 0, false, how}, nowNanos());
+          for (Op *o : ops)
+            complete(o);
+        });
+      });
+      continue;
+    }
     if (op->type != Op::Type::Launch && op->bytes <= kInlineBytes &&
         backend->kind() == "cpu") {
       execute(op, d, 0, 0);
@@ -2374,6 +2466,8 @@ void Server::Impl::traceDispatch(Op *op, const Dispatch &d) {
     args.push_back({"blocks_run", std::to_string(op->blocksRun)});
     if (d.physicalBlocks)
       args.push_back({"physical_blocks", std::to_string(d.physicalBlocks)});
+    if (op->fusedWith)
+      args.push_back({"coalesced_with", std::to_string(op->fusedWith)});
     if (d.sliced())
       args.push_back({"slice", std::to_string(d.sliceBegin) + "-" +
                                    std::to_string(d.sliceEnd)});
@@ -2438,6 +2532,214 @@ uint64_t Server::Impl::takeFlag() {
 }
 
 void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
+
+FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
+  std::vector<const WorkItem *> items(ops.begin(), ops.end());
+  uint64_t key = kernelSetKey(items);
+  auto it = fusedKernels.find(key);
+  if (it != fusedKernels.end())
+    return it->second.get();
+  // Fused kernels stay loaded; a server that meets ever new kernel sets
+  // runs their launches one by one past this many.
+  constexpr size_t kMaxFusedKernels = 256;
+  if (fusedKernels.size() >= kMaxFusedKernels)
+    return nullptr;
+  auto owned = std::make_unique<FusedKernel>();
+  FusedKernel *fk = owned.get();
+  fusedKernels[key] = std::move(owned);
+
+  // The set's kernels in kernelKey order: the fused kernel's indices.
+  std::map<uint64_t, const Op *> byKey;
+  for (const Op *o : ops)
+    byKey.emplace(o->kernelKey, o);
+  std::vector<CoalesceSource> sources;
+  std::vector<std::shared_ptr<ModuleImage>> images; // kept alive
+  std::string names;
+  for (auto &[k, o] : byKey) {
+    fk->indexOf[k] = uint32_t(sources.size());
+    sources.push_back({o->module->image->text, o->module->image->name,
+                       o->kernelName});
+    images.push_back(o->module->image);
+    names += (names.empty() ? "" : ", ") + o->kernelName;
+  }
+  std::string target = backend->nativeTarget();
+  compileQueue.push([this, fk, sources, images, names, target] {
+    auto start = Clock::now();
+    std::string error;
+    bool hit = false;
+    std::shared_ptr<const CompiledModule> module;
+    BackendModule *loaded = nullptr;
+    // Nothing thrown here may end the thread (and the server).
+    try {
+      auto merged = mergeForCoalescing(sources);
+      auto t = Target::parse(target);
+      if (!merged) {
+        error = llvm::toString(merged.takeError());
+      } else if (!t) {
+        error = llvm::toString(t.takeError());
+      } else {
+        CompileInput in;
+        in.kind = CompileInput::Kind::MLIR;
+        in.text = std::move(merged->mlir);
+        in.name = "coalesced(" + names + ")";
+        CompileOptions co;
+        co.passes =
+            "wooly-coalesce{kernels=" + llvm::join(merged->kernels, ",") + "}";
+        auto c = cache->getOrCompile(in, *t, co, &hit);
+        if (!c) {
+          error = llvm::toString(c.takeError());
+        } else {
+          module = *c;
+          auto l = backend->loadModule(module, "");
+          if (l)
+            loaded = *l;
+          else
+            error = llvm::toString(l.takeError());
+        }
+      }
+    } catch (const std::exception &x) {
+      error = std::string("compile failed: ") + x.what();
+    }
+    double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    post([this, fk, module, loaded, error, names, ms, hit] {
+      std::lock_guard<std::mutex> lock(fusedMutex);
+      fk->compiled = module;
+      fk->loaded = loaded;
+      fk->kernel = module ? module->findKernel("__wooly_coalesced") : nullptr;
+      if (error.empty() && fk->kernel) {
+        fk->state = FusedKernel::State::Ready;
+        log(llvm::formatv("coalesced kernel of {0} ready in {1:f1} ms ({2})",
+                          names, ms, hit ? "compile cache hit" : "compiled")
+                .str());
+      } else {
+        fk->state = FusedKernel::State::Failed;
+        log("kernels " + names + " are not coalesced: " +
+            (error.empty() ? "no __wooly_coalesced kernel" : error));
+      }
+    });
+  });
+  return fk;
+}
+
+Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
+                                           FusedKernel *fk) {
+  FusedKernel::State state = FusedKernel::State::Failed;
+  if (fk) {
+    std::lock_guard<std::mutex> lock(fusedMutex);
+    state = fk->state;
+  }
+  std::vector<Op *> live;
+  for (Op *o : ops)
+    if (!o->skip)
+      live.push_back(o);
+  auto oneByOne = [&](Outcome::Fusion how) {
+    for (Op *o : live)
+      execute(o, Dispatch(), 0, 0);
+    return how;
+  };
+  if (state != FusedKernel::State::Ready)
+    return oneByOne(state == FusedKernel::State::Compiling
+                        ? Outcome::Fusion::Pending
+                        : Outcome::Fusion::Refused);
+
+  auto start = Clock::now();
+  Nanos startedNs =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start - startTime)
+          .count();
+  // The table and every part's parameters in one allocation.
+  std::vector<CoalescePart> parts(live.size());
+  uint64_t tableBytes =
+      sizeof(CoalesceTableHeader) + live.size() * sizeof(CoalescePart);
+  uint64_t bytes = llvm::alignTo(tableBytes, 16);
+  std::vector<uint64_t> offsets;
+  for (size_t i = 0; i < live.size(); ++i) {
+    const Op &o = *live[i];
+    CoalescePart &p = parts[i];
+    p.kernelIndex = fk->indexOf.at(o.kernelKey);
+    for (int d = 0; d < 3; ++d) {
+      p.grid[d] = o.config.grid[d];
+      p.block[d] = o.config.block[d];
+    }
+    p.dynamicSharedBytes = o.config.dynamicSharedBytes;
+    offsets.push_back(bytes);
+    bytes += llvm::alignTo(std::max<uint64_t>(o.params.size(), 1), 16);
+  }
+  auto base = backend->allocate(bytes);
+  if (!base) {
+    llvm::consumeError(base.takeError());
+    return oneByOne(Outcome::Fusion::Pending);
+  }
+  llvm::Error e = llvm::Error::success();
+  for (size_t i = 0; i < live.size() && !e; ++i) {
+    parts[i].params = *base + offsets[i];
+    e = backend->copyToDevice(parts[i].params, live[i]->params.data(),
+                              live[i]->params.size());
+  }
+  assignFirstBlocks(parts);
+  std::vector<uint8_t> table = encodeCoalesceTable(parts);
+  if (!e)
+    e = backend->copyToDevice(*base, table.data(), table.size());
+  LaunchConfig c;
+  c.grid = {uint32_t(coalescedGrid(parts)), 1, 1};
+  c.block = {coalescedBlock(parts), 1, 1};
+  c.dynamicSharedBytes = coalescedDynamicShared(parts);
+  for (const CoalescePart &p : parts)
+    c.faultDomains.push_back(p.firstBlock);
+  std::vector<uint8_t> params;
+  if (!e) {
+    auto fp = extendParams(*fk->kernel, {}, {{"coalesce_table", *base}});
+    if (fp)
+      params = std::move(*fp);
+    else
+      e = fp.takeError();
+  }
+  std::vector<std::pair<size_t, std::string>> faults;
+  if (!e) {
+    e = backend->launch(fk->loaded, "__wooly_coalesced", c, params);
+    // A part's fault is that part's tenant's alone.
+    e = llvm::handleErrors(std::move(e), [&](const FaultDomainsError &d) {
+      faults = d.faults();
+    });
+  }
+  if (llvm::Error fe = backend->free(*base))
+    llvm::consumeError(std::move(fe));
+  if (e) {
+    // Refused before any block ran (a launch limit the parts' launches
+    // meet one by one, or no memory for the table): the parts run alone,
+    // and the scheduler fuses this set no more.
+    llvm::consumeError(std::move(e));
+    return oneByOne(Outcome::Fusion::Refused);
+  }
+  double ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  uint64_t blocks = 0;
+  for (const CoalescePart &p : parts)
+    blocks += p.blocks();
+  for (size_t i = 0; i < live.size(); ++i) {
+    Op &o = *live[i];
+    o.startedNs = startedNs;
+    o.lastMs = ms * double(parts[i].blocks()) / double(std::max<uint64_t>(
+                                                    blocks, 1));
+    o.ms += o.lastMs;
+    o.blocksRun = o.gridBlocks;
+    o.fusedWith = unsigned(live.size() - 1);
+  }
+  coalescedDispatches++;
+  coalescedLaunches += live.size();
+  for (auto &[part, message] : faults)
+    if (part < live.size())
+      live[part]->result = status(
+          pb::LAUNCH_FAILURE,
+          llvm::formatv("launch of kernel '{0}', run coalesced with {1} "
+                        "other launch{2} (its blocks from {3} on): {4}",
+                        live[part]->kernelName, live.size() - 1,
+                        live.size() == 2 ? "" : "es", parts[part].firstBlock,
+                        message)
+              .str(),
+          live[part]->seq, /*sticky=*/true);
+  return Outcome::Fusion::Fused;
+}
 
 /// Runs on an executor thread: only the op's own fields and the backend.
 void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
@@ -2720,6 +3022,14 @@ std::string Server::Impl::metricsText() {
            "Busy time over the server's uptime.");
   w.sample("wooly_device_busy_fraction", {},
            uptime > 0 ? std::min(1.0, busy / uptime) : 0);
+  w.family("wooly_coalesced_launches_total", "counter",
+           "Launches that ran fused with launches of other tenants.");
+  w.sample("wooly_coalesced_launches_total", {},
+           double(coalescedLaunches.load()));
+  w.family("wooly_coalesced_dispatches_total", "counter",
+           "Fused launches (each runs several tenants' launches).");
+  w.sample("wooly_coalesced_dispatches_total", {},
+           double(coalescedDispatches.load()));
   w.family("wooly_device_memory_bytes", "gauge",
            "Device memory shared by all tenants.");
   w.sample("wooly_device_memory_bytes", {}, double(deviceMemory));

@@ -91,6 +91,12 @@ static cl::opt<bool> pacing(
              "other tenants' kernels sliced and preemptible so its kernels "
              "start within its SLA (cpu and cuda; default true)"),
     cl::init(true), cl::cat(cat));
+static cl::opt<bool> coalesce(
+    "coalesce",
+    cl::desc("wooly: fuse small launches of different tenants into one "
+             "launch (wooly-coalesce) where that is measured to help; a "
+             "fault stays its tenant's (cpu; default true)"),
+    cl::init(true), cl::cat(cat));
 static cl::opt<std::string>
     traceFile("trace",
               cl::desc("At exit, write what ran when (one track per tenant) "
@@ -132,6 +138,7 @@ int main(int argc, char **argv) {
   o.drainTimeoutMs = drainTimeout;
   o.scheduler = scheduler;
   o.pacing = pacing;
+  o.coalesce = coalesce;
   o.traceFile = traceFile;
   for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
                               &deviceMemory, &o.deviceMemory},

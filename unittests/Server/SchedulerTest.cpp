@@ -345,6 +345,112 @@ TEST(SchedulerTest, RetiredTenantsAreForgottenOnceTheirWorkIsDone) {
   EXPECT_TRUE(s->next(3 * kMs));
 }
 
+TEST(SchedulerTest, SmallLaunchesOfATenantsClassAreCoalesced) {
+  TenantConfig a = tenantConfig("a", PriorityClass::Normal);
+  TenantConfig b = tenantConfig("b", PriorityClass::Normal);
+  TenantConfig c = tenantConfig("c", PriorityClass::Normal);
+  TenantConfig low = tenantConfig("low", PriorityClass::BestEffort);
+  WoolyPolicyOptions o;
+  o.device = DeviceModel::cpu(2);
+  o.maxRunning = 1;
+  o.latencyCriticalExtra = 0;
+  o.coalesceMaxParts = 8;
+  o.coalesceProbe = 2;
+  auto s = createWoolyScheduler(o);
+  std::vector<const TenantConfig *> who = {&a, &b, &c, &low};
+  std::vector<std::unique_ptr<WorkItem>> items;
+  auto item = [&](const TenantConfig &t, uint64_t kernel, uint64_t blocks) {
+    items.push_back(std::make_unique<WorkItem>(
+        launchItem(t, items.size() + 1, blocks, false)));
+    items.back()->kernelKey = kernel;
+    items.back()->coalescible = true;
+    return items.back().get();
+  };
+  Nanos now = 0;
+  auto runAlone = [&](WorkItem *w, double ms) {
+    s->ready(w, now);
+    Dispatch d = s->next(now);
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d.fused.empty());
+    now += Nanos(ms * kMs);
+    s->finished(d, Outcome{ms, w->gridBlocks}, now);
+  };
+  // Nothing is fused before its kernel was measured alone.
+  WorkItem *x = item(a, 1, 2), *y = item(b, 2, 2);
+  s->ready(x, now);
+  s->ready(y, now);
+  Dispatch first = s->next(now);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first.fused.empty());
+  s->finished(first, Outcome{0.1, 2}, now += kMs / 10);
+  Dispatch second = s->next(now);
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second.fused.empty());
+  s->finished(second, Outcome{0.1, 2}, now += kMs / 10);
+  runAlone(item(c, 3, 2), 0.1);
+  runAlone(item(low, 3, 2), 0.1);
+  // A long kernel (measured: 5 ms) is never fused.
+  runAlone(item(c, 9, 2), 5);
+
+  // Ready together: one dispatch takes the heads of the class's tenants,
+  // in fair-share order, and not the best-effort one nor the long kernel.
+  auto together = [&](double fusedMs, Outcome::Fusion how) {
+    WorkItem *p = item(a, 1, 2), *q = item(b, 2, 2), *r = item(c, 3, 2),
+             *l = item(low, 3, 2);
+    for (WorkItem *w : {p, q, r, l})
+      s->ready(w, now);
+    Dispatch d = s->next(now);
+    EXPECT_TRUE(d);
+    std::vector<const WorkItem *> all = {d.item};
+    all.insert(all.end(), d.fused.begin(), d.fused.end());
+    now += Nanos(fusedMs * kMs);
+    s->finished(d, Outcome{fusedMs, 0, false, how}, now);
+    // The best-effort item follows alone.
+    Dispatch rest;
+    while ((rest = s->next(now))) {
+      EXPECT_TRUE(rest.fused.empty());
+      s->finished(rest, Outcome{0.1, 2}, now += kMs / 10);
+    }
+    return all.size();
+  };
+  EXPECT_EQ(together(0.12, Outcome::Fusion::Fused), 3u);
+  // Fair share: the fused launches' tenants were charged their part.
+  std::vector<TenantStats> st = s->stats(now);
+  for (const TenantStats &t : st)
+    EXPECT_GT(t.chargedMs, 0) << t.name;
+  // Measured to help (0.12 ms against 0.3 ms alone): fused again.
+  EXPECT_EQ(together(0.12, Outcome::Fusion::Fused), 3u);
+  // Measured not to help (0.4 ms against 0.3 alone): once its averaged
+  // ratio passes coalesceMaxRatio, the set is no longer fused.
+  int rounds = 0;
+  while (together(0.4, Outcome::Fusion::Fused) == 3u && rounds < 10)
+    ++rounds;
+  EXPECT_GE(rounds, 2);
+  EXPECT_LT(rounds, 10);
+  // (A subset of it is another set, measured on its own.)
+  EXPECT_LT(together(0.1, Outcome::Fusion::Fused), 3u);
+
+  // A set the caller cannot compile is not fused again.
+  auto s2 = createWoolyScheduler(o);
+  s.swap(s2);
+  x = item(a, 1, 2);
+  y = item(b, 2, 2);
+  runAlone(x, 0.1);
+  runAlone(y, 0.1);
+  WorkItem *p = item(a, 1, 2), *q = item(b, 2, 2);
+  s->ready(p, now);
+  s->ready(q, now);
+  Dispatch d = s->next(now);
+  ASSERT_EQ(d.fused.size(), 1u);
+  s->finished(d, Outcome{0.1, 0, false, Outcome::Fusion::Refused}, now);
+  p = item(a, 1, 2);
+  q = item(b, 2, 2);
+  s->ready(p, now);
+  s->ready(q, now);
+  d = s->next(now);
+  EXPECT_TRUE(d.fused.empty());
+}
+
 TEST(SimTest, BlocksAreDispatchedInOrderWithinTheSmLimits) {
   // 4 SMs of 2048 threads: a kernel of 1024-thread blocks holds 2 per SM,
   // so 16 blocks of 100 us take two waves.

@@ -1191,3 +1191,317 @@ TEST_F(ServerTest, PacedKernelsAreBitIdentical) {
       << "no sliced dispatch in the trace";
   EXPECT_NE(traceText.find("\"name\":\"block_sum_i32\""), std::string::npos);
 }
+
+namespace {
+// Three modules that each define a device function `helper` and a shared
+// array `tile` (their names clash when merged), and a long kernel.
+const char *kCoalesceA = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.shared .align 4 .b32 tile[64];
+.func (.param .b32 r) helper(.param .b32 x)
+{
+  .reg .b32 %a;
+  ld.param.b32 %a, [x];
+  add.u32 %a, %a, 1;
+  st.param.b32 [r], %a;
+  ret;
+}
+// out[i] = (in[i ^ 1] + 1) * k, through shared memory and a barrier.
+.visible .entry scale(.param .u64 out, .param .u64 in, .param .u32 k)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  ld.param.u32 %r1, [k];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mad.lo.u32 %r5, %r3, %r4, %r2;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.u64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r6, [%rd4];
+  {
+    .param .b32 p0;
+    st.param.b32 [p0], %r6;
+    .param .b32 r0;
+    call.uni (r0), helper, (p0);
+    ld.param.b32 %r7, [r0];
+  }
+  mul.lo.u32 %r7, %r7, %r1;
+  mov.u32 %r8, tile;
+  shl.b32 %r9, %r2, 2;
+  add.u32 %r9, %r8, %r9;
+  st.shared.u32 [%r9], %r7;
+  bar.sync 0;
+  xor.b32 %r9, %r2, 1;
+  shl.b32 %r9, %r9, 2;
+  add.u32 %r9, %r8, %r9;
+  ld.shared.u32 %r7, [%r9];
+  add.u64 %rd5, %rd1, %rd3;
+  st.global.u32 [%rd5], %r7;
+  ret;
+}
+)";
+const char *kCoalesceB = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.shared .align 4 .b32 tile[64];
+.func (.param .b32 r) helper(.param .b32 x)
+{
+  .reg .b32 %a;
+  ld.param.b32 %a, [x];
+  mul.lo.u32 %a, %a, %a;
+  st.param.b32 [r], %a;
+  ret;
+}
+// out[i] = in[i] * in[i] + v.
+.visible .entry square(.param .u64 out, .param .u64 in, .param .u32 v)
+{
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  ld.param.u32 %r1, [v];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mad.lo.u32 %r5, %r3, %r4, %r2;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.u64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r6, [%rd4];
+  mov.u32 %r8, tile;
+  shl.b32 %r9, %r2, 2;
+  add.u32 %r9, %r8, %r9;
+  st.shared.u32 [%r9], %r6;
+  ld.shared.u32 %r6, [%r9];
+  {
+    .param .b32 p0;
+    st.param.b32 [p0], %r6;
+    .param .b32 r0;
+    call.uni (r0), helper, (p0);
+    ld.param.b32 %r7, [r0];
+  }
+  add.u32 %r7, %r7, %r1;
+  add.u64 %rd5, %rd1, %rd3;
+  st.global.u32 [%rd5], %r7;
+  ret;
+}
+)";
+const char *kCoalesceC = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+// out[i] = v + i (out may point nowhere: the store faults).
+.visible .entry poke(.param .u64 out, .param .u32 v)
+{
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [v];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mad.lo.u32 %r5, %r3, %r4, %r2;
+  add.u32 %r1, %r1, %r5;
+  mul.wide.u32 %rd2, %r5, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+.visible .entry spin(.param .u32 iters, .param .u64 out)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u32 %r1, [iters];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r2, %ctaid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %tid.x;
+  mad.lo.u32 %r5, %r2, %r3, %r4;
+  mov.u32 %r6, %r5;
+  mov.u32 %r7, 0;
+LOOP:
+  setp.ge.u32 %p, %r7, %r1;
+  @%p bra DONE;
+  mad.lo.u32 %r6, %r6, %r6, 1013904223;
+  add.u32 %r7, %r7, 1;
+  bra LOOP;
+DONE:
+  mul.wide.u32 %rd2, %r5, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+}
+)";
+
+/// A tenant with one small kernel of its own module, its buffers and the
+/// results it expects.
+struct SmallTenant {
+  std::unique_ptr<Client> c;
+  Module m;
+  std::string kernel;
+  uint64_t in = 0, out = 0;
+  std::vector<uint32_t> input, expected;
+  std::vector<uint8_t> params;
+  static constexpr uint32_t kThreads = 64, kBlocks = 2, kN = 128;
+
+  /// Launches and sends the launch at once (the client batches
+  /// asynchronous calls until a synchronous one otherwise).
+  bool launch() {
+    return c
+               ->launch(m.handle, kernel, {kBlocks}, {kThreads}, 0,
+                        params.data(), params.size())
+               .ok() &&
+           c->flush().ok();
+  }
+  /// Synchronises and compares; "" when the results are right.
+  std::string check() {
+    Status s = c->deviceSynchronize();
+    if (!s.ok())
+      return kernel + ": " + s.str();
+    std::vector<uint32_t> got(kN);
+    if (!(s = c->copyFromDevice(got.data(), out, kN * 4)).ok())
+      return kernel + ": " + s.str();
+    for (uint32_t i = 0; i < kN; ++i)
+      if (got[i] != expected[i])
+        return kernel + ": out[" + std::to_string(i) + "] = " +
+               std::to_string(got[i]) + ", expected " +
+               std::to_string(expected[i]);
+    // Cleared before the next launch, so that a launch that did not run
+    // cannot pass.
+    if (!(s = c->memset(out, 0, kN * 4)).ok() ||
+        !(s = c->deviceSynchronize()).ok())
+      return kernel + ": " + s.str();
+    return "";
+  }
+};
+} // namespace
+
+// Small launches of different tenants waiting together run as one launch
+// of a kernel merged from their modules (wooly-coalesce), with the results
+// of running alone; a fault in one part reaches its tenant only.
+TEST_F(ServerTest, CoalescedLaunchesAreBitIdenticalAndFaultsStayTheirTenants) {
+  // One executor: launches queue while the long kernel runs.
+  std::string tracePath = dir + "/trace.json";
+  startServer({"--executors=1", "--trace=" + tracePath});
+  struct Spec {
+    const char *module, *kernel;
+    uint32_t scalar;
+  };
+  // Two tenants run the same kernel of the same module.
+  std::vector<Spec> specs = {{kCoalesceA, "scale", 3},
+                             {kCoalesceA, "scale", 5},
+                             {kCoalesceB, "square", 7},
+                             {kCoalesceC, "poke", 11}};
+  std::vector<SmallTenant> ts(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SmallTenant &t = ts[i];
+    t.c = connect("small" + std::to_string(i));
+    ASSERT_TRUE(t.c);
+    ASSERT_TRUE(t.c->loadModule(specs[i].module, "m", t.m).ok());
+    t.kernel = specs[i].kernel;
+    const KernelLayout *k = t.m.findKernel(t.kernel);
+    ASSERT_NE(k, nullptr);
+    ASSERT_TRUE(t.c->malloc(SmallTenant::kN * 4, t.in).ok());
+    ASSERT_TRUE(t.c->malloc(SmallTenant::kN * 4, t.out).ok());
+    t.input.resize(SmallTenant::kN);
+    for (uint32_t j = 0; j < SmallTenant::kN; ++j)
+      t.input[j] = j * 2654435761u + uint32_t(i);
+    ASSERT_TRUE(
+        t.c->copyToDevice(t.in, t.input.data(), SmallTenant::kN * 4).ok());
+    uint32_t v = specs[i].scalar;
+    t.expected.resize(SmallTenant::kN);
+    for (uint32_t j = 0; j < SmallTenant::kN; ++j)
+      t.expected[j] = t.kernel == "scale"    ? (t.input[j ^ 1] + 1) * v
+                      : t.kernel == "square" ? t.input[j] * t.input[j] + v
+                                             : v + j;
+    Params p(*k);
+    p.add(t.out);
+    if (t.kernel != "poke")
+      p.add(t.in);
+    p.add(v);
+    t.params = p.bytes;
+    // Alone first: the scheduler fuses only kernels it has measured.
+    ASSERT_TRUE(t.launch());
+    ASSERT_EQ(t.check(), "");
+  }
+  auto blocker = connect("blocker");
+  ASSERT_TRUE(blocker);
+  Module bm;
+  ASSERT_TRUE(blocker->loadModule(kCoalesceC, "spin", bm).ok());
+  uint64_t spinOut;
+  ASSERT_TRUE(blocker->malloc(64 * 4, spinOut).ok());
+  Params sp(*bm.findKernel("spin"));
+  sp.add(uint32_t(20000000)).add(spinOut);
+  DeviceProperties props;
+  auto round = [&](const std::vector<size_t> &who) {
+    // The long kernel holds the only executor (the reply to getDevice
+    // comes after the server took the launch), so the small launches
+    // queue and leave together.
+    EXPECT_TRUE(blocker
+                    ->launch(bm.handle, "spin", {1}, {1}, 0, sp.bytes.data(),
+                             sp.bytes.size())
+                    .ok());
+    EXPECT_TRUE(blocker->getDevice(props).ok());
+    // Each tenant's launch reaches the server before anyone synchronises.
+    for (size_t i : who)
+      EXPECT_TRUE(ts[i].launch());
+    for (size_t i : who)
+      EXPECT_TRUE(ts[i].c->getDevice(props).ok());
+  };
+
+  // Until a fused launch ran (the first rounds run the launches one by
+  // one while the fused kernel compiles): every result exact each round.
+  double fused = 0;
+  std::string text;
+  for (int r = 0; r < 40 && fused < 2; ++r) {
+    round({0, 1, 2, 3});
+    for (SmallTenant &t : ts)
+      ASSERT_EQ(t.check(), "") << "round " << r;
+    ASSERT_TRUE(blocker->deviceSynchronize().ok());
+    text = fetchMetrics();
+    fused = metric(text, "wooly_coalesced_launches_total");
+  }
+  ASSERT_GE(fused, 2) << text << log();
+  EXPECT_NE(log().find("coalesced kernel of"), std::string::npos) << log();
+
+  // A fault in one part: tenant 3 writes through a wild pointer while
+  // fused with tenant 0 (until a round fuses both).
+  Params bad(*ts[3].m.findKernel("poke"));
+  bad.add(uint64_t(16)).add(uint32_t(1));
+  ts[3].params = bad.bytes;
+  bool faultFused = false;
+  for (int r = 0; r < 20 && !faultFused; ++r) {
+    double before =
+        metric(fetchMetrics(), "wooly_coalesced_dispatches_total");
+    round({0, 3});
+    ASSERT_EQ(ts[0].check(), "") << "round " << r;
+    Status s = ts[3].c->deviceSynchronize();
+    ASSERT_EQ(s.code, Code::LaunchFailure) << s.str();
+    EXPECT_TRUE(s.sticky);
+    EXPECT_NE(s.message.find("poke"), std::string::npos) << s.message;
+    ASSERT_TRUE(blocker->deviceSynchronize().ok());
+    faultFused =
+        metric(fetchMetrics(), "wooly_coalesced_dispatches_total") > before;
+    if (faultFused)
+      EXPECT_NE(s.message.find("launch of kernel 'poke', run coalesced with 1 "
+                               "other launch (its blocks from "),
+                std::string::npos)
+          << s.message;
+    // The faulted session is done for; the next round uses a new one.
+    if (!faultFused) {
+      ts[3].c = connect("small3");
+      ASSERT_TRUE(ts[3].c->loadModule(kCoalesceC, "m", ts[3].m).ok());
+    }
+  }
+  EXPECT_TRUE(faultFused);
+  // The others go on.
+  round({0, 1, 2});
+  for (size_t i : {0, 1, 2})
+    EXPECT_EQ(ts[i].check(), "");
+}

@@ -255,10 +255,6 @@ public:
   /// Tickets of running dispatches that should stop at their next virtual
   /// block (their preemption flag raised), since the last call.
   virtual std::vector<uint64_t> takePreemptions() { return {}; }
-  /// Launches that ran fused (counted per launch, Dispatch::fused and its
-  /// item), and fused dispatches.
-  virtual uint64_t fusedLaunches() const { return 0; }
-  virtual uint64_t fusedDispatches() const { return 0; }
   /// Items ready but not (fully) dispatched, and dispatches running.
   virtual size_t queued() const = 0;
   virtual size_t running() const = 0;

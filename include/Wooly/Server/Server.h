@@ -42,6 +42,10 @@ struct ServerOptions {
   /// configured (their kernels compiled through wooly-slice; backends that
   /// run launches at the same time: cpu, cuda).
   bool pacing = true;
+  /// `wooly`: fuse small launches of different tenants into one launch
+  /// (wooly-coalesce) where that is measured to help; on backends whose
+  /// launches take fault domains (cpu), so that a fault stays its tenant's.
+  bool coalesce = true;
   /// Write the schedule as a Chrome trace (Perfetto) here at exit.
   std::string traceFile;
   /// Threads that run launches and copies (0: the backend's choice: one
