@@ -21,6 +21,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -29,6 +30,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -160,28 +162,103 @@ std::unique_ptr<client::Client> connect(const Server &s, const char *tenant,
   return c;
 }
 
+/// What a tenant launches: a kernel of a module, its grid and block, and
+/// its parameters (u32 scalars, and buffers of random floats).
+struct Work {
+  std::string ptx, kernel;
+  client::Dim3 grid, block;
+  struct Param {
+    bool buffer = false;
+    uint64_t value = 0; // a u32, or a buffer's bytes
+  };
+  std::vector<Param> params;
+};
+
+Work::Param u32(uint32_t v) { return {false, v}; }
+Work::Param floats(uint64_t n) { return {true, n * 4}; }
+
+/// The spin kernel on `blocks` blocks of 128 threads.
+Work spinWork(uint32_t iters, uint32_t blocks) {
+  return {kPtx, "spin", {blocks}, {128}, {u32(iters), floats(blocks * 128)}};
+}
+
+/// llm.c-style training and inference kernels (test/corpus/llmc).
+static llvm::cl::opt<std::string>
+    llmcPtx("llmc", llvm::cl::desc("--workload=llmc: llmc.sm_90.ptx "
+                                   "(test/corpus/llmc)"));
+static llvm::cl::opt<std::string> workload(
+    "workload",
+    llvm::cl::desc("spin (default: synthetic kernels, --lc-iters, --be-iters, "
+                   "--be-blocks) or llmc (latency-critical: causal softmax of "
+                   "--rows rows of 1024; best-effort: the tiled training "
+                   "matmul, --bt x 768 by 768 x 3072)"),
+    llvm::cl::init("spin"));
+static llvm::cl::opt<unsigned>
+    rows("rows", llvm::cl::desc("--workload=llmc: softmax rows"),
+         llvm::cl::init(256));
+static llvm::cl::opt<unsigned>
+    bt("bt", llvm::cl::desc("--workload=llmc: the matmul's rows (B x T)"),
+       llvm::cl::init(4096));
+
+Work llmcSoftmax(const std::string &ptx) {
+  constexpr uint32_t T = 1024;
+  return {ptx,
+          "softmax_forward",
+          {rows},
+          {128},
+          {floats(uint64_t(rows) * T), floats(uint64_t(rows) * T), u32(rows),
+           u32(T)}};
+}
+
+Work llmcMatmul(const std::string &ptx) {
+  constexpr uint32_t C = 768, OC = 3072;
+  return {ptx,
+          "matmul_forward",
+          {OC / 16, (bt + 15) / 16},
+          {16, 16},
+          {floats(uint64_t(bt) * OC), floats(uint64_t(bt) * C),
+           floats(uint64_t(OC) * C), floats(OC), u32(bt), u32(C), u32(OC)}};
+}
+
 struct Tenant {
   std::unique_ptr<client::Client> c;
   client::Module m;
-  uint64_t out = 0;
+  Work work;
   std::vector<uint8_t> params;
 
-  Tenant(const Server &s, const char *name, const char *token, uint32_t iters,
-         uint32_t threads) {
+  Tenant(const Server &s, const char *name, const char *token, Work w)
+      : work(std::move(w)) {
     c = connect(s, name, token);
-    client::Status st = c->loadModule(kPtx, "spin", m);
+    client::Status st = c->loadModule(work.ptx, work.kernel, m);
     if (!st.ok())
       die("load: " + st.str());
-    if (!(st = c->malloc(uint64_t(threads) * 4, out)).ok())
-      die("malloc: " + st.str());
-    const client::KernelLayout *k = m.findKernel("spin");
+    const client::KernelLayout *k = m.findKernel(work.kernel);
+    if (!k || k->paramOffsets.size() != work.params.size())
+      die("kernel " + work.kernel + ": unexpected parameters");
     params.resize(k->paramBufferSize);
-    std::memcpy(params.data() + k->paramOffsets[0], &iters, 4);
-    std::memcpy(params.data() + k->paramOffsets[1], &out, 8);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (size_t i = 0; i < work.params.size(); ++i) {
+      const Work::Param &p = work.params[i];
+      if (!p.buffer) {
+        uint32_t v = uint32_t(p.value);
+        std::memcpy(params.data() + k->paramOffsets[i], &v, 4);
+        continue;
+      }
+      uint64_t addr = 0;
+      if (!(st = c->malloc(p.value, addr)).ok())
+        die("malloc: " + st.str());
+      std::vector<float> init(p.value / 4);
+      for (float &f : init)
+        f = dist(rng);
+      if (!(st = c->copyToDevice(addr, init.data(), p.value)).ok())
+        die("copy: " + st.str());
+      std::memcpy(params.data() + k->paramOffsets[i], &addr, 8);
+    }
   }
-  client::Status launch(uint32_t blocks, uint64_t stream = 0) {
-    return c->launch(m.handle, "spin", {blocks}, {128}, 0, params.data(),
-                     params.size(), stream);
+  client::Status launch(uint64_t stream = 0) {
+    return c->launch(m.handle, work.kernel, work.grid, work.block, 0,
+                     params.data(), params.size(), stream);
   }
 };
 
@@ -195,7 +272,7 @@ std::vector<double> measureLc(Tenant &lc) {
   std::vector<double> ms;
   for (unsigned i = 0; i < requests; ++i) {
     auto t0 = Clock::now();
-    client::Status st = lc.launch(4);
+    client::Status st = lc.launch();
     if (st.ok())
       st = lc.c->deviceSynchronize();
     if (!st.ok())
@@ -215,9 +292,9 @@ std::thread runBe(Tenant &be, std::atomic<bool> &stopFlag,
     if (!be.c->streamCreate(s1).ok() || !be.c->streamCreate(s2).ok())
       die("streamCreate");
     while (!stopFlag) {
-      client::Status st = be.launch(beBlocks, s1);
+      client::Status st = be.launch(s1);
       if (st.ok())
-        st = be.launch(beBlocks, s2);
+        st = be.launch(s2);
       if (st.ok())
         st = be.c->deviceSynchronize();
       if (!st.ok())
@@ -230,14 +307,24 @@ std::thread runBe(Tenant &be, std::atomic<bool> &stopFlag,
 Result runCase(const std::string &name, std::vector<std::string> extra) {
   Server s = start(name, std::move(extra));
   live.push_back(&s);
-  Tenant lc(s, "lc", "l", lcIters, 4 * 128);
-  Tenant be(s, "be", "b", beIters, beBlocks * 128);
+  std::string ptx;
+  if (workload == "llmc") {
+    auto buf = llvm::MemoryBuffer::getFile(llmcPtx);
+    if (!buf)
+      die("--llmc=" + llmcPtx + ": cannot read it");
+    ptx = (*buf)->getBuffer().str();
+  }
+  Tenant lc(s, "lc", "l",
+            workload == "llmc" ? llmcSoftmax(ptx) : spinWork(lcIters, 4));
+  Tenant be(s, "be", "b",
+            workload == "llmc" ? llmcMatmul(ptx)
+                               : spinWork(beIters, beBlocks));
   Result r;
   // Warm up: compile both kernels (and the sliced variant).
   for (int i = 0; i < 5; ++i)
-    if (!lc.launch(4).ok() || !lc.c->deviceSynchronize().ok())
+    if (!lc.launch().ok() || !lc.c->deviceSynchronize().ok())
       die("latency-critical warm-up");
-  if (!be.launch(1).ok() || !be.c->deviceSynchronize().ok())
+  if (!be.launch().ok() || !be.c->deviceSynchronize().ok())
     die("best-effort warm-up");
 
   std::vector<double> alone = measureLc(lc);
@@ -312,13 +399,24 @@ int main(int argc, char **argv) {
       << slaMs << "}\n"
          "  - {name: be, token: \"b\", class: best-effort}\n";
 
-  llvm::outs() << llvm::formatv(
-      "backend {5}; latency-critical (SLA {6} ms): 4 blocks x 128 threads x "
-      "{0} iterations, {1} launches {2} ms apart; best-effort: {4} blocks x "
-      "128 threads x {3} iterations on two streams\n\n",
-      lcIters.getValue(), requests.getValue(), gapMs.getValue(),
-      beIters.getValue(), beBlocks.getValue(), backendName.getValue(),
-      slaMs.getValue());
+  if (workload == "llmc")
+    llvm::outs() << llvm::formatv(
+        "backend {0}; latency-critical (SLA {1} ms): softmax_forward of {2} "
+        "rows of 1024 (one block of 128 threads a row), {3} launches {4} ms "
+        "apart; best-effort: matmul_forward {5} x 768 by 768 x 3072 (16x16 "
+        "tiles) on two streams\n\n",
+        backendName.getValue(), slaMs.getValue(), rows.getValue(),
+        requests.getValue(), gapMs.getValue(), bt.getValue());
+  else if (workload == "spin")
+    llvm::outs() << llvm::formatv(
+        "backend {5}; latency-critical (SLA {6} ms): 4 blocks x 128 threads "
+        "x {0} iterations, {1} launches {2} ms apart; best-effort: {4} "
+        "blocks x 128 threads x {3} iterations on two streams\n\n",
+        lcIters.getValue(), requests.getValue(), gapMs.getValue(),
+        beIters.getValue(), beBlocks.getValue(), backendName.getValue(),
+        slaMs.getValue());
+  else
+    die("--workload=" + workload + ": expected spin or llmc");
   llvm::outs() << llvm::formatv("{0,-18} {1,10} {2,10} {3,10} {4,10} {5,9} "
                                 "{6,9} {7,8}\n",
                                 "server", "alone p50", "alone p99", "with p50",

@@ -15,10 +15,12 @@
 #   4. the corpus and the llm.c-style kernels: nvcc's PTX against Wooly's
 #      constrained and sliced PTX, every buffer bit for bit.
 #   5. wooly-pacing-bench --backend=cuda: a latency-critical tenant's
-#      latency next to long best-effort kernels.
+#      latency next to long best-effort kernels: synthetic ones (bench), and
+#      llm.c-style ones (bench-llmc: a causal softmax next to the training
+#      matmul).
 #
 # Usage: scripts/gpu-checks.sh PORTABLE_DIR APPS_DIR ZLUDA_DIR OUT_DIR [STEP...]
-#   (steps: capture paced zluda corpus bench; default all). BACKEND=cpu
+#   (steps: capture paced zluda corpus bench bench-llmc; default all). BACKEND=cpu
 #   runs the server steps on the CPU backend (a dry run of the script).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,7 +30,7 @@ APPS=$(realpath "$2")
 ZLUDA=$(realpath "$3")
 OUT=$(realpath -m "$4")
 shift 4
-STEPS=${*:-capture paced zluda corpus bench}
+STEPS=${*:-capture paced zluda corpus bench bench-llmc}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PORTABLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$PORTABLE:$PATH"
@@ -106,6 +108,13 @@ for s in $STEPS; do
       --requests=200 --gap-ms=2 --lc-iters=2000 --be-iters=20000 \
       --be-blocks=16384 --sla-ms=1 --log-dir="$OUT/bench-logs"
     cat "$OUT/bench.log" ;;
+  bench-llmc)
+    mkdir -p "$OUT/bench-llmc-logs"
+    step bench-llmc 150 wooly-pacing-bench --backend="${BACKEND:-cuda}" \
+      --serve="$PORTABLE/wooly-serve" --workload=llmc \
+      --llmc=test/corpus/llmc/llmc.sm_90.ptx --rows=256 --bt=4096 \
+      --requests=200 --gap-ms=2 --sla-ms=1 --log-dir="$OUT/bench-llmc-logs"
+    cat "$OUT/bench-llmc.log" ;;
   *) echo "unknown step $s" ;;
   esac
 done

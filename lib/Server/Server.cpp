@@ -2147,6 +2147,37 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
           sliced = true;
         } else {
           refusal = llvm::toString(c.takeError());
+          if (key == kWholeModule && image->layout.kernels.size() > 1) {
+            // A module compiled whole: the kernels the passes accept are
+            // sliced, the others run as written (each tried alone).
+            std::vector<std::string> accepted, refused;
+            for (const KernelInfo &k : image->layout.kernels) {
+              CompileOptions one = co;
+              one.kernels = std::vector<std::string>{k.name};
+              bool h = false;
+              auto r = cache->getOrCompile(in, *sliceTo, one, &h);
+              if (r)
+                accepted.push_back(k.name);
+              else
+                refused.push_back(
+                    k.name + " (" +
+                    llvm::StringRef(llvm::toString(r.takeError()))
+                        .split('\n')
+                        .first.str() +
+                    ")");
+            }
+            if (!accepted.empty()) {
+              co.passes =
+                  "wooly-slice{kernels=" + llvm::join(accepted, ",") + "}";
+              if (auto some = cache->getOrCompile(in, *sliceTo, co, &hit)) {
+                module = *some;
+                sliced = true;
+                refusal = llvm::join(refused, "; ");
+              } else {
+                llvm::consumeError(some.takeError());
+              }
+            }
+          }
         }
         co.passes.clear();
       }
@@ -2197,8 +2228,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                           "whole (held back while a latency-critical tenant "
                           "is active): {4}",
                           sid,
-                          key == kWholeModule ? "the kernels"
-                                              : "kernel " + key,
+                          key != kWholeModule ? "kernel " + key
+                          : sliced            ? std::string("some kernels")
+                                              : std::string("the kernels"),
                           image->name,
                           key == kWholeModule ? "they run" : "it runs",
                           refusal)
@@ -2308,7 +2340,8 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
         llvm::xxh3_64bits(op->module->image->hash + "/" + op->kernelName);
     op->gridBlocks = uint64_t(c.grid[0]) * c.grid[1] * c.grid[2];
     // Slices name virtual blocks with 32 bits.
-    op->sliceable = op->slot->sliced && op->gridBlocks <= UINT32_MAX;
+    op->sliceable =
+        op->kernel && isSliced(*op->kernel) && op->gridBlocks <= UINT32_MAX;
     // Fused launches run the kernel as written, merged with others: not
     // for modules with variables (each session has its own instance) or
     // printf (a fused launch has one output sink).

@@ -43,6 +43,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::wooly {
 #define GEN_PASS_DEF_WOOLYSLICE
@@ -179,10 +180,20 @@ struct WoolySlicePass : wooly::impl::WoolySliceBase<WoolySlicePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<FuncOp> kernels;
+    // The `kernels` option names the kernels to slice (default: all); the
+    // others stay as written.
+    llvm::StringSet<> only(llvm::from_range, this->kernels);
+    bool all = only.empty();
     for (auto f : module.getOps<FuncOp>())
-      if (f.getKernel() && !f.isDeclaration())
+      if (f.getKernel() && !f.isDeclaration() &&
+          (all || only.erase(f.getSymName())))
         kernels.push_back(f);
     bool ok = true;
+    for (const std::string &name : this->kernels)
+      if (only.contains(name)) {
+        module.emitError() << "wooly-slice: no kernel named '" << name << "'";
+        ok = false;
+      }
     for (FuncOp k : kernels)
       ok &= succeeded(vblocks::checkKernel(k, "wooly-slice"));
     if (!ok)

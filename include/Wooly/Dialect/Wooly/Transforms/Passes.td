@@ -59,8 +59,14 @@ def WoolySlice : Pass<"wooly-slice", "ModuleOp"> {
     resumes the slice. Launch parameters: `virtual_grid_x/y/z` (u32),
     `slice_begin`, `slice_end` (u32), `slice_counter` (u64 device address
     of a u32, zero before the launch), `preempt_flag` (u64 device address
-    of a u32, or 0 for none). Refusals as for `wooly-constrain`.
+    of a u32, or 0 for none). Refusals as for `wooly-constrain`. With the
+    option `kernels` (`--wooly-slice="kernels=a,b"`) only the kernels named
+    are sliced, the others stay as written (an unknown name is an error).
   }];
+  let options = [
+    ListOption<"kernels", "kernels", "std::string",
+               "the kernels to slice (default: all)">
+  ];
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
