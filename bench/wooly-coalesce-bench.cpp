@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchUtil.h"
+#include "ServeUtil.h"
 
 #include "Wooly/Client/Client.h"
 #include "Wooly/Server/Scheduler.h"
@@ -134,22 +134,13 @@ struct Result {
 Result runCase(const std::string &name, bool coalesce) {
   std::string endpoint = "ipc://" + tempDir + "/" + name + ".sock";
   std::string trace = tempDir + "/" + name + ".json";
-  std::vector<std::string> args = {servePath, "--listen=" + endpoint,
+  std::vector<std::string> args = {"--listen=" + endpoint,
                                    "--trace=" + trace,
                                    std::string("--coalesce=") +
                                        (coalesce ? "true" : "false")};
   if (executors)
     args.push_back("--executors=" + std::to_string(executors));
-  std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  std::string log = tempDir + "/" + name + ".log";
-  std::optional<llvm::StringRef> redirects[] = {
-      llvm::StringRef(""), llvm::StringRef(log), llvm::StringRef(log)};
-  std::string err;
-  llvm::sys::ProcessInfo pi = llvm::sys::ExecuteNoWait(
-      servePath, argv, std::nullopt, redirects, 0, &err);
-  if (pi.Pid <= 0)
-    die("cannot start " + servePath + ": " + err);
-  live = pi.Pid;
+  live = startServe(servePath, args, tempDir + "/" + name + ".log");
 
   const uint32_t n = blocks * 64;
   std::mutex mutex;
@@ -230,10 +221,7 @@ Result runCase(const std::string &name, bool coalesce) {
   for (std::thread &t : threads)
     t.join();
   double wall = seconds(t0, Clock::now());
-  ::kill(live, SIGTERM);
-  int status = 0;
-  ::waitpid(live, &status, 0);
-  live = -1;
+  stopServe(live);
   if (!failure.empty())
     die(name + ": " + failure);
 
@@ -272,16 +260,8 @@ int main(int argc, char **argv) {
       "--launches times. Prints launches per second, latency quantiles and\n"
       "the launches that ran fused (from the server's trace); every result\n"
       "is checked.\n");
-  if (servePath.empty())
-    servePath = (llvm::sys::path::parent_path(
-                     llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)) +
-                 "/wooly-serve")
-                    .str();
-  llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("wooly-coalesce-bench", dir))
-    die("temporary directory: " + ec.message());
-  tempDir = dir.str().str();
+  servePath = servePathOr(servePath, argv[0], (void *)&main);
+  tempDir = makeTempDir("wooly-coalesce-bench");
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
 

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BenchUtil.h"
+#include "ServeUtil.h"
 
 #include "Wooly/Client/Client.h"
 #include "Wooly/Server/Scheduler.h"
@@ -116,34 +116,19 @@ struct Server {
 std::string tempDir;
 std::vector<Server *> live;
 
-void stop(Server &s) {
-  if (s.pid > 0) {
-    ::kill(s.pid, SIGTERM);
-    int st;
-    ::waitpid(s.pid, &st, 0);
-    s.pid = -1;
-  }
-}
+void stop(Server &s) { stopServe(s.pid); }
 
 Server start(const std::string &name, std::vector<std::string> extra) {
   Server s;
   s.dir = tempDir;
   s.endpoint = "ipc://" + tempDir + "/" + name + ".sock";
-  std::vector<std::string> args = {servePath, "--listen=" + s.endpoint,
+  std::vector<std::string> args = {"--listen=" + s.endpoint,
                                    "--tenants=" + tempDir + "/tenants.yaml",
                                    "--backend=" + backendName};
   args.insert(args.end(), extra.begin(), extra.end());
-  std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  std::string log =
-      (logDir.empty() ? tempDir : logDir.getValue()) + "/" + name + ".log";
-  std::optional<llvm::StringRef> redirects[] = {
-      llvm::StringRef(""), llvm::StringRef(log), llvm::StringRef(log)};
-  std::string err;
-  llvm::sys::ProcessInfo pi = llvm::sys::ExecuteNoWait(
-      servePath, argv, std::nullopt, redirects, 0, &err);
-  if (pi.Pid <= 0)
-    die("cannot start " + servePath + ": " + err);
-  s.pid = pi.Pid;
+  s.pid = startServe(servePath, args,
+                     (logDir.empty() ? tempDir : logDir.getValue()) + "/" +
+                         name + ".log");
   return s;
 }
 
@@ -381,16 +366,8 @@ int main(int argc, char **argv) {
       "kernel's latency (launch to synchronise) alone and while the\n"
       "best-effort tenant runs long kernels on two streams, and the\n"
       "best-effort throughput kept.\n");
-  if (servePath.empty())
-    servePath = (llvm::sys::path::parent_path(
-                     llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)) +
-                 "/wooly-serve")
-                    .str();
-  llvm::SmallString<128> dir;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory("wooly-pacing-bench", dir))
-    die("temporary directory: " + ec.message());
-  tempDir = dir.str().str();
+  servePath = servePathOr(servePath, argv[0], (void *)&main);
+  tempDir = makeTempDir("wooly-pacing-bench");
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
   std::ofstream(tempDir + "/tenants.yaml")

@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include "llvm/ADT/StringExtras.h"
+
 #include <cstring>
 #include <thread>
 
@@ -689,6 +691,112 @@ TEST(CpuDevice, FaultDomainsFailAlone) {
     c.faultDomains.clear();
     EXPECT_NE(f.launch(kernel, c, f.params(kernel, {out, 5})), "");
   }
+}
+} // namespace
+
+namespace {
+// Fiber stacks the system cannot map (each 4 PiB here, past any address
+// space) end the launch with an error instead of the process; the device
+// goes on serving.
+TEST(CpuDevice, FiberStacksTheSystemRefusesFailTheLaunch) {
+  CpuDevice::Options o;
+  o.workers = 2;
+  o.fiberStackBytes = size_t(1) << 52;
+  CpuDevice device(o);
+  CompileInput in;
+  in.text = std::string(kHeader) + kDomains;
+  in.name = "test.ptx";
+  auto m = compile(in, llvm::cantFail(Target::parse("host")), {});
+  ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
+  auto module = std::make_shared<const CompiledModule>(std::move(*m));
+  auto loaded = device.loadModule(module);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  uint64_t out = llvm::cantFail(device.memory().allocate(64));
+  auto params = [&](const char *kernel) {
+    const KernelInfo *k = module->findKernel(kernel);
+    std::vector<uint8_t> buf(k->paramBufferSize);
+    uint32_t none = 99;
+    std::memcpy(buf.data() + k->paramOffsets[0], &out, 8);
+    std::memcpy(buf.data() + k->paramOffsets[1], &none, 4);
+    return buf;
+  };
+  llvm::Error e =
+      device.launch(*loaded, "marksSync", launchOf(2, 64), params("marksSync"));
+  ASSERT_TRUE(bool(e));
+  std::string msg = llvm::toString(std::move(e));
+  EXPECT_NE(msg.find("kernel 'marksSync': cannot allocate the fiber stacks "
+                     "of a block of 64 threads"),
+            std::string::npos)
+      << msg;
+  // Kernels without barriers need no fiber stacks.
+  EXPECT_FALSE(bool(
+      device.launch(*loaded, "marks", launchOf(16, 32), params("marks"))));
+  std::vector<uint32_t> v(16);
+  llvm::cantFail(device.memory().copyFromDevice(v.data(), out, 64));
+  EXPECT_EQ(v[15], 16u);
+}
+} // namespace
+
+namespace {
+// An indirect call reaches only a device function of the module: any other
+// integer ends the launch with an error instead of jumping there.
+const char *kIndirect = R"(
+.func (.param .b32 r) twice(.param .b32 x)
+{
+  .reg .b32 %a;
+  ld.param.b32 %a, [x];
+  add.u32 %a, %a, %a;
+  st.param.b32 [r], %a;
+  ret;
+}
+.visible .entry addr(.param .u64 out)
+{
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u64 %rd2, twice;
+  st.global.u64 [%rd1], %rd2;
+  ret;
+}
+.visible .entry icall(.param .u64 fp, .param .u64 out)
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<2>;
+  ld.param.u64 %rd1, [fp];
+  ld.param.u64 %rd2, [out];
+  {
+    .param .b32 a;
+    st.param.b32 [a], 21;
+    .param .b32 r;
+    proto: .callprototype (.param .b32 _) _ (.param .b32 _);
+    call (r), %rd1, (a), proto;
+    ld.param.b32 %r1, [r];
+  }
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
+  Fixture f(kIndirect);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = f.alloc(16);
+  ASSERT_EQ(f.launch("addr", launchOf(1, 1), f.params("addr", {out})), "");
+  uint64_t fp = 0;
+  llvm::cantFail(f.device.memory().copyFromDevice(&fp, out, 8));
+  ASSERT_EQ(f.launch("icall", launchOf(1, 1), f.params("icall", {fp, out})),
+            "");
+  EXPECT_EQ(f.read(out, 1)[0], 42u);
+  for (uint64_t bad : {uint64_t(16), fp + 1, out}) {
+    std::string e =
+        f.launch("icall", launchOf(1, 4), f.params("icall", {bad, out}));
+    EXPECT_NE(e.find("kernel 'icall': indirect call to 0x" +
+                     llvm::utohexstr(bad, /*LowerCase=*/true) +
+                     ", which is no function of the module"),
+              std::string::npos)
+        << e;
+  }
+  ASSERT_EQ(f.launch("icall", launchOf(1, 1), f.params("icall", {fp, out})),
+            "");
 }
 } // namespace
 

@@ -484,6 +484,27 @@ struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
     Emitter e = emitter(rw, op);
     if (adaptor.getCallee().getType().getIntOrFloatBitWidth() != 64)
       return op.emitOpError("32-bit function addresses are not supported");
+    if (state.boundsChecks) {
+      // Only a device function of the module may be called: any other
+      // integer ends the thread's launch (it would jump anywhere).
+      Value callee = adaptor.getCallee();
+      Value ok = LLVM::ConstantOp::create(rw, op.getLoc(), rw.getI1Type(),
+                                          rw.getBoolAttr(false));
+      for (const auto &f : state.definedFunctions) {
+        if (f.second) // kernels cannot be called
+          continue;
+        Value addr = LLVM::AddressOfOp::create(rw, op.getLoc(), e.ptr(),
+                                               functionSymbol(f.getKey()));
+        Value asInt =
+            LLVM::PtrToIntOp::create(rw, op.getLoc(), rw.getI64Type(), addr);
+        Value same = LLVM::ICmpOp::create(rw, op.getLoc(),
+                                          LLVM::ICmpPredicate::eq, callee,
+                                          asInt);
+        ok = LLVM::OrOp::create(rw, op.getLoc(), ok, same);
+      }
+      e.emitUnlikely(
+          ok, [&] { e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee}); });
+    }
     Value fnPtr =
         LLVM::IntToPtrOp::create(rw, op.getLoc(), e.ptr(), adaptor.getCallee());
     SmallVector<Value> args{fnPtr, e.ctx(op)};
@@ -1533,6 +1554,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   declare("__wooly_rt_warp", voidTy, {ptrTy, i32, i32, ptrTy, i32, ptrTy, i32});
   declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
   declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
+  declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
   declare("__wooly_rt_sreg", i64, {ptrTy, i32});
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});

@@ -439,6 +439,11 @@ void __wooly_rt_trap(WoolyThreadCtx *ctx) {
   faultThread(threadOf(ctx), "trap instruction executed");
 }
 
+void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target) {
+  faultThread(threadOf(ctx), "indirect call to 0x" + hex(target) +
+                                 ", which is no function of the module");
+}
+
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
   using namespace std::chrono;
   GpuThread *t = threadOf(ctx);
@@ -861,10 +866,22 @@ bool resolveWarps(Worker &w) {
 void runBlockFibers(Worker &w) {
   LaunchState &l = *w.launch;
   uint32_t n = l.threadsPerBlock;
-  if (w.threads.size() < n)
-    w.threads.resize(n);
-  while (w.stacks.size() < n)
-    w.stacks.emplace_back(w.stackBytes);
+  // Stacks are mapped as needed; a worker thread must not throw, so a
+  // mapping the system refuses ends the launch (the device stays usable).
+  try {
+    if (w.threads.size() < n)
+      w.threads.resize(n);
+    while (w.stacks.size() < n)
+      w.stacks.emplace_back(w.stackBytes);
+  } catch (const std::bad_alloc &) {
+    l.fail(llvm::formatv("kernel '{0}': cannot allocate the fiber stacks of "
+                         "a block of {1} threads ({2} bytes each; {3} "
+                         "mapped)",
+                         l.kernel->name, n, w.stackBytes, w.stacks.size())
+               .str(),
+           w.linearBlock);
+    return;
+  }
   const auto &blk = l.config.block;
   uint32_t tx = 0, ty = 0, tz = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -1200,6 +1217,7 @@ public:
     WOOLY_RT(__wooly_rt_warp);
     WOOLY_RT(__wooly_rt_exit);
     WOOLY_RT(__wooly_rt_trap);
+    WOOLY_RT(__wooly_rt_bad_call);
     WOOLY_RT(__wooly_rt_sreg);
     WOOLY_RT(__wooly_rt_isspacep);
     WOOLY_RT(__wooly_rt_nanosleep);

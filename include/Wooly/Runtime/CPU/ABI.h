@@ -156,6 +156,10 @@ void __wooly_rt_exit(WoolyThreadCtx *ctx);
 /// `trap`: ends the launch with an error naming the kernel. Does not return.
 void __wooly_rt_trap(WoolyThreadCtx *ctx);
 
+/// An indirect call to `target`, which is no device function of the
+/// module: ends the launch with an error. Does not return.
+void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target);
+
 /// Timers and ids that change while a thread runs: `which` is the
 /// SpecialReg value (`clock`, `clock64`, `globaltimer`, `smid`, ...).
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which);
