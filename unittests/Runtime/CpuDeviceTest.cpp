@@ -776,6 +776,41 @@ const char *kIndirect = R"(
 }
 )";
 
+// Lanes of one warp at different collectives of the same mask: the launch
+// fails with an error naming both, and the device stays usable.
+const char *kMismatch = R"(
+.visible .entry mismatch(.param .u64 out)
+{
+  .reg .pred %p;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  setp.eq.u32 %p, %r1, 0;
+  @%p bra A;
+  vote.sync.ballot.b32 %r2, %p, 0xffffffff;
+  bra.uni DONE;
+A:
+  shfl.sync.idx.b32 %r2, %r1, 0, 31, 0xffffffff;
+DONE:
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+
+TEST(CpuDevice, WarpCollectiveMismatchFailsTheLaunch) {
+  Fixture f(kMismatch);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = f.alloc(16);
+  for (int round = 0; round < 3; ++round) {
+    std::string e =
+        f.launch("mismatch", launchOf(2, 32), f.params("mismatch", {out}));
+    EXPECT_NE(e.find("kernel 'mismatch': warp collective mismatch"),
+              std::string::npos)
+        << e;
+  }
+}
+
 TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
   Fixture f(kIndirect);
   ASSERT_TRUE(f.loaded);

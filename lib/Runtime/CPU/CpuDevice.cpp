@@ -248,18 +248,42 @@ void yieldToScheduler(GpuThread *t) {
   fiberSwitch(t->fiber, t->worker->scheduler);
 }
 
-/// Ends the launch with `message` and leaves the generated code for good.
-[[noreturn]] void faultThread(GpuThread *t, const std::string &message) {
+/// Ends the launch (or its fault domain) with `message`, naming the kernel
+/// and the thread.
+void recordFault(GpuThread *t, const std::string &message) {
   Worker *w = t->worker;
   w->launch->fail("kernel '" + w->launch->kernel->name + "': " + message +
                       " (" + describeThread(t) + ")",
                   w->linearBlock);
+}
+
+/// Leaves the generated code of a thread whose fault is recorded, for good
+/// (longjmp in direct mode; in fiber mode a switch to the scheduler that
+/// never comes back). No object with a destructor may be alive in the
+/// frames left behind: its destructor would never run.
+[[noreturn]] void leaveFaulted(GpuThread *t) {
+  Worker *w = t->worker;
   if (w->fiberMode) {
     t->status = ThreadStatus::Faulted;
     yieldToScheduler(t);
     __builtin_unreachable();
   }
   std::longjmp(w->jmp, kJmpFault);
+}
+
+/// Ends the launch with `message` and leaves the generated code for good.
+[[noreturn]] void faultThread(GpuThread *t, const char *message) {
+  recordFault(t, message); // the std::string made here is gone after it
+  leaveFaulted(t);
+}
+
+/// The same with the message `make()` builds: it is built and handed over
+/// before the thread's frames are left, so none of its strings leaks.
+/// `make` must capture by reference or trivially destructible values.
+template <typename Make>
+[[noreturn]] void faultThread(GpuThread *t, Make make) {
+  recordFault(t, make());
+  leaveFaulted(t);
 }
 
 std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
@@ -328,29 +352,32 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
   if (addr >= params && addr - params < paramBytes &&
       size <= paramBytes - (addr - params))
     return;
-  std::string what = (flags & WOOLY_ACCESS_WRITE)
-                         ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
-                         : "read";
-  std::string msg = "out-of-bounds " + what + " of " + std::to_string(size) +
-                    " bytes at address 0x" + hex(addr);
-  if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
-    int64_t delta = int64_t(addr - n->base);
-    msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
-                         "allocation at {2:x}{3})",
-                         delta, n->size, n->base,
-                         n->moduleGlobal ? " '" + n->name + "'" : "")
-               .str();
-  }
-  faultThread(t, msg);
+  faultThread(t, [&] {
+    std::string what = (flags & WOOLY_ACCESS_WRITE)
+                           ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
+                           : "read";
+    std::string msg = "out-of-bounds " + what + " of " +
+                      std::to_string(size) + " bytes at address 0x" +
+                      hex(addr);
+    if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
+      int64_t delta = int64_t(addr - n->base);
+      msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
+                           "allocation at {2:x}{3})",
+                           delta, n->size, n->base,
+                           n->moduleGlobal ? " '" + n->name + "'" : "")
+                 .str();
+    }
+    return msg;
+  });
 }
 
 void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
                            uint32_t size) {
-  faultThread(threadOf(ctx), "out-of-bounds shared-memory access of " +
-                                 std::to_string(size) + " bytes at offset " +
-                                 std::to_string(offset) + " (the block has " +
-                                 std::to_string(ctx->totalSmemSize) +
-                                 " bytes of shared memory)");
+  faultThread(threadOf(ctx), [&] {
+    return "out-of-bounds shared-memory access of " + std::to_string(size) +
+           " bytes at offset " + std::to_string(offset) + " (the block has " +
+           std::to_string(ctx->totalSmemSize) + " bytes of shared memory)";
+  });
 }
 
 static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
@@ -359,14 +386,20 @@ static void arriveAtBarrier(GpuThread *t, uint32_t id, uint32_t count,
   if (!w->fiberMode)
     faultThread(t, "internal error: barrier reached in direct mode");
   if (id >= 16)
-    faultThread(t, "barrier id " + std::to_string(id) + " is out of range");
+    faultThread(t, [&] {
+      return "barrier id " + std::to_string(id) + " is out of range";
+    });
   if (count != 0 && (count % 32 != 0 && count != w->launch->threadsPerBlock))
-    faultThread(t, "barrier thread count " + std::to_string(count) +
-                       " is not a multiple of the warp size");
+    faultThread(t, [&] {
+      return "barrier thread count " + std::to_string(count) +
+             " is not a multiple of the warp size";
+    });
   Barrier &b = w->barriers[id];
   if (count && b.arrived && b.expected != count)
-    faultThread(t, "barrier " + std::to_string(id) +
-                       " used with different thread counts");
+    faultThread(t, [&] {
+      return "barrier " + std::to_string(id) +
+             " used with different thread counts";
+    });
   b.expected = count;
   ++b.arrived;
   if (redOp >= 0) {
@@ -440,8 +473,10 @@ void __wooly_rt_trap(WoolyThreadCtx *ctx) {
 }
 
 void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target) {
-  faultThread(threadOf(ctx), "indirect call to 0x" + hex(target) +
-                                 ", which is no function of the module");
+  faultThread(threadOf(ctx), [&] {
+    return "indirect call to 0x" + hex(target) +
+           ", which is no function of the module";
+  });
 }
 
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
@@ -529,32 +564,38 @@ static bool readDeviceString(GpuThread *t, uint64_t addr, std::string &out) {
   return false;
 }
 
-/// CUDA's device printf: the arguments are packed in a buffer, each aligned
-/// to its size (integers promoted to at least 4 bytes, floats to double).
-int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
-                           uint64_t args) {
-  GpuThread *t = threadOf(ctx);
+/// Formats CUDA's device printf into `out`: the arguments are packed in a
+/// buffer, each aligned to its size (integers promoted to at least 4 bytes,
+/// floats to double). False, with `error`, for a format string or an
+/// argument outside the thread's memory.
+static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
+                               std::string &out, std::string &error) {
   std::string fmt;
-  if (!readDeviceString(t, format, fmt))
-    faultThread(t, "printf format string at 0x" + hex(format) +
-                       " is not a NUL-terminated string in device memory");
-  std::string out;
+  if (!readDeviceString(t, format, fmt)) {
+    error = "printf format string at 0x" + hex(format) +
+            " is not a NUL-terminated string in device memory";
+    return false;
+  }
   uint64_t cursor = args;
   auto take = [&](uint64_t size) -> uint64_t {
     cursor = (cursor + size - 1) / size * size;
     uint64_t v = 0;
+    if (!error.empty())
+      return 0;
     if (!t->worker->launch->memory->find(cursor, size)) {
       // The argument buffer is a local array of the calling thread.
       auto [lo, hi] = stackRange(t);
-      if (cursor < lo || cursor + size > hi)
-        faultThread(t, "printf argument buffer at 0x" + hex(cursor) +
-                           " is out of bounds");
+      if (cursor < lo || cursor + size > hi) {
+        error = "printf argument buffer at 0x" + hex(cursor) +
+                " is out of bounds";
+        return 0;
+      }
     }
     std::memcpy(&v, reinterpret_cast<const void *>(cursor), size);
     cursor += size;
     return v;
   };
-  for (size_t i = 0; i < fmt.size(); ++i) {
+  for (size_t i = 0; i < fmt.size() && error.empty(); ++i) {
     if (fmt[i] != '%') {
       out.push_back(fmt[i]);
       continue;
@@ -634,15 +675,35 @@ int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
     }
     out += buf;
   }
-  static std::mutex printMutex;
-  std::lock_guard<std::mutex> lock(printMutex);
-  if (t->worker->launch->printfSink && *t->worker->launch->printfSink)
-    (*t->worker->launch->printfSink)(out);
-  else {
-    fwrite(out.data(), 1, out.size(), stdout);
-    fflush(stdout);
+  return error.empty();
+}
+
+int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
+                           uint64_t args) {
+  GpuThread *t = threadOf(ctx);
+  int32_t written = 0;
+  bool ok;
+  {
+    // Every string is gone before a fault leaves the thread's frames.
+    std::string out, error;
+    ok = formatDevicePrintf(t, format, args, out, error);
+    if (!ok) {
+      recordFault(t, error);
+    } else {
+      static std::mutex printMutex;
+      std::lock_guard<std::mutex> lock(printMutex);
+      if (t->worker->launch->printfSink && *t->worker->launch->printfSink)
+        (*t->worker->launch->printfSink)(out);
+      else {
+        fwrite(out.data(), 1, out.size(), stdout);
+        fflush(stdout);
+      }
+      written = int32_t(out.size());
+    }
   }
-  return int32_t(out.size());
+  if (!ok)
+    leaveFaulted(t);
+  return written;
 }
 
 //===----------------------------------------------------------------------===//
@@ -808,11 +869,17 @@ bool resolveWarps(Worker &w) {
           continue;
         GpuThread &t = w.threads[base + j];
         if (t.warpKind != lead.warpKind) {
-          faultThread(&t, llvm::formatv("warp collective mismatch: lane {0} "
-                                        "waits at collective kind {1}, lane "
-                                        "{2} at kind {3}",
-                                        i, lead.warpKind, j, t.warpKind)
-                              .str());
+          // Here the scheduler runs, not the lane's fiber: the launch
+          // fails, and runBlockFibers ends the block.
+          l.fail("kernel '" + l.kernel->name + "': " +
+                     llvm::formatv("warp collective mismatch: lane {0} "
+                                   "waits at collective kind {1}, lane {2} "
+                                   "at kind {3}",
+                                   i, lead.warpKind, j, t.warpKind)
+                         .str() +
+                     " (" + describeThread(&t) + ")",
+                 w.linearBlock);
+          return false;
         }
         laneData[j] = t.warpLane;
       }
