@@ -811,6 +811,59 @@ TEST(CpuDevice, WarpCollectiveMismatchFailsTheLaunch) {
   }
 }
 
+// `.local` and `.param` accesses are checked: inside the thread's own
+// local memory and the parameter buffer they work, elsewhere the launch
+// fails with an error (a store to address 16 used to end the process).
+const char *kSpaces = R"(
+.visible .entry spaces(.param .u64 where, .param .u64 off, .param .u64 out)
+{
+  .local .align 4 .b8 buf[16];
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [where];
+  ld.param.u64 %rd2, [off];
+  ld.param.u64 %rd3, [out];
+  mov.u64 %rd4, buf;
+  st.local.u32 [%rd4+4], 5;
+  ld.local.u32 %r1, [%rd4+4];
+  mov.u64 %rd5, off;
+  add.u64 %rd5, %rd5, %rd2;
+  ld.param.u32 %r2, [%rd5];
+  add.u32 %r1, %r1, %r2;
+  setp.ne.u64 %p1, %rd1, 0;
+  @%p1 st.local.u32 [%rd1], 7;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+)";
+
+TEST(CpuDevice, LocalAndParamAccessesAreChecked) {
+  Fixture f(kSpaces);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = f.alloc(16);
+  // In bounds: 5 + the low word of `off` itself (param offset 0 of off).
+  ASSERT_EQ(f.launch("spaces", launchOf(2, 8), f.params("spaces", {0, 0, out})),
+            "");
+  EXPECT_EQ(f.read(out, 1)[0], 5u);
+  std::string e =
+      f.launch("spaces", launchOf(2, 8), f.params("spaces", {16, 0, out}));
+  EXPECT_NE(e.find("kernel 'spaces': out-of-bounds write of 4 bytes of "
+                   "local memory at address 0x10 (outside the thread's "
+                   "stack)"),
+            std::string::npos)
+      << e;
+  e = f.launch("spaces", launchOf(1, 1), f.params("spaces", {0, 4096, out}));
+  EXPECT_NE(e.find("out-of-bounds read of 4 bytes of parameter space"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("(outside the 24-byte parameter buffer)"),
+            std::string::npos)
+      << e;
+  ASSERT_EQ(f.launch("spaces", launchOf(1, 1), f.params("spaces", {0, 0, out})),
+            "");
+}
+
 TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
   Fixture f(kIndirect);
   ASSERT_TRUE(f.loaded);

@@ -242,6 +242,38 @@ struct Emitter {
         return op->emitOpError("32-bit ")
                << stringifyStateSpace(space)
                << " addresses are not supported on the host yet";
+      if (state.boundsChecks) {
+        // `.local`: inside the thread's stack; `.param`: inside the
+        // launch's parameter buffer (ABI.h). Anything else ends the launch.
+        Value end = LLVM::AddOp::create(rw, loc, addr, c64(size));
+        Value lo, hi;
+        if (space == StateSpace::local) {
+          lo = loadField(c, offsetof(WoolyThreadCtx, localLo), i64());
+          hi = loadField(c, offsetof(WoolyThreadCtx, localHi), i64());
+        } else {
+          lo = LLVM::PtrToIntOp::create(
+              rw, loc, i64(),
+              loadField(c, offsetof(WoolyThreadCtx, params), ptr()));
+          hi = LLVM::AddOp::create(
+              rw, loc, lo,
+              loadField(c, offsetof(WoolyThreadCtx, paramBytes), i64()));
+        }
+        Value above =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::uge, addr, lo);
+        Value below =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, end, hi);
+        Value noWrap =
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::uge, end, addr);
+        Value ok = LLVM::AndOp::create(
+            rw, loc, LLVM::AndOp::create(rw, loc, above, below), noWrap);
+        static_assert(uint32_t(StateSpace::local) == WOOLY_SPACE_LOCAL &&
+                          uint32_t(StateSpace::param) == WOOLY_SPACE_PARAM,
+                      "ABI.h's space numbers");
+        emitUnlikely(ok, [&] {
+          call("__wooly_rt_space_oob", {},
+               {c, addr, c32(size), c32(flags), c32(uint32_t(space))});
+        });
+      }
       return Value(LLVM::IntToPtrOp::create(rw, loc, ptr(), addr));
     case StateSpace::generic:
     case StateSpace::global:
@@ -1548,6 +1580,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
                      b.getUnitAttr());
   }
   declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
+  declare("__wooly_rt_space_oob", voidTy, {ptrTy, i64, i32, i32, i32}, true);
   declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
   declare("__wooly_rt_iteration_barrier", voidTy, {ptrTy});
   declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});

@@ -371,6 +371,23 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
   });
 }
 
+void __wooly_rt_space_oob(WoolyThreadCtx *ctx, uint64_t addr, uint32_t size,
+                          uint32_t flags, uint32_t space) {
+  faultThread(threadOf(ctx), [&] {
+    std::string what = (flags & WOOLY_ACCESS_WRITE)
+                           ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
+                           : "read";
+    return "out-of-bounds " + what + " of " + std::to_string(size) +
+           " bytes of " +
+           (space == WOOLY_SPACE_LOCAL ? "local memory" : "parameter space") +
+           " at address 0x" + hex(addr) +
+           (space == WOOLY_SPACE_LOCAL
+                ? " (outside the thread's stack)"
+                : " (outside the " + std::to_string(ctx->paramBytes) +
+                      "-byte parameter buffer)");
+  });
+}
+
 void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
                            uint32_t size) {
   faultThread(threadOf(ctx), [&] {
@@ -728,6 +745,7 @@ void initBlockCtx(Worker &w, GpuThread &t) {
   c.gridid = 1;
   c.shared = w.shared.data();
   c.params = l.params;
+  c.paramBytes = l.kernel->paramBufferSize;
   c.siteCache = w.cache.data();
   c.runtime = &t;
   t.worker = &w;
@@ -754,6 +772,10 @@ void runBlockDirect(Worker &w) {
   WoolyThreadCtx &c = t.ctx;
   const auto &blk = l.config.block;
   initBlockCtx(w, t);
+  // `.local` memory lives on the worker's stack (unknown when the system
+  // does not tell: then unchecked).
+  c.localLo = w.stackLo;
+  c.localHi = w.stackHi > w.stackLo ? w.stackHi : ~uint64_t(0);
   // `w.next` is memory, not a local, so its value survives longjmp.
   w.next = 0;
   int why = setjmp(w.jmp);
@@ -961,6 +983,9 @@ void runBlockFibers(Worker &w) {
     t.ctx.laneid = i & 31;
     t.ctx.warpid = i >> 5;
     t.index = i;
+    // Its `.local` memory: its own fiber stack.
+    t.ctx.localLo = reinterpret_cast<uint64_t>(w.stacks[i].base());
+    t.ctx.localHi = t.ctx.localLo + w.stacks[i].size();
     if (++tx == blk[0]) {
       tx = 0;
       if (++ty == blk[1]) {
@@ -1285,6 +1310,7 @@ public:
     WOOLY_RT(__wooly_rt_exit);
     WOOLY_RT(__wooly_rt_trap);
     WOOLY_RT(__wooly_rt_bad_call);
+    WOOLY_RT(__wooly_rt_space_oob);
     WOOLY_RT(__wooly_rt_sreg);
     WOOLY_RT(__wooly_rt_isspacep);
     WOOLY_RT(__wooly_rt_nanosleep);

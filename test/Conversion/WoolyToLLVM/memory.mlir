@@ -4,7 +4,7 @@
 // A kernel reads its parameters from the parameter buffer (second argument)
 // at their CUDA offsets; a global load is checked through the site cache.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
-// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 104 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
 // CHECK-SAME: wooly.kernel = "k"
 // CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
 // CHECK: %[[N:.*]] = llvm.load %[[PARAMS]]
@@ -25,7 +25,7 @@
 // A kernel without barriers also gets a loop over the block's threads that
 // sets %tid/%laneid/%warpid in the context and calls it (inlined later).
 // CHECK-LABEL: llvm.func @__wooly_block_k(
-// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 104 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
+// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
 // CHECK: ^[[HEAD:.*]](%[[I:.*]]: i32, %[[TX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK: llvm.icmp "ult" %[[I]]
 // CHECK: llvm.store %[[TX]], %{{.*}} {alias_scopes = [#{{.*}}]} : i32, !llvm.ptr

@@ -61,6 +61,10 @@ typedef struct WoolyThreadCtx {
   WoolyAccessRange *siteCache;
   /// Runtime-private state of the executing thread (fiber, block, launch).
   void *runtime;
+  /// What `.local` and `.param` accesses are checked against: the thread's
+  /// stack [localLo, localHi) and the parameter buffer's size.
+  uint64_t localLo, localHi;
+  uint64_t paramBytes;
 } WoolyThreadCtx;
 
 /// A lowered kernel `@k` is exported as `__wooly_kernel_k` with this type.
@@ -89,6 +93,19 @@ enum {
 /// read-only), which lets LLVM keep context fields in registers across it.
 void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
                       uint64_t addr, uint32_t size, uint32_t flags);
+
+/// The `space` of `__wooly_rt_space_oob` (Wooly's StateSpace values; the
+/// lowering checks that they match).
+enum {
+  WOOLY_SPACE_LOCAL = 5,
+  WOOLY_SPACE_PARAM = 6,
+};
+
+/// Reports a `.local` or `.param` access (`space`: WOOLY_SPACE_*)
+/// of `size` bytes at `addr` outside the thread's stack or the parameter
+/// buffer (`flags` as for `__wooly_rt_check`); does not return.
+void __wooly_rt_space_oob(WoolyThreadCtx *ctx, uint64_t addr, uint32_t size,
+                          uint32_t flags, uint32_t space);
 
 /// Reports a shared-memory access `[offset, offset + size)` outside the
 /// block's shared window; does not return.
