@@ -113,6 +113,16 @@ public:
     return Error::success();
   }
   bool keepsVariableNames() const override { return false; }
+  /// Every frame of generated code touches its stack page by page
+  /// (inline stack probes), so that deep recursion or a large frame meets
+  /// the guard page below its stack instead of stepping over it into other
+  /// memory; the CPU backend turns that fault into a launch error.
+  Error prepareModule(llvm::Module &module) const override {
+    for (llvm::Function &f : module)
+      if (!f.isDeclaration())
+        f.addFnAttr("probe-stack", "inline-asm");
+    return Error::success();
+  }
   Expected<std::unique_ptr<llvm::TargetMachine>>
   createTargetMachine() const override {
     static std::once_flag once;

@@ -864,6 +864,90 @@ TEST(CpuDevice, LocalAndParamAccessesAreChecked) {
             "");
 }
 
+// Unbounded recursion: the stack overflows (the worker thread's in direct
+// mode, the fiber's with a barrier); the launch fails with an error, and the
+// device and its other kernels go on. The store after the call keeps the
+// recursion from becoming a loop.
+const char *kRecursion = R"(
+.func (.param .b32 r) deeper(.param .b32 n, .param .b64 out)
+{
+  .reg .b32 %a<3>;
+  .reg .b64 %o;
+  ld.param.b32 %a1, [n];
+  ld.param.b64 %o, [out];
+  add.u32 %a2, %a1, 1;
+  {
+    .param .b32 p0;
+    st.param.b32 [p0], %a2;
+    .param .b64 p1;
+    st.param.b64 [p1], %o;
+    .param .b32 r0;
+    call (r0), deeper, (p0, p1);
+    ld.param.b32 %a2, [r0];
+  }
+  st.global.u32 [%o], %a2;
+  st.param.b32 [r], %a1;
+  ret;
+}
+.visible .entry recurse(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  {
+    .param .b32 p0;
+    st.param.b32 [p0], 0;
+    .param .b64 p1;
+    st.param.b64 [p1], %rd1;
+    .param .b32 r0;
+    call (r0), deeper, (p0, p1);
+    ld.param.b32 %r2, [r0];
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+.visible .entry recurseSync(.param .u64 out)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  bar.sync 0;
+  {
+    .param .b32 p0;
+    st.param.b32 [p0], 0;
+    .param .b64 p1;
+    st.param.b64 [p1], %rd1;
+    .param .b32 r0;
+    call (r0), deeper, (p0, p1);
+    ld.param.b32 %r2, [r0];
+  }
+  st.global.u32 [%rd1], %r2;
+  ret;
+}
+)";
+
+TEST(CpuDevice, StackOverflowFailsTheLaunch) {
+  Fixture f(std::string(kRecursion) + kIota);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = f.alloc(64 * 4);
+  for (int round = 0; round < 2; ++round) {
+    std::string e =
+        f.launch("recurse", launchOf(3, 2), f.params("recurse", {out}));
+    EXPECT_NE(e.find("kernel 'recurse': stack overflow: the thread's frames "
+                     "outgrew the worker's stack"),
+              std::string::npos)
+        << e;
+    e = f.launch("recurseSync", launchOf(3, 4), f.params("recurseSync", {out}));
+    EXPECT_NE(e.find("kernel 'recurseSync': stack overflow: the thread's "
+                     "frames outgrew its fiber stack"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(f.launch("iota", launchOf(2, 32), f.params("iota", {out, 64})),
+            "");
+  EXPECT_EQ(f.read(out, 64)[63], 63u);
+}
+
 TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
   Fixture f(kIndirect);
   ASSERT_TRUE(f.loaded);

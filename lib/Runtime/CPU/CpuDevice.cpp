@@ -49,11 +49,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <shared_mutex>
 #include <thread>
 
@@ -97,6 +99,8 @@ struct GpuThread {
   WarpLane warpLane;
   // A pending barrier and its bar.red result.
   uint32_t barrierResult = 0;
+  /// Its fiber ran into the guard page below its stack (see onSegv).
+  bool overflowed = false;
 };
 
 struct Barrier {
@@ -230,7 +234,7 @@ struct Worker {
   uint32_t atWarp = 0, atBarrier = 0, atIteration = 0, exited = 0;
 };
 
-enum : int { kJmpExit = 1, kJmpFault = 2 };
+enum : int { kJmpExit = 1, kJmpFault = 2, kJmpOverflow = 3 };
 
 GpuThread *threadOf(WoolyThreadCtx *ctx) {
   return static_cast<GpuThread *>(ctx->runtime);
@@ -318,6 +322,112 @@ void computeWorkerStack(Worker &w) {
   }();
   w.stackLo = range.first;
   w.stackHi = range.second;
+}
+
+//===----------------------------------------------------------------------===//
+// Stack overflow
+//===----------------------------------------------------------------------===//
+//
+// Deep recursion in a kernel runs into the guard page below its stack (a
+// fiber's, or the worker thread's in direct mode); generated code probes
+// its frames page by page, so it cannot step over the guard. A SIGSEGV
+// handler, on an alternate stack of each thread that runs blocks, turns a
+// fault in that guard zone into a launch error: it leaves the thread's
+// frames as a fault does (longjmp, or a switch to the block's scheduler)
+// and the launch reports "stack overflow". Any other SIGSEGV goes to the
+// handler installed before (or the default action), as it would without
+// this one. The handler allocates nothing and takes no lock.
+
+/// The worker whose blocks this OS thread runs (null: none).
+thread_local Worker *tlsWorker = nullptr;
+
+/// How far below a stack's lowest address a fault still counts as its
+/// overflow (the guard page, and what one probe step may skip).
+constexpr uint64_t kGuardZone = 64 * 1024;
+
+struct sigaction previousSegv;
+
+/// An alternate signal stack for the calling thread, for its life.
+void ensureAltStack() {
+  struct AltStack {
+    void *mem = nullptr;
+    size_t size = 0;
+    AltStack() {
+      size = 64 * 1024;
+      mem = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (mem == MAP_FAILED) {
+        mem = nullptr;
+        return;
+      }
+      stack_t ss{};
+      ss.ss_sp = mem;
+      ss.ss_size = size;
+      if (sigaltstack(&ss, nullptr) != 0) {
+        munmap(mem, size);
+        mem = nullptr;
+      }
+    }
+    ~AltStack() {
+      if (!mem)
+        return;
+      stack_t ss{};
+      ss.ss_flags = SS_DISABLE;
+      sigaltstack(&ss, nullptr);
+      munmap(mem, size);
+    }
+  };
+  thread_local AltStack stack;
+  (void)stack;
+}
+
+void onSegv(int sig, siginfo_t *info, void *context) {
+  Worker *w = tlsWorker;
+  uint64_t addr = reinterpret_cast<uint64_t>(info->si_addr);
+  if (w && w->launch) {
+    if (w->fiberMode) {
+      GpuThread *t = w->running;
+      if (t && t->index < w->stacks.size()) {
+        uint64_t base = reinterpret_cast<uint64_t>(w->stacks[t->index].base());
+        if (addr < base && base - addr <= kGuardZone) {
+          // Back to the block's scheduler, which reports it.
+          t->status = ThreadStatus::Faulted;
+          t->overflowed = true;
+          fiberSwitch(t->fiber, w->scheduler);
+        }
+      }
+    } else if (w->stackLo && addr < w->stackLo &&
+               w->stackLo - addr <= kGuardZone) {
+      std::longjmp(w->jmp, kJmpOverflow);
+    }
+  }
+  // Not a kernel's stack overflow: what was there before.
+  if (previousSegv.sa_flags & SA_SIGINFO) {
+    if (previousSegv.sa_sigaction) {
+      previousSegv.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (previousSegv.sa_handler != SIG_DFL &&
+             previousSegv.sa_handler != SIG_IGN) {
+    previousSegv.sa_handler(sig);
+    return;
+  }
+  // The default action: restore it; the faulting instruction runs again.
+  sigaction(SIGSEGV, &previousSegv, nullptr);
+}
+
+/// Installs onSegv once per process.
+void installOverflowHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = &onSegv;
+    sigemptyset(&sa.sa_mask);
+    // SA_NODEFER: leaving the handler by longjmp or a switch must not leave
+    // SIGSEGV blocked in the thread.
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, &previousSegv);
+  });
 }
 } // namespace
 
@@ -781,6 +891,16 @@ void runBlockDirect(Worker &w) {
   int why = setjmp(w.jmp);
   if (why == kJmpFault)
     return;
+  if (why == kJmpOverflow) {
+    l.fail(llvm::formatv("kernel '{0}': stack overflow: the thread's frames "
+                         "outgrew the worker's stack of {1} bytes (deep or "
+                         "unbounded recursion?) ({2})",
+                         l.kernel->name, w.stackHi - w.stackLo,
+                         describeThread(&t))
+               .str(),
+           w.linearBlock);
+    return;
+  }
   if (why == kJmpExit) {
     // The thread in the context exited; continue with the next one.
     w.next = c.tid[0] + blk[0] * (c.tid[1] + blk[1] * c.tid[2]) + 1;
@@ -1013,6 +1133,17 @@ void runBlockFibers(Worker &w) {
       fiberSwitch(w.scheduler, t.fiber);
       w.running = nullptr;
       ran = true;
+      if (t.overflowed) {
+        t.overflowed = false;
+        l.fail(llvm::formatv("kernel '{0}': stack overflow: the thread's "
+                             "frames outgrew its fiber stack of {1} bytes "
+                             "(deep or unbounded recursion?) ({2})",
+                             l.kernel->name, w.stacks[i].size(),
+                             describeThread(&t))
+                   .str(),
+               w.linearBlock);
+        return;
+      }
       if (t.status == ThreadStatus::Exited)
         ++w.exited;
       else if (t.status == ThreadStatus::Faulted || l.stopped(w.linearBlock))
@@ -1081,6 +1212,11 @@ void joinLaunch(Worker &w) {
 /// launch is active, so that the worker can pick again.
 void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
   LaunchState &l = *w.launch;
+  ensureAltStack();
+  tlsWorker = &w;
+  struct Clear {
+    ~Clear() { tlsWorker = nullptr; }
+  } clear;
   const auto &g = l.config.grid;
   for (;;) {
     if (l.failed.load(std::memory_order_relaxed))
@@ -1260,6 +1396,7 @@ bool wooly::cpu::resolveWarpOp(uint32_t kind, WarpLane lanes[32],
 class CpuDevice::Impl {
 public:
   explicit Impl(Options options) : options(std::move(options)) {
+    installOverflowHandler();
     maxWorkers = this->options.workers;
     if (maxWorkers == 0)
       maxWorkers = std::max(1u, std::thread::hardware_concurrency());
