@@ -700,7 +700,7 @@ private:
     if (opts.coalesceMaxParts < 2 || d.sliced() || d.physicalBlocks ||
         !fusible(*d.item))
       return;
-    if (opts.pacing && latencyCriticalState(now).present)
+    if (latencyCriticalState(now).present)
       return;
     uint64_t blocks = d.item->gridBlocks;
     std::vector<const WorkItem *> set = {d.item};

@@ -2426,9 +2426,21 @@ void Server::Impl::dispatch() {
         post([this, ops, d, busy, how, ms] {
           idleExecutors++;
           busy(false);
-          for (Op *o : ops)
-            traceDispatch(o, d);
-          scheduler->finished(d, Outcome{ms, 0, false, how}, nowNanos());
+          // A fused run that left parts out (ended sessions) or lost
+          // parts to faults says nothing of what fusing the set saves.
+          bool whole = true;
+          for (Op *o : ops) {
+            if (!o->skip)
+              traceDispatch(o, d);
+            whole &= !o->skip && o->result.code() == pb::OK;
+          }
+          scheduler->finished(
+              d,
+              Outcome{ms, 0, false,
+                      how == Outcome::Fusion::Fused && !whole
+                          ? Outcome::Fusion::Pending
+                          : how},
+              nowNanos());
           for (Op *o : ops)
             complete(o);
         });
@@ -2608,6 +2620,8 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
       auto t = Target::parse(target);
       if (!merged) {
         error = llvm::toString(merged.takeError());
+        if (!t)
+          llvm::consumeError(t.takeError());
       } else if (!t) {
         error = llvm::toString(t.takeError());
       } else {

@@ -975,6 +975,44 @@ TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
 namespace {
 // A module compiled kernel by kernel and linked in parts: the parts share
 // one instance of the module variable; a kernel cannot be added twice.
+// A function address taken by one part of a module compiled kernel by
+// kernel may be called by another part: the parts share one instance of
+// each device function (as of each variable).
+TEST(CpuDevice, FunctionPointersCrossModuleParts) {
+  std::string text = std::string(kHeader) + kIndirect;
+  auto part = [&](std::vector<std::string> kernels) {
+    CompileInput in;
+    in.text = text;
+    in.name = "parts.ptx";
+    CompileOptions o;
+    o.kernels = std::move(kernels);
+    auto m = compile(in, llvm::cantFail(Target::parse("host")), o);
+    EXPECT_TRUE(bool(m)) << (m ? "" : llvm::toString(m.takeError()));
+    return std::make_shared<const CompiledModule>(std::move(*m));
+  };
+  CpuDevice device;
+  auto first = part({"addr"});
+  auto second = part({"icall"});
+  auto loaded = device.loadModule(first);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  ASSERT_FALSE(device.extendModule(*loaded, second));
+  uint64_t out = llvm::cantFail(device.memory().allocate(16));
+  std::vector<uint8_t> p(8);
+  std::memcpy(p.data(), &out, 8);
+  ASSERT_FALSE(device.launch(*loaded, "addr", launchOf(1, 1), p));
+  uint64_t fp = 0;
+  ASSERT_FALSE(device.memory().copyFromDevice(&fp, out, 8));
+  const KernelInfo *k = second->findKernel("icall");
+  std::vector<uint8_t> q(k->paramBufferSize);
+  std::memcpy(q.data() + k->paramOffsets[0], &fp, 8);
+  std::memcpy(q.data() + k->paramOffsets[1], &out, 8);
+  llvm::Error e = device.launch(*loaded, "icall", launchOf(1, 1), q);
+  ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  uint32_t v = 0;
+  ASSERT_FALSE(device.memory().copyFromDevice(&v, out, 4));
+  EXPECT_EQ(v, 42u);
+}
+
 TEST(CpuDevice, ModuleExtendedKernelByKernel) {
   std::string text = std::string(kHeader) + R"(
 .global .align 4 .u32 counter = 7;

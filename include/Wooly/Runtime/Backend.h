@@ -63,8 +63,10 @@ struct LaunchConfig {
   /// given by the linear index of its first block: ascending, the first 0.
   /// A fault ends only its part, whose other blocks are skipped, while the
   /// other parts run to their end; the launch then fails with a
-  /// FaultDomainsError naming each part that faulted. Empty: the launch is
-  /// one part. Only where `Backend::supportsFaultDomains` (cpu).
+  /// FaultDomainsError naming each part that faulted. Any other error of
+  /// such a launch means that no block ran (callers may then run the parts
+  /// alone). Empty: the launch is one part. Only where
+  /// `Backend::supportsFaultDomains` (cpu).
   std::vector<uint64_t> faultDomains;
 };
 

@@ -347,9 +347,15 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
     auto fnType = LLVM::LLVMFunctionType::get(resultType, llvmArgs);
     std::string name = kernel ? kernelSymbol(op.getSymName())
                               : functionSymbol(op.getSymName());
+    // Device functions are weak_odr: a module compiled in parts (kernel by
+    // kernel) has one instance of each, as of its variables, so a function
+    // address taken in one part (a pointer in a `__device__` variable) is
+    // the address every part knows and may call (indirect calls are
+    // checked against them). All parts compile the same source with the
+    // same passes, so every definition is the same: they may be inlined.
     auto fn = LLVM::LLVMFuncOp::create(rw, op.getLoc(), name, fnType,
                                        kernel ? LLVM::Linkage::External
-                                              : LLVM::Linkage::Internal);
+                                              : LLVM::Linkage::WeakODR);
     if (kernel) {
       fn.setNoUnwind(true);
       // Metadata for the compile API (read before translation to LLVM IR).

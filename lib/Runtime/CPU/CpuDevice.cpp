@@ -54,10 +54,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <shared_mutex>
 #include <thread>
+#include <ucontext.h>
 
 using namespace wooly;
 using namespace wooly::cpu;
@@ -342,10 +344,51 @@ void computeWorkerStack(Worker &w) {
 thread_local Worker *tlsWorker = nullptr;
 
 /// How far below a stack's lowest address a fault still counts as its
-/// overflow (the guard page, and what one probe step may skip).
-constexpr uint64_t kGuardZone = 64 * 1024;
+/// overflow (a fiber stack's guard zone; what one probe step may skip).
+constexpr uint64_t kGuardZone = FiberStack::kGuardBytes;
 
 struct sigaction previousSegv;
+
+/// The executable segments of the objects loaded when the handler was
+/// installed (the runtime, the C and C++ libraries, ...). A fault whose
+/// instruction lies in one of them is not in generated code (that lives in
+/// the JIT's anonymous memory): the runtime's frames may hold locks, so it
+/// is not turned into a launch error.
+constexpr size_t kMaxCodeRanges = 512;
+std::pair<uint64_t, uint64_t> codeRanges[kMaxCodeRanges];
+size_t numCodeRanges = 0;
+
+int recordCodeRanges(dl_phdr_info *info, size_t, void *) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+        numCodeRanges == kMaxCodeRanges)
+      continue;
+    uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+    codeRanges[numCodeRanges++] = {lo, lo + ph.p_memsz};
+  }
+  return 0;
+}
+
+bool inLoadedCode(uint64_t pc) {
+  for (size_t i = 0; i < numCodeRanges; ++i)
+    if (pc >= codeRanges[i].first && pc < codeRanges[i].second)
+      return true;
+  return false;
+}
+
+/// The faulting instruction's address (0 where unknown).
+uint64_t faultPc(void *context) {
+  auto *uc = static_cast<ucontext_t *>(context);
+#if defined(__x86_64__)
+  return uint64_t(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return uint64_t(uc->uc_mcontext.pc);
+#else
+  (void)uc;
+  return 0;
+#endif
+}
 
 /// An alternate signal stack for the calling thread, for its life.
 void ensureAltStack() {
@@ -384,7 +427,8 @@ void ensureAltStack() {
 void onSegv(int sig, siginfo_t *info, void *context) {
   Worker *w = tlsWorker;
   uint64_t addr = reinterpret_cast<uint64_t>(info->si_addr);
-  if (w && w->launch) {
+  uint64_t pc = faultPc(context);
+  if (w && w->launch && pc && !inLoadedCode(pc)) {
     if (w->fiberMode) {
       GpuThread *t = w->running;
       if (t && t->index < w->stacks.size()) {
@@ -426,6 +470,7 @@ void installOverflowHandler() {
     // SA_NODEFER: leaving the handler by longjmp or a switch must not leave
     // SIGSEGV blocked in the thread.
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    dl_iterate_phdr(&recordCodeRanges, nullptr);
     sigaction(SIGSEGV, &sa, &previousSegv);
   });
 }

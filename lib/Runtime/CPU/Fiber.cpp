@@ -106,14 +106,17 @@ void wooly::cpu::fiberSwitch(FiberContext &from, FiberContext &to) {
 FiberStack::FiberStack(size_t bytes) {
   size_t page = size_t(sysconf(_SC_PAGESIZE));
   usableBytes = (bytes + page - 1) / page * page;
-  mappingBytes = usableBytes + page;
+  // A guard zone of kGuardBytes below the stack: an overflow faults there,
+  // also from a frame of up to that size that does not probe its pages.
+  size_t guard = (kGuardBytes + page - 1) / page * page;
+  mappingBytes = usableBytes + guard;
   void *p = mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     throw std::bad_alloc();
   mapping = static_cast<char *>(p);
-  mprotect(mapping, page, PROT_NONE); // Guard page: overflow faults.
-  usable = mapping + page;
+  mprotect(mapping, guard, PROT_NONE);
+  usable = mapping + guard;
 }
 
 FiberStack::FiberStack(FiberStack &&o) noexcept { *this = std::move(o); }

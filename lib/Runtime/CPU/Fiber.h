@@ -40,6 +40,8 @@ void fiberSwitch(FiberContext &from, FiberContext &to);
 /// A stack for fibers: anonymous memory with a guard page below it.
 class FiberStack {
 public:
+  /// Bytes of the inaccessible guard zone below each stack.
+  static constexpr size_t kGuardBytes = 64 * 1024;
   FiberStack() = default;
   explicit FiberStack(size_t bytes);
   FiberStack(FiberStack &&other) noexcept;

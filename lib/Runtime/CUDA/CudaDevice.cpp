@@ -72,8 +72,6 @@ void *const CU_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x00);
 void *const CU_LAUNCH_PARAM_BUFFER_POINTER = reinterpret_cast<void *>(0x01);
 void *const CU_LAUNCH_PARAM_BUFFER_SIZE = reinterpret_cast<void *>(0x02);
 
-// Dynamic shared memory above this needs an opt-in (cuFuncSetAttribute).
-constexpr uint32_t kDefaultMaxDynamicShared = 48 * 1024;
 
 // Size of the JIT's info and error logs.
 constexpr size_t kJitLogBytes = 16 * 1024;
@@ -144,7 +142,14 @@ namespace wooly::cuda {
 class CudaModule {
 public:
   CUmodule handle = nullptr;
-  llvm::StringMap<CUfunction> functions;
+  struct Function {
+    CUfunction handle = nullptr;
+    /// The dynamic shared memory it may take: 48 KiB without an opt-in
+    /// (cuFuncSetAttribute); raised, never lowered (two threads may launch
+    /// it at once).
+    uint32_t maxDynamicShared = 48 * 1024;
+  };
+  llvm::StringMap<Function> functions;
 };
 } // namespace wooly::cuda
 
@@ -454,8 +459,7 @@ llvm::Error CudaDevice::copyDeviceToDevice(uint64_t dst, uint64_t src,
                                            uint64_t bytes) {
   if (bytes == 0)
     return llvm::Error::success();
-  // cuMemcpyDtoD does not promise memmove's result for overlapping ranges:
-  // those go in chunks no longer than the distance between them.
+  // cuMemcpyDtoD does not promise memmove's result for overlapping ranges.
   uint64_t gap = dst > src ? dst - src : src - dst;
   if (gap >= bytes)
     return onLane(*impl,
@@ -468,15 +472,17 @@ llvm::Error CudaDevice::copyDeviceToDevice(uint64_t dst, uint64_t src,
                   });
   if (gap == 0)
     return llvm::Error::success();
-  bool backwards = dst > src;
-  for (uint64_t done = 0; done < bytes;) {
-    uint64_t n = std::min(gap, bytes - done);
-    uint64_t off = backwards ? bytes - done - n : done;
-    if (llvm::Error e = copyDeviceToDevice(dst + off, src + off, n))
-      return e;
-    done += n;
-  }
-  return llvm::Error::success();
+  // Overlapping: through a temporary buffer (chunks of `gap` bytes would be
+  // slow when the ranges are close).
+  auto tmp = allocate(bytes);
+  if (!tmp)
+    return tmp.takeError();
+  llvm::Error e = copyDeviceToDevice(*tmp, src, bytes);
+  if (!e)
+    e = copyDeviceToDevice(dst, *tmp, bytes);
+  if (llvm::Error fe = free(*tmp))
+    e = llvm::joinErrors(std::move(e), std::move(fe));
+  return e;
 }
 
 llvm::Error CudaDevice::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
@@ -575,11 +581,12 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
   CUfunction fn = nullptr;
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
-    auto [it, inserted] = module->functions.try_emplace(kernel, nullptr);
+    auto [it, inserted] = module->functions.try_emplace(kernel);
+    CudaModule::Function &f = it->second;
     if (inserted) {
       std::string name = kernel.str();
-      if (CUresult r = api.cuModuleGetFunction(&it->second, module->handle,
-                                               name.c_str());
+      if (CUresult r =
+              api.cuModuleGetFunction(&f.handle, module->handle, name.c_str());
           r != CUDA_SUCCESS) {
         module->functions.erase(it);
         return llvm::createStringError(
@@ -588,17 +595,22 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
             ")");
       }
     }
-    fn = it->second;
+    fn = f.handle;
+    // More dynamic shared memory than the default needs an opt-in; it is
+    // only ever raised, so that a launch of another thread that needs more
+    // keeps what it asked for.
+    if (config.dynamicSharedBytes > f.maxDynamicShared) {
+      if (auto e = impl->check(
+              api.cuFuncSetAttribute(
+                  fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  int(config.dynamicSharedBytes)),
+              llvm::formatv("launch of kernel '{0}': {1} bytes of dynamic "
+                            "shared memory",
+                            kernel, config.dynamicSharedBytes)))
+        return e;
+      f.maxDynamicShared = config.dynamicSharedBytes;
+    }
   }
-  if (config.dynamicSharedBytes > kDefaultMaxDynamicShared)
-    if (auto e = impl->check(
-            api.cuFuncSetAttribute(
-                fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                int(config.dynamicSharedBytes)),
-            llvm::formatv("launch of kernel '{0}': {1} bytes of dynamic "
-                          "shared memory",
-                          kernel, config.dynamicSharedBytes)))
-      return e;
 
   // The driver reads the buffer during cuLaunchKernel; a copy keeps the
   // caller's bytes const and gives an empty buffer a valid address.

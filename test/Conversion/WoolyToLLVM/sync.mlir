@@ -31,7 +31,7 @@ wooly.func @plain() attributes {kernel} {
 
 // A kernel is marked when a device function it calls synchronises; `exit`
 // in a device function ends the thread through the runtime.
-// CHECK-LABEL: llvm.func internal @__wooly_fn_helper(
+// CHECK-LABEL: llvm.func weak_odr @__wooly_fn_helper(
 // CHECK: llvm.call @__wooly_rt_exit(
 // CHECK-NEXT: llvm.unreachable
 // CHECK-LABEL: llvm.func @__wooly_kernel_caller(
