@@ -12,6 +12,9 @@
 //                   P physical blocks, zeroed counter, no preemption flag
 //   isolate         wooly-isolate on the original grid, the tenant region
 //                   the hull of the case's buffers (end rounded up to 256)
+//   watchdog        wooly-watchdog on the original grid: every loop head
+//                   polls an abort flag that is never raised (wooly-serve's
+//                   cost of its watchdog)
 //
 // then the geometric mean of each ratio over the kernels. Launch values
 // come from Wooly/Compiler/LaunchParams.h. Every variant's output is
@@ -240,7 +243,7 @@ std::vector<Case> makeCases() {
 // Variants
 //===----------------------------------------------------------------------===//
 
-enum class Kind { Original, Constrain, Slice, Isolate };
+enum class Kind { Original, Constrain, Slice, Isolate, Watchdog };
 
 struct Variant {
   const char *title;  // Column title.
@@ -420,10 +423,13 @@ int main(int argc, char **argv) {
       {pTitle.c_str(), "wooly-constrain", Kind::Constrain, p},
       {"constrain N=1", "wooly-constrain", Kind::Constrain, 1},
       {"slice", "wooly-slice", Kind::Slice, p},
-      {"isolate", "wooly-isolate", Kind::Isolate, 0}};
+      {"isolate", "wooly-isolate", Kind::Isolate, 0},
+      {"watchdog", "wooly-watchdog", Kind::Watchdog, 0}};
 
-  // The slice counter (zeroed before every slice launch).
+  // The slice counter (zeroed before every slice launch), and the
+  // watchdog's abort flag (never raised: loops poll it, as in wooly-serve).
   uint64_t counter = check(mem.allocate(4), "allocate");
+  uint64_t abortFlag = check(mem.allocate(4), "allocate");
 
   std::vector<Case> cases = makeCases();
   // ms[case][variant]: median milliseconds per launch.
@@ -532,6 +538,9 @@ int main(int argc, char **argv) {
       case Kind::Isolate:
         values = isolateValues(lo, hi);
         break;
+      case Kind::Watchdog:
+        values["abort_flag"] = abortFlag;
+        break;
       }
       pr.params = check(extendParams(*k, user, values),
                         c.kernel + ": launch parameters");
@@ -590,6 +599,7 @@ int main(int argc, char **argv) {
       check(mem.free(a), "free");
   }
   check(mem.free(counter), "free");
+  check(mem.free(abortFlag), "free");
 
   std::printf("Wooly sharing passes on the CPU backend: transformed / "
               "original launch time\n");
@@ -597,15 +607,17 @@ int main(int argc, char **argv) {
               "of %u interleaved launches per variant after a warm-up; "
               "outputs checked bit for bit\n",
               numWorkers, p, unsigned(blocksPerWorker), unsigned(reps));
-  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s\n", "kernel", "mode",
-              "blocks", "original ms", variants[1].title, variants[2].title,
-              variants[3].title, variants[4].title);
-  std::printf("%s\n", std::string(96, '-').c_str());
+  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s %9s\n", "kernel",
+              "mode", "blocks", "original ms", variants[1].title,
+              variants[2].title, variants[3].title, variants[4].title,
+              variants[5].title);
+  std::printf("%s\n", std::string(106, '-').c_str());
   std::vector<double> logSum(variants.size(), 0.0);
   for (size_t c = 0; c < cases.size(); ++c) {
     std::printf("%-17s %-6s %7llu %11.2f", cases[c].label.c_str(),
                 modes[c].c_str(), (unsigned long long)blocks[c], ms[c][0]);
-    const int widths[] = {0, 15, 15, 9, 9};
+    const int widths[] = {0, 15, 15, 9, 9, 9};
+    static_assert(std::size(widths) == 6, "a width per variant");
     for (size_t v = 1; v < variants.size(); ++v) {
       double ratio = ms[c][v] / ms[c][0];
       logSum[v] += std::log(ratio);
@@ -613,9 +625,9 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
-  std::printf("%s\n", std::string(96, '-').c_str());
+  std::printf("%s\n", std::string(106, '-').c_str());
   std::printf("%-17s %-6s %7s %11s", "geomean", "", "", "");
-  const int widths[] = {0, 15, 15, 9, 9};
+  const int widths[] = {0, 15, 15, 9, 9, 9};
   for (size_t v = 1; v < variants.size(); ++v)
     std::printf(" %*.3f", widths[v],
                 std::exp(logSum[v] / double(cases.size())));

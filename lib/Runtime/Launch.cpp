@@ -69,17 +69,19 @@ wooly::prepareLaunch(const KernelInfo &kernel, const LaunchConfig &config,
       return llvm::createStringError("kernel '" + kernel.name +
                                      "' is isolated: its launch needs a "
                                      "memory region");
-    // The slice counter and preemption flag are accessed by the kernel
-    // too: the region must hold them.
+    // The slice counter, preemption flag and abort flag are accessed by
+    // the kernel too: the region must hold them.
     uint64_t lo = options.isolateRegion->first;
     uint64_t hi = options.isolateRegion->second;
-    for (uint64_t addr : {out.sliced ? sliceCounter : 0, options.preemptFlag})
+    for (uint64_t addr : {out.sliced ? sliceCounter : 0, options.preemptFlag,
+                          options.abortFlag})
       if (addr) {
         lo = std::min(lo, addr);
         hi = std::max(hi, addr + 4);
       }
     values.merge(isolateValues(lo, hi));
   }
+  values["abort_flag"] = options.abortFlag;
   auto params = extendParams(kernel, userParams, values);
   if (!params)
     return params.takeError();

@@ -70,6 +70,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -215,6 +216,13 @@ struct SessionModule;
 /// The PTX text of a module, shared by every session that loads it.
 struct ModuleImage {
   std::string hash, name, text;
+  /// Whether every kernel can be compiled through wooly-watchdog (it has
+  /// no indirect calls). Decided for the whole module: its parts (kernel by
+  /// kernel) must agree on the signatures of their device functions.
+  bool watchable() const {
+    return text.find(".callprototype") == std::string::npos &&
+           text.find(".calltargets") == std::string::npos;
+  }
   enum class State { Inspecting, Ready, Failed } state = State::Inspecting;
   ModuleLayout layout;
   std::string error;
@@ -486,10 +494,11 @@ public:
   /// Runs a dispatch on the calling executor; a sliced launch with its
   /// preemption flag and counter (0: none, or its own).
   void execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
-               uint64_t sliceCounter);
+               uint64_t sliceCounter, uint64_t abortFlag = 0);
   /// Runs the launches of a fused dispatch (those not `skip`ped): as one
   /// launch of `fk` when it is ready, else one after another. Executor.
-  Outcome::Fusion executeFused(const std::vector<Op *> &ops, FusedKernel *fk);
+  Outcome::Fusion executeFused(const std::vector<Op *> &ops, FusedKernel *fk,
+                               uint64_t abortFlag);
   /// The fused kernel of `ops`' kernel set, its compilation started when
   /// new (null: too many sets). I/O thread.
   FusedKernel *fusedKernelFor(const std::vector<Op *> &ops);
@@ -595,6 +604,26 @@ public:
   std::map<uint64_t, std::unique_ptr<FusedKernel>> fusedKernels;
   /// Launches that ran fused, and the fused launches (executors).
   std::atomic<uint64_t> coalescedLaunches{0}, coalescedDispatches{0};
+  /// The watchdog (--kernel-timeout-ms, cpu): kernels are compiled through
+  /// wooly-watchdog, and each running launch has an abort flag and a
+  /// deadline (I/O thread).
+  bool watchdogOn = false;
+  struct Watched {
+    uint64_t flag = 0;
+    Clock::time_point deadline;
+    bool raised = false;
+  };
+  std::map<uint64_t, Watched> watchedByTicket;
+  /// The abort flag of launch dispatch `ticket`, its deadline set (0: no
+  /// watchdog, or no flag to be had).
+  uint64_t watch(uint64_t ticket);
+  /// Raises the abort flags of launches past their deadline.
+  void checkWatchdog();
+  /// Takes dispatch `ticket`'s abort flag back; true when the watchdog
+  /// stopped it.
+  bool unwatch(uint64_t ticket);
+  /// The error of a launch the watchdog stopped.
+  pb::Status watchdogStatus(const Op &op) const;
   /// Preemption flags: free ones, and the flag of each running sliced
   /// dispatch by ticket (I/O thread).
   std::vector<uint64_t> freeFlags;
@@ -667,6 +696,13 @@ llvm::Error Server::Impl::start() {
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+  if (!(options.kernelTimeoutMs >= 0))
+    return llvm::createStringError("--kernel-timeout-ms must be 0 (no "
+                                   "watchdog) or more");
+  // The watchdog stops a kernel by letting its threads exit at a loop head;
+  // on a GPU an exit while other threads wait at an aligned barrier is not
+  // safe yet, so only the cpu backend has it.
+  watchdogOn = options.kernelTimeoutMs > 0 && backend->kind() == "cpu";
 
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   // Executors bound the work submitted to the device at once. The cpu
@@ -875,6 +911,8 @@ llvm::Error Server::Impl::run() {
     }
     if (metricsEndpoint && now - schedStatsAt >= std::chrono::milliseconds(50))
       snapshotSchedulerStats();
+    if (!watchedByTicket.empty())
+      checkWatchdog();
     // Work the scheduler holds back (pacing) is asked for again within a
     // millisecond; otherwise the receive waits up to 20 ms.
     int wanted = scheduler->queued() && idleExecutors ? 1 : 20;
@@ -1494,7 +1532,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
         a->set_registers(k->registers ? k->registers : k->registerEstimate);
         a->set_static_shared_bytes(k->staticSharedBytes);
         a->set_max_threads_per_block(maxThreads);
-        a->set_param_buffer_size(k->paramBufferSize);
+        // The kernel's own parameters, without what the server's passes
+        // (slice, watchdog) appended.
+        a->set_param_buffer_size(userParamBufferSize(*k));
         a->set_local_bytes(k->privateBytes);
       } else {
         mlir::wooly::KernelSummary sum;
@@ -2117,8 +2157,11 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
   bool slice = paceKernels && key != kVariablesOnly &&
                s.tenant->config.priorityClass != PriorityClass::LatencyCritical;
   std::string sliceTarget = backend->nativeTarget();
+  // Every kernel polls the watchdog's abort flag where the module allows.
+  std::string watch =
+      watchdogOn && image->watchable() ? ",wooly-watchdog" : "";
   compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice,
-                     sliceTarget] {
+                     sliceTarget, watch] {
     CompileInput in;
     in.text = image->text;
     in.name = image->name;
@@ -2139,7 +2182,7 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
       } else if (slice) {
         // A kernel the pass refuses runs as written (the scheduler holds it
         // back while a latency-critical tenant is active).
-        co.passes = "wooly-slice";
+        co.passes = "wooly-slice" + watch;
         if (auto sliceTo = Target::parse(sliceTarget); !sliceTo) {
           refusal = llvm::toString(sliceTo.takeError());
         } else if (auto c = cache->getOrCompile(in, *sliceTo, co, &hit)) {
@@ -2167,8 +2210,8 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                     ")");
             }
             if (!accepted.empty()) {
-              co.passes =
-                  "wooly-slice{kernels=" + llvm::join(accepted, ",") + "}";
+              co.passes = "wooly-slice{kernels=" + llvm::join(accepted, ",") +
+                          "}" + watch;
               if (auto some = cache->getOrCompile(in, *sliceTo, co, &hit)) {
                 module = *some;
                 sliced = true;
@@ -2179,8 +2222,8 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
             }
           }
         }
-        co.passes.clear();
       }
+      co.passes = llvm::StringRef(watch).drop_front(watch.empty() ? 0 : 1);
       // The first part loads the module, the others extend it.
       auto load = [&]() -> llvm::Error {
         std::lock_guard<std::mutex> lock(mPtr->loadMutex);
@@ -2410,11 +2453,12 @@ void Server::Impl::dispatch() {
     if (!d.fused.empty()) {
       idleExecutors--;
       FusedKernel *fk = fusedKernelFor(ops);
-      execQueue.push([this, ops, d, fk, busy] {
+      uint64_t abort = watch(d.ticket);
+      execQueue.push([this, ops, d, fk, abort, busy] {
         auto start = Clock::now();
         Outcome::Fusion how = Outcome::Fusion::Refused;
         try {
-          how = executeFused(ops, fk);
+          how = executeFused(ops, fk, abort);
         } catch (const std::exception &x) {
           for (Op *o : ops)
             if (!o->skip && o->result.code() == pb::OK)
@@ -2426,6 +2470,10 @@ void Server::Impl::dispatch() {
         post([this, ops, d, busy, how, ms] {
           idleExecutors++;
           busy(false);
+          if (unwatch(d.ticket))
+            for (Op *o : ops)
+              if (!o->skip)
+                o->result = watchdogStatus(*o);
           // A fused run that left parts out (ended sessions) or lost
           // parts to faults says nothing of what fusing the set saves.
           bool whole = true;
@@ -2465,16 +2513,19 @@ void Server::Impl::dispatch() {
       flagOfTicket[d.ticket] = flag;
       counter = takeFlag();
     }
-    execQueue.push([this, op, d, flag, counter, busy] {
+    uint64_t abort = op->type == Op::Type::Launch ? watch(d.ticket) : 0;
+    execQueue.push([this, op, d, flag, counter, abort, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
-        execute(op, d, flag, counter);
+        execute(op, d, flag, counter, abort);
       } catch (const std::exception &x) {
         op->result = status(pb::INTERNAL, x.what(), op->seq);
       }
       post([this, op, d, flag, counter, busy] {
         idleExecutors++;
         busy(false);
+        if (unwatch(d.ticket))
+          op->result = watchdogStatus(*op);
         if (flag) {
           flagOfTicket.erase(d.ticket);
           giveFlag(flag);
@@ -2578,6 +2629,60 @@ uint64_t Server::Impl::takeFlag() {
 
 void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
 
+/// "300", or "0.25": milliseconds as people write them.
+static std::string msText(double ms) {
+  return std::fmod(ms, 1.0) == 0 ? llvm::formatv("{0:f0}", ms).str()
+                                 : llvm::formatv("{0:f2}", ms).str();
+}
+
+uint64_t Server::Impl::watch(uint64_t ticket) {
+  if (!watchdogOn)
+    return 0;
+  uint64_t flag = takeFlag();
+  if (!flag)
+    return 0; // Logged once by takeFlag: the launch runs unwatched.
+  auto budget = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(options.kernelTimeoutMs));
+  watchedByTicket[ticket] = {flag, Clock::now() + budget, false};
+  return flag;
+}
+
+bool Server::Impl::unwatch(uint64_t ticket) {
+  auto it = watchedByTicket.find(ticket);
+  if (it == watchedByTicket.end())
+    return false;
+  bool raised = it->second.raised;
+  giveFlag(it->second.flag);
+  watchedByTicket.erase(it);
+  return raised;
+}
+
+void Server::Impl::checkWatchdog() {
+  Clock::time_point now = Clock::now();
+  for (auto &[ticket, w] : watchedByTicket) {
+    if (w.raised || now < w.deadline)
+      continue;
+    uint32_t one = 1;
+    if (llvm::Error e = backend->copyToDevice(w.flag, &one, sizeof one)) {
+      log("watchdog: cannot raise an abort flag: " +
+          llvm::toString(std::move(e)));
+      continue;
+    }
+    w.raised = true;
+    log("watchdog: dispatch " + std::to_string(ticket) + " ran past " +
+        msText(options.kernelTimeoutMs) + " ms: stopping it");
+  }
+}
+
+pb::Status Server::Impl::watchdogStatus(const Op &op) const {
+  return status(pb::LAUNCH_FAILURE,
+                "kernel '" + op.kernelName + "' ran past its time budget of " +
+                    msText(options.kernelTimeoutMs) +
+                    " ms and was stopped (the server's watchdog, "
+                    "--kernel-timeout-ms)",
+                op.seq, /*sticky=*/true);
+}
+
 FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
   std::vector<const WorkItem *> items(ops.begin(), ops.end());
   uint64_t key = kernelSetKey(items);
@@ -2630,8 +2735,9 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
         in.text = std::move(merged->mlir);
         in.name = "coalesced(" + names + ")";
         CompileOptions co;
-        co.passes =
-            "wooly-coalesce{kernels=" + llvm::join(merged->kernels, ",") + "}";
+        co.passes = "wooly-coalesce{kernels=" +
+                    llvm::join(merged->kernels, ",") + "}" +
+                    (watchdogOn ? ",wooly-watchdog" : "");
         auto c = cache->getOrCompile(in, *t, co, &hit);
         if (!c) {
           error = llvm::toString(c.takeError());
@@ -2670,7 +2776,8 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
 }
 
 Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
-                                           FusedKernel *fk) {
+                                           FusedKernel *fk,
+                                           uint64_t abortFlag) {
   FusedKernel::State state = FusedKernel::State::Failed;
   if (fk) {
     std::lock_guard<std::mutex> lock(fusedMutex);
@@ -2682,7 +2789,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
       live.push_back(o);
   auto oneByOne = [&](Outcome::Fusion how) {
     for (Op *o : live)
-      execute(o, Dispatch(), 0, 0);
+      execute(o, Dispatch(), 0, 0, abortFlag);
     return how;
   };
   if (state != FusedKernel::State::Ready)
@@ -2735,7 +2842,8 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
     c.faultDomains.push_back(p.firstBlock);
   std::vector<uint8_t> params;
   if (!e) {
-    auto fp = extendParams(*fk->kernel, {}, {{"coalesce_table", *base}});
+    auto fp = extendParams(*fk->kernel, {},
+                           {{"coalesce_table", *base}, {"abort_flag", abortFlag}});
     if (fp)
       params = std::move(*fp);
     else
@@ -2790,7 +2898,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
 
 /// Runs on an executor thread: only the op's own fields and the backend.
 void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
-                           uint64_t sliceCounter) {
+                           uint64_t sliceCounter, uint64_t abortFlag) {
   auto start = Clock::now();
   op->startedNs =
       std::chrono::duration_cast<std::chrono::nanoseconds>(start - startTime)
@@ -2812,6 +2920,7 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
     lo.sliceEnd = uint32_t(d.sliceEnd);
     lo.preemptFlag = preemptFlag;
     lo.sliceCounter = sliceCounter;
+    lo.abortFlag = abortFlag;
     auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
                           op->params, lo);
     if (!r) {

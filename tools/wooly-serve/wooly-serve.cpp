@@ -91,6 +91,12 @@ static cl::opt<bool> pacing(
              "other tenants' kernels sliced and preemptible so its kernels "
              "start within its SLA (cpu and cuda; default true)"),
     cl::init(true), cl::cat(cat));
+static cl::opt<double> kernelTimeout(
+    "kernel-timeout-ms",
+    cl::desc("The watchdog: stop a launch that runs longer than this (at "
+             "its next loop iteration) and fail it for its tenant; 0: no "
+             "watchdog (cpu; default 30000)"),
+    cl::init(30000), cl::cat(cat));
 static cl::opt<bool> coalesce(
     "coalesce",
     cl::desc("wooly: fuse small launches of different tenants into one "
@@ -139,6 +145,7 @@ int main(int argc, char **argv) {
   o.scheduler = scheduler;
   o.pacing = pacing;
   o.coalesce = coalesce;
+  o.kernelTimeoutMs = kernelTimeout;
   o.traceFile = traceFile;
   for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
                               &deviceMemory, &o.deviceMemory},

@@ -1505,3 +1505,91 @@ TEST_F(ServerTest, CoalescedLaunchesAreBitIdenticalAndFaultsStayTheirTenants) {
   for (size_t i : {0, 1, 2})
     EXPECT_EQ(ts[i].check(), "");
 }
+
+// The watchdog: kernels that never end (a plain loop, and a loop with a
+// barrier, run as fibers) are stopped past --kernel-timeout-ms; their tenant
+// gets a sticky error naming the watchdog, another tenant's work meanwhile
+// is unaffected, and the server goes on serving.
+TEST_F(ServerTest, WatchdogStopsRunawayKernels) {
+  startServer({"--kernel-timeout-ms=300"});
+  const char *kForever = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry forever(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  st.volatile.global.u32 [%rd1], %r1;
+  bra.uni LOOP;
+}
+.visible .entry foreverSync(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  bar.sync 0;
+  bra.uni LOOP;
+}
+)";
+  auto good = connect("good");
+  ASSERT_TRUE(good);
+  Module mg;
+  ASSERT_TRUE(good->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mg).ok());
+  std::vector<float> x(256, 1.5f), y(256, 2.25f), z(256);
+  uint64_t dx, dy, dz;
+  ASSERT_TRUE(good->malloc(1024, dx).ok());
+  ASSERT_TRUE(good->malloc(1024, dy).ok());
+  ASSERT_TRUE(good->malloc(1024, dz).ok());
+  ASSERT_TRUE(good->copyToDevice(dx, x.data(), 1024).ok());
+  ASSERT_TRUE(good->copyToDevice(dy, y.data(), 1024).ok());
+  Params q(*mg.findKernel("vec_add"));
+  q.add(int32_t(256)).add(dx).add(dy).add(dz);
+
+  for (const char *kernel : {"forever", "foreverSync"}) {
+    SCOPED_TRACE(kernel);
+    auto bad = connect("runaway");
+    ASSERT_TRUE(bad);
+    Module mb;
+    ASSERT_TRUE(bad->loadModule(kForever, "forever", mb).ok());
+    uint64_t out;
+    ASSERT_TRUE(bad->malloc(64, out).ok());
+    Params p(*mb.findKernel(kernel));
+    p.add(out);
+    ASSERT_TRUE(bad->launch(mb.handle, kernel, {2}, {32}, 0, p.bytes.data(),
+                            p.bytes.size())
+                    .ok());
+    ASSERT_TRUE(bad->flush().ok());
+    // The other tenant's work runs meanwhile, exactly.
+    for (int r = 0; r < 5; ++r) {
+      std::fill(z.begin(), z.end(), 0.0f);
+      ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0,
+                               q.bytes.data(), q.bytes.size())
+                      .ok());
+      ASSERT_TRUE(good->copyFromDevice(z.data(), dz, 1024).ok());
+      for (float v : z)
+        ASSERT_EQ(v, 3.75f);
+    }
+    Status s = bad->deviceSynchronize();
+    EXPECT_EQ(s.code, Code::LaunchFailure) << s.str();
+    EXPECT_TRUE(s.sticky);
+    EXPECT_NE(s.message.find(std::string("kernel '") + kernel +
+                             "' ran past its time budget of 300 ms and was "
+                             "stopped (the server's watchdog"),
+              std::string::npos)
+        << s.message;
+  }
+  EXPECT_NE(log().find("watchdog: dispatch"), std::string::npos) << log();
+  // The server goes on: a new session of the same tenant works.
+  auto again = connect("runaway");
+  ASSERT_TRUE(again);
+  uint64_t buf;
+  EXPECT_TRUE(again->malloc(64, buf).ok());
+}

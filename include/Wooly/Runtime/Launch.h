@@ -38,6 +38,9 @@ struct LaunchOptions {
   /// the launch; a server gives its own to keep allocations off the
   /// launch path).
   uint64_t sliceCounter = 0;
+  /// wooly-watchdog: the device address of a u32 abort flag (0: none): a
+  /// kernel whose flag is raised stops at its next loop iteration.
+  uint64_t abortFlag = 0;
   /// wooly-isolate: the region [lo, hi) the kernel's accesses are confined
   /// to; required for an isolated kernel. It is widened to hold the slice
   /// counter and the preemption flag of a sliced kernel.

@@ -48,6 +48,10 @@ struct ServerOptions {
   bool coalesce = true;
   /// Write the schedule as a Chrome trace (Perfetto) here at exit.
   std::string traceFile;
+  /// The watchdog: a launch running longer than this is stopped at its
+  /// next loop iteration (kernels compiled through wooly-watchdog) and
+  /// fails for its tenant with a sticky error; 0: no watchdog. cpu backend.
+  double kernelTimeoutMs = 30000;
   /// Threads that run launches and copies (0: the backend's choice: one
   /// per core for cpu, 4 for cuda, each with a stream of its own).
   unsigned executors = 0;

@@ -112,6 +112,31 @@ def WoolyIsolate : Pass<"wooly-isolate", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
+def WoolyWatchdog : Pass<"wooly-watchdog", "ModuleOp"> {
+  let summary = "Loops poll a per-launch abort flag (the server's watchdog)";
+  let description = [{
+    Every kernel takes one more launch parameter, role `abort_flag` (u64:
+    the device address of a u32, or 0 for none); device functions take it
+    as a trailing argument, passed on by every call. At the head of every
+    loop (the target of a back edge of the control-flow graph) the thread
+    reads the flag (a volatile global load, when its address is not 0) and
+    exits when it is not 0. A server that raises the flag stops a kernel
+    that runs past its time budget within one loop iteration of each
+    thread, and reports the watchdog to the kernel's tenant. Refused with a
+    located error: indirect calls.
+
+    ```mlir
+    ^loop(%i: i32):
+      %nz = arith.cmpi ne, %flag, %c0 : i64
+      cf.cond_br %nz, ^check, ^body
+    ^check:
+      %v = wooly.ld global volatile %flag : i64 -> i32
+      ...  // exit when %v != 0, else ^body
+    ```
+  }];
+  let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
+}
+
 def WoolyPrintKernelAnalysis : Pass<"wooly-print-kernel-analysis", "ModuleOp"> {
   let summary = "Report the kernel analyses as remarks (for tests and people)";
   let description = [{
