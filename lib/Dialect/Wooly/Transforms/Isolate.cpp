@@ -70,6 +70,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VirtualBlocks.h"
+
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -501,14 +503,9 @@ struct WoolyIsolatePass : wooly::impl::WoolyIsolateBase<WoolyIsolatePass> {
     SymbolTable symbols(module);
 
     // Indirect calls cannot be given the region: refuse them.
-    bool failedAny = false;
-    module.walk([&](CallIndirectOp call) {
-      call.emitOpError(
-          "wooly-isolate: indirect calls are not supported (device functions "
-          "receive the tenant region as extra arguments)");
-      failedAny = true;
-    });
-    if (failedAny)
+    if (failed(vblocks::refuseIndirectCalls(
+            module, "wooly-isolate",
+            "device functions receive the tenant region as extra arguments")))
       return signalPassFailure();
 
     // Append the region to every function with a body.
@@ -539,25 +536,10 @@ struct WoolyIsolatePass : wooly::impl::WoolyIsolateBase<WoolyIsolatePass> {
     }
 
     // Pass the region on in every call to a function with a body.
-    WalkResult walked = module.walk([&](CallOp call) -> WalkResult {
-      auto callee = symbols.lookup<FuncOp>(call.getCallee());
-      if (!callee || callee.isDeclaration())
-        return WalkResult::advance();
-      if (callee.getKernel()) {
-        call.emitOpError("wooly-isolate: call of a kernel");
-        return WalkResult::interrupt();
-      }
-      auto caller = call->getParentOfType<FuncOp>();
-      auto [base, size] = region.lookup(caller);
-      call.getOperandsMutable().append(ValueRange{base, size});
-      if (auto argAttrs = call.getArgAttrsAttr()) {
-        SmallVector<Attribute> all(argAttrs.begin(), argAttrs.end());
-        all.append(2, b.getDictionaryAttr({}));
-        call.setArgAttrsAttr(b.getArrayAttr(all));
-      }
-      return WalkResult::advance();
-    });
-    if (walked.wasInterrupted())
+    llvm::DenseMap<Operation *, SmallVector<Value>> extra;
+    for (auto &[func, r] : region)
+      extra[func] = {r.first, r.second};
+    if (failed(vblocks::passOnTrailingArgs(module, extra, "wooly-isolate")))
       return signalPassFailure();
 
     for (FuncOp func : funcs) {

@@ -262,3 +262,41 @@ void vblocks::createBlockBarrier(OpBuilder &b, Location loc) {
   Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
   BarrierOp::create(b, loc, zero, Value(), UnitAttr(), UnitAttr());
 }
+
+LogicalResult vblocks::refuseIndirectCalls(ModuleOp module, StringRef pass,
+                                           StringRef why) {
+  bool any = false;
+  module.walk([&](CallIndirectOp call) {
+    call.emitOpError() << pass << ": indirect calls are not supported ("
+                       << why << ")";
+    any = true;
+  });
+  return failure(any);
+}
+
+LogicalResult vblocks::passOnTrailingArgs(
+    ModuleOp module,
+    const llvm::DenseMap<Operation *, SmallVector<Value>> &extra,
+    StringRef pass) {
+  SymbolTable symbols(module);
+  Builder b(module.getContext());
+  WalkResult walked = module.walk([&](CallOp call) -> WalkResult {
+    auto callee = symbols.lookup<FuncOp>(call.getCallee());
+    if (!callee || callee.isDeclaration())
+      return WalkResult::advance();
+    if (callee.getKernel()) {
+      call.emitOpError() << pass << ": call of a kernel";
+      return WalkResult::interrupt();
+    }
+    SmallVector<Value> values =
+        extra.lookup(call->getParentOfType<FuncOp>());
+    call.getOperandsMutable().append(values);
+    if (auto argAttrs = call.getArgAttrsAttr()) {
+      SmallVector<Attribute> all(argAttrs.begin(), argAttrs.end());
+      all.append(values.size(), b.getDictionaryAttr({}));
+      call.setArgAttrsAttr(b.getArrayAttr(all));
+    }
+    return WalkResult::advance();
+  });
+  return failure(walked.wasInterrupted());
+}

@@ -3,7 +3,9 @@
 //
 // What wooly-constrain and wooly-slice share: the checks that a kernel can
 // run its virtual blocks in a loop, launch parameters, and the rewrite of a
-// kernel's body into the body of a loop over virtual block ids.
+// kernel's body into the body of a loop over virtual block ids; and what
+// the passes that hand a value to every function (wooly-isolate,
+// wooly-watchdog) share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +59,22 @@ LogicalResult checkKernel(FuncOp kernel, StringRef pass);
 /// run by the same physical block would disturb: then iterations are
 /// separated by a block barrier.
 bool needsIterationBarrier(FuncOp kernel);
+
+/// Refuses every indirect call of `module` with a located error
+/// "<pass>: indirect calls are not supported (<why>)"; failure when there
+/// was one.
+LogicalResult refuseIndirectCalls(ModuleOp module, StringRef pass,
+                                  StringRef why);
+
+/// Every call of a device function with a body passes on, appended to its
+/// operands, the values `extra` gives its caller (what a pass appended to
+/// every function: trailing arguments of device functions, launch
+/// parameters of kernels). A call of a kernel is a located error naming
+/// `pass`.
+LogicalResult
+passOnTrailingArgs(ModuleOp module,
+                   const llvm::DenseMap<Operation *, SmallVector<Value>> &extra,
+                   StringRef pass);
 
 /// Appends a parameter of `type` (PTX type `ptxType`) with the launch role
 /// `role` to `kernel` and returns it.

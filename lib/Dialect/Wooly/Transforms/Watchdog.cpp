@@ -2,8 +2,8 @@
 //
 // wooly-watchdog: every kernel takes one more launch parameter, role
 // `abort_flag` (u64: the device address of a u32, or 0 for none), and every
-// device function it as a trailing argument, passed on by each call. At the
-// head of every loop (the target of a CFG back edge: a successor that
+// device function takes it as a trailing argument, passed on by each call. At
+// the head of every loop (the target of a CFG back edge: a successor that
 // dominates its predecessor) the function reads the flag (a volatile
 // global load, when its address is not 0) and, when it is not 0, the
 // thread exits. So a server that raises the flag stops a kernel that runs
@@ -25,7 +25,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/Dominance.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::wooly {
@@ -79,16 +78,10 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = module.getContext();
-    SymbolTable symbols(module);
 
-    bool failedAny = false;
-    module.walk([&](CallIndirectOp call) {
-      call.emitOpError("wooly-watchdog: indirect calls are not supported "
-                       "(device functions receive the abort flag as an "
-                       "extra argument)");
-      failedAny = true;
-    });
-    if (failedAny)
+    if (failed(vblocks::refuseIndirectCalls(
+            module, "wooly-watchdog",
+            "device functions receive the abort flag as an extra argument")))
       return signalPassFailure();
 
     // The flag: a launch parameter of kernels, a trailing argument of
@@ -117,24 +110,10 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
       flagOf[func] = func.getArgument(n);
     }
 
-    WalkResult walked = module.walk([&](CallOp call) -> WalkResult {
-      auto callee = symbols.lookup<FuncOp>(call.getCallee());
-      if (!callee || callee.isDeclaration())
-        return WalkResult::advance();
-      if (callee.getKernel()) {
-        call.emitOpError("wooly-watchdog: call of a kernel");
-        return WalkResult::interrupt();
-      }
-      call.getOperandsMutable().append(
-          flagOf.lookup(call->getParentOfType<FuncOp>()));
-      if (auto argAttrs = call.getArgAttrsAttr()) {
-        SmallVector<Attribute> all(argAttrs.begin(), argAttrs.end());
-        all.push_back(b.getDictionaryAttr({}));
-        call.setArgAttrsAttr(b.getArrayAttr(all));
-      }
-      return WalkResult::advance();
-    });
-    if (walked.wasInterrupted())
+    llvm::DenseMap<Operation *, SmallVector<Value>> extra;
+    for (auto &[func, flag] : flagOf)
+      extra[func] = {flag};
+    if (failed(vblocks::passOnTrailingArgs(module, extra, "wooly-watchdog")))
       return signalPassFailure();
 
     for (FuncOp func : funcs) {
