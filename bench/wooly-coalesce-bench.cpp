@@ -134,8 +134,7 @@ struct Result {
 Result runCase(const std::string &name, bool coalesce) {
   std::string endpoint = "ipc://" + tempDir + "/" + name + ".sock";
   std::string trace = tempDir + "/" + name + ".json";
-  std::vector<std::string> args = {"--listen=" + endpoint,
-                                   "--trace=" + trace,
+  std::vector<std::string> args = {"--listen=" + endpoint, "--trace=" + trace,
                                    std::string("--coalesce=") +
                                        (coalesce ? "true" : "false")};
   if (executors)
@@ -184,8 +183,8 @@ Result runCase(const std::string &name, bool coalesce) {
     auto one = [&](unsigned count) {
       client::Status s;
       for (unsigned b = 0; b < count && s.ok(); ++b)
-        s = c->launch(m.handle, kKernel[kind], {blocks}, {64}, 0,
-                      params.data(), params.size());
+        s = c->launch(m.handle, kKernel[kind], {blocks}, {64}, 0, params.data(),
+                      params.size());
       return s.ok() ? c->deviceSynchronize() : s;
     };
     // Warm up: compile, and let the scheduler measure the kernel alone.
@@ -271,13 +270,12 @@ int main(int argc, char **argv) {
       "of two modules\n\n",
       numTenants.getValue(), launches.getValue(), blocks.getValue(),
       batch.getValue());
-  llvm::outs() << llvm::formatv("{0,-16} {1,12} {2,9} {3,9} {4,14}\n",
-                                "server", "launches/s", "p50 ms", "p99 ms",
-                                "ran fused");
+  llvm::outs() << llvm::formatv("{0,-16} {1,12} {2,9} {3,9} {4,14}\n", "server",
+                                "launches/s", "p50 ms", "p99 ms", "ran fused");
   Result off = runCase("off", false);
   Result on = runCase("on", true);
-  for (auto [name, r] : {std::pair{"--coalesce=false", off},
-                         std::pair{"--coalesce=true", on}})
+  for (auto [name, r] :
+       {std::pair{"--coalesce=false", off}, std::pair{"--coalesce=true", on}})
     llvm::outs() << llvm::formatv("{0,-16} {1,12:f0} {2,9:f3} {3,9:f3} "
                                   "{4,7}/{5,-6}\n",
                                   name, r.launchesPerSecond, r.p50, r.p99,

@@ -302,8 +302,7 @@ Result runCase(const std::string &name, std::vector<std::string> extra) {
   Tenant lc(s, "lc", "l",
             workload == "llmc" ? llmcSoftmax(ptx) : spinWork(lcIters, 4));
   Tenant be(s, "be", "b",
-            workload == "llmc" ? llmcMatmul(ptx)
-                               : spinWork(beIters, beBlocks));
+            workload == "llmc" ? llmcMatmul(ptx) : spinWork(beIters, beBlocks));
   Result r;
   // Warm up: compile both kernels (and the sliced variant).
   for (int i = 0; i < 5; ++i)
@@ -373,7 +372,8 @@ int main(int argc, char **argv) {
   std::ofstream(tempDir + "/tenants.yaml")
       << "tenants:\n"
          "  - {name: lc, token: \"l\", class: latency-critical, sla_ms: "
-      << slaMs << "}\n"
+      << slaMs
+      << "}\n"
          "  - {name: be, token: \"b\", class: best-effort}\n";
 
   if (workload == "llmc")

@@ -607,10 +607,9 @@ int main(int argc, char **argv) {
               "of %u interleaved launches per variant after a warm-up; "
               "outputs checked bit for bit\n",
               numWorkers, p, unsigned(blocksPerWorker), unsigned(reps));
-  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s %9s\n", "kernel",
-              "mode", "blocks", "original ms", variants[1].title,
-              variants[2].title, variants[3].title, variants[4].title,
-              variants[5].title);
+  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s %9s\n", "kernel", "mode",
+              "blocks", "original ms", variants[1].title, variants[2].title,
+              variants[3].title, variants[4].title, variants[5].title);
   std::printf("%s\n", std::string(106, '-').c_str());
   std::vector<double> logSum(variants.size(), 0.0);
   for (size_t c = 0; c < cases.size(); ++c) {

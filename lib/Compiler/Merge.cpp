@@ -126,16 +126,14 @@ wooly::mergeForCoalescing(llvm::ArrayRef<CoalesceSource> sources) {
       auto fn = llvm::dyn_cast<mlir::wooly::FuncOp>(op);
       if (fn && fn.isDeclaration())
         continue;
-      if (mlir::failed(
-              table.rename(op, b.getStringAttr(prefix + name.str()))))
+      if (mlir::failed(table.rename(op, b.getStringAttr(prefix + name.str()))))
         return llvm::createStringError(src.name + ": cannot rename '" + name +
                                        "'");
     }
     for (mlir::Operation &op :
          llvm::make_early_inc_range(m->getBody()->getOperations())) {
       auto fn = llvm::dyn_cast<mlir::wooly::FuncOp>(op);
-      if (fn && fn.isDeclaration() &&
-          !declared.insert(fn.getSymName()).second)
+      if (fn && fn.isDeclaration() && !declared.insert(fn.getSymName()).second)
         continue; // declared by an earlier module
       op.moveBefore(merged->getBody(), merged->getBody()->end());
     }

@@ -30,9 +30,9 @@ wooly::server::kernelSetKey(const std::vector<const WorkItem *> &items) {
     keys.push_back(i->kernelKey);
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(keys.data()),
-      keys.size() * sizeof(uint64_t)));
+  return llvm::xxh3_64bits(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(keys.data()),
+                              keys.size() * sizeof(uint64_t)));
 }
 
 DeviceModel DeviceModel::h100() { return DeviceModel(); }
@@ -301,8 +301,8 @@ protected:
       auto pay = [&](Tenant &u, const WorkItem &w) {
         account(u, now);
         u.running--;
-        double c = charge * double(w.gridBlocks) / double(std::max<uint64_t>(
-                                                       total, 1));
+        double c = charge * double(w.gridBlocks) /
+                   double(std::max<uint64_t>(total, 1));
         u.chargedMs += c;
         u.vtime += c / u.weight();
         u.items++;
@@ -484,13 +484,12 @@ public:
         all.push_back(w);
       }
       uint64_t slots = uint64_t(opts.device.sms) * occupancy(*item);
-      fraction = std::min(1.0, double(blocks) / double(std::max<uint64_t>(
-                                                    slots, 1)));
+      fraction =
+          std::min(1.0, double(blocks) / double(std::max<uint64_t>(slots, 1)));
       FusionStats &f = fusion(kernelSetKey(all));
       if (o.fusion == Outcome::Fusion::Refused) {
         f.off = true;
-      } else if (o.fusion == Outcome::Fusion::Fused && !o.failed &&
-                 alone > 0) {
+      } else if (o.fusion == Outcome::Fusion::Fused && !o.failed && alone > 0) {
         double ratio = o.deviceMs / alone;
         f.ratio = f.samples ? 0.75 * f.ratio + 0.25 * ratio : ratio;
         if (++f.samples >= opts.coalesceProbe &&

@@ -48,8 +48,8 @@
 
 #include "Wooly/Server/Server.h"
 #include "Wooly/Compiler/Compiler.h"
-#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Compiler/LaunchParams.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/CoalesceTable.h"
 #include "Wooly/Runtime/Launch.h"
@@ -614,6 +614,10 @@ public:
     bool raised = false;
   };
   std::map<uint64_t, Watched> watchedByTicket;
+  /// Whether the launch's kernel polls an abort flag (it was compiled
+  /// through wooly-watchdog): only those are watched, for a kernel that
+  /// does not poll would run on and still be reported stopped.
+  bool polls(const Op &op) const;
   /// The abort flag of launch dispatch `ticket`, its deadline set (0: no
   /// watchdog, or no flag to be had).
   uint64_t watch(uint64_t ticket);
@@ -710,7 +714,7 @@ llvm::Error Server::Impl::start() {
   // stream of its own, and kKernelsInFlight launches at once keep a GPU
   // busy while leaving the scheduler the choice of what runs next.
   constexpr unsigned kKernelsInFlight = 4;
-  numExecutors = options.executors ? options.executors
+  numExecutors = options.executors          ? options.executors
                  : backend->kind() == "cpu" ? std::max(2u, hw)
                                             : kKernelsInFlight;
   if (!backend->concurrentLaunches())
@@ -2158,10 +2162,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                s.tenant->config.priorityClass != PriorityClass::LatencyCritical;
   std::string sliceTarget = backend->nativeTarget();
   // Every kernel polls the watchdog's abort flag where the module allows.
-  std::string watch =
-      watchdogOn && image->watchable() ? ",wooly-watchdog" : "";
-  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice,
-                     sliceTarget, watch] {
+  std::string watch = watchdogOn && image->watchable() ? ",wooly-watchdog" : "";
+  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice, sliceTarget,
+                     watch] {
     CompileInput in;
     in.text = image->text;
     in.name = image->name;
@@ -2202,12 +2205,11 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
               if (r)
                 accepted.push_back(k.name);
               else
-                refused.push_back(
-                    k.name + " (" +
-                    llvm::StringRef(llvm::toString(r.takeError()))
-                        .split('\n')
-                        .first.str() +
-                    ")");
+                refused.push_back(k.name + " (" +
+                                  llvm::StringRef(llvm::toString(r.takeError()))
+                                      .split('\n')
+                                      .first.str() +
+                                  ")");
             }
             if (!accepted.empty()) {
               co.passes = "wooly-slice{kernels=" + llvm::join(accepted, ",") +
@@ -2275,8 +2277,7 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                           : sliced            ? std::string("some kernels")
                                               : std::string("the kernels"),
                           image->name,
-                          key == kWholeModule ? "they run" : "it runs",
-                          refusal)
+                          key == kWholeModule ? "they run" : "it runs", refusal)
                 .str());
       slot.state =
           error.empty() ? KernelSlot::State::Ready : KernelSlot::State::Failed;
@@ -2429,9 +2430,9 @@ void Server::Impl::dispatch() {
     for (Op *o : ops) {
       o->skip = o->session->dead || o->session->sticky.code() != pb::OK;
       if (o->skip)
-        o->result = o->session->dead ? status(pb::NO_SESSION,
-                                              "the session ended", o->seq)
-                                     : o->session->sticky;
+        o->result = o->session->dead
+                        ? status(pb::NO_SESSION, "the session ended", o->seq)
+                        : o->session->sticky;
       anyLive |= !o->skip;
     }
     if (!anyLive) {
@@ -2453,7 +2454,12 @@ void Server::Impl::dispatch() {
     if (!d.fused.empty()) {
       idleExecutors--;
       FusedKernel *fk = fusedKernelFor(ops);
-      uint64_t abort = watch(d.ticket);
+      // Watched when every part's kernel polls the flag (the fused kernel
+      // does whenever the watchdog is on).
+      bool allPoll = true;
+      for (Op *o : ops)
+        allPoll &= polls(*o);
+      uint64_t abort = allPoll ? watch(d.ticket) : 0;
       execQueue.push([this, ops, d, fk, abort, busy] {
         auto start = Clock::now();
         Outcome::Fusion how = Outcome::Fusion::Refused;
@@ -2464,9 +2470,9 @@ void Server::Impl::dispatch() {
             if (!o->skip && o->result.code() == pb::OK)
               o->result = status(pb::INTERNAL, x.what(), o->seq);
         }
-        double ms = std::chrono::duration<double, std::milli>(Clock::now() -
-                                                              start)
-                        .count();
+        double ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - start)
+                .count();
         post([this, ops, d, busy, how, ms] {
           idleExecutors++;
           busy(false);
@@ -2482,13 +2488,12 @@ void Server::Impl::dispatch() {
               traceDispatch(o, d);
             whole &= !o->skip && o->result.code() == pb::OK;
           }
-          scheduler->finished(
-              d,
-              Outcome{ms, 0, false,
-                      how == Outcome::Fusion::Fused && !whole
-                          ? Outcome::Fusion::Pending
-                          : how},
-              nowNanos());
+          scheduler->finished(d,
+                              Outcome{ms, 0, false,
+                                      how == Outcome::Fusion::Fused && !whole
+                                          ? Outcome::Fusion::Pending
+                                          : how},
+                              nowNanos());
           for (Op *o : ops)
             complete(o);
         });
@@ -2513,7 +2518,8 @@ void Server::Impl::dispatch() {
       flagOfTicket[d.ticket] = flag;
       counter = takeFlag();
     }
-    uint64_t abort = op->type == Op::Type::Launch ? watch(d.ticket) : 0;
+    uint64_t abort =
+        op->type == Op::Type::Launch && polls(*op) ? watch(d.ticket) : 0;
     execQueue.push([this, op, d, flag, counter, abort, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
@@ -2635,6 +2641,10 @@ static std::string msText(double ms) {
                                  : llvm::formatv("{0:f2}", ms).str();
 }
 
+bool Server::Impl::polls(const Op &op) const {
+  return op.kernel && llvm::is_contained(op.kernel->paramRoles, "abort_flag");
+}
+
 uint64_t Server::Impl::watch(uint64_t ticket) {
   if (!watchdogOn)
     return 0;
@@ -2707,8 +2717,8 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
   std::string names;
   for (auto &[k, o] : byKey) {
     fk->indexOf[k] = uint32_t(sources.size());
-    sources.push_back({o->module->image->text, o->module->image->name,
-                       o->kernelName});
+    sources.push_back(
+        {o->module->image->text, o->module->image->name, o->kernelName});
     images.push_back(o->module->image);
     names += (names.empty() ? "" : ", ") + o->kernelName;
   }
@@ -2735,9 +2745,9 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
         in.text = std::move(merged->mlir);
         in.name = "coalesced(" + names + ")";
         CompileOptions co;
-        co.passes = "wooly-coalesce{kernels=" +
-                    llvm::join(merged->kernels, ",") + "}" +
-                    (watchdogOn ? ",wooly-watchdog" : "");
+        co.passes =
+            "wooly-coalesce{kernels=" + llvm::join(merged->kernels, ",") + "}" +
+            (watchdogOn ? ",wooly-watchdog" : "");
         auto c = cache->getOrCompile(in, *t, co, &hit);
         if (!c) {
           error = llvm::toString(c.takeError());
@@ -2842,8 +2852,9 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
     c.faultDomains.push_back(p.firstBlock);
   std::vector<uint8_t> params;
   if (!e) {
-    auto fp = extendParams(*fk->kernel, {},
-                           {{"coalesce_table", *base}, {"abort_flag", abortFlag}});
+    auto fp =
+        extendParams(*fk->kernel, {},
+                     {{"coalesce_table", *base}, {"abort_flag", abortFlag}});
     if (fp)
       params = std::move(*fp);
     else
@@ -2853,9 +2864,8 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   if (!e) {
     e = backend->launch(fk->loaded, "__wooly_coalesced", c, params);
     // A part's fault is that part's tenant's alone.
-    e = llvm::handleErrors(std::move(e), [&](const FaultDomainsError &d) {
-      faults = d.faults();
-    });
+    e = llvm::handleErrors(
+        std::move(e), [&](const FaultDomainsError &d) { faults = d.faults(); });
   }
   if (llvm::Error fe = backend->free(*base))
     llvm::consumeError(std::move(fe));
@@ -2874,8 +2884,8 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   for (size_t i = 0; i < live.size(); ++i) {
     Op &o = *live[i];
     o.startedNs = startedNs;
-    o.lastMs = ms * double(parts[i].blocks()) / double(std::max<uint64_t>(
-                                                    blocks, 1));
+    o.lastMs =
+        ms * double(parts[i].blocks()) / double(std::max<uint64_t>(blocks, 1));
     o.ms += o.lastMs;
     o.blocksRun = o.gridBlocks;
     o.fusedWith = unsigned(live.size() - 1);
@@ -2884,15 +2894,15 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   coalescedLaunches += live.size();
   for (auto &[part, message] : faults)
     if (part < live.size())
-      live[part]->result = status(
-          pb::LAUNCH_FAILURE,
-          llvm::formatv("launch of kernel '{0}', run coalesced with {1} "
-                        "other launch{2} (its blocks from {3} on): {4}",
-                        live[part]->kernelName, live.size() - 1,
-                        live.size() == 2 ? "" : "es", parts[part].firstBlock,
-                        message)
-              .str(),
-          live[part]->seq, /*sticky=*/true);
+      live[part]->result =
+          status(pb::LAUNCH_FAILURE,
+                 llvm::formatv("launch of kernel '{0}', run coalesced with {1} "
+                               "other launch{2} (its blocks from {3} on): {4}",
+                               live[part]->kernelName, live.size() - 1,
+                               live.size() == 2 ? "" : "es",
+                               parts[part].firstBlock, message)
+                     .str(),
+                 live[part]->seq, /*sticky=*/true);
   return Outcome::Fusion::Fused;
 }
 

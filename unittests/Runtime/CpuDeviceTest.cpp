@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include "llvm/ADT/StringExtras.h"
+#include <atomic>
 
 #include <cstring>
 #include <thread>
@@ -665,8 +665,8 @@ TEST(CpuDevice, FaultDomainsFailAlone) {
     uint64_t out = f.alloc(kBlocks * 4);
     LaunchConfig c = launchOf(kBlocks, 64);
     c.faultDomains = {0, 4, 8};
-    llvm::Error e = f.device.launch(f.loaded, kernel, c,
-                                    f.params(kernel, {out, 5}));
+    llvm::Error e =
+        f.device.launch(f.loaded, kernel, c, f.params(kernel, {out, 5}));
     ASSERT_TRUE(bool(e));
     std::vector<std::pair<size_t, std::string>> faults;
     llvm::handleAllErrors(
@@ -729,8 +729,8 @@ TEST(CpuDevice, FiberStacksTheSystemRefusesFailTheLaunch) {
             std::string::npos)
       << msg;
   // Kernels without barriers need no fiber stacks.
-  EXPECT_FALSE(bool(
-      device.launch(*loaded, "marks", launchOf(16, 32), params("marks"))));
+  EXPECT_FALSE(
+      bool(device.launch(*loaded, "marks", launchOf(16, 32), params("marks"))));
   std::vector<uint32_t> v(16);
   llvm::cantFail(device.memory().copyFromDevice(v.data(), out, 64));
   EXPECT_EQ(v[15], 16u);
@@ -857,8 +857,7 @@ TEST(CpuDevice, LocalAndParamAccessesAreChecked) {
   EXPECT_NE(e.find("out-of-bounds read of 4 bytes of parameter space"),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("(outside the 24-byte parameter buffer)"),
-            std::string::npos)
+  EXPECT_NE(e.find("(outside the 24-byte parameter buffer)"), std::string::npos)
       << e;
   ASSERT_EQ(f.launch("spaces", launchOf(1, 1), f.params("spaces", {0, 0, out})),
             "");
@@ -943,8 +942,7 @@ TEST(CpuDevice, StackOverflowFailsTheLaunch) {
               std::string::npos)
         << e;
   }
-  EXPECT_EQ(f.launch("iota", launchOf(2, 32), f.params("iota", {out, 64})),
-            "");
+  EXPECT_EQ(f.launch("iota", launchOf(2, 32), f.params("iota", {out, 64})), "");
   EXPECT_EQ(f.read(out, 64)[63], 63u);
 }
 

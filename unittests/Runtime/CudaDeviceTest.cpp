@@ -136,9 +136,8 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   ASSERT_TRUE(bool(var)) << llvm::toString(var.takeError());
   EXPECT_EQ(var->second, 4u);
   auto nope = dev.globalAddress(*module, "nope");
-  EXPECT_EQ(errorText(nope),
-            "no module variable 'nope' (cuModuleGetGlobal: "
-            "CUDA_ERROR_NOT_FOUND: named symbol not found)");
+  EXPECT_EQ(errorText(nope), "no module variable 'nope' (cuModuleGetGlobal: "
+                             "CUDA_ERROR_NOT_FOUND: named symbol not found)");
 
   // Each thread issues its work on a stream of its own (never the legacy
   // default stream, which the stand-in refuses), the same one every time.

@@ -76,8 +76,7 @@ class FaultDomainsError : public llvm::ErrorInfo<FaultDomainsError> {
 public:
   static inline char ID = 0;
   /// Each faulted domain's index and first error, in domain order.
-  explicit FaultDomainsError(
-      std::vector<std::pair<size_t, std::string>> faults)
+  explicit FaultDomainsError(std::vector<std::pair<size_t, std::string>> faults)
       : faultList(std::move(faults)) {}
   const std::vector<std::pair<size_t, std::string>> &faults() const {
     return faultList;

@@ -535,13 +535,13 @@ struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
                                                functionSymbol(f.getKey()));
         Value asInt =
             LLVM::PtrToIntOp::create(rw, op.getLoc(), rw.getI64Type(), addr);
-        Value same = LLVM::ICmpOp::create(rw, op.getLoc(),
-                                          LLVM::ICmpPredicate::eq, callee,
-                                          asInt);
+        Value same = LLVM::ICmpOp::create(
+            rw, op.getLoc(), LLVM::ICmpPredicate::eq, callee, asInt);
         ok = LLVM::OrOp::create(rw, op.getLoc(), ok, same);
       }
-      e.emitUnlikely(
-          ok, [&] { e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee}); });
+      e.emitUnlikely(ok, [&] {
+        e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee});
+      });
     }
     Value fnPtr =
         LLVM::IntToPtrOp::create(rw, op.getLoc(), e.ptr(), adaptor.getCallee());

@@ -53,11 +53,11 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <link.h>
+#include <mutex>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <shared_mutex>
+#include <sys/mman.h>
 #include <thread>
 #include <ucontext.h>
 
@@ -511,9 +511,8 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
     std::string what = (flags & WOOLY_ACCESS_WRITE)
                            ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
                            : "read";
-    std::string msg = "out-of-bounds " + what + " of " +
-                      std::to_string(size) + " bytes at address 0x" +
-                      hex(addr);
+    std::string msg = "out-of-bounds " + what + " of " + std::to_string(size) +
+                      " bytes at address 0x" + hex(addr);
     if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
       int64_t delta = int64_t(addr - n->base);
       msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
@@ -758,8 +757,8 @@ static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
       // The argument buffer is a local array of the calling thread.
       auto [lo, hi] = stackRange(t);
       if (cursor < lo || cursor + size > hi) {
-        error = "printf argument buffer at 0x" + hex(cursor) +
-                " is out of bounds";
+        error =
+            "printf argument buffer at 0x" + hex(cursor) + " is out of bounds";
         return 0;
       }
     }

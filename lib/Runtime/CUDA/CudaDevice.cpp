@@ -72,7 +72,6 @@ void *const CU_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x00);
 void *const CU_LAUNCH_PARAM_BUFFER_POINTER = reinterpret_cast<void *>(0x01);
 void *const CU_LAUNCH_PARAM_BUFFER_SIZE = reinterpret_cast<void *>(0x02);
 
-
 // Size of the JIT's info and error logs.
 constexpr size_t kJitLogBytes = 16 * 1024;
 
@@ -220,9 +219,8 @@ public:
       return check(r, "cuStreamCreate");
     }
     // Default-flag events (timing enabled); without them, no kernel times.
-    if (api.cuEventCreate &&
-        (api.cuEventCreate(&l->start, 0) != CUDA_SUCCESS ||
-         api.cuEventCreate(&l->end, 0) != CUDA_SUCCESS)) {
+    if (api.cuEventCreate && (api.cuEventCreate(&l->start, 0) != CUDA_SUCCESS ||
+                              api.cuEventCreate(&l->end, 0) != CUDA_SUCCESS)) {
       for (CUevent *e : {&l->start, &l->end})
         if (*e)
           api.cuEventDestroy(std::exchange(*e, nullptr));
@@ -360,8 +358,9 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
         std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &impl->ccMajor},
         std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                   &impl->ccMinor}})
-    if (auto e = impl->check(api.cuDeviceGetAttribute(field, attr, impl->device),
-                             llvm::formatv("cuDeviceGetAttribute({0})", attr)))
+    if (auto e =
+            impl->check(api.cuDeviceGetAttribute(field, attr, impl->device),
+                        llvm::formatv("cuDeviceGetAttribute({0})", attr)))
       return std::move(e);
   if (auto e = impl->check(
           api.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
@@ -403,8 +402,8 @@ llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
     return std::move(e);
   // Zero-filled, as the CPU backend's memory is.
   auto what = llvm::formatv("cuMemsetD8 of {0} bytes", size).str();
-  llvm::Error e = impl->check(
-      impl->api.cuMemsetD8Async(p, 0, size, (*lane)->stream), what);
+  llvm::Error e =
+      impl->check(impl->api.cuMemsetD8Async(p, 0, size, (*lane)->stream), what);
   if (!e)
     e = impl->wait(*lane, what);
   if (e) {
@@ -539,17 +538,16 @@ llvm::Error CudaDevice::unloadModule(CudaModule *module) {
 llvm::Expected<std::pair<uint64_t, uint64_t>>
 CudaDevice::globalAddress(CudaModule *module, StringRef name) {
   if (!module)
-    return llvm::createStringError("module variable '" + name +
-                                   "': no module");
+    return llvm::createStringError("module variable '" + name + "': no module");
   CUdeviceptr p = 0;
   size_t size = 0;
   std::string n = name.str();
   if (CUresult r =
           impl->api.cuModuleGetGlobal(&p, &size, module->handle, n.c_str());
       r != CUDA_SUCCESS)
-    return llvm::createStringError("no module variable '" + name +
-                                   "' (cuModuleGetGlobal: " +
-                                   impl->describe(r) + ")");
+    return llvm::createStringError(
+        "no module variable '" + name +
+        "' (cuModuleGetGlobal: " + impl->describe(r) + ")");
   return std::pair<uint64_t, uint64_t>{uint64_t(p), uint64_t(size)};
 }
 
@@ -591,8 +589,7 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
         module->functions.erase(it);
         return llvm::createStringError(
             "no kernel '" + kernel +
-            "' in the module (cuModuleGetFunction: " + impl->describe(r) +
-            ")");
+            "' in the module (cuModuleGetFunction: " + impl->describe(r) + ")");
       }
     }
     fn = f.handle;
@@ -617,8 +614,8 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
   std::vector<uint8_t> buffer(params.begin(), params.end());
   size_t size = buffer.size();
   uint8_t dummy = 0;
-  bool timed =
-      lane->start && api.cuEventRecord(lane->start, lane->stream) == CUDA_SUCCESS;
+  bool timed = lane->start &&
+               api.cuEventRecord(lane->start, lane->stream) == CUDA_SUCCESS;
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER,
                    buffer.empty() ? static_cast<void *>(&dummy)
                                   : static_cast<void *>(buffer.data()),

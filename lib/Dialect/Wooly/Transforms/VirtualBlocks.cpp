@@ -267,8 +267,8 @@ LogicalResult vblocks::refuseIndirectCalls(ModuleOp module, StringRef pass,
                                            StringRef why) {
   bool any = false;
   module.walk([&](CallIndirectOp call) {
-    call.emitOpError() << pass << ": indirect calls are not supported ("
-                       << why << ")";
+    call.emitOpError() << pass << ": indirect calls are not supported (" << why
+                       << ")";
     any = true;
   });
   return failure(any);
@@ -288,8 +288,7 @@ LogicalResult vblocks::passOnTrailingArgs(
       call.emitOpError() << pass << ": call of a kernel";
       return WalkResult::interrupt();
     }
-    SmallVector<Value> values =
-        extra.lookup(call->getParentOfType<FuncOp>());
+    SmallVector<Value> values = extra.lookup(call->getParentOfType<FuncOp>());
     call.getOperandsMutable().append(values);
     if (auto argAttrs = call.getArgAttrsAttr()) {
       SmallVector<Attribute> all(argAttrs.begin(), argAttrs.end());

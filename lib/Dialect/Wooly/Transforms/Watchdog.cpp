@@ -94,8 +94,8 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
         continue;
       funcs.push_back(func);
       if (func.getKernel()) {
-        flagOf[func] =
-            vblocks::appendLaunchParam(func, "abort_flag", b.getI64Type(), "u64");
+        flagOf[func] = vblocks::appendLaunchParam(func, "abort_flag",
+                                                  b.getI64Type(), "u64");
         continue;
       }
       unsigned n = func.getNumArguments();
