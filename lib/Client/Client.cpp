@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -178,6 +179,27 @@ public:
                            ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) == 0) {
       monitor = zmq_socket(ctx, ZMQ_PAIR);
       zmq_connect(monitor, monName.c_str());
+    }
+    // CURVE: the server's public key, and a key pair of this connection's.
+    std::string serverKey =
+        o.serverKey.empty() ? envOr("WOOLY_SERVER_KEY", "") : o.serverKey;
+    // (A key read from a file may end in a newline.)
+    while (!serverKey.empty() && std::isspace((unsigned char)serverKey.back()))
+      serverKey.pop_back();
+    if (!serverKey.empty()) {
+      char pub[41], sec[41];
+      if (serverKey.size() != 40)
+        return makeStatus(Code::InvalidValue,
+                          "the server key (WOOLY_SERVER_KEY) must be 40 Z85 "
+                          "characters, the contents of wooly-serve's "
+                          "PREFIX.pub");
+      if (!zmq_has("curve") || zmq_curve_keypair(pub, sec) != 0 ||
+          zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, serverKey.data(), 40) !=
+              0 ||
+          zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
+          zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, sec, 40) != 0)
+        return makeStatus(Code::Internal, std::string("cannot set up CURVE: ") +
+                                              zmq_strerror(zmq_errno()));
     }
     if (zmq_connect(socket, endpoint.c_str()) != 0)
       return makeStatus(Code::Unavailable,

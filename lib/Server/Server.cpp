@@ -63,7 +63,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
 #include <zmq.h>
@@ -74,8 +76,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <map>
 #include <mutex>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -618,6 +622,9 @@ public:
   /// through wooly-watchdog): only those are watched, for a kernel that
   /// does not poll would run on and still be reported stopped.
   bool polls(const Op &op) const;
+  /// Reads the CURVE key pair and makes the ROUTER a CURVE server for the
+  /// endpoints bound from now on.
+  llvm::Error enableCurve();
   /// The abort flag of launch dispatch `ticket`, its deadline set (0: no
   /// watchdog, or no flag to be had).
   uint64_t watch(uint64_t ticket);
@@ -798,10 +805,32 @@ llvm::Error Server::Impl::start() {
   zmq_socket_monitor(router, monName.c_str(), ZMQ_EVENT_DISCONNECTED);
   monitor = zmq_socket(zctx, ZMQ_PAIR);
   zmq_connect(monitor, monName.c_str());
-  for (const std::string &ep : options.listen) {
-    if (ep.rfind("ipc://", 0) == 0)
+  // Endpoints other than tcp first: a listener takes the socket's security
+  // options as they are when it binds, and CURVE is for tcp.
+  std::vector<std::string> order;
+  for (const std::string &ep : options.listen)
+    if (ep.rfind("tcp://", 0) != 0)
+      order.push_back(ep);
+  bool tcp = order.size() != options.listen.size();
+  for (const std::string &ep : options.listen)
+    if (ep.rfind("tcp://", 0) == 0)
+      order.push_back(ep);
+  bool curve = false;
+  for (const std::string &ep : order) {
+    bool isIpc = ep.rfind("ipc://", 0) == 0;
+    if (isIpc)
       ::unlink(ep.substr(6).c_str()); // a stale socket of a dead server
-    if (zmq_bind(router, ep.c_str()) != 0)
+    if (!curve && ep.rfind("tcp://", 0) == 0 && !options.curveKeyFile.empty()) {
+      if (llvm::Error e = enableCurve())
+        return e;
+      curve = true;
+    }
+    // An ipc socket is created for its owner alone.
+    mode_t mask = isIpc ? ::umask(077) : 0;
+    int rc = zmq_bind(router, ep.c_str());
+    if (isIpc)
+      ::umask(mask);
+    if (rc != 0)
       return llvm::createStringError("cannot listen on '" + ep +
                                      "': " + zmq_strerror(zmq_errno()));
     char last[512];
@@ -809,6 +838,11 @@ llvm::Error Server::Impl::start() {
     zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, last, &len);
     bound.push_back(last);
   }
+  if (!options.curveKeyFile.empty() && !tcp)
+    log("--curve-keys has no effect: no tcp:// endpoint");
+  if (tcp && !curve)
+    log("warning: tcp endpoints without CURVE (--curve-keys): traffic is "
+        "plain, and tokens travel unencrypted");
 
   // Worker threads wake the I/O thread through the ROUTER itself.
   if (zmq_bind(router, kWakeEndpoint) != 0)
@@ -2639,6 +2673,75 @@ void Server::Impl::giveFlag(uint64_t addr) { freeFlags.push_back(addr); }
 static std::string msText(double ms) {
   return std::fmod(ms, 1.0) == 0 ? llvm::formatv("{0:f0}", ms).str()
                                  : llvm::formatv("{0:f2}", ms).str();
+}
+
+/// The two Z85 keys of a key-pair file (`public ...`, `secret ...`).
+static llvm::Expected<std::pair<std::string, std::string>>
+readCurveKeys(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return llvm::createStringError("cannot read the CURVE key file '" + path +
+                                   "': " + buf.getError().message());
+  std::string pub, sec;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buf)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    line = line.trim();
+    if (line.consume_front("public "))
+      pub = line.trim().str();
+    else if (line.consume_front("secret "))
+      sec = line.trim().str();
+  }
+  if (pub.size() != 40 || sec.size() != 40)
+    return llvm::createStringError(
+        "'" + path +
+        "' is not a CURVE key file (lines 'public KEY' and 'secret KEY', 40 "
+        "Z85 characters each; wooly-serve --gen-curve-keys writes one)");
+  return std::pair{pub, sec};
+}
+
+llvm::Error wooly::server::generateCurveKeys(llvm::StringRef prefix) {
+  if (!zmq_has("curve"))
+    return llvm::createStringError("this libzmq has no CURVE support");
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0)
+    return llvm::createStringError(std::string("zmq_curve_keypair: ") +
+                                   zmq_strerror(zmq_errno()));
+  std::string key = (prefix + ".key").str(), pubFile = (prefix + ".pub").str();
+  // Only the owner may read the secret key: created so, never chmod'ed.
+  int fd = ::open(key.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    return llvm::createStringError("cannot create '" + key +
+                                   "': " + std::strerror(errno));
+  std::string text = std::string("# wooly-serve CURVE key pair: keep it "
+                                 "secret\npublic ") +
+                     pub + "\nsecret " + sec + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::close(fd);
+  std::error_code ec;
+  llvm::raw_fd_ostream out(pubFile, ec);
+  if (!ok || ec)
+    return llvm::createStringError("cannot write the key files '" + key +
+                                   "', '" + pubFile + "'");
+  out << pub << "\n";
+  return llvm::Error::success();
+}
+
+llvm::Error Server::Impl::enableCurve() {
+  if (!zmq_has("curve"))
+    return llvm::createStringError("--curve-keys: this libzmq has no CURVE "
+                                   "support");
+  auto keys = readCurveKeys(options.curveKeyFile);
+  if (!keys)
+    return keys.takeError();
+  int one = 1;
+  if (zmq_setsockopt(router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
+      zmq_setsockopt(router, ZMQ_CURVE_SECRETKEY, keys->second.data(), 40) != 0)
+    return llvm::createStringError(std::string("cannot enable CURVE: ") +
+                                   zmq_strerror(zmq_errno()));
+  log("CURVE on tcp endpoints; clients need the public key " + keys->first +
+      " (WOOLY_SERVER_KEY)");
+  return llvm::Error::success();
 }
 
 bool Server::Impl::polls(const Op &op) const {

@@ -91,6 +91,16 @@ static cl::opt<bool> pacing(
              "other tenants' kernels sliced and preemptible so its kernels "
              "start within its SLA (cpu and cuda; default true)"),
     cl::init(true), cl::cat(cat));
+static cl::opt<std::string> curveKeys(
+    "curve-keys",
+    cl::desc("Encrypt tcp:// endpoints with CURVE, with the server key pair "
+             "in this file (clients need its public key: WOOLY_SERVER_KEY)"),
+    cl::value_desc("file"), cl::cat(cat));
+static cl::opt<std::string> genCurveKeys(
+    "gen-curve-keys",
+    cl::desc("Write a new CURVE key pair to PREFIX.key (secret, owner-only) "
+             "and PREFIX.pub (the public key for clients), then exit"),
+    cl::value_desc("prefix"), cl::cat(cat));
 static cl::opt<double> kernelTimeout(
     "kernel-timeout-ms",
     cl::desc("The watchdog: stop a launch that runs longer than this (at "
@@ -129,7 +139,18 @@ int main(int argc, char **argv) {
       "WOOLY_SERVER (default ipc:///tmp/wooly-<uid>.sock), WOOLY_TENANT and\n"
       "WOOLY_TOKEN. SIGINT/SIGTERM finish queued work, then exit.\n");
 
+  if (!genCurveKeys.empty()) {
+    if (Error e = wooly::server::generateCurveKeys(genCurveKeys)) {
+      errs() << "wooly-serve: error: " << toString(std::move(e)) << "\n";
+      return 1;
+    }
+    outs() << "wrote " << genCurveKeys << ".key (keep it secret) and "
+           << genCurveKeys << ".pub\n";
+    return 0;
+  }
+
   wooly::server::ServerOptions o;
+  o.curveKeyFile = curveKeys;
   o.listen.assign(listen.begin(), listen.end());
   if (o.listen.empty())
     o.listen.push_back("ipc:///tmp/wooly-" + std::to_string(getuid()) +

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -1648,4 +1649,61 @@ LOOP:
   ASSERT_TRUE(again);
   uint64_t buf;
   EXPECT_TRUE(again->malloc(64, buf).ok());
+}
+
+// CURVE on tcp: a client that knows the server's public key works; one
+// without it, or with another key, gets no session. The ipc socket is its
+// owner's alone.
+TEST_F(ServerTest, CurveGuardsTcpAndIpcIsOwnerOnly) {
+  std::string prefix = dir + "/server";
+  int rc = waitExit(
+      spawn({WOOLY_BIN_DIR "/wooly-serve", "--gen-curve-keys=" + prefix},
+            dir + "/gen.log"));
+  ASSERT_EQ(rc, 0) << readFile(dir + "/gen.log");
+  struct stat st;
+  ASSERT_EQ(::stat((prefix + ".key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u) << "the secret key is its owner's alone";
+  std::string pub = readFile(prefix + ".pub");
+  ASSERT_GE(pub.size(), 40u);
+  // A second pair: a key that is not the server's.
+  ASSERT_EQ(waitExit(spawn({WOOLY_BIN_DIR "/wooly-serve",
+                            "--gen-curve-keys=" + dir + "/other"},
+                           dir + "/gen2.log")),
+            0);
+  std::string other = readFile(dir + "/other.pub");
+
+  std::string tcp = "tcp://127.0.0.1:" + std::to_string(freePort());
+  startServer({"--listen=" + tcp, "--curve-keys=" + prefix + ".key"});
+  EXPECT_NE(log().find("CURVE on tcp endpoints"), std::string::npos) << log();
+  ASSERT_EQ(::stat(endpoint.substr(6).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u) << "the ipc socket is its owner's alone";
+
+  auto over = [&](const std::string &key, Status &s) {
+    Options o;
+    o.server = tcp;
+    o.tenant = "remote";
+    o.serverKey = key;
+    o.connectTimeoutMs = 1500;
+    return Client::connect(o, s);
+  };
+  Status s;
+  auto good = over(pub, s);
+  ASSERT_TRUE(good) << s.str() << log();
+  uint64_t addr;
+  std::vector<uint8_t> in(4096, 0x5a), out(4096);
+  ASSERT_TRUE(good->malloc(in.size(), addr).ok());
+  ASSERT_TRUE(good->copyToDevice(addr, in.data(), in.size()).ok());
+  ASSERT_TRUE(good->copyFromDevice(out.data(), addr, out.size()).ok());
+  EXPECT_EQ(in, out);
+
+  EXPECT_FALSE(over("", s)) << "a client without the server key";
+  EXPECT_EQ(s.code, Code::Unavailable) << s.str();
+  EXPECT_FALSE(over(other, s)) << "a client with another key";
+  EXPECT_EQ(s.code, Code::Unavailable) << s.str();
+  EXPECT_FALSE(over("short", s));
+  EXPECT_EQ(s.code, Code::InvalidValue) << s.str();
+  // The ipc endpoint needs no key.
+  auto local = connect("local");
+  ASSERT_TRUE(local);
+  EXPECT_TRUE(local->malloc(64, addr).ok());
 }

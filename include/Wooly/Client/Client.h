@@ -85,6 +85,10 @@ struct Options {
   std::string tenant;
   /// Empty: WOOLY_TOKEN.
   std::string token;
+  /// The server's CURVE public key (Z85, 40 characters; `wooly-serve
+  /// --gen-curve-keys` writes it to PREFIX.pub) for a server that encrypts
+  /// its tcp:// endpoints. Empty: WOOLY_SERVER_KEY, else none (plain).
+  std::string serverKey;
   /// For the server's logs (empty: "pid N").
   std::string clientName;
   /// How long `connect` waits for the server's answer (WOOLY_CONNECT_TIMEOUT_MS

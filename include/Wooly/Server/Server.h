@@ -22,8 +22,13 @@ namespace wooly::server {
 
 /// How a Server is set up (wooly-serve's options).
 struct ServerOptions {
-  /// ZeroMQ endpoints to bind (`ipc://PATH`, `tcp://HOST:PORT`).
+  /// ZeroMQ endpoints to bind (`ipc://PATH`, `tcp://HOST:PORT`). An ipc
+  /// socket is its owner's alone (mode 0700).
   std::vector<std::string> listen;
+  /// CURVE for the tcp:// endpoints (ZeroMQ's encryption, and clients that
+  /// must know the server's public key): the key-pair file that
+  /// `generateCurveKeys` writes. Empty: tcp traffic is plain.
+  std::string curveKeyFile;
   /// `cpu` (the embedded CPU backend) or `cuda`.
   std::string backend = "cpu";
   /// The tenants file (empty: open mode, see Tenants.h).
@@ -78,6 +83,11 @@ struct ServerOptions {
 };
 
 /// A running server.
+/// Writes a new CURVE key pair for `ServerOptions::curveKeyFile`:
+/// `prefix`.key (both keys, Z85; only its owner may read it) and
+/// `prefix`.pub (the public key alone: what clients need, WOOLY_SERVER_KEY).
+llvm::Error generateCurveKeys(llvm::StringRef prefix);
+
 class Server {
 public:
   /// Creates the backend, binds every endpoint and starts the metrics
