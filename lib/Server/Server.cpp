@@ -39,6 +39,10 @@
 //    one launch whose parts are fault domains: a fault ends only its own
 //    part and reaches only its own tenant. Until the fused kernel is ready
 //    (or where it cannot be compiled) the parts run one after another.
+//  - The watchdog (cpu): kernels are compiled through wooly-watchdog, so
+//    their loops poll a per-launch abort flag; the I/O thread raises the
+//    flag of a launch past --kernel-timeout-ms, and the launch fails for
+//    its tenant alone.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -496,7 +500,8 @@ public:
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
-  /// preemption flag and counter (0: none, or its own).
+  /// preemption flag and counter (0: none, or its own), a watched one with
+  /// its abort flag (0: none).
   void execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
                uint64_t sliceCounter, uint64_t abortFlag = 0);
   /// Runs the launches of a fused dispatch (those not `skip`ped): as one
