@@ -265,7 +265,9 @@ TEST(CompileCache, ConcurrentRequestsCompileOnce) {
   CompileCache cache;
   std::vector<std::thread> threads;
   std::vector<const CompiledModule *> got(4, nullptr);
-  std::vector<bool> hits(4, false);
+  // Not std::vector<bool>: its elements share words, and the threads
+  // write theirs at once.
+  std::vector<char> hits(4, 0);
   for (int i = 0; i < 4; ++i)
     threads.emplace_back([&, i] {
       bool hit = false;
@@ -285,7 +287,7 @@ TEST(CompileCache, ConcurrentRequestsCompileOnce) {
     ASSERT_NE(got[i], nullptr);
     EXPECT_EQ(got[i], got[0]);
   }
-  EXPECT_EQ(std::count(hits.begin(), hits.end(), false), 1);
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), 0), 1);
   // A failed compilation is reported to every waiter, and not cached.
   std::vector<std::string> errors(3);
   threads.clear();
