@@ -973,20 +973,27 @@ TEST(CpuDevice, IndirectCallsReachOnlyFunctionsOfTheModule) {
 namespace {
 // A module compiled kernel by kernel and linked in parts: the parts share
 // one instance of the module variable; a kernel cannot be added twice.
+/// `text` compiled for the host with only `kernels` (one part of a module
+/// compiled kernel by kernel).
+std::shared_ptr<const CompiledModule>
+compilePart(const std::string &text, std::vector<std::string> kernels) {
+  CompileInput in;
+  in.text = text;
+  in.name = "parts.ptx";
+  CompileOptions o;
+  o.kernels = std::move(kernels);
+  auto m = compile(in, llvm::cantFail(Target::parse("host")), o);
+  EXPECT_TRUE(bool(m)) << (m ? "" : llvm::toString(m.takeError()));
+  return std::make_shared<const CompiledModule>(std::move(*m));
+}
+
 // A function address taken by one part of a module compiled kernel by
 // kernel may be called by another part: the parts share one instance of
 // each device function (as of each variable).
 TEST(CpuDevice, FunctionPointersCrossModuleParts) {
   std::string text = std::string(kHeader) + kIndirect;
   auto part = [&](std::vector<std::string> kernels) {
-    CompileInput in;
-    in.text = text;
-    in.name = "parts.ptx";
-    CompileOptions o;
-    o.kernels = std::move(kernels);
-    auto m = compile(in, llvm::cantFail(Target::parse("host")), o);
-    EXPECT_TRUE(bool(m)) << (m ? "" : llvm::toString(m.takeError()));
-    return std::make_shared<const CompiledModule>(std::move(*m));
+    return compilePart(text, std::move(kernels));
   };
   CpuDevice device;
   auto first = part({"addr"});
@@ -1034,14 +1041,7 @@ TEST(CpuDevice, ModuleExtendedKernelByKernel) {
 }
 )";
   auto part = [&](std::vector<std::string> kernels) {
-    CompileInput in;
-    in.text = text;
-    in.name = "parts.ptx";
-    CompileOptions o;
-    o.kernels = std::move(kernels);
-    auto m = compile(in, llvm::cantFail(Target::parse("host")), o);
-    EXPECT_TRUE(bool(m)) << (m ? "" : llvm::toString(m.takeError()));
-    return std::make_shared<const CompiledModule>(std::move(*m));
+    return compilePart(text, std::move(kernels));
   };
   CpuDevice device;
   auto first = part({"bump"});

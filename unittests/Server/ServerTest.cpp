@@ -1630,8 +1630,9 @@ LOOP:
   uint32_t n = 0xf0000000u;
   pc.add(counter).add(n);
   auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(plain->launch(mu.handle, "count", {1}, {1}, 0, pc.bytes.data(),
-                            pc.bytes.size())
+  ASSERT_TRUE(plain
+                  ->launch(mu.handle, "count", {1}, {1}, 0, pc.bytes.data(),
+                           pc.bytes.size())
                   .ok());
   uint32_t ran = 0;
   Status st = plain->copyFromDevice(&ran, counter, 4);

@@ -391,9 +391,6 @@ llvm::Error CudaDevice::makeCurrent() {
 }
 
 llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
-  auto lane = impl->lane();
-  if (!lane)
-    return lane.takeError();
   CUdeviceptr p = 0;
   // The driver refuses empty allocations; give them one byte.
   uint64_t size = std::max<uint64_t>(bytes, 1);
@@ -401,12 +398,7 @@ llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
                            llvm::formatv("cuMemAlloc of {0} bytes", bytes)))
     return std::move(e);
   // Zero-filled, as the CPU backend's memory is.
-  auto what = llvm::formatv("cuMemsetD8 of {0} bytes", size).str();
-  llvm::Error e =
-      impl->check(impl->api.cuMemsetD8Async(p, 0, size, (*lane)->stream), what);
-  if (!e)
-    e = impl->wait(*lane, what);
-  if (e) {
+  if (llvm::Error e = memset(p, 0, size)) {
     impl->api.cuMemFree(p);
     return std::move(e);
   }

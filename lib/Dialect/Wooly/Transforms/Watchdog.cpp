@@ -87,15 +87,15 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
     // The flag: a launch parameter of kernels, a trailing argument of
     // device functions.
     Builder b(ctx);
-    llvm::DenseMap<Operation *, Value> flagOf;
+    llvm::DenseMap<Operation *, SmallVector<Value>> flagOf;
     SmallVector<FuncOp> funcs;
     for (auto func : module.getOps<FuncOp>()) {
       if (func.isDeclaration())
         continue;
       funcs.push_back(func);
       if (func.getKernel()) {
-        flagOf[func] = vblocks::appendLaunchParam(func, "abort_flag",
-                                                  b.getI64Type(), "u64");
+        flagOf[func] = {vblocks::appendLaunchParam(func, "abort_flag",
+                                                   b.getI64Type(), "u64")};
         continue;
       }
       unsigned n = func.getNumArguments();
@@ -107,13 +107,10 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
         func.emitOpError("wooly-watchdog: cannot append the flag argument");
         return signalPassFailure();
       }
-      flagOf[func] = func.getArgument(n);
+      flagOf[func] = {func.getArgument(n)};
     }
 
-    llvm::DenseMap<Operation *, SmallVector<Value>> extra;
-    for (auto &[func, flag] : flagOf)
-      extra[func] = {flag};
-    if (failed(vblocks::passOnTrailingArgs(module, extra, "wooly-watchdog")))
+    if (failed(vblocks::passOnTrailingArgs(module, flagOf, "wooly-watchdog")))
       return signalPassFailure();
 
     for (FuncOp func : funcs) {
@@ -127,7 +124,7 @@ struct WoolyWatchdogPass : wooly::impl::WoolyWatchdogBase<WoolyWatchdogPass> {
           if (dom.dominates(succ, &block))
             headers.insert(succ);
       for (Block *header : headers)
-        insertPoll(header, flagOf.lookup(func), func.getLoc());
+        insertPoll(header, flagOf.lookup(func).front(), func.getLoc());
     }
   }
 };
