@@ -12,9 +12,13 @@
 //                   P physical blocks, zeroed counter, no preemption flag
 //   isolate         wooly-isolate on the original grid, the tenant region
 //                   the hull of the case's buffers (end rounded up to 256)
-//   watchdog        wooly-watchdog on the original grid: every loop head
-//                   polls an abort flag that is never raised (wooly-serve's
-//                   cost of its watchdog)
+//   contain         wooly-contain{traps=false alignment=false} on the
+//                   original grid: every loop head polls a status record
+//                   that is never set (what wooly-serve runs on the cpu
+//                   backend, whose runtime contains traps by itself)
+//   contain all     wooly-contain with every check (what wooly-serve runs
+//                   on a GPU): loop polls, and an alignment check before
+//                   each load, store and atomic
 //
 // then the geometric mean of each ratio over the kernels. Launch values
 // come from Wooly/Compiler/LaunchParams.h. Every variant's output is
@@ -38,6 +42,7 @@
 #include "Wooly/Compiler/LaunchParams.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
 #include "Wooly/Runtime/CoalesceTable.h"
+#include "Wooly/Runtime/Launch.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -243,7 +248,7 @@ std::vector<Case> makeCases() {
 // Variants
 //===----------------------------------------------------------------------===//
 
-enum class Kind { Original, Constrain, Slice, Isolate, Watchdog };
+enum class Kind { Original, Constrain, Slice, Isolate, Contain };
 
 struct Variant {
   const char *title;  // Column title.
@@ -424,12 +429,15 @@ int main(int argc, char **argv) {
       {"constrain N=1", "wooly-constrain", Kind::Constrain, 1},
       {"slice", "wooly-slice", Kind::Slice, p},
       {"isolate", "wooly-isolate", Kind::Isolate, 0},
-      {"watchdog", "wooly-watchdog", Kind::Watchdog, 0}};
+      {"contain", "wooly-contain{traps=false alignment=false}", Kind::Contain,
+       0},
+      {"contain all", "wooly-contain", Kind::Contain, 0}};
 
-  // The slice counter (zeroed before every slice launch), and the
-  // watchdog's abort flag (never raised: loops poll it, as in wooly-serve).
+  // The slice counter (zeroed before every slice launch), and the status
+  // record of wooly-contain (never set: loops poll it, as in wooly-serve).
   uint64_t counter = check(mem.allocate(4), "allocate");
-  uint64_t abortFlag = check(mem.allocate(4), "allocate");
+  uint64_t statusRecord = check(mem.allocate(kContainRecordBytes), "allocate");
+  check(mem.memset(statusRecord, 0, kContainRecordBytes), "memset");
 
   std::vector<Case> cases = makeCases();
   // ms[case][variant]: median milliseconds per launch.
@@ -538,8 +546,8 @@ int main(int argc, char **argv) {
       case Kind::Isolate:
         values = isolateValues(lo, hi);
         break;
-      case Kind::Watchdog:
-        values["abort_flag"] = abortFlag;
+      case Kind::Contain:
+        values["launch_status"] = statusRecord;
         break;
       }
       pr.params = check(extendParams(*k, user, values),
@@ -599,7 +607,7 @@ int main(int argc, char **argv) {
       check(mem.free(a), "free");
   }
   check(mem.free(counter), "free");
-  check(mem.free(abortFlag), "free");
+  check(mem.free(statusRecord), "free");
 
   std::printf("Wooly sharing passes on the CPU backend: transformed / "
               "original launch time\n");

@@ -135,6 +135,10 @@ CUresult fromCode(const client::Status &st) {
     return CUDA_ERROR_NOT_FOUND;
   case C::LaunchFailure:
     return st.sticky ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED;
+  case C::DeviceAssert:
+    return CUDA_ERROR_ASSERT;
+  case C::MisalignedAddress:
+    return CUDA_ERROR_MISALIGNED_ADDRESS;
   case C::CompileError:
     return CUDA_ERROR_INVALID_PTX;
   case C::NotReady:

@@ -69,19 +69,21 @@ wooly::prepareLaunch(const KernelInfo &kernel, const LaunchConfig &config,
       return llvm::createStringError("kernel '" + kernel.name +
                                      "' is isolated: its launch needs a "
                                      "memory region");
-    // The slice counter, preemption flag and abort flag are accessed by
-    // the kernel too: the region must hold them.
+    // The slice counter, preemption flag and status record are accessed
+    // by the kernel too: the region must hold them.
     uint64_t lo = options.isolateRegion->first;
     uint64_t hi = options.isolateRegion->second;
-    for (uint64_t addr : {out.sliced ? sliceCounter : 0, options.preemptFlag,
-                          options.abortFlag})
+    for (auto [addr, bytes] :
+         {std::pair{out.sliced ? sliceCounter : 0, uint64_t(4)},
+          std::pair{options.preemptFlag, uint64_t(4)},
+          std::pair{options.statusRecord, kContainRecordBytes}})
       if (addr) {
         lo = std::min(lo, addr);
-        hi = std::max(hi, addr + 4);
+        hi = std::max(hi, addr + bytes);
       }
     values.merge(isolateValues(lo, hi));
   }
-  values["abort_flag"] = options.abortFlag;
+  values["launch_status"] = options.statusRecord;
   auto params = extendParams(kernel, userParams, values);
   if (!params)
     return params.takeError();

@@ -39,10 +39,15 @@
 //    one launch whose parts are fault domains: a fault ends only its own
 //    part and reaches only its own tenant. Until the fused kernel is ready
 //    (or where it cannot be compiled) the parts run one after another.
-//  - The watchdog (cpu): kernels are compiled through wooly-watchdog, so
-//    their loops poll a per-launch abort flag; the I/O thread raises the
-//    flag of a launch past --kernel-timeout-ms, and the launch fails for
-//    its tenant alone.
+//  - Containment: kernels are compiled through wooly-contain, so that each
+//    launch has a status record. The watchdog: loops poll it, and the I/O
+//    thread sets the status of a launch past --kernel-timeout-ms; the
+//    launch fails for its tenant alone. On a GPU (cuda) every module is
+//    compiled for the device's own target with traps, failed assertions
+//    and misaligned accesses contained too: they set the status and end
+//    the launch, and the executor reports them to the kernel's tenant,
+//    instead of ending the device context for everyone. The cpu backend's
+//    runtime contains those by itself, per fault domain.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -224,10 +229,10 @@ struct SessionModule;
 /// The PTX text of a module, shared by every session that loads it.
 struct ModuleImage {
   std::string hash, name, text;
-  /// Whether every kernel can be compiled through wooly-watchdog (it has
-  /// no indirect calls). Decided for the whole module: its parts (kernel by
+  /// Whether every kernel can be compiled through wooly-contain (it has no
+  /// indirect calls). Decided for the whole module: its parts (kernel by
   /// kernel) must agree on the signatures of their device functions.
-  bool watchable() const {
+  bool containable() const {
     return text.find(".callprototype") == std::string::npos &&
            text.find(".calltargets") == std::string::npos;
   }
@@ -500,14 +505,14 @@ public:
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
-  /// preemption flag and counter (0: none, or its own), a watched one with
-  /// its abort flag (0: none).
+  /// preemption flag and counter (0: none, or its own), a contained one
+  /// with its status record (0: none).
   void execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
-               uint64_t sliceCounter, uint64_t abortFlag = 0);
+               uint64_t sliceCounter, uint64_t statusRecord = 0);
   /// Runs the launches of a fused dispatch (those not `skip`ped): as one
   /// launch of `fk` when it is ready, else one after another. Executor.
   Outcome::Fusion executeFused(const std::vector<Op *> &ops, FusedKernel *fk,
-                               uint64_t abortFlag);
+                               uint64_t statusRecord);
   /// The fused kernel of `ops`' kernel set, its compilation started when
   /// new (null: too many sets). I/O thread.
   FusedKernel *fusedKernelFor(const std::vector<Op *> &ops);
@@ -515,9 +520,11 @@ public:
   void traceDispatch(Op *op, const Dispatch &d);
   /// Raises the preemption flags the scheduler asks for.
   void preempt();
-  /// A u32 in device memory for a sliced dispatch's preemption flag or
-  /// counter, zeroed (0 when none could be allocated: the slice then runs
-  /// unpreemptibly, or allocates its own counter).
+  /// A slot of kContainRecordBytes in device memory, its first u32 zeroed:
+  /// a sliced dispatch's preemption flag or counter, or a launch's status
+  /// record (0 when none could be allocated: the slice then runs
+  /// unpreemptibly, or allocates its own counter; the launch runs
+  /// uncontained).
   uint64_t takeFlag();
   void giveFlag(uint64_t addr);
   /// Copies the scheduler's per-tenant measurements for /metrics.
@@ -613,35 +620,43 @@ public:
   std::map<uint64_t, std::unique_ptr<FusedKernel>> fusedKernels;
   /// Launches that ran fused, and the fused launches (executors).
   std::atomic<uint64_t> coalescedLaunches{0}, coalescedDispatches{0};
-  /// The watchdog (--kernel-timeout-ms, cpu): kernels are compiled through
-  /// wooly-watchdog, and each running launch has an abort flag and a
-  /// deadline (I/O thread).
+  /// Containment: the wooly-contain pipeline every tenant kernel is
+  /// compiled through (empty: none). The watchdog (--kernel-timeout-ms)
+  /// raises the status of a running launch past its deadline (I/O thread);
+  /// `containTraps`: kernels record traps, assertions and misaligned
+  /// accesses (cuda), read from the record after each launch.
+  std::string containPasses;
   bool watchdogOn = false;
+  bool containTraps = false;
   struct Watched {
-    uint64_t flag = 0;
+    uint64_t record = 0;
     Clock::time_point deadline;
     bool raised = false;
   };
   std::map<uint64_t, Watched> watchedByTicket;
-  /// Whether the launch's kernel polls an abort flag (it was compiled
-  /// through wooly-watchdog): only those are watched, for a kernel that
+  /// Whether the launch's kernel has a status record (it was compiled
+  /// through wooly-contain): only those are watched, for a kernel that
   /// does not poll would run on and still be reported stopped.
-  bool polls(const Op &op) const;
+  bool contained(const Op &op) const;
   /// Reads the CURVE key pair and makes the ROUTER a CURVE server for the
   /// endpoints bound from now on.
   llvm::Error enableCurve();
-  /// The abort flag of launch dispatch `ticket`, its deadline set (0: no
-  /// watchdog, or no flag to be had).
+  /// The status record of launch dispatch `ticket`, with its deadline when
+  /// the watchdog is on (0: no containment, or no record to be had).
   uint64_t watch(uint64_t ticket);
-  /// Raises the abort flags of launches past their deadline.
+  /// Sets the status of launches past their deadline.
   void checkWatchdog();
-  /// Takes dispatch `ticket`'s abort flag back; true when the watchdog
+  /// Takes dispatch `ticket`'s status record back; true when the watchdog
   /// stopped it.
   bool unwatch(uint64_t ticket);
   /// The error of a launch the watchdog stopped.
   pb::Status watchdogStatus(const Op &op) const;
-  /// Preemption flags: free ones, and the flag of each running sliced
-  /// dispatch by ticket (I/O thread).
+  /// Reads launch `op`'s status record after it ran: the error of a trap,
+  /// failed assertion or misaligned access it recorded. Executor.
+  void readContainStatus(Op *op, uint64_t record);
+  /// Zeroed device slots of kFlagSlotBytes: preemption flags, slice
+  /// counters and status records. Free ones, and the flag of each running
+  /// sliced dispatch by ticket (I/O thread).
   std::vector<uint64_t> freeFlags;
   std::vector<uint64_t> flagBlocks;
   bool flagAllocFailed = false;
@@ -715,10 +730,21 @@ llvm::Error Server::Impl::start() {
   if (!(options.kernelTimeoutMs >= 0))
     return llvm::createStringError("--kernel-timeout-ms must be 0 (no "
                                    "watchdog) or more");
-  // The watchdog stops a kernel by letting its threads exit at a loop head;
-  // on a GPU an exit while other threads wait at an aligned barrier is not
-  // safe yet, so only the cpu backend has it.
-  watchdogOn = options.kernelTimeoutMs > 0 && backend->kind() == "cpu";
+  // Containment (wooly-contain). The watchdog stops a kernel by letting
+  // its threads exit at a loop head (an exited thread does not hold up a
+  // block-wide barrier). The cpu backend's runtime contains traps,
+  // assertions and wild accesses by itself, per fault domain of a fused
+  // launch; a GPU (a backend with a native target) needs the pass to keep
+  // them from ending the device context, so every module is compiled for
+  // it.
+  bool gpu = backend->nativeTarget() != "host";
+  watchdogOn = options.kernelTimeoutMs > 0;
+  containTraps = options.contain && gpu;
+  if (containTraps)
+    containPasses =
+        watchdogOn ? "wooly-contain" : "wooly-contain{watchdog=false}";
+  else if (watchdogOn)
+    containPasses = "wooly-contain{traps=false alignment=false}";
 
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   // Executors bound the work submitted to the device at once. The cpu
@@ -2186,6 +2212,13 @@ void Server::Impl::requireSlot(Op *op) {
   }
 }
 
+/// Two pass pipelines, one after the other (either may be empty).
+static std::string pipeline(llvm::StringRef first, llvm::StringRef second) {
+  if (first.empty() || second.empty())
+    return (first + second).str();
+  return (first + "," + second).str();
+}
+
 void Server::Impl::startCompile(Session &s, SessionModule &m,
                                 const std::string &key, KernelSlot &slot) {
   slot.state = KernelSlot::State::Compiling;
@@ -2200,10 +2233,12 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
   bool slice = paceKernels && key != kVariablesOnly &&
                s.tenant->config.priorityClass != PriorityClass::LatencyCritical;
   std::string sliceTarget = backend->nativeTarget();
-  // Every kernel polls the watchdog's abort flag where the module allows.
-  std::string watch = watchdogOn && image->watchable() ? ",wooly-watchdog" : "";
-  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice, sliceTarget,
-                     watch] {
+  // Every kernel is contained where the module allows; on a GPU that means
+  // compiling it for the device's own target.
+  std::string contain = image->containable() ? containPasses : "";
+  bool native = slice || (containTraps && !contain.empty());
+  compileQueue.push([this, image, key, slotPtr, mPtr, sid, slice, native,
+                     sliceTarget, contain] {
     CompileInput in;
     in.text = image->text;
     in.name = image->name;
@@ -2221,10 +2256,12 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
       auto target = Target::parse("host");
       if (!target) {
         error = llvm::toString(target.takeError());
-      } else if (slice) {
-        // A kernel the pass refuses runs as written (the scheduler holds it
-        // back while a latency-critical tenant is active).
-        co.passes = "wooly-slice" + watch;
+      } else if (native) {
+        // For the device's own target: sliced and/or contained. A kernel
+        // wooly-slice refuses runs as written (the scheduler holds it back
+        // while a latency-critical tenant is active); a module the passes
+        // or the device refuse runs uncontained, as written.
+        co.passes = pipeline(slice ? "wooly-slice" : "", contain);
         if (auto sliceTo = Target::parse(sliceTarget); !sliceTo) {
           refusal = llvm::toString(sliceTo.takeError());
         } else if (auto c = cache->getOrCompile(in, *sliceTo, co, &hit)) {
@@ -2251,8 +2288,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                                   ")");
             }
             if (!accepted.empty()) {
-              co.passes = "wooly-slice{kernels=" + llvm::join(accepted, ",") +
-                          "}" + watch;
+              co.passes = pipeline(
+                  "wooly-slice{kernels=" + llvm::join(accepted, ",") + "}",
+                  contain);
               if (auto some = cache->getOrCompile(in, *sliceTo, co, &hit)) {
                 module = *some;
                 sliced = true;
@@ -2264,7 +2302,20 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
           }
         }
       }
-      co.passes = llvm::StringRef(watch).drop_front(watch.empty() ? 0 : 1);
+      if (!module && slice && containTraps && !contain.empty()) {
+        // Not sliced, still contained.
+        co.passes = contain;
+        if (auto sliceTo = Target::parse(sliceTarget))
+          if (auto c = cache->getOrCompile(in, *sliceTo, co, &hit))
+            module = *c;
+          else
+            refusal += "; " + llvm::toString(c.takeError());
+        else
+          llvm::consumeError(sliceTo.takeError());
+      }
+      // The fallback: the host target gives the layout, and a GPU runs the
+      // PTX as written; the cpu backend runs it with its watchdog.
+      co.passes = containTraps ? "" : contain;
       // The first part loads the module, the others extend it.
       auto load = [&]() -> llvm::Error {
         std::lock_guard<std::mutex> lock(mPtr->loadMutex);
@@ -2301,13 +2352,19 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
     double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     post([this, image, key, slotPtr, mPtr, sid, module, error, ms, hit, sliced,
-          refusal] {
+          refusal, slice] {
       KernelSlot &slot = *slotPtr;
       SessionModule &m = *mPtr;
       slot.compiled = module;
       slot.error = error;
       slot.sliced = sliced;
-      if (!refusal.empty() && error.empty())
+      if (!refusal.empty() && error.empty() && !slice)
+        log(llvm::formatv("session {0}: {1} cannot be contained, it runs as "
+                          "written (a trap or fault of it ends the device "
+                          "context): {2}",
+                          sid, image->name, refusal)
+                .str());
+      else if (!refusal.empty() && error.empty())
         log(llvm::formatv("session {0}: {1} of {2} cannot be sliced, {3} "
                           "whole (held back while a latency-critical tenant "
                           "is active): {4}",
@@ -2493,17 +2550,17 @@ void Server::Impl::dispatch() {
     if (!d.fused.empty()) {
       idleExecutors--;
       FusedKernel *fk = fusedKernelFor(ops);
-      // Watched when every part's kernel polls the flag (the fused kernel
-      // does whenever the watchdog is on).
+      // Watched when every part's kernel polls the status (the fused
+      // kernel does whenever the watchdog is on).
       bool allPoll = true;
       for (Op *o : ops)
-        allPoll &= polls(*o);
-      uint64_t abort = allPoll ? watch(d.ticket) : 0;
-      execQueue.push([this, ops, d, fk, abort, busy] {
+        allPoll &= contained(*o);
+      uint64_t record = allPoll ? watch(d.ticket) : 0;
+      execQueue.push([this, ops, d, fk, record, busy] {
         auto start = Clock::now();
         Outcome::Fusion how = Outcome::Fusion::Refused;
         try {
-          how = executeFused(ops, fk, abort);
+          how = executeFused(ops, fk, record);
         } catch (const std::exception &x) {
           for (Op *o : ops)
             if (!o->skip && o->result.code() == pb::OK)
@@ -2557,12 +2614,12 @@ void Server::Impl::dispatch() {
       flagOfTicket[d.ticket] = flag;
       counter = takeFlag();
     }
-    uint64_t abort =
-        op->type == Op::Type::Launch && polls(*op) ? watch(d.ticket) : 0;
-    execQueue.push([this, op, d, flag, counter, abort, busy] {
+    uint64_t record =
+        op->type == Op::Type::Launch && contained(*op) ? watch(d.ticket) : 0;
+    execQueue.push([this, op, d, flag, counter, record, busy] {
       // Nothing thrown here may end the thread (and the server).
       try {
-        execute(op, d, flag, counter, abort);
+        execute(op, d, flag, counter, record);
       } catch (const std::exception &x) {
         op->result = status(pb::INTERNAL, x.what(), op->seq);
       }
@@ -2644,8 +2701,8 @@ void Server::Impl::preempt() {
 
 uint64_t Server::Impl::takeFlag() {
   if (freeFlags.empty()) {
-    // 1024 flags at a time, never more than 64 Ki of them.
-    constexpr uint64_t kBlock = 4096;
+    // 1024 slots at a time, never more than 64 Ki of them.
+    constexpr uint64_t kBlock = 1024 * kContainRecordBytes;
     if (flagBlocks.size() >= 64)
       return 0;
     auto a = backend->allocate(kBlock);
@@ -2653,14 +2710,15 @@ uint64_t Server::Impl::takeFlag() {
       // Said once: the slices then run without a flag (unpreemptibly).
       std::string why = llvm::toString(a.takeError());
       if (!flagAllocFailed)
-        log("cannot allocate preemption flags, slices run unpreemptibly: " +
+        log("cannot allocate flags, slices run unpreemptibly and launches "
+            "uncontained: " +
             why);
       flagAllocFailed = true;
       return 0;
     }
     flagBlocks.push_back(*a);
-    for (uint64_t off = kBlock; off > 0; off -= 4)
-      freeFlags.push_back(*a + off - 4);
+    for (uint64_t off = kBlock; off > 0; off -= kContainRecordBytes)
+      freeFlags.push_back(*a + off - kContainRecordBytes);
   }
   uint64_t flag = freeFlags.back();
   uint32_t zero = 0;
@@ -2749,20 +2807,25 @@ llvm::Error Server::Impl::enableCurve() {
   return llvm::Error::success();
 }
 
-bool Server::Impl::polls(const Op &op) const {
-  return op.kernel && llvm::is_contained(op.kernel->paramRoles, "abort_flag");
+bool Server::Impl::contained(const Op &op) const {
+  return op.kernel &&
+         llvm::is_contained(op.kernel->paramRoles, "launch_status");
 }
 
 uint64_t Server::Impl::watch(uint64_t ticket) {
-  if (!watchdogOn)
+  if (containPasses.empty())
     return 0;
-  uint64_t flag = takeFlag();
-  if (!flag)
+  uint64_t record = takeFlag();
+  if (!record)
     return 0; // Logged once by takeFlag: the launch runs unwatched.
-  auto budget = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(options.kernelTimeoutMs));
-  watchedByTicket[ticket] = {flag, Clock::now() + budget, false};
-  return flag;
+  Clock::time_point deadline = Clock::time_point::max();
+  if (watchdogOn)
+    deadline =
+        Clock::now() +
+        std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double, std::milli>(options.kernelTimeoutMs));
+  watchedByTicket[ticket] = {record, deadline, false};
+  return record;
 }
 
 bool Server::Impl::unwatch(uint64_t ticket) {
@@ -2770,7 +2833,7 @@ bool Server::Impl::unwatch(uint64_t ticket) {
   if (it == watchedByTicket.end())
     return false;
   bool raised = it->second.raised;
-  giveFlag(it->second.flag);
+  giveFlag(it->second.record);
   watchedByTicket.erase(it);
   return raised;
 }
@@ -2780,9 +2843,9 @@ void Server::Impl::checkWatchdog() {
   for (auto &[ticket, w] : watchedByTicket) {
     if (w.raised || now < w.deadline)
       continue;
-    uint32_t one = 1;
-    if (llvm::Error e = backend->copyToDevice(w.flag, &one, sizeof one)) {
-      log("watchdog: cannot raise an abort flag: " +
+    uint32_t one = uint32_t(ContainStatus::Stopped);
+    if (llvm::Error e = backend->copyToDevice(w.record, &one, sizeof one)) {
+      log("watchdog: cannot set a launch's status: " +
           llvm::toString(std::move(e)));
       continue;
     }
@@ -2799,6 +2862,69 @@ pb::Status Server::Impl::watchdogStatus(const Op &op) const {
                     " ms and was stopped (the server's watchdog, "
                     "--kernel-timeout-ms)",
                 op.seq, /*sticky=*/true);
+}
+
+void Server::Impl::readContainStatus(Op *op, uint64_t record) {
+  ContainRecord r;
+  if (llvm::Error e = backend->copyFromDevice(&r, record, sizeof r)) {
+    op->result = status(pb::INTERNAL,
+                        "cannot read the launch's status: " +
+                            llvm::toString(std::move(e)),
+                        op->seq);
+    return;
+  }
+  auto status_ = ContainStatus(r.status);
+  if (status_ == ContainStatus::Running || status_ == ContainStatus::Stopped)
+    return; // The watchdog's stop is reported by `unwatch`.
+  // A string of the kernel's (assertion texts in its module's memory): up
+  // to 256 bytes, less where its allocation ends sooner.
+  auto text = [&](uint64_t addr) -> std::string {
+    for (uint64_t n : {256, 64, 16}) {
+      std::string buf(n, '\0');
+      if (llvm::Error e = backend->copyFromDevice(buf.data(), addr, n)) {
+        llvm::consumeError(std::move(e));
+        continue;
+      }
+      return buf.substr(0, buf.find('\0'));
+    }
+    return "?";
+  };
+  std::string where =
+      llvm::formatv("block: [{0},{1},{2}], thread: [{3},{4},{5}]", r.ctaid[0],
+                    r.ctaid[1], r.ctaid[2], r.tid[0], r.tid[1], r.tid[2]);
+  std::string kernel = "kernel '" + op->kernelName + "': ";
+  switch (status_) {
+  case ContainStatus::Trap:
+    op->result = status(pb::LAUNCH_FAILURE,
+                        kernel + "trap instruction executed (" + where + ")",
+                        op->seq, /*sticky=*/true);
+    return;
+  case ContainStatus::Brkpt:
+    op->result =
+        status(pb::LAUNCH_FAILURE,
+               kernel + "brkpt executed without a debugger (" + where + ")",
+               op->seq, /*sticky=*/true);
+    return;
+  case ContainStatus::Assert:
+    // As CUDA prints it.
+    op->result = status(pb::DEVICE_ASSERT,
+                        kernel + text(r.file) + ":" + std::to_string(r.line) +
+                            ": " + text(r.function) + ": " + where +
+                            " Assertion `" + text(r.message) + "` failed.",
+                        op->seq, /*sticky=*/true);
+    return;
+  case ContainStatus::MisalignedAddress:
+    op->result = status(pb::MISALIGNED_ADDRESS,
+                        kernel + "misaligned address 0x" +
+                            llvm::utohexstr(r.message, /*LowerCase=*/true) +
+                            " (" + where + ")",
+                        op->seq, /*sticky=*/true);
+    return;
+  default:
+    op->result = status(pb::LAUNCH_FAILURE,
+                        kernel + "unknown status " + std::to_string(r.status),
+                        op->seq, /*sticky=*/true);
+  }
 }
 
 FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
@@ -2855,7 +2981,7 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
         CompileOptions co;
         co.passes =
             "wooly-coalesce{kernels=" + llvm::join(merged->kernels, ",") + "}" +
-            (watchdogOn ? ",wooly-watchdog" : "");
+            (containPasses.empty() ? "" : "," + containPasses);
         auto c = cache->getOrCompile(in, *t, co, &hit);
         if (!c) {
           error = llvm::toString(c.takeError());
@@ -2895,7 +3021,7 @@ FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
 
 Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
                                            FusedKernel *fk,
-                                           uint64_t abortFlag) {
+                                           uint64_t statusRecord) {
   FusedKernel::State state = FusedKernel::State::Failed;
   if (fk) {
     std::lock_guard<std::mutex> lock(fusedMutex);
@@ -2907,7 +3033,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
       live.push_back(o);
   auto oneByOne = [&](Outcome::Fusion how) {
     for (Op *o : live)
-      execute(o, Dispatch(), 0, 0, abortFlag);
+      execute(o, Dispatch(), 0, 0, statusRecord);
     return how;
   };
   if (state != FusedKernel::State::Ready)
@@ -2960,9 +3086,9 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
     c.faultDomains.push_back(p.firstBlock);
   std::vector<uint8_t> params;
   if (!e) {
-    auto fp =
-        extendParams(*fk->kernel, {},
-                     {{"coalesce_table", *base}, {"abort_flag", abortFlag}});
+    auto fp = extendParams(
+        *fk->kernel, {},
+        {{"coalesce_table", *base}, {"launch_status", statusRecord}});
     if (fp)
       params = std::move(*fp);
     else
@@ -3016,7 +3142,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
 
 /// Runs on an executor thread: only the op's own fields and the backend.
 void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
-                           uint64_t sliceCounter, uint64_t abortFlag) {
+                           uint64_t sliceCounter, uint64_t statusRecord) {
   auto start = Clock::now();
   op->startedNs =
       std::chrono::duration_cast<std::chrono::nanoseconds>(start - startTime)
@@ -3038,7 +3164,7 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
     lo.sliceEnd = uint32_t(d.sliceEnd);
     lo.preemptFlag = preemptFlag;
     lo.sliceCounter = sliceCounter;
-    lo.abortFlag = abortFlag;
+    lo.statusRecord = statusRecord;
     auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
                           op->params, lo);
     if (!r) {
@@ -3046,6 +3172,8 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
       fault = true;
     } else {
       op->blocksRun = d.sliced() ? r->blocksRun : op->gridBlocks;
+      if (statusRecord && containTraps)
+        readContainStatus(op, statusRecord);
     }
     break;
   }
@@ -3079,9 +3207,19 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
   op->lastMs =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   op->ms += op->lastMs;
-  if (e)
-    op->result = status(fault ? pb::LAUNCH_FAILURE : pb::INTERNAL,
-                        llvm::toString(std::move(e)), op->seq, fault);
+  if (e) {
+    pb::ErrorCode code = fault ? pb::LAUNCH_FAILURE : pb::INTERNAL;
+    std::string message;
+    llvm::handleAllErrors(
+        std::move(e),
+        [&](const KernelFaultError &k) {
+          if (k.kind() == FaultKind::Assert)
+            code = pb::DEVICE_ASSERT;
+          message = k.message();
+        },
+        [&](const llvm::ErrorInfoBase &b) { message = b.message(); });
+    op->result = status(code, std::move(message), op->seq, fault);
+  }
 }
 
 void Server::Impl::complete(Op *first) {

@@ -105,8 +105,16 @@ static cl::opt<double> kernelTimeout(
     "kernel-timeout-ms",
     cl::desc("The watchdog: stop a launch that runs longer than this (at "
              "its next loop iteration) and fail it for its tenant; 0: no "
-             "watchdog (cpu; default 30000)"),
+             "watchdog (default 30000)"),
     cl::init(30000), cl::cat(cat));
+static cl::opt<bool> contain(
+    "contain",
+    cl::desc("On a GPU, compile every tenant module through wooly-contain "
+             "for the device's own target, so that a trap, failed assert or "
+             "misaligned access ends its tenant's launch instead of the "
+             "device context shared by all (default true; the cpu backend "
+             "contains them by itself)"),
+    cl::init(true), cl::cat(cat));
 static cl::opt<bool> coalesce(
     "coalesce",
     cl::desc("wooly: fuse small launches of different tenants into one "
@@ -166,6 +174,7 @@ int main(int argc, char **argv) {
   o.scheduler = scheduler;
   o.pacing = pacing;
   o.coalesce = coalesce;
+  o.contain = contain;
   o.kernelTimeoutMs = kernelTimeout;
   o.traceFile = traceFile;
   for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{

@@ -53,6 +53,10 @@ enum class Code : int {
   Unsupported = 13,
   LimitExceeded = 14,
   Internal = 15,
+  /// A device-side assert failed (sticky).
+  DeviceAssert = 16,
+  /// A misaligned load, store or atomic (sticky).
+  MisalignedAddress = 17,
   /// Client side: the server cannot be reached or the connection was lost.
   Unavailable = 100,
 };

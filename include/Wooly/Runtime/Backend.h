@@ -70,6 +70,33 @@ struct LaunchConfig {
   std::vector<uint64_t> faultDomains;
 };
 
+/// What a kernel fault was, where a backend can tell (as CUDA's error codes
+/// do).
+enum class FaultKind {
+  /// Any other fault: a wild access, a trap, ...
+  Launch,
+  /// A device-side assert failed (CUDA's `__assertfail`).
+  Assert,
+};
+
+/// A launch that ended with a kernel fault of a known kind (other faults
+/// are plain string errors).
+class KernelFaultError : public llvm::ErrorInfo<KernelFaultError> {
+public:
+  static inline char ID = 0;
+  KernelFaultError(FaultKind kind, std::string message)
+      : faultKind(kind), text(std::move(message)) {}
+  FaultKind kind() const { return faultKind; }
+  void log(llvm::raw_ostream &os) const override { os << text; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+private:
+  FaultKind faultKind;
+  std::string text;
+};
+
 /// The error of a launch with fault domains (LaunchConfig::faultDomains)
 /// in which some domains faulted and the others ran to their end.
 class FaultDomainsError : public llvm::ErrorInfo<FaultDomainsError> {

@@ -38,14 +38,43 @@ struct LaunchOptions {
   /// the launch; a server gives its own to keep allocations off the
   /// launch path).
   uint64_t sliceCounter = 0;
-  /// wooly-watchdog: the device address of a u32 abort flag (0: none): a
-  /// kernel whose flag is raised stops at its next loop iteration.
-  uint64_t abortFlag = 0;
+  /// wooly-contain: the device address of the launch's status record
+  /// (ContainRecord, kContainRecordBytes, zeroed before the launch; 0:
+  /// none). A kernel whose status is set stops at its next loop iteration.
+  uint64_t statusRecord = 0;
   /// wooly-isolate: the region [lo, hi) the kernel's accesses are confined
   /// to; required for an isolated kernel. It is widened to hold the slice
   /// counter and the preemption flag of a sliced kernel.
   std::optional<std::pair<uint64_t, uint64_t>> isolateRegion;
 };
+
+/// wooly-contain's status codes (the record's first word).
+enum class ContainStatus : uint32_t {
+  Running = 0,
+  /// The host raised it (the server's watchdog).
+  Stopped = 1,
+  Trap = 2,
+  Brkpt = 3,
+  /// CUDA's `assert` failed (`__assertfail`).
+  Assert = 4,
+  MisalignedAddress = 5,
+};
+
+/// wooly-contain's status record, as the kernel writes it
+/// (lib/Dialect/Wooly/Transforms/Contain.cpp): the first fault of the launch
+/// and the thread that made it.
+struct ContainRecord {
+  uint32_t status = 0;
+  /// Assert: the line.
+  uint32_t line = 0;
+  /// Assert: the device addresses of the message, file and function
+  /// strings. MisalignedAddress: `message` is the address.
+  uint64_t message = 0, file = 0, function = 0;
+  uint32_t ctaid[3] = {0, 0, 0}, tid[3] = {0, 0, 0};
+};
+static_assert(sizeof(ContainRecord) == 56, "the layout Contain.cpp writes");
+/// Bytes a status record takes on the device.
+constexpr uint64_t kContainRecordBytes = 64;
 
 /// What a launch did, for the callers that care (a sliced launch that was
 /// preempted ran fewer blocks than asked).

@@ -54,9 +54,16 @@ struct ServerOptions {
   /// Write the schedule as a Chrome trace (Perfetto) here at exit.
   std::string traceFile;
   /// The watchdog: a launch running longer than this is stopped at its
-  /// next loop iteration (kernels compiled through wooly-watchdog) and
-  /// fails for its tenant with a sticky error; 0: no watchdog. cpu backend.
+  /// next loop iteration (kernels compiled through wooly-contain) and
+  /// fails for its tenant with a sticky error; 0: no watchdog.
   double kernelTimeoutMs = 30000;
+  /// On a GPU backend (one with a native target): every tenant module is
+  /// compiled for it through wooly-contain, so that a trap, failed assert
+  /// or misaligned access fails its tenant's launch (sticky, for that
+  /// session) instead of ending the device context shared by all. A
+  /// module the pass or the device refuses runs as written (logged). The
+  /// cpu backend contains these by itself.
+  bool contain = true;
   /// Threads that run launches and copies (0: the backend's choice: one
   /// per core for cpu, 4 for cuda, each with a stream of its own).
   unsigned executors = 0;

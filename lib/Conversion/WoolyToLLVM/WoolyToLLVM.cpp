@@ -477,7 +477,8 @@ Type callResultType(MLIRContext *mctx, TypeRange results) {
 }
 
 /// `wooly.call` passes the thread context first; `vprintf` goes to the
-/// runtime's printf.
+/// runtime's printf, and CUDA's `__assertfail` (a failed `assert`) ends
+/// the launch with the assertion's text.
 struct CallOpLowering : WoolyPattern<CallOp> {
   using WoolyPattern::WoolyPattern;
   LogicalResult matchAndRewrite(CallOp op, OpAdaptor adaptor,
@@ -497,12 +498,25 @@ struct CallOpLowering : WoolyPattern<CallOp> {
         rw.eraseOp(op);
       return success();
     }
+    if (callee == "__assertfail") {
+      // (message, file, line, function, charSize)
+      ValueRange args = adaptor.getOperands();
+      if (args.size() < 4 || op.getNumResults())
+        return op.emitOpError("__assertfail takes (message, file, line, "
+                              "function, size)");
+      e.call("__wooly_rt_assertfail", {},
+             {c, e.toI64(args[0]), e.toI64(args[1]),
+              e.intCast(args[2], rw.getI32Type()), e.toI64(args[3])});
+      rw.eraseOp(op);
+      return success();
+    }
     auto target = state.definedFunctions.find(callee);
     if (target == state.definedFunctions.end() || target->second)
       return op.emitOpError("calls '")
              << callee
              << "', which has no definition in the module (external device "
-                "functions other than vprintf are not supported yet)";
+                "functions other than vprintf and __assertfail are not "
+                "supported yet)";
     SmallVector<Value> args{c};
     args.append(adaptor.getOperands().begin(), adaptor.getOperands().end());
     Type rt = callResultType(op.getContext(), op.getResultTypes());
@@ -1598,6 +1612,7 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
   declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
+  declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
   return success();
 }
 

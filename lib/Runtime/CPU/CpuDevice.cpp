@@ -155,6 +155,7 @@ struct LaunchState {
   std::atomic<bool> failed{false};
   std::mutex errorMutex;
   std::string error;
+  FaultKind errorKind = FaultKind::Launch;
   DeviceMemory *memory = nullptr;
   const std::function<void(StringRef)> *printfSink = nullptr;
   /// Workers that may run the launch at once (the calling thread included):
@@ -183,11 +184,14 @@ struct LaunchState {
 
   /// Ends the launch with `message` - or, with fault domains, the domain
   /// of `block` (its other blocks are skipped; the other domains go on).
-  void fail(std::string message, uint64_t block) {
+  void fail(std::string message, uint64_t block,
+            FaultKind kind = FaultKind::Launch) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (domainStarts.empty()) {
-      if (!failed.exchange(true))
+      if (!failed.exchange(true)) {
         error = std::move(message);
+        errorKind = kind;
+      }
       return;
     }
     size_t d = domainOf(block);
@@ -256,11 +260,12 @@ void yieldToScheduler(GpuThread *t) {
 
 /// Ends the launch (or its fault domain) with `message`, naming the kernel
 /// and the thread.
-void recordFault(GpuThread *t, const std::string &message) {
+void recordFault(GpuThread *t, const std::string &message,
+                 FaultKind kind = FaultKind::Launch) {
   Worker *w = t->worker;
   w->launch->fail("kernel '" + w->launch->kernel->name + "': " + message +
                       " (" + describeThread(t) + ")",
-                  w->linearBlock);
+                  w->linearBlock, kind);
 }
 
 /// Leaves the generated code of a thread whose fault is recorded, for good
@@ -712,6 +717,9 @@ void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns) {
 }
 
 int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);
+[[noreturn]] void __wooly_rt_assertfail(WoolyThreadCtx *ctx, uint64_t message,
+                                        uint64_t file, uint32_t line,
+                                        uint64_t function);
 
 } // extern "C"
 
@@ -847,6 +855,29 @@ static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
     out += buf;
   }
   return error.empty();
+}
+
+void __wooly_rt_assertfail(WoolyThreadCtx *ctx, uint64_t message, uint64_t file,
+                           uint32_t line, uint64_t function) {
+  GpuThread *t = threadOf(ctx);
+  {
+    // As CUDA prints it: "FILE:LINE: FUNCTION: ... Assertion `MSG` failed."
+    // The strings are the kernel's: each is read checked, "?" when it is
+    // not in the thread's memory.
+    std::string m, f, fn;
+    auto read = [&](uint64_t addr, std::string &out) {
+      if (!readDeviceString(t, addr, out))
+        out = "?";
+    };
+    read(message, m);
+    read(file, f);
+    read(function, fn);
+    recordFault(t,
+                f + ":" + std::to_string(line) + ": " + fn + ": Assertion `" +
+                    m + "` failed.",
+                FaultKind::Assert);
+  }
+  leaveFaulted(t);
 }
 
 int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
@@ -1496,6 +1527,7 @@ public:
     WOOLY_RT(__wooly_rt_isspacep);
     WOOLY_RT(__wooly_rt_nanosleep);
     WOOLY_RT(__wooly_rt_vprintf);
+    WOOLY_RT(__wooly_rt_assertfail);
 #undef WOOLY_RT
     forEachFloatHelper([&](const char *name, void *addr) { add(name, addr); });
     return map;
@@ -1738,7 +1770,9 @@ public:
       idleCallers.push_back(std::move(self));
     }
     if (l.failed.load())
-      return makeError(l.error);
+      return l.errorKind == FaultKind::Launch
+                 ? makeError(l.error)
+                 : llvm::make_error<KernelFaultError>(l.errorKind, l.error);
     if (!l.domainStarts.empty()) {
       std::vector<std::pair<size_t, std::string>> faults;
       for (size_t d = 0; d < l.domainStarts.size(); ++d)

@@ -5,7 +5,7 @@
 // run its virtual blocks in a loop, launch parameters, and the rewrite of a
 // kernel's body into the body of a loop over virtual block ids; and what
 // the passes that hand a value to every function (wooly-isolate,
-// wooly-watchdog) share.
+// wooly-contain) share.
 //
 //===----------------------------------------------------------------------===//
 

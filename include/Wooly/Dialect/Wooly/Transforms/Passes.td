@@ -112,28 +112,42 @@ def WoolyIsolate : Pass<"wooly-isolate", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
-def WoolyWatchdog : Pass<"wooly-watchdog", "ModuleOp"> {
-  let summary = "Loops poll a per-launch abort flag (the server's watchdog)";
+def WoolyContain : Pass<"wooly-contain", "ModuleOp"> {
+  let summary = "A tenant's traps, failed assertions, misaligned accesses "
+                "and runaway loops end its launch, not the device";
   let description = [{
-    Every kernel takes one more launch parameter, role `abort_flag` (u64:
-    the device address of a u32, or 0 for none); device functions take it
-    as a trailing argument, passed on by every call. At the head of every
-    loop (the target of a back edge of the control-flow graph) the thread
-    reads the flag (a volatile global load, when its address is not 0) and
-    exits when it is not 0. A server that raises the flag stops a kernel
-    that runs past its time budget within one loop iteration of each
-    thread, and reports the watchdog to the kernel's tenant. Refused with a
-    located error: indirect calls.
+    Every kernel takes one more launch parameter, role `launch_status` (u64:
+    the device address of a zeroed 64-byte status record, or 0 for none);
+    device functions take it as a trailing argument, passed on by every
+    call. With `watchdog`, every loop head (the target of a back edge of the
+    control-flow graph) reads the status (volatile) and the thread exits
+    when it is not 0: the host stops a kernel past its time budget, and one
+    thread's trap stops the others. With `traps`, `trap`, `brkpt` and calls
+    of `__assertfail` record their code (2, 3, 4: the first fault of the
+    launch wins, with the assertion's line, message, file and function and
+    the thread's ids) and exit the thread instead of ending the device
+    context. With `alignment`, a load, store or atomic whose address is not
+    a multiple of its size records code 5 and the address instead of
+    running. With status address 0 everything runs as written. Refused with
+    a located error: indirect calls. The record's layout:
+    lib/Dialect/Wooly/Transforms/Contain.cpp.
 
     ```mlir
     ^loop(%i: i32):
-      %nz = arith.cmpi ne, %flag, %c0 : i64
-      cf.cond_br %nz, ^check, ^body
+      cf.cond_br %has_status, ^check, ^body
     ^check:
-      %v = wooly.ld global volatile %flag : i64 -> i32
+      %v = wooly.ld global volatile %status : i64 -> i32
       ...  // exit when %v != 0, else ^body
     ```
   }];
+  let options = [
+    Option<"watchdog", "watchdog", "bool", /*default=*/"true",
+           "Loop heads poll the status and exit when it is set">,
+    Option<"traps", "traps", "bool", /*default=*/"true",
+           "trap, brkpt and __assertfail record their code and exit">,
+    Option<"alignment", "alignment", "bool", /*default=*/"true",
+           "Misaligned loads, stores and atomics record code 5 and exit">,
+  ];
   let dependentDialects = ["arith::ArithDialect", "cf::ControlFlowDialect"];
 }
 
