@@ -18,9 +18,16 @@
 #      latency next to long best-effort kernels: synthetic ones (bench), and
 #      llm.c-style ones (bench-llmc: a causal softmax next to the training
 #      matmul).
+#   6. contain: the fault-containment suite (test/apps/containment.py) with
+#      --backend=cuda: trapping, asserting, misaligned, spinning tenants
+#      next to healthy ones in one device context.
+#   7. contain-cost: the corpus compiled through wooly-contain for sm_90
+#      against the same PTX without it: outputs bit for bit, and the
+#      geomean kernel-time ratio (20 launches each).
 #
 # Usage: scripts/gpu-checks.sh PORTABLE_DIR APPS_DIR ZLUDA_DIR OUT_DIR [STEP...]
-#   (steps: capture paced zluda corpus bench bench-llmc; default all). BACKEND=cpu
+#   (steps: capture paced zluda corpus bench bench-llmc contain contain-cost;
+#   default all). BACKEND=cpu
 #   runs the server steps on the CPU backend (a dry run of the script).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,7 +37,7 @@ APPS=$(realpath "$2")
 ZLUDA=$(realpath "$3")
 OUT=$(realpath -m "$4")
 shift 4
-STEPS=${*:-capture paced zluda corpus bench bench-llmc}
+STEPS=${*:-capture paced zluda corpus bench bench-llmc contain contain-cost}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PORTABLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$PORTABLE:$PATH"
@@ -115,6 +122,18 @@ for s in $STEPS; do
       --llmc=test/corpus/llmc/llmc.sm_90.ptx --rows=256 --bt=4096 \
       --requests=200 --gap-ms=2 --sla-ms=1 --log-dir="$OUT/bench-llmc-logs"
     cat "$OUT/bench-llmc.log" ;;
+  contain)
+    step contain 240 python3 test/apps/containment.py \
+      --backend "${BACKEND:-cuda}" --serve "$PORTABLE/wooly-serve" \
+      --capture "$PORTABLE/capture" --apps "$APPS" --timeout 60 --serve-arg=--contain \
+      --keep-log "$OUT/contain-serve.log" --modes trap,assert,misaligned,spin,quota,disconnect,malformed,wild
+    cat "$OUT/contain.log" ;;
+  contain-cost)
+    step contain-cost 300 python3 test/Runtime/CPU/Inputs/corpus_passes_diff.py \
+      --run wooly-run --corpus test/corpus --launches bench/corpus-launches.txt \
+      --passes=wooly-contain --backend=cuda --target=sm_90 --same-target \
+      --time 20 --jobs=1
+    tail -n 3 "$OUT/contain-cost.log" ;;
   *) echo "unknown step $s" ;;
   esac
 done

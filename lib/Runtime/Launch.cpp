@@ -2,6 +2,7 @@
 
 #include "Wooly/Runtime/Launch.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -145,4 +146,67 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
   if (llvm::Error e = release(llvm::Error::success()))
     return std::move(e);
   return result;
+}
+
+llvm::Error wooly::containStatusError(Backend &backend, llvm::StringRef kernel,
+                                      uint64_t record) {
+  ContainRecord r;
+  if (llvm::Error e = backend.copyFromDevice(&r, record, sizeof r))
+    return llvm::createStringError("cannot read the launch's status: " +
+                                   llvm::toString(std::move(e)));
+  auto status = ContainStatus(r.status);
+  if (status == ContainStatus::Running || status == ContainStatus::Stopped)
+    return llvm::Error::success();
+  // A string of the kernel's (in its module's memory), read in pieces as
+  // large as its allocation allows, up to 256 bytes; "?" if unreadable.
+  auto text = [&](uint64_t addr) -> std::string {
+    std::string out;
+    while (out.size() < 256) {
+      char buf[64];
+      uint64_t got = 0;
+      for (uint64_t n : {64, 16, 4, 1}) {
+        if (llvm::Error e = backend.copyFromDevice(buf, addr + out.size(), n)) {
+          llvm::consumeError(std::move(e));
+          continue;
+        }
+        got = n;
+        break;
+      }
+      if (!got)
+        break;
+      llvm::StringRef piece(buf, got);
+      size_t nul = piece.find('\0');
+      out += piece.substr(0, nul).str();
+      if (nul != llvm::StringRef::npos)
+        return out;
+    }
+    return out.empty() ? "?" : out;
+  };
+  std::string where =
+      llvm::formatv("(block ({0},{1},{2}) thread ({3},{4},{5}))", r.ctaid[0],
+                    r.ctaid[1], r.ctaid[2], r.tid[0], r.tid[1], r.tid[2]);
+  std::string prefix = "kernel '" + kernel.str() + "': ";
+  auto fault = [&](FaultKind kind, const std::string &what) {
+    return llvm::make_error<KernelFaultError>(kind,
+                                              prefix + what + " " + where);
+  };
+  switch (status) {
+  case ContainStatus::Trap:
+    return fault(FaultKind::Launch, "trap instruction executed");
+  case ContainStatus::Brkpt:
+    return fault(FaultKind::Launch, "brkpt executed without a debugger");
+  case ContainStatus::Assert:
+    // As CUDA prints it.
+    return fault(FaultKind::Assert, text(r.file) + ":" +
+                                        std::to_string(r.line) + ": " +
+                                        text(r.function) + ": Assertion `" +
+                                        text(r.message) + "` failed.");
+  case ContainStatus::MisalignedAddress:
+    return fault(FaultKind::MisalignedAddress,
+                 "misaligned address 0x" + llvm::utohexstr(r.message, true));
+  default:
+    return fault(FaultKind::Launch, "unknown status " +
+                                        std::to_string(r.status) +
+                                        " in the launch's status record");
+  }
 }

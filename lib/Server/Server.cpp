@@ -140,6 +140,24 @@ pb::Status status(pb::ErrorCode code, std::string message, uint64_t seq,
   return s;
 }
 
+/// The status of a failed launch (`fault`: sticky, LAUNCH_FAILURE or the
+/// code of its KernelFaultError's kind) or other device work (INTERNAL).
+pb::Status faultStatus(llvm::Error e, uint64_t seq, bool fault) {
+  pb::ErrorCode code = fault ? pb::LAUNCH_FAILURE : pb::INTERNAL;
+  std::string message;
+  llvm::handleAllErrors(
+      std::move(e),
+      [&](const wooly::KernelFaultError &k) {
+        if (k.kind() == wooly::FaultKind::Assert)
+          code = pb::DEVICE_ASSERT;
+        else if (k.kind() == wooly::FaultKind::MisalignedAddress)
+          code = pb::MISALIGNED_ADDRESS;
+        message = k.message();
+      },
+      [&](const llvm::ErrorInfoBase &b) { message = b.message(); });
+  return status(code, std::move(message), seq, fault);
+}
+
 /// Compares a token in time that depends only on the lengths.
 bool sameSecret(const std::string &a, const std::string &b) {
   if (a.size() != b.size())
@@ -734,17 +752,21 @@ llvm::Error Server::Impl::start() {
   // its threads exit at a loop head (an exited thread does not hold up a
   // block-wide barrier). The cpu backend's runtime contains traps,
   // assertions and wild accesses by itself, per fault domain of a fused
-  // launch; a GPU (a backend with a native target) needs the pass to keep
-  // them from ending the device context, so every module is compiled for
-  // it.
-  bool gpu = backend->nativeTarget() != "host";
-  watchdogOn = options.kernelTimeoutMs > 0;
-  containTraps = options.contain && gpu;
-  if (containTraps)
-    containPasses =
-        watchdogOn ? "wooly-contain" : "wooly-contain{watchdog=false}";
-  else if (watchdogOn)
-    containPasses = "wooly-contain{traps=false alignment=false}";
+  // launch: there the pass only adds the watchdog's polls. A GPU (a
+  // backend with a native target) needs the whole pass to keep them from
+  // ending the device context, so with --contain every module is compiled
+  // for it; without, modules run as written, unwatched.
+  if (backend->nativeTarget() != "host") {
+    containTraps = options.contain;
+    watchdogOn = containTraps && options.kernelTimeoutMs > 0;
+    if (containTraps)
+      containPasses =
+          watchdogOn ? "wooly-contain" : "wooly-contain{watchdog=false}";
+  } else {
+    watchdogOn = options.kernelTimeoutMs > 0;
+    if (watchdogOn)
+      containPasses = "wooly-contain{traps=false alignment=false}";
+  }
 
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   // Executors bound the work submitted to the device at once. The cpu
@@ -2865,66 +2887,8 @@ pb::Status Server::Impl::watchdogStatus(const Op &op) const {
 }
 
 void Server::Impl::readContainStatus(Op *op, uint64_t record) {
-  ContainRecord r;
-  if (llvm::Error e = backend->copyFromDevice(&r, record, sizeof r)) {
-    op->result = status(pb::INTERNAL,
-                        "cannot read the launch's status: " +
-                            llvm::toString(std::move(e)),
-                        op->seq);
-    return;
-  }
-  auto status_ = ContainStatus(r.status);
-  if (status_ == ContainStatus::Running || status_ == ContainStatus::Stopped)
-    return; // The watchdog's stop is reported by `unwatch`.
-  // A string of the kernel's (assertion texts in its module's memory): up
-  // to 256 bytes, less where its allocation ends sooner.
-  auto text = [&](uint64_t addr) -> std::string {
-    for (uint64_t n : {256, 64, 16}) {
-      std::string buf(n, '\0');
-      if (llvm::Error e = backend->copyFromDevice(buf.data(), addr, n)) {
-        llvm::consumeError(std::move(e));
-        continue;
-      }
-      return buf.substr(0, buf.find('\0'));
-    }
-    return "?";
-  };
-  std::string where =
-      llvm::formatv("block: [{0},{1},{2}], thread: [{3},{4},{5}]", r.ctaid[0],
-                    r.ctaid[1], r.ctaid[2], r.tid[0], r.tid[1], r.tid[2]);
-  std::string kernel = "kernel '" + op->kernelName + "': ";
-  switch (status_) {
-  case ContainStatus::Trap:
-    op->result = status(pb::LAUNCH_FAILURE,
-                        kernel + "trap instruction executed (" + where + ")",
-                        op->seq, /*sticky=*/true);
-    return;
-  case ContainStatus::Brkpt:
-    op->result =
-        status(pb::LAUNCH_FAILURE,
-               kernel + "brkpt executed without a debugger (" + where + ")",
-               op->seq, /*sticky=*/true);
-    return;
-  case ContainStatus::Assert:
-    // As CUDA prints it.
-    op->result = status(pb::DEVICE_ASSERT,
-                        kernel + text(r.file) + ":" + std::to_string(r.line) +
-                            ": " + text(r.function) + ": " + where +
-                            " Assertion `" + text(r.message) + "` failed.",
-                        op->seq, /*sticky=*/true);
-    return;
-  case ContainStatus::MisalignedAddress:
-    op->result = status(pb::MISALIGNED_ADDRESS,
-                        kernel + "misaligned address 0x" +
-                            llvm::utohexstr(r.message, /*LowerCase=*/true) +
-                            " (" + where + ")",
-                        op->seq, /*sticky=*/true);
-    return;
-  default:
-    op->result = status(pb::LAUNCH_FAILURE,
-                        kernel + "unknown status " + std::to_string(r.status),
-                        op->seq, /*sticky=*/true);
-  }
+  if (llvm::Error e = containStatusError(*backend, op->kernelName, record))
+    op->result = faultStatus(std::move(e), op->seq, /*fault=*/true);
 }
 
 FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
@@ -3207,19 +3171,8 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
   op->lastMs =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   op->ms += op->lastMs;
-  if (e) {
-    pb::ErrorCode code = fault ? pb::LAUNCH_FAILURE : pb::INTERNAL;
-    std::string message;
-    llvm::handleAllErrors(
-        std::move(e),
-        [&](const KernelFaultError &k) {
-          if (k.kind() == FaultKind::Assert)
-            code = pb::DEVICE_ASSERT;
-          message = k.message();
-        },
-        [&](const llvm::ErrorInfoBase &b) { message = b.message(); });
-    op->result = status(code, std::move(message), op->seq, fault);
-  }
+  if (e)
+    op->result = faultStatus(std::move(e), op->seq, fault);
 }
 
 void Server::Impl::complete(Op *first) {

@@ -482,6 +482,16 @@ int main(int argc, char **argv) {
     }
   if (lo < hi)
     launchOptions.isolateRegion = {lo, hi};
+  // A contained kernel (wooly-contain) gets a zeroed status record: a trap,
+  // failed assertion or misaligned access it records is the launch's error.
+  if (llvm::is_contained(info->paramRoles, "launch_status")) {
+    auto record = device.allocate(kContainRecordBytes);
+    if (!record)
+      return fail(llvm::toString(record.takeError()));
+    if (auto e = device.memset(*record, 0, kContainRecordBytes))
+      return fail(llvm::toString(std::move(e)));
+    launchOptions.statusRecord = *record;
+  }
 
   // Every launch is synchronous, so its wall time is the kernel's time
   // plus the launch overhead; the median over --repeat launches is printed.
@@ -500,6 +510,11 @@ int main(int argc, char **argv) {
       kernelMs.push_back(*k);
   }
 
+  // The first fault of any launch stays in the record (later launches'
+  // threads see it and exit): read once, outside the timed launches.
+  if (launchOptions.statusRecord)
+    if (auto e = containStatusError(device, kernel, launchOptions.statusRecord))
+      return fail(llvm::toString(std::move(e)));
   for (Arg &a : args) {
     if (!a.buffer)
       continue;

@@ -105,16 +105,17 @@ static cl::opt<double> kernelTimeout(
     "kernel-timeout-ms",
     cl::desc("The watchdog: stop a launch that runs longer than this (at "
              "its next loop iteration) and fail it for its tenant; 0: no "
-             "watchdog (default 30000)"),
+             "watchdog (default 30000; on a GPU with --contain)"),
     cl::init(30000), cl::cat(cat));
 static cl::opt<bool> contain(
     "contain",
     cl::desc("On a GPU, compile every tenant module through wooly-contain "
              "for the device's own target, so that a trap, failed assert or "
              "misaligned access ends its tenant's launch instead of the "
-             "device context shared by all (default true; the cpu backend "
-             "contains them by itself)"),
-    cl::init(true), cl::cat(cat));
+             "device context shared by all, and watch launches with the "
+             "watchdog (default false while its cost on a GPU is studied; "
+             "the cpu backend contains them by itself)"),
+    cl::init(false), cl::cat(cat));
 static cl::opt<bool> coalesce(
     "coalesce",
     cl::desc("wooly: fuse small launches of different tenants into one "

@@ -77,6 +77,8 @@ enum class FaultKind {
   Launch,
   /// A device-side assert failed (CUDA's `__assertfail`).
   Assert,
+  /// A load, store or atomic at an address not a multiple of its size.
+  MisalignedAddress,
 };
 
 /// A launch that ended with a kernel fault of a known kind (other faults

@@ -76,6 +76,15 @@ static_assert(sizeof(ContainRecord) == 56, "the layout Contain.cpp writes");
 /// Bytes a status record takes on the device.
 constexpr uint64_t kContainRecordBytes = 64;
 
+/// The error a launch's status record reports once the launch ended: a
+/// KernelFaultError (FaultKind::Assert, MisalignedAddress, or Launch for a
+/// trap or brkpt) naming the kernel, the fault and the thread, as CUDA
+/// words them; success while the record says Running or Stopped (the host
+/// stopped it: its caller knows why). The assertion's strings are read from
+/// the device (at most 256 bytes each).
+llvm::Error containStatusError(Backend &backend, llvm::StringRef kernel,
+                               uint64_t record);
+
 /// What a launch did, for the callers that care (a sliced launch that was
 /// preempted ran fewer blocks than asked).
 struct LaunchResult {

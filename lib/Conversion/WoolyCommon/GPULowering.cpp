@@ -203,6 +203,15 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
       for (StringRef bound : {"maxntid", "reqntid"})
         if (Attribute a = op->getAttr(bound))
           fn->setAttr(("wooly." + bound).str(), a);
+      // A byte-array parameter (`.param .align A .b8 p[N]`, a vector of i8
+      // here) keeps its declared alignment: the code generator would align
+      // the vector to its size and move every later parameter away from
+      // CUDA's layout, which the launch's parameter buffer follows.
+      for (unsigned i = 0; i < argTypes.size(); ++i)
+        if (auto align = op.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
+          if (isa<VectorType>(argTypes[i]))
+            fn.setArgAttr(i, LLVM::LLVMDialect::getStackAlignmentAttrName(),
+                          rw.getI64IntegerAttr(align.getInt()));
     }
     // A new entry block holds the locals' allocas, then branches to the body.
     Block *entry =

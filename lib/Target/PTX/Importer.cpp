@@ -116,8 +116,21 @@ public:
     return FileLineColLoc::get(bufferName, cursor.line,
                                static_cast<unsigned>(p - cursor.lineStart) + 1);
   }
+  /// Emits `msg` at `p`. Messages quote the input, which may hold any
+  /// bytes, and must stay printable UTF-8 (wooly-serve sends them in
+  /// protocol strings): a byte outside printable ASCII is written as \xNN.
   LogicalResult error(const char *p, const Twine &msg) {
-    mlir::emitError(loc(p)) << msg;
+    std::string text;
+    for (unsigned char c : msg.str()) {
+      if (c >= 0x20 && c < 0x7f) {
+        text += char(c);
+        continue;
+      }
+      text += "\\x";
+      text += llvm::hexdigit(c >> 4, /*LowerCase=*/true);
+      text += llvm::hexdigit(c & 15, /*LowerCase=*/true);
+    }
+    mlir::emitError(loc(p)) << text;
     return failure();
   }
 
@@ -1192,6 +1205,12 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
   case K::Decl:
     for (auto &d : s.decls) {
       if (d.space == "reg" || d.space == "param") {
+        // Components are named .x to .w.
+        if (d.vecWidth > 4)
+          return error(
+              d.loc, "vector " +
+                         Twine(d.space == "reg" ? "registers" : "parameters") +
+                         " have at most 4 elements");
         auto t = d.space == "param" ? paramType(d) : std::optional<Type>();
         if (d.space == "reg") {
           auto pt = ptxType(d.type);
@@ -1199,8 +1218,6 @@ LogicalResult Importer::emitStatement(ptx::Statement &s) {
             return error(d.loc, "unsupported register type '." + d.type + "'");
           if (d.arraySize >= 0)
             return error(d.loc, "array registers are not supported yet");
-          if (d.vecWidth > 4)
-            return error(d.loc, "vector registers have at most 4 elements");
           t = pt->type;
         }
         if (!t)
@@ -1323,8 +1340,11 @@ LogicalResult Importer::emitInstruction(ptx::Instruction &inst) {
   cf::CondBranchOp::create(b, curLoc, pred, then, ValueRange(), join,
                            ValueRange());
   startBlock(then);
-  if (failed(emitUnguarded(inst)))
+  if (failed(emitUnguarded(inst))) {
+    // The body owns `join` from now on (it is freed with the function).
+    func.getBody().push_back(join);
     return failure();
+  }
   if (cur->empty() || !cur->back().hasTrait<OpTrait::IsTerminator>())
     branchTo(join);
   else

@@ -15,15 +15,26 @@ error` when a pass refused the kernel with a located error, `DIFFER` /
 
 and exits non-zero when a deterministic kernel differs or a run fails.
 
+With `--time R`, both runs launch R times (wooly-run --time --repeat=R) and
+the summary adds the geometric mean of the passes' kernel time over the
+original's (the device's own timing where it has one, else the launch's
+wall time; launches below 5 us as written are left out as noise); with
+`--same-target` the original is also compiled for --target (so that the
+ratio is the cost of the passes alone, not of the code generator). Use
+--jobs 1 when timing.
+
   corpus_passes_diff.py --run wooly-run --corpus DIR --launches FILE
                         --passes P [--physical-blocks N]
                         [--backend B] [--target T] [--jobs J]
+                        [--time R [--same-target]]
 """
 
 import argparse
 import concurrent.futures
 import filecmp
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -55,7 +66,17 @@ def main():
     ap.add_argument("--target", default="")
     ap.add_argument("--jobs", type=int, default=1,
                     help="launches compared at the same time")
+    ap.add_argument("--time", type=int, default=0,
+                    help="launches per run to time (0: no timing)")
+    ap.add_argument("--same-target", action="store_true",
+                    help="compile the original for --target too")
     args = ap.parse_args()
+    ratios = []
+
+    def kernel_ms(stderr):
+        m = re.search(r"kernel ([0-9.]+) ms", stderr) or re.search(
+            r"run ([0-9.]+) ms per launch", stderr)
+        return float(m.group(1)) if m else None
 
     def run_one(n, path, kernel, rest, orderdep, work):
         """Returns (count key, line to print or None) for one launch."""
@@ -71,10 +92,19 @@ def main():
             extra.append("--target=" + args.target)
         if args.physical_blocks:
             extra.append("--physical-blocks=" + args.physical_blocks)
-        r1 = subprocess.run(base + ["--save-all=" + plain],
+        timing = ["--time", "--repeat=%d" % args.time] if args.time else []
+        same = (["--target=" + args.target]
+                if args.same_target and args.target else [])
+        r1 = subprocess.run(base + same + timing + ["--save-all=" + plain],
                             capture_output=True, text=True)
-        r2 = subprocess.run(base + extra + ["--save-all=" + paced],
+        r2 = subprocess.run(base + extra + timing + ["--save-all=" + paced],
                             capture_output=True, text=True)
+        if args.time and r1.returncode == 0 and r2.returncode == 0:
+            t1, t2 = kernel_ms(r1.stderr), kernel_ms(r2.stderr)
+            if t1 and t2 and t1 >= 0.005:
+                ratios.append((t2 / t1, label))
+                print("time %s: %.4f ms as written, %.4f ms with passes "
+                      "(%.3f)" % (label, t1, t2, t2 / t1))
         if r1.returncode != 0:
             return "failed", "FAIL %s (as written): %s" % (
                 label, first_error(r1.stderr))
@@ -111,6 +141,11 @@ def main():
                     sys.stdout.flush()
     print("%(identical)d identical, %(refused)d refused, %(orderdep)d differ "
           "(order-dependent), %(differ)d differ, %(failed)d failed" % counts)
+    if args.time and ratios:
+        geo = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+        worst = max(ratios)
+        print("time with passes / as written: geomean %.3f over %d launches "
+              "(worst %.2f: %s)" % (geo, len(ratios), worst[0], worst[1]))
     return 1 if counts["differ"] or counts["failed"] else 0
 
 
