@@ -315,6 +315,8 @@ struct Op : WorkItem {
   bool reportsErrors = false, deviceWide = false;
   // Data.
   Frame in;
+  /// Bytes of `in`, counted in the session's `heldBytes` until it ends.
+  uint64_t heldBytes = 0;
   /// Device-to-host data (from the pool; not cleared: the copy fills it).
   BufferPool::Ptr out;
   uint64_t dst = 0, src = 0;
@@ -430,6 +432,10 @@ struct Session {
   bool dead = false;
   /// Ops created and not yet completed.
   uint64_t liveOps = 0;
+  /// Bytes of copy payloads its live ops hold.
+  uint64_t heldBytes = 0;
+  /// Its limits: its tenant's where set, else the server's.
+  SessionLimits limits;
   pb::Status sticky;
   std::map<uint64_t, uint64_t> allocations; // base -> size
   std::map<uint64_t, std::unique_ptr<SessionModule>> modules;
@@ -652,6 +658,10 @@ public:
     bool raised = false;
   };
   std::map<uint64_t, Watched> watchedByTicket;
+  /// Replies a client may leave unread before its session is closed.
+  static constexpr int kReplyQueue = 64;
+  /// Sessions whose client stopped reading (closed by the I/O loop).
+  std::vector<uint64_t> stalled;
   /// Whether the launch's kernel has a status record (it was compiled
   /// through wooly-contain): only those are watched, for a kernel that
   /// does not poll would run on and still be reported stopped.
@@ -850,10 +860,14 @@ llvm::Error Server::Impl::start() {
   zmq_setsockopt(router, ZMQ_MAXMSGSIZE, &maxMsg, sizeof maxMsg);
   zmq_setsockopt(router, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb);
   zmq_setsockopt(router, ZMQ_HEARTBEAT_TIMEOUT, &hbTimeout, sizeof hbTimeout);
-  // Replies to a client that stopped reading are dropped at the high-water
-  // mark instead of blocking the server (ROUTER never blocks on send).
-  int hwm = 10000;
+  // A client that stopped reading its replies: at the high-water mark (a
+  // well-behaved client has one synchronous call, so one reply, in flight)
+  // a send fails at once (ROUTER_MANDATORY, DONTWAIT) and the session is
+  // closed, so the server never holds more than kReplyQueue of its replies
+  // (nor blocks on it).
+  int hwm = kReplyQueue, one = 1;
   zmq_setsockopt(router, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  zmq_setsockopt(router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
   std::string monName = "inproc://wooly-serve-monitor";
   zmq_socket_monitor(router, monName.c_str(), ZMQ_EVENT_DISCONNECTED);
   monitor = zmq_socket(zctx, ZMQ_PAIR);
@@ -1004,6 +1018,9 @@ llvm::Error Server::Impl::run() {
       snapshotSchedulerStats();
     if (!watchedByTicket.empty())
       checkWatchdog();
+    for (uint64_t id : std::exchange(stalled, {}))
+      if (auto it = sessions.find(id); it != sessions.end())
+        teardown(*it->second, "the client stopped reading its replies");
     // Work the scheduler holds back (pacing) is asked for again within a
     // millisecond; otherwise the receive waits up to 20 ms.
     int wanted = scheduler->queued() && idleExecutors ? 1 : 20;
@@ -1165,8 +1182,16 @@ void Server::Impl::reply(const std::string &routingId, pb::Reply &r,
       r.set_device_output(std::move(out));
   }
   std::string env = r.SerializeAsString();
-  zmq_send(router, routingId.data(), routingId.size(),
-           ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  if (zmq_send(router, routingId.data(), routingId.size(),
+               ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    // EHOSTUNREACH: the client is gone (its session ends through the
+    // monitor). EAGAIN: it has kReplyQueue replies unread; closed once the
+    // call at hand is done with it.
+    if (zmq_errno() == EAGAIN)
+      if (Session *s = sessionOf(routingId))
+        stalled.push_back(s->id);
+    return; // A payload buffer goes back to its pool.
+  }
   if (payload) {
     zmq_send(router, env.data(), env.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     // The payload is handed over without a copy; ZeroMQ frees it.
@@ -1254,6 +1279,20 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
   s->tenant = tenant;
   s->client = h.client();
   s->streams[0]; // the default stream
+  const SessionLimits &own = config.limits;
+  auto pick = [](uint64_t tenants, uint64_t servers) {
+    return tenants ? tenants : servers;
+  };
+  s->limits.modules = pick(own.modules, options.maxModulesPerSession);
+  s->limits.streams = pick(own.streams, options.maxStreamsPerSession);
+  s->limits.events = pick(own.events, options.maxEventsPerSession);
+  s->limits.graphs = pick(own.graphs, options.maxGraphsPerSession);
+  s->limits.allocations =
+      pick(own.allocations, options.maxAllocationsPerSession);
+  s->limits.outstanding =
+      pick(own.outstanding, options.maxOutstandingPerSession);
+  s->limits.outstandingBytes =
+      pick(own.outstandingBytes, options.maxOutstandingBytesPerSession);
   log(llvm::formatv(
           "session {0} opened: tenant '{1}' ({2}, weight {3}{4}, "
           "quota {5}) from {6}",
@@ -1316,12 +1355,12 @@ bool Server::Impl::inSessionMemory(Session &s, uint64_t addr, uint64_t bytes) {
 void Server::Impl::moduleLoad(Session &s, pb::Call &call, Frame &text) {
   const pb::ModuleLoad &ml = call.module_load();
   uint64_t seq = call.seq();
-  if (s.modules.size() >= options.maxModulesPerSession)
+  if (s.modules.size() >= s.limits.modules)
     return replyStatus(s.routingId, seq,
                        status(pb::LIMIT_EXCEEDED,
                               llvm::formatv("a session may load at most {0} "
                                             "modules",
-                                            options.maxModulesPerSession),
+                                            s.limits.modules),
                               seq));
   auto it = images.find(ml.hash());
   if (ml.payload_bytes() == 0) {
@@ -1530,6 +1569,41 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   }
   if (s->sticky.code() != pb::OK && call.op_case() != pb::Call::kPing)
     return fail(s->sticky);
+  // Backpressure: a session's queued and running operations, and the copy
+  // bytes the server holds for it, are bounded, so that a client that
+  // floods the server gets an error instead of its memory.
+  bool queues = false;
+  switch (call.op_case()) {
+  case pb::Call::kLaunch:
+  case pb::Call::kCopyToDevice:
+  case pb::Call::kCopyFromDevice:
+  case pb::Call::kCopyToSymbol:
+  case pb::Call::kCopyFromSymbol:
+  case pb::Call::kCopyDeviceToDevice:
+  case pb::Call::kMemset:
+  case pb::Call::kGraphLaunch:
+    queues = true;
+    break;
+  default:
+    break;
+  }
+  if (queues && s->liveOps >= s->limits.outstanding)
+    return fail(status(pb::LIMIT_EXCEEDED,
+                       llvm::formatv("a session may have at most {0} "
+                                     "operations outstanding (synchronise "
+                                     "more often)",
+                                     s->limits.outstanding),
+                       seq));
+  if (queues &&
+      payload.size() > s->limits.outstandingBytes -
+                           std::min(s->heldBytes, s->limits.outstandingBytes))
+    return fail(status(pb::LIMIT_EXCEEDED,
+                       llvm::formatv("a session may have at most {0} bytes "
+                                     "of copies outstanding ({1} held, this "
+                                     "one {2})",
+                                     s->limits.outstandingBytes, s->heldBytes,
+                                     payload.size()),
+                       seq));
 
   // Checks this call's payload frame against the size the call claims.
   auto checkPayload = [&](uint64_t expected) -> bool {
@@ -1645,9 +1719,12 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     TenantState &t = *s->tenant;
     if (bytes == 0)
       return fail(status(pb::INVALID_VALUE, "cannot allocate 0 bytes", seq));
-    if (s->allocations.size() >= options.maxAllocationsPerSession)
+    if (s->allocations.size() >= s->limits.allocations)
       return fail(status(pb::LIMIT_EXCEEDED,
-                         "too many allocations in this session", seq));
+                         llvm::formatv("a session may hold at most {0} "
+                                       "allocations",
+                                       s->limits.allocations),
+                         seq));
     if (bytes > t.config.quotaBytes - t.used)
       return fail(status(
           pb::OUT_OF_MEMORY,
@@ -1718,6 +1795,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->dst = c.dst();
     op->bytes = c.payload_bytes();
     op->in = std::move(payload);
+    op->heldBytes = op->in.size();
+    s->heldBytes += op->heldBytes;
     chain(op, false);
     submit(op);
     if (isSync) {
@@ -1833,6 +1912,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->src = offset;
     op->bytes = bytes;
     op->in = std::move(payload);
+    op->heldBytes = op->in.size();
+    s->heldBytes += op->heldBytes;
     op->reply = isSync;
     op->reportsErrors = isSync && type != Op::Type::Marker;
     if (type == Op::Type::Marker) {
@@ -1911,8 +1992,12 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     return submit(op);
   }
   case pb::Call::kStreamCreate: {
-    if (s->streams.size() >= options.maxStreamsPerSession)
-      return fail(status(pb::LIMIT_EXCEEDED, "too many streams", seq));
+    if (s->streams.size() >= s->limits.streams)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("a session may have at most {0} "
+                                       "streams",
+                                       s->limits.streams),
+                         seq));
     uint64_t h = s->nextHandle++;
     s->streams[h];
     pb::Reply r = simpleReply();
@@ -1969,8 +2054,12 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     return submit(op);
   }
   case pb::Call::kEventCreate: {
-    if (s->events.size() >= options.maxEventsPerSession)
-      return fail(status(pb::LIMIT_EXCEEDED, "too many events", seq));
+    if (s->events.size() >= s->limits.events)
+      return fail(status(pb::LIMIT_EXCEEDED,
+                         llvm::formatv("a session may have at most {0} "
+                                       "events",
+                                       s->limits.events),
+                         seq));
     uint64_t h = s->nextHandle++;
     s->events[h];
     pb::Reply r = simpleReply();
@@ -2043,10 +2132,10 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     return submit(op);
   }
   case pb::Call::kGraphCreate: {
-    if (s->graphs.size() >= options.maxGraphsPerSession)
+    if (s->graphs.size() >= s->limits.graphs)
       return fail(status(pb::LIMIT_EXCEEDED,
                          llvm::formatv("a session may keep at most {0} graphs",
-                                       options.maxGraphsPerSession),
+                                       s->limits.graphs),
                          seq));
     // Measured before the calls are moved out of the message.
     uint64_t bytes = call.graph_create().ByteSizeLong();
@@ -3301,6 +3390,7 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
       makeReady(d, &work);
   metrics.queued--;
   s.liveOps--;
+  s.heldBytes -= op->heldBytes;
   delete op;
   maybeErase(s);
 }

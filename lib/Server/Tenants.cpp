@@ -139,10 +139,47 @@ llvm::Expected<TenantRegistry> wooly::server::parseTenants(StringRef text,
           if (!bytes)
             return errorAt(name, v, llvm::toString(bytes.takeError()));
           t.quotaBytes = *bytes;
+        } else if (key == "limits") {
+          if (!v.IsMap())
+            return errorAt(name, v,
+                           "'limits' must be a map (modules, streams, ...)");
+          for (const auto &lim : v) {
+            std::string what = lim.first.as<std::string>();
+            const YAML::Node &lv = lim.second;
+            uint64_t *field = what == "modules"       ? &t.limits.modules
+                              : what == "streams"     ? &t.limits.streams
+                              : what == "events"      ? &t.limits.events
+                              : what == "graphs"      ? &t.limits.graphs
+                              : what == "allocations" ? &t.limits.allocations
+                              : what == "outstanding" ? &t.limits.outstanding
+                              : what == "outstanding_bytes"
+                                  ? &t.limits.outstandingBytes
+                                  : nullptr;
+            if (!field)
+              return errorAt(name, lim.first,
+                             "unknown limit '" + what +
+                                 "' (modules, streams, events, graphs, "
+                                 "allocations, outstanding, "
+                                 "outstanding_bytes)");
+            if (what == "outstanding_bytes") {
+              auto bytes = parseByteSize(lv.as<std::string>());
+              if (!bytes)
+                return errorAt(name, lv, llvm::toString(bytes.takeError()));
+              *field = *bytes;
+            } else {
+              long long n = lv.as<long long>();
+              if (n < 1)
+                return errorAt(name, lv, "a limit must be at least 1");
+              *field = uint64_t(n);
+            }
+            if (*field == 0)
+              return errorAt(name, lv, "a limit must be at least 1");
+          }
         } else {
           return errorAt(name, kv.first,
                          "unknown key '" + key +
-                             "' (name, token, class, weight, sla_ms, memory)");
+                             "' (name, token, class, weight, sla_ms, memory, "
+                             "limits)");
         }
       }
       if (t.name.empty())

@@ -74,6 +74,18 @@ static cl::opt<std::string> maxMessage(
     "max-message",
     cl::desc("Largest message (and copy) a client may send (default 2GiB)"),
     cl::value_desc("bytes"), cl::init("2GiB"), cl::cat(cat));
+static cl::opt<unsigned> maxOutstanding(
+    "max-outstanding",
+    cl::desc("Operations (launches, copies, memsets) a session may have "
+             "queued or running before its calls fail with LIMIT_EXCEEDED "
+             "(default 65536; a tenant's limits.outstanding overrides it)"),
+    cl::init(1 << 16), cl::cat(cat));
+static cl::opt<std::string> maxOutstandingBytes(
+    "max-outstanding-bytes",
+    cl::desc("Bytes of copies to the device the server may hold for a "
+             "session until they run (default 4GiB; a tenant's "
+             "limits.outstanding_bytes overrides it)"),
+    cl::value_desc("bytes"), cl::init("4GiB"), cl::cat(cat));
 static cl::opt<std::string> maxGraphBytes(
     "max-graph-bytes",
     cl::desc("What a session's CUDA graphs kept on the server may hold "
@@ -175,13 +187,20 @@ int main(int argc, char **argv) {
   o.scheduler = scheduler;
   o.pacing = pacing;
   o.coalesce = coalesce;
+  if (maxOutstanding == 0) {
+    errs() << "wooly-serve: --max-outstanding must be at least 1\n";
+    return 2;
+  }
+  o.maxOutstandingPerSession = maxOutstanding;
   o.contain = contain;
   o.kernelTimeoutMs = kernelTimeout;
   o.traceFile = traceFile;
-  for (auto [opt, out] : {std::pair<cl::opt<std::string> *, uint64_t *>{
-                              &deviceMemory, &o.deviceMemory},
-                          {&maxMessage, &o.maxMessageBytes},
-                          {&maxGraphBytes, &o.maxGraphBytesPerSession}}) {
+  for (auto [opt, out] :
+       {std::pair<cl::opt<std::string> *, uint64_t *>{&deviceMemory,
+                                                      &o.deviceMemory},
+        {&maxMessage, &o.maxMessageBytes},
+        {&maxGraphBytes, &o.maxGraphBytesPerSession},
+        {&maxOutstandingBytes, &o.maxOutstandingBytesPerSession}}) {
     if (opt->empty())
       continue;
     auto bytes = wooly::server::parseByteSize(*opt);

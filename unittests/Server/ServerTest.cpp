@@ -359,11 +359,15 @@ TEST_F(ServerTest, KilledClientMemoryIsReturned) {
 /// A raw DEALER socket for malformed input.
 class RawClient {
 public:
-  explicit RawClient(const std::string &endpoint) {
+  /// `receiveQueue`: ZMQ_RCVHWM (messages it lets queue unread; 0:
+  /// ZeroMQ's default).
+  explicit RawClient(const std::string &endpoint, int receiveQueue = 0) {
     ctx = zmq_ctx_new();
     sock = zmq_socket(ctx, ZMQ_DEALER);
     int zero = 0, timeout = 10000;
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    if (receiveQueue)
+      zmq_setsockopt(sock, ZMQ_RCVHWM, &receiveQueue, sizeof receiveQueue);
     zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     zmq_connect(sock, endpoint.c_str());
   }
@@ -1707,4 +1711,179 @@ TEST_F(ServerTest, CurveGuardsTcpAndIpcIsOwnerOnly) {
   auto local = connect("local");
   ASSERT_TRUE(local);
   EXPECT_TRUE(local->malloc(64, addr).ok());
+}
+
+// Per-tenant limits (the tenants file's `limits`, else the server's) and
+// backpressure: a session that queues more operations or copy bytes than
+// it may gets LIMIT_EXCEEDED for those calls, and only it; a tenant without
+// limits of its own gets the server's (--max-outstanding here).
+TEST_F(ServerTest, SessionLimitsAndBackpressure) {
+  std::ofstream(dir + "/tenants.yaml")
+      << "tenants:\n"
+         "  - name: tight\n"
+         "    token: t\n"
+         "    limits: {modules: 1, streams: 2, events: 1, allocations: 3,\n"
+         "             outstanding: 4, outstanding_bytes: 64KiB}\n"
+         "  - name: roomy\n"
+         "    token: r\n";
+  startServer({"--tenants=" + dir + "/tenants.yaml", "--max-outstanding=1000",
+               "--kernel-timeout-ms=0"});
+  auto tight = connect("tight", "t");
+  auto roomy = connect("roomy", "r");
+  ASSERT_TRUE(tight && roomy);
+
+  Module m1, m2;
+  ASSERT_TRUE(
+      tight->loadModule(corpus("elementwise.sm_90.ptx"), "ew", m1).ok());
+  Status s = tight->loadModule(corpus("control.sm_90.ptx"), "ctl", m2);
+  EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+  EXPECT_NE(s.message.find("at most 1 modules"), std::string::npos)
+      << s.message;
+  uint64_t st;
+  ASSERT_TRUE(tight->streamCreate(st).ok()); // the default stream + 1
+  EXPECT_EQ(tight->streamCreate(st).code, Code::LimitExceeded);
+  uint64_t ev;
+  ASSERT_TRUE(tight->eventCreate(ev).ok());
+  EXPECT_EQ(tight->eventCreate(ev).code, Code::LimitExceeded);
+  uint64_t a[4];
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(tight->malloc(4096, a[i]).ok());
+  s = tight->malloc(4096, a[3]);
+  EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+
+  // Outstanding operations: a slow kernel holds the stream; 4 fit, the
+  // 5th asynchronous call fails and is reported at the next synchronise.
+  const char *kSlow = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry slow(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  st.volatile.global.u32 [%rd1], %r1;
+  setp.lt.u32 %p, %r1, %r2;
+  @%p bra.uni LOOP;
+  ret;
+}
+)";
+  auto flood = connect("roomy", "r");
+  ASSERT_TRUE(flood);
+  // The tight tenant may load no second module: use a fresh session of it.
+  tight.reset();
+  tight = connect("tight", "t");
+  ASSERT_TRUE(tight);
+  Module ms;
+  ASSERT_TRUE(tight->loadModule(kSlow, "slow", ms).ok());
+  uint64_t out;
+  ASSERT_TRUE(tight->malloc(64, out).ok());
+  Params p(*ms.findKernel("slow"));
+  p.add(out).add(uint32_t(20000000));
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(tight
+                    ->launch(ms.handle, "slow", {1}, {1}, 0, p.bytes.data(),
+                             p.bytes.size())
+                    .ok());
+  s = tight->deviceSynchronize();
+  EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+  EXPECT_NE(s.message.find("at most 4 operations outstanding"),
+            std::string::npos)
+      << s.message;
+  EXPECT_FALSE(s.sticky);
+  // Not sticky: the session goes on.
+  ASSERT_TRUE(tight->deviceSynchronize().ok());
+
+  // Outstanding bytes: one copy larger than 64 KiB is refused.
+  uint64_t big;
+  ASSERT_TRUE(tight->malloc(1 << 20, big).ok());
+  std::vector<char> bytes(128 << 10, 1);
+  s = tight->copyToDevice(big, bytes.data(), bytes.size());
+  EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+  EXPECT_TRUE(tight->copyToDevice(big, bytes.data(), 32 << 10).ok());
+
+  // The other tenant is not limited by any of this: the server's own
+  // limit (1000) lets it queue 200 launches.
+  Module mr;
+  ASSERT_TRUE(flood->loadModule(kSlow, "slow", mr).ok());
+  uint64_t rout;
+  ASSERT_TRUE(flood->malloc(64, rout).ok());
+  Params pr(*mr.findKernel("slow"));
+  pr.add(rout).add(uint32_t(10));
+  for (int i = 0; i < 200; ++i)
+    ASSERT_TRUE(flood
+                    ->launch(mr.handle, "slow", {1}, {1}, 0, pr.bytes.data(),
+                             pr.bytes.size())
+                    .ok());
+  EXPECT_TRUE(flood->deviceSynchronize().ok());
+  uint32_t v = 0;
+  ASSERT_TRUE(flood->copyFromDevice(&v, rout, 4).ok());
+  EXPECT_EQ(v, 10u);
+}
+
+// A client that sends and never reads its replies (a stalled reader) does
+// not slow the others down, and the server holds a bounded number of its
+// replies: at the ROUTER's send high-water mark its session is closed. The
+// server's resident memory stays far below what the replies add up to
+// (measured: 3.5 GiB before the session was closed at the mark, 153 MiB
+// after).
+TEST_F(ServerTest, StalledReaderBlocksNobody) {
+  startServer();
+  RawClient stalled(endpoint, /*receiveQueue=*/1);
+  stalled.send({request(1, 1, 10, field(1, std::string("stalled")))});
+  ASSERT_FALSE(stalled.receive().empty());
+  stalled.send({request(1, 2, 17, field(1, 1 << 20))});
+  std::string r = stalled.receive();
+  uint64_t addr = 0;
+  {
+    size_t at = r.find(char(15 << 3 | 2)); // Reply.allocated
+    ASSERT_NE(at, std::string::npos) << r;
+    size_t p = at + 3;
+    for (unsigned shift = 0; p < r.size(); shift += 7) {
+      uint8_t b = uint8_t(r[p++]);
+      addr |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        break;
+    }
+  }
+  // 4000 reads of 1 MiB each (4 GiB of replies), never received.
+  for (uint64_t i = 0; i < 4000; ++i)
+    stalled.send({request(1, 3 + i, 21, field(1, addr) + field(2, 1 << 20))});
+
+  auto good = connect("good");
+  ASSERT_TRUE(good);
+  uint64_t a;
+  ASSERT_TRUE(good->malloc(64, a).ok());
+  double worstMs = 0;
+  for (int i = 0; i < 50; ++i) {
+    uint32_t v = 1000 + i, w = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(good->copyToDevice(a, &v, 4).ok());
+    ASSERT_TRUE(good->copyFromDevice(&w, a, 4).ok());
+    worstMs = std::max(worstMs, std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - t0)
+                                    .count());
+    EXPECT_EQ(w, v);
+  }
+  // Ping the server until it has read everything the stalled client sent
+  // (its replies then are queued or dropped), and measure its memory.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(good->ping().ok());
+  std::string status = readFile("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmRSS:");
+  ASSERT_NE(at, std::string::npos);
+  double rssMiB = std::atof(status.c_str() + at + 6) / 1024;
+  std::printf("good client: worst round trip %.1f ms; server RSS %.0f MiB "
+              "after 4 GiB of unread replies\n",
+              worstMs, rssMiB);
+  EXPECT_LT(worstMs, 2000);
+  EXPECT_LT(rssMiB, 1024) << "the server keeps a stalled client's replies";
+  EXPECT_NE(log().find("the client stopped reading its replies"),
+            std::string::npos)
+      << log();
 }

@@ -71,7 +71,16 @@ TEST(TenantsTest, ErrorsAreLocated) {
                                  "    colour: red\n",
                                  "t.yaml")),
             "t.yaml:4:5: unknown key 'colour' (name, token, class, weight, "
-            "sla_ms, memory)");
+            "sla_ms, memory, limits)");
+  EXPECT_EQ(errorOf(parseTenants("tenants:\n  - name: a\n    token: x\n"
+                                 "    limits: {kernels: 3}\n",
+                                 "t.yaml")),
+            "t.yaml:4:14: unknown limit 'kernels' (modules, streams, events, "
+            "graphs, allocations, outstanding, outstanding_bytes)");
+  EXPECT_EQ(errorOf(parseTenants("tenants:\n  - name: a\n    token: x\n"
+                                 "    limits: {modules: 0}\n",
+                                 "t.yaml")),
+            "t.yaml:4:23: a limit must be at least 1");
   EXPECT_NE(errorOf(parseTenants("tenants: [\n", "t.yaml")).find("t.yaml:"),
             std::string::npos);
   EXPECT_EQ(errorOf(parseTenants("other: 1\n", "t.yaml")),
@@ -79,6 +88,27 @@ TEST(TenantsTest, ErrorsAreLocated) {
   EXPECT_NE(errorOf(loadTenants("/nonexistent/tenants.yaml"))
                 .find("cannot read tenants file"),
             std::string::npos);
+}
+
+TEST(TenantsTest, Limits) {
+  auto r = parseTenants("tenants:\n"
+                        "  - name: a\n"
+                        "    token: x\n"
+                        "    limits:\n"
+                        "      modules: 2\n"
+                        "      outstanding: 100\n"
+                        "      outstanding_bytes: 1MiB\n"
+                        "  - name: b\n"
+                        "    token: y\n",
+                        "t.yaml");
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const TenantConfig *a = r->find("a");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->limits.modules, 2u);
+  EXPECT_EQ(a->limits.outstanding, 100u);
+  EXPECT_EQ(a->limits.outstandingBytes, 1u << 20);
+  EXPECT_EQ(a->limits.streams, 0u); // the server's
+  EXPECT_EQ(r->find("b")->limits.modules, 0u);
 }
 
 TEST(TenantsTest, ByteSizes) {

@@ -74,7 +74,8 @@ struct ServerOptions {
   unsigned compileThreads = 0;
   /// CPU backend worker threads (0: one per hardware thread).
   unsigned cpuWorkers = 0;
-  /// Limits per session.
+  /// Limits per session (a tenant's `limits` in the tenants file take
+  /// precedence).
   uint64_t maxMessageBytes = 1ull << 31;
   unsigned maxModulesPerSession = 1024;
   unsigned maxStreamsPerSession = 4096;
@@ -84,6 +85,11 @@ struct ServerOptions {
   unsigned maxGraphCalls = 1 << 16;
   uint64_t maxGraphBytesPerSession = 256ull << 20;
   uint64_t maxAllocationsPerSession = 1 << 20;
+  /// Operations (launches, copies, memsets) a session may have queued or
+  /// running, and bytes of copies to the device the server may hold for
+  /// it (backpressure: past them a call fails with LIMIT_EXCEEDED).
+  uint64_t maxOutstandingPerSession = 1 << 16;
+  uint64_t maxOutstandingBytesPerSession = 4ull << 30;
   /// How long SIGINT/SIGTERM waits for queued work before exiting.
   unsigned drainTimeoutMs = 10000;
   /// Receives log lines (default: stderr with a timestamp).

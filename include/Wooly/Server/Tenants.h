@@ -9,6 +9,14 @@
 //       weight: 2                    # share inside its class (default 1)
 //       sla_ms: 5                    # latency-critical only
 //       memory: 4GiB                 # quota (default: the device's memory)
+//       limits:                      # per session (default: wooly-serve's)
+//         modules: 64
+//         streams: 256
+//         events: 4096
+//         graphs: 64
+//         allocations: 100000
+//         outstanding: 10000         # operations queued or running
+//         outstanding_bytes: 1GiB    # copy payloads held by the server
 //
 // Without a file the server is open: any tenant name is accepted without a
 // token, in class `normal` with weight 1 and the device's memory as quota.
@@ -33,6 +41,16 @@ enum class PriorityClass { LatencyCritical, Normal, BestEffort };
 /// "latency-critical", "normal", "best-effort".
 llvm::StringRef className(PriorityClass c);
 
+/// Limits on one session's resources (0: the server's default,
+/// ServerOptions). A call past one fails with LIMIT_EXCEEDED.
+struct SessionLimits {
+  uint64_t modules = 0, streams = 0, events = 0, graphs = 0, allocations = 0;
+  /// Operations (launches, copies, memsets, ...) queued or running.
+  uint64_t outstanding = 0;
+  /// Bytes of copies to the device the server holds until they run.
+  uint64_t outstandingBytes = 0;
+};
+
 /// One tenant's identity and limits.
 struct TenantConfig {
   std::string name;
@@ -45,6 +63,8 @@ struct TenantConfig {
   double slaMs = 0;
   /// Bytes of device memory the tenant may hold (0: the device's memory).
   uint64_t quotaBytes = 0;
+  /// Each of its sessions' limits (0s: the server's).
+  SessionLimits limits;
 };
 
 /// The configured tenants.
