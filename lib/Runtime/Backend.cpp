@@ -128,6 +128,14 @@ public:
   llvm::Expected<uint64_t> allocate(uint64_t bytes) override {
     return device.memory().allocate(bytes);
   }
+  llvm::Expected<uint64_t> allocateIn(uint64_t bytes,
+                                      uint64_t domain) override {
+    return device.memory().allocate(bytes, domain);
+  }
+  void setModuleDomain(BackendModule *handle, uint64_t domain) override {
+    if (CpuModule *m = modules.find(handle))
+      device.setModuleDomain(m->loaded, domain);
+  }
   llvm::Error free(uint64_t addr) override {
     return device.memory().free(addr);
   }

@@ -132,6 +132,16 @@ wooly::launchKernel(Backend &backend, BackendModule *module,
   auto prepared = prepareLaunch(kernel, config, userParams, options, counter);
   if (!prepared)
     return release(prepared.takeError());
+  // The launch's own counter, flag and status record are reachable from a
+  // kernel restricted to a memory domain.
+  std::vector<std::pair<uint64_t, uint64_t>> &allowed =
+      prepared->config.allowedRanges;
+  if (counter)
+    allowed.push_back({counter, 4});
+  if (options.preemptFlag)
+    allowed.push_back({options.preemptFlag, 4});
+  if (options.statusRecord)
+    allowed.push_back({options.statusRecord, kContainRecordBytes});
   // `allocate` zero-fills: an own counter starts at 0.
   if (llvm::Error e = backend.launch(module, kernel.name, prepared->config,
                                      prepared->params))

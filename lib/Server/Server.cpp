@@ -1739,7 +1739,8 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                                        bytesText(deviceMemory - memoryUsed),
                                        bytesText(deviceMemory)),
                          seq));
-    auto addr = backend->allocate(bytes);
+    // In the session's memory domain: no other session's kernel reaches it.
+    auto addr = backend->allocateIn(bytes, s->id);
     if (!addr)
       return fail(
           status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()), seq));
@@ -1985,6 +1986,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     op->config.printfSink = [out = s->output](llvm::StringRef text) {
       out->append(text);
     };
+    // The kernel reaches the session's own memory only (where the backend
+    // has memory domains).
+    op->config.memoryDomains = {s->id};
     op->launch = &op->config;
     op->params.assign(c.params().begin(), c.params().end());
     requireSlot(op);
@@ -2435,6 +2439,9 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
         auto l = backend->loadModule(module, image->text);
         if (!l)
           return l.takeError();
+        // Its variables are the session's: no other session's kernel
+        // reaches them.
+        backend->setModuleDomain(*l, sid);
         mPtr->loaded = *l;
         return llvm::Error::success();
       };
@@ -3137,6 +3144,13 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   c.dynamicSharedBytes = coalescedDynamicShared(parts);
   for (const CoalescePart &p : parts)
     c.faultDomains.push_back(p.firstBlock);
+  // Each part reaches its own session's memory, and the launch's table
+  // and status record.
+  for (Op *o : live)
+    c.memoryDomains.push_back(o->session->id);
+  c.allowedRanges.push_back({*base, bytes});
+  if (statusRecord)
+    c.allowedRanges.push_back({statusRecord, kContainRecordBytes});
   std::vector<uint8_t> params;
   if (!e) {
     auto fp = extendParams(

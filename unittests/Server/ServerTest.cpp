@@ -127,10 +127,16 @@ protected:
                                                           << log();
   }
 
+  /// `output`: receives what the session's kernels print.
   std::unique_ptr<Client> connect(const std::string &tenant,
                                   const std::string &token = "",
-                                  Status *status = nullptr) {
+                                  Status *status = nullptr,
+                                  std::string *output = nullptr) {
     Options o;
+    if (output)
+      o.deviceOutput = [output](std::string_view text) {
+        output->append(text);
+      };
     o.server = endpoint;
     o.tenant = tenant;
     o.token = token;
@@ -1886,4 +1892,178 @@ TEST_F(ServerTest, StalledReaderBlocksNobody) {
   EXPECT_NE(log().find("the client stopped reading its replies"),
             std::string::npos)
       << log();
+}
+
+// The attack suite: a tenant that knows (or guesses) the addresses of
+// another tenant's buffer and module variable tries to read, write, print
+// and bump them through copies, kernel parameters, addresses computed from
+// its own buffer (adjacent memory), and pointers smuggled as integers. Every
+// attempt fails; the victim's bytes are unchanged, none of them reaches the
+// attacker, and no error message describes the victim's memory.
+TEST_F(ServerTest, AttackerReachesNoOtherTenantsMemory) {
+  startServer({"--coalesce=false"});
+  const char *kVictim = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .global .align 4 .b32 secretVar[64];
+.visible .entry touch(.param .u64 p)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [p];
+  ret;
+}
+)";
+  auto victim = connect("victim");
+  ASSERT_TRUE(victim);
+  Module vm;
+  ASSERT_TRUE(victim->loadModule(kVictim, "victim", vm).ok());
+  std::vector<uint32_t> secret(64);
+  for (uint32_t i = 0; i < 64; ++i)
+    secret[i] = 0x5EC00000u + i;
+  uint64_t vbuf;
+  ASSERT_TRUE(victim->malloc(256, vbuf).ok());
+  ASSERT_TRUE(victim->copyToDevice(vbuf, secret.data(), 256).ok());
+  ASSERT_TRUE(
+      victim->copyToSymbol(vm.handle, "secretVar", secret.data(), 256).ok());
+  uint64_t vvar = 0, vvarBytes = 0;
+  ASSERT_TRUE(victim->getSymbol(vm.handle, "secretVar", vvar, vvarBytes).ok());
+  // The victim's launch compiles and loads the module (its variable).
+  Params vp(*vm.findKernel("touch"));
+  vp.add(vbuf);
+  ASSERT_TRUE(victim
+                  ->launch(vm.handle, "touch", {1}, {1}, 0, vp.bytes.data(),
+                           vp.bytes.size())
+                  .ok());
+  ASSERT_TRUE(victim->deviceSynchronize().ok());
+  std::string attackPtx = readFile(std::string(WOOLY_SOURCE_DIR) +
+                                   "/unittests/Server/Inputs/attack.ptx");
+  ASSERT_FALSE(attackPtx.empty());
+
+  auto noSecret = [&](const std::vector<uint32_t> &words) {
+    for (uint32_t w : words)
+      if ((w & 0xFFF00000u) == 0x5EC00000u)
+        return false;
+    return true;
+  };
+  char victimBase[32];
+  std::snprintf(victimBase, sizeof victimBase, "%llx",
+                static_cast<unsigned long long>(vbuf));
+
+  // Each attack in a session of its own (a fault is sticky).
+  std::string printed;
+  auto attack = [&](const char *what, auto &&run) {
+    SCOPED_TRACE(what);
+    auto a = connect("mallory", "", nullptr, &printed);
+    ASSERT_TRUE(a);
+    Module am;
+    ASSERT_TRUE(a->loadModule(attackPtx, "attack", am).ok());
+    uint64_t own;
+    ASSERT_TRUE(a->malloc(256, own).ok());
+    Status s = run(*a, am, own);
+    // printf of an unreachable string prints "(bad string)" and goes on.
+    if (std::string(what) != "printf")
+      EXPECT_FALSE(s.ok()) << what << " was not refused";
+    // Nothing of the victim's reached the attacker's buffer (where the
+    // session can still read it: a kernel fault is sticky).
+    std::vector<uint32_t> got(64, 0);
+    Status r = a->copyFromDevice(got.data(), own, 256);
+    if (r.ok())
+      EXPECT_TRUE(noSecret(got)) << what << " leaked the secret";
+    // The error names the address tried, never the victim's allocation.
+    EXPECT_EQ(s.message.find(std::string("allocation at ") + victimBase),
+              std::string::npos)
+        << "the error describes the victim's allocation: " << s.message;
+    EXPECT_EQ(s.message.find("secretVar"), std::string::npos) << s.message;
+  };
+  auto launch = [](Client &a, Module &am, const char *kernel, Params &p) {
+    Status s = a.launch(am.handle, kernel, {1}, {64}, 0, p.bytes.data(),
+                        p.bytes.size());
+    if (!s.ok())
+      return s;
+    return a.deviceSynchronize();
+  };
+
+  // Copies to, from and between the victim's addresses.
+  for (uint64_t target : {vbuf, vvar, vbuf + 128, vbuf - 256}) {
+    attack("copy from", [&](Client &a, Module &, uint64_t) {
+      std::vector<uint32_t> got(16);
+      Status s = a.copyFromDevice(got.data(), target, 64);
+      EXPECT_TRUE(noSecret(got));
+      return s;
+    });
+    attack("copy to", [&](Client &a, Module &, uint64_t) {
+      uint32_t x = 0xDEAD;
+      return a.copyToDevice(target, &x, 4);
+    });
+    attack("device-to-device", [&](Client &a, Module &, uint64_t own) {
+      Status s = a.copyDeviceToDevice(own, target, 64);
+      return s.ok() ? a.deviceSynchronize() : s;
+    });
+    attack("memset", [&](Client &a, Module &, uint64_t) {
+      Status s = a.memset(target, 0, 64);
+      return s.ok() ? a.deviceSynchronize() : s;
+    });
+  }
+  // Kernels.
+  for (uint64_t target : {vbuf, vvar}) {
+    attack("pointer parameter", [&](Client &a, Module &am, uint64_t own) {
+      Params p(*am.findKernel("steal"));
+      p.add(target).add(own);
+      return launch(a, am, "steal", p);
+    });
+    attack("adjacent address", [&](Client &a, Module &am, uint64_t own) {
+      Params p(*am.findKernel("stealAt"));
+      p.add(own).add(int64_t(target - own)).add(own);
+      return launch(a, am, "stealAt", p);
+    });
+    attack("smuggled integer", [&](Client &a, Module &am, uint64_t own) {
+      uint64_t key = 0x0123456789abcdefull;
+      Params p(*am.findKernel("stealXor"));
+      p.add(uint64_t(target ^ key)).add(key).add(own);
+      return launch(a, am, "stealXor", p);
+    });
+    attack("write", [&](Client &a, Module &am, uint64_t) {
+      Params p(*am.findKernel("scribble"));
+      p.add(target);
+      return launch(a, am, "scribble", p);
+    });
+    attack("atomic", [&](Client &a, Module &am, uint64_t) {
+      Params p(*am.findKernel("bump"));
+      p.add(target);
+      return launch(a, am, "bump", p);
+    });
+    attack("printf", [&](Client &a, Module &am, uint64_t) {
+      Params p(*am.findKernel("leak"));
+      p.add(target);
+      Status s = launch(a, am, "leak", p);
+      // The secret's bytes (little-endian words 0x5EC000xx) never print.
+      EXPECT_EQ(printed.find("\xC0\x5E"), std::string::npos);
+      EXPECT_NE(printed.find("(bad string)"), std::string::npos) << printed;
+      return s;
+    });
+  }
+
+  // The victim's bytes are unchanged, and it works on.
+  std::vector<uint32_t> now(64);
+  ASSERT_TRUE(victim->copyFromDevice(now.data(), vbuf, 256).ok());
+  EXPECT_EQ(now, secret);
+  ASSERT_TRUE(
+      victim->copyFromSymbol(now.data(), vm.handle, "secretVar", 256).ok());
+  EXPECT_EQ(now, secret);
+  // The attacker's own memory is its own: a kernel may use it.
+  auto a = connect("mallory");
+  ASSERT_TRUE(a);
+  Module am;
+  ASSERT_TRUE(a->loadModule(attackPtx, "attack", am).ok());
+  uint64_t src, dst;
+  ASSERT_TRUE(a->malloc(256, src).ok());
+  ASSERT_TRUE(a->malloc(256, dst).ok());
+  std::vector<uint32_t> mine(64, 7), back(64);
+  ASSERT_TRUE(a->copyToDevice(src, mine.data(), 256).ok());
+  Params p(*am.findKernel("steal"));
+  p.add(src).add(dst);
+  ASSERT_TRUE(launch(*a, am, "steal", p).ok());
+  ASSERT_TRUE(a->copyFromDevice(back.data(), dst, 256).ok());
+  EXPECT_EQ(back, mine);
 }

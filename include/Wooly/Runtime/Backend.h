@@ -68,6 +68,17 @@ struct LaunchConfig {
   /// alone). Empty: the launch is one part. Only where
   /// `Backend::supportsFaultDomains` (cpu).
   std::vector<uint64_t> faultDomains;
+  /// Memory domains: what the kernel may reach. One entry for the launch,
+  /// or one per fault domain; an entry 0 (or none at all) is unrestricted.
+  /// A restricted part reaches only allocations and module variables of
+  /// its domain, and `allowedRanges`; any other address is out of bounds
+  /// for it, as on a device of its own (cpu: the bounds checks, printf
+  /// and matrix accesses; elsewhere ignored).
+  std::vector<uint64_t> memoryDomains;
+  /// Ranges (address, bytes) outside its domain that every part of the
+  /// launch may reach: the launch's own status record, slice counter and
+  /// preemption flag, a fused launch's table.
+  std::vector<std::pair<uint64_t, uint64_t>> allowedRanges;
 };
 
 /// What a kernel fault was, where a backend can tell (as CUDA's error codes
@@ -180,6 +191,15 @@ public:
   /// Allocates `bytes` of zero-filled device memory; returns its device
   /// address.
   virtual llvm::Expected<uint64_t> allocate(uint64_t bytes) = 0;
+  /// The same in memory domain `domain` (a tenant session's: see
+  /// LaunchConfig::memoryDomains); where the backend has no domains, a
+  /// plain allocation.
+  virtual llvm::Expected<uint64_t> allocateIn(uint64_t bytes, uint64_t domain) {
+    return allocate(bytes);
+  }
+  /// Puts the module variables of `module` (those loaded so far and those
+  /// its later parts add) in memory domain `domain`. No-op without domains.
+  virtual void setModuleDomain(BackendModule *module, uint64_t domain) {}
   /// Frees an allocation; `addr` must be an address `allocate` returned.
   virtual llvm::Error free(uint64_t addr) = 0;
   /// Copies `bytes` from host memory at `src` to device address `dst`.

@@ -132,8 +132,10 @@ struct LoadedModuleImpl {
   llvm::orc::JITDylib *dylib = nullptr;
   llvm::StringMap<Kernel> kernels;
   llvm::StringMap<std::pair<uint64_t, uint64_t>> globals;
-  /// Guards `parts`, `kernels` and `globals`: a part may be added while
-  /// other threads launch the module's kernels.
+  /// The memory domain of its variables (CpuDevice::setModuleDomain).
+  uint64_t domain = 0;
+  /// Guards `parts`, `kernels`, `globals` and `domain`: a part may be added
+  /// while other threads launch the module's kernels.
   mutable std::shared_mutex mutex;
 };
 
@@ -180,6 +182,49 @@ struct LaunchState {
                                    block) -
                   domainStarts.begin()) -
            1;
+  }
+
+  /// Memory domains (LaunchConfig::memoryDomains: one for the launch, or
+  /// one per fault domain; empty: unrestricted) and the ranges every part
+  /// may reach besides.
+  std::vector<uint64_t> memoryDomains;
+  std::vector<std::pair<uint64_t, uint64_t>> allowedRanges;
+
+  /// The memory domain of `block`'s part (0: unrestricted).
+  uint64_t memoryDomainOf(uint64_t block) const {
+    if (memoryDomains.empty())
+      return 0;
+    return memoryDomains.size() == 1 ? memoryDomains[0]
+                                     : memoryDomains[domainOf(block)];
+  }
+
+  /// The allocation nearest to `addr` for an error message of `block`'s
+  /// part: only one it may reach (the message never tells of memory of
+  /// another domain).
+  std::optional<Allocation> nearestReachable(uint64_t block,
+                                             uint64_t addr) const {
+    std::optional<Allocation> n = memory->nearest(addr);
+    uint64_t own = memoryDomainOf(block);
+    if (n && own && n->domain != own)
+      return std::nullopt;
+    return n;
+  }
+
+  /// The allocation (or allowed range) holding [addr, addr + size) that
+  /// blocks of `block`'s part may reach; none when there is none, or when
+  /// it belongs to another memory domain.
+  std::optional<Allocation> reachable(uint64_t block, uint64_t addr,
+                                      uint64_t size) const {
+    std::optional<Allocation> a = memory->find(addr, size);
+    if (!a || memoryDomains.empty())
+      return a;
+    uint64_t own = memoryDomainOf(block);
+    if (!own || a->domain == own)
+      return a;
+    for (auto [lo, n] : allowedRanges)
+      if (addr >= lo && size <= n && addr - lo <= n - size)
+        return Allocation{lo, n, false, "", own};
+    return std::nullopt;
   }
 
   /// Ends the launch with `message` - or, with fault domains, the domain
@@ -491,7 +536,8 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
                       uint64_t addr, uint32_t size, uint32_t flags) {
   GpuThread *t = threadOf(ctx);
   Worker *w = t->worker;
-  if (std::optional<Allocation> a = w->launch->memory->find(addr, size)) {
+  if (std::optional<Allocation> a =
+          w->launch->reachable(w->linearBlock, addr, size)) {
     // `find` guarantees a->size >= size.
     if (entry)
       *entry = {a->base, a->size - size};
@@ -518,7 +564,8 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
                            : "read";
     std::string msg = "out-of-bounds " + what + " of " + std::to_string(size) +
                       " bytes at address 0x" + hex(addr);
-    if (std::optional<Allocation> n = w->launch->memory->nearest(addr)) {
+    if (std::optional<Allocation> n =
+            w->launch->nearestReachable(w->linearBlock, addr)) {
       int64_t delta = int64_t(addr - n->base);
       msg += llvm::formatv(" ({0} bytes from the start of the {1}-byte "
                            "allocation at {2:x}{3})",
@@ -702,7 +749,8 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
   case 1: // global
     return !inShared && !inLocal && !inParam;
   case 4: // const
-    return t->worker->launch->memory->find(addr, 0).has_value();
+    return t->worker->launch->reachable(t->worker->linearBlock, addr, 0)
+        .has_value();
   default:
     return 1;
   }
@@ -729,8 +777,8 @@ int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);
 
 /// Reads a NUL-terminated string from device memory, checking each byte.
 static bool readDeviceString(GpuThread *t, uint64_t addr, std::string &out) {
-  DeviceMemory &mem = *t->worker->launch->memory;
-  std::optional<Allocation> a = mem.find(addr, 1);
+  std::optional<Allocation> a =
+      t->worker->launch->reachable(t->worker->linearBlock, addr, 1);
   if (!a)
     return false;
   uint64_t end = a->base + a->size;
@@ -761,7 +809,7 @@ static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
     uint64_t v = 0;
     if (!error.empty())
       return 0;
-    if (!t->worker->launch->memory->find(cursor, size)) {
+    if (!t->worker->launch->reachable(t->worker->linearBlock, cursor, size)) {
       // The argument buffer is a local array of the calling thread.
       auto [lo, hi] = stackRange(t);
       if (cursor < lo || cursor + size > hi) {
@@ -1110,7 +1158,7 @@ bool resolveWarps(Worker &w) {
         mem.sharedSize = l.totalShared;
         mem.checkGeneric = [&](uint64_t addr, uint64_t size, bool write,
                                std::string &err) {
-          if (l.memory->find(addr, size))
+          if (l.reachable(w.linearBlock, addr, size))
             return true;
           uint64_t sh = reinterpret_cast<uint64_t>(w.shared.data());
           if (addr >= sh && addr - sh < l.totalShared &&
@@ -1626,7 +1674,7 @@ public:
     // A later part's variables are the first part's (weak definitions).
     for (auto &[name, range] : globals)
       if (impl.globals.try_emplace(name, range).second)
-        memory.registerGlobal(range.first, range.second, name);
+        memory.registerGlobal(range.first, range.second, name, impl.domain);
     impl.parts.push_back(std::move(m));
     return Error::success();
   }
@@ -1734,6 +1782,13 @@ public:
         l.domainFailed[i] = false;
       l.domainErrors.resize(d.size());
     }
+    if (!config.memoryDomains.empty() && config.memoryDomains.size() != 1 &&
+        config.memoryDomains.size() !=
+            std::max<size_t>(config.faultDomains.size(), 1))
+      return fail("memory domains: one for the launch, or one per fault "
+                  "domain");
+    l.memoryDomains = config.memoryDomains;
+    l.allowedRanges = config.allowedRanges;
     bool usePool = l.numWorkers > 1;
 
     std::unique_ptr<Worker> self;
@@ -1916,6 +1971,14 @@ CpuDevice::globalAddress(LoadedModule *module, StringRef name) {
   if (it == m->globals.end())
     return makeError("no global variable named '" + name + "' in the module");
   return it->second;
+}
+
+void CpuDevice::setModuleDomain(LoadedModule *module, uint64_t domain) {
+  auto *m = reinterpret_cast<LoadedModuleImpl *>(module);
+  std::unique_lock<std::shared_mutex> write(m->mutex);
+  m->domain = domain;
+  for (auto &g : m->globals)
+    memory().setGlobalDomain(g.second.first, domain);
 }
 
 Error CpuDevice::launch(LoadedModule *module, StringRef kernel,

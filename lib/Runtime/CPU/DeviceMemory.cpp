@@ -41,7 +41,8 @@ DeviceMemory::~DeviceMemory() {
       release(base, a.size);
 }
 
-llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size) {
+llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
+                                                uint64_t domain) {
   if (size == 0)
     return makeError("cannot allocate 0 bytes");
   {
@@ -68,7 +69,7 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size) {
                      " bytes");
   uint64_t base = reinterpret_cast<uint64_t>(p);
   std::unique_lock<std::shared_mutex> lock(mutex);
-  allocations[base] = Allocation{base, size, false, ""};
+  allocations[base] = Allocation{base, size, false, "", domain};
   inUse += size;
   return base;
 }
@@ -88,9 +89,16 @@ Error DeviceMemory::free(uint64_t addr) {
 }
 
 void DeviceMemory::registerGlobal(uint64_t base, uint64_t size,
-                                  std::string name) {
+                                  std::string name, uint64_t domain) {
   std::unique_lock<std::shared_mutex> lock(mutex);
-  allocations[base] = Allocation{base, size, true, std::move(name)};
+  allocations[base] = Allocation{base, size, true, std::move(name), domain};
+}
+
+void DeviceMemory::setGlobalDomain(uint64_t base, uint64_t domain) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(base);
+  if (it != allocations.end() && it->second.moduleGlobal)
+    it->second.domain = domain;
 }
 
 void DeviceMemory::unregisterGlobal(uint64_t base) {

@@ -87,6 +87,9 @@ public:
                            std::shared_ptr<const CompiledModule> part);
   /// Removes a module; its globals stop being valid memory.
   llvm::Error unloadModule(LoadedModule *module);
+  /// Puts the module variables of `module`, present and future (parts
+  /// added later), in memory domain `domain` (LaunchConfig::memoryDomains).
+  void setModuleDomain(LoadedModule *module, uint64_t domain);
   /// The compiled module behind a loaded one (its first part).
   const CompiledModule &compiled(const LoadedModule *module) const;
 

@@ -28,6 +28,9 @@ struct Allocation {
   bool moduleGlobal = false;
   /// For module globals: the variable's name.
   std::string name;
+  /// Its memory domain (0: none): a launch restricted to other domains
+  /// (LaunchConfig::memoryDomains) cannot reach it.
+  uint64_t domain = 0;
 };
 
 /// The allocator and bounds registry. Thread-safe.
@@ -40,7 +43,7 @@ public:
 
   /// Allocates `size` bytes (256-byte aligned, zero-filled), returns the
   /// device address. Fails on size 0, over the limit or when out of memory.
-  llvm::Expected<uint64_t> allocate(uint64_t size);
+  llvm::Expected<uint64_t> allocate(uint64_t size, uint64_t domain = 0);
   /// Frees an allocation made by `allocate`; `addr` must be its base.
   llvm::Error free(uint64_t addr);
 
@@ -52,7 +55,10 @@ public:
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t size);
 
   /// Registers / unregisters host memory owned by a loaded module.
-  void registerGlobal(uint64_t base, uint64_t size, std::string name);
+  void registerGlobal(uint64_t base, uint64_t size, std::string name,
+                      uint64_t domain = 0);
+  /// Moves the module global at `base` into memory domain `domain`.
+  void setGlobalDomain(uint64_t base, uint64_t domain);
   void unregisterGlobal(uint64_t base);
 
   /// The allocation containing `[addr, addr + size)`, if any.
