@@ -12,8 +12,8 @@
 //   spin        a kernel that never ends            -> a launch failure (the
 //               server's watchdog; run it with a short --kernel-timeout-ms)
 //   recurse     a device function recursing without end -> a launch failure
-//   quota       allocates until refused             -> cudaErrorMemoryAllocation
-//               (then frees, allocates again and works: nothing leaked)
+//   quota       allocates until refused (then frees, allocates again and
+//               works: nothing leaked)  -> cudaErrorMemoryAllocation
 //   disconnect  starts a 64 MiB copy and exits at once, mid-copy (passes
 //               if it gets that far; the server must clean up)
 //
@@ -100,19 +100,17 @@ int main(int argc, char **argv) {
   } else if (mode == "assert") {
     std::vector<int> host(64, 0);
     host[17] = 100;
-    CHECK(cudaMemcpy(buf, host.data(), 64 * sizeof(int),
-                     cudaMemcpyHostToDevice));
+    CHECK(
+        cudaMemcpy(buf, host.data(), 64 * sizeof(int), cudaMemcpyHostToDevice));
     assertKernel<<<2, 32>>>(buf, 64);
-    expectFault("assert",
-                [](cudaError_t e) { return e == cudaErrorAssert; });
+    expectFault("assert", [](cudaError_t e) { return e == cudaErrorAssert; });
   } else if (mode == "wild") {
     wildKernel<<<1, 32>>>(buf, 1ull << 40);
     expectFault("wild", isLaunchFault);
   } else if (mode == "misaligned") {
     misalignedKernel<<<1, 1>>>(reinterpret_cast<char *>(buf), 1);
-    expectFault("misaligned", [](cudaError_t e) {
-      return e == cudaErrorMisalignedAddress;
-    });
+    expectFault("misaligned",
+                [](cudaError_t e) { return e == cudaErrorMisalignedAddress; });
   } else if (mode == "spin") {
     spinKernel<<<2, 64>>>(buf, buf + 256);
     expectFault("spin", isLaunchFault);
@@ -133,8 +131,10 @@ int main(int argc, char **argv) {
     }
     std::printf("quota: refused after %zu MiB with %s\n", total >> 20,
                 cudaGetErrorName(e));
-    EXPECT(e == cudaErrorMemoryAllocation, "quota: expected "
-           "cudaErrorMemoryAllocation, got %s", cudaGetErrorName(e));
+    EXPECT(e == cudaErrorMemoryAllocation,
+           "quota: expected "
+           "cudaErrorMemoryAllocation, got %s",
+           cudaGetErrorName(e));
     cudaGetLastError(); // Not sticky: clears it.
     for (void *p : held)
       CHECK(cudaFree(p));

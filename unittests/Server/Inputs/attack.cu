@@ -13,7 +13,8 @@ extern "C" __global__ void steal(const unsigned *src, unsigned *dst) {
 // The same with src = base + offset (an adjacent or guessed address).
 extern "C" __global__ void stealAt(const char *base, long long offset,
                                    unsigned *dst) {
-  dst[threadIdx.x] = reinterpret_cast<const unsigned *>(base + offset)[threadIdx.x];
+  dst[threadIdx.x] =
+      reinterpret_cast<const unsigned *>(base + offset)[threadIdx.x];
 }
 // The pointer smuggled as an integer: src = bits ^ key.
 extern "C" __global__ void stealXor(unsigned long long bits,
@@ -22,7 +23,9 @@ extern "C" __global__ void stealXor(unsigned long long bits,
   dst[threadIdx.x] = src[threadIdx.x];
 }
 // Overwrites 64 words at dst.
-extern "C" __global__ void scribble(unsigned *dst) { dst[threadIdx.x] = 0xDEADu; }
+extern "C" __global__ void scribble(unsigned *dst) {
+  dst[threadIdx.x] = 0xDEADu;
+}
 // Prints the string at p.
 extern "C" __global__ void leak(const char *p) { printf("%s\n", p); }
 // Atomically adds to a word at p.
