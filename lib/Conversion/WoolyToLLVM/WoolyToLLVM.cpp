@@ -248,7 +248,11 @@ struct Emitter {
         Value end = LLVM::AddOp::create(rw, loc, addr, c64(size));
         Value lo, hi;
         if (space == StateSpace::local) {
-          lo = loadField(c, offsetof(WoolyThreadCtx, localLo), i64());
+          // The live stack: from the stack pointer (under it, dead frames
+          // of earlier calls and kernels) to where the kernel's first frame
+          // begins (above, the runtime's frames).
+          lo = LLVM::PtrToIntOp::create(
+              rw, loc, i64(), LLVM::StackSaveOp::create(rw, loc, ptr()));
           hi = loadField(c, offsetof(WoolyThreadCtx, localHi), i64());
         } else {
           lo = LLVM::PtrToIntOp::create(

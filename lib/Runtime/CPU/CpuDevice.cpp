@@ -344,16 +344,22 @@ template <typename Make>
 
 std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
-/// The current thread's stack range (fiber stack or the worker's own).
-std::pair<uint64_t, uint64_t> stackRange(GpuThread *t) {
-  Worker *w = t->worker;
-  if (w->fiberMode) {
-    const FiberStack &s = w->stacks[t->index];
-    uint64_t lo = reinterpret_cast<uint64_t>(s.base());
-    return {lo, lo + s.size()};
-  }
-  return {w->stackLo, w->stackHi};
+/// The frame address of the function calling it, give or take its own
+/// return address: what lies above belongs to the caller and its callers.
+__attribute__((noinline)) uint64_t stackTopHere() {
+  return reinterpret_cast<uint64_t>(__builtin_frame_address(0));
 }
+
+/// The live part of the current GPU thread's stack, where its `.local`
+/// memory is: from `below` (the frame of the runtime entry point asking,
+/// which lies under the kernel's frames) up to where the kernel's first
+/// frame begins (`ctx.localHi`, set before the kernel is called). Under it
+/// lie dead frames (earlier calls, earlier kernels, other tenants'); above
+/// it, the runtime's own frames: neither is the kernel's to read or write.
+std::pair<uint64_t, uint64_t> liveStack(GpuThread *t, uint64_t below) {
+  return {below, t->ctx.localHi};
+}
+#define WOOLY_HERE reinterpret_cast<uint64_t>(__builtin_frame_address(0))
 
 /// Sets `w`'s stack range to the current thread's stack (the range of
 /// direct-mode locals). Looked up once per thread: on the main thread
@@ -550,7 +556,7 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
       *entry = {shared, ctx->totalSmemSize - size};
     return;
   }
-  auto [lo, hi] = stackRange(t);
+  auto [lo, hi] = liveStack(t, WOOLY_HERE);
   if (addr >= lo && addr < hi && size <= hi - addr)
     return; // A local variable (not cached: each fiber has its own stack).
   uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
@@ -588,7 +594,7 @@ void __wooly_rt_space_oob(WoolyThreadCtx *ctx, uint64_t addr, uint32_t size,
            (space == WOOLY_SPACE_LOCAL ? "local memory" : "parameter space") +
            " at address 0x" + hex(addr) +
            (space == WOOLY_SPACE_LOCAL
-                ? " (outside the thread's stack)"
+                ? " (outside the thread's live stack frames)"
                 : " (outside the " + std::to_string(ctx->paramBytes) +
                       "-byte parameter buffer)");
   });
@@ -733,7 +739,7 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
   GpuThread *t = threadOf(ctx);
   uint64_t shared = reinterpret_cast<uint64_t>(ctx->shared);
   bool inShared = addr >= shared && addr - shared < ctx->totalSmemSize;
-  auto [lo, hi] = stackRange(t);
+  auto [lo, hi] = liveStack(t, WOOLY_HERE);
   bool inLocal = addr >= lo && addr < hi;
   uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
   bool inParam = addr >= params &&
@@ -811,7 +817,7 @@ static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
       return 0;
     if (!t->worker->launch->reachable(t->worker->linearBlock, cursor, size)) {
       // The argument buffer is a local array of the calling thread.
-      auto [lo, hi] = stackRange(t);
+      auto [lo, hi] = liveStack(t, WOOLY_HERE);
       if (cursor < lo || cursor + size > hi) {
         error =
             "printf argument buffer at 0x" + hex(cursor) + " is out of bounds";
@@ -1005,10 +1011,12 @@ void runBlockDirect(Worker &w) {
   WoolyThreadCtx &c = t.ctx;
   const auto &blk = l.config.block;
   initBlockCtx(w, t);
-  // `.local` memory lives on the worker's stack (unknown when the system
-  // does not tell: then unchecked).
+  // `.local` memory lives on the worker's stack, under this frame (the
+  // kernel's frames begin right below it; unchecked when the system does
+  // not tell where the stack is). Generated code takes the stack pointer
+  // as the lower bound, the runtime its own frame.
   c.localLo = w.stackLo;
-  c.localHi = w.stackHi > w.stackLo ? w.stackHi : ~uint64_t(0);
+  c.localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
   // `w.next` is memory, not a local, so its value survives longjmp.
   w.next = 0;
   int why = setjmp(w.jmp);
@@ -1058,6 +1066,8 @@ void runBlockDirect(Worker &w) {
 
 void fiberMain(void *arg) {
   auto *t = static_cast<GpuThread *>(arg);
+  // The kernel's frames begin right below this one (see liveStack).
+  t->ctx.localHi = stackTopHere();
   t->worker->launch->fn(&t->ctx, t->worker->launch->params);
   t->status = ThreadStatus::Exited;
   yieldToScheduler(t);

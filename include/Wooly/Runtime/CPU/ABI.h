@@ -62,7 +62,9 @@ typedef struct WoolyThreadCtx {
   /// Runtime-private state of the executing thread (fiber, block, launch).
   void *runtime;
   /// What `.local` and `.param` accesses are checked against: the thread's
-  /// stack [localLo, localHi) and the parameter buffer's size.
+  /// live stack, from the stack pointer up to `localHi` (where the kernel's
+  /// first frame begins; `localLo` is the stack's lowest address), and the
+  /// parameter buffer's size.
   uint64_t localLo, localHi;
   uint64_t paramBytes;
 } WoolyThreadCtx;
