@@ -2067,3 +2067,90 @@ TEST_F(ServerTest, AttackerReachesNoOtherTenantsMemory) {
   ASSERT_TRUE(a->copyFromDevice(back.data(), dst, 256).ok());
   EXPECT_EQ(back, mine);
 }
+
+// What a kernel leaves in its .local memory (on the CPU backend: the host
+// stack) never reaches a kernel of another tenant that reads its own
+// uninitialised .local memory, in direct and in fiber mode: the stacks are
+// scrubbed when a worker turns to another memory domain.
+TEST_F(ServerTest, StaleLocalMemoryIsNotShared) {
+  startServer({"--executors=1", "--coalesce=false"});
+  const char *kLocals = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry fill(.param .u32 sync)
+{
+  .local .align 4 .b8 buf[1024];
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<3>;
+  ld.param.u32 %r3, [sync];
+  setp.ne.u32 %p2, %r3, 0;
+  @%p2 bar.sync 0;
+  mov.u32 %r1, 0;
+  mov.u64 %rd1, buf;
+LOOP:
+  add.u32 %r2, %r1, 0x5EC00000;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd2, %rd1, %rd2;
+  st.local.u32 [%rd2], %r2;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 256;
+  @%p1 bra LOOP;
+  ret;
+}
+.visible .entry peek(.param .u64 out, .param .u32 sync)
+{
+  .local .align 4 .b8 buf[1024];
+  .reg .pred %p<3>;
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd3, [out];
+  ld.param.u32 %r3, [sync];
+  setp.ne.u32 %p2, %r3, 0;
+  @%p2 bar.sync 0;
+  mov.u32 %r1, 0;
+  mov.u64 %rd1, buf;
+LOOP:
+  mul.wide.u32 %rd2, %r1, 4;
+  add.u64 %rd4, %rd1, %rd2;
+  ld.local.u32 %r2, [%rd4];
+  add.u64 %rd4, %rd3, %rd2;
+  st.global.u32 [%rd4], %r2;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 256;
+  @%p1 bra LOOP;
+  ret;
+}
+)";
+  auto victim = connect("victim");
+  auto spy = connect("spy");
+  ASSERT_TRUE(victim && spy);
+  Module vm, sm;
+  ASSERT_TRUE(victim->loadModule(kLocals, "locals", vm).ok());
+  ASSERT_TRUE(spy->loadModule(kLocals, "locals", sm).ok());
+  uint64_t out;
+  ASSERT_TRUE(spy->malloc(1024, out).ok());
+  for (uint32_t sync : {0u, 1u}) {
+    SCOPED_TRACE(sync ? "fiber mode" : "direct mode");
+    for (int round = 0; round < 5; ++round) {
+      Params f(*vm.findKernel("fill"));
+      f.add(sync);
+      ASSERT_TRUE(victim
+                      ->launch(vm.handle, "fill", {1}, {1}, 0, f.bytes.data(),
+                               f.bytes.size())
+                      .ok());
+      ASSERT_TRUE(victim->deviceSynchronize().ok());
+      Params p(*sm.findKernel("peek"));
+      p.add(out).add(sync);
+      ASSERT_TRUE(spy->launch(sm.handle, "peek", {1}, {1}, 0, p.bytes.data(),
+                              p.bytes.size())
+                      .ok());
+      std::vector<uint32_t> seen(256);
+      ASSERT_TRUE(spy->copyFromDevice(seen.data(), out, 1024).ok());
+      for (uint32_t v : seen)
+        ASSERT_NE(v & 0xFFF00000u, 0x5EC00000u)
+            << "the spy read the victim's dead .local memory";
+    }
+  }
+}

@@ -60,6 +60,7 @@
 #include <sys/mman.h>
 #include <thread>
 #include <ucontext.h>
+#include <unistd.h>
 
 using namespace wooly;
 using namespace wooly::cpu;
@@ -272,6 +273,9 @@ struct Worker {
   std::jmp_buf jmp;
   uint32_t next = 0;
   uint64_t stackLo = 0, stackHi = 0;
+  /// The memory domain of the last block run on this worker's stacks
+  /// (scrubStacks).
+  uint64_t stackDomain = 0;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;
@@ -1343,6 +1347,28 @@ void joinLaunch(Worker &w) {
 /// Runs blocks of `w.launch` until none is left or the launch has failed.
 /// With `activeLaunches`, also returns after a block while more than one
 /// launch is active, so that the worker can pick again.
+/// Drops what earlier blocks left on the worker's stacks: the unused part
+/// of its own stack (under this frame, less a margin for the calls below
+/// it) and its fiber stacks come back as zero-filled pages. Run when the
+/// next block belongs to another memory domain, so that a kernel of one
+/// tenant never reads another's dead frames through its own uninitialised
+/// `.local` memory or frame slots.
+void scrubStacks(Worker &w) {
+  static const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  constexpr uint64_t kMargin = 64 * 1024;
+  if (w.stackHi > w.stackLo) {
+    uint64_t lo = llvm::alignTo(w.stackLo, page);
+    uint64_t top = stackTopHere();
+    uint64_t hi = top > kMargin ? llvm::alignDown(top - kMargin, page) : 0;
+    // Parts of the range may be unmapped (the main thread's stack grows on
+    // demand): madvise then says ENOMEM, and the mapped parts are dropped.
+    if (hi > lo)
+      ::madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_DONTNEED);
+  }
+  for (FiberStack &s : w.stacks)
+    ::madvise(s.base(), s.size(), MADV_DONTNEED);
+}
+
 void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
   LaunchState &l = *w.launch;
   ensureAltStack();
@@ -1364,6 +1390,10 @@ void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
     w.block[1] = (b / g[0]) % g[1];
     w.block[2] = b / (uint64_t(g[0]) * g[1]);
     std::memset(w.shared.data(), 0, w.shared.size());
+    if (uint64_t domain = l.memoryDomainOf(b); domain != w.stackDomain) {
+      scrubStacks(w);
+      w.stackDomain = domain;
+    }
     if (w.fiberMode)
       runBlockFibers(w);
     else
