@@ -615,28 +615,33 @@ int main(int argc, char **argv) {
               "of %u interleaved launches per variant after a warm-up; "
               "outputs checked bit for bit\n",
               numWorkers, p, unsigned(blocksPerWorker), unsigned(reps));
-  std::printf("%-17s %-6s %7s %11s %15s %15s %9s %9s %9s\n", "kernel", "mode",
-              "blocks", "original ms", variants[1].title, variants[2].title,
-              variants[3].title, variants[4].title, variants[5].title);
-  std::printf("%s\n", std::string(106, '-').c_str());
+  // Each ratio column as wide as its title (at least 9).
+  auto width = [&](size_t v) {
+    return int(std::max<size_t>(9, std::strlen(variants[v].title)));
+  };
+  std::printf("%-17s %-6s %7s %11s", "kernel", "mode", "blocks",
+              "original ms");
+  size_t rule = 17 + 1 + 6 + 1 + 7 + 1 + 11;
+  for (size_t v = 1; v < variants.size(); ++v) {
+    std::printf(" %*s", width(v), variants[v].title);
+    rule += 1 + width(v);
+  }
+  std::printf("\n%s\n", std::string(rule, '-').c_str());
   std::vector<double> logSum(variants.size(), 0.0);
   for (size_t c = 0; c < cases.size(); ++c) {
     std::printf("%-17s %-6s %7llu %11.2f", cases[c].label.c_str(),
                 modes[c].c_str(), (unsigned long long)blocks[c], ms[c][0]);
-    const int widths[] = {0, 15, 15, 9, 9, 9};
-    static_assert(std::size(widths) == 6, "a width per variant");
     for (size_t v = 1; v < variants.size(); ++v) {
       double ratio = ms[c][v] / ms[c][0];
       logSum[v] += std::log(ratio);
-      std::printf(" %*.3f", widths[v], ratio);
+      std::printf(" %*.3f", width(v), ratio);
     }
     std::printf("\n");
   }
-  std::printf("%s\n", std::string(106, '-').c_str());
+  std::printf("%s\n", std::string(rule, '-').c_str());
   std::printf("%-17s %-6s %7s %11s", "geomean", "", "", "");
-  const int widths[] = {0, 15, 15, 9, 9, 9};
   for (size_t v = 1; v < variants.size(); ++v)
-    std::printf(" %*.3f", widths[v],
+    std::printf(" %*.3f", width(v),
                 std::exp(logSum[v] / double(cases.size())));
   std::printf("\n");
   if (!modeChanges.empty())
