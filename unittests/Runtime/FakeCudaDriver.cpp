@@ -118,6 +118,10 @@ API int cuMemFree_v2(unsigned long long p) {
   std::free(reinterpret_cast<void *>(uintptr_t(p)));
   return 0;
 }
+API int cuMemAllocAsync(unsigned long long *p, size_t n, void *) {
+  return cuMemAlloc_v2(p, n);
+}
+API int cuMemFreeAsync(unsigned long long p, void *) { return cuMemFree_v2(p); }
 API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
   return 0;

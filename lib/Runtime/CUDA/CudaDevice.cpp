@@ -87,6 +87,10 @@ struct DriverApi {
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  // The stream-ordered allocator (CUDA 11.2+; optional): unlike cuMemAlloc
+  // and cuMemFree it does not wait for the work of other streams.
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream) = nullptr;
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
@@ -334,6 +338,16 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
                   {"cuEventElapsedTime_v2", "cuEventElapsedTime"}));
   if (!haveEvents)
     api.cuEventCreate = nullptr;
+  // The stream-ordered allocator is optional too: without it allocations
+  // and frees wait for the whole device (cuMemAlloc, cuMemFree), which a
+  // shared device cannot afford while a long kernel runs.
+  if (llvm::errorToBool(
+          resolve(lib, libName, api.cuMemAllocAsync, {"cuMemAllocAsync"})) ||
+      llvm::errorToBool(
+          resolve(lib, libName, api.cuMemFreeAsync, {"cuMemFreeAsync"}))) {
+    api.cuMemAllocAsync = nullptr;
+    api.cuMemFreeAsync = nullptr;
+  }
 
   int count = 0;
   if (auto e = impl->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
@@ -390,26 +404,6 @@ llvm::Error CudaDevice::makeCurrent() {
                      "cuCtxSetCurrent");
 }
 
-llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
-  CUdeviceptr p = 0;
-  // The driver refuses empty allocations; give them one byte.
-  uint64_t size = std::max<uint64_t>(bytes, 1);
-  if (auto e = impl->check(impl->api.cuMemAlloc(&p, size),
-                           llvm::formatv("cuMemAlloc of {0} bytes", bytes)))
-    return std::move(e);
-  // Zero-filled, as the CPU backend's memory is.
-  if (llvm::Error e = memset(p, 0, size)) {
-    impl->api.cuMemFree(p);
-    return std::move(e);
-  }
-  return uint64_t(p);
-}
-
-llvm::Error CudaDevice::free(uint64_t addr) {
-  return impl->check(impl->api.cuMemFree(CUdeviceptr(addr)),
-                     llvm::formatv("cuMemFree(0x{0:x-})", addr));
-}
-
 /// Issues `issue(stream)` on the calling thread's stream and waits for it;
 /// `what` names the operation in an error.
 template <typename Issue>
@@ -421,6 +415,42 @@ static llvm::Error onLane(CudaDevice::Impl &impl, const llvm::Twine &what,
   if (auto e = impl.check(issue((*lane)->stream), what))
     return e;
   return impl.wait(*lane, what);
+}
+
+llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
+  CUdeviceptr p = 0;
+  // The driver refuses empty allocations; give them one byte.
+  uint64_t size = std::max<uint64_t>(bytes, 1);
+  if (impl->api.cuMemAllocAsync) {
+    // On the calling thread's stream; the zero-fill below waits for that
+    // stream, after which every stream may use the memory.
+    if (auto e = onLane(
+            *impl, llvm::formatv("cuMemAllocAsync of {0} bytes", bytes),
+            [&](CUstream s) { return impl->api.cuMemAllocAsync(&p, size, s); }))
+      return std::move(e);
+  } else if (auto e =
+                 impl->check(impl->api.cuMemAlloc(&p, size),
+                             llvm::formatv("cuMemAlloc of {0} bytes", bytes))) {
+    return std::move(e);
+  }
+  // Zero-filled, as the CPU backend's memory is.
+  if (llvm::Error e = memset(p, 0, size)) {
+    llvm::consumeError(free(p));
+    return std::move(e);
+  }
+  return uint64_t(p);
+}
+
+llvm::Error CudaDevice::free(uint64_t addr) {
+  // The caller has finished every use of it (the server frees after the
+  // session's earlier work).
+  if (impl->api.cuMemFreeAsync)
+    return onLane(*impl, llvm::formatv("cuMemFreeAsync(0x{0:x-})", addr),
+                  [&](CUstream s) {
+                    return impl->api.cuMemFreeAsync(CUdeviceptr(addr), s);
+                  });
+  return impl->check(impl->api.cuMemFree(CUdeviceptr(addr)),
+                     llvm::formatv("cuMemFree(0x{0:x-})", addr));
 }
 
 llvm::Error CudaDevice::copyToDevice(uint64_t dst, const void *src,
