@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  libclang-rt-22-dev
   cmake ninja-build ccache pkg-config python3 git
   libzmq3-dev cppzmq-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libbenchmark-dev

@@ -33,6 +33,9 @@ tools = [
     "wooly-translate",
     "wooly-run",
     "wooly-conformance",
+    "wooly-fuzz-ptx",
+    "wooly-fuzz-fatbin",
+    "wooly-fuzz-protocol",
     "split-file",
     ToolSubst("%PYTHON", config.python_executable, unresolved="ignore"),
 ]
