@@ -23,12 +23,11 @@ import argparse
 import ctypes
 import ctypes.util
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
+
+from serve_process import ServeProcess
 
 HEALTHY = ["reduce", "vector_add", "multi_kernel"]
 MODES = ["trap", "assert", "wild", "spin", "recurse", "quota", "disconnect",
@@ -89,9 +88,8 @@ def main():
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
 
-    tmp = tempfile.mkdtemp(prefix="wooly-contain-")
-    endpoint = "ipc://" + os.path.join(tmp, "serve.sock")
-    tenants = os.path.join(tmp, "tenants.yaml")
+    server = ServeProcess(args.serve, [], prefix="wooly-contain-")
+    tenants = os.path.join(server.tmp, "tenants.yaml")
     names = HEALTHY + ["misbehave"]
     with open(tenants, "w") as f:
         f.write("tenants:\n")
@@ -99,12 +97,14 @@ def main():
             f.write("  - name: %s\n    token: tok-%s\n" % (n, n))
             if n == "misbehave":
                 f.write("    memory: 256MiB\n")
-    log_path = os.path.join(tmp, "serve.log")
-    log = open(log_path, "wb")
-    server = subprocess.Popen(
-        [args.serve, "--listen", endpoint, "--backend", args.backend,
-         "--tenants", tenants, "--kernel-timeout-ms", "3000"] + args.serve_arg,
-        stdout=log, stderr=subprocess.STDOUT)
+    server.args = ["--backend", args.backend, "--tenants", tenants,
+                   "--kernel-timeout-ms", "3000"] + args.serve_arg
+    try:
+        server.__enter__()
+    except RuntimeError as x:
+        print("FAIL: %s" % x)
+        return 1
+    endpoint = server.endpoint
     env = dict(os.environ)
     env["WOOLY_SERVER"] = endpoint
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -128,13 +128,6 @@ def main():
 
     failures = 0
     try:
-        deadline = time.time() + 60
-        while not os.path.exists(endpoint[len("ipc://"):]):
-            if server.poll() is not None or time.time() > deadline:
-                print("FAIL: wooly-serve did not start")
-                return 1
-            time.sleep(0.05)
-
         for mode in modes:
             start = time.time()
             healthy = [(h, run(h, [os.path.join(args.apps, h)]))
@@ -156,8 +149,9 @@ def main():
                 rc, out = finish(p)
                 if rc != 0 or ("PASS " + h) not in out:
                     problems.append("healthy tenant %s failed:\n%s" % (h, out))
-            if server.poll() is not None:
-                problems.append("wooly-serve exited with %d" % server.returncode)
+            if not server.running():
+                problems.append("wooly-serve exited with %d"
+                                % server.proc.returncode)
             err = [l for l in bad_out.splitlines() if l.startswith("wooly:")]
             print("%-5s %-11s %5.1f s  %s" % (
                 "ok" if not problems else "FAIL", mode, time.time() - start,
@@ -166,38 +160,29 @@ def main():
             for p in problems:
                 print("    " + p.replace("\n", "\n    "))
             failures += bool(problems)
-            if server.poll() is not None:
+            if not server.running():
                 break
 
         # Still serving: the healthy programs once more, alone.
-        if server.poll() is None:
+        if server.running():
             for h in HEALTHY:
                 rc, out = finish(run(h, [os.path.join(args.apps, h)]))
                 ok = rc == 0 and ("PASS " + h) in out
                 print("%-5s %-11s after all cases" % ("ok" if ok else "FAIL", h))
                 failures += not ok
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                rc = server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                rc = server.wait()
-                print("FAIL: wooly-serve did not stop on SIGTERM")
-                failures += 1
-        else:
-            rc = server.returncode
+        rc = server.stop(timeout=30)
+        if server.stop_failure:
+            print("FAIL: " + server.stop_failure)
+            failures += 1
         if rc != 0:
             print("FAIL: wooly-serve exited with %d" % rc)
             failures += 1
-        log.close()
-        if args.keep_log:
-            shutil.copyfile(log_path, args.keep_log)
+        server.keep_log(args.keep_log)
         if failures:
-            with open(log_path, "rb") as f:
-                sys.stdout.write("---- wooly-serve log ----\n" +
-                                 f.read().decode(errors="replace")[-20000:])
+            sys.stdout.write("---- wooly-serve log ----\n" +
+                             server.log(last=20000))
+        server.cleanup()
     total = len(modes)
     print("containment: %d of %d cases passed; server %s" % (
         total - min(failures, total), total,

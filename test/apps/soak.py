@@ -25,11 +25,11 @@ is in the log, and the exit status of the server says it.
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
+
+from serve_process import ServeProcess
 
 
 def rss_mib(pid):
@@ -64,20 +64,14 @@ def main():
     reduce_ptx = args.reduce_ptx or os.path.join(
         os.path.dirname(args.ptx), "reduction.sm_90.ptx")
 
-    tmp = tempfile.mkdtemp(prefix="wooly-soak-")
-    endpoint = "ipc://" + os.path.join(tmp, "serve.sock")
-    log_path = os.path.join(tmp, "serve.log")
-    log = open(log_path, "wb")
-    server = subprocess.Popen(
-        [args.serve, "--listen", endpoint, "--backend", args.backend]
-        + args.serve_arg, stdout=log, stderr=subprocess.STDOUT)
-    env = dict(os.environ, WOOLY_SERVER=endpoint)
-    deadline = time.time() + 60
-    while not os.path.exists(endpoint[len("ipc://"):]):
-        if server.poll() is not None or time.time() > deadline:
-            print("FAIL: wooly-serve did not start")
-            return 1
-        time.sleep(0.05)
+    server = ServeProcess(args.serve, ["--backend", args.backend]
+                          + args.serve_arg, prefix="wooly-soak-")
+    try:
+        server.__enter__()
+    except RuntimeError as x:
+        print("FAIL: %s" % x)
+        return 1
+    env = dict(os.environ, WOOLY_SERVER=server.endpoint)
 
     def start(slot, n):
         e = dict(env, WOOLY_TENANT="soak%d" % slot)
@@ -110,13 +104,13 @@ def main():
                         failures.append("tenant soak%d (run %d) exited %d:\n%s"
                                         % (slot, n, p.returncode, out[-2000:]))
                 procs[slot] = (start(slot, n + 1), n + 1)
-            if server.poll() is not None:
+            if not server.running():
                 failures.append("wooly-serve exited with %d during the soak"
-                                % server.returncode)
+                                % server.proc.returncode)
                 break
             now = time.time()
             if now >= next_sample:
-                r = rss_mib(server.pid)
+                r = rss_mib(server.proc.pid)
                 if r is not None:
                     samples.append((now - t0, r))
                 next_sample = now + 1
@@ -135,17 +129,9 @@ def main():
                         slot, p.returncode,
                         p.stdout.read().decode(errors="replace")[-2000:]))
     finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                rc = server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                rc = server.wait()
-                failures.append("wooly-serve did not stop on SIGTERM")
-        else:
-            rc = server.returncode
-        log.close()
+        rc = server.stop()
+        if server.stop_failure:
+            failures.append(server.stop_failure)
     if rc != 0:
         failures.append("wooly-serve exited with %d (a LeakSanitizer report "
                         "ends it with 23 by default)" % rc)
@@ -171,12 +157,11 @@ def main():
     for f in failures:
         print("FAIL: " + f)
     if failures:
-        with open(log_path, "rb") as f:
-            text = f.read().decode(errors="replace")
         print("---- wooly-serve log (last 20000 characters) ----")
-        print(text[-20000:])
+        print(server.log(last=20000))
     else:
         print("PASS soak")
+    server.cleanup()
     return 1 if failures else 0
 
 

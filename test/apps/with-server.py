@@ -19,12 +19,10 @@ fails or when the server itself does not exit cleanly, which is a failure too.
 
 import argparse
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
+
+from serve_process import ServeProcess
 
 
 def main():
@@ -58,32 +56,19 @@ def main():
     if any(not c for c in commands):
         sys.exit("with-server.py: empty command")
 
-    tmp = tempfile.mkdtemp(prefix="wooly-test-")
-    endpoint = "ipc://" + os.path.join(tmp, "serve.sock")
-    log_path = os.path.join(tmp, "serve.log")
-    log = open(log_path, "wb")
-    server = subprocess.Popen(
-        [args.serve, "--listen", endpoint, "--backend", args.backend]
-        + args.serve_arg,
-        stdout=log, stderr=subprocess.STDOUT)
-
-    def server_log():
-        log.flush()
-        with open(log_path, "rb") as f:
-            return f.read().decode(errors="replace")
+    server = ServeProcess(args.serve, ["--backend", args.backend]
+                          + args.serve_arg)
+    try:
+        server.__enter__()
+    except RuntimeError as x:
+        sys.stderr.write("with-server.py: %s\n" % x)
+        server.cleanup()
+        return 1
 
     status = 0
     try:
-        deadline = time.time() + 60
-        while not os.path.exists(endpoint[len("ipc://"):]):
-            if server.poll() is not None or time.time() > deadline:
-                sys.stderr.write("with-server.py: wooly-serve did not start\n")
-                sys.stderr.write(server_log())
-                return 1
-            time.sleep(0.05)
-
         env = dict(os.environ)
-        env["WOOLY_SERVER"] = endpoint
+        env["WOOLY_SERVER"] = server.endpoint
         env["LD_LIBRARY_PATH"] = os.pathsep.join(
             p for p in [args.capture, os.environ.get("LD_LIBRARY_PATH", "")] if p)
         sys.stdout.flush()
@@ -104,24 +89,17 @@ def main():
             for cmd, p in procs:
                 status = wait(p, cmd, args.timeout) or status
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            rc = server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            rc = server.wait()
-            sys.stderr.write("with-server.py: wooly-serve did not stop on "
-                             "SIGTERM\n")
+        rc = server.stop(timeout=20)
+        if server.stop_failure:
+            sys.stderr.write("with-server.py: %s\n" % server.stop_failure)
             status = status or 1
         if rc != 0 and status == 0:
             sys.stderr.write("with-server.py: wooly-serve exited with %d\n" % rc)
             status = 1
         if status != 0:
-            sys.stderr.write("---- wooly-serve log ----\n" + server_log())
-        log.close()
-        if args.keep_log:
-            shutil.copyfile(log_path, args.keep_log)
-        shutil.rmtree(tmp, ignore_errors=True)
+            sys.stderr.write("---- wooly-serve log ----\n" + server.log())
+        server.keep_log(args.keep_log)
+        server.cleanup()
     return status
 
 

@@ -213,6 +213,29 @@ struct Params {
   size_t i = 0;
 };
 
+/// A module whose kernel `count(out, n)` counts to n, storing every step
+/// (volatile) at `out`: a kernel that runs as long as asked.
+const char *kCountModule = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry count(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r1, 0;
+LOOP:
+  add.u32 %r1, %r1, 1;
+  st.volatile.global.u32 [%rd1], %r1;
+  setp.lt.u32 %p, %r1, %r2;
+  @%p bra.uni LOOP;
+  ret;
+}
+)";
+
 //===----------------------------------------------------------------------===//
 // Tests
 //===----------------------------------------------------------------------===//
@@ -1600,25 +1623,7 @@ LOOP:
   // A module with an indirect call cannot be watched (its kernels run as
   // written): a long kernel of it runs to its end, past the budget, and is
   // not reported stopped.
-  const char *kUnwatchable = R"(
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry count(.param .u64 out, .param .u32 n)
-{
-  .reg .pred %p;
-  .reg .b32 %r<3>;
-  .reg .b64 %rd<2>;
-  ld.param.u64 %rd1, [out];
-  ld.param.u32 %r2, [n];
-  mov.u32 %r1, 0;
-LOOP:
-  add.u32 %r1, %r1, 1;
-  st.volatile.global.u32 [%rd1], %r1;
-  setp.lt.u32 %p, %r1, %r2;
-  @%p bra.uni LOOP;
-  ret;
-}
+  std::string unwatchable = std::string(kCountModule) + R"(
 .visible .entry indirect(.param .u64 fp)
 {
   .reg .b64 %rd<2>;
@@ -1633,7 +1638,7 @@ LOOP:
   auto plain = connect("plain");
   ASSERT_TRUE(plain);
   Module mu;
-  ASSERT_TRUE(plain->loadModule(kUnwatchable, "unwatchable", mu).ok());
+  ASSERT_TRUE(plain->loadModule(unwatchable, "unwatchable", mu).ok());
   uint64_t counter;
   ASSERT_TRUE(plain->malloc(4, counter).ok());
   Params pc(*mu.findKernel("count"));
@@ -1759,43 +1764,28 @@ TEST_F(ServerTest, SessionLimitsAndBackpressure) {
 
   // Outstanding operations: a slow kernel holds the stream; 4 fit, the
   // 5th asynchronous call fails and is reported at the next synchronise.
-  const char *kSlow = R"(
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry slow(.param .u64 out, .param .u32 n)
-{
-  .reg .pred %p;
-  .reg .b32 %r<3>;
-  .reg .b64 %rd<2>;
-  ld.param.u64 %rd1, [out];
-  ld.param.u32 %r2, [n];
-  mov.u32 %r1, 0;
-LOOP:
-  add.u32 %r1, %r1, 1;
-  st.volatile.global.u32 [%rd1], %r1;
-  setp.lt.u32 %p, %r1, %r2;
-  @%p bra.uni LOOP;
-  ret;
-}
-)";
   auto flood = connect("roomy", "r");
   ASSERT_TRUE(flood);
   // The tight tenant may load no second module: use a fresh session of it.
   tight.reset();
   tight = connect("tight", "t");
   ASSERT_TRUE(tight);
-  Module ms;
-  ASSERT_TRUE(tight->loadModule(kSlow, "slow", ms).ok());
-  uint64_t out;
-  ASSERT_TRUE(tight->malloc(64, out).ok());
-  Params p(*ms.findKernel("slow"));
-  p.add(out).add(uint32_t(20000000));
-  for (int i = 0; i < 6; ++i)
-    ASSERT_TRUE(tight
-                    ->launch(ms.handle, "slow", {1}, {1}, 0, p.bytes.data(),
-                             p.bytes.size())
-                    .ok());
+  // Queues `launches` launches of count(out, n) (each accepted for
+  // sending) and returns `out`.
+  auto queueCounts = [](Client &c, uint32_t n, int launches) {
+    Module m;
+    EXPECT_TRUE(c.loadModule(kCountModule, "count", m).ok());
+    uint64_t out = 0;
+    EXPECT_TRUE(c.malloc(64, out).ok());
+    Params p(*m.findKernel("count"));
+    p.add(out).add(n);
+    for (int i = 0; i < launches; ++i)
+      EXPECT_TRUE(c.launch(m.handle, "count", {1}, {1}, 0, p.bytes.data(),
+                           p.bytes.size())
+                      .ok());
+    return out;
+  };
+  queueCounts(*tight, 20000000, 6);
   s = tight->deviceSynchronize();
   EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
   EXPECT_NE(s.message.find("at most 4 operations outstanding"),
@@ -1815,17 +1805,7 @@ LOOP:
 
   // The other tenant is not limited by any of this: the server's own
   // limit (1000) lets it queue 200 launches.
-  Module mr;
-  ASSERT_TRUE(flood->loadModule(kSlow, "slow", mr).ok());
-  uint64_t rout;
-  ASSERT_TRUE(flood->malloc(64, rout).ok());
-  Params pr(*mr.findKernel("slow"));
-  pr.add(rout).add(uint32_t(10));
-  for (int i = 0; i < 200; ++i)
-    ASSERT_TRUE(flood
-                    ->launch(mr.handle, "slow", {1}, {1}, 0, pr.bytes.data(),
-                             pr.bytes.size())
-                    .ok());
+  uint64_t rout = queueCounts(*flood, 10, 200);
   EXPECT_TRUE(flood->deviceSynchronize().ok());
   uint32_t v = 0;
   ASSERT_TRUE(flood->copyFromDevice(&v, rout, 4).ok());

@@ -66,15 +66,6 @@ namespace {
 /// ContainStatus values (include/Wooly/Runtime/Launch.h).
 enum : int32_t { kTrap = 2, kBrkpt = 3, kAssert = 4, kMisaligned = 5 };
 
-/// Bytes of a value of type `t` in memory (0 when unknown).
-uint64_t typeBytes(Type t) {
-  if (auto v = dyn_cast<VectorType>(t))
-    return v.getNumElements() * typeBytes(v.getElementType());
-  if (t.isIntOrFloat())
-    return (t.getIntOrFloatBitWidth() + 7) / 8;
-  return 0;
-}
-
 /// One function's containment: its status value, and the block every fault
 /// site branches to.
 class FunctionContainer {
@@ -250,6 +241,7 @@ private:
 /// The address and byte count of a memory access whose alignment the
 /// hardware checks (0 bytes: none).
 std::pair<Value, uint64_t> accessOf(Operation *op) {
+  using vblocks::typeBytes;
   auto sum = [](TypeRange types) {
     uint64_t n = 0;
     for (Type t : types)
@@ -314,17 +306,7 @@ struct WoolyContainPass : wooly::impl::WoolyContainBase<WoolyContainPass> {
     for (FuncOp func : funcs) {
       FunctionContainer fc(func, statusOf.lookup(func).front());
       Region &body = func.getBody();
-      // Loop heads first, from the CFG as written.
-      if (watchdog && !body.hasOneBlock()) {
-        DominanceInfo dom(func);
-        llvm::SetVector<Block *> headers;
-        for (Block &block : body)
-          for (Block *succ : block.getSuccessors())
-            if (dom.dominates(succ, &block))
-              headers.insert(succ);
-        for (Block *header : headers)
-          fc.poll(header);
-      }
+      // The sites first: the polls below are the pass's own accesses.
       SmallVector<Operation *> sites;
       func.walk([&](Operation *op) {
         if (isa<TrapOp, BrkptOp>(op))
@@ -335,6 +317,17 @@ struct WoolyContainPass : wooly::impl::WoolyContainBase<WoolyContainPass> {
         else if (alignment && accessOf(op).second > 1)
           sites.push_back(op);
       });
+      // Loop heads, from the CFG as written.
+      if (watchdog && !body.hasOneBlock()) {
+        DominanceInfo dom(func);
+        llvm::SetVector<Block *> headers;
+        for (Block &block : body)
+          for (Block *succ : block.getSuccessors())
+            if (dom.dominates(succ, &block))
+              headers.insert(succ);
+        for (Block *header : headers)
+          fc.poll(header);
+      }
       for (Operation *op : sites) {
         if (auto trap = dyn_cast<TrapOp>(op)) {
           if (traps)

@@ -95,14 +95,7 @@ using namespace mlir::wooly;
 
 namespace {
 
-/// Bytes of a value of type `t` in memory (0 when unknown).
-uint64_t typeBytes(Type t) {
-  if (auto v = dyn_cast<VectorType>(t))
-    return v.getNumElements() * typeBytes(v.getElementType());
-  if (t.isIntOrFloat())
-    return (t.getIntOrFloatBitWidth() + 7) / 8;
-  return 0;
-}
+using vblocks::typeBytes;
 
 /// Bits of one element of a wmma fragment's matrix in memory.
 unsigned scalarBits(ScalarType t) {

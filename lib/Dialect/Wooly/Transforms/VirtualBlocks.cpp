@@ -263,6 +263,14 @@ void vblocks::createBlockBarrier(OpBuilder &b, Location loc) {
   BarrierOp::create(b, loc, zero, Value(), UnitAttr(), UnitAttr());
 }
 
+uint64_t vblocks::typeBytes(Type t) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return v.getNumElements() * typeBytes(v.getElementType());
+  if (t.isIntOrFloat())
+    return (t.getIntOrFloatBitWidth() + 7) / 8;
+  return 0;
+}
+
 LogicalResult vblocks::refuseIndirectCalls(ModuleOp module, StringRef pass,
                                            StringRef why) {
   bool any = false;

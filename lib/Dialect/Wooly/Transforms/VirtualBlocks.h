@@ -60,6 +60,10 @@ LogicalResult checkKernel(FuncOp kernel, StringRef pass);
 /// separated by a block barrier.
 bool needsIterationBarrier(FuncOp kernel);
 
+/// Bytes of a value of type `t` in memory (vectors: all elements; 0 when
+/// unknown).
+uint64_t typeBytes(Type t);
+
 /// Refuses every indirect call of `module` with a located error
 /// "<pass>: indirect calls are not supported (<why>)"; failure when there
 /// was one.
