@@ -134,11 +134,15 @@ CUresult fromCode(const client::Status &st) {
   case C::NotFound:
     return CUDA_ERROR_NOT_FOUND;
   case C::LaunchFailure:
-    return st.sticky ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_ERROR_LAUNCH_FAILED;
+    return CUDA_ERROR_LAUNCH_FAILED;
   case C::DeviceAssert:
     return CUDA_ERROR_ASSERT;
   case C::MisalignedAddress:
     return CUDA_ERROR_MISALIGNED_ADDRESS;
+  case C::IllegalAddress:
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  case C::LaunchTimeout:
+    return CUDA_ERROR_LAUNCH_TIMEOUT;
   case C::CompileError:
     return CUDA_ERROR_INVALID_PTX;
   case C::NotReady:

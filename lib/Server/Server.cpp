@@ -140,6 +140,21 @@ pb::Status status(pb::ErrorCode code, std::string message, uint64_t seq,
   return s;
 }
 
+/// The protocol's code of a kernel fault of kind `kind`.
+pb::ErrorCode faultCode(wooly::FaultKind kind) {
+  switch (kind) {
+  case wooly::FaultKind::Assert:
+    return pb::DEVICE_ASSERT;
+  case wooly::FaultKind::MisalignedAddress:
+    return pb::MISALIGNED_ADDRESS;
+  case wooly::FaultKind::IllegalAddress:
+    return pb::ILLEGAL_ADDRESS;
+  case wooly::FaultKind::Launch:
+    break;
+  }
+  return pb::LAUNCH_FAILURE;
+}
+
 /// The status of a failed launch (`fault`: sticky, LAUNCH_FAILURE or the
 /// code of its KernelFaultError's kind) or other device work (INTERNAL).
 pb::Status faultStatus(llvm::Error e, uint64_t seq, bool fault) {
@@ -148,10 +163,7 @@ pb::Status faultStatus(llvm::Error e, uint64_t seq, bool fault) {
   llvm::handleAllErrors(
       std::move(e),
       [&](const wooly::KernelFaultError &k) {
-        if (k.kind() == wooly::FaultKind::Assert)
-          code = pb::DEVICE_ASSERT;
-        else if (k.kind() == wooly::FaultKind::MisalignedAddress)
-          code = pb::MISALIGNED_ADDRESS;
+        code = faultCode(k.kind());
         message = k.message();
       },
       [&](const llvm::ErrorInfoBase &b) { message = b.message(); });
@@ -2974,7 +2986,7 @@ void Server::Impl::checkWatchdog() {
 }
 
 pb::Status Server::Impl::watchdogStatus(const Op &op) const {
-  return status(pb::LAUNCH_FAILURE,
+  return status(pb::LAUNCH_TIMEOUT,
                 "kernel '" + op.kernelName + "' ran past its time budget of " +
                     msText(options.kernelTimeoutMs) +
                     " ms and was stopped (the server's watchdog, "
@@ -3162,11 +3174,15 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
       e = fp.takeError();
   }
   std::vector<std::pair<size_t, std::string>> faults;
+  std::vector<FaultKind> kinds;
   if (!e) {
     e = backend->launch(fk->loaded, "__wooly_coalesced", c, params);
     // A part's fault is that part's tenant's alone.
-    e = llvm::handleErrors(
-        std::move(e), [&](const FaultDomainsError &d) { faults = d.faults(); });
+    e = llvm::handleErrors(std::move(e), [&](const FaultDomainsError &d) {
+      faults = d.faults();
+      for (size_t i = 0; i < faults.size(); ++i)
+        kinds.push_back(d.kind(i));
+    });
   }
   if (llvm::Error fe = backend->free(*base))
     llvm::consumeError(std::move(fe));
@@ -3193,10 +3209,10 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   }
   coalescedDispatches++;
   coalescedLaunches += live.size();
-  for (auto &[part, message] : faults)
-    if (part < live.size())
+  for (auto [i, fault] : llvm::enumerate(faults))
+    if (auto &[part, message] = fault; part < live.size())
       live[part]->result =
-          status(pb::LAUNCH_FAILURE,
+          status(faultCode(kinds[i]),
                  llvm::formatv("launch of kernel '{0}', run coalesced with {1} "
                                "other launch{2} (its blocks from {3} on): {4}",
                                live[part]->kernelName, live.size() - 1,

@@ -850,7 +850,7 @@ TEST(CpuDevice, LocalAndParamAccessesAreChecked) {
       f.launch("spaces", launchOf(2, 8), f.params("spaces", {16, 0, out}));
   EXPECT_NE(e.find("kernel 'spaces': out-of-bounds write of 4 bytes of "
                    "local memory at address 0x10 (outside the thread's "
-                   "stack)"),
+                   "live stack frames)"),
             std::string::npos)
       << e;
   e = f.launch("spaces", launchOf(1, 1), f.params("spaces", {0, 4096, out}));

@@ -57,6 +57,10 @@ enum class Code : int {
   DeviceAssert = 16,
   /// A misaligned load, store or atomic (sticky).
   MisalignedAddress = 17,
+  /// A kernel accessed memory outside what it may reach (sticky).
+  IllegalAddress = 18,
+  /// The server's watchdog stopped a kernel past its time budget (sticky).
+  LaunchTimeout = 19,
   /// Client side: the server cannot be reached or the connection was lost.
   Unavailable = 100,
 };

@@ -90,6 +90,9 @@ enum class FaultKind {
   Assert,
   /// A load, store or atomic at an address not a multiple of its size.
   MisalignedAddress,
+  /// An access to memory the kernel may not reach (out of bounds, another
+  /// tenant's).
+  IllegalAddress,
 };
 
 /// A launch that ended with a kernel fault of a known kind (other faults
@@ -115,11 +118,17 @@ private:
 class FaultDomainsError : public llvm::ErrorInfo<FaultDomainsError> {
 public:
   static inline char ID = 0;
-  /// Each faulted domain's index and first error, in domain order.
-  explicit FaultDomainsError(std::vector<std::pair<size_t, std::string>> faults)
-      : faultList(std::move(faults)) {}
+  /// Each faulted domain's index and first error, in domain order, and
+  /// the kind of each (none: FaultKind::Launch).
+  explicit FaultDomainsError(std::vector<std::pair<size_t, std::string>> faults,
+                             std::vector<FaultKind> kinds = {})
+      : faultList(std::move(faults)), kindList(std::move(kinds)) {}
   const std::vector<std::pair<size_t, std::string>> &faults() const {
     return faultList;
+  }
+  /// The kind of `faults()[i]`.
+  FaultKind kind(size_t i) const {
+    return i < kindList.size() ? kindList[i] : FaultKind::Launch;
   }
   void log(llvm::raw_ostream &os) const override {
     for (size_t i = 0; i < faultList.size(); ++i)
@@ -132,6 +141,7 @@ public:
 
 private:
   std::vector<std::pair<size_t, std::string>> faultList;
+  std::vector<FaultKind> kindList;
 };
 
 /// A module loaded into a Backend (opaque; owned by the backend that
