@@ -210,8 +210,21 @@ struct Emitter {
     rw.setInsertionPointToStart(cont);
   }
 
+  /// `ok`, and with WOOLY_ACCESS_ALIGNED for a power-of-two `size` > 1,
+  /// also that `addr` is a multiple of `size`.
+  Value alignedToo(Value ok, Value addr, uint64_t size, unsigned flags) {
+    if (!(flags & WOOLY_ACCESS_ALIGNED) || size <= 1 ||
+        !llvm::isPowerOf2_64(size))
+      return ok;
+    Value low = LLVM::AndOp::create(rw, loc, addr, c64(size - 1));
+    Value aligned =
+        LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::eq, low, c64(0));
+    return LLVM::AndOp::create(rw, loc, ok, aligned);
+  }
+
   /// Returns a pointer for an access of `size` bytes at integer address
-  /// `addr` in `space`, checking bounds as the ABI describes.
+  /// `addr` in `space`, checking bounds (and, with WOOLY_ACCESS_ALIGNED,
+  /// alignment) as the ABI describes.
   FailureOr<Value> address(Operation *op, StateSpace space, Value addr,
                            uint64_t size, unsigned flags) {
     Value c = ctx(op);
@@ -228,7 +241,8 @@ struct Emitter {
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult, off, total);
         Value fits =
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, end, total);
-        Value ok = LLVM::AndOp::create(rw, loc, inside, fits);
+        Value ok = alignedToo(LLVM::AndOp::create(rw, loc, inside, fits), off,
+                              size, flags);
         emitUnlikely(ok, [&] {
           call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
         });
@@ -268,8 +282,10 @@ struct Emitter {
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, end, hi);
         Value noWrap =
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::uge, end, addr);
-        Value ok = LLVM::AndOp::create(
-            rw, loc, LLVM::AndOp::create(rw, loc, above, below), noWrap);
+        Value ok = alignedToo(
+            LLVM::AndOp::create(
+                rw, loc, LLVM::AndOp::create(rw, loc, above, below), noWrap),
+            addr, size, flags);
         static_assert(uint32_t(StateSpace::local) == WOOLY_SPACE_LOCAL &&
                           uint32_t(StateSpace::param) == WOOLY_SPACE_PARAM,
                       "ABI.h's space numbers");
@@ -294,8 +310,9 @@ struct Emitter {
         Value last =
             runtime(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
         Value off = LLVM::SubOp::create(rw, loc, addr, lo);
-        Value ok =
-            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, off, last);
+        Value ok = alignedToo(
+            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, off, last),
+            addr, size, flags);
         emitUnlikely(ok, [&] {
           call("__wooly_rt_check", {}, {c, entry, addr, c32(size), c32(flags)});
         });
@@ -825,8 +842,9 @@ struct LoadOpLowering : WoolyPattern<LoadOp> {
     Type t = op.getResult(0).getType();
     uint64_t elem = byteSize(t);
     uint64_t n = op.getNumResults();
-    FailureOr<Value> p = e.address(op, op.getSpace(), adaptor.getAddr(),
-                                   elem * n, WOOLY_ACCESS_READ);
+    FailureOr<Value> p =
+        e.address(op, op.getSpace(), adaptor.getAddr(), elem * n,
+                  WOOLY_ACCESS_READ | WOOLY_ACCESS_ALIGNED);
     if (failed(p))
       return failure();
     SmallVector<Value> results;
@@ -852,8 +870,9 @@ struct StoreOpLowering : WoolyPattern<StoreOp> {
     Emitter e = emitter(rw, op);
     ValueRange vals = adaptor.getValues();
     uint64_t elem = byteSize(vals[0].getType());
-    FailureOr<Value> p = e.address(op, op.getSpace(), adaptor.getAddr(),
-                                   elem * vals.size(), WOOLY_ACCESS_WRITE);
+    FailureOr<Value> p =
+        e.address(op, op.getSpace(), adaptor.getAddr(), elem * vals.size(),
+                  WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
     if (failed(p))
       return failure();
     bool atomic =
@@ -965,7 +984,8 @@ FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
   Type t = values[0].getType();
   uint64_t size = byteSize(t);
   FailureOr<Value> p =
-      e.address(op, space, addr, size, WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE);
+      e.address(op, space, addr, size,
+                WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
   if (failed(p))
     return failure();
   if (space == StateSpace::shared || space == StateSpace::shared_cluster)
@@ -1046,13 +1066,15 @@ struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
                                 ConversionPatternRewriter &rw) const override {
     Emitter e = emitter(rw, op);
     uint64_t size = op.getSize();
-    FailureOr<Value> dst = e.address(op, StateSpace::shared, adaptor.getDst(),
-                                     size, WOOLY_ACCESS_WRITE);
+    FailureOr<Value> dst =
+        e.address(op, StateSpace::shared, adaptor.getDst(), size,
+                  WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
     if (failed(dst))
       return failure();
     if (!adaptor.getSrcSize()) {
-      FailureOr<Value> src = e.address(op, StateSpace::global, adaptor.getSrc(),
-                                       size, WOOLY_ACCESS_READ);
+      FailureOr<Value> src =
+          e.address(op, StateSpace::global, adaptor.getSrc(), size,
+                    WOOLY_ACCESS_READ | WOOLY_ACCESS_ALIGNED);
       if (failed(src))
         return failure();
       LLVM::MemcpyOp::create(rw, e.loc, *dst, *src, e.c64(size), false);

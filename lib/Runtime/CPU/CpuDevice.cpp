@@ -552,12 +552,34 @@ void installOverflowHandler() {
 // Entry points called by generated code (ABI.h)
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Whether an access of `size` bytes (a power of two > 1) at `addr` is
+/// not aligned to its size.
+bool misaligned(uint64_t addr, uint32_t size) {
+  return size > 1 && llvm::isPowerOf2_32(size) && (addr & (size - 1)) != 0;
+}
+
+/// Ends the launch with the GPU's "misaligned address".
+[[noreturn]] void faultMisaligned(GpuThread *t, uint64_t addr, uint32_t size,
+                                  uint32_t flags) {
+  faultThread(t, FaultKind::MisalignedAddress, [&] {
+    std::string what = (flags & WOOLY_ACCESS_WRITE)
+                           ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
+                           : "read";
+    return "misaligned address 0x" + hex(addr) + " (a " + std::to_string(size) +
+           "-byte " + what + " must be aligned to its size)";
+  });
+}
+} // namespace
+
 extern "C" {
 
 void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
                       uint64_t addr, uint32_t size, uint32_t flags) {
   GpuThread *t = threadOf(ctx);
   Worker *w = t->worker;
+  if ((flags & WOOLY_ACCESS_ALIGNED) && misaligned(addr, size))
+    faultMisaligned(t, addr, size, flags);
   if (std::optional<Allocation> a =
           w->launch->reachable(w->linearBlock, addr, size)) {
     // `find` guarantees a->size >= size.
@@ -601,6 +623,8 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
 
 void __wooly_rt_space_oob(WoolyThreadCtx *ctx, uint64_t addr, uint32_t size,
                           uint32_t flags, uint32_t space) {
+  if ((flags & WOOLY_ACCESS_ALIGNED) && misaligned(addr, size))
+    faultMisaligned(threadOf(ctx), addr, size, flags);
   faultThread(threadOf(ctx), FaultKind::IllegalAddress, [&] {
     std::string what = (flags & WOOLY_ACCESS_WRITE)
                            ? ((flags & WOOLY_ACCESS_READ) ? "atomic" : "write")
@@ -618,6 +642,13 @@ void __wooly_rt_space_oob(WoolyThreadCtx *ctx, uint64_t addr, uint32_t size,
 
 void __wooly_rt_shared_oob(WoolyThreadCtx *ctx, uint32_t site, uint64_t offset,
                            uint32_t size) {
+  // Inside the window, the inline check failed on alignment.
+  if (offset < ctx->totalSmemSize && size <= ctx->totalSmemSize - offset)
+    faultThread(threadOf(ctx), FaultKind::MisalignedAddress, [&] {
+      return "misaligned shared-memory access of " + std::to_string(size) +
+             " bytes at offset " + std::to_string(offset) +
+             " (it must be aligned to its size)";
+    });
   faultThread(threadOf(ctx), FaultKind::IllegalAddress, [&] {
     return "out-of-bounds shared-memory access of " + std::to_string(size) +
            " bytes at offset " + std::to_string(offset) + " (the block has " +

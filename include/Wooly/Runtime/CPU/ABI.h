@@ -78,10 +78,14 @@ typedef void (*WoolyKernelFn)(WoolyThreadCtx *ctx, const char *params);
 typedef void (*WoolyBlockFn)(WoolyThreadCtx *ctx, const char *params,
                              uint32_t start);
 
-/// Flags of `__wooly_rt_check`.
+/// Flags of `__wooly_rt_check` and `__wooly_rt_space_oob`.
 enum {
   WOOLY_ACCESS_READ = 1,
   WOOLY_ACCESS_WRITE = 2,
+  /// The access must be aligned to its size (a power of two), as on the
+  /// GPU (loads, stores, atomics, cp.async): a misaligned one faults with
+  /// "misaligned address" (checked inline; the slow paths tell which).
+  WOOLY_ACCESS_ALIGNED = 4,
 };
 
 /// Slow path of an access check (global, const or generic space): if

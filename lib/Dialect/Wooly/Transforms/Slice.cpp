@@ -208,8 +208,10 @@ struct WoolySlicePass : wooly::impl::WoolySliceBase<WoolySlicePass> {
         StateSpaceAttr::get(ctx, StateSpace::shared),
         TypeAttr::get(b.getI32Type()), b.getI64IntegerAttr(1),
         b.getI64IntegerAttr(4), LinkageAttr(), Attribute());
-    // Renames it if the name is taken.
-    SymbolTable(module).insert(slot, module.getBody()->begin());
+    // Renames it if the name is taken. Last, so that the kernels' own shared
+    // variables keep the offsets they had (the alignment of their accesses
+    // may rely on more than their declared alignment, as on the GPU).
+    SymbolTable(module).insert(slot);
     for (FuncOp k : kernels)
       sliceKernel(k, slot);
   }

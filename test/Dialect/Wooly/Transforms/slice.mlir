@@ -4,8 +4,9 @@
 // thread (0,0,0) publishes the virtual block; the dispatch: a barrier, the
 // leader reads the preemption flag (when its address is not 0) and takes an
 // index from the counter only when the flag is clear, then a barrier and
-// every thread reads the slot; STOP (-1) ends the physical block.
-// CHECK: wooly.global shared @__wooly_slice_block : i32[1] align 4
+// every thread reads the slot; STOP (-1) ends the physical block. The slot
+// comes last in the module, so that the kernels' own shared variables keep
+// their offsets.
 // CHECK-LABEL: wooly.func @one_d
 // CHECK-SAME: %[[OUT:[^:]*]]: i64 {wooly.type = "u64"}
 // CHECK-SAME: %[[VX:[^:]*]]: i32 {wooly.launch_param = "virtual_grid_x", wooly.name = "one_d_virtual_grid_x", wooly.type = "u32"}
@@ -64,6 +65,7 @@
 // CHECK-NEXT: cf.br ^[[HEADER]]{{$}}
 // CHECK: ^[[DONE]]:
 // CHECK-NEXT: ret
+// CHECK: wooly.global shared @__wooly_slice_block : i32[1] align 4
 wooly.func @one_d(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
   %b = wooly.sreg ctaid x : i32
   wooly.st global %out, %b : i64, i32
@@ -74,11 +76,10 @@ wooly.func @one_d(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
 
 // 3-D ids and the grid size as in wooly-constrain; exit goes to the latch;
 // a name taken by the user's module gets a fresh one.
-// CHECK: wooly.global shared @[[SLOTNAME:__wooly_slice_block_[0-9]+]] : i32[1] align 4
 // CHECK: wooly.global shared @__wooly_slice_block : i8[4] align 4
 // CHECK-LABEL: wooly.func @three_d
 // CHECK-SAME: %[[VX:[^:]*]]: i32 {wooly.launch_param = "virtual_grid_x"
-// CHECK: addressof @[[SLOTNAME]]
+// CHECK: addressof @[[SLOTNAME:__wooly_slice_block_[0-9]+]]
 // CHECK: ^{{bb[0-9]+}}(%[[V:.*]]: i64):
 // CHECK: %[[CX:.*]] = arith.remui %[[V]], %[[X:.*]] : i64
 // CHECK: %[[REST:.*]] = arith.divui %[[V]], %[[X]] : i64
@@ -89,6 +90,7 @@ wooly.func @one_d(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
 // CHECK: st global %{{.*}}, %[[BY]], %[[BZ]], %[[VX]], %[[BY]] : i64, i32, i32, i32, i32
 // CHECK-NEXT: cf.br ^[[LATCH:bb[0-9]+]]{{$}}
 // CHECK-NOT: exit
+// CHECK: wooly.global shared @[[SLOTNAME]] : i32[1] align 4
 wooly.global shared @__wooly_slice_block : i8[4] align 4
 wooly.func @three_d(%out: i64 {wooly.type = "u64"}) attributes {kernel} {
   %y = wooly.sreg ctaid y : i32
