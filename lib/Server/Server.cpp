@@ -1594,6 +1594,14 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kCopyDeviceToDevice:
   case pb::Call::kMemset:
   case pb::Call::kGraphLaunch:
+  case pb::Call::kEventRecord:
+  case pb::Call::kStreamWaitEvent:
+  case pb::Call::kEventSynchronize:
+  case pb::Call::kStreamSynchronize:
+  case pb::Call::kDeviceSynchronize:
+  case pb::Call::kFree:
+  case pb::Call::kModuleUnload:
+    // Every call that queues an operation.
     queues = true;
     break;
   default:
@@ -2393,7 +2401,7 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
           refusal = llvm::toString(sliceTo.takeError());
         } else if (auto c = cache->getOrCompile(in, *sliceTo, co, &hit)) {
           module = *c;
-          sliced = true;
+          sliced = slice;
         } else {
           refusal = llvm::toString(c.takeError());
           if (key == kWholeModule && image->layout.kernels.size() > 1) {
@@ -2420,7 +2428,7 @@ void Server::Impl::startCompile(Session &s, SessionModule &m,
                   contain);
               if (auto some = cache->getOrCompile(in, *sliceTo, co, &hit)) {
                 module = *some;
-                sliced = true;
+                sliced = slice;
                 refusal = llvm::join(refused, "; ");
               } else {
                 llvm::consumeError(some.takeError());
@@ -2995,8 +3003,13 @@ pb::Status Server::Impl::watchdogStatus(const Op &op) const {
 }
 
 void Server::Impl::readContainStatus(Op *op, uint64_t record) {
-  if (llvm::Error e = containStatusError(*backend, op->kernelName, record))
-    op->result = faultStatus(std::move(e), op->seq, /*fault=*/true);
+  llvm::Error e = containStatusError(*backend, op->kernelName, record);
+  if (!e)
+    return;
+  // A fault the kernel recorded is sticky; a record the server could not
+  // read is the server's error, not the kernel's.
+  bool fault = e.isA<KernelFaultError>();
+  op->result = faultStatus(std::move(e), op->seq, fault);
 }
 
 FusedKernel *Server::Impl::fusedKernelFor(const std::vector<Op *> &ops) {
@@ -3156,11 +3169,12 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
   c.dynamicSharedBytes = coalescedDynamicShared(parts);
   for (const CoalescePart &p : parts)
     c.faultDomains.push_back(p.firstBlock);
-  // Each part reaches its own session's memory, and the launch's table
-  // and status record.
+  // Each part reaches its own session's memory, the launch's status
+  // record, and the table for reading (its dispatch code reads it; the
+  // parts' parameters in it are readable by every part, not writable).
   for (Op *o : live)
     c.memoryDomains.push_back(o->session->id);
-  c.allowedRanges.push_back({*base, bytes});
+  c.readOnlyRanges.push_back({*base, bytes});
   if (statusRecord)
     c.allowedRanges.push_back({statusRecord, kContainRecordBytes});
   std::vector<uint8_t> params;

@@ -187,10 +187,6 @@ int main(int argc, char **argv) {
   o.scheduler = scheduler;
   o.pacing = pacing;
   o.coalesce = coalesce;
-  if (maxOutstanding == 0) {
-    errs() << "wooly-serve: --max-outstanding must be at least 1\n";
-    return 2;
-  }
   o.maxOutstandingPerSession = maxOutstanding;
   o.contain = contain;
   o.kernelTimeoutMs = kernelTimeout;
@@ -210,6 +206,11 @@ int main(int argc, char **argv) {
       return 2;
     }
     *out = *bytes;
+  }
+  if (maxOutstanding == 0 || o.maxOutstandingBytesPerSession == 0) {
+    errs() << "wooly-serve: --max-outstanding and --max-outstanding-bytes "
+              "must be at least 1\n";
+    return 2;
   }
 
   auto server = wooly::server::Server::create(std::move(o));

@@ -653,6 +653,45 @@ DONE:
 }
 )";
 
+// Memory domains per part of a launch (a fused launch's tenants): a part
+// reaches its own domain's memory only, even where the other part's blocks
+// ran first on the same worker and filled the access-site cache with that
+// memory (one worker, both parts the same kernel: the same sites). And a
+// read-only range is readable from every part, writable from none.
+TEST(CpuDevice, MemoryDomainsPerPart) {
+  Fixture f(kDomains, 1);
+  ASSERT_TRUE(f.loaded);
+  for (const char *kernel : {"marks", "marksSync"}) {
+    SCOPED_TRACE(kernel);
+    uint64_t out = llvm::cantFail(f.device.memory().allocate(8 * 4, 7));
+    LaunchConfig c = launchOf(8, 32);
+    c.faultDomains = {0, 4};
+    c.memoryDomains = {7, 9};
+    llvm::Error e =
+        f.device.launch(f.loaded, kernel, c, f.params(kernel, {out, 99}));
+    std::vector<std::pair<size_t, std::string>> faults;
+    llvm::handleAllErrors(
+        std::move(e), [&](const FaultDomainsError &d) { faults = d.faults(); },
+        [&](const llvm::ErrorInfoBase &other) {
+          ADD_FAILURE() << "not a FaultDomainsError: " << other.message();
+        });
+    ASSERT_EQ(faults.size(), 1u) << "domain 9 wrote domain 7's memory";
+    EXPECT_EQ(faults[0].first, 1u);
+    EXPECT_NE(faults[0].second.find("out-of-bounds write"), std::string::npos)
+        << faults[0].second;
+    std::vector<uint32_t> v = f.read(out, 8);
+    EXPECT_EQ(v, (std::vector<uint32_t>{1, 2, 3, 4, 0, 0, 0, 0}));
+
+    // The same memory as a read-only range of the launch: still not
+    // writable from domain 9.
+    c.readOnlyRanges = {{out, 8 * 4}};
+    e = f.device.launch(f.loaded, kernel, c, f.params(kernel, {out, 99}));
+    EXPECT_TRUE(bool(e));
+    llvm::consumeError(std::move(e));
+    llvm::cantFail(f.device.memory().free(out));
+  }
+}
+
 // A launch in fault domains (a coalesced launch's parts): a fault ends only
 // its domain; the blocks of the others all run, and the error names the
 // domain that faulted.

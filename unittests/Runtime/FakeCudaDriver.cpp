@@ -175,6 +175,9 @@ API int cuDeviceGetAttribute(int *value, int attribute, int) {
   case 76:
     *value = 0;
     return 0;
+  case 115: // memory pools (the stream-ordered allocator)
+    *value = 1;
+    return 0;
   }
   return 1;
 }

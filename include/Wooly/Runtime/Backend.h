@@ -79,6 +79,9 @@ struct LaunchConfig {
   /// launch may reach: the launch's own status record, slice counter and
   /// preemption flag, a fused launch's table.
   std::vector<std::pair<uint64_t, uint64_t>> allowedRanges;
+  /// The same, for reading only (a fused launch's table: its dispatch code
+  /// reads it; no part may rewrite it).
+  std::vector<std::pair<uint64_t, uint64_t>> readOnlyRanges;
 };
 
 /// What a kernel fault was, where a backend can tell (as CUDA's error codes

@@ -39,8 +39,9 @@ struct LaunchOptions {
   /// launch path).
   uint64_t sliceCounter = 0;
   /// wooly-contain: the device address of the launch's status record
-  /// (ContainRecord, kContainRecordBytes, zeroed before the launch; 0:
-  /// none). A kernel whose status is set stops at its next loop iteration.
+  /// (ContainRecord, kContainRecordBytes, its status word zeroed before the
+  /// launch; 0: none). A kernel whose status is set stops at its next loop
+  /// iteration.
   uint64_t statusRecord = 0;
   /// wooly-isolate: the region [lo, hi) the kernel's accesses are confined
   /// to; required for an isolated kernel. It is widened to hold the slice

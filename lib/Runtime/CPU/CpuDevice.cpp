@@ -191,6 +191,7 @@ struct LaunchState {
   /// may reach besides.
   std::vector<uint64_t> memoryDomains;
   std::vector<std::pair<uint64_t, uint64_t>> allowedRanges;
+  std::vector<std::pair<uint64_t, uint64_t>> readOnlyRanges;
 
   /// The memory domain of `block`'s part (0: unrestricted).
   uint64_t memoryDomainOf(uint64_t block) const {
@@ -213,19 +214,28 @@ struct LaunchState {
   }
 
   /// The allocation (or allowed range) holding [addr, addr + size) that
-  /// blocks of `block`'s part may reach; none when there is none, or when
-  /// it belongs to another memory domain.
+  /// blocks of `block`'s part may reach (`write`: may write); none when
+  /// there is none, or when it belongs to another memory domain.
   std::optional<Allocation> reachable(uint64_t block, uint64_t addr,
-                                      uint64_t size) const {
+                                      uint64_t size, bool write) const {
     std::optional<Allocation> a = memory->find(addr, size);
     if (!a || memoryDomains.empty())
       return a;
     uint64_t own = memoryDomainOf(block);
     if (!own || a->domain == own)
       return a;
+    auto within = [&](uint64_t lo, uint64_t n) {
+      return addr >= lo && size <= n && addr - lo <= n - size;
+    };
     for (auto [lo, n] : allowedRanges)
-      if (addr >= lo && size <= n && addr - lo <= n - size)
+      if (within(lo, n))
         return Allocation{lo, n, false, "", own};
+    // A read-only range is never cached for a site that writes: such a
+    // site never gets it from here.
+    if (!write)
+      for (auto [lo, n] : readOnlyRanges)
+        if (within(lo, n))
+          return Allocation{lo, n, false, "", own};
     return std::nullopt;
   }
 
@@ -276,11 +286,14 @@ struct Worker {
   std::jmp_buf jmp;
   uint32_t next = 0;
   uint64_t stackLo = 0, stackHi = 0;
-  /// The memory domain of the last block run on this worker's stacks
-  /// (`stacks` are that domain's), and the fiber stacks of the domains it
-  /// ran before, most recent first (switchStacks).
+  /// The memory domain whose fiber stacks `stacks` are, and the fiber
+  /// stacks of the domains it ran before, most recent first (switchStacks).
   uint64_t stackDomain = 0;
   std::deque<std::pair<uint64_t, std::vector<FiberStack>>> parkedStacks;
+  /// The memory domain the access-site cache was filled for: two parts of
+  /// a fused launch may run the same kernel, so the same sites, for two
+  /// tenants.
+  uint64_t cacheDomain = 0;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;
@@ -375,7 +388,12 @@ __attribute__((noinline)) uint64_t stackTopHere() {
 std::pair<uint64_t, uint64_t> liveStack(GpuThread *t, uint64_t below) {
   return {below, t->ctx.localHi};
 }
-#define WOOLY_HERE reinterpret_cast<uint64_t>(__builtin_frame_address(0))
+/// In an entry point called by generated code: the caller's stack pointer
+/// before the call (x86-64: the frame address holds the saved frame
+/// pointer, then the return address), so that the live stack a kernel may
+/// reach stops short of the runtime's own frame.
+#define WOOLY_CALLER_SP                                                        \
+  (reinterpret_cast<uint64_t>(__builtin_frame_address(0)) + 16)
 
 /// Sets `w`'s stack range to the current thread's stack (the range of
 /// direct-mode locals). Looked up once per thread: on the main thread
@@ -580,8 +598,8 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
   Worker *w = t->worker;
   if ((flags & WOOLY_ACCESS_ALIGNED) && misaligned(addr, size))
     faultMisaligned(t, addr, size, flags);
-  if (std::optional<Allocation> a =
-          w->launch->reachable(w->linearBlock, addr, size)) {
+  if (std::optional<Allocation> a = w->launch->reachable(
+          w->linearBlock, addr, size, flags & WOOLY_ACCESS_WRITE)) {
     // `find` guarantees a->size >= size.
     if (entry)
       *entry = {a->base, a->size - size};
@@ -594,7 +612,7 @@ void __wooly_rt_check(WoolyThreadCtx *ctx, WoolyAccessRange *entry,
       *entry = {shared, ctx->totalSmemSize - size};
     return;
   }
-  auto [lo, hi] = liveStack(t, WOOLY_HERE);
+  auto [lo, hi] = liveStack(t, WOOLY_CALLER_SP);
   if (addr >= lo && addr < hi && size <= hi - addr)
     return; // A local variable (not cached: each fiber has its own stack).
   uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
@@ -786,7 +804,7 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
   GpuThread *t = threadOf(ctx);
   uint64_t shared = reinterpret_cast<uint64_t>(ctx->shared);
   bool inShared = addr >= shared && addr - shared < ctx->totalSmemSize;
-  auto [lo, hi] = liveStack(t, WOOLY_HERE);
+  auto [lo, hi] = liveStack(t, WOOLY_CALLER_SP);
   bool inLocal = addr >= lo && addr < hi;
   uint64_t params = reinterpret_cast<uint64_t>(ctx->params);
   bool inParam = addr >= params &&
@@ -802,7 +820,7 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
   case 1: // global
     return !inShared && !inLocal && !inParam;
   case 4: // const
-    return t->worker->launch->reachable(t->worker->linearBlock, addr, 0)
+    return t->worker->launch->reachable(t->worker->linearBlock, addr, 0, false)
         .has_value();
   default:
     return 1;
@@ -831,7 +849,7 @@ int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);
 /// Reads a NUL-terminated string from device memory, checking each byte.
 static bool readDeviceString(GpuThread *t, uint64_t addr, std::string &out) {
   std::optional<Allocation> a =
-      t->worker->launch->reachable(t->worker->linearBlock, addr, 1);
+      t->worker->launch->reachable(t->worker->linearBlock, addr, 1, false);
   if (!a)
     return false;
   uint64_t end = a->base + a->size;
@@ -849,7 +867,8 @@ static bool readDeviceString(GpuThread *t, uint64_t addr, std::string &out) {
 /// floats to double). False, with `error`, for a format string or an
 /// argument outside the thread's memory.
 static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
-                               std::string &out, std::string &error) {
+                               uint64_t kernelSp, std::string &out,
+                               std::string &error) {
   std::string fmt;
   if (!readDeviceString(t, format, fmt)) {
     error = "printf format string at 0x" + hex(format) +
@@ -862,9 +881,10 @@ static bool formatDevicePrintf(GpuThread *t, uint64_t format, uint64_t args,
     uint64_t v = 0;
     if (!error.empty())
       return 0;
-    if (!t->worker->launch->reachable(t->worker->linearBlock, cursor, size)) {
+    if (!t->worker->launch->reachable(t->worker->linearBlock, cursor, size,
+                                      false)) {
       // The argument buffer is a local array of the calling thread.
-      auto [lo, hi] = liveStack(t, WOOLY_HERE);
+      auto [lo, hi] = liveStack(t, kernelSp);
       if (cursor < lo || cursor + size > hi) {
         error =
             "printf argument buffer at 0x" + hex(cursor) + " is out of bounds";
@@ -984,12 +1004,13 @@ void __wooly_rt_assertfail(WoolyThreadCtx *ctx, uint64_t message, uint64_t file,
 int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format,
                            uint64_t args) {
   GpuThread *t = threadOf(ctx);
+  uint64_t kernelSp = WOOLY_CALLER_SP;
   int32_t written = 0;
   bool ok;
   {
     // Every string is gone before a fault leaves the thread's frames.
     std::string out, error;
-    ok = formatDevicePrintf(t, format, args, out, error);
+    ok = formatDevicePrintf(t, format, args, kernelSp, out, error);
     if (!ok) {
       recordFault(t, error);
     } else {
@@ -1215,7 +1236,7 @@ bool resolveWarps(Worker &w) {
         mem.sharedSize = l.totalShared;
         mem.checkGeneric = [&](uint64_t addr, uint64_t size, bool write,
                                std::string &err) {
-          if (l.reachable(w.linearBlock, addr, size))
+          if (l.reachable(w.linearBlock, addr, size, write))
             return true;
           uint64_t sh = reinterpret_cast<uint64_t>(w.shared.data());
           if (addr >= sh && addr - sh < l.totalShared &&
@@ -1373,16 +1394,22 @@ void runBlockFibers(Worker &w) {
 
 /// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
 /// it already is: a pool worker may leave a launch and join it again.
+/// Empties the worker's access-site cache for the launch it joined.
+void clearSiteCache(Worker &w) {
+  // Empty entries: `lo` is a scratch buffer no kernel can name, and only
+  // an access at exactly that address (harmless) would match.
+  static char scratch[64];
+  w.cache.assign(w.launch->numSites,
+                 WoolyAccessRange{reinterpret_cast<uint64_t>(scratch), 0});
+}
+
 void joinLaunch(Worker &w) {
   LaunchState &l = *w.launch;
   if (w.setUpFor == l.id)
     return;
   w.setUpFor = l.id;
-  // Empty entries: `lo` is a scratch buffer no kernel can name, and only
-  // an access at exactly that address (harmless) would match.
-  static char scratch[64];
-  w.cache.assign(l.numSites,
-                 WoolyAccessRange{reinterpret_cast<uint64_t>(scratch), 0});
+  clearSiteCache(w);
+  w.cacheDomain = l.memoryDomainOf(0);
   w.shared.assign(std::max<uint32_t>(l.totalShared, 1), 0);
   w.fiberMode = l.kernel->needsFibers;
 }
@@ -1390,30 +1417,54 @@ void joinLaunch(Worker &w) {
 /// Runs blocks of `w.launch` until none is left or the launch has failed.
 /// With `activeLaunches`, also returns after a block while more than one
 /// launch is active, so that the worker can pick again.
-/// Turns the worker's stacks over to memory domain `domain`, so that a
-/// kernel of one tenant never reads another's dead frames through its own
-/// uninitialised `.local` memory or frame slots:
-///  - the unused part of the worker's own stack (under this frame, less a
-///    margin for the calls below it) comes back as zero-filled pages
-///    (madvise; some 3-7 us, measured);
-///  - fiber stacks are never shared between domains: the current domain's
-///    are parked, and `domain`'s own taken back (or new, zero-filled ones
-///    mapped as blocks need them). The last kParkedDomains domains keep
-///    theirs, so that tenants taking turns pay nothing; older ones are
-///    unmapped. (Scrubbing fiber stacks instead cost 1-11 us per stack.)
-void switchStacks(Worker &w, uint64_t domain) {
+/// The memory domain of the last block run on this OS thread's own stack
+/// (direct mode runs kernels there; a Worker may move between threads).
+thread_local uint64_t tlsStackDomain = 0;
+
+/// Zeroes the dead part of the calling thread's stack, so that a kernel of
+/// one tenant never reads another's dead frames through its own
+/// uninitialised `.local` memory or frame slots: far from here with
+/// madvise (pages come back zero-filled; some 3-7 us measured), and the
+/// last 64 KiB under this frame, where the next kernel's frames will be,
+/// with stores that stop just short of the stack pointer (no call: a
+/// callee's frame would lie in the range).
+__attribute__((noinline)) void scrubThreadStack(Worker &w) {
+  if (w.stackHi <= w.stackLo)
+    return; // Where the stack is is not known.
   static const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-  constexpr uint64_t kMargin = 64 * 1024;
-  constexpr size_t kParkedDomains = 4;
-  if (w.stackHi > w.stackLo) {
-    uint64_t lo = llvm::alignTo(w.stackLo, page);
-    uint64_t top = stackTopHere();
-    uint64_t hi = top > kMargin ? llvm::alignDown(top - kMargin, page) : 0;
-    // Parts of the range may be unmapped (the main thread's stack grows on
-    // demand): madvise then says ENOMEM, and the mapped parts are dropped.
-    if (hi > lo)
-      ::madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_DONTNEED);
+  constexpr uint64_t kNear = 64 * 1024;
+  uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  uint64_t lo = llvm::alignTo(w.stackLo, page);
+  uint64_t far = sp > kNear ? llvm::alignDown(sp - kNear, page) : 0;
+  // Parts of the range may be unmapped (the main thread's stack grows on
+  // demand): madvise then says ENOMEM, and the mapped parts are dropped.
+  if (far > lo)
+    ::madvise(reinterpret_cast<void *>(lo), far - lo, MADV_DONTNEED);
+#if defined(__x86_64__)
+  uint64_t rsp;
+  asm volatile("mov %%rsp, %0" : "=r"(rsp));
+  // Below the red zone (128 bytes), which this function may use.
+  uint64_t hi = (rsp - 256) & ~uint64_t(15);
+  uint64_t from = std::max(far, lo);
+  if (hi > from) {
+    void *dst = reinterpret_cast<void *>(from);
+    uint64_t n = hi - from;
+    asm volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(0) : "memory");
   }
+#else
+#error                                                                         \
+    "scrubThreadStack: zeroing below the stack pointer needs this target's code"
+#endif
+}
+
+/// Turns the worker's fiber stacks over to memory domain `domain`: they
+/// are never shared between domains. The current domain's are parked, and
+/// `domain`'s own taken back (or new, zero-filled ones mapped as blocks
+/// need them). The last kParkedDomains domains keep theirs, so that
+/// tenants taking turns pay nothing; older ones are unmapped. (Scrubbing
+/// fiber stacks instead cost 1-11 us per stack.)
+void switchStacks(Worker &w, uint64_t domain) {
+  constexpr size_t kParkedDomains = 4;
   if (!w.stacks.empty())
     w.parkedStacks.emplace_front(w.stackDomain, std::move(w.stacks));
   w.stacks.clear();
@@ -1449,7 +1500,16 @@ void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
     w.block[1] = (b / g[0]) % g[1];
     w.block[2] = b / (uint64_t(g[0]) * g[1]);
     std::memset(w.shared.data(), 0, w.shared.size());
-    if (uint64_t domain = l.memoryDomainOf(b); domain != w.stackDomain)
+    uint64_t domain = l.memoryDomainOf(b);
+    if (domain != w.cacheDomain) {
+      clearSiteCache(w);
+      w.cacheDomain = domain;
+    }
+    if (domain != tlsStackDomain) {
+      scrubThreadStack(w);
+      tlsStackDomain = domain;
+    }
+    if (domain != w.stackDomain)
       switchStacks(w, domain);
     if (w.fiberMode)
       runBlockFibers(w);
@@ -1887,6 +1947,7 @@ public:
                   "domain");
     l.memoryDomains = config.memoryDomains;
     l.allowedRanges = config.allowedRanges;
+    l.readOnlyRanges = config.readOnlyRanges;
     bool usePool = l.numWorkers > 1;
 
     std::unique_ptr<Worker> self;

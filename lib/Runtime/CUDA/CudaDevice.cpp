@@ -57,6 +57,7 @@ using CUdevice_attribute = int;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115;
 
 // cuStreamCreate flags: a stream that does not synchronise with the legacy
 // default stream (so launches of different threads never wait for each
@@ -376,6 +377,17 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
             impl->check(api.cuDeviceGetAttribute(field, attr, impl->device),
                         llvm::formatv("cuDeviceGetAttribute({0})", attr)))
       return std::move(e);
+  // The stream-ordered allocator needs memory pools (some virtual GPUs have
+  // none): without them, cuMemAlloc and cuMemFree.
+  int pools = 0;
+  if (api.cuMemAllocAsync &&
+      (api.cuDeviceGetAttribute(&pools,
+                                CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                impl->device) != CUDA_SUCCESS ||
+       !pools)) {
+    api.cuMemAllocAsync = nullptr;
+    api.cuMemFreeAsync = nullptr;
+  }
   if (auto e = impl->check(
           api.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
           "cannot create a context on CUDA device " + impl->name))

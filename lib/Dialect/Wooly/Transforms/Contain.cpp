@@ -7,7 +7,8 @@
 // Every kernel takes one more launch parameter, role `launch_status` (u64:
 // the device address of a status record, or 0 for none), and every device
 // function takes it as a trailing argument, passed on by each call. The
-// record (kStatusRecordBytes, zeroed before the launch):
+// record (kContainRecordBytes; its status word zeroed before the launch,
+// the rest written only by the fault that sets it):
 //
 //   offset  0  u32  status: 0 running; 1 stopped by the host (the watchdog);
 //                   2 trap, 3 brkpt, 4 failed assertion, 5 misaligned
