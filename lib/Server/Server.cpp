@@ -1584,8 +1584,15 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   // Backpressure: a session's queued and running operations, and the copy
   // bytes the server holds for it, are bounded, so that a client that
   // floods the server gets an error instead of its memory.
-  bool queues = false;
+  bool queues = false, drains = false;
   switch (call.op_case()) {
+  case pb::Call::kEventSynchronize:
+  case pb::Call::kStreamSynchronize:
+  case pb::Call::kDeviceSynchronize:
+    // How a client waits for its work to end: refused only well past the
+    // limit (a client pipelining waits without reading their replies).
+    drains = true;
+    break;
   case pb::Call::kLaunch:
   case pb::Call::kCopyToDevice:
   case pb::Call::kCopyFromDevice:
@@ -1596,9 +1603,6 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kGraphLaunch:
   case pb::Call::kEventRecord:
   case pb::Call::kStreamWaitEvent:
-  case pb::Call::kEventSynchronize:
-  case pb::Call::kStreamSynchronize:
-  case pb::Call::kDeviceSynchronize:
   case pb::Call::kFree:
   case pb::Call::kModuleUnload:
     // Every call that queues an operation.
@@ -1607,7 +1611,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   default:
     break;
   }
-  if (queues && s->liveOps >= s->limits.outstanding)
+  constexpr uint64_t kDrainSlack = 1024;
+  if ((queues && s->liveOps >= s->limits.outstanding) ||
+      (drains && s->liveOps >= s->limits.outstanding + kDrainSlack))
     return fail(status(pb::LIMIT_EXCEEDED,
                        llvm::formatv("a session may have at most {0} "
                                      "operations outstanding (synchronise "
