@@ -3454,10 +3454,6 @@ void Server::Impl::teardown(Session &s, const char *why) {
     return;
   s.dead = true;
   byRouting.erase(s.routingId);
-  {
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    s.tenant->sessions--;
-  }
   log(llvm::formatv("session {0} (tenant '{1}'): {2}; dropping {3} queued "
                     "operation{4}",
                     s.id, s.tenant->config.name, why, s.liveOps,
@@ -3491,6 +3487,12 @@ void Server::Impl::maybeErase(Session &s) {
   log(llvm::formatv("session {0} closed: {1} returned to the device", s.id,
                     bytesText(freed))
           .str());
+  // The session counts for its tenant until here: a dead session with work
+  // still in flight keeps using its TenantState.
+  {
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    s.tenant->sessions--;
+  }
   // In open mode any name makes a tenant: one that has nothing left is
   // forgotten, so that clients cannot grow the server without bound.
   if (tenants.open && s.tenant->sessions == 0 && s.tenant->used == 0) {

@@ -2134,3 +2134,38 @@ LOOP:
     }
   }
 }
+
+// Open mode forgets a tenant once it has nothing left: not while a dead
+// session of it still has work in flight (found by the protocol fuzzer
+// under ASan: the tenant's state was freed, then the work's completion
+// wrote to it; fuzz/regressions/protocol/tenant-retired-while-dead-...).
+TEST_F(ServerTest, TenantOutlivesItsDeadSessionsWork) {
+  startServer({"--kernel-timeout-ms=0"});
+  {
+    auto a = connect("x");
+    ASSERT_TRUE(a);
+    Module m;
+    ASSERT_TRUE(a->loadModule(kCountModule, "count", m).ok());
+    uint64_t out;
+    ASSERT_TRUE(a->malloc(64, out).ok());
+    Params p(*m.findKernel("count"));
+    p.add(out).add(uint32_t(100000000));
+    ASSERT_TRUE(a->launch(m.handle, "count", {1}, {1}, 0, p.bytes.data(),
+                          p.bytes.size())
+                    .ok());
+    ASSERT_TRUE(a->ping().ok()); // the launch reached the server
+  }                              // a disconnects while its kernel runs
+  {
+    auto b = connect("x");
+    ASSERT_TRUE(b);
+    ASSERT_TRUE(b->ping().ok());
+  } // b's session ends at once, before a's work
+  // a's kernel ends; the server goes on.
+  for (int i = 0; i < 50 && log().find("session 2 closed") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(log().find("session 2 closed"), std::string::npos) << log();
+  auto c = connect("x");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ping().ok());
+}
