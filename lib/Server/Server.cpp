@@ -2238,6 +2238,14 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                          seq));
     if (pb::Status st = checkStream(*s, stream, seq); st.code() != pb::OK)
       return fail(st);
+    // All of it or nothing: a graph never runs in part for backpressure.
+    if (s->liveOps + it->second.calls.size() > s->limits.outstanding)
+      return fail(
+          status(pb::LIMIT_EXCEEDED,
+                 llvm::formatv("a graph of {0} calls would pass the "
+                               "session's {1} operations outstanding",
+                               it->second.calls.size(), s->limits.outstanding),
+                 seq));
     // Each stored call goes through the same checks as if it had been sent
     // now, on this stream, under this call's sequence number.
     std::deque<Frame> none;

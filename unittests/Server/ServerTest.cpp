@@ -1803,6 +1803,33 @@ TEST_F(ServerTest, SessionLimitsAndBackpressure) {
   EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
   EXPECT_TRUE(tight->copyToDevice(big, bytes.data(), 32 << 10).ok());
 
+  // A graph of 5 launches is refused whole, not run in part.
+  {
+    auto g = connect("tight", "t");
+    ASSERT_TRUE(g);
+    Module m;
+    ASSERT_TRUE(g->loadModule(kCountModule, "count", m).ok());
+    uint64_t gout;
+    ASSERT_TRUE(g->malloc(64, gout).ok());
+    Params p(*m.findKernel("count"));
+    p.add(gout).add(uint32_t(1));
+    ASSERT_TRUE(g->beginGraph().ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(g->launch(m.handle, "count", {1}, {1}, 0, p.bytes.data(),
+                            p.bytes.size())
+                      .ok());
+    uint64_t graph = 0;
+    ASSERT_TRUE(g->endGraph(graph).ok());
+    ASSERT_TRUE(g->graphLaunch(graph).ok());
+    s = g->deviceSynchronize();
+    EXPECT_EQ(s.code, Code::LimitExceeded) << s.str();
+    EXPECT_NE(s.message.find("a graph of 5 calls"), std::string::npos)
+        << s.message;
+    uint32_t v = 7;
+    ASSERT_TRUE(g->copyFromDevice(&v, gout, 4).ok());
+    EXPECT_EQ(v, 0u) << "part of the graph ran";
+  }
+
   // The other tenant is not limited by any of this: the server's own
   // limit (1000) lets it queue 200 launches.
   uint64_t rout = queueCounts(*flood, 10, 200);
