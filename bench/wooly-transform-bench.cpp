@@ -619,8 +619,7 @@ int main(int argc, char **argv) {
   auto width = [&](size_t v) {
     return int(std::max<size_t>(9, std::strlen(variants[v].title)));
   };
-  std::printf("%-17s %-6s %7s %11s", "kernel", "mode", "blocks",
-              "original ms");
+  std::printf("%-17s %-6s %7s %11s", "kernel", "mode", "blocks", "original ms");
   size_t rule = 17 + 1 + 6 + 1 + 7 + 1 + 11;
   for (size_t v = 1; v < variants.size(); ++v) {
     std::printf(" %*s", width(v), variants[v].title);
@@ -641,8 +640,7 @@ int main(int argc, char **argv) {
   std::printf("%s\n", std::string(rule, '-').c_str());
   std::printf("%-17s %-6s %7s %11s", "geomean", "", "", "");
   for (size_t v = 1; v < variants.size(); ++v)
-    std::printf(" %*.3f", width(v),
-                std::exp(logSum[v] / double(cases.size())));
+    std::printf(" %*.3f", width(v), std::exp(logSum[v] / double(cases.size())));
   std::printf("\n");
   if (!modeChanges.empty())
     std::printf("\nrun on fibers only when transformed:%s\n",

@@ -213,6 +213,43 @@ struct Params {
   size_t i = 0;
 };
 
+/// A healthy tenant's work: vec_add of 256 floats (1.5 + 2.25) in a module
+/// and buffers of its own, set up in `c`.
+struct VecAdd {
+  explicit VecAdd(Client &c) : c(c) {
+    EXPECT_TRUE(c.loadModule(corpus("elementwise.sm_90.ptx"), "ew", m).ok());
+    std::vector<float> x(256, 1.5f), y(256, 2.25f);
+    for (uint64_t *d : {&dx, &dy, &dz})
+      EXPECT_TRUE(c.malloc(1024, *d).ok());
+    EXPECT_TRUE(c.copyToDevice(dx, x.data(), 1024).ok());
+    EXPECT_TRUE(c.copyToDevice(dy, y.data(), 1024).ok());
+  }
+  /// Launches it; "" when every element came out 3.75, else what did not.
+  std::string run() {
+    const KernelLayout *k = m.findKernel("vec_add");
+    if (!k)
+      return "no vec_add";
+    Params q(*k);
+    q.add(int32_t(256)).add(dx).add(dy).add(dz);
+    std::vector<float> z(256, 0.0f);
+    if (Status st = c.memset(dz, 0, 1024); !st.ok())
+      return st.str();
+    if (Status st = c.launch(m.handle, "vec_add", {1}, {256}, 0, q.bytes.data(),
+                             q.bytes.size());
+        !st.ok())
+      return st.str();
+    if (Status st = c.copyFromDevice(z.data(), dz, 1024); !st.ok())
+      return st.str();
+    for (size_t i = 0; i < z.size(); ++i)
+      if (z[i] != 3.75f)
+        return "z[" + std::to_string(i) + "] = " + std::to_string(z[i]);
+    return "";
+  }
+  Client &c;
+  Module m;
+  uint64_t dx = 0, dy = 0, dz = 0;
+};
+
 /// A module whose kernel `count(out, n)` counts to n, storing every step
 /// (volatile) at `out`: a kernel that runs as long as asked.
 const char *kCountModule = R"(
@@ -572,9 +609,9 @@ TEST_F(ServerTest, KernelFaultIsStickyForItsSessionOnly) {
   auto bad = connect("mallory");
   auto good = connect("alice");
   ASSERT_TRUE(bad && good);
-  Module mb, mg;
+  Module mb;
   ASSERT_TRUE(bad->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mb).ok());
-  ASSERT_TRUE(good->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mg).ok());
+  VecAdd work(*good);
   const KernelLayout *k = mb.findKernel("vec_add");
   ASSERT_NE(k, nullptr);
   uint64_t buf;
@@ -591,21 +628,7 @@ TEST_F(ServerTest, KernelFaultIsStickyForItsSessionOnly) {
   EXPECT_EQ(bad->malloc(16, buf).code, Code::IllegalAddress);
 
   // The other tenant's work is unaffected.
-  std::vector<float> x(256, 1.5f), y(256, 2.25f), z(256);
-  uint64_t dx, dy, dz;
-  ASSERT_TRUE(good->malloc(1024, dx).ok());
-  ASSERT_TRUE(good->malloc(1024, dy).ok());
-  ASSERT_TRUE(good->malloc(1024, dz).ok());
-  ASSERT_TRUE(good->copyToDevice(dx, x.data(), 1024).ok());
-  ASSERT_TRUE(good->copyToDevice(dy, y.data(), 1024).ok());
-  Params q(*mg.findKernel("vec_add"));
-  q.add(int32_t(256)).add(dx).add(dy).add(dz);
-  ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0, q.bytes.data(),
-                           q.bytes.size())
-                  .ok());
-  ASSERT_TRUE(good->copyFromDevice(z.data(), dz, 1024).ok());
-  for (float v : z)
-    ASSERT_EQ(v, 3.75f);
+  EXPECT_EQ(work.run(), "");
 }
 
 // Streams, events, module variables, kernel attributes; only the kernels
@@ -1573,17 +1596,7 @@ LOOP:
 )";
   auto good = connect("good");
   ASSERT_TRUE(good);
-  Module mg;
-  ASSERT_TRUE(good->loadModule(corpus("elementwise.sm_90.ptx"), "ew", mg).ok());
-  std::vector<float> x(256, 1.5f), y(256, 2.25f), z(256);
-  uint64_t dx, dy, dz;
-  ASSERT_TRUE(good->malloc(1024, dx).ok());
-  ASSERT_TRUE(good->malloc(1024, dy).ok());
-  ASSERT_TRUE(good->malloc(1024, dz).ok());
-  ASSERT_TRUE(good->copyToDevice(dx, x.data(), 1024).ok());
-  ASSERT_TRUE(good->copyToDevice(dy, y.data(), 1024).ok());
-  Params q(*mg.findKernel("vec_add"));
-  q.add(int32_t(256)).add(dx).add(dy).add(dz);
+  VecAdd work(*good);
 
   for (const char *kernel : {"forever", "foreverSync"}) {
     SCOPED_TRACE(kernel);
@@ -1600,15 +1613,8 @@ LOOP:
                     .ok());
     ASSERT_TRUE(bad->flush().ok());
     // The other tenant's work runs meanwhile, exactly.
-    for (int r = 0; r < 5; ++r) {
-      std::fill(z.begin(), z.end(), 0.0f);
-      ASSERT_TRUE(good->launch(mg.handle, "vec_add", {1}, {256}, 0,
-                               q.bytes.data(), q.bytes.size())
-                      .ok());
-      ASSERT_TRUE(good->copyFromDevice(z.data(), dz, 1024).ok());
-      for (float v : z)
-        ASSERT_EQ(v, 3.75f);
-    }
+    for (int r = 0; r < 5; ++r)
+      ASSERT_EQ(work.run(), "") << "round " << r;
     Status s = bad->deviceSynchronize();
     EXPECT_EQ(s.code, Code::LaunchTimeout) << s.str();
     EXPECT_TRUE(s.sticky);
