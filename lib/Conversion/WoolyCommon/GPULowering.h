@@ -1,22 +1,15 @@
 //===- GPULowering.h - Wooly to LLVM for any GPU ---------------*- C++ -*-===//
 //
-// Internal to lib/Conversion: the lowering of Wooly IR to the LLVM dialect
-// that is the same on every GPU, shared by `convert-wooly-to-nvvm` and
-// `convert-wooly-to-rocdl`. What differs between vendors sits behind the
-// abstract `GPUTargetInfo`; a pass is a target info plus
-// `runGPULowering(module, info)`.
-//
-// The shared part owns: the type conversion and the pass skeleton (checks,
-// `.approx` math and `__wooly_*` helper rewriting, module preparation,
-// dialect conversion); functions, calls and returns; module-scope variables
-// as LLVM globals and `addressof`; loads, stores, `cvta`, atomics, `red` and
-// fences (with the target's address spaces and `syncscope` names); traps,
-// prefetches and cache policies. A target supplies address-space numbers,
-// scope names, kernel marking, and the lowering of the ops whose meaning is
-// a machine's own (special registers, barriers, warp collectives, `cp.async`,
-// matrix ops, `exit`, `isspacep`, ...): one `lower` overload per such op.
-// A target refuses what it cannot lower faithfully in `checkOp`, with a
-// located error, before anything is rewritten.
+// Internal to lib/Conversion: what the GPU targets of the shared lowering
+// (LLVMLowering.h) have in common, shared by `convert-wooly-to-nvvm` and
+// `convert-wooly-to-rocdl`: `GPUTargetInfo`, the `TargetInfo` of a machine
+// with address spaces (an address in space S is an `inttoptr` to the
+// target's pointer type of S; `cvta` is an `addrspacecast`; kernels take
+// their parameters by value), and the steps that run before the shared
+// lowering on a GPU: checks of what no GPU lowers faithfully, the target's
+// `.approx` math and the lowering of `__wooly_*` helper calls. A target
+// supplies address-space numbers, scope names, kernel marking, refusals
+// (`checkOp`) and the `lower` overloads of the machine's own ops.
 //
 // Kept out of include/ because it needs the LLVM dialect; it includes no
 // vendor dialect (NVVM, ROCDL).
@@ -26,12 +19,7 @@
 #ifndef WOOLY_LIB_CONVERSION_WOOLYCOMMON_GPULOWERING_H
 #define WOOLY_LIB_CONVERSION_WOOLYCOMMON_GPULOWERING_H
 
-#include "Wooly/Dialect/Wooly/IR/Wooly.h"
-
-#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Transforms/DialectConversion.h"
-#include "llvm/ADT/StringMap.h"
+#include "LLVMLowering.h"
 
 #include <optional>
 #include <string>
@@ -44,65 +32,8 @@ class CallOp;
 
 namespace mlir::wooly::gpu {
 
-/// What the patterns of one lowering share.
-struct LoweringState {
-  /// A function-scope `.local` variable: its function, size and alignment.
-  struct LocalVar {
-    StringRef function;
-    uint64_t bytes;
-    uint64_t align;
-  };
-  /// Function-scope `.local` variables by symbol.
-  llvm::StringMap<LocalVar> localVars;
-  /// The alloca of each local variable in the lowered function.
-  DenseMap<std::pair<Operation *, StringRef>, Value> localAllocas;
-  /// State space of each module-scope variable.
-  llvm::StringMap<StateSpace> globalSpaces;
-  /// Kernel parameter offsets in the CUDA parameter buffer, per kernel.
-  llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
-  /// For each lowered kernel that takes a parameter's address
-  /// (`wooly.param_address`): a copy of its parameter buffer, an alloca
-  /// in the entry block (the param state space is not addressable on a GPU
-  /// target, so param addresses are generic addresses of this copy).
-  DenseMap<Operation *, Value> paramCopies;
-};
-
-/// Builds the lowered code of one op at one location.
-struct Emitter {
-  OpBuilder &rw;
-  Location loc;
-
-  /// `i32`.
-  Type i32() { return rw.getI32Type(); }
-  /// `i64`.
-  Type i64() { return rw.getI64Type(); }
-  /// An LLVM pointer in address space `as`.
-  Type ptr(unsigned as = 0) {
-    return LLVM::LLVMPointerType::get(rw.getContext(), as);
-  }
-  /// The integer constant `v` of type `t`.
-  Value cst(Type t, uint64_t v) {
-    return LLVM::ConstantOp::create(rw, loc, t, rw.getIntegerAttr(t, v));
-  }
-  /// The `i32` constant `v`.
-  Value c32(uint64_t v) { return cst(i32(), v); }
-  /// Zero-extends or truncates integer `v` to `t`.
-  Value intCast(Value v, Type t);
-  /// Integer address `addr` as a pointer in address space `as`.
-  Value toPtr(Value addr, unsigned as) {
-    return LLVM::IntToPtrOp::create(rw, loc, ptr(as), addr);
-  }
-  /// Pointer `p` as an integer of type `t`.
-  Value toInt(Value p, Type t) {
-    return LLVM::PtrToIntOp::create(rw, loc, t, p);
-  }
-  /// Calls the LLVM intrinsic `name` (no result when `result` is null).
-  Value intrinsic(StringRef name, Type result, ValueRange args);
-  /// Creates the registered op `name` (a vendor dialect's, such as
-  /// `nvvm.read.ptx.sreg.tid.x` or `rocdl.workitem.id.x`) with one result of
-  /// type `result` (none when null); null when no such op is registered.
-  Value namedOp(StringRef name, Type result, ValueRange operands = {});
-};
+using common::Emitter;
+using common::LoweringState;
 
 /// Applies `fn` to each element of `v` (to a scalar `v` directly).
 Value mapScalars(Emitter &e, Value v, llvm::function_ref<Value(Value)> fn);
@@ -150,73 +81,16 @@ Value f32ToFp8(Emitter &e, Value x, Fp8Format fmt);
 /// canonical 0x7fff; wooly-expand-arith picks the NaN itself).
 Value f64ToHalf(Emitter &e, Value x, Type half);
 
-/// Applies `X` to each Wooly op whose lowering is the target's own.
-#define WOOLY_GPU_TARGET_OPS(X)                                                \
-  X(ExitOp)                                                                    \
-  X(BrkptOp)                                                                   \
-  X(IsSpacePOp)                                                                \
-  X(SRegOp)                                                                    \
-  X(BarrierOp)                                                                 \
-  X(BarRedOp)                                                                  \
-  X(WarpSyncOp)                                                                \
-  X(ActiveMaskOp)                                                              \
-  X(NanosleepOp)                                                               \
-  X(ShflOp)                                                                    \
-  X(VoteOp)                                                                    \
-  X(ReduxOp)                                                                   \
-  X(MatchOp)                                                                   \
-  X(CpAsyncOp)                                                                 \
-  X(CpAsyncCommitOp)                                                           \
-  X(CpAsyncWaitOp)                                                             \
-  X(LdMatrixOp)                                                                \
-  X(MmaOp)                                                                     \
-  X(WmmaMmaOp)                                                                 \
-  X(WmmaLoadOp)                                                                \
-  X(WmmaStoreOp)
-
-/// Declares, in a `GPUTargetInfo` subclass, the override of `lower` for `Op`.
-#define WOOLY_GPU_LOWER_OVERRIDE(Op)                                           \
-  LogicalResult lower(Op op, Op::Adaptor adaptor,                              \
-                      ConversionPatternRewriter &rw) const override;
-
-/// The vendor-specific half of a GPU lowering. Every method that lowers an
-/// op may assume that `checkOp` accepted it.
-class GPUTargetInfo {
+/// The vendor-specific half of a GPU lowering (the GPU half of the shared
+/// lowering's hooks is defined once here). Every method that lowers an op
+/// may assume that `checkOp` accepted it.
+class GPUTargetInfo : public common::TargetInfo {
 public:
-  virtual ~GPUTargetInfo();
+  ~GPUTargetInfo() override;
 
-  //===--------------------------------------------------------------------===//
-  // Naming, legality, module
-  //===--------------------------------------------------------------------===//
-
-  /// The target's name in diagnostics ("nvptx", "amdgcn").
-  virtual StringRef name() const = 0;
-  /// " is not supported yet on <name>", the tail of refusals.
-  std::string notSupported() const;
-  /// Marks the vendor dialect(s) legal in the conversion.
-  virtual void addLegalDialects(ConversionTarget &target) const = 0;
   /// Rejects, with a located error, an op this target cannot lower
   /// faithfully (the shared checks ran before).
   virtual LogicalResult checkOp(Operation *op) const = 0;
-  /// Last touches on the lowered module (the chip, a target triple).
-  virtual void finalizeModule(ModuleOp module) const = 0;
-
-  //===--------------------------------------------------------------------===//
-  // Memory model
-  //===--------------------------------------------------------------------===//
-
-  /// The LLVM address space of a PTX state space, or none. The default is
-  /// the numbering NVPTX and AMDGPU share: generic 0, global 1, shared 3,
-  /// const 4, local 5 (none for shared::cluster and param).
-  virtual std::optional<unsigned> addressSpace(StateSpace s) const;
-  /// The address space of allocas (function-scope `.local` variables).
-  virtual unsigned allocaAddressSpace() const = 0;
-  /// The LLVM `syncscope` of a PTX scope (absent means `gpu`, as in PTX).
-  virtual StringRef syncScope(std::optional<MemScope> scope) const = 0;
-
-  //===--------------------------------------------------------------------===//
-  // Before the conversion
-  //===--------------------------------------------------------------------===//
 
   /// The replacement of a `math` op that `wooly-expand-arith` made of an
   /// `.approx` instruction (`sin cos exp2 log2 rsqrt tanh`, scalar or
@@ -235,38 +109,39 @@ public:
   /// failure after a located error when the target has no exact lowering.
   virtual FailureOr<Value> helperCall(Emitter &e, func::CallOp call) const = 0;
 
-  //===--------------------------------------------------------------------===//
-  // Functions
-  //===--------------------------------------------------------------------===//
+  // The GPU half of the shared lowering's hooks.
+  void finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
+                    const LoweringState &state) const override;
+  void finishEntry(Emitter &e, FuncOp op, LLVM::LLVMFuncOp fn, Block *entry,
+                   LoweringState &state) const override;
+  FailureOr<common::LoweredGlobal> createGlobal(OpBuilder &b, GlobalOp g,
+                                                uint64_t align) const override;
+  FailureOr<Value> initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
+                                      Type elem,
+                                      const LoweringState &s) const override;
+  FailureOr<Value> localAddress(Emitter &e, AddressOfOp op,
+                                Value slot) const override;
+  FailureOr<Value> symbolAddress(Emitter &e, AddressOfOp op,
+                                 const LoweringState &s) const override;
+  FailureOr<Value> paramAddress(Emitter &e, ParamAddressOp op,
+                                LLVM::LLVMFuncOp fn,
+                                uint64_t offset) const override;
+  FailureOr<Value> cvta(Emitter &e, CvtaOp op, Value addr) const override;
+  FailureOr<Value> accessPointer(ConversionPatternRewriter &rw, Operation *op,
+                                 StateSpace space, Value addr, uint64_t size,
+                                 unsigned kind) const override;
 
-  /// Marks `fn`, lowered from kernel `op`, as a kernel with its launch
-  /// bounds (`.maxntid`, `.reqntid`, ...).
-  virtual void markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn,
-                          FuncOp op) const = 0;
-
-  //===--------------------------------------------------------------------===//
-  // The ops whose meaning is the machine's own (WOOLY_GPU_TARGET_OPS): one
-  // `lower` each, which rewrites the op. The default refuses the op with a
-  // located "not supported" error; a target overrides what it lowers (and
-  // should refuse the rest in `checkOp` already, before any rewriting).
-  //===--------------------------------------------------------------------===//
-
-#define WOOLY_GPU_LOWER_DEFAULT(Op)                                            \
-  virtual LogicalResult lower(Op op, Op::Adaptor adaptor,                      \
-                              ConversionPatternRewriter &rw) const;
-  WOOLY_GPU_TARGET_OPS(WOOLY_GPU_LOWER_DEFAULT)
-#undef WOOLY_GPU_LOWER_DEFAULT
+private:
+  /// For each lowered kernel that takes a parameter's address
+  /// (`wooly.param_address`): a copy of its parameter buffer, an alloca
+  /// in the entry block (the param state space is not addressable on a GPU
+  /// target, so param addresses are generic addresses of this copy).
+  mutable DenseMap<Operation *, Value> paramCopies;
 };
 
-/// Adds the patterns of the shared lowering and of `target`'s ops.
-void populateGPULoweringPatterns(const LLVMTypeConverter &converter,
-                                 RewritePatternSet &patterns,
-                                 LoweringState &state,
-                                 const GPUTargetInfo &target);
-
 /// Lowers a module of Wooly kernels (after `wooly-expand-arith`) for
-/// `target`: checks, `.approx` math and helper calls, globals, then the
-/// dialect conversion to LLVM plus the target's dialect.
+/// `target`: checks, `.approx` math and helper calls, then the shared
+/// lowering (`common::runLowering`).
 LogicalResult runGPULowering(ModuleOp module, const GPUTargetInfo &target);
 
 } // namespace mlir::wooly::gpu

@@ -1,22 +1,27 @@
 //===- WoolyToLLVM.cpp - Lower Wooly IR for the CPU backend -----*- C++ -*-===//
 //
 // `convert-wooly-to-llvm`: lowers Wooly kernels to the LLVM dialect for the
-// CPU SIMT runtime. The contract with the runtime (thread context layout,
-// kernel entry signature, `__wooly_rt_*` functions, address spaces) is
+// CPU SIMT runtime, as the host target of the shared lowering
+// (WoolyCommon/LLVMLowering.h): this file holds only what is the host's own.
+// The contract with the runtime (thread context layout, kernel entry
+// signature, `__wooly_rt_*` functions, address spaces) is
 // `include/Wooly/Runtime/CPU/ABI.h`.
 //
 // Functions: `wooly.func @f` becomes `llvm.func @__wooly_fn_f(ctx, args...)`
 // returning its results (a struct when there are several); a kernel `@k`
 // becomes `llvm.func @__wooly_kernel_k(ctx, params)` whose entry block loads
-// the parameters from the CUDA parameter buffer. Function-scope `.local`
-// variables become allocas in the entry block of their function (one per
-// activation, as PTX requires for recursion).
+// the parameters from the CUDA parameter buffer. Special registers come from
+// the thread context; barriers, warp collectives, `exit`, `trap` and
+// `printf` call the runtime.
 //
 // Memory: every global/const/generic access is checked against a
 // per-access-site cache of a valid address range held by the worker
 // (`WoolyThreadCtx::siteCache`); a miss calls `__wooly_rt_check`, which
 // refills the entry or ends the launch with an out-of-bounds error. Shared
-// accesses are offsets into the block's shared window, checked inline.
+// accesses are offsets into the block's shared window, checked inline;
+// `.local` and `.param` accesses are checked against the thread's live
+// stack and the launch's parameter buffer. A kernel that never synchronises
+// runs its block's threads in a loop (`__wooly_block_<k>`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,13 +64,17 @@ using namespace mlir::wooly::common;
 
 namespace {
 
+static_assert(unsigned(kAccessRead) == WOOLY_ACCESS_READ &&
+                  unsigned(kAccessWrite) == WOOLY_ACCESS_WRITE,
+              "ABI.h's access flags");
+
 //===----------------------------------------------------------------------===//
 // Shared state of one run of the pass
 //===----------------------------------------------------------------------===//
 
-/// What the patterns share: the layout of shared memory, the local
-/// variables' allocas, the next access-site id and the options.
-struct LoweringState {
+/// What the host's hooks share: the layout of shared memory, the next
+/// access-site id and the options.
+struct HostState {
   bool boundsChecks = true;
   /// `[scope]` of the accesses to runtime memory (thread context, site
   /// cache, parameter buffer). Kernel memory accesses never touch it, so
@@ -76,21 +85,15 @@ struct LoweringState {
   uint32_t nextSite = 0;
   /// Offset of each `.shared` variable in the shared window.
   llvm::StringMap<uint64_t> sharedOffsets;
-  /// Offset of the dynamic shared memory (`extern .shared x[]`).
+  /// End of the static shared variables, and the largest alignment of the
+  /// dynamic shared memory (`extern .shared x[]`).
+  uint64_t sharedEnd = 0, dynamicSharedAlign = 16;
+  /// Offset of the dynamic shared memory.
   uint64_t dynamicSharedOffset = 0;
+  /// The dynamic shared memory variables.
+  SmallVector<GlobalOp> externShared;
   /// Symbols of the module's `.global`/`.const` variables.
   llvm::StringSet<> memoryGlobals;
-  /// Function-scope `.local` variables: symbol -> (function, size, align).
-  struct LocalVar {
-    StringRef function;
-    uint64_t bytes;
-    uint64_t align;
-  };
-  llvm::StringMap<LocalVar> localVars;
-  /// The alloca of each local variable in the lowered function.
-  DenseMap<std::pair<Operation *, StringRef>, Value> localAllocas;
-  /// Kernel parameter offsets in the parameter buffer, per kernel.
-  llvm::StringMap<SmallVector<uint64_t>> paramOffsets;
   /// Functions with a body: name -> is a kernel.
   llvm::StringMap<bool> definedFunctions;
   /// Functions that (transitively) reach a barrier, a warp collective or
@@ -111,25 +114,12 @@ std::string globalSymbol(StringRef name) { return ("__wooly_g_" + name).str(); }
 //===----------------------------------------------------------------------===//
 
 /// Builds the lowered code of one op; holds the rewriter and location.
-struct Emitter {
-  ConversionPatternRewriter &rw;
-  Location loc;
-  LoweringState &state;
-
-  Type i8() { return rw.getI8Type(); }
-  Type i32() { return rw.getI32Type(); }
-  Type i64() { return rw.getI64Type(); }
-  Type ptr() { return LLVM::LLVMPointerType::get(rw.getContext()); }
-
-  Value c32(uint64_t v) {
-    return LLVM::ConstantOp::create(rw, loc, i32(), rw.getI32IntegerAttr(v));
-  }
-  Value c64(uint64_t v) {
-    return LLVM::ConstantOp::create(rw, loc, i64(), rw.getI64IntegerAttr(v));
-  }
-  Value cst(Type t, uint64_t v) {
-    return LLVM::ConstantOp::create(rw, loc, t, rw.getIntegerAttr(t, v));
-  }
+struct HostEmitter : Emitter {
+  HostEmitter(ConversionPatternRewriter &rw, Location loc, HostState &state)
+      : Emitter{rw, loc}, rewriter(rw), state(state) {}
+  /// The pattern's rewriter (`rw`, as a rewriter).
+  ConversionPatternRewriter &rewriter;
+  HostState &state;
 
   /// The thread context: first argument of the enclosing lowered function.
   Value ctx(Operation *op) {
@@ -137,16 +127,6 @@ struct Emitter {
     return fn.getBody().front().getArgument(0);
   }
 
-  Value gep(Value base, Value byteOffset) {
-    return LLVM::GEPOp::create(rw, loc, ptr(), i8(), base,
-                               ArrayRef<LLVM::GEPArg>{byteOffset});
-  }
-  Value gep(Value base, int64_t byteOffset) {
-    if (byteOffset == 0)
-      return base;
-    return LLVM::GEPOp::create(rw, loc, ptr(), i8(), base,
-                               ArrayRef<LLVM::GEPArg>{int32_t(byteOffset)});
-  }
   /// Marks an access to runtime memory (context, cache, parameters).
   template <typename OpTy> OpTy runtime(OpTy op) {
     cast<LLVM::AliasAnalysisOpInterface>(op.getOperation())
@@ -163,24 +143,8 @@ struct Emitter {
     return runtime(LLVM::LoadOp::create(rw, loc, t, gep(ctx, int64_t(offset))));
   }
 
-  /// Zero-extends or truncates integer `v` to `t`.
-  Value intCast(Value v, Type t) {
-    unsigned from = v.getType().getIntOrFloatBitWidth();
-    unsigned to = t.getIntOrFloatBitWidth();
-    if (from == to)
-      return v;
-    if (from < to)
-      return LLVM::ZExtOp::create(rw, loc, t, v);
-    return LLVM::TruncOp::create(rw, loc, t, v);
-  }
+  /// `v` zero-extended (or truncated) to `i64`.
   Value toI64(Value v) { return intCast(v, i64()); }
-
-  Value call(StringRef fn, Type result, ValueRange args) {
-    auto op =
-        LLVM::CallOp::create(rw, loc, result ? TypeRange{result} : TypeRange{},
-                             FlatSymbolRefAttr::get(rw.getContext(), fn), args);
-    return result ? op.getResult() : Value();
-  }
 
   /// An alloca in the entry block of the enclosing function (so that loops
   /// do not grow the stack).
@@ -199,7 +163,7 @@ struct Emitter {
   /// falls through to `cont`; leaves the insertion point at `cont`.
   void emitUnlikely(Value ok, llvm::function_ref<void()> slowPath) {
     Block *cur = rw.getInsertionBlock();
-    Block *cont = rw.splitBlock(cur, rw.getInsertionPoint());
+    Block *cont = rewriter.splitBlock(cur, rw.getInsertionPoint());
     Block *slow = rw.createBlock(cont);
     rw.setInsertionPointToEnd(cur);
     auto br = LLVM::CondBrOp::create(rw, loc, ok, cont, slow);
@@ -324,574 +288,11 @@ struct Emitter {
   }
 };
 
-/// Base of the Wooly patterns: gives access to the shared state.
-template <typename Op> struct WoolyPattern : ConvertOpToLLVMPattern<Op> {
-  WoolyPattern(const LLVMTypeConverter &converter, LoweringState &state)
-      : ConvertOpToLLVMPattern<Op>(converter), state(state) {}
-  LoweringState &state;
-  Emitter emitter(ConversionPatternRewriter &rw, Operation *op) const {
-    return Emitter{rw, op->getLoc(), state};
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Functions, calls and terminators
-//===----------------------------------------------------------------------===//
-
-/// Lowers `wooly.func` to `llvm.func` with the thread context first; a
-/// kernel's entry block reads its parameters from the parameter buffer.
-struct FuncOpLowering : WoolyPattern<FuncOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(FuncOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    MLIRContext *mctx = op.getContext();
-    Type ptrTy = e.ptr();
-    if (op.isDeclaration()) {
-      // External declarations (`vprintf`, ...) are resolved at the call.
-      rw.eraseOp(op);
-      return success();
-    }
-    bool kernel = op.getKernel();
-    ArrayRef<Type> argTypes = op.getArgumentTypes();
-    ArrayRef<Type> resTypes = op.getResultTypes();
-    Type resultType = LLVM::LLVMVoidType::get(mctx);
-    if (resTypes.size() == 1)
-      resultType = resTypes[0];
-    else if (resTypes.size() > 1)
-      resultType = LLVM::LLVMStructType::getLiteral(mctx, resTypes);
-    SmallVector<Type> llvmArgs{ptrTy};
-    if (kernel)
-      llvmArgs.push_back(ptrTy);
-    else
-      llvmArgs.append(argTypes.begin(), argTypes.end());
-    auto fnType = LLVM::LLVMFunctionType::get(resultType, llvmArgs);
-    std::string name = kernel ? kernelSymbol(op.getSymName())
-                              : functionSymbol(op.getSymName());
-    // Device functions are weak_odr: a module compiled in parts (kernel by
-    // kernel) has one instance of each, as of its variables, so a function
-    // address taken in one part (a pointer in a `__device__` variable) is
-    // the address every part knows and may call (indirect calls are
-    // checked against them). All parts compile the same source with the
-    // same passes, so every definition is the same: they may be inlined.
-    auto fn = LLVM::LLVMFuncOp::create(rw, op.getLoc(), name, fnType,
-                                       kernel ? LLVM::Linkage::External
-                                              : LLVM::Linkage::WeakODR);
-    if (kernel) {
-      fn.setNoUnwind(true);
-      // Metadata for the compile API (read before translation to LLVM IR).
-      SmallVector<int64_t> offsets, sizes;
-      for (auto [i, t] : llvm::enumerate(argTypes)) {
-        offsets.push_back(state.paramOffsets[op.getSymName()][i]);
-        sizes.push_back(byteSize(t));
-      }
-      fn->setAttr("wooly.kernel", rw.getStringAttr(op.getSymName()));
-      fn->setAttr("wooly.param_offsets", rw.getDenseI64ArrayAttr(offsets));
-      fn->setAttr("wooly.param_sizes", rw.getDenseI64ArrayAttr(sizes));
-      // Launch parameters appended by the sharing passes.
-      SmallVector<Attribute> roles;
-      bool anyRole = false;
-      for (unsigned i = 0; i < argTypes.size(); ++i) {
-        auto role = op.getArgAttrOfType<StringAttr>(i, "wooly.launch_param");
-        anyRole |= bool(role);
-        roles.push_back(role ? role : rw.getStringAttr(""));
-      }
-      if (anyRole)
-        fn->setAttr("wooly.param_roles", rw.getArrayAttr(roles));
-      if (state.needsFibers.contains(op.getSymName()))
-        fn->setAttr("wooly.needs_fibers", rw.getUnitAttr());
-      for (StringRef bound : {"maxntid", "reqntid"})
-        if (Attribute a = op->getAttr(bound))
-          fn->setAttr(("wooly." + bound).str(), a);
-    }
-
-    // New entry block: context (+ parameters), then a branch to the body.
-    Block *entry =
-        rw.createBlock(&fn.getBody(), {}, llvmArgs,
-                       SmallVector<Location>(llvmArgs.size(), op.getLoc()));
-    Block *body = &op.getBody().front();
-    rw.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
-    rw.setInsertionPointToEnd(entry);
-    SmallVector<Value> bodyArgs;
-    if (kernel) {
-      ArrayRef<uint64_t> offsets = state.paramOffsets[op.getSymName()];
-      for (auto [i, t] : llvm::enumerate(argTypes)) {
-        Value p = e.gep(entry->getArgument(1), int64_t(offsets[i]));
-        bodyArgs.push_back(e.runtime(
-            LLVM::LoadOp::create(rw, op.getLoc(), t, p, /*alignment=*/1)));
-      }
-    } else {
-      for (unsigned i = 0; i < argTypes.size(); ++i)
-        bodyArgs.push_back(entry->getArgument(i + 1));
-    }
-    // Local variables of this function: one alloca each, per activation.
-    for (auto &[sym, var] : state.localVars) {
-      if (var.function != op.getSymName())
-        continue;
-      Value n = e.c64(var.bytes ? var.bytes : 1);
-      Value slot =
-          LLVM::AllocaOp::create(rw, op.getLoc(), ptrTy, e.i8(), n, var.align);
-      state.localAllocas[{fn.getOperation(), sym}] = slot;
-    }
-    LLVM::BrOp::create(rw, op.getLoc(), bodyArgs, body);
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-/// `wooly.ret` returns the results (a struct when there are several).
-struct RetOpLowering : WoolyPattern<RetOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(RetOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    ValueRange vals = adaptor.getOperands();
-    if (vals.size() <= 1) {
-      rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, vals);
-      return success();
-    }
-    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-    Type st = fn.getFunctionType().getReturnType();
-    Value agg = LLVM::UndefOp::create(rw, op.getLoc(), st);
-    for (auto [i, v] : llvm::enumerate(vals))
-      agg = LLVM::InsertValueOp::create(rw, op.getLoc(), agg, v, i);
-    rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, agg);
-    return success();
-  }
-};
-
-/// `exit` in a kernel returns; in a device function it ends the thread
-/// through the runtime.
-struct ExitOpLowering : WoolyPattern<ExitOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(ExitOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-    if (fn.getName().starts_with("__wooly_kernel_")) {
-      rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
-      return success();
-    }
-    Emitter e = emitter(rw, op);
-    e.call("__wooly_rt_exit", {}, {e.ctx(op)});
-    rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
-    return success();
-  }
-};
-
-/// `trap` ends the launch with an error.
-struct TrapOpLowering : WoolyPattern<TrapOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(TrapOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    e.call("__wooly_rt_trap", {}, {e.ctx(op)});
-    rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
-    return success();
-  }
-};
-
-Type callResultType(MLIRContext *mctx, TypeRange results) {
-  if (results.empty())
-    return {};
-  if (results.size() == 1)
-    return results[0];
-  return LLVM::LLVMStructType::getLiteral(mctx, SmallVector<Type>(results));
-}
-
-/// `wooly.call` passes the thread context first; `vprintf` goes to the
-/// runtime's printf, and CUDA's `__assertfail` (a failed `assert`) ends
-/// the launch with the assertion's text.
-struct CallOpLowering : WoolyPattern<CallOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(CallOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    StringRef callee = op.getCallee();
-    Value c = e.ctx(op);
-    if (callee == "vprintf") {
-      if (adaptor.getOperands().size() != 2 || op.getNumResults() > 1)
-        return op.emitOpError("vprintf takes (format, args)");
-      Value r = e.call("__wooly_rt_vprintf", e.i32(),
-                       {c, e.toI64(adaptor.getOperands()[0]),
-                        e.toI64(adaptor.getOperands()[1])});
-      if (op.getNumResults() == 1)
-        rw.replaceOp(op, e.intCast(r, op.getResult(0).getType()));
-      else
-        rw.eraseOp(op);
-      return success();
-    }
-    if (callee == "__assertfail") {
-      // (message, file, line, function, charSize)
-      ValueRange args = adaptor.getOperands();
-      if (args.size() < 4 || op.getNumResults())
-        return op.emitOpError("__assertfail takes (message, file, line, "
-                              "function, size)");
-      e.call("__wooly_rt_assertfail", {},
-             {c, e.toI64(args[0]), e.toI64(args[1]),
-              e.intCast(args[2], rw.getI32Type()), e.toI64(args[3])});
-      rw.eraseOp(op);
-      return success();
-    }
-    auto target = state.definedFunctions.find(callee);
-    if (target == state.definedFunctions.end() || target->second)
-      return op.emitOpError("calls '")
-             << callee
-             << "', which has no definition in the module (external device "
-                "functions other than vprintf and __assertfail are not "
-                "supported yet)";
-    SmallVector<Value> args{c};
-    args.append(adaptor.getOperands().begin(), adaptor.getOperands().end());
-    Type rt = callResultType(op.getContext(), op.getResultTypes());
-    auto call = LLVM::CallOp::create(
-        rw, op.getLoc(), rt ? TypeRange{rt} : TypeRange{},
-        FlatSymbolRefAttr::get(op.getContext(), functionSymbol(callee)), args);
-    replaceWithCallResults(rw, op, call);
-    return success();
-  }
-};
-
-/// `wooly.call_indirect` calls through a function's generic address.
-struct CallIndirectOpLowering : WoolyPattern<CallIndirectOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(CallIndirectOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    if (adaptor.getCallee().getType().getIntOrFloatBitWidth() != 64)
-      return op.emitOpError("32-bit function addresses are not supported");
-    if (state.boundsChecks) {
-      // Only a device function of the module may be called: any other
-      // integer ends the thread's launch (it would jump anywhere).
-      Value callee = adaptor.getCallee();
-      Value ok = LLVM::ConstantOp::create(rw, op.getLoc(), rw.getI1Type(),
-                                          rw.getBoolAttr(false));
-      for (const auto &f : state.definedFunctions) {
-        if (f.second) // kernels cannot be called
-          continue;
-        Value addr = LLVM::AddressOfOp::create(rw, op.getLoc(), e.ptr(),
-                                               functionSymbol(f.getKey()));
-        Value asInt =
-            LLVM::PtrToIntOp::create(rw, op.getLoc(), rw.getI64Type(), addr);
-        Value same = LLVM::ICmpOp::create(
-            rw, op.getLoc(), LLVM::ICmpPredicate::eq, callee, asInt);
-        ok = LLVM::OrOp::create(rw, op.getLoc(), ok, same);
-      }
-      e.emitUnlikely(ok, [&] {
-        e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee});
-      });
-    }
-    Value fnPtr =
-        LLVM::IntToPtrOp::create(rw, op.getLoc(), e.ptr(), adaptor.getCallee());
-    SmallVector<Value> args{fnPtr, e.ctx(op)};
-    args.append(adaptor.getArgs().begin(), adaptor.getArgs().end());
-    Type rt = callResultType(op.getContext(), op.getResultTypes());
-    SmallVector<Type> argTypes{e.ptr()};
-    for (Value a : adaptor.getArgs())
-      argTypes.push_back(a.getType());
-    auto fnType = LLVM::LLVMFunctionType::get(
-        rt ? rt : LLVM::LLVMVoidType::get(op.getContext()), argTypes);
-    auto call = LLVM::CallOp::create(rw, op.getLoc(), fnType, args);
-    replaceWithCallResults(rw, op, call);
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Variables and addresses
-//===----------------------------------------------------------------------===//
-
-/// `wooly.global` ops were turned into LLVM globals before the patterns ran.
-struct GlobalOpLowering : WoolyPattern<GlobalOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(GlobalOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-/// Materialises the address of `sym` (a variable or function) as an integer
-/// of type `t`.
-FailureOr<Value> symbolAddress(Emitter &e, Operation *op, StringRef sym,
-                               Type t) {
-  LoweringState &s = e.state;
-  auto it = s.sharedOffsets.find(sym);
-  if (it != s.sharedOffsets.end())
-    return e.cst(t, it->second);
-  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-  auto local = s.localAllocas.find({fn.getOperation(), sym});
-  if (local != s.localAllocas.end()) {
-    if (t.getIntOrFloatBitWidth() != 64)
-      return op->emitOpError("32-bit local addresses are not supported on "
-                             "the host yet");
-    return Value(LLVM::PtrToIntOp::create(e.rw, e.loc, t, local->second));
-  }
-  if (s.localVars.count(sym))
-    return op->emitOpError("takes the address of local variable '")
-           << sym << "' outside its function";
-  std::string target;
-  if (s.memoryGlobals.contains(sym))
-    target = globalSymbol(sym);
-  else if (auto f = s.definedFunctions.find(sym); f != s.definedFunctions.end())
-    target = f->second ? kernelSymbol(sym) : functionSymbol(sym);
-  else
-    return op->emitOpError("address of unknown symbol '") << sym << "'";
-  if (t.getIntOrFloatBitWidth() != 64)
-    return op->emitOpError("32-bit global addresses are not supported on the "
-                           "host yet");
-  Value addr = LLVM::AddressOfOp::create(e.rw, e.loc, e.ptr(), target);
-  return Value(LLVM::PtrToIntOp::create(e.rw, e.loc, t, addr));
-}
-
-/// `wooly.addressof`: shared variables are offsets, locals are allocas,
-/// globals and functions are host addresses.
-struct AddressOfOpLowering : WoolyPattern<AddressOfOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(AddressOfOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    FailureOr<Value> v = symbolAddress(e, op, op.getGlobal(), op.getType());
-    if (failed(v))
-      return failure();
-    rw.replaceOp(op, *v);
-    return success();
-  }
-};
-
-/// `wooly.param_address i`: host address of kernel parameter `i` in the
-/// parameter buffer.
-struct ParamAddressOpLowering : WoolyPattern<ParamAddressOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(ParamAddressOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
-    StringRef name = fn.getName();
-    if (!name.consume_front("__wooly_kernel_"))
-      return op.emitOpError("parameter addresses of device functions are not "
-                            "supported yet");
-    ArrayRef<uint64_t> offsets = state.paramOffsets[name];
-    if (op.getIndex() >= offsets.size())
-      return op.emitOpError("parameter index out of range");
-    if (op.getType().getIntOrFloatBitWidth() != 64)
-      return op.emitOpError("32-bit parameter addresses are not supported on "
-                            "the host yet");
-    Value params = fn.getBody().front().getArgument(1);
-    Value p = e.gep(params, int64_t(offsets[op.getIndex()]));
-    rw.replaceOpWithNewOp<LLVM::PtrToIntOp>(op, op.getType(), p);
-    return success();
-  }
-};
-
-/// `wooly.cvta`: shared offsets move by the window base; the other spaces
-/// share the generic address.
-struct CvtaOpLowering : WoolyPattern<CvtaOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(CvtaOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Value a = adaptor.getAddr();
-    Type rt = op.getType();
-    if (op.getSpace() == StateSpace::shared ||
-        op.getSpace() == StateSpace::shared_cluster) {
-      Value base =
-          e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared), e.ptr());
-      Value baseInt = LLVM::PtrToIntOp::create(rw, e.loc, e.i64(), base);
-      if (op.getDir() == CvtaDir::to_generic) {
-        Value g = LLVM::AddOp::create(rw, e.loc, baseInt, e.toI64(a));
-        rw.replaceOp(op, e.intCast(g, rt));
-      } else {
-        Value o = LLVM::SubOp::create(rw, e.loc, e.toI64(a), baseInt);
-        rw.replaceOp(op, e.intCast(o, rt));
-      }
-      return success();
-    }
-    if (a.getType().getIntOrFloatBitWidth() != 64 ||
-        rt.getIntOrFloatBitWidth() != 64)
-      return op.emitOpError("32-bit ")
-             << stringifyStateSpace(op.getSpace())
-             << " addresses are not supported on the host yet";
-    rw.replaceOp(op, a);
-    return success();
-  }
-};
-
-/// `wooly.isspacep`: shared is a range test; the others ask the runtime.
-struct IsSpacePOpLowering : WoolyPattern<IsSpacePOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(IsSpacePOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Value r = e.call("__wooly_rt_isspacep", e.i32(),
-                     {e.ctx(op), e.c32(uint32_t(op.getSpace())),
-                      e.toI64(adaptor.getAddr())});
-    rw.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::ne, r,
-                                        e.c32(0));
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Special registers
-//===----------------------------------------------------------------------===//
-
-/// `wooly.sreg`: ids come from the thread context, timers from the runtime,
-/// lane masks from `%laneid`; a block is a cluster of one CTA.
-struct SRegOpLowering : WoolyPattern<SRegOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(SRegOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Value c = e.ctx(op);
-    unsigned dim = op.getDim() ? unsigned(*op.getDim()) : 0;
-    auto field = [&](size_t base) {
-      return e.loadField(c, base + 4 * dim, e.i32());
-    };
-    Value v;
-    switch (op.getReg()) {
-    case SpecialReg::tid:
-      v = field(offsetof(WoolyThreadCtx, tid));
-      break;
-    case SpecialReg::ntid:
-      v = field(offsetof(WoolyThreadCtx, ntid));
-      break;
-    case SpecialReg::ctaid:
-    case SpecialReg::clusterid:
-      v = field(offsetof(WoolyThreadCtx, ctaid));
-      break;
-    case SpecialReg::nctaid:
-    case SpecialReg::nclusterid:
-      v = field(offsetof(WoolyThreadCtx, nctaid));
-      break;
-    case SpecialReg::cluster_ctaid:
-    case SpecialReg::cluster_ctarank:
-      v = e.c32(0);
-      break;
-    case SpecialReg::cluster_nctaid:
-    case SpecialReg::cluster_nctarank:
-      v = e.c32(1);
-      break;
-    case SpecialReg::laneid:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
-      break;
-    case SpecialReg::warpid:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, warpid), e.i32());
-      break;
-    case SpecialReg::nwarpid:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, nwarpid), e.i32());
-      break;
-    case SpecialReg::gridid:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, gridid), e.i32());
-      break;
-    case SpecialReg::dynamic_smem_size:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, dynSmemSize), e.i32());
-      break;
-    case SpecialReg::total_smem_size:
-      v = e.loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), e.i32());
-      break;
-    case SpecialReg::warpsize:
-      v = e.c32(32);
-      break;
-    case SpecialReg::lanemask_eq:
-    case SpecialReg::lanemask_le:
-    case SpecialReg::lanemask_lt:
-    case SpecialReg::lanemask_ge:
-    case SpecialReg::lanemask_gt: {
-      Value lane = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
-      Value bit = LLVM::ShlOp::create(rw, e.loc, e.c32(1), lane);
-      Value lt = LLVM::SubOp::create(rw, e.loc, bit, e.c32(1));
-      Value le = LLVM::OrOp::create(rw, e.loc, lt, bit);
-      Value ones = e.c32(0xffffffffu);
-      switch (op.getReg()) {
-      case SpecialReg::lanemask_eq:
-        v = bit;
-        break;
-      case SpecialReg::lanemask_lt:
-        v = lt;
-        break;
-      case SpecialReg::lanemask_le:
-        v = le;
-        break;
-      case SpecialReg::lanemask_ge:
-        v = LLVM::XOrOp::create(rw, e.loc, lt, ones);
-        break;
-      default:
-        v = LLVM::XOrOp::create(rw, e.loc, le, ones);
-        break;
-      }
-      break;
-    }
-    default:
-      // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
-      v = e.call("__wooly_rt_sreg", e.i64(), {c, e.c32(uint32_t(op.getReg()))});
-      break;
-    }
-    rw.replaceOp(op, e.intCast(v, op.getType()));
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Memory
-//===----------------------------------------------------------------------===//
-
-/// `wooly.ld`: a checked load of one value or a vector of values.
-struct LoadOpLowering : WoolyPattern<LoadOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(LoadOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Type t = op.getResult(0).getType();
-    uint64_t elem = byteSize(t);
-    uint64_t n = op.getNumResults();
-    FailureOr<Value> p =
-        e.address(op, op.getSpace(), adaptor.getAddr(), elem * n,
-                  WOOLY_ACCESS_READ | WOOLY_ACCESS_ALIGNED);
-    if (failed(p))
-      return failure();
-    SmallVector<Value> results;
-    bool atomic = op.getSem() && *op.getSem() != MemOrder::weak && n == 1;
-    for (uint64_t i = 0; i < n; ++i) {
-      auto ld = e.data(LLVM::LoadOp::create(
-          rw, e.loc, t, e.gep(*p, int64_t(i * elem)),
-          /*alignment=*/elem, op.getIsVolatile(), /*nontemporal=*/false,
-          /*invariant=*/false, /*invariantGroup=*/false,
-          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic));
-      results.push_back(ld);
-    }
-    rw.replaceOp(op, results);
-    return success();
-  }
-};
-
-/// `wooly.st`: a checked store of one value or a vector of values.
-struct StoreOpLowering : WoolyPattern<StoreOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(StoreOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    ValueRange vals = adaptor.getValues();
-    uint64_t elem = byteSize(vals[0].getType());
-    FailureOr<Value> p =
-        e.address(op, op.getSpace(), adaptor.getAddr(), elem * vals.size(),
-                  WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
-    if (failed(p))
-      return failure();
-    bool atomic =
-        op.getSem() && *op.getSem() != MemOrder::weak && vals.size() == 1;
-    for (auto [i, v] : llvm::enumerate(vals))
-      e.data(LLVM::StoreOp::create(
-          rw, e.loc, v, e.gep(*p, int64_t(i * elem)), /*alignment=*/elem,
-          op.getIsVolatile(), /*nontemporal=*/false, /*invariantGroup=*/false,
-          atomic ? ordering(op.getSem()) : LLVM::AtomicOrdering::not_atomic));
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
 /// A shared-memory atomic on the host: a block's threads run on one worker
 /// and switch only inside runtime calls, and no other block sees its shared
 /// memory, so a plain load-modify-store is atomic (and avoids `lock`ed
 /// instructions, ~15x slower).
-Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
+Value emitSharedAtomic(HostEmitter &e, AtomicOp kind, Value p, ValueRange values) {
   auto &rw = e.rw;
   Location loc = e.loc;
   Type t = values[0].getType();
@@ -977,197 +378,10 @@ Value emitSharedAtomic(Emitter &e, AtomicOp kind, Value p, ValueRange values) {
   return old;
 }
 
-/// Emits an atomic read-modify-write and returns the old value.
-FailureOr<Value> emitAtomic(Emitter &e, Operation *op, StateSpace space,
-                            AtomicOp kind, Value addr, ValueRange values,
-                            std::optional<MemOrder> sem) {
-  Type t = values[0].getType();
-  uint64_t size = byteSize(t);
-  FailureOr<Value> p =
-      e.address(op, space, addr, size,
-                WOOLY_ACCESS_READ | WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
-  if (failed(p))
-    return failure();
-  if (space == StateSpace::shared || space == StateSpace::shared_cluster)
-    return emitSharedAtomic(e, kind, *p, values);
-  LLVM::AtomicOrdering ord = ordering(sem);
-  if (kind == AtomicOp::cas) {
-    Value cmp = values[0], val = values[1];
-    bool isFloat = !isa<IntegerType>(t);
-    Type it = e.rw.getIntegerType(size * 8);
-    if (isFloat) {
-      cmp = LLVM::BitcastOp::create(e.rw, e.loc, it, cmp);
-      val = LLVM::BitcastOp::create(e.rw, e.loc, it, val);
-    }
-    LLVM::AtomicOrdering failOrd = ord == LLVM::AtomicOrdering::release
-                                       ? LLVM::AtomicOrdering::monotonic
-                                       : (ord == LLVM::AtomicOrdering::acq_rel
-                                              ? LLVM::AtomicOrdering::acquire
-                                              : ord);
-    Value pair = e.data(
-        LLVM::AtomicCmpXchgOp::create(e.rw, e.loc, *p, cmp, val, ord, failOrd));
-    Value old = LLVM::ExtractValueOp::create(e.rw, e.loc, pair, 0);
-    if (isFloat)
-      old = LLVM::BitcastOp::create(e.rw, e.loc, t, old);
-    return old;
-  }
-  return Value(e.data(LLVM::AtomicRMWOp::create(e.rw, e.loc, atomicBinOp(kind),
-                                                *p, values[0], ord)));
-}
-
-/// `wooly.atom`: `atomicrmw`/`cmpxchg` on the checked address.
-struct AtomOpLowering : WoolyPattern<AtomOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(AtomOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    FailureOr<Value> old =
-        emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
-                   adaptor.getValues(), op.getSem());
-    if (failed(old))
-      return failure();
-    rw.replaceOp(op, *old);
-    return success();
-  }
-};
-
-/// `wooly.red`: an atomic whose old value is dropped.
-struct RedOpLowering : WoolyPattern<RedOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(RedOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    if (failed(emitAtomic(e, op, op.getSpace(), op.getOp(), adaptor.getAddr(),
-                          ValueRange{adaptor.getValue()}, op.getSem())))
-      return failure();
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-/// `wooly.fence`: a host fence of the same strength.
-struct FenceOpLowering : WoolyPattern<FenceOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(FenceOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    LLVM::AtomicOrdering ord = op.getSem() == MemOrder::sc
-                                   ? LLVM::AtomicOrdering::seq_cst
-                                   : LLVM::AtomicOrdering::acq_rel;
-    rw.replaceOpWithNewOp<LLVM::FenceOp>(op, ord, StringRef());
-    return success();
-  }
-};
-
-/// `wooly.cp_async`: copied at once (completion before the wait is a valid
-/// schedule): `src_size` bytes from global, the rest of `size` zero-filled.
-struct CpAsyncOpLowering : WoolyPattern<CpAsyncOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(CpAsyncOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    uint64_t size = op.getSize();
-    FailureOr<Value> dst =
-        e.address(op, StateSpace::shared, adaptor.getDst(), size,
-                  WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
-    if (failed(dst))
-      return failure();
-    if (!adaptor.getSrcSize()) {
-      FailureOr<Value> src =
-          e.address(op, StateSpace::global, adaptor.getSrc(), size,
-                    WOOLY_ACCESS_READ | WOOLY_ACCESS_ALIGNED);
-      if (failed(src))
-        return failure();
-      LLVM::MemcpyOp::create(rw, e.loc, *dst, *src, e.c64(size), false);
-      rw.eraseOp(op);
-      return success();
-    }
-    // Partial copy: min(src_size, size) bytes, then zeros.
-    Value srcSize = e.toI64(adaptor.getSrcSize());
-    Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult,
-                                    srcSize, e.c64(size));
-    Value n = LLVM::SelectOp::create(rw, e.loc, lt, srcSize, e.c64(size));
-    Value nz =
-        LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n, e.c64(0));
-    // The source is checked (for `size` bytes at most) only when read.
-    Value src = LLVM::IntToPtrOp::create(rw, e.loc, e.ptr(), adaptor.getSrc());
-    Block *cur = rw.getInsertionBlock();
-    Block *cont = rw.splitBlock(cur, rw.getInsertionPoint());
-    Block *copy = rw.createBlock(cont);
-    rw.setInsertionPointToEnd(cur);
-    LLVM::CondBrOp::create(rw, e.loc, nz, copy, cont);
-    rw.setInsertionPointToStart(copy);
-    if (state.boundsChecks)
-      e.call("__wooly_rt_check", {},
-             {e.ctx(op), LLVM::ZeroOp::create(rw, e.loc, e.ptr()),
-              adaptor.getSrc(), LLVM::TruncOp::create(rw, e.loc, e.i32(), n),
-              e.c32(WOOLY_ACCESS_READ)});
-    LLVM::MemcpyOp::create(rw, e.loc, *dst, src, n, false);
-    LLVM::BrOp::create(rw, e.loc, ValueRange{}, cont);
-    rw.setInsertionPointToStart(cont);
-    Value rest = LLVM::SubOp::create(rw, e.loc, e.c64(size), n);
-    Value tail = e.gep(*dst, n);
-    LLVM::MemsetOp::create(
-        rw, e.loc, tail,
-        LLVM::ConstantOp::create(rw, e.loc, e.i8(), rw.getI8IntegerAttr(0)),
-        rest, false);
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Barriers and warp collectives
-//===----------------------------------------------------------------------===//
-
-/// `wooly.barrier`: the runtime parks the thread until the barrier fills.
-struct BarrierOpLowering : WoolyPattern<BarrierOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
-    e.call("__wooly_rt_barrier", {},
-           {e.ctx(op), adaptor.getId(), count, e.c32(op.getArrive() ? 1 : 0)});
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-/// `wooly.iteration_barrier`: the runtime parks the thread as if exited
-/// until all of the block's threads are there.
-struct IterationBarrierOpLowering : WoolyPattern<IterationBarrierOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(IterationBarrierOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    e.call("__wooly_rt_iteration_barrier", {}, {e.ctx(op)});
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-/// `wooly.bar_red`: a barrier that reduces a predicate.
-struct BarRedOpLowering : WoolyPattern<BarRedOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(BarRedOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
-    Value pred = LLVM::ZExtOp::create(rw, e.loc, e.i32(), adaptor.getPred());
-    Value r = e.call(
-        "__wooly_rt_bar_red", e.i32(),
-        {e.ctx(op), e.c32(uint32_t(op.getOp())), adaptor.getId(), count, pred});
-    if (op.getType().isInteger(1))
-      r = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r, e.c32(0));
-    rw.replaceOp(op, r);
-    return success();
-  }
-};
-
 /// Marshals a warp collective: the inputs become 32-bit words in an entry
 /// alloca, `__wooly_rt_warp` fills the output words.
 struct WarpCall {
-  Emitter &e;
+  HostEmitter &e;
   Operation *op;
   SmallVector<Value> words;
 
@@ -1262,7 +476,7 @@ LogicalResult marshalMma(Op op, typename Op::Adaptor adaptor, WarpCall &w) {
 }
 
 /// Address of a wmma fragment access as a generic host address.
-FailureOr<Value> wmmaAddress(Emitter &e, Operation *op, StateSpace space,
+FailureOr<Value> wmmaAddress(HostEmitter &e, Operation *op, StateSpace space,
                              Value addr) {
   if (space == StateSpace::shared || space == StateSpace::shared_cluster) {
     Value base =
@@ -1371,276 +585,95 @@ FailureOr<WarpRequest> marshal(WmmaStoreOp op, WmmaStoreOp::Adaptor a,
   return WarpRequest{WOOLY_WARP_WMMA_STORE, w.e.c32(0xffffffffu)};
 }
 
-/// A warp collective: marshal the inputs, call `__wooly_rt_warp`, read the
-/// results back in order (the runtime parks the thread until every lane of
-/// the mask has arrived).
-template <typename Op> struct WarpOpLowering : WoolyPattern<Op> {
-  using WoolyPattern<Op>::WoolyPattern;
-  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = this->emitter(rw, op);
-    WarpCall w{e, op, {}};
-    FailureOr<WarpRequest> request = marshal(op, adaptor, w);
-    if (failed(request))
-      return failure();
-    Value out =
-        w.emit(request->kind, request->mask, wordCount(op->getResultTypes()));
-    unsigned word = 0;
-    SmallVector<Value> results;
-    for (Type t : op->getResultTypes())
-      results.push_back(w.read(out, word, t));
-    rw.replaceOp(op, results);
-    return success();
-  }
-};
-
 //===----------------------------------------------------------------------===//
-// Hints and no-ops
+// The host target
 //===----------------------------------------------------------------------===//
 
-/// Ops with no effect on the host: prefetches, breakpoints, the async-copy
-/// group bookkeeping (copies complete at once).
-template <typename Op> struct EraseLowering : WoolyPattern<Op> {
-  using WoolyPattern<Op>::WoolyPattern;
-  LogicalResult matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    rw.eraseOp(op);
-    return success();
+/// The CPU backend: every function takes the thread context first, and
+/// every access is checked (unless bounds checks are off).
+class HostTargetInfo : public TargetInfo {
+public:
+  HostTargetInfo(MLIRContext *ctx, bool boundsChecks);
+
+  StringRef name() const override { return "host"; }
+  void populatePatterns(const LLVMTypeConverter &converter,
+                        RewritePatternSet &patterns) const override;
+  LogicalResult beginModule(ModuleOp module) const override;
+  LogicalResult prepareModule(ModuleOp module, OpBuilder &b,
+                              const LoweringState &s) const override;
+  void finalizeModule(ModuleOp module) const override;
+
+  std::string functionSymbol(StringRef name, bool kernel) const override {
+    return kernel ? kernelSymbol(name) : ::functionSymbol(name);
   }
+  std::string globalSymbol(StringRef name) const override {
+    return ::globalSymbol(name);
+  }
+  bool keepsDeclarations() const override { return false; }
+  LLVM::Linkage functionLinkage(FuncOp op) const override;
+  SmallVector<Type> functionArguments(FuncOp op) const override;
+  void markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op) const override;
+  void finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
+                    const LoweringState &s) const override;
+  SmallVector<Value> bodyArguments(Emitter &e, FuncOp op, Block *entry,
+                                   const LoweringState &s) const override;
+  SmallVector<Value> implicitArguments(Emitter &e,
+                                       Operation *op) const override;
+  std::optional<LogicalResult>
+  lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
+                   ConversionPatternRewriter &rw) const override;
+  FailureOr<std::string> calleeSymbol(CallOp op) const override;
+  LogicalResult checkIndirectCall(ConversionPatternRewriter &rw,
+                                  CallIndirectOp op,
+                                  Value callee) const override;
+  void emitTrap(ConversionPatternRewriter &rw, Operation *op) const override;
+
+  std::optional<unsigned> addressSpace(StateSpace s) const override {
+    return 0;
+  }
+  unsigned allocaAddressSpace() const override { return 0; }
+  StringRef syncScope(std::optional<MemScope>) const override { return {}; }
+  FailureOr<LoweredGlobal> createGlobal(OpBuilder &b, GlobalOp g,
+                                        uint64_t align) const override;
+  FailureOr<Value> initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
+                                      Type elem,
+                                      const LoweringState &s) const override;
+  FailureOr<Value> localAddress(Emitter &e, AddressOfOp op,
+                                Value slot) const override;
+  FailureOr<Value> symbolAddress(Emitter &e, AddressOfOp op,
+                                 const LoweringState &s) const override;
+  FailureOr<Value> paramAddress(Emitter &e, ParamAddressOp op,
+                                LLVM::LLVMFuncOp fn,
+                                uint64_t offset) const override;
+  FailureOr<Value> cvta(Emitter &e, CvtaOp op, Value addr) const override;
+  FailureOr<Value> accessPointer(ConversionPatternRewriter &rw, Operation *op,
+                                 StateSpace space, Value addr, uint64_t size,
+                                 unsigned kind) const override;
+  void markAccess(Operation *access) const override {
+    cast<LLVM::AliasAnalysisOpInterface>(access).setNoAliasScopes(
+        state.runtimeScope);
+  }
+  bool vectorAccesses() const override { return false; }
+  bool invariantLoads() const override { return false; }
+  Value sharedAtomic(Emitter &e, AtomicOp kind, Value p,
+                     ValueRange values) const override;
+
+  WOOLY_TARGET_OPS(WOOLY_LOWER_OVERRIDE)
+
+private:
+  /// An emitter of host code at `op`. Every builder the shared patterns
+  /// hand to a hook is their ConversionPatternRewriter.
+  HostEmitter emitter(OpBuilder &rw, Operation *op) const {
+    return HostEmitter{static_cast<ConversionPatternRewriter &>(rw),
+                       op->getLoc(), state};
+  }
+  /// Lowers a warp collective (`__wooly_rt_warp`).
+  template <typename Op>
+  LogicalResult lowerWarp(Op op, typename Op::Adaptor adaptor,
+                          ConversionPatternRewriter &rw) const;
+
+  mutable HostState state;
 };
-
-/// `createpolicy` yields an opaque cache policy, ignored by the host.
-struct CreatePolicyOpLowering : WoolyPattern<CreatePolicyOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(CreatePolicyOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    rw.replaceOp(op, e.cst(op.getType(), 0));
-    return success();
-  }
-};
-
-/// `nanosleep` yields to the other threads of the block.
-struct NanosleepOpLowering : WoolyPattern<NanosleepOp> {
-  using WoolyPattern::WoolyPattern;
-  LogicalResult matchAndRewrite(NanosleepOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rw) const override {
-    Emitter e = emitter(rw, op);
-    e.call("__wooly_rt_nanosleep", {},
-           {e.ctx(op), e.intCast(adaptor.getOperands()[0], e.i32())});
-    rw.eraseOp(op);
-    return success();
-  }
-};
-
-//===----------------------------------------------------------------------===//
-// Module-level preparation
-//===----------------------------------------------------------------------===//
-
-/// Lays out shared memory, collects locals and parameter offsets, and
-/// creates the LLVM globals of `.global`/`.const` variables.
-LogicalResult prepareModule(ModuleOp module, LoweringState &state) {
-  OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  Type ptrTy = LLVM::LLVMPointerType::get(module.getContext());
-  uint64_t sharedEnd = 0, dynAlign = 16;
-  SmallVector<GlobalOp> externShared;
-  for (auto f : module.getOps<FuncOp>())
-    if (!f.isDeclaration())
-      state.definedFunctions[f.getSymName()] = f.getKernel();
-  // Shared variables first: initializers may take their addresses.
-  for (auto g : module.getOps<GlobalOp>()) {
-    if (g.getSpace() != StateSpace::shared &&
-        g.getSpace() != StateSpace::shared_cluster)
-      continue;
-    uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
-    if (g.getCount() == 0) {
-      externShared.push_back(g);
-      dynAlign = std::max(dynAlign, align);
-      continue;
-    }
-    sharedEnd = llvm::alignTo(sharedEnd, align);
-    state.sharedOffsets[g.getSymName()] = sharedEnd;
-    sharedEnd += byteSize(g.getElemType()) * g.getCount();
-  }
-  for (auto g : module.getOps<GlobalOp>()) {
-    Type elem = g.getElemType();
-    uint64_t bytes = byteSize(elem) * g.getCount();
-    uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
-    switch (g.getSpace()) {
-    case StateSpace::shared:
-    case StateSpace::shared_cluster:
-      break; // Laid out above.
-    case StateSpace::local: {
-      auto owner = g->getAttrOfType<FlatSymbolRefAttr>("wooly.function_scope");
-      if (!owner)
-        return g.emitOpError("module-scope .local variables are not supported "
-                             "on the host yet");
-      if (g.getInitAttr())
-        return g.emitOpError("initialized .local variables are not supported");
-      state.localVars[g.getSymName()] = {owner.getValue(), bytes, align};
-      break;
-    }
-    case StateSpace::global:
-    case StateSpace::constant: {
-      if (g.getLinkage() && *g.getLinkage() == Linkage::extern_)
-        return g.emitOpError("external variables are not supported on the "
-                             "host yet");
-      uint64_t count = std::max<uint64_t>(g.getCount(), 1);
-      Type arrTy = LLVM::LLVMArrayType::get(elem, count);
-      Attribute value = denseInitializer(g, count);
-      // Weak: a module compiled kernel by kernel is linked in parts into
-      // one JITDylib, whose first definition of each variable the others
-      // share (CpuDevice::extendModule).
-      auto lg = LLVM::GlobalOp::create(
-          b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::Weak,
-          globalSymbol(g.getSymName()), value, align);
-      if (!value) {
-        // Zero-initialised, as PTX variables are, then the listed elements
-        // (numbers or addresses of variables and functions).
-        Region &r = lg.getInitializerRegion();
-        Block *blk = b.createBlock(&r);
-        b.setInsertionPointToStart(blk);
-        Location loc = g.getLoc();
-        Value agg = LLVM::ZeroOp::create(b, loc, arrTy);
-        if (auto list = dyn_cast_or_null<ArrayAttr>(g.getInitAttr())) {
-          for (auto [i, a] : llvm::enumerate(list)) {
-            if (i >= count)
-              break;
-            Value v;
-            if (auto ref = dyn_cast<FlatSymbolRefAttr>(a)) {
-              StringRef sym = ref.getValue();
-              if (!isa<IntegerType>(elem))
-                return g.emitOpError("address initializer for a non-integer "
-                                     "element");
-              auto sh = state.sharedOffsets.find(sym);
-              if (sh != state.sharedOffsets.end()) {
-                v = LLVM::ConstantOp::create(
-                    b, loc, elem, b.getIntegerAttr(elem, sh->second));
-              } else {
-                std::string target;
-                if (auto f = state.definedFunctions.find(sym);
-                    f != state.definedFunctions.end())
-                  target = f->second ? kernelSymbol(sym) : functionSymbol(sym);
-                else if (auto og = module.lookupSymbol<GlobalOp>(sym);
-                         og && (og.getSpace() == StateSpace::global ||
-                                og.getSpace() == StateSpace::constant))
-                  target = globalSymbol(sym);
-                else
-                  return g.emitOpError("initializer refers to '")
-                         << sym << "', which has no host address";
-                Value p = LLVM::AddressOfOp::create(b, loc, ptrTy, target);
-                v = LLVM::PtrToIntOp::create(b, loc, elem, p);
-              }
-            } else if (auto ia = dyn_cast<IntegerAttr>(a)) {
-              v = LLVM::ConstantOp::create(
-                  b, loc, elem,
-                  isa<IntegerType>(elem)
-                      ? Attribute(b.getIntegerAttr(elem, ia.getValue()))
-                      : Attribute(ia));
-            } else if (auto fa = dyn_cast<FloatAttr>(a)) {
-              v = LLVM::ConstantOp::create(b, loc, elem, fa);
-            } else {
-              return g.emitOpError("unsupported initializer element ") << a;
-            }
-            agg = LLVM::InsertValueOp::create(b, loc, agg, v, int64_t(i));
-          }
-        }
-        LLVM::ReturnOp::create(b, loc, agg);
-        b.setInsertionPointToStart(module.getBody());
-      }
-      state.memoryGlobals.insert(g.getSymName());
-      break;
-    }
-    default:
-      return g.emitOpError("variables in the ")
-             << stringifyStateSpace(g.getSpace())
-             << " state space are not supported on the host";
-    }
-  }
-  state.dynamicSharedOffset = llvm::alignTo(sharedEnd, dynAlign);
-  for (GlobalOp g : externShared)
-    state.sharedOffsets[g.getSymName()] = state.dynamicSharedOffset;
-
-  // Kernel parameter layout: each parameter at its alignment (CUDA's rule).
-  for (auto f : module.getOps<FuncOp>()) {
-    if (!f.getKernel())
-      continue;
-    std::vector<uint64_t> offsets, sizes;
-    kernelParamLayout(f, offsets, sizes);
-    state.paramOffsets[f.getSymName()].assign(offsets.begin(), offsets.end());
-  }
-
-  // Which functions need fibers: those with a collective op, and callers of
-  // them (indirect calls are assumed to reach one).
-  llvm::StringMap<SmallVector<StringRef>> callers;
-  SmallVector<StringRef> worklist;
-  for (auto f : module.getOps<FuncOp>()) {
-    bool direct = false;
-    f.walk([&](Operation *op) {
-      if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp, MatchOp,
-              ReduxOp, ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
-              WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
-        direct = true;
-      else if (auto call = dyn_cast<CallOp>(op))
-        callers[call.getCallee()].push_back(f.getSymName());
-    });
-    if (direct && state.needsFibers.insert(f.getSymName()).second)
-      worklist.push_back(f.getSymName());
-  }
-  while (!worklist.empty()) {
-    StringRef f = worklist.pop_back_val();
-    for (StringRef caller : callers[f])
-      if (state.needsFibers.insert(caller).second)
-        worklist.push_back(caller);
-  }
-
-  // Declarations of the runtime entry points.
-  MLIRContext *ctx = module.getContext();
-  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
-  Type voidTy = LLVM::LLVMVoidType::get(ctx);
-  auto declare = [&](StringRef name, Type result, ArrayRef<Type> args,
-                     bool noreturn = false) {
-    auto fn = LLVM::LLVMFuncOp::create(
-        b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, args));
-    if (noreturn)
-      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noreturn")}));
-    fn.setNoUnwind(true);
-  };
-  {
-    // See ABI.h: when it returns, the check has only read the context and
-    // written the cache entry (and runtime-private memory).
-    declare("__wooly_rt_check", voidTy, {ptrTy, ptrTy, i64, i32, i32});
-    auto check = module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_rt_check");
-    auto none = LLVM::ModRefInfo::NoModRef, rw = LLVM::ModRefInfo::ModRef;
-    check.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
-        ctx, {/*other=*/none, /*argMem=*/rw, /*inaccessibleMem=*/rw,
-              /*errnoMem=*/none, /*targetMem0=*/none, /*targetMem1=*/none}));
-    check.setArgAttr(0, LLVM::LLVMDialect::getReadonlyAttrName(),
-                     b.getUnitAttr());
-    check.setArgAttr(0, LLVM::LLVMDialect::getNoCaptureAttrName(),
-                     b.getUnitAttr());
-    check.setArgAttr(1, LLVM::LLVMDialect::getWriteOnlyAttrName(),
-                     b.getUnitAttr());
-    check.setArgAttr(1, LLVM::LLVMDialect::getNoCaptureAttrName(),
-                     b.getUnitAttr());
-  }
-  declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
-  declare("__wooly_rt_space_oob", voidTy, {ptrTy, i64, i32, i32, i32}, true);
-  declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
-  declare("__wooly_rt_iteration_barrier", voidTy, {ptrTy});
-  declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});
-  declare("__wooly_rt_warp", voidTy, {ptrTy, i32, i32, ptrTy, i32, ptrTy, i32});
-  declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
-  declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
-  declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
-  declare("__wooly_rt_sreg", i64, {ptrTy, i32});
-  declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
-  declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
-  declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
-  declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
-  return success();
-}
 
 /// For a kernel that never synchronises, builds
 /// `__wooly_block_<k>(ctx, params, start)`: a loop over the block's threads
@@ -1758,76 +791,735 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+HostTargetInfo::HostTargetInfo(MLIRContext *ctx, bool boundsChecks) {
+  state.boundsChecks = boundsChecks;
+  auto domain = LLVM::AliasScopeDomainAttr::get(
+      ctx, DistinctAttr::create(UnitAttr::get(ctx)),
+      StringAttr::get(ctx, "wooly"));
+  state.runtimeScope = ArrayAttr::get(
+      ctx, {LLVM::AliasScopeAttr::get(
+               ctx, DistinctAttr::create(UnitAttr::get(ctx)), domain,
+               StringAttr::get(ctx, "wooly runtime memory"))});
+}
+
+/// `wooly.iteration_barrier`: the runtime parks the thread as if exited
+/// until all of the block's threads are there.
+struct IterationBarrierOpLowering
+    : ConvertOpToLLVMPattern<IterationBarrierOp> {
+  IterationBarrierOpLowering(const LLVMTypeConverter &converter,
+                             HostState &state)
+      : ConvertOpToLLVMPattern(converter), state(state) {}
+  LogicalResult matchAndRewrite(IterationBarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rw) const override {
+    HostEmitter e{rw, op.getLoc(), state};
+    e.call("__wooly_rt_iteration_barrier", {}, {e.ctx(op)});
+    rw.eraseOp(op);
+    return success();
+  }
+  HostState &state;
+};
+
+/// Iteration barriers, and libm for the math the LLVM lowering leaves.
+void HostTargetInfo::populatePatterns(const LLVMTypeConverter &converter,
+                                      RewritePatternSet &patterns) const {
+  patterns.add<IterationBarrierOpLowering>(converter, state);
+  populateMathToLibmConversionPatterns(patterns, /*benefit=*/0);
+}
+
+/// Lays out shared memory (variables are offsets in the block's window).
+LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
+  for (auto f : module.getOps<FuncOp>())
+    if (!f.isDeclaration())
+      state.definedFunctions[f.getSymName()] = f.getKernel();
+  // Shared variables first: initializers may take their addresses.
+  for (auto g : module.getOps<GlobalOp>()) {
+    if (g.getSpace() != StateSpace::shared &&
+        g.getSpace() != StateSpace::shared_cluster)
+      continue;
+    uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
+    if (g.getCount() == 0) {
+      state.externShared.push_back(g);
+      state.dynamicSharedAlign = std::max(state.dynamicSharedAlign, align);
+      continue;
+    }
+    state.sharedEnd = llvm::alignTo(state.sharedEnd, align);
+    state.sharedOffsets[g.getSymName()] = state.sharedEnd;
+    state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
+  }
+  return success();
+}
+
+/// `.global` and `.const` variables are weak globals of the host: a module
+/// compiled kernel by kernel is linked in parts into one JITDylib, whose
+/// first definition of each variable the others share
+/// (CpuDevice::extendModule). Shared variables have no global.
+FailureOr<LoweredGlobal>
+HostTargetInfo::createGlobal(OpBuilder &b, GlobalOp g, uint64_t align) const {
+  switch (g.getSpace()) {
+  case StateSpace::shared:
+  case StateSpace::shared_cluster:
+    return LoweredGlobal{}; // Laid out by beginModule.
+  case StateSpace::global:
+  case StateSpace::constant: {
+    if (g.getLinkage() && *g.getLinkage() == Linkage::extern_)
+      return g.emitOpError("external variables are not supported on the "
+                           "host yet");
+    uint64_t count = std::max<uint64_t>(g.getCount(), 1);
+    Type arrTy = LLVM::LLVMArrayType::get(g.getElemType(), count);
+    state.memoryGlobals.insert(g.getSymName());
+    return LoweredGlobal{LLVM::GlobalOp::create(
+        b, g.getLoc(), arrTy, /*isConstant=*/false, LLVM::Linkage::Weak,
+        ::globalSymbol(g.getSymName()), denseInitializer(g, count), align)};
+  }
+  default:
+    return g.emitOpError("variables in the ")
+           << stringifyStateSpace(g.getSpace())
+           << " state space are not supported on the host";
+  }
+}
+
+/// In an initializer, a shared variable's address is its offset; the others
+/// are host addresses.
+FailureOr<Value> HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g,
+                                                    StringRef sym, Type elem,
+                                                    const LoweringState &)
+    const {
+  Location loc = g.getLoc();
+  auto sh = state.sharedOffsets.find(sym);
+  if (sh != state.sharedOffsets.end())
+    return Value(LLVM::ConstantOp::create(b, loc, elem,
+                                          b.getIntegerAttr(elem, sh->second)));
+  std::string target;
+  if (auto f = state.definedFunctions.find(sym);
+      f != state.definedFunctions.end())
+    target = f->second ? kernelSymbol(sym) : ::functionSymbol(sym);
+  else if (auto og = g->getParentOfType<ModuleOp>().lookupSymbol<GlobalOp>(sym);
+           og && (og.getSpace() == StateSpace::global ||
+                  og.getSpace() == StateSpace::constant))
+    target = ::globalSymbol(sym);
+  else
+    return g.emitOpError("initializer refers to '")
+           << sym << "', which has no host address";
+  Value p = LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), target);
+  return Value(LLVM::PtrToIntOp::create(b, loc, elem, p));
+}
+
+/// The dynamic shared memory's offset, which functions need fibers, and the
+/// declarations of the runtime's entry points.
+LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
+                                            const LoweringState &) const {
+  state.dynamicSharedOffset =
+      llvm::alignTo(state.sharedEnd, state.dynamicSharedAlign);
+  for (GlobalOp g : state.externShared)
+    state.sharedOffsets[g.getSymName()] = state.dynamicSharedOffset;
+
+  // Which functions need fibers: those with a collective op, and callers of
+  // them (indirect calls are assumed to reach one).
+  llvm::StringMap<SmallVector<StringRef>> callers;
+  SmallVector<StringRef> worklist;
+  for (auto f : module.getOps<FuncOp>()) {
+    bool direct = false;
+    f.walk([&](Operation *op) {
+      if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp, MatchOp,
+              ReduxOp, ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
+              WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
+        direct = true;
+      else if (auto call = dyn_cast<CallOp>(op))
+        callers[call.getCallee()].push_back(f.getSymName());
+    });
+    if (direct && state.needsFibers.insert(f.getSymName()).second)
+      worklist.push_back(f.getSymName());
+  }
+  while (!worklist.empty()) {
+    StringRef f = worklist.pop_back_val();
+    for (StringRef caller : callers[f])
+      if (state.needsFibers.insert(caller).second)
+        worklist.push_back(caller);
+  }
+
+  // Declarations of the runtime entry points.
+  MLIRContext *ctx = module.getContext();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  Type voidTy = LLVM::LLVMVoidType::get(ctx);
+  auto declare = [&](StringRef name, Type result, ArrayRef<Type> args,
+                     bool noreturn = false) {
+    auto fn = LLVM::LLVMFuncOp::create(
+        b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, args));
+    if (noreturn)
+      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noreturn")}));
+    fn.setNoUnwind(true);
+  };
+  {
+    // See ABI.h: when it returns, the check has only read the context and
+    // written the cache entry (and runtime-private memory).
+    declare("__wooly_rt_check", voidTy, {ptrTy, ptrTy, i64, i32, i32});
+    auto check = module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_rt_check");
+    auto none = LLVM::ModRefInfo::NoModRef, rw = LLVM::ModRefInfo::ModRef;
+    check.setMemoryEffectsAttr(LLVM::MemoryEffectsAttr::get(
+        ctx, {/*other=*/none, /*argMem=*/rw, /*inaccessibleMem=*/rw,
+              /*errnoMem=*/none, /*targetMem0=*/none, /*targetMem1=*/none}));
+    check.setArgAttr(0, LLVM::LLVMDialect::getReadonlyAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(0, LLVM::LLVMDialect::getNoCaptureAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(1, LLVM::LLVMDialect::getWriteOnlyAttrName(),
+                     b.getUnitAttr());
+    check.setArgAttr(1, LLVM::LLVMDialect::getNoCaptureAttrName(),
+                     b.getUnitAttr());
+  }
+  declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
+  declare("__wooly_rt_space_oob", voidTy, {ptrTy, i64, i32, i32, i32}, true);
+  declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
+  declare("__wooly_rt_iteration_barrier", voidTy, {ptrTy});
+  declare("__wooly_rt_bar_red", i32, {ptrTy, i32, i32, i32, i32});
+  declare("__wooly_rt_warp", voidTy, {ptrTy, i32, i32, ptrTy, i32, ptrTy, i32});
+  declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
+  declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
+  declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
+  declare("__wooly_rt_sreg", i64, {ptrTy, i32});
+  declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
+  declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
+  declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
+  declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
+  return success();
+}
+
+/// The thread loops of the kernels that never synchronise, and what the
+/// runtime needs to know of the module.
+void HostTargetInfo::finalizeModule(ModuleOp module) const {
+  MLIRContext *ctx = module.getContext();
+  for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>()))
+    if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
+      buildBlockLoop(module, fn, state.runtimeScope);
+  module->setAttr("wooly.num_access_sites",
+                  IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
+  module->setAttr(
+      "wooly.static_shared_size",
+      IntegerAttr::get(IntegerType::get(ctx, 64), state.dynamicSharedOffset));
+}
+
+//===----------------------------------------------------------------------===//
+// Functions, calls and terminators
+//===----------------------------------------------------------------------===//
+
+/// Device functions are weak_odr: a module compiled in parts (kernel by
+/// kernel) has one instance of each, as of its variables, so a function
+/// address taken in one part (a pointer in a `__device__` variable) is the
+/// address every part knows and may call (indirect calls are checked
+/// against them). All parts compile the same source with the same passes,
+/// so every definition is the same: they may be inlined.
+LLVM::Linkage HostTargetInfo::functionLinkage(FuncOp op) const {
+  return op.getKernel() ? LLVM::Linkage::External : LLVM::Linkage::WeakODR;
+}
+
+/// The thread context first; a kernel takes the parameter buffer.
+SmallVector<Type> HostTargetInfo::functionArguments(FuncOp op) const {
+  Type ptrTy = LLVM::LLVMPointerType::get(op.getContext());
+  SmallVector<Type> args{ptrTy};
+  if (op.getKernel())
+    args.push_back(ptrTy);
+  else
+    llvm::append_range(args, op.getArgumentTypes());
+  return args;
+}
+
+void HostTargetInfo::markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn,
+                                FuncOp op) const {
+  fn.setNoUnwind(true);
+}
+
+/// A kernel whose threads synchronise runs them as fibers.
+void HostTargetInfo::finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
+                                  const LoweringState &) const {
+  if (state.needsFibers.contains(op.getSymName()))
+    fn->setAttr("wooly.needs_fibers", b.getUnitAttr());
+}
+
+/// A kernel's entry block reads its parameters from the parameter buffer.
+SmallVector<Value> HostTargetInfo::bodyArguments(Emitter &pe, FuncOp op,
+                                                 Block *entry,
+                                                 const LoweringState &s) const {
+  if (!op.getKernel())
+    return SmallVector<Value>(entry->getArguments().drop_front());
+  HostEmitter e = emitter(pe.rw, op);
+  SmallVector<Value> args;
+  ArrayRef<uint64_t> offsets = s.paramOffsets.find(op.getSymName())->second;
+  for (auto [i, t] : llvm::enumerate(op.getArgumentTypes())) {
+    Value p = e.gep(entry->getArgument(1), int64_t(offsets[i]));
+    args.push_back(
+        e.runtime(LLVM::LoadOp::create(e.rw, e.loc, t, p, /*alignment=*/1)));
+  }
+  return args;
+}
+
+/// The thread context.
+SmallVector<Value> HostTargetInfo::implicitArguments(Emitter &e,
+                                                     Operation *op) const {
+  return {emitter(e.rw, op).ctx(op)};
+}
+
+/// `vprintf` goes to the runtime's printf, and CUDA's `__assertfail` (a
+/// failed `assert`) ends the launch with the assertion's text.
+std::optional<LogicalResult>
+HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
+                                 ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  StringRef callee = op.getCallee();
+  Value c = e.ctx(op);
+  if (callee == "vprintf") {
+    if (adaptor.getOperands().size() != 2 || op.getNumResults() > 1)
+      return op.emitOpError("vprintf takes (format, args)");
+    Value r = e.call("__wooly_rt_vprintf", e.i32(),
+                     {c, e.toI64(adaptor.getOperands()[0]),
+                      e.toI64(adaptor.getOperands()[1])});
+    if (op.getNumResults() == 1)
+      rw.replaceOp(op, e.intCast(r, op.getResult(0).getType()));
+    else
+      rw.eraseOp(op);
+    return success();
+  }
+  if (callee == "__assertfail") {
+    // (message, file, line, function, charSize)
+    ValueRange args = adaptor.getOperands();
+    if (args.size() < 4 || op.getNumResults())
+      return op.emitOpError("__assertfail takes (message, file, line, "
+                            "function, size)");
+    e.call("__wooly_rt_assertfail", {},
+           {c, e.toI64(args[0]), e.toI64(args[1]),
+            e.intCast(args[2], rw.getI32Type()), e.toI64(args[3])});
+    rw.eraseOp(op);
+    return success();
+  }
+  return std::nullopt;
+}
+
+/// Device functions of the module only.
+FailureOr<std::string> HostTargetInfo::calleeSymbol(CallOp op) const {
+  StringRef callee = op.getCallee();
+  auto target = state.definedFunctions.find(callee);
+  if (target == state.definedFunctions.end() || target->second)
+    return op.emitOpError("calls '")
+           << callee
+           << "', which has no definition in the module (external device "
+              "functions other than vprintf and __assertfail are not "
+              "supported yet)";
+  return ::functionSymbol(callee);
+}
+
+/// Only a device function of the module may be called: any other integer
+/// ends the thread's launch (it would jump anywhere).
+LogicalResult HostTargetInfo::checkIndirectCall(ConversionPatternRewriter &rw,
+                                                CallIndirectOp op,
+                                                Value callee) const {
+  if (callee.getType().getIntOrFloatBitWidth() != 64)
+    return op.emitOpError("32-bit function addresses are not supported");
+  if (!state.boundsChecks)
+    return success();
+  HostEmitter e = emitter(rw, op);
+  Value ok = LLVM::ConstantOp::create(rw, op.getLoc(), rw.getI1Type(),
+                                      rw.getBoolAttr(false));
+  for (const auto &f : state.definedFunctions) {
+    if (f.second) // kernels cannot be called
+      continue;
+    Value addr = LLVM::AddressOfOp::create(rw, op.getLoc(), e.ptr(),
+                                           ::functionSymbol(f.getKey()));
+    Value asInt =
+        LLVM::PtrToIntOp::create(rw, op.getLoc(), rw.getI64Type(), addr);
+    Value same = LLVM::ICmpOp::create(rw, op.getLoc(), LLVM::ICmpPredicate::eq,
+                                      callee, asInt);
+    ok = LLVM::OrOp::create(rw, op.getLoc(), ok, same);
+  }
+  e.emitUnlikely(ok,
+                 [&] { e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee}); });
+  return success();
+}
+
+/// `trap` ends the launch with an error.
+void HostTargetInfo::emitTrap(ConversionPatternRewriter &rw,
+                              Operation *op) const {
+  HostEmitter e = emitter(rw, op);
+  e.call("__wooly_rt_trap", {}, {e.ctx(op)});
+}
+
+//===----------------------------------------------------------------------===//
+// Variables and addresses
+//===----------------------------------------------------------------------===//
+
+/// A local variable's host address.
+FailureOr<Value> HostTargetInfo::localAddress(Emitter &e, AddressOfOp op,
+                                              Value slot) const {
+  if (op.getType().getIntOrFloatBitWidth() != 64)
+    return op->emitOpError("32-bit local addresses are not supported on "
+                           "the host yet");
+  return e.toInt(slot, op.getType());
+}
+
+/// Shared variables are offsets; globals and functions are host addresses.
+FailureOr<Value> HostTargetInfo::symbolAddress(Emitter &e, AddressOfOp op,
+                                               const LoweringState &) const {
+  StringRef sym = op.getGlobal();
+  Type t = op.getType();
+  auto it = state.sharedOffsets.find(sym);
+  if (it != state.sharedOffsets.end())
+    return e.cst(t, it->second);
+  std::string target;
+  if (state.memoryGlobals.contains(sym))
+    target = ::globalSymbol(sym);
+  else if (auto f = state.definedFunctions.find(sym);
+           f != state.definedFunctions.end())
+    target = f->second ? kernelSymbol(sym) : ::functionSymbol(sym);
+  else
+    return op->emitOpError("address of unknown symbol '") << sym << "'";
+  if (t.getIntOrFloatBitWidth() != 64)
+    return op->emitOpError("32-bit global addresses are not supported on the "
+                           "host yet");
+  Value addr = LLVM::AddressOfOp::create(e.rw, e.loc, e.ptr(), target);
+  return e.toInt(addr, t);
+}
+
+/// The parameter's host address in the parameter buffer.
+FailureOr<Value> HostTargetInfo::paramAddress(Emitter &e, ParamAddressOp op,
+                                              LLVM::LLVMFuncOp fn,
+                                              uint64_t offset) const {
+  if (op.getType().getIntOrFloatBitWidth() != 64)
+    return op.emitOpError("32-bit parameter addresses are not supported on "
+                          "the host yet");
+  Value params = fn.getBody().front().getArgument(1);
+  return e.toInt(e.gep(params, int64_t(offset)), op.getType());
+}
+
+/// Shared offsets move by the window base; the other spaces share the
+/// generic address.
+FailureOr<Value> HostTargetInfo::cvta(Emitter &pe, CvtaOp op,
+                                      Value a) const {
+  HostEmitter e = emitter(pe.rw, op);
+  Type rt = op.getType();
+  if (op.getSpace() == StateSpace::shared ||
+      op.getSpace() == StateSpace::shared_cluster) {
+    Value base =
+        e.loadField(e.ctx(op), offsetof(WoolyThreadCtx, shared), e.ptr());
+    Value baseInt = LLVM::PtrToIntOp::create(e.rw, e.loc, e.i64(), base);
+    if (op.getDir() == CvtaDir::to_generic)
+      return e.intCast(LLVM::AddOp::create(e.rw, e.loc, baseInt, e.toI64(a)),
+                       rt);
+    return e.intCast(LLVM::SubOp::create(e.rw, e.loc, e.toI64(a), baseInt), rt);
+  }
+  if (a.getType().getIntOrFloatBitWidth() != 64 ||
+      rt.getIntOrFloatBitWidth() != 64)
+    return op.emitOpError("32-bit ")
+           << stringifyStateSpace(op.getSpace())
+           << " addresses are not supported on the host yet";
+  return a;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// A checked host pointer; accesses must be aligned to their size.
+FailureOr<Value> HostTargetInfo::accessPointer(ConversionPatternRewriter &rw,
+                                               Operation *op, StateSpace space,
+                                               Value addr, uint64_t size,
+                                               unsigned kind) const {
+  return emitter(rw, op).address(op, space, addr, size,
+                                 kind | WOOLY_ACCESS_ALIGNED);
+}
+
+Value HostTargetInfo::sharedAtomic(Emitter &pe, AtomicOp kind, Value p,
+                                   ValueRange values) const {
+  HostEmitter e{static_cast<ConversionPatternRewriter &>(pe.rw), pe.loc,
+                state};
+  return emitSharedAtomic(e, kind, p, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Special registers, barriers, asynchronous copies
+//===----------------------------------------------------------------------===//
+
+/// `exit` in a kernel returns; in a device function it ends the thread
+/// through the runtime.
+LogicalResult HostTargetInfo::lower(ExitOp op, ExitOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+  if (fn.getName().starts_with("__wooly_kernel_")) {
+    rw.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
+    return success();
+  }
+  HostEmitter e = emitter(rw, op);
+  e.call("__wooly_rt_exit", {}, {e.ctx(op)});
+  rw.replaceOpWithNewOp<LLVM::UnreachableOp>(op);
+  return success();
+}
+
+/// `wooly.isspacep`: shared is a range test; the others ask the runtime.
+LogicalResult HostTargetInfo::lower(IsSpacePOp op, IsSpacePOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value r = e.call("__wooly_rt_isspacep", e.i32(),
+                   {e.ctx(op), e.c32(uint32_t(op.getSpace())),
+                    e.toI64(adaptor.getAddr())});
+  rw.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::ne, r,
+                                      e.c32(0));
+  return success();
+}
+
+/// `wooly.sreg`: ids come from the thread context, timers from the runtime,
+/// lane masks from `%laneid`; a block is a cluster of one CTA.
+LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value c = e.ctx(op);
+  unsigned dim = op.getDim() ? unsigned(*op.getDim()) : 0;
+  auto field = [&](size_t base) {
+    return e.loadField(c, base + 4 * dim, e.i32());
+  };
+  Value v;
+  switch (op.getReg()) {
+  case SpecialReg::tid:
+    v = field(offsetof(WoolyThreadCtx, tid));
+    break;
+  case SpecialReg::ntid:
+    v = field(offsetof(WoolyThreadCtx, ntid));
+    break;
+  case SpecialReg::ctaid:
+  case SpecialReg::clusterid:
+    v = field(offsetof(WoolyThreadCtx, ctaid));
+    break;
+  case SpecialReg::nctaid:
+  case SpecialReg::nclusterid:
+    v = field(offsetof(WoolyThreadCtx, nctaid));
+    break;
+  case SpecialReg::cluster_ctaid:
+  case SpecialReg::cluster_ctarank:
+    v = e.c32(0);
+    break;
+  case SpecialReg::cluster_nctaid:
+  case SpecialReg::cluster_nctarank:
+    v = e.c32(1);
+    break;
+  case SpecialReg::laneid:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
+    break;
+  case SpecialReg::warpid:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, warpid), e.i32());
+    break;
+  case SpecialReg::nwarpid:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, nwarpid), e.i32());
+    break;
+  case SpecialReg::gridid:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, gridid), e.i32());
+    break;
+  case SpecialReg::dynamic_smem_size:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, dynSmemSize), e.i32());
+    break;
+  case SpecialReg::total_smem_size:
+    v = e.loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), e.i32());
+    break;
+  case SpecialReg::warpsize:
+    v = e.c32(32);
+    break;
+  case SpecialReg::lanemask_eq:
+  case SpecialReg::lanemask_le:
+  case SpecialReg::lanemask_lt:
+  case SpecialReg::lanemask_ge:
+  case SpecialReg::lanemask_gt: {
+    Value lane = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
+    Value bit = LLVM::ShlOp::create(rw, e.loc, e.c32(1), lane);
+    Value lt = LLVM::SubOp::create(rw, e.loc, bit, e.c32(1));
+    Value le = LLVM::OrOp::create(rw, e.loc, lt, bit);
+    Value ones = e.c32(0xffffffffu);
+    switch (op.getReg()) {
+    case SpecialReg::lanemask_eq:
+      v = bit;
+      break;
+    case SpecialReg::lanemask_lt:
+      v = lt;
+      break;
+    case SpecialReg::lanemask_le:
+      v = le;
+      break;
+    case SpecialReg::lanemask_ge:
+      v = LLVM::XOrOp::create(rw, e.loc, lt, ones);
+      break;
+    default:
+      v = LLVM::XOrOp::create(rw, e.loc, le, ones);
+      break;
+    }
+    break;
+  }
+  default:
+    // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
+    v = e.call("__wooly_rt_sreg", e.i64(), {c, e.c32(uint32_t(op.getReg()))});
+    break;
+  }
+  rw.replaceOp(op, e.intCast(v, op.getType()));
+  return success();
+}
+
+/// `wooly.cp_async`: copied at once (completion before the wait is a valid
+/// schedule): `src_size` bytes from global, the rest of `size` zero-filled.
+LogicalResult HostTargetInfo::lower(CpAsyncOp op, CpAsyncOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  uint64_t size = op.getSize();
+  FailureOr<Value> dst =
+      e.address(op, StateSpace::shared, adaptor.getDst(), size,
+                WOOLY_ACCESS_WRITE | WOOLY_ACCESS_ALIGNED);
+  if (failed(dst))
+    return failure();
+  if (!adaptor.getSrcSize()) {
+    FailureOr<Value> src =
+        e.address(op, StateSpace::global, adaptor.getSrc(), size,
+                  WOOLY_ACCESS_READ | WOOLY_ACCESS_ALIGNED);
+    if (failed(src))
+      return failure();
+    LLVM::MemcpyOp::create(rw, e.loc, *dst, *src, e.c64(size), false);
+    rw.eraseOp(op);
+    return success();
+  }
+  // Partial copy: min(src_size, size) bytes, then zeros.
+  Value srcSize = e.toI64(adaptor.getSrcSize());
+  Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult,
+                                  srcSize, e.c64(size));
+  Value n = LLVM::SelectOp::create(rw, e.loc, lt, srcSize, e.c64(size));
+  Value nz =
+      LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n, e.c64(0));
+  // The source is checked (for `size` bytes at most) only when read.
+  Value src = LLVM::IntToPtrOp::create(rw, e.loc, e.ptr(), adaptor.getSrc());
+  Block *cur = rw.getInsertionBlock();
+  Block *cont = rw.splitBlock(cur, rw.getInsertionPoint());
+  Block *copy = rw.createBlock(cont);
+  rw.setInsertionPointToEnd(cur);
+  LLVM::CondBrOp::create(rw, e.loc, nz, copy, cont);
+  rw.setInsertionPointToStart(copy);
+  if (state.boundsChecks)
+    e.call("__wooly_rt_check", {},
+           {e.ctx(op), LLVM::ZeroOp::create(rw, e.loc, e.ptr()),
+            adaptor.getSrc(), LLVM::TruncOp::create(rw, e.loc, e.i32(), n),
+            e.c32(WOOLY_ACCESS_READ)});
+  LLVM::MemcpyOp::create(rw, e.loc, *dst, src, n, false);
+  LLVM::BrOp::create(rw, e.loc, ValueRange{}, cont);
+  rw.setInsertionPointToStart(cont);
+  Value rest = LLVM::SubOp::create(rw, e.loc, e.c64(size), n);
+  Value tail = e.gep(*dst, n);
+  LLVM::MemsetOp::create(
+      rw, e.loc, tail,
+      LLVM::ConstantOp::create(rw, e.loc, e.i8(), rw.getI8IntegerAttr(0)),
+      rest, false);
+  rw.eraseOp(op);
+  return success();
+}
+
+/// `wooly.barrier`: the runtime parks the thread until the barrier fills.
+LogicalResult HostTargetInfo::lower(BarrierOp op, BarrierOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
+  e.call("__wooly_rt_barrier", {},
+         {e.ctx(op), adaptor.getId(), count, e.c32(op.getArrive() ? 1 : 0)});
+  rw.eraseOp(op);
+  return success();
+}
+
+/// `wooly.bar_red`: a barrier that reduces a predicate.
+LogicalResult HostTargetInfo::lower(BarRedOp op, BarRedOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value count = adaptor.getCount() ? adaptor.getCount() : e.c32(0);
+  Value pred = LLVM::ZExtOp::create(rw, e.loc, e.i32(), adaptor.getPred());
+  Value r = e.call(
+      "__wooly_rt_bar_red", e.i32(),
+      {e.ctx(op), e.c32(uint32_t(op.getOp())), adaptor.getId(), count, pred});
+  if (op.getType().isInteger(1))
+    r = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r, e.c32(0));
+  rw.replaceOp(op, r);
+  return success();
+}
+
+/// `nanosleep` yields to the other threads of the block.
+LogicalResult HostTargetInfo::lower(NanosleepOp op, NanosleepOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  e.call("__wooly_rt_nanosleep", {},
+         {e.ctx(op), e.intCast(adaptor.getOperands()[0], e.i32())});
+  rw.eraseOp(op);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Warp collectives
+//===----------------------------------------------------------------------===//
+
+/// A warp collective: marshal the inputs, call `__wooly_rt_warp`, read the
+/// results back in order (the runtime parks the thread until every lane of
+/// the mask has arrived).
+template <typename Op>
+LogicalResult HostTargetInfo::lowerWarp(Op op, typename Op::Adaptor adaptor,
+                                        ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  WarpCall w{e, op, {}};
+  FailureOr<WarpRequest> request = marshal(op, adaptor, w);
+  if (failed(request))
+    return failure();
+  Value out =
+      w.emit(request->kind, request->mask, wordCount(op->getResultTypes()));
+  unsigned word = 0;
+  SmallVector<Value> results;
+  for (Type t : op->getResultTypes())
+    results.push_back(w.read(out, word, t));
+  rw.replaceOp(op, results);
+  return success();
+}
+
+#define WOOLY_HOST_WARP_OP(Op)                                                 \
+  LogicalResult HostTargetInfo::lower(Op op, Op::Adaptor adaptor,              \
+                                      ConversionPatternRewriter &rw) const {   \
+    return lowerWarp(op, adaptor, rw);                                         \
+  }
+WOOLY_HOST_WARP_OP(ShflOp)
+WOOLY_HOST_WARP_OP(VoteOp)
+WOOLY_HOST_WARP_OP(MatchOp)
+WOOLY_HOST_WARP_OP(ReduxOp)
+WOOLY_HOST_WARP_OP(ActiveMaskOp)
+WOOLY_HOST_WARP_OP(WarpSyncOp)
+WOOLY_HOST_WARP_OP(LdMatrixOp)
+WOOLY_HOST_WARP_OP(MmaOp)
+WOOLY_HOST_WARP_OP(WmmaMmaOp)
+WOOLY_HOST_WARP_OP(WmmaLoadOp)
+WOOLY_HOST_WARP_OP(WmmaStoreOp)
+#undef WOOLY_HOST_WARP_OP
+
+/// Ops with no effect on the host: breakpoints and the async-copy group
+/// bookkeeping (copies complete at once).
+#define WOOLY_HOST_ERASED_OP(Op)                                               \
+  LogicalResult HostTargetInfo::lower(Op op, Op::Adaptor,                      \
+                                      ConversionPatternRewriter &rw) const {   \
+    rw.eraseOp(op);                                                            \
+    return success();                                                          \
+  }
+WOOLY_HOST_ERASED_OP(BrkptOp)
+WOOLY_HOST_ERASED_OP(CpAsyncCommitOp)
+WOOLY_HOST_ERASED_OP(CpAsyncWaitOp)
+#undef WOOLY_HOST_ERASED_OP
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
 struct ConvertWoolyToLLVMPass
     : wooly::impl::ConvertWoolyToLLVMBase<ConvertWoolyToLLVMPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
-    LoweringState state;
-    state.boundsChecks = boundsChecks;
-    auto domain = LLVM::AliasScopeDomainAttr::get(
-        ctx, DistinctAttr::create(UnitAttr::get(ctx)),
-        StringAttr::get(ctx, "wooly"));
-    state.runtimeScope = ArrayAttr::get(
-        ctx, {LLVM::AliasScopeAttr::get(
-                 ctx, DistinctAttr::create(UnitAttr::get(ctx)), domain,
-                 StringAttr::get(ctx, "wooly runtime memory"))});
-    if (failed(prepareModule(module, state)))
-      return signalPassFailure();
-    // Byte-array parameters (`insert_bytes`/`extract_bytes` expand to
-    // strided slices) become element inserts/extracts VectorToLLVM knows.
-    {
-      RewritePatternSet vectorPatterns(ctx);
-      vector::populateVectorInsertExtractStridedSliceTransforms(vectorPatterns);
-      if (failed(applyPatternsGreedily(module, std::move(vectorPatterns))))
-        return signalPassFailure();
-    }
-
-    LowerToLLVMOptions options(ctx);
-    LLVMTypeConverter converter(ctx, options);
-    RewritePatternSet patterns(ctx);
-    patterns.add<
-        FuncOpLowering, RetOpLowering, ExitOpLowering, TrapOpLowering,
-        CallOpLowering, CallIndirectOpLowering, GlobalOpLowering,
-        AddressOfOpLowering, ParamAddressOpLowering, CvtaOpLowering,
-        IsSpacePOpLowering, SRegOpLowering, LoadOpLowering, StoreOpLowering,
-        AtomOpLowering, RedOpLowering, FenceOpLowering, CpAsyncOpLowering,
-        BarrierOpLowering, BarRedOpLowering, IterationBarrierOpLowering,
-        WarpOpLowering<ShflOp>, WarpOpLowering<VoteOp>, WarpOpLowering<MatchOp>,
-        WarpOpLowering<ReduxOp>, WarpOpLowering<ActiveMaskOp>,
-        WarpOpLowering<WarpSyncOp>, WarpOpLowering<LdMatrixOp>,
-        WarpOpLowering<MmaOp>, WarpOpLowering<WmmaMmaOp>,
-        WarpOpLowering<WmmaLoadOp>, WarpOpLowering<WmmaStoreOp>,
-        EraseLowering<PrefetchOp>, EraseLowering<BrkptOp>,
-        EraseLowering<CpAsyncCommitOp>, EraseLowering<CpAsyncWaitOp>,
-        CreatePolicyOpLowering, NanosleepOpLowering>(converter, state);
-    arith::populateArithToLLVMConversionPatterns(converter, patterns);
-    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
-    populateFuncToLLVMConversionPatterns(converter, patterns);
-    populateMathToLLVMConversionPatterns(converter, patterns);
-    populateMathToLibmConversionPatterns(patterns, /*benefit=*/0);
-    populateVectorToLLVMConversionPatterns(converter, patterns);
-
-    LLVMConversionTarget target(*ctx);
-    target.addLegalOp<ModuleOp>();
-    target.addIllegalDialect<WoolyDialect, arith::ArithDialect,
-                             math::MathDialect, cf::ControlFlowDialect,
-                             func::FuncDialect, vector::VectorDialect>();
-    if (failed(applyFullConversion(module, target, std::move(patterns))))
-      return signalPassFailure();
-
-    for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>()))
-      if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
-        buildBlockLoop(module, fn, state.runtimeScope);
-
-    module->setAttr(
-        "wooly.num_access_sites",
-        IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
-    module->setAttr(
-        "wooly.static_shared_size",
-        IntegerAttr::get(IntegerType::get(ctx, 64), state.dynamicSharedOffset));
+    HostTargetInfo target(&getContext(), boundsChecks);
+    if (failed(runLowering(getOperation(), target)))
+      signalPassFailure();
   }
 };
 

@@ -71,7 +71,7 @@ public:
   FailureOr<Value> helperCall(Emitter &e, func::CallOp call) const override;
   void markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op) const override;
 
-  WOOLY_GPU_TARGET_OPS(WOOLY_GPU_LOWER_OVERRIDE)
+  WOOLY_TARGET_OPS(WOOLY_LOWER_OVERRIDE)
 
 private:
   /// The `sm_XX` name and its number.

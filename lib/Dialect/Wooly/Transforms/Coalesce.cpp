@@ -38,6 +38,7 @@
 
 #include "VirtualBlocks.h"
 
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -281,18 +282,6 @@ FuncOp makePart(FuncOp kernel, SymbolTable &symbols) {
   return part;
 }
 
-/// Byte size and CUDA alignment of parameter `i` of `kernel` (as the
-/// lowering lays out the parameter buffer).
-std::pair<uint64_t, uint64_t> paramLayout(FuncOp kernel, unsigned i) {
-  Type t = kernel.getArgumentTypes()[i];
-  unsigned bits = t.getIntOrFloatBitWidth();
-  uint64_t size = bits == 1 ? 1 : (bits + 7) / 8;
-  uint64_t align = size;
-  if (auto a = kernel.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
-    align = a.getInt();
-  return {size, std::max<uint64_t>(align, 1)};
-}
-
 /// Builds `@__wooly_coalesced` dispatching to `parts` (kernel index j calls
 /// parts[j], a clone of kernels[j]).
 void buildCoalesced(ModuleOp module, ArrayRef<FuncOp> kernels,
@@ -425,13 +414,10 @@ void buildCoalesced(ModuleOp module, ArrayRef<FuncOp> kernels,
                              ValueRange{});
     b.setInsertionPointToEnd(call);
     SmallVector<Value> args;
-    uint64_t off = 0;
-    for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
-      auto [size, align] = paramLayout(kernel, i);
-      off = llvm::alignTo(off, align);
-      args.push_back(load(at(paramBuf, off), kernel.getArgumentTypes()[i]));
-      off += size;
-    }
+    std::vector<uint64_t> offsets, sizes;
+    kernelParamLayout(kernel, offsets, sizes);
+    for (auto [i, t] : llvm::enumerate(kernel.getArgumentTypes()))
+      args.push_back(load(at(paramBuf, offsets[i]), t));
     args.append(ids);
     CallOp::create(b, loc, TypeRange{},
                    FlatSymbolRefAttr::get(ctx, FuncOp(parts[j]).getSymName()),
