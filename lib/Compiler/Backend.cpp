@@ -35,11 +35,6 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 
-Error detail::makeError(const llvm::Twine &msg) {
-  return llvm::make_error<llvm::StringError>(msg,
-                                             llvm::inconvertibleErrorCode());
-}
-
 Backend::~Backend() = default;
 
 llvm::CodeGenOptLevel detail::codeGenLevel(unsigned optLevel) {
@@ -63,18 +58,19 @@ detail::createTargetMachine(StringRef tripleName, StringRef cpu,
   std::string err;
   const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
-    return makeError("no LLVM backend for " + what + " targets: " + err);
+    return llvm::createStringError("no LLVM backend for " + what +
+                                   " targets: " + err);
   std::unique_ptr<llvm::MCSubtargetInfo> sti(
       t->createMCSubtargetInfo(triple, "", ""));
   if (!sti || !sti->isCPUStringValid(cpu))
-    return makeError("unknown " + what + " target '" + cpu + "'");
+    return llvm::createStringError("unknown " + what + " target '" + cpu + "'");
   llvm::TargetOptions to;
   std::unique_ptr<llvm::TargetMachine> tm(
       t->createTargetMachine(triple, cpu, features, to, llvm::Reloc::PIC_,
                              std::nullopt, codeGenLevel(optLevel)));
   if (!tm)
-    return makeError("cannot create the " + what + " target machine for " +
-                     cpu);
+    return llvm::createStringError("cannot create the " + what +
+                                   " target machine for " + cpu);
   return std::move(tm);
 }
 
@@ -195,7 +191,7 @@ detail::createBackend(const Target &target, const CompileOptions &options) {
   case Target::Kind::AMDGCN:
     return createAMDGPUBackend(target, options);
   }
-  return makeError("unknown target kind");
+  return llvm::createStringError("unknown target kind");
 }
 
 Error detail::compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
@@ -211,7 +207,8 @@ Error detail::compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
   llvm::raw_svector_ostream os(code);
   llvm::legacy::PassManager codegen;
   if (tm.addPassesToEmitFile(codegen, os, nullptr, backend.fileType()))
-    return makeError("the backend cannot emit code for " + tm.getTargetCPU());
+    return llvm::createStringError("the backend cannot emit code for " +
+                                   tm.getTargetCPU());
   codegen.run(module);
   return backend.finish(std::string(code.begin(), code.end()), out);
 }

@@ -43,9 +43,6 @@ class OpPassManager;
 
 namespace wooly::detail {
 
-/// An `llvm::StringError` carrying `msg`.
-llvm::Error makeError(const llvm::Twine &msg);
-
 /// What differs between the LLVM backends `compile()` drives.
 class Backend {
 public:

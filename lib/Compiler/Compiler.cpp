@@ -60,8 +60,6 @@ using llvm::StringRef;
 #define WOOLY_BUILD_ID "unknown"
 #endif
 
-using detail::makeError;
-
 //===----------------------------------------------------------------------===//
 // Target
 //===----------------------------------------------------------------------===//
@@ -84,8 +82,8 @@ Expected<Target> Target::parse(StringRef text) {
     t.chip = text.str();
     return t;
   }
-  return makeError("unknown target '" + text +
-                   "' (expected host, sm_XX or gfxXXX)");
+  return llvm::createStringError("unknown target '" + text +
+                                 "' (expected host, sm_XX or gfxXXX)");
 }
 
 std::string Target::str() const { return kind == Kind::Host ? "host" : chip; }
@@ -147,7 +145,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
     return v.takeError();
   const llvm::json::Object *o = v->getAsObject();
   if (!o)
-    return makeError("compiled module: bad header");
+    return llvm::createStringError("compiled module: bad header");
   CompiledModule m;
   auto str = [&](const llvm::json::Object &obj, StringRef key) {
     return obj.getString(key).value_or("").str();
@@ -174,7 +172,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
     for (const llvm::json::Value &kv : *ks) {
       const llvm::json::Object *ko = kv.getAsObject();
       if (!ko)
-        return makeError("compiled module: bad kernel entry");
+        return llvm::createStringError("compiled module: bad kernel entry");
       KernelInfo k;
       k.name = str(*ko, "name");
       k.symbol = str(*ko, "symbol");
@@ -210,7 +208,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
         m.globals.push_back(
             {str(*go, "name"), str(*go, "symbol"), num(*go, "size")});
   if (rest.size() != num(*o, "binarySize"))
-    return makeError("compiled module: truncated binary");
+    return llvm::createStringError("compiled module: truncated binary");
   m.binary = rest.str();
   return m;
 }
@@ -304,8 +302,9 @@ public:
 
   /// The diagnostics collected, or "<name>: <what>" when there are none.
   llvm::Error error(StringRef what) const {
-    return makeError(diags.empty() ? (input.name + ": " + what).str()
-                                   : StringRef(diags).rtrim().str());
+    return llvm::createStringError(diags.empty()
+                                       ? (input.name + ": " + what).str()
+                                       : StringRef(diags).rtrim().str());
   }
 
 private:
@@ -440,7 +439,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     }
     for (const std::string &k : *options.kernels)
       if (!found.contains(k))
-        return makeError(input.name + ": no kernel named '" + k + "'");
+        return llvm::createStringError(input.name + ": no kernel named '" + k +
+                                       "'");
   }
 
   mlir::PassManager pm(&ctx);
@@ -453,8 +453,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     // are (wrapping them in "builtin.module(...)" would nest them on the
     // module's nested modules, of which there are none).
     if (mlir::failed(mlir::parsePassPipeline(options.passes, pm, errorOS)))
-      return makeError("bad pass pipeline '" + options.passes +
-                       "': " + StringRef(errors).trim());
+      return llvm::createStringError("bad pass pipeline '" + options.passes +
+                                     "': " + StringRef(errors).trim());
   }
   if (mlir::failed(pm.run(*module)))
     return failWith("a pass failed");
@@ -491,7 +491,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     return failWith("translation to LLVM IR failed");
   if (Error e = detail::compileLLVMModule(**backend, **tm, *llvmModule,
                                           options.optLevel, out))
-    return makeError(input.name + ": " + llvm::toString(std::move(e)));
+    return llvm::createStringError(input.name + ": " +
+                                   llvm::toString(std::move(e)));
   return out;
 }
 
@@ -583,7 +584,7 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
       other->done.wait(lock, [&] { return other->finished; });
       ++numHits;
       if (!other->result)
-        return makeError(other->error);
+        return llvm::createStringError(other->error);
       return other->result;
     }
     mine = std::make_shared<Pending>();
@@ -627,7 +628,7 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
   if (!m) {
     std::string error = llvm::toString(m.takeError());
     finish(nullptr, error, /*compiled=*/true);
-    return makeError(error);
+    return llvm::createStringError(error);
   }
   auto shared = std::make_shared<const CompiledModule>(std::move(*m));
   if (!directory.empty()) {

@@ -130,7 +130,7 @@ llvm::Expected<CompiledModule> compileIR(const char *ir, llvm::StringRef symbol,
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = parse(ir, ctx);
   if (!m)
-    return makeError("bad test IR");
+    return llvm::createStringError("bad test IR");
   auto backend = createBackend(gfx("gfx942"), options);
   if (!backend)
     return backend.takeError();

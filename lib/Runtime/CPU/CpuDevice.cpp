@@ -68,11 +68,6 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 
-static Error makeError(const llvm::Twine &msg) {
-  return llvm::make_error<llvm::StringError>(msg,
-                                             llvm::inconvertibleErrorCode());
-}
-
 namespace {
 enum class ThreadStatus : uint8_t {
   Runnable,
@@ -1740,8 +1735,8 @@ public:
 
   Expected<LoadedModule *> load(std::shared_ptr<const CompiledModule> m) {
     if (m->target.kind != Target::Kind::Host)
-      return makeError("module compiled for '" + m->target.str() +
-                       "' cannot run on the CPU backend");
+      return llvm::createStringError("module compiled for '" + m->target.str() +
+                                     "' cannot run on the CPU backend");
     std::lock_guard<std::mutex> lock(deviceMutex);
     if (Error e = ensureJIT())
       return std::move(e);
@@ -1774,12 +1769,12 @@ public:
 
   Error extend(LoadedModule *handle, std::shared_ptr<const CompiledModule> m) {
     if (m->target.kind != Target::Kind::Host)
-      return makeError("module compiled for '" + m->target.str() +
-                       "' cannot run on the CPU backend");
+      return llvm::createStringError("module compiled for '" + m->target.str() +
+                                     "' cannot run on the CPU backend");
     std::lock_guard<std::mutex> lock(deviceMutex);
     auto *impl = reinterpret_cast<LoadedModuleImpl *>(handle);
     if (!llvm::any_of(modules, [&](auto &p) { return p.get() == impl; }))
-      return makeError("unknown module");
+      return llvm::createStringError("unknown module");
     return addPart(*impl, std::move(m));
   }
 
@@ -1791,7 +1786,8 @@ public:
       std::shared_lock<std::shared_mutex> read(impl.mutex);
       for (const KernelInfo &k : m->kernels)
         if (impl.kernels.count(k.name))
-          return makeError("kernel '" + k.name + "' is already loaded");
+          return llvm::createStringError("kernel '" + k.name +
+                                         "' is already loaded");
     }
     // The part's own tracker: a part that fails half-way is removed again,
     // so that a retry does not meet its definitions.
@@ -1846,7 +1842,7 @@ public:
     auto *m = reinterpret_cast<LoadedModuleImpl *>(handle);
     auto it = llvm::find_if(modules, [&](auto &p) { return p.get() == m; });
     if (it == modules.end())
-      return makeError("unknown module");
+      return llvm::createStringError("unknown module");
     unregisterGlobals(*m);
     if (Error e = jit->getExecutionSession().removeJITDylib(*m->dylib))
       return e;
@@ -1862,12 +1858,14 @@ public:
       std::shared_lock<std::shared_mutex> read(m->mutex);
       auto it = m->kernels.find(kernelName);
       if (it == m->kernels.end())
-        return makeError("no kernel named '" + kernelName + "' in the module");
+        return llvm::createStringError("no kernel named '" + kernelName +
+                                       "' in the module");
       entry = it->second;
     }
     const KernelInfo *k = entry.info;
     auto fail = [&](const llvm::Twine &msg) {
-      return makeError("launch of kernel '" + kernelName + "': " + msg);
+      return llvm::createStringError("launch of kernel '" + kernelName +
+                                     "': " + msg);
     };
     uint64_t threads = 1, blocks = 1;
     for (int i = 0; i < 3; ++i) {
@@ -1985,7 +1983,7 @@ public:
     }
     if (l.failed.load())
       return l.errorKind == FaultKind::Launch
-                 ? makeError(l.error)
+                 ? llvm::createStringError(l.error)
                  : llvm::make_error<KernelFaultError>(l.errorKind, l.error);
     if (!l.domainStarts.empty()) {
       std::vector<std::pair<size_t, std::string>> faults;
@@ -2132,7 +2130,8 @@ CpuDevice::globalAddress(LoadedModule *module, StringRef name) {
   std::shared_lock<std::shared_mutex> read(m->mutex);
   auto it = m->globals.find(name);
   if (it == m->globals.end())
-    return makeError("no global variable named '" + name + "' in the module");
+    return llvm::createStringError("no global variable named '" + name +
+                                   "' in the module");
   return it->second;
 }
 
