@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "TargetCodegen.h"
 
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
@@ -382,17 +382,17 @@ Error detail::readAMDGPUKernelMetadata(StringRef codeObject,
 }
 
 //===----------------------------------------------------------------------===//
-// The backend
+// The code generator
 //===----------------------------------------------------------------------===//
 
 namespace {
 /// `gfx90a`/`gfx942`: convert-wooly-to-rocdl, code object v5 from LLVM's
 /// AMDGPU backend, ROCm device libraries when the module calls them, ld.lld,
 /// and the kernels' registers and segments from the metadata note.
-class AMDGPUBackend : public Backend {
+class AMDGPUCodegen : public TargetCodegen {
 public:
-  AMDGPUBackend(const Target &target, const CompileOptions &options)
-      : Backend(options), chip(target.chip) {}
+  AMDGPUCodegen(const Target &target, const CompileOptions &options)
+      : TargetCodegen(options), chip(target.chip) {}
 
   void registerTranslations(mlir::DialectRegistry &registry) const override {
     mlir::registerROCDLDialectTranslation(registry);
@@ -462,12 +462,12 @@ private:
 };
 } // namespace
 
-Expected<std::unique_ptr<Backend>>
-detail::createAMDGPUBackend(const Target &target,
+Expected<std::unique_ptr<TargetCodegen>>
+detail::createAMDGPUCodegen(const Target &target,
                             const CompileOptions &options) {
   if (!llvm::is_contained(kChips, target.chip))
     return llvm::createStringError(
         "target '" + target.chip +
         "' is not supported (AMD targets: gfx90a, gfx942)");
-  return std::make_unique<AMDGPUBackend>(target, options);
+  return std::make_unique<AMDGPUCodegen>(target, options);
 }

@@ -3,16 +3,16 @@
 // PTX/Wooly -> the caller's Wooly passes -> wooly-expand-arith -> the
 // target's lowering -> LLVM IR -> optimised code from the target's LLVM
 // backend: a native object for the host, PTX text for `sm_XX`, an HSA code
-// object for `gfxXXX`. What differs between targets is a Backend
-// (Backend.h); everything else is here, once. The metadata (kernels,
+// object for `gfxXXX`. What differs between targets is a TargetCodegen
+// (TargetCodegen.h); everything else is here, once. The metadata (kernels,
 // parameter layout, globals, shared memory) is read from the lowered module,
-// where the conversion left it as attributes; the backend adds what only it
-// knows (AMDGPU: registers and spills).
+// where the conversion left it as attributes; the target's code generator
+// adds what only it knows (AMDGPU: registers and spills).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
-#include "Backend.h"
+#include "TargetCodegen.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
@@ -399,20 +399,20 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
 Expected<CompiledModule> wooly::compile(const CompileInput &input,
                                         const Target &target,
                                         const CompileOptions &options) {
-  Expected<std::unique_ptr<detail::Backend>> backend =
-      detail::createBackend(target, options);
-  if (!backend)
-    return backend.takeError();
+  Expected<std::unique_ptr<detail::TargetCodegen>> codegen =
+      detail::createTargetCodegen(target, options);
+  if (!codegen)
+    return codegen.takeError();
   // Before any work: this checks the chip.
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      (*backend)->createTargetMachine();
+      (*codegen)->createTargetMachine();
   if (!tm)
     return tm.takeError();
   mlir::DialectRegistry registry;
   mlir::wooly::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
-  (*backend)->registerTranslations(registry);
+  (*codegen)->registerTranslations(registry);
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
@@ -464,7 +464,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
 
   pm.clear();
   pm.addPass(mlir::wooly::createWoolyExpandArith());
-  if (Error e = (*backend)->addLowering(pm))
+  if (Error e = (*codegen)->addLowering(pm))
     return std::move(e);
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(*module)))
@@ -473,7 +473,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   CompiledModule out;
   out.target = target;
   out.key = cacheKey(input, target, options);
-  collectMetadata(*module, out, (*backend)->keepsVariableNames());
+  collectMetadata(*module, out, (*codegen)->keepsVariableNames());
   for (KernelInfo &k : out.kernels)
     for (const mlir::wooly::KernelSummary &sum : summaries)
       if (sum.name == k.name) {
@@ -489,7 +489,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       mlir::translateModuleToLLVMIR(*module, llvmCtx, input.name);
   if (!llvmModule)
     return failWith("translation to LLVM IR failed");
-  if (Error e = detail::compileLLVMModule(**backend, **tm, *llvmModule,
+  if (Error e = detail::compileLLVMModule(**codegen, **tm, *llvmModule,
                                           options.optLevel, out))
     return llvm::createStringError(input.name + ": " +
                                    llvm::toString(std::move(e)));

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "TargetCodegen.h"
 #include "Wooly/Compiler/Compiler.h"
 
 #include "llvm/AsmParser/Parser.h"
@@ -131,17 +131,17 @@ llvm::Expected<CompiledModule> compileIR(const char *ir, llvm::StringRef symbol,
   std::unique_ptr<llvm::Module> m = parse(ir, ctx);
   if (!m)
     return llvm::createStringError("bad test IR");
-  auto backend = createBackend(gfx("gfx942"), options);
-  if (!backend)
-    return backend.takeError();
-  auto tm = (*backend)->createTargetMachine();
+  auto codegen = createTargetCodegen(gfx("gfx942"), options);
+  if (!codegen)
+    return codegen.takeError();
+  auto tm = (*codegen)->createTargetMachine();
   if (!tm)
     return tm.takeError();
   CompiledModule out;
   KernelInfo k;
   k.name = k.symbol = symbol.str();
   out.kernels.push_back(k);
-  if (llvm::Error e = compileLLVMModule(**backend, **tm, *m, 2, out))
+  if (llvm::Error e = compileLLVMModule(**codegen, **tm, *m, 2, out))
     return std::move(e);
   return out;
 }

@@ -7,7 +7,7 @@
 // text through LLVM's NVPTX backend) and `gfx90a`/`gfx942` (an HSA code
 // object through LLVM's AMDGPU backend, linked by ld.lld; ROCm's device
 // libraries only for kernels that call them). The target-specific steps live
-// behind an internal backend interface (lib/Compiler/Backend.h), so this
+// behind an internal interface (lib/Compiler/TargetCodegen.h), so this
 // header includes no LLVM target or dialect header.
 //
 //===----------------------------------------------------------------------===//
