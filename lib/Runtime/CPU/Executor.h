@@ -318,4 +318,12 @@ void computeWorkerStack(Worker &w);
 
 } // namespace wooly::cpu::detail
 
+extern "C" {
+/// CUDA's `__assertfail` (a failed `assert` in a kernel): ends the launch
+/// with CUDA's message (Printf.cpp; not in ABI.h, which is plain C).
+[[noreturn]] void __wooly_rt_assertfail(WoolyThreadCtx *ctx, uint64_t message,
+                                        uint64_t file, uint32_t line,
+                                        uint64_t function);
+} // extern "C"
+
 #endif // WOOLY_LIB_RUNTIME_CPU_EXECUTOR_H
