@@ -69,3 +69,24 @@ void detail::computeWorkerStack(Worker &w) {
   w.stackLo = range.first;
   w.stackHi = range.second;
 }
+
+void detail::initBlockCtx(Worker &w, GpuThread &t) {
+  LaunchState &l = *w.launch;
+  WoolyThreadCtx &c = t.ctx;
+  for (int i = 0; i < 3; ++i) {
+    c.ntid[i] = l.config.block[i];
+    c.ctaid[i] = uint32_t(w.block[i]);
+    c.nctaid[i] = l.config.grid[i];
+  }
+  c.nwarpid = (l.threadsPerBlock + 31) / 32;
+  c.dynSmemSize = l.config.dynamicSharedBytes;
+  c.totalSmemSize = l.totalShared;
+  c.gridid = 1;
+  c.shared = w.shared.data();
+  c.params = l.params;
+  c.paramBytes = l.kernel->paramBufferSize;
+  c.siteCache = w.cache.data();
+  c.runtime = &t;
+  t.worker = &w;
+  t.status = ThreadStatus::Runnable;
+}

@@ -3,7 +3,8 @@
 // Internal to the CPU runtime (CpuDevice.cpp describes how a launch runs).
 // The state of a launch in progress, of the workers that run its blocks and
 // of each GPU thread, and what the executor's files share: reporting a
-// fault of a GPU thread and the live part of its stack.
+// fault of a GPU thread, the live part of its stack, and the block loop and
+// the two ways of running a block (DirectExecutor.cpp, FiberExecutor.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -315,6 +316,31 @@ inline std::pair<uint64_t, uint64_t> liveStack(GpuThread *t, uint64_t below) {
 /// direct-mode locals). Looked up once per thread: on the main thread
 /// `pthread_getattr_np` reads /proc/self/maps.
 void computeWorkerStack(Worker &w);
+
+/// Sets the fields of `t.ctx` that are the same for every thread of the
+/// block.
+void initBlockCtx(Worker &w, GpuThread &t);
+
+/// Direct mode: runs the threads of the worker's current block one after
+/// another on the worker's stack (DirectExecutor.cpp).
+void runBlockDirect(Worker &w);
+
+/// Fiber mode: runs the worker's current block with every GPU thread a
+/// fiber, under the deterministic block scheduler (FiberExecutor.cpp).
+void runBlockFibers(Worker &w);
+
+/// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
+/// it already is: a pool worker may leave a launch and join it again.
+void joinLaunch(Worker &w);
+
+/// Runs blocks of `w.launch` until none is left or the launch has failed.
+/// With `activeLaunches`, also returns after a block while more than one
+/// launch is active, so that the worker can pick again.
+void runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches);
+
+/// Installs the handler that turns a kernel's stack overflow into a launch
+/// error, once per process (BlockLoop.cpp).
+void installOverflowHandler();
 
 } // namespace wooly::cpu::detail
 
