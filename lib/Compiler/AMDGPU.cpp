@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "TargetCodegen.h"
 
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
@@ -112,8 +112,8 @@ Error linkBitcode(llvm::Module &m, StringRef path) {
     std::string msg;
     llvm::raw_string_ostream os(msg);
     diag.print("", os, /*ShowColors=*/false);
-    return makeError("cannot read the ROCm device library " + path + ": " +
-                     StringRef(msg).trim());
+    return llvm::createStringError("cannot read the ROCm device library " +
+                                   path + ": " + StringRef(msg).trim());
   }
   // A library without a target (a hand-made one) takes the module's, which
   // is what the device libraries carry anyway.
@@ -123,7 +123,8 @@ Error linkBitcode(llvm::Module &m, StringRef path) {
     lib->setDataLayout(m.getDataLayout());
   if (llvm::Linker::linkModules(m, std::move(lib),
                                 llvm::Linker::Flags::LinkOnlyNeeded))
-    return makeError("cannot link the ROCm device library " + path);
+    return llvm::createStringError("cannot link the ROCm device library " +
+                                   path);
   return Error::success();
 }
 } // namespace
@@ -140,9 +141,10 @@ Error detail::linkROCmDeviceLibs(llvm::Module &m, StringRef chip,
     return list;
   };
   if (dir.empty())
-    return makeError("kernel needs the ROCm device library (" + describe() +
-                     "): pass --rocm-device-libs=DIR (e.g. "
-                     "/opt/rocm/amdgcn/bitcode)");
+    return llvm::createStringError("kernel needs the ROCm device library (" +
+                                   describe() +
+                                   "): pass --rocm-device-libs=DIR (e.g. "
+                                   "/opt/rocm/amdgcn/bitcode)");
 
   // What the module itself defines and exports stays visible; whatever the
   // libraries bring becomes internal.
@@ -166,8 +168,9 @@ Error detail::linkROCmDeviceLibs(llvm::Module &m, StringRef chip,
         continue;
       std::string file = path(entry.first + ".bc");
       if (!llvm::sys::fs::exists(file))
-        return makeError("kernel needs the ROCm device library (" + describe() +
-                         "), but " + file + " does not exist");
+        return llvm::createStringError(
+            "kernel needs the ROCm device library (" + describe() + "), but " +
+            file + " does not exist");
       if (Error e = linkBitcode(m, file))
         return e;
       progress = true;
@@ -182,8 +185,9 @@ Error detail::linkROCmDeviceLibs(llvm::Module &m, StringRef chip,
     if (!llvm::sys::fs::exists(p)) {
       if (optional)
         continue;
-      return makeError("the ROCm device library directory " + dir + " has no " +
-                       file + " (needed with ocml/ockl for " + chip + ")");
+      return llvm::createStringError(
+          "the ROCm device library directory " + dir + " has no " + file +
+          " (needed with ocml/ockl for " + chip + ")");
     }
     if (Error e = linkBitcode(m, p))
       return e;
@@ -192,8 +196,8 @@ Error detail::linkROCmDeviceLibs(llvm::Module &m, StringRef chip,
   std::map<std::string, std::vector<std::string>> missing = neededDeviceLibs(m);
   if (!missing.empty()) {
     needed = std::move(missing);
-    return makeError("the ROCm device libraries in " + dir + " do not define " +
-                     describe());
+    return llvm::createStringError("the ROCm device libraries in " + dir +
+                                   " do not define " + describe());
   }
   llvm::internalizeModule(m, [&](const llvm::GlobalValue &gv) {
     return exported.contains(gv.getName());
@@ -209,8 +213,9 @@ Expected<std::string> detail::findLld(StringRef explicitPath) {
   if (!explicitPath.empty()) {
     if (llvm::sys::fs::can_execute(explicitPath))
       return explicitPath.str();
-    return makeError("the linker '" + explicitPath +
-                     "' (--lld) does not exist or is not executable");
+    return llvm::createStringError(
+        "the linker '" + explicitPath +
+        "' (--lld) does not exist or is not executable");
   }
   const std::string versioned = "ld.lld-" + std::to_string(LLVM_VERSION_MAJOR);
   const std::string llvmBin =
@@ -221,11 +226,12 @@ Expected<std::string> detail::findLld(StringRef explicitPath) {
   if (llvm::ErrorOr<std::string> p =
           llvm::sys::findProgramByName("ld.lld", {llvmBin}))
     return *p;
-  return makeError("cannot find ld.lld to link AMDGPU code objects (looked "
-                   "for " +
-                   versioned + " and ld.lld on PATH and in " + llvmBin +
-                   "): install lld-" + std::to_string(LLVM_VERSION_MAJOR) +
-                   " (scripts/install-deps.sh) or pass --lld=PATH");
+  return llvm::createStringError(
+      "cannot find ld.lld to link AMDGPU code objects (looked "
+      "for " +
+      versioned + " and ld.lld on PATH and in " + llvmBin + "): install lld-" +
+      std::to_string(LLVM_VERSION_MAJOR) +
+      " (scripts/install-deps.sh) or pass --lld=PATH");
 }
 
 namespace {
@@ -238,7 +244,8 @@ struct TempFile {
   Error create(StringRef prefix, StringRef suffix) {
     if (std::error_code ec =
             llvm::sys::fs::createTemporaryFile("wooly-" + prefix, suffix, path))
-      return makeError("cannot create a temporary file: " + ec.message());
+      return llvm::createStringError("cannot create a temporary file: " +
+                                     ec.message());
     remover.emplace(path);
     return Error::success();
   }
@@ -259,8 +266,8 @@ Expected<std::string> detail::linkCodeObject(StringRef object, StringRef lld) {
     if (!ec)
       os << object;
     if (ec || os.has_error())
-      return makeError("cannot write " + in.path + ": " +
-                       (ec ? ec : os.error()).message());
+      return llvm::createStringError("cannot write " + in.path + ": " +
+                                     (ec ? ec : os.error()).message());
   }
   llvm::SmallVector<StringRef, 8> args = {lld,     "-shared", "--no-undefined",
                                           in.path, "-o",      out.path};
@@ -274,14 +281,15 @@ Expected<std::string> detail::linkCodeObject(StringRef object, StringRef lld) {
     std::string msg = execError;
     if (auto buf = llvm::MemoryBuffer::getFile(log.path))
       msg = (*buf)->getBuffer().trim().str();
-    return makeError(lld + " could not link the AMDGPU code object (exit " +
-                     std::to_string(rc) + "): " + msg);
+    return llvm::createStringError(
+        lld + " could not link the AMDGPU code object (exit " +
+        std::to_string(rc) + "): " + msg);
   }
   auto buf = llvm::MemoryBuffer::getFile(out.path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
-    return makeError("cannot read " + out.path + ": " +
-                     buf.getError().message());
+    return llvm::createStringError("cannot read " + out.path + ": " +
+                                   buf.getError().message());
   return (*buf)->getBuffer().str();
 }
 
@@ -322,14 +330,15 @@ Expected<std::string> metadataNote(const llvm::object::ELF64LEFile &elf) {
     if (err)
       return std::move(err);
   }
-  return makeError("the code object has no AMDGPU metadata note");
+  return llvm::createStringError("the code object has no AMDGPU metadata note");
 }
 } // namespace
 
 Error detail::readAMDGPUKernelMetadata(StringRef codeObject,
                                        std::vector<KernelInfo> &kernels) {
   auto fail = [](const llvm::Twine &why) {
-    return makeError("cannot read the AMDGPU code object's metadata: " + why);
+    return llvm::createStringError(
+        "cannot read the AMDGPU code object's metadata: " + why);
   };
   Expected<llvm::object::ELF64LEFile> elf =
       llvm::object::ELF64LEFile::create(codeObject);
@@ -373,17 +382,17 @@ Error detail::readAMDGPUKernelMetadata(StringRef codeObject,
 }
 
 //===----------------------------------------------------------------------===//
-// The backend
+// The code generator
 //===----------------------------------------------------------------------===//
 
 namespace {
 /// `gfx90a`/`gfx942`: convert-wooly-to-rocdl, code object v5 from LLVM's
 /// AMDGPU backend, ROCm device libraries when the module calls them, ld.lld,
 /// and the kernels' registers and segments from the metadata note.
-class AMDGPUBackend : public Backend {
+class AMDGPUCodegen : public TargetCodegen {
 public:
-  AMDGPUBackend(const Target &target, const CompileOptions &options)
-      : Backend(options), chip(target.chip) {}
+  AMDGPUCodegen(const Target &target, const CompileOptions &options)
+      : TargetCodegen(options), chip(target.chip) {}
 
   void registerTranslations(mlir::DialectRegistry &registry) const override {
     mlir::registerROCDLDialectTranslation(registry);
@@ -425,10 +434,11 @@ public:
     // linked whole here.
     for (const llvm::Function &f : m)
       if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
-        return makeError("function '" + f.getName() +
-                         "' is called but defined in no module linked here: "
-                         "calls across PTX modules are not supported yet on "
-                         "amdgcn");
+        return llvm::createStringError(
+            "function '" + f.getName() +
+            "' is called but defined in no module linked here: "
+            "calls across PTX modules are not supported yet on "
+            "amdgcn");
     return Error::success();
   }
 
@@ -452,11 +462,12 @@ private:
 };
 } // namespace
 
-Expected<std::unique_ptr<Backend>>
-detail::createAMDGPUBackend(const Target &target,
+Expected<std::unique_ptr<TargetCodegen>>
+detail::createAMDGPUCodegen(const Target &target,
                             const CompileOptions &options) {
   if (!llvm::is_contained(kChips, target.chip))
-    return makeError("target '" + target.chip +
-                     "' is not supported (AMD targets: gfx90a, gfx942)");
-  return std::make_unique<AMDGPUBackend>(target, options);
+    return llvm::createStringError(
+        "target '" + target.chip +
+        "' is not supported (AMD targets: gfx90a, gfx942)");
+  return std::make_unique<AMDGPUCodegen>(target, options);
 }

@@ -3,16 +3,16 @@
 // PTX/Wooly -> the caller's Wooly passes -> wooly-expand-arith -> the
 // target's lowering -> LLVM IR -> optimised code from the target's LLVM
 // backend: a native object for the host, PTX text for `sm_XX`, an HSA code
-// object for `gfxXXX`. What differs between targets is a Backend
-// (Backend.h); everything else is here, once. The metadata (kernels,
+// object for `gfxXXX`. What differs between targets is a TargetCodegen
+// (TargetCodegen.h); everything else is here, once. The metadata (kernels,
 // parameter layout, globals, shared memory) is read from the lowered module,
-// where the conversion left it as attributes; the backend adds what only it
-// knows (AMDGPU: registers and spills).
+// where the conversion left it as attributes; the target's code generator
+// adds what only it knows (AMDGPU: registers and spills).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
-#include "Backend.h"
+#include "TargetCodegen.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
@@ -37,7 +37,6 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
@@ -59,161 +58,6 @@ using llvm::StringRef;
 #ifndef WOOLY_BUILD_ID
 #define WOOLY_BUILD_ID "unknown"
 #endif
-
-using detail::makeError;
-
-//===----------------------------------------------------------------------===//
-// Target
-//===----------------------------------------------------------------------===//
-
-Expected<Target> Target::parse(StringRef text) {
-  Target t;
-  unsigned n;
-  if (text == "host" || text == "cpu") {
-    t.kind = Kind::Host;
-    t.chip = llvm::sys::getHostCPUName().str();
-    return t;
-  }
-  if (text.starts_with("sm_") && !text.drop_front(3).getAsInteger(10, n)) {
-    t.kind = Kind::NVPTX;
-    t.chip = text.str();
-    return t;
-  }
-  if (text.starts_with("gfx") && text.size() > 3) {
-    t.kind = Kind::AMDGCN;
-    t.chip = text.str();
-    return t;
-  }
-  return makeError("unknown target '" + text +
-                   "' (expected host, sm_XX or gfxXXX)");
-}
-
-std::string Target::str() const { return kind == Kind::Host ? "host" : chip; }
-
-//===----------------------------------------------------------------------===//
-// CompiledModule
-//===----------------------------------------------------------------------===//
-
-const KernelInfo *CompiledModule::findKernel(StringRef name) const {
-  for (const KernelInfo &k : kernels)
-    if (k.name == name)
-      return &k;
-  return nullptr;
-}
-
-std::string CompiledModule::serialize() const {
-  llvm::json::Array ks, gs;
-  for (const KernelInfo &k : kernels)
-    ks.push_back(llvm::json::Object{
-        {"name", k.name},
-        {"symbol", k.symbol},
-        {"blockSymbol", k.blockSymbol},
-        {"paramOffsets", llvm::json::Array(k.paramOffsets)},
-        {"paramSizes", llvm::json::Array(k.paramSizes)},
-        {"paramBufferSize", k.paramBufferSize},
-        {"paramRoles", llvm::json::Array(k.paramRoles)},
-        {"needsFibers", k.needsFibers},
-        {"maxntid", llvm::json::Array(k.maxntid)},
-        {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
-        {"staticSharedBytes", k.staticSharedBytes},
-        {"registerEstimate", uint64_t(k.registerEstimate)},
-        {"costHint", k.costHint},
-        {"registers", uint64_t(k.registers)},
-        {"scalarRegisters", uint64_t(k.scalarRegisters)},
-        {"spills", uint64_t(k.spills)},
-        {"privateBytes", k.privateBytes},
-        {"reqntid", llvm::json::Array(k.reqntid)}});
-  for (const GlobalInfo &g : globals)
-    gs.push_back(llvm::json::Object{
-        {"name", g.name}, {"symbol", g.symbol}, {"size", g.size}});
-  llvm::json::Object header{{"target", target.str()},
-                            {"chip", target.chip},
-                            {"kernels", std::move(ks)},
-                            {"globals", std::move(gs)},
-                            {"staticSharedSize", staticSharedSize},
-                            {"numAccessSites", numAccessSites},
-                            {"key", key},
-                            {"binarySize", uint64_t(binary.size())}};
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::json::Value(std::move(header)) << '\n' << binary;
-  return out;
-}
-
-Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
-  auto [head, rest] = bytes.split('\n');
-  Expected<llvm::json::Value> v = llvm::json::parse(head);
-  if (!v)
-    return v.takeError();
-  const llvm::json::Object *o = v->getAsObject();
-  if (!o)
-    return makeError("compiled module: bad header");
-  CompiledModule m;
-  auto str = [&](const llvm::json::Object &obj, StringRef key) {
-    return obj.getString(key).value_or("").str();
-  };
-  auto num = [&](const llvm::json::Object &obj, StringRef key) {
-    return uint64_t(obj.getInteger(key).value_or(0));
-  };
-  auto nums = [&](const llvm::json::Object &obj, StringRef key) {
-    std::vector<uint64_t> out;
-    if (const llvm::json::Array *a = obj.getArray(key))
-      for (const llvm::json::Value &e : *a)
-        out.push_back(e.getAsInteger().value_or(0));
-    return out;
-  };
-  Expected<Target> t = Target::parse(str(*o, "target"));
-  if (!t)
-    return t.takeError();
-  m.target = *t;
-  m.target.chip = str(*o, "chip");
-  m.staticSharedSize = num(*o, "staticSharedSize");
-  m.numAccessSites = num(*o, "numAccessSites");
-  m.key = str(*o, "key");
-  if (const llvm::json::Array *ks = o->getArray("kernels"))
-    for (const llvm::json::Value &kv : *ks) {
-      const llvm::json::Object *ko = kv.getAsObject();
-      if (!ko)
-        return makeError("compiled module: bad kernel entry");
-      KernelInfo k;
-      k.name = str(*ko, "name");
-      k.symbol = str(*ko, "symbol");
-      k.blockSymbol = str(*ko, "blockSymbol");
-      k.paramOffsets = nums(*ko, "paramOffsets");
-      k.paramSizes = nums(*ko, "paramSizes");
-      k.paramBufferSize = num(*ko, "paramBufferSize");
-      if (const llvm::json::Array *roles = ko->getArray("paramRoles"))
-        for (const llvm::json::Value &r : *roles)
-          k.paramRoles.push_back(r.getAsString().value_or("").str());
-      k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
-      if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
-        for (const llvm::json::Value &b : *ro)
-          k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));
-      k.staticSharedBytes = num(*ko, "staticSharedBytes");
-      k.registerEstimate = unsigned(num(*ko, "registerEstimate"));
-      k.costHint = num(*ko, "costHint");
-      k.registers = unsigned(num(*ko, "registers"));
-      k.scalarRegisters = unsigned(num(*ko, "scalarRegisters"));
-      k.spills = unsigned(num(*ko, "spills"));
-      k.privateBytes = num(*ko, "privateBytes");
-      std::vector<uint64_t> mx = nums(*ko, "maxntid"),
-                            rq = nums(*ko, "reqntid");
-      for (unsigned i = 0; i < 3 && i < mx.size(); ++i)
-        k.maxntid[i] = mx[i];
-      for (unsigned i = 0; i < 3 && i < rq.size(); ++i)
-        k.reqntid[i] = rq[i];
-      m.kernels.push_back(std::move(k));
-    }
-  if (const llvm::json::Array *gs = o->getArray("globals"))
-    for (const llvm::json::Value &gv : *gs)
-      if (const llvm::json::Object *go = gv.getAsObject())
-        m.globals.push_back(
-            {str(*go, "name"), str(*go, "symbol"), num(*go, "size")});
-  if (rest.size() != num(*o, "binarySize"))
-    return makeError("compiled module: truncated binary");
-  m.binary = rest.str();
-  return m;
-}
 
 //===----------------------------------------------------------------------===//
 // Compilation
@@ -304,8 +148,9 @@ public:
 
   /// The diagnostics collected, or "<name>: <what>" when there are none.
   llvm::Error error(StringRef what) const {
-    return makeError(diags.empty() ? (input.name + ": " + what).str()
-                                   : StringRef(diags).rtrim().str());
+    return llvm::createStringError(diags.empty()
+                                       ? (input.name + ": " + what).str()
+                                       : StringRef(diags).rtrim().str());
   }
 
 private:
@@ -400,20 +245,20 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
 Expected<CompiledModule> wooly::compile(const CompileInput &input,
                                         const Target &target,
                                         const CompileOptions &options) {
-  Expected<std::unique_ptr<detail::Backend>> backend =
-      detail::createBackend(target, options);
-  if (!backend)
-    return backend.takeError();
+  Expected<std::unique_ptr<detail::TargetCodegen>> codegen =
+      detail::createTargetCodegen(target, options);
+  if (!codegen)
+    return codegen.takeError();
   // Before any work: this checks the chip.
   Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      (*backend)->createTargetMachine();
+      (*codegen)->createTargetMachine();
   if (!tm)
     return tm.takeError();
   mlir::DialectRegistry registry;
   mlir::wooly::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
-  (*backend)->registerTranslations(registry);
+  (*codegen)->registerTranslations(registry);
   mlir::MLIRContext ctx(registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
 
@@ -440,7 +285,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     }
     for (const std::string &k : *options.kernels)
       if (!found.contains(k))
-        return makeError(input.name + ": no kernel named '" + k + "'");
+        return llvm::createStringError(input.name + ": no kernel named '" + k +
+                                       "'");
   }
 
   mlir::PassManager pm(&ctx);
@@ -453,8 +299,8 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
     // are (wrapping them in "builtin.module(...)" would nest them on the
     // module's nested modules, of which there are none).
     if (mlir::failed(mlir::parsePassPipeline(options.passes, pm, errorOS)))
-      return makeError("bad pass pipeline '" + options.passes +
-                       "': " + StringRef(errors).trim());
+      return llvm::createStringError("bad pass pipeline '" + options.passes +
+                                     "': " + StringRef(errors).trim());
   }
   if (mlir::failed(pm.run(*module)))
     return failWith("a pass failed");
@@ -464,7 +310,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
 
   pm.clear();
   pm.addPass(mlir::wooly::createWoolyExpandArith());
-  if (Error e = (*backend)->addLowering(pm))
+  if (Error e = (*codegen)->addLowering(pm))
     return std::move(e);
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
   if (mlir::failed(pm.run(*module)))
@@ -473,7 +319,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   CompiledModule out;
   out.target = target;
   out.key = cacheKey(input, target, options);
-  collectMetadata(*module, out, (*backend)->keepsVariableNames());
+  collectMetadata(*module, out, (*codegen)->keepsVariableNames());
   for (KernelInfo &k : out.kernels)
     for (const mlir::wooly::KernelSummary &sum : summaries)
       if (sum.name == k.name) {
@@ -489,9 +335,10 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       mlir::translateModuleToLLVMIR(*module, llvmCtx, input.name);
   if (!llvmModule)
     return failWith("translation to LLVM IR failed");
-  if (Error e = detail::compileLLVMModule(**backend, **tm, *llvmModule,
+  if (Error e = detail::compileLLVMModule(**codegen, **tm, *llvmModule,
                                           options.optLevel, out))
-    return makeError(input.name + ": " + llvm::toString(std::move(e)));
+    return llvm::createStringError(input.name + ": " +
+                                   llvm::toString(std::move(e)));
   return out;
 }
 
@@ -583,7 +430,7 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
       other->done.wait(lock, [&] { return other->finished; });
       ++numHits;
       if (!other->result)
-        return makeError(other->error);
+        return llvm::createStringError(other->error);
       return other->result;
     }
     mine = std::make_shared<Pending>();
@@ -627,7 +474,7 @@ CompileCache::getOrCompile(const CompileInput &input, const Target &target,
   if (!m) {
     std::string error = llvm::toString(m.takeError());
     finish(nullptr, error, /*compiled=*/true);
-    return makeError(error);
+    return llvm::createStringError(error);
   }
   auto shared = std::make_shared<const CompiledModule>(std::move(*m));
   if (!directory.empty()) {

@@ -11,7 +11,7 @@
 #include "Wooly/Runtime/Backend.h"
 #include "BackendModule.h"
 #include "Remote.h"
-#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/CompiledModule.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
 #include "Wooly/Runtime/CUDA/CudaDevice.h"
 

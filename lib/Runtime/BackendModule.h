@@ -7,7 +7,7 @@
 #ifndef WOOLY_LIB_RUNTIME_BACKENDMODULE_H
 #define WOOLY_LIB_RUNTIME_BACKENDMODULE_H
 
-#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/CompiledModule.h"
 
 #include <memory>
 

@@ -17,7 +17,7 @@
 #include "BackendModule.h"
 
 #include "Wooly/Client/Client.h"
-#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/CompiledModule.h"
 
 #include "llvm/ADT/DenseMap.h"
 

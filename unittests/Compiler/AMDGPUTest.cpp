@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "TargetCodegen.h"
 #include "Wooly/Compiler/Compiler.h"
 
 #include "llvm/AsmParser/Parser.h"
@@ -130,18 +130,18 @@ llvm::Expected<CompiledModule> compileIR(const char *ir, llvm::StringRef symbol,
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = parse(ir, ctx);
   if (!m)
-    return makeError("bad test IR");
-  auto backend = createBackend(gfx("gfx942"), options);
-  if (!backend)
-    return backend.takeError();
-  auto tm = (*backend)->createTargetMachine();
+    return llvm::createStringError("bad test IR");
+  auto codegen = createTargetCodegen(gfx("gfx942"), options);
+  if (!codegen)
+    return codegen.takeError();
+  auto tm = (*codegen)->createTargetMachine();
   if (!tm)
     return tm.takeError();
   CompiledModule out;
   KernelInfo k;
   k.name = k.symbol = symbol.str();
   out.kernels.push_back(k);
-  if (llvm::Error e = compileLLVMModule(**backend, **tm, *m, 2, out))
+  if (llvm::Error e = compileLLVMModule(**codegen, **tm, *m, 2, out))
     return std::move(e);
   return out;
 }

@@ -7,18 +7,21 @@
 // text through LLVM's NVPTX backend) and `gfx90a`/`gfx942` (an HSA code
 // object through LLVM's AMDGPU backend, linked by ld.lld; ROCm's device
 // libraries only for kernels that call them). The target-specific steps live
-// behind an internal backend interface (lib/Compiler/Backend.h), so this
-// header includes no LLVM target or dialect header.
+// behind an internal interface (lib/Compiler/TargetCodegen.h), so this
+// header includes no LLVM target or dialect header. What a compilation
+// produces (Target, KernelInfo, CompiledModule) is declared in
+// CompiledModule.h, which the runtimes use without linking the compiler.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef WOOLY_COMPILER_COMPILER_H
 #define WOOLY_COMPILER_COMPILER_H
 
+#include "Wooly/Compiler/CompiledModule.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -29,20 +32,6 @@
 #include <vector>
 
 namespace wooly {
-
-/// A compilation target.
-struct Target {
-  enum class Kind { Host, NVPTX, AMDGCN };
-  Kind kind = Kind::Host;
-  /// `sm_90`, `gfx942`; the host CPU's name for `host`.
-  std::string chip;
-
-  /// Parses `host`, `sm_XX` or `gfxXXX` (compile() then checks the chip:
-  /// the AMD ones it knows are gfx90a and gfx942).
-  static llvm::Expected<Target> parse(llvm::StringRef text);
-  /// The spelling `parse` accepts.
-  std::string str() const;
-};
 
 /// What the caller may choose about a compilation.
 struct CompileOptions {
@@ -76,80 +65,6 @@ struct CompileInput {
   std::string text;
   /// Name used in diagnostics (a file name).
   std::string name = "<input>";
-};
-
-/// What a runtime needs to know to launch one kernel.
-struct KernelInfo {
-  /// The PTX name of the kernel.
-  std::string name;
-  /// The symbol of its entry point in the binary.
-  std::string symbol;
-  /// For kernels that never synchronise, the symbol of a function that runs
-  /// the block's threads from a linear index on (`__wooly_block_<name>`);
-  /// empty otherwise.
-  std::string blockSymbol;
-  /// Offset and size of each parameter in the parameter buffer.
-  std::vector<uint64_t> paramOffsets, paramSizes;
-  /// Size of the whole parameter buffer.
-  uint64_t paramBufferSize = 0;
-  /// For each parameter, its launch role ("" for the user's parameters;
-  /// e.g. "virtual_grid_x" for one a pass appended, see
-  /// include/Wooly/Dialect/Wooly/Transforms/Passes.td).
-  std::vector<std::string> paramRoles;
-  /// True when the kernel reaches a barrier or warp collective (its threads
-  /// then run as fibers on the CPU backend).
-  bool needsFibers = false;
-  /// `.maxntid`/`.reqntid` (0 where absent).
-  std::array<uint32_t, 3> maxntid{}, reqntid{};
-  /// Analyses (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h): for
-  /// each parameter, whether it is a pointer the kernel only reads through
-  /// (its buffer may be deduplicated across tenants).
-  std::vector<bool> readOnlyParams;
-  /// Static shared memory of the kernel (what the backend reports where it
-  /// reports it, AMDGPU's group segment; otherwise what the kernel itself
-  /// names), an estimate of its registers per thread from the Wooly IR, and
-  /// a static cost hint.
-  uint64_t staticSharedBytes = 0;
-  unsigned registerEstimate = 0;
-  uint64_t costHint = 0;
-  /// What the backend reports about the compiled kernel, 0 where the backend
-  /// reports none (host; sm_XX, whose registers only ptxas allocates):
-  /// vector registers per thread (AMDGPU `.vgpr_count`), scalar registers
-  /// per wave (`.sgpr_count`), registers spilled to memory (vector and
-  /// scalar spills together) and private (scratch) bytes per thread
-  /// (`.private_segment_fixed_size`).
-  unsigned registers = 0;
-  unsigned scalarRegisters = 0;
-  unsigned spills = 0;
-  uint64_t privateBytes = 0;
-};
-
-/// A module-scope `.global`/`.const` variable of the binary.
-struct GlobalInfo {
-  std::string name, symbol;
-  uint64_t size = 0;
-};
-
-/// The result of a compilation.
-struct CompiledModule {
-  Target target;
-  /// The binary: an ELF relocatable object for `host`, PTX text for
-  /// `sm_XX`, an HSA code object (ELF shared object) for `gfxXXX`.
-  std::string binary;
-  std::vector<KernelInfo> kernels;
-  std::vector<GlobalInfo> globals;
-  /// Bytes of static shared memory (the dynamic part starts here).
-  uint64_t staticSharedSize = 0;
-  /// Number of memory-access sites (the size of the per-worker cache).
-  uint64_t numAccessSites = 0;
-  /// The key this module was compiled under.
-  std::string key;
-
-  /// Returns the kernel named `name`, or null.
-  const KernelInfo *findKernel(llvm::StringRef name) const;
-  /// A self-contained byte string (for an on-disk cache or the wire).
-  std::string serialize() const;
-  static llvm::Expected<CompiledModule> deserialize(llvm::StringRef bytes);
 };
 
 /// What a module offers before anything is compiled: each kernel's name,

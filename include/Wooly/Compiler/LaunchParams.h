@@ -9,7 +9,7 @@
 #ifndef WOOLY_COMPILER_LAUNCHPARAMS_H
 #define WOOLY_COMPILER_LAUNCHPARAMS_H
 
-#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/CompiledModule.h"
 
 #include "llvm/ADT/ArrayRef.h"
 

@@ -12,11 +12,6 @@
 using namespace wooly::cpu;
 using llvm::Error;
 
-static Error makeError(const llvm::Twine &msg) {
-  return llvm::make_error<llvm::StringError>(msg,
-                                             llvm::inconvertibleErrorCode());
-}
-
 static std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
 namespace {
@@ -44,17 +39,17 @@ DeviceMemory::~DeviceMemory() {
 llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
                                                 uint64_t domain) {
   if (size == 0)
-    return makeError("cannot allocate 0 bytes");
+    return llvm::createStringError("cannot allocate 0 bytes");
   {
     std::shared_lock<std::shared_mutex> lock(mutex);
     if (size > limit || inUse > limit - size)
-      return makeError("out of device memory: " + llvm::Twine(size) +
-                       " bytes requested, " + llvm::Twine(inUse) + " of " +
-                       llvm::Twine(limit) + " in use");
+      return llvm::createStringError(
+          "out of device memory: " + llvm::Twine(size) + " bytes requested, " +
+          llvm::Twine(inUse) + " of " + llvm::Twine(limit) + " in use");
   }
   uint64_t rounded = roundedSize(size);
   if (rounded < size)
-    return makeError("allocation size overflows");
+    return llvm::createStringError("allocation size overflows");
   void *p = nullptr;
   if (rounded >= kMapThreshold) {
     p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
@@ -65,8 +60,8 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
     std::memset(p, 0, rounded);
   }
   if (!p)
-    return makeError("out of host memory allocating " + llvm::Twine(size) +
-                     " bytes");
+    return llvm::createStringError("out of host memory allocating " +
+                                   llvm::Twine(size) + " bytes");
   uint64_t base = reinterpret_cast<uint64_t>(p);
   std::unique_lock<std::shared_mutex> lock(mutex);
   allocations[base] = Allocation{base, size, false, "", domain};
@@ -78,8 +73,9 @@ Error DeviceMemory::free(uint64_t addr) {
   std::unique_lock<std::shared_mutex> lock(mutex);
   auto it = allocations.find(addr);
   if (it == allocations.end() || it->second.moduleGlobal)
-    return makeError("free of 0x" + hex(addr) +
-                     ", which is not the base of a live allocation");
+    return llvm::createStringError(
+        "free of 0x" + hex(addr) +
+        ", which is not the base of a live allocation");
   uint64_t size = it->second.size;
   inUse -= size;
   allocations.erase(it);
@@ -155,9 +151,10 @@ Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
     return Error::success();
   if (find(addr, size))
     return Error::success();
-  return makeError(llvm::Twine(what) + " of " + llvm::Twine(size) +
-                   " bytes at device address 0x" + hex(addr) +
-                   " is outside every live allocation");
+  return llvm::createStringError(llvm::Twine(what) + " of " +
+                                 llvm::Twine(size) +
+                                 " bytes at device address 0x" + hex(addr) +
+                                 " is outside every live allocation");
 }
 
 Error DeviceMemory::copyToDevice(uint64_t dst, const void *src, uint64_t size) {

@@ -10,9 +10,10 @@
 
 #include "Wooly/Runtime/CPU/FloatHelpers.h"
 
+#include "llvm/ADT/bit.h"
+
 #include <cfenv>
 #include <cmath>
-#include <cstring>
 
 #pragma STDC FENV_ACCESS ON
 
@@ -123,23 +124,11 @@ uint64_t roundExact(bool neg, uint64_t m, int e, const Format &f, Mode mode,
   return bits | (neg ? signBit(f) : 0);
 }
 
-uint64_t bitsOf(double x) {
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
+uint64_t bitsOf(double x) { return llvm::bit_cast<uint64_t>(x); }
 
-double doubleOf(uint64_t u) {
-  double x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+double doubleOf(uint64_t u) { return llvm::bit_cast<double>(u); }
 
-float floatOf(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+float floatOf(uint32_t u) { return llvm::bit_cast<float>(u); }
 
 /// Rounds a double to format `f`.
 uint64_t roundDouble(double x, const Format &f, Mode mode,

@@ -53,6 +53,8 @@
 
 #include "Wooly/Runtime/CPU/ABI.h"
 
+#include "llvm/ADT/bit.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -119,26 +121,10 @@ constexpr uint32_t shape(unsigned m, unsigned n, unsigned k) {
 // Exact bit-level conversions
 //===----------------------------------------------------------------------===//
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint64_t bitsOf(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-double doubleOf(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
+uint32_t bitsOf(float f) { return llvm::bit_cast<uint32_t>(f); }
+float floatOf(uint32_t u) { return llvm::bit_cast<float>(u); }
+uint64_t bitsOf(double d) { return llvm::bit_cast<uint64_t>(d); }
+double doubleOf(uint64_t u) { return llvm::bit_cast<double>(u); }
 
 float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;

@@ -23,7 +23,7 @@
 #ifndef WOOLY_RUNTIME_CPU_CPUDEVICE_H
 #define WOOLY_RUNTIME_CPU_CPUDEVICE_H
 
-#include "Wooly/Compiler/Compiler.h"
+#include "Wooly/Compiler/CompiledModule.h"
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/CPU/DeviceMemory.h"
 

@@ -1,10 +1,10 @@
-//===- Backend.h - The target-specific steps of compile() -------*- C++ -*-===//
+//===- TargetCodegen.h - The target-specific steps of compile() -*- C++ -*-===//
 //
 // Internal to lib/Compiler. `compile()` (Compiler.cpp) runs the steps every
 // target shares: import, the caller's Wooly passes, the kernel analyses,
 // `wooly-expand-arith`, reading the metadata the lowering left on the module,
 // translation to LLVM IR, LLVM's optimisation pipeline and code generation
-// (`compileLLVMModule`). A `Backend` supplies only what differs between
+// (`compileLLVMModule`). A `TargetCodegen` supplies only what differs between
 // targets:
 //
 //   host    convert-wooly-to-llvm; native TargetMachine; ELF object
@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef WOOLY_LIB_COMPILER_BACKEND_H
-#define WOOLY_LIB_COMPILER_BACKEND_H
+#ifndef WOOLY_LIB_COMPILER_TARGETCODEGEN_H
+#define WOOLY_LIB_COMPILER_TARGETCODEGEN_H
 
 #include "Wooly/Compiler/Compiler.h"
 
@@ -43,13 +43,11 @@ class OpPassManager;
 
 namespace wooly::detail {
 
-/// An `llvm::StringError` carrying `msg`.
-llvm::Error makeError(const llvm::Twine &msg);
-
-/// What differs between the LLVM backends `compile()` drives.
-class Backend {
+/// One target's code generation: what differs between the LLVM backends
+/// `compile()` drives.
+class TargetCodegen {
 public:
-  virtual ~Backend();
+  virtual ~TargetCodegen();
 
   /// Registers the translations to LLVM IR of the dialects the lowering
   /// produces (besides builtin and LLVM).
@@ -78,18 +76,18 @@ public:
   }
 
 protected:
-  explicit Backend(const CompileOptions &options) : options(options) {}
+  explicit TargetCodegen(const CompileOptions &options) : options(options) {}
   const CompileOptions &options;
 };
 
-/// The backend for `target`; an error for a chip it does not know. The
-/// backend refers to `options`, which must outlive it.
-llvm::Expected<std::unique_ptr<Backend>>
-createBackend(const Target &target, const CompileOptions &options);
+/// The code generator for `target`; an error for a chip it does not know.
+/// It refers to `options`, which must outlive it.
+llvm::Expected<std::unique_ptr<TargetCodegen>>
+createTargetCodegen(const Target &target, const CompileOptions &options);
 
-/// The AMDGPU backend for `target` (gfxXXX).
-llvm::Expected<std::unique_ptr<Backend>>
-createAMDGPUBackend(const Target &target, const CompileOptions &options);
+/// The AMDGPU code generator for `target` (gfxXXX).
+llvm::Expected<std::unique_ptr<TargetCodegen>>
+createAMDGPUCodegen(const Target &target, const CompileOptions &options);
 
 /// LLVM's code generation level for an optimisation level 0-3.
 llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel);
@@ -102,13 +100,13 @@ createTargetMachine(llvm::StringRef triple, llvm::StringRef cpu,
                     llvm::StringRef features, llvm::StringRef what,
                     unsigned optLevel);
 
-/// Compiles the translated `module` with `backend` and its TargetMachine
+/// Compiles the translated `module` with `targetCodegen` and its TargetMachine
 /// `tm`: sets the triple and data layout, prepares, optimises at
 /// `optLevel`, generates code and finishes `out` (binary and
 /// backend-reported kernel metadata).
-llvm::Error compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
-                              llvm::Module &module, unsigned optLevel,
-                              CompiledModule &out);
+llvm::Error compileLLVMModule(const TargetCodegen &targetCodegen,
+                              llvm::TargetMachine &tm, llvm::Module &module,
+                              unsigned optLevel, CompiledModule &out);
 
 //===----------------------------------------------------------------------===//
 // AMDGPU (AMDGPU.cpp)
@@ -145,4 +143,4 @@ llvm::Error readAMDGPUKernelMetadata(llvm::StringRef codeObject,
 
 } // namespace wooly::detail
 
-#endif // WOOLY_LIB_COMPILER_BACKEND_H
+#endif // WOOLY_LIB_COMPILER_TARGETCODEGEN_H

@@ -1,13 +1,13 @@
-//===- Backend.cpp - LLVM code generation shared by every target -*- C++ -*-=//
+//===- TargetCodegen.cpp - LLVM code generation of every target -*- C++ -*-===//
 //
 // The part of compile() below LLVM IR that every target shares (creating a
-// TargetMachine, optimising, generating code) and the two backends that need
-// nothing else: `host` (convert-wooly-to-llvm, native ELF object) and `sm_XX`
-// (convert-wooly-to-nvvm, PTX text). The AMDGPU backend is in AMDGPU.cpp.
+// TargetMachine, optimising, generating code) and the two code generators that
+// need nothing else: `host` (convert-wooly-to-llvm, native ELF object) and
+// `sm_XX` (convert-wooly-to-nvvm, PTX text). The AMDGPU one is in AMDGPU.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "TargetCodegen.h"
 
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
@@ -35,12 +35,7 @@ using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 
-Error detail::makeError(const llvm::Twine &msg) {
-  return llvm::make_error<llvm::StringError>(msg,
-                                             llvm::inconvertibleErrorCode());
-}
-
-Backend::~Backend() = default;
+TargetCodegen::~TargetCodegen() = default;
 
 llvm::CodeGenOptLevel detail::codeGenLevel(unsigned optLevel) {
   switch (optLevel) {
@@ -63,18 +58,19 @@ detail::createTargetMachine(StringRef tripleName, StringRef cpu,
   std::string err;
   const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!t)
-    return makeError("no LLVM backend for " + what + " targets: " + err);
+    return llvm::createStringError("no LLVM backend for " + what +
+                                   " targets: " + err);
   std::unique_ptr<llvm::MCSubtargetInfo> sti(
       t->createMCSubtargetInfo(triple, "", ""));
   if (!sti || !sti->isCPUStringValid(cpu))
-    return makeError("unknown " + what + " target '" + cpu + "'");
+    return llvm::createStringError("unknown " + what + " target '" + cpu + "'");
   llvm::TargetOptions to;
   std::unique_ptr<llvm::TargetMachine> tm(
       t->createTargetMachine(triple, cpu, features, to, llvm::Reloc::PIC_,
                              std::nullopt, codeGenLevel(optLevel)));
   if (!tm)
-    return makeError("cannot create the " + what + " target machine for " +
-                     cpu);
+    return llvm::createStringError("cannot create the " + what +
+                                   " target machine for " + cpu);
   return std::move(tm);
 }
 
@@ -102,9 +98,10 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
 
 /// `host`: the CPU backend's lowering and a native ELF object for the host
 /// CPU and its features.
-class HostBackend : public Backend {
+class HostCodegen : public TargetCodegen {
 public:
-  explicit HostBackend(const CompileOptions &options) : Backend(options) {}
+  explicit HostCodegen(const CompileOptions &options)
+      : TargetCodegen(options) {}
 
   Error addLowering(mlir::OpPassManager &pm) const override {
     mlir::wooly::ConvertWoolyToLLVMOptions convOpts;
@@ -145,10 +142,10 @@ public:
 /// `sm_XX`: convert-wooly-to-nvvm and PTX text from LLVM's NVPTX backend,
 /// PTX ISA 8.0 for sm_80..sm_90 (what CUDA 12+ ptxas accepts), LLVM's
 /// minimum otherwise.
-class NVPTXBackend : public Backend {
+class NVPTXCodegen : public TargetCodegen {
 public:
-  NVPTXBackend(const Target &target, const CompileOptions &options)
-      : Backend(options), chip(target.chip) {}
+  NVPTXCodegen(const Target &target, const CompileOptions &options)
+      : TargetCodegen(options), chip(target.chip) {}
 
   void registerTranslations(mlir::DialectRegistry &registry) const override {
     mlir::registerNVVMDialectTranslation(registry);
@@ -185,33 +182,35 @@ private:
 };
 } // namespace
 
-Expected<std::unique_ptr<Backend>>
-detail::createBackend(const Target &target, const CompileOptions &options) {
+Expected<std::unique_ptr<TargetCodegen>>
+detail::createTargetCodegen(const Target &target,
+                            const CompileOptions &options) {
   switch (target.kind) {
   case Target::Kind::Host:
-    return std::make_unique<HostBackend>(options);
+    return std::make_unique<HostCodegen>(options);
   case Target::Kind::NVPTX:
-    return std::make_unique<NVPTXBackend>(target, options);
+    return std::make_unique<NVPTXCodegen>(target, options);
   case Target::Kind::AMDGCN:
-    return createAMDGPUBackend(target, options);
+    return createAMDGPUCodegen(target, options);
   }
-  return makeError("unknown target kind");
+  return llvm::createStringError("unknown target kind");
 }
 
-Error detail::compileLLVMModule(const Backend &backend, llvm::TargetMachine &tm,
-                                llvm::Module &module, unsigned optLevel,
-                                CompiledModule &out) {
+Error detail::compileLLVMModule(const TargetCodegen &targetCodegen,
+                                llvm::TargetMachine &tm, llvm::Module &module,
+                                unsigned optLevel, CompiledModule &out) {
   module.setTargetTriple(tm.getTargetTriple());
   module.setDataLayout(tm.createDataLayout());
-  if (Error e = backend.prepareModule(module))
+  if (Error e = targetCodegen.prepareModule(module))
     return e;
   optimize(module, tm, optLevel);
 
   llvm::SmallVector<char, 0> code;
   llvm::raw_svector_ostream os(code);
   llvm::legacy::PassManager codegen;
-  if (tm.addPassesToEmitFile(codegen, os, nullptr, backend.fileType()))
-    return makeError("the backend cannot emit code for " + tm.getTargetCPU());
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, targetCodegen.fileType()))
+    return llvm::createStringError("the backend cannot emit code for " +
+                                   tm.getTargetCPU());
   codegen.run(module);
-  return backend.finish(std::string(code.begin(), code.end()), out);
+  return targetCodegen.finish(std::string(code.begin(), code.end()), out);
 }

@@ -1,0 +1,184 @@
+//===- Jit.cpp - Loading compiled modules into the JIT ----------*- C++ -*-===//
+//
+// The CpuDevice's LLJIT: one JITDylib per loaded module, with the runtime's
+// entry points and float helpers bound by name, each part of the module
+// linked in as an object file, and its kernels and variables looked up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuDeviceImpl.h"
+
+#include "Wooly/Runtime/CPU/FloatHelpers.h"
+
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace wooly;
+using namespace wooly::cpu;
+using namespace wooly::cpu::detail;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+Error CpuDevice::Impl::ensureJIT() {
+  if (jit)
+    return Error::success();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto j = llvm::orc::LLJITBuilder().create();
+  if (!j)
+    return j.takeError();
+  jit = std::move(*j);
+  return Error::success();
+}
+
+llvm::orc::SymbolMap CpuDevice::Impl::runtimeSymbols() {
+  llvm::orc::SymbolMap map;
+  auto add = [&](StringRef name, void *addr) {
+    map[jit->mangleAndIntern(name)] = llvm::orc::ExecutorSymbolDef(
+        llvm::orc::ExecutorAddr::fromPtr(addr),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  };
+#define WOOLY_RT(name) add(#name, reinterpret_cast<void *>(&name))
+  WOOLY_RT(__wooly_rt_check);
+  WOOLY_RT(__wooly_rt_shared_oob);
+  WOOLY_RT(__wooly_rt_barrier);
+  WOOLY_RT(__wooly_rt_iteration_barrier);
+  WOOLY_RT(__wooly_rt_bar_red);
+  WOOLY_RT(__wooly_rt_warp);
+  WOOLY_RT(__wooly_rt_exit);
+  WOOLY_RT(__wooly_rt_trap);
+  WOOLY_RT(__wooly_rt_bad_call);
+  WOOLY_RT(__wooly_rt_space_oob);
+  WOOLY_RT(__wooly_rt_sreg);
+  WOOLY_RT(__wooly_rt_isspacep);
+  WOOLY_RT(__wooly_rt_nanosleep);
+  WOOLY_RT(__wooly_rt_vprintf);
+  WOOLY_RT(__wooly_rt_assertfail);
+#undef WOOLY_RT
+  forEachFloatHelper([&](const char *name, void *addr) { add(name, addr); });
+  return map;
+}
+
+Expected<LoadedModule *>
+CpuDevice::Impl::load(std::shared_ptr<const CompiledModule> m) {
+  if (m->target.kind != Target::Kind::Host)
+    return llvm::createStringError("module compiled for '" + m->target.str() +
+                                   "' cannot run on the CPU backend");
+  std::lock_guard<std::mutex> lock(deviceMutex);
+  if (Error e = ensureJIT())
+    return std::move(e);
+  auto impl = std::make_unique<LoadedModuleImpl>();
+  auto jd =
+      jit->createJITDylib("wooly-module-" + std::to_string(nextModuleId++));
+  if (!jd)
+    return jd.takeError();
+  impl->dylib = &*jd;
+  auto fail = [&](Error e) -> Error {
+    // Nothing of the half-loaded module stays behind.
+    unregisterGlobals(*impl);
+    return llvm::joinErrors(
+        std::move(e), jit->getExecutionSession().removeJITDylib(*impl->dylib));
+  };
+  if (Error e =
+          impl->dylib->define(llvm::orc::absoluteSymbols(runtimeSymbols())))
+    return fail(std::move(e));
+  auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit->getDataLayout().getGlobalPrefix());
+  if (!gen)
+    return fail(gen.takeError());
+  impl->dylib->addGenerator(std::move(*gen));
+  if (Error e = addPart(*impl, std::move(m)))
+    return fail(std::move(e));
+  modules.push_back(std::move(impl));
+  return reinterpret_cast<LoadedModule *>(modules.back().get());
+}
+
+Error CpuDevice::Impl::extend(LoadedModule *handle,
+                              std::shared_ptr<const CompiledModule> m) {
+  if (m->target.kind != Target::Kind::Host)
+    return llvm::createStringError("module compiled for '" + m->target.str() +
+                                   "' cannot run on the CPU backend");
+  std::lock_guard<std::mutex> lock(deviceMutex);
+  auto *impl = reinterpret_cast<LoadedModuleImpl *>(handle);
+  if (!llvm::any_of(modules, [&](auto &p) { return p.get() == impl; }))
+    return llvm::createStringError("unknown module");
+  return addPart(*impl, std::move(m));
+}
+
+Error CpuDevice::Impl::addPart(LoadedModuleImpl &impl,
+                               std::shared_ptr<const CompiledModule> m) {
+  {
+    std::shared_lock<std::shared_mutex> read(impl.mutex);
+    for (const KernelInfo &k : m->kernels)
+      if (impl.kernels.count(k.name))
+        return llvm::createStringError("kernel '" + k.name +
+                                       "' is already loaded");
+  }
+  // The part's own tracker: a part that fails half-way is removed again,
+  // so that a retry does not meet its definitions.
+  llvm::orc::ResourceTrackerSP tracker = impl.dylib->createResourceTracker();
+  auto undo = [&](Error e) -> Error {
+    return llvm::joinErrors(std::move(e), tracker->remove());
+  };
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
+  if (Error e = jit->addObjectFile(tracker, std::move(buffer)))
+    return undo(std::move(e));
+  llvm::StringMap<LoadedModuleImpl::Kernel> kernels;
+  for (const KernelInfo &k : m->kernels) {
+    LoadedModuleImpl::Kernel &entry = kernels[k.name];
+    entry.info = &k;
+    entry.part = m.get();
+    auto sym = jit->lookup(*impl.dylib, k.symbol);
+    if (!sym)
+      return undo(sym.takeError());
+    entry.fn = sym->toPtr<WoolyKernelFn>();
+    if (!k.blockSymbol.empty()) {
+      auto block = jit->lookup(*impl.dylib, k.blockSymbol);
+      if (!block)
+        return undo(block.takeError());
+      entry.blockFn = block->toPtr<WoolyBlockFn>();
+    }
+  }
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> globals;
+  for (const GlobalInfo &g : m->globals) {
+    auto sym = jit->lookup(*impl.dylib, g.symbol);
+    if (!sym)
+      return undo(sym.takeError());
+    globals.push_back({g.name, {sym->getValue(), g.size}});
+  }
+  std::unique_lock<std::shared_mutex> write(impl.mutex);
+  for (auto &[name, k] : kernels)
+    impl.kernels[name] = k;
+  // A later part's variables are the first part's (weak definitions).
+  for (auto &[name, range] : globals)
+    if (impl.globals.try_emplace(name, range).second)
+      memory.registerGlobal(range.first, range.second, name, impl.domain);
+  impl.parts.push_back(std::move(m));
+  return Error::success();
+}
+
+void CpuDevice::Impl::unregisterGlobals(LoadedModuleImpl &m) {
+  for (auto &g : m.globals)
+    memory.unregisterGlobal(g.second.first);
+}
+
+Error CpuDevice::Impl::unload(LoadedModule *handle) {
+  std::lock_guard<std::mutex> lock(deviceMutex);
+  auto *m = reinterpret_cast<LoadedModuleImpl *>(handle);
+  auto it = llvm::find_if(modules, [&](auto &p) { return p.get() == m; });
+  if (it == modules.end())
+    return llvm::createStringError("unknown module");
+  unregisterGlobals(*m);
+  if (Error e = jit->getExecutionSession().removeJITDylib(*m->dylib))
+    return e;
+  modules.erase(it);
+  return Error::success();
+}
