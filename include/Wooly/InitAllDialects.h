@@ -11,8 +11,9 @@ namespace mlir {
 class DialectRegistry;
 namespace wooly {
 
-/// Adds the Wooly dialect and the upstream dialects Wooly IR uses (arith,
-/// math, cf) to `registry`.
+/// Adds the Wooly dialect, the upstream dialects Wooly IR uses (arith, math,
+/// cf, func, vector) and those its lowerings produce (LLVM, NVVM, ROCDL) to
+/// `registry`, so that every tool reads back what another one printed.
 void registerAllDialects(DialectRegistry &registry);
 
 } // namespace wooly

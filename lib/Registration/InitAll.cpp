@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -26,7 +27,7 @@ void mlir::wooly::registerAllDialects(DialectRegistry &registry) {
   registry
       .insert<WoolyDialect, arith::ArithDialect, math::MathDialect,
               cf::ControlFlowDialect, func::FuncDialect, vector::VectorDialect,
-              LLVM::LLVMDialect, NVVM::NVVMDialect>();
+              LLVM::LLVMDialect, NVVM::NVVMDialect, ROCDL::ROCDLDialect>();
 }
 
 void mlir::wooly::registerAllPasses() {

@@ -14,7 +14,9 @@
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/Launch.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -139,54 +141,23 @@ llvm::Expected<ElemType> parseType(StringRef t) {
 }
 
 /// Encodes `text` as an element of type `e` into `out` (little-endian).
+/// f16 goes through f32 (the host's conversion) and is then rounded to
+/// nearest even.
 bool encode(ElemType e, StringRef text, uint8_t *out) {
   uint64_t bits = 0;
   if (e.kind == 'f') {
     double d;
     if (text.getAsDouble(d))
       return false;
-    if (e.bytes == 8)
-      std::memcpy(&bits, &d, 8);
-    else if (e.bytes == 4) {
-      float f = float(d);
-      uint32_t b;
-      std::memcpy(&b, &f, 4);
-      bits = b;
+    if (e.bytes == 8) {
+      bits = llvm::bit_cast<uint64_t>(d);
     } else {
-      // f16: via float, round to nearest even.
-      float f = float(d);
-      uint32_t x;
-      std::memcpy(&x, &f, 4);
-      uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff,
-               man = x & 0x7fffff;
-      uint16_t h;
-      if (exp == 0xff)
-        h = uint16_t(sign | 0x7c00 | (man ? 0x200 : 0));
-      else {
-        int e16 = int(exp) - 127 + 15;
-        if (e16 >= 31)
-          h = uint16_t(sign | 0x7c00);
-        else if (e16 <= 0) {
-          if (e16 < -10)
-            h = uint16_t(sign);
-          else {
-            uint32_t m = man | 0x800000;
-            unsigned shift = unsigned(14 - e16);
-            uint32_t r = m >> shift, rem = m & ((1u << shift) - 1),
-                     half = 1u << (shift - 1);
-            if (rem > half || (rem == half && (r & 1)))
-              ++r;
-            h = uint16_t(sign | r);
-          }
-        } else {
-          uint32_t r = man >> 13, rem = man & 0x1fff;
-          uint32_t v = (uint32_t(e16) << 10) | r;
-          if (rem > 0x1000 || (rem == 0x1000 && (v & 1)))
-            ++v;
-          h = uint16_t(sign | v);
-        }
-      }
-      bits = h;
+      llvm::APFloat v(static_cast<float>(d));
+      bool losesInfo;
+      if (e.bytes == 2)
+        v.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+      bits = v.bitcastToAPInt().getZExtValue();
     }
   } else {
     int64_t s;
@@ -206,16 +177,13 @@ std::string formatElem(ElemType e, const uint8_t *p) {
   uint64_t bits = 0;
   std::memcpy(&bits, p, e.bytes);
   if (e.kind == 'f' && e.bytes == 4) {
-    float f;
-    uint32_t b = uint32_t(bits);
-    std::memcpy(&f, &b, 4);
+    float f = llvm::bit_cast<float>(uint32_t(bits));
     char buf[64];
     snprintf(buf, sizeof buf, "%.9g", double(f));
     return buf;
   }
   if (e.kind == 'f' && e.bytes == 8) {
-    double d;
-    std::memcpy(&d, &bits, 8);
+    double d = llvm::bit_cast<double>(bits);
     char buf[64];
     snprintf(buf, sizeof buf, "%.17g", d);
     return buf;

@@ -4,23 +4,35 @@
 // raised Wooly IR; `--target=T in.ptx -o out` compiles through the compile
 // API (include/Wooly/Compiler/Compiler.h) and writes the binary: PTX text for
 // sm_XX, an HSA code object for gfx90a/gfx942 (never to a terminal), an ELF
-// object for host.
+// object for host. Both modes share one llvm::cl command line; the import
+// mode runs the registered translation as mlir-translate does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
 #include "Wooly/InitAllPasses.h"
 
-#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
-#include "llvm/Support/FileSystem.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Support/ToolUtilities.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 #include <string>
 
-/// The usage of the compile mode (also printed by --help).
+namespace cl = llvm::cl;
+
+/// The usage of the compile mode (printed by --help).
 static const char *const kCompileUsage =
     "  wooly-translate --target=T [--passes=P] [--kernel=NAME ...]\n"
     "                  [--rocm-device-libs=DIR] [--lld=PATH]\n"
@@ -35,47 +47,101 @@ static const char *const kCompileUsage =
     "    kernels that call ocml/ockl; --lld the linker (default: ld.lld-22\n"
     "    or ld.lld on PATH).\n";
 
-/// `--target=T [--passes=P] in.{ptx,mlir} [-o out]`: compiles `in` for T.
-static int compileMain(int argc, char **argv) {
-  std::string target, passes, input, output = "-";
+namespace {
+/// The command line. Registered in `main` after the backends' options are
+/// hidden (see hideBackendOptions), as mlir-translate registers its own.
+struct Options {
+  cl::opt<std::string> input{cl::Positional, cl::desc("<input file>"),
+                             cl::init("-")};
+  cl::opt<std::string> output{"o", cl::desc("Output filename"),
+                              cl::value_desc("filename"), cl::init("-")};
+
+  // Import mode (mlir-translate's options).
+  cl::opt<const mlir::Translation *, false, mlir::TranslationParser>
+      translation{"", cl::desc("Translations to perform")};
+  cl::opt<bool> allowUnregisteredDialects{
+      "allow-unregistered-dialect",
+      cl::desc("Allow operation with no registered dialects (discouraged: "
+               "testing only!)"),
+      cl::init(false)};
+  cl::opt<std::string> inputSplitMarker{
+      "split-input-file", cl::ValueOptional,
+      cl::callback([this](const std::string &marker) {
+        // Without a value: the default marker.
+        if (marker.empty())
+          inputSplitMarker.setValue(mlir::kDefaultSplitMarker);
+      }),
+      cl::desc("Split the input file into chunks using the given or default "
+               "marker and process each chunk independently"),
+      cl::init("")};
+  cl::opt<std::string> outputSplitMarker{
+      "output-split-marker",
+      cl::desc("Split marker to use for merging the ouput"), cl::init("")};
+  cl::opt<mlir::SourceMgrDiagnosticVerifierHandler::Level> verifyDiagnostics{
+      "verify-diagnostics", cl::ValueOptional,
+      cl::desc("Check that emitted diagnostics match expected-* lines on the "
+               "corresponding line"),
+      cl::values(
+          clEnumValN(mlir::SourceMgrDiagnosticVerifierHandler::Level::All,
+                     "all",
+                     "Check all diagnostics (expected, unexpected, "
+                     "near-misses)"),
+          clEnumValN(mlir::SourceMgrDiagnosticVerifierHandler::Level::All, "",
+                     "Check all diagnostics (expected, unexpected, "
+                     "near-misses)"),
+          clEnumValN(
+              mlir::SourceMgrDiagnosticVerifierHandler::Level::OnlyExpected,
+              "only-expected", "Check only expected diagnostics"))};
+  cl::opt<bool> errorDiagnosticsOnly{
+      "error-diagnostics-only",
+      cl::desc("Filter all non-error diagnostics (discouraged: testing "
+               "only!)"),
+      cl::init(false)};
+
+  // Compile mode.
+  cl::OptionCategory compileCat{"Compile options (--target)"};
+  cl::opt<std::string> target{
+      "target",
+      cl::desc("Compile for T: sm_XX, gfx90a, gfx942 or host (instead of a "
+               "translation)"),
+      cl::value_desc("T"), cl::cat(compileCat)};
+  cl::opt<std::string> passes{
+      "passes", cl::desc("Wooly passes to run first, e.g. wooly-constrain"),
+      cl::value_desc("pipeline"), cl::cat(compileCat)};
+  cl::list<std::string> kernels{
+      "kernel",
+      cl::desc("Compile only this kernel (and the module's variables and "
+               "device functions); repeatable"),
+      cl::value_desc("name"), cl::cat(compileCat)};
+  cl::opt<std::string> rocmDeviceLibs{
+      "rocm-device-libs",
+      cl::desc("ROCm's device-library bitcode (default: "
+               "$WOOLY_ROCM_DEVICE_LIBS)"),
+      cl::value_desc("dir"), cl::cat(compileCat)};
+  cl::opt<std::string> lld{
+      "lld", cl::desc("The linker (default: ld.lld-22 or ld.lld on PATH)"),
+      cl::value_desc("path"), cl::cat(compileCat)};
+};
+} // namespace
+
+/// Compiles `--input` for `--target` and writes the binary to `-o`.
+static int compileMain(const Options &o) {
   wooly::CompileOptions opts;
-  if (const char *env = std::getenv("WOOLY_ROCM_DEVICE_LIBS"))
+  if (o.rocmDeviceLibs.getNumOccurrences())
+    opts.rocmDeviceLibs = o.rocmDeviceLibs;
+  else if (const char *env = std::getenv("WOOLY_ROCM_DEVICE_LIBS"))
     opts.rocmDeviceLibs = env;
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef a = argv[i];
-    if (a.consume_front("--target="))
-      target = a.str();
-    else if (a.consume_front("--passes="))
-      passes = a.str();
-    else if (a.consume_front("--kernel=")) {
-      if (!opts.kernels)
-        opts.kernels.emplace();
-      opts.kernels->push_back(a.str());
-    } else if (a.consume_front("--rocm-device-libs="))
-      opts.rocmDeviceLibs = a.str();
-    else if (a.consume_front("--lld="))
-      opts.lldPath = a.str();
-    else if (a == "-o" && i + 1 < argc)
-      output = argv[++i];
-    else if (a.consume_front("-o="))
-      output = a.str();
-    else if (!a.starts_with("-") || a == "-")
-      input = a.str();
-    else {
-      llvm::errs() << "wooly-translate: unknown option '" << a
-                   << "' with --target; usage:\n"
-                   << kCompileUsage;
-      return 1;
-    }
-  }
-  if (input.empty())
-    input = "-";
+  if (!o.kernels.empty())
+    opts.kernels.emplace(o.kernels.begin(), o.kernels.end());
+  opts.lldPath = o.lld;
+  opts.passes = o.passes;
+  const std::string &input = o.input, &output = o.output;
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(input);
   if (!buf) {
     llvm::errs() << input << ": " << buf.getError().message() << "\n";
     return 1;
   }
-  llvm::Expected<wooly::Target> t = wooly::Target::parse(target);
+  llvm::Expected<wooly::Target> t = wooly::Target::parse(o.target);
   if (!t) {
     llvm::errs() << "wooly-translate: " << llvm::toString(t.takeError())
                  << "\n";
@@ -87,7 +153,6 @@ static int compileMain(int argc, char **argv) {
                 : wooly::CompileInput::Kind::PTX;
   in.text = (*buf)->getBuffer().str();
   in.name = input == "-" ? "<stdin>" : input;
-  opts.passes = passes;
   // Code objects and host objects are binary: refuse a terminal before
   // compiling.
   bool binary = t->kind != wooly::Target::Kind::NVPTX;
@@ -116,12 +181,72 @@ static int compileMain(int argc, char **argv) {
   return 0;
 }
 
+/// Runs the requested translation on each chunk of `--input`, as
+/// mlir-translate does.
+static int translateMain(const Options &o) {
+  mlir::DefaultTimingManager tm;
+  mlir::applyDefaultTimingManagerCLOptions(tm);
+  mlir::TimingScope timing = tm.getRootScope();
+  const mlir::Translation &translation = *o.translation;
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      translation.getInputAlignment()
+          ? mlir::openInputFile(o.input, *translation.getInputAlignment(),
+                                &error)
+          : mlir::openInputFile(o.input, &error);
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      input ? mlir::openOutputFile(o.output, &error) : nullptr;
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  auto processChunk = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
+                          llvm::raw_ostream &os) {
+    // Translations expect a null-terminated buffer; chunks need not be.
+    if (!chunk->getBuffer().ends_with('\0'))
+      chunk = llvm::MemoryBuffer::getMemBufferCopy(
+          chunk->getBuffer(), chunk->getBufferIdentifier());
+    mlir::TimingScope translationTiming =
+        timing.nest(translation.getDescription());
+    mlir::MLIRContext context;
+    context.allowUnregisteredDialects(o.allowUnregisteredDialects);
+    context.printOpOnDiagnostic(o.verifyDiagnostics.getNumOccurrences() == 0);
+    auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+    sourceMgr->AddNewSourceBuffer(std::move(chunk), llvm::SMLoc());
+    if (o.verifyDiagnostics.getNumOccurrences()) {
+      // Whether the translation fails does not count: the diagnostics do.
+      mlir::SourceMgrDiagnosticVerifierHandler handler(*sourceMgr, &context,
+                                                       o.verifyDiagnostics);
+      (void)translation(sourceMgr, os, &context);
+      return handler.verify();
+    }
+    mlir::SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
+    std::optional<mlir::ScopedDiagnosticHandler> errorsOnly;
+    if (o.errorDiagnosticsOnly)
+      errorsOnly.emplace(&context, [](mlir::Diagnostic &diag) {
+        // Handled (dropped) unless an error.
+        return mlir::success(diag.getSeverity() !=
+                             mlir::DiagnosticSeverity::Error);
+      });
+    return translation(sourceMgr, os, &context);
+  };
+  if (mlir::failed(mlir::splitAndProcessBuffer(std::move(input), processChunk,
+                                               output->os(), o.inputSplitMarker,
+                                               o.outputSplitMarker)))
+    return 1;
+  output->keep();
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
-    if (llvm::StringRef(argv[i]).starts_with("--target="))
-      return compileMain(argc, argv);
+  llvm::InitLLVM initLLVM(argc, argv);
   mlir::wooly::hideBackendOptions();
   mlir::wooly::registerAllTranslations();
+  Options options;
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerTranslationCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   std::string overview =
       std::string(
           "wooly-translate: translate PTX to Wooly IR, or compile it.\n\n"
@@ -129,5 +254,12 @@ int main(int argc, char **argv) {
       kCompileUsage +
       "\nErrors are reported as file:line:col diagnostics; the exit status "
       "is\nnon-zero when the input cannot be imported or compiled.\n";
-  return mlir::failed(mlir::mlirTranslateMain(argc, argv, overview.c_str()));
+  cl::ParseCommandLineOptions(argc, argv, overview);
+  bool compile = options.target.getNumOccurrences() != 0;
+  if (compile == (options.translation.getNumOccurrences() != 0)) {
+    llvm::errs() << "wooly-translate: give either a translation "
+                    "(--import-ptx) or --target=T; see --help\n";
+    return 1;
+  }
+  return compile ? compileMain(options) : translateMain(options);
 }

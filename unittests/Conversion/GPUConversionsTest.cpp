@@ -5,11 +5,13 @@
 // by exact sequences of plain LLVM operations (gpu::f64ToHalf, f32ToFp8,
 // fp8ToF16). Those operations mean the same on the host, so each sequence
 // is built into an llvm.func here, JIT-compiled for the host with MLIR's
-// ExecutionEngine, and compared bit for bit with the CPU backend's helpers
-// (lib/Runtime/CPU/FloatHelpers.cpp, themselves unit-tested and checked
-// against ZLUDA's GPU-recorded outputs): every fp8 value, and millions of
-// raw-bit f64/f32 inputs plus the edge cases (zeros, subnormals, rounding
-// ties, the overflow threshold, infinities, NaNs).
+// ExecutionEngine, and compared bit for bit with an independent oracle,
+// llvm::APFloat's conversions (round to nearest even; PTX's canonical NaNs
+// and `.satfinite` saturation applied on top), as are the CPU backend's
+// helpers (lib/Runtime/CPU/FloatHelpers.cpp) that implement the same
+// instructions: every fp8 value, and millions of raw-bit f64/f32 inputs
+// plus the edge cases (zeros, subnormals, rounding ties, the overflow
+// threshold, infinities, NaNs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -32,7 +36,6 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -40,6 +43,35 @@ using namespace mlir;
 using namespace mlir::wooly::gpu;
 
 namespace {
+
+using llvm::APFloat;
+
+/// PTX's canonical NaNs: f16 and bf16, and the fp8 formats.
+constexpr uint32_t kHalfNaN = 0x7fff, kFp8NaN = 0x7f;
+
+/// The oracle: `x` converted to `sem` by APFloat, rounded to nearest even,
+/// as bits; a NaN gives `nan`.
+uint32_t convertBits(APFloat x, const llvm::fltSemantics &sem, uint32_t nan) {
+  if (x.isNaN())
+    return nan;
+  bool losesInfo;
+  x.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+  return uint32_t(x.bitcastToAPInt().getZExtValue());
+}
+
+/// The oracle for `cvt.rn.satfinite.{e4m3,e5m2}`: rounded to nearest even,
+/// an infinity or an overflow saturates to the largest finite value of its
+/// sign (e4m3 has no infinity: APFloat overflows it to NaN).
+uint32_t satfiniteFp8Bits(float f, const llvm::fltSemantics &sem) {
+  APFloat x(f);
+  if (x.isNaN())
+    return kFp8NaN;
+  bool losesInfo;
+  x.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+  if (!x.isFinite())
+    x = APFloat::getLargest(sem, std::signbit(f));
+  return uint32_t(x.bitcastToAPInt().getZExtValue());
+}
 
 /// f32 -> bf16, round to nearest even (what the GPUs' cvt.rn.bf16.f32 does
 /// and LLVM's `fptrunc float to bfloat` means). The JIT compiles for a
@@ -49,14 +81,8 @@ namespace {
 /// returns a bf16 in the low 16 bits of xmm0, hence the float whose bits
 /// are the result. NaNs give the canonical NaN.
 float truncSFBF2(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  uint32_t h = (b & 0x7fffffff) > 0x7f800000
-                   ? 0x7fffu
-                   : (b + 0x7fff + ((b >> 16) & 1)) >> 16;
-  float r;
-  std::memcpy(&r, &h, 4);
-  return r;
+  return llvm::bit_cast<float>(
+      convertBits(APFloat(f), APFloat::BFloat(), kHalfNaN));
 }
 
 /// The conversions, JIT-compiled: each takes the source bits or value and
@@ -141,17 +167,6 @@ protected:
   std::unique_ptr<ExecutionEngine> engine;
 };
 
-double f64Of(uint64_t bits) {
-  double d;
-  std::memcpy(&d, &bits, 8);
-  return d;
-}
-float f32Of(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 /// Raw-bit f64 inputs: random bits, plus values around every bf16/f16
 /// rounding boundary that random bits rarely hit.
 std::vector<uint64_t> f64Inputs(size_t n) {
@@ -174,12 +189,8 @@ std::vector<uint64_t> f64Inputs(size_t n) {
                    3.3961775292304611e38, 5.9604644775390625e-8,
                    2.9802322387695312e-8, 9.183549615799121e-41,
                    double(INFINITY), double(-INFINITY), double(NAN)})
-    for (double s : {1.0, -1.0}) {
-      uint64_t bits;
-      double x = d * s;
-      std::memcpy(&bits, &x, 8);
-      v.push_back(bits);
-    }
+    for (double s : {1.0, -1.0})
+      v.push_back(llvm::bit_cast<uint64_t>(d * s));
   return v;
 }
 
@@ -189,13 +200,19 @@ TEST_F(GPUConversionsTest, BF16AndF16OfF64) {
   ASSERT_TRUE(bf16 && f16);
   unsigned bad = 0;
   for (uint64_t bits : f64Inputs(1 << 21)) {
-    double x = f64Of(bits);
-    uint32_t want = __wooly_cvt_f64_bf16_rn(x), got = bf16(x);
-    uint32_t want16 = __wooly_cvt_f64_f16_rn(x), got16 = f16(x);
-    if ((want != got || want16 != got16) && ++bad <= 10)
+    double x = llvm::bit_cast<double>(bits);
+    uint32_t want = convertBits(APFloat(x), APFloat::BFloat(), kHalfNaN);
+    uint32_t want16 = convertBits(APFloat(x), APFloat::IEEEhalf(), kHalfNaN);
+    uint32_t got = bf16(x), got16 = f16(x);
+    uint32_t helper = __wooly_cvt_f64_bf16_rn(x);
+    uint32_t helper16 = __wooly_cvt_f64_f16_rn(x);
+    if ((got != want || got16 != want16 || helper != want ||
+         helper16 != want16) &&
+        ++bad <= 10)
       ADD_FAILURE() << "f64 bits 0x" << std::hex << bits << ": bf16 0x" << got
-                    << " (helper 0x" << want << "), f16 0x" << got16
-                    << " (helper 0x" << want16 << ")";
+                    << " (helper 0x" << helper << ", APFloat 0x" << want
+                    << "), f16 0x" << got16 << " (helper 0x" << helper16
+                    << ", APFloat 0x" << want16 << ")";
   }
   EXPECT_EQ(bad, 0u);
 }
@@ -218,13 +235,17 @@ TEST_F(GPUConversionsTest, Fp8OfF32) {
         inputs.push_back(sign | exp << 23 | (tail & 0x7fffff));
   unsigned bad = 0;
   for (uint32_t bits : inputs) {
-    float x = f32Of(bits);
-    uint32_t w4 = __wooly_cvt_f64_e4m3_rn_satfinite(double(x)), g4 = e4(x);
-    uint32_t w5 = __wooly_cvt_f64_e5m2_rn_satfinite(double(x)), g5 = e5(x);
-    if ((w4 != g4 || w5 != g5) && ++bad <= 10)
+    float x = llvm::bit_cast<float>(bits);
+    uint32_t w4 = satfiniteFp8Bits(x, APFloat::Float8E4M3FN());
+    uint32_t w5 = satfiniteFp8Bits(x, APFloat::Float8E5M2());
+    uint32_t g4 = e4(x), g5 = e5(x);
+    uint32_t h4 = __wooly_cvt_f64_e4m3_rn_satfinite(double(x));
+    uint32_t h5 = __wooly_cvt_f64_e5m2_rn_satfinite(double(x));
+    if ((g4 != w4 || g5 != w5 || h4 != w4 || h5 != w5) && ++bad <= 10)
       ADD_FAILURE() << "f32 bits 0x" << std::hex << bits << ": e4m3 0x" << g4
-                    << " (helper 0x" << w4 << "), e5m2 0x" << g5
-                    << " (helper 0x" << w5 << ")";
+                    << " (helper 0x" << h4 << ", APFloat 0x" << w4
+                    << "), e5m2 0x" << g5 << " (helper 0x" << h5
+                    << ", APFloat 0x" << w5 << ")";
   }
   EXPECT_EQ(bad, 0u);
 }
@@ -233,12 +254,20 @@ TEST_F(GPUConversionsTest, F16OfEveryFp8) {
   auto e4 = lookup<uint32_t>("f16_of_e4m3");
   auto e5 = lookup<uint32_t>("f16_of_e5m2");
   ASSERT_TRUE(e4 && e5);
-  // Only the low byte counts.
-  for (uint32_t v = 0; v < 256; ++v)
+  // Exact conversions; only the low byte counts.
+  for (uint32_t v = 0; v < 256; ++v) {
+    uint32_t w4 =
+        convertBits(APFloat(APFloat::Float8E4M3FN(), llvm::APInt(8, v)),
+                    APFloat::IEEEhalf(), kHalfNaN);
+    uint32_t w5 = convertBits(APFloat(APFloat::Float8E5M2(), llvm::APInt(8, v)),
+                              APFloat::IEEEhalf(), kHalfNaN);
+    EXPECT_EQ(__wooly_cvt_e4m3_f16(v), w4) << "helper, e4m3 0x" << v;
+    EXPECT_EQ(__wooly_cvt_e5m2_f16(v), w5) << "helper, e5m2 0x" << v;
     for (uint32_t high : {0u, 0xabcd00u}) {
-      EXPECT_EQ(e4(v | high), __wooly_cvt_e4m3_f16(v)) << "e4m3 0x" << v;
-      EXPECT_EQ(e5(v | high), __wooly_cvt_e5m2_f16(v)) << "e5m2 0x" << v;
+      EXPECT_EQ(e4(v | high), w4) << "e4m3 0x" << v;
+      EXPECT_EQ(e5(v | high), w5) << "e5m2 0x" << v;
     }
+  }
 }
 
 } // namespace

@@ -24,6 +24,7 @@
 
 #include "Strategies.h"
 
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include "gtest/gtest.h"
@@ -283,8 +284,7 @@ template <class T> std::string show(T v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", double(v));
     using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-    U u;
-    std::memcpy(&u, &v, sizeof(T));
+    U u = llvm::bit_cast<U>(v);
     os << buf << " (0x" << std::hex << uint64_t(u) << ")";
   } else if constexpr (sizeof(T) == 1) {
     os << int(v);
@@ -396,33 +396,14 @@ double roundBf16(double v) { return roundFmt(v, 8, -126, 127); }
 
 /// Bits of a value exactly representable in f16 / bf16.
 uint16_t halfBits(double exact) {
-  _Float16 h = (_Float16)exact;
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+  return llvm::bit_cast<uint16_t>(static_cast<_Float16>(exact));
 }
-float halfToFloat(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return float(h);
-}
+float halfToFloat(uint16_t b) { return float(llvm::bit_cast<_Float16>(b)); }
 uint16_t bf16Bits(double exact) {
-  float f = float(exact);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t(u >> 16);
+  return uint16_t(llvm::bit_cast<uint32_t>(float(exact)) >> 16);
 }
 float bf16ToFloat(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-template <class T> T bitsAs(uint64_t bits) {
-  T v;
-  std::memcpy(&v, &bits, sizeof(T));
-  return v;
+  return llvm::bit_cast<float>(uint32_t(b) << 16);
 }
 
 uint32_t ceilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }

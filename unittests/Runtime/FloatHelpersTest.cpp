@@ -7,32 +7,18 @@
 
 #include "Wooly/Runtime/CPU/FloatHelpers.h"
 
+#include "llvm/ADT/bit.h"
 #include "gtest/gtest.h"
 
 #include <cfenv>
 #include <cmath>
-#include <cstring>
 #include <string>
 
 namespace {
 
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-uint64_t bits(double x) {
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-float f32(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+/// The bits of `x` (the overload picks the width).
+uint32_t bits(float x) { return llvm::bit_cast<uint32_t>(x); }
+uint64_t bits(double x) { return llvm::bit_cast<uint64_t>(x); }
 
 TEST(FloatHelpersTest, AddDirected) {
   float tiny = std::ldexp(1.0f, -30);
@@ -56,9 +42,13 @@ TEST(FloatHelpersTest, MulDivDirected) {
   EXPECT_EQ(bits(__wooly_frcp_rz_f64(3.0)), 0x3fd5555555555555ull);
   EXPECT_EQ(bits(__wooly_frcp_rp_f64(3.0)), 0x3fd5555555555556ull);
   // Overflow: rz stays at the largest finite value, rp goes to infinity.
-  EXPECT_EQ(bits(__wooly_fmul_rz_f32(f32(0x7f7fffff), 2.0f)), 0x7f7fffffu);
-  EXPECT_EQ(bits(__wooly_fmul_rp_f32(f32(0x7f7fffff), 2.0f)), 0x7f800000u);
-  EXPECT_EQ(bits(__wooly_fmul_rp_f32(-f32(0x7f7fffff), 2.0f)), 0xff7fffffu);
+  EXPECT_EQ(bits(__wooly_fmul_rz_f32(llvm::bit_cast<float>(0x7f7fffffu), 2.0f)),
+            0x7f7fffffu);
+  EXPECT_EQ(bits(__wooly_fmul_rp_f32(llvm::bit_cast<float>(0x7f7fffffu), 2.0f)),
+            0x7f800000u);
+  EXPECT_EQ(
+      bits(__wooly_fmul_rp_f32(-llvm::bit_cast<float>(0x7f7fffffu), 2.0f)),
+      0xff7fffffu);
 }
 
 TEST(FloatHelpersTest, SqrtFmaDirected) {

@@ -11,6 +11,7 @@
 #include "WarpOps.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
+#include "llvm/ADT/bit.h"
 #include "gtest/gtest.h"
 
 #include <cctype>
@@ -40,38 +41,16 @@ constexpr uint32_t typeCode(uint32_t d, uint32_t a, uint32_t b, uint32_t c) {
   return a | b << 8 | c << 16 | d << 24;
 }
 
-uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint64_t bitsOf(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-double doubleOf(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
+/// The bits of `f` (the overload picks the width).
+uint32_t bitsOf(float f) { return llvm::bit_cast<uint32_t>(f); }
+uint64_t bitsOf(double d) { return llvm::bit_cast<uint64_t>(d); }
 
 // Reference conversions: the compiler's _Float16 (IEEE binary16, RNE).
 uint16_t toHalf(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
+  return llvm::bit_cast<uint16_t>(static_cast<_Float16>(f));
 }
 float fromHalf(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
+  return static_cast<float>(llvm::bit_cast<_Float16>(u));
 }
 /// f32 -> bf16 round to nearest even (finite inputs).
 uint16_t toBf16(float f) {
@@ -79,7 +58,7 @@ uint16_t toBf16(float f) {
   u += 0x7fff + ((u >> 16) & 1);
   return uint16_t(u >> 16);
 }
-float fromBf16(uint16_t u) { return floatOf(uint32_t(u) << 16); }
+float fromBf16(uint16_t u) { return llvm::bit_cast<float>(uint32_t(u) << 16); }
 
 /// The 32 lanes of one collective.
 struct Warp {
@@ -250,9 +229,9 @@ float elemToFloat(uint32_t type, uint64_t raw) {
   case BF16:
     return fromBf16(uint16_t(raw));
   case TF32:
-    return floatOf(uint32_t(raw) & ~0x1fffu);
+    return llvm::bit_cast<float>(uint32_t(raw) & ~0x1fffu);
   default:
-    return floatOf(uint32_t(raw));
+    return llvm::bit_cast<float>(uint32_t(raw));
   }
 }
 
@@ -278,9 +257,10 @@ std::vector<uint64_t> refMatmul(unsigned M, unsigned N, unsigned K,
           acc = std::min<int64_t>(std::max<int64_t>(acc, INT32_MIN), INT32_MAX);
         D[i * N + j] = uint32_t(acc);
       } else if (at == F64) {
-        double acc = doubleOf(C[i * N + j]);
+        double acc = llvm::bit_cast<double>(C[i * N + j]);
         for (unsigned k = 0; k < K; ++k)
-          acc = std::fma(doubleOf(A[i * K + k]), doubleOf(B[k * N + j]), acc);
+          acc = std::fma(llvm::bit_cast<double>(A[i * K + k]),
+                         llvm::bit_cast<double>(B[k * N + j]), acc);
         D[i * N + j] = bitsOf(acc);
       } else {
         float acc = elemToFloat(ct, C[i * N + j]);

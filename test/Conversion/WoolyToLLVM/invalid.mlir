@@ -12,9 +12,12 @@ wooly.func @k(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
 // -----
 
 // 32-bit global addresses need a 32-bit address space the host lacks.
+wooly.global shared @out : f32[1] align 4
 wooly.func @k32(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
   // expected-error @+2 {{32-bit global addresses are not supported on the host yet}}
   // expected-error @+1 {{failed to legalize operation 'wooly.ld'}}
   %v = wooly.ld global %a : i32 -> f32
+  %o = wooly.addressof @out : i32
+  wooly.st shared %o, %v : i32, f32
   wooly.ret
 }

@@ -35,6 +35,7 @@
 // NOCHECK: llvm.return
 wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attributes {kernel} {
   %v = wooly.ld global %p : i64 -> f32
+  wooly.st global %p, %v : i64, f32
   wooly.ret
 }
 
@@ -75,6 +76,7 @@ wooly.global global @g : f32[4] align 4 init dense<[1.0]> : tensor<1xf32>
 wooly.func @gk() attributes {kernel} {
   %a = wooly.addressof @g : i64
   %v = wooly.ld global %a : i64 -> f32
+  wooly.st global %a, %v : i64, f32
   wooly.ret
 }
 

@@ -32,6 +32,8 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
   %w = wooly.ld const %c : i64 -> f32
   %a, %b, %cc, %d = wooly.ld global %p cache nc : i64 -> f32, f32, f32, f32
   %q = wooly.ld generic acquire gpu %p : i64 -> i32
+  wooly.st global %p, %w : i64, f32
+  wooly.st global %p, %a : i64, f32
   wooly.ret
 }
 

@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/bit.h"
 #include "gtest/gtest.h"
 
 #include <cstring>
@@ -60,13 +61,6 @@ std::pair<bool, uint64_t> intValue(llvm::StringRef text) {
   uint64_t value = 0;
   bool ok = Lexer::parseInteger(t.spelling, value);
   return {ok, value};
-}
-
-/// Returns the bits of the double `d`.
-uint64_t doubleBits(double d) {
-  uint64_t bits;
-  std::memcpy(&bits, &d, sizeof(bits));
-  return bits;
 }
 
 TEST(PTXLexerTest, Punctuation) {
@@ -299,7 +293,7 @@ TEST(PTXLexerTest, DecimalFloats) {
     EXPECT_EQ(t.spelling, c.text);
     ASSERT_TRUE(Lexer::parseFloat(t.spelling, bits, isDouble)) << c.text;
     EXPECT_TRUE(isDouble) << c.text;
-    EXPECT_EQ(bits, doubleBits(c.value)) << c.text;
+    EXPECT_EQ(bits, llvm::bit_cast<uint64_t>(c.value)) << c.text;
   }
   // The exact bits of the nearest double to 1e-3 and 0.1.
   ASSERT_TRUE(Lexer::parseFloat("1e-3", bits, isDouble));

@@ -14,6 +14,7 @@
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
+#include "mlir/Analysis/CFGLoopInfo.h"
 #include "mlir/Analysis/Liveness.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -78,31 +79,19 @@ SmallVector<Access, 2> accessesOf(Operation *op) {
   return {};
 }
 
-/// Loop depth of each block, from the back edges of the CFG.
+/// Loop depth of each block of `region`: the number of natural loops
+/// (CFGLoopInfo) that contain it. A loop with several back edges to one
+/// header is one loop.
 llvm::DenseMap<Block *, unsigned> loopDepths(Region &region) {
   llvm::DenseMap<Block *, unsigned> depth;
-  if (region.empty())
+  // The entry block has no predecessors: one block is never a loop.
+  if (region.empty() || region.hasOneBlock())
     return depth;
   DominanceInfo dom(region.getParentOp());
-  for (Block &b : region) {
-    for (Block *succ : b.getSuccessors()) {
-      if (!dom.dominates(succ, &b))
-        continue;
-      // Back edge b -> succ: the natural loop is succ plus every block that
-      // reaches b without passing through succ.
-      llvm::SmallPtrSet<Block *, 16> body{succ};
-      SmallVector<Block *> work{&b};
-      while (!work.empty()) {
-        Block *x = work.pop_back_val();
-        if (!body.insert(x).second)
-          continue;
-        for (Block *pred : x->getPredecessors())
-          work.push_back(pred);
-      }
-      for (Block *x : body)
-        ++depth[x];
-    }
-  }
+  CFGLoopInfo loops(dom.getDomTree(&region));
+  for (Block &b : region)
+    if (unsigned d = loops.getLoopDepth(&b))
+      depth[&b] = d;
   return depth;
 }
 

@@ -247,6 +247,31 @@ void SRegOp::getEffects(
   }
 }
 
+/// Whether a load or store with these modifiers observes or orders other
+/// threads' accesses (volatile, relaxed/acquire/release, or not cached:
+/// `.cv`), which makes it a write and a read that is never merged or
+/// removed.
+static bool isOrderedAccess(bool isVolatile, std::optional<MemOrder> sem,
+                            std::optional<CacheOp> cache) {
+  return isVolatile || (sem && *sem != MemOrder::weak) || cache == CacheOp::cv;
+}
+
+void LoadOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get());
+  if (isOrderedAccess(getIsVolatile(), getSem(), getCache()))
+    effects.emplace_back(MemoryEffects::Write::get());
+}
+
+void StoreOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Write::get());
+  if (isOrderedAccess(getIsVolatile(), getSem(), getCache()))
+    effects.emplace_back(MemoryEffects::Read::get());
+}
+
 /// Checks that the bits of `from` and `to` add up to the same width.
 static LogicalResult verifySameBits(Operation *op, TypeRange from,
                                     TypeRange to) {

@@ -64,3 +64,54 @@ wooly.func @loop(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
 ^exit:
   wooly.ret
 }
+
+// -----
+
+// A loop with two back edges to its header (a `continue`) is one loop, not
+// two nested ones: its 7 operations (header 2, body 3, second latch 2) cost
+// 8 each, the entry's 3 and the exit's 1 cost 1: 56 + 4 = 60.
+// expected-remark @+1 {{barriers yes, warp ops no, cost 60}}
+wooly.func @two_latches(%n: i32 {wooly.type = "u32"}, %m: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  cf.br ^head(%c0 : i32)
+^head(%i: i32):
+  %done = arith.cmpi uge, %i, %n : i32
+  cf.cond_br %done, ^exit, ^body
+^body:
+  %next = arith.addi %i, %c1 : i32
+  %skip = arith.cmpi ult, %i, %m : i32
+  cf.cond_br %skip, ^head(%next : i32), ^more
+^more:
+  wooly.barrier %c0
+  cf.br ^head(%next : i32)
+^exit:
+  wooly.ret
+}
+
+// -----
+
+// Nested loops: the inner loop's 5 operations are at depth 2 (64 each), the
+// outer loop's other 4 at depth 1 (8 each), the entry's 3 and the exit's 1
+// at depth 0: 320 + 32 + 4 = 356.
+// expected-remark @+1 {{barriers yes, warp ops no, cost 356}}
+wooly.func @nested(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  cf.br ^outer(%c0 : i32)
+^outer(%i: i32):
+  %odone = arith.cmpi uge, %i, %n : i32
+  cf.cond_br %odone, ^exit, ^inner(%c0 : i32)
+^inner(%j: i32):
+  %idone = arith.cmpi uge, %j, %n : i32
+  cf.cond_br %idone, ^latch, ^ibody
+^ibody:
+  wooly.barrier %c0
+  %j1 = arith.addi %j, %c1 : i32
+  cf.br ^inner(%j1 : i32)
+^latch:
+  %i1 = arith.addi %i, %c1 : i32
+  cf.br ^outer(%i1 : i32)
+^exit:
+  wooly.ret
+}

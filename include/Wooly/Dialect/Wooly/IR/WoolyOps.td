@@ -341,8 +341,17 @@ def Wooly_InsertBytesOp : Wooly_Op<"insert_bytes", [Pure,
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
+//
+// Memory effects, on the default resource: a plain load reads (CSE merges two
+// with no write between them, an unused one is dead) and a plain store
+// writes. Everything that observes or orders other threads' accesses both
+// reads and writes, so that it is never merged, removed or moved across
+// another memory access: volatile, relaxed, acquire and `.cv` loads,
+// volatile and ordered stores, atomics, reductions, fences, barriers and
+// asynchronous copies.
 
-def Wooly_LoadOp : Wooly_Op<"ld"> {
+def Wooly_LoadOp : Wooly_Op<"ld", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "load from a state space (`ld`, `ldu`, `ld.global.nc`)";
   let description = [{
     Loads one value, or a vector of 2, 4 or 8 values (`.v2 .v4 .v8`), from the
@@ -369,7 +378,8 @@ def Wooly_LoadOp : Wooly_Op<"ld"> {
   let hasVerifier = 1;
 }
 
-def Wooly_StoreOp : Wooly_Op<"st"> {
+def Wooly_StoreOp : Wooly_Op<"st", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "store to a state space (`st`)";
   let description = [{
     Stores one value, or 2, 4 or 8 values as a vector, at `addr` in `space`;
@@ -391,7 +401,7 @@ def Wooly_StoreOp : Wooly_Op<"st"> {
   let hasVerifier = 1;
 }
 
-def Wooly_AtomOp : Wooly_Op<"atom"> {
+def Wooly_AtomOp : Wooly_Op<"atom", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "atomic read-modify-write returning the old value (`atom`)";
   let description = [{
     Atomically applies `op` to the value at `addr` and returns the old value.
@@ -415,7 +425,7 @@ def Wooly_AtomOp : Wooly_Op<"atom"> {
   let hasVerifier = 1;
 }
 
-def Wooly_RedOp : Wooly_Op<"red"> {
+def Wooly_RedOp : Wooly_Op<"red", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "atomic reduction without a result (`red`)";
   let description = [{
     Like `wooly.atom` but discards the old value.
@@ -434,7 +444,7 @@ def Wooly_RedOp : Wooly_Op<"red"> {
   let hasVerifier = 1;
 }
 
-def Wooly_FenceOp : Wooly_Op<"fence"> {
+def Wooly_FenceOp : Wooly_Op<"fence", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "memory fence (`fence`, `membar`)";
   let description = [{
     Orders memory accesses: `fence.sc`/`fence.acq_rel` at a scope.
@@ -448,7 +458,7 @@ def Wooly_FenceOp : Wooly_Op<"fence"> {
   let assemblyFormat = "$sem $scope attr-dict";
 }
 
-def Wooly_BarrierOp : Wooly_Op<"barrier"> {
+def Wooly_BarrierOp : Wooly_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "CTA barrier (`bar.sync`, `barrier.sync`, `bar.arrive`)";
   let description = [{
     Waits on named barrier `id` until `count` threads (all of the CTA when
@@ -468,7 +478,7 @@ def Wooly_BarrierOp : Wooly_Op<"barrier"> {
   }];
 }
 
-def Wooly_IterationBarrierOp : Wooly_Op<"iteration_barrier"> {
+def Wooly_IterationBarrierOp : Wooly_Op<"iteration_barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "end of a virtual block for the calling thread (constrain, slice)";
   let description = [{
     Waits until every thread of the block that has not exited waits here.
@@ -487,7 +497,7 @@ def Wooly_IterationBarrierOp : Wooly_Op<"iteration_barrier"> {
   let assemblyFormat = "attr-dict";
 }
 
-def Wooly_WarpSyncOp : Wooly_Op<"warp_sync"> {
+def Wooly_WarpSyncOp : Wooly_Op<"warp_sync", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "warp barrier (`bar.warp.sync`)";
   let description = [{
     Waits until every lane named in `mask` has executed a `bar.warp.sync`
@@ -517,7 +527,7 @@ def Wooly_BitcastOp : Wooly_Op<"bitcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Wooly_BarRedOp : Wooly_Op<"bar_red"> {
+def Wooly_BarRedOp : Wooly_Op<"bar_red", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "CTA barrier with a reduction over a predicate (`bar.red`)";
   let description = [{
     A barrier that also reduces `pred` over the participating threads:
@@ -543,8 +553,18 @@ def Wooly_BarRedOp : Wooly_Op<"bar_red"> {
 //===----------------------------------------------------------------------===//
 // Warp-level operations
 //===----------------------------------------------------------------------===//
+//
+// A warp collective's result depends on which lanes execute that instance
+// with it, not only on its operands: two `shfl`s with the same operands in
+// different places of a divergent program are not interchangeable, an unused
+// one still pairs with the other lanes' (sm_70 lets different instructions
+// meet), and `activemask` changes as lanes diverge. They read and write
+// memory so that they are never merged, removed, hoisted or moved across a
+// memory access (`bar.warp.sync` orders memory too). The `.aligned` matrix
+// ops (`mma_sync`, `wmma_mma`) are executed by the whole warp as one and
+// stay pure; the matrix loads and stores are collectives too.
 
-def Wooly_ShflOp : Wooly_Op<"shfl"> {
+def Wooly_ShflOp : Wooly_Op<"shfl", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "exchange a 32-bit value within a warp (`shfl.sync`)";
   let description = [{
     PTX `shfl.sync.mode.b32 d|p, a, b, c, membermask` with 32-lane warp
@@ -562,7 +582,7 @@ def Wooly_ShflOp : Wooly_Op<"shfl"> {
   let assemblyFormat = "$mode $value `,` $lane `,` $clamp `,` $mask attr-dict `:` type($result)";
 }
 
-def Wooly_VoteOp : Wooly_Op<"vote"> {
+def Wooly_VoteOp : Wooly_Op<"vote", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "warp vote (`vote.sync`)";
   let description = [{
     `all`, `any`, `uni` give an `i1`; `ballot` gives the `i32` mask of lanes
@@ -578,7 +598,7 @@ def Wooly_VoteOp : Wooly_Op<"vote"> {
   let hasVerifier = 1;
 }
 
-def Wooly_MatchOp : Wooly_Op<"match"> {
+def Wooly_MatchOp : Wooly_Op<"match", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "find lanes holding the same value (`match.sync`)";
   let description = [{
     `any`: the mask of lanes in `mask` whose value equals this lane's. `all`:
@@ -594,7 +614,7 @@ def Wooly_MatchOp : Wooly_Op<"match"> {
   let assemblyFormat = "$mode $value `,` $mask attr-dict `:` type($value)";
 }
 
-def Wooly_ReduxOp : Wooly_Op<"redux"> {
+def Wooly_ReduxOp : Wooly_Op<"redux", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "warp-wide integer reduction (`redux.sync`)";
   let description = [{
     Reduces a 32-bit integer over the lanes in `mask`.
@@ -608,7 +628,7 @@ def Wooly_ReduxOp : Wooly_Op<"redux"> {
   let assemblyFormat = "$op $value `,` $mask attr-dict `:` type($result)";
 }
 
-def Wooly_ActiveMaskOp : Wooly_Op<"activemask"> {
+def Wooly_ActiveMaskOp : Wooly_Op<"activemask", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "mask of the active lanes of the warp (`activemask`)";
   let description = [{
     The mask of the lanes of the executing warp that are active (not exited
@@ -1089,7 +1109,7 @@ def Wooly_IsSpacePOp : Wooly_Op<"isspacep", [Pure]> {
 // Asynchronous copies and matrix operations
 //===----------------------------------------------------------------------===//
 
-def Wooly_CpAsyncOp : Wooly_Op<"cp_async"> {
+def Wooly_CpAsyncOp : Wooly_Op<"cp_async", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "asynchronous global-to-shared copy (`cp.async.ca/cg.shared.global`)";
   let description = [{
     Copies `size` (4, 8 or 16) bytes from global `src` to shared `dst`
@@ -1108,7 +1128,7 @@ def Wooly_CpAsyncOp : Wooly_Op<"cp_async"> {
   }];
 }
 
-def Wooly_CpAsyncCommitOp : Wooly_Op<"cp_async_commit"> {
+def Wooly_CpAsyncCommitOp : Wooly_Op<"cp_async_commit", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "close the current group of async copies (`cp.async.commit_group`)";
   let description = [{
     Groups all `wooly.cp_async` copies issued by this thread since the last
@@ -1121,7 +1141,7 @@ def Wooly_CpAsyncCommitOp : Wooly_Op<"cp_async_commit"> {
   let assemblyFormat = "attr-dict";
 }
 
-def Wooly_CpAsyncWaitOp : Wooly_Op<"cp_async_wait"> {
+def Wooly_CpAsyncWaitOp : Wooly_Op<"cp_async_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "wait for async copies (`cp.async.wait_group N`, `wait_all`)";
   let description = [{
     Waits until at most `pending` committed groups are incomplete (`wait_all`
@@ -1135,7 +1155,7 @@ def Wooly_CpAsyncWaitOp : Wooly_Op<"cp_async_wait"> {
   let assemblyFormat = "$pending attr-dict";
 }
 
-def Wooly_LdMatrixOp : Wooly_Op<"ldmatrix"> {
+def Wooly_LdMatrixOp : Wooly_Op<"ldmatrix", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "warp-collective load of 8x8 b16 matrices from shared memory (`ldmatrix`)";
   let description = [{
     Loads 1, 2 or 4 8x8 matrices of 16-bit elements; each lane supplies a
@@ -1178,7 +1198,7 @@ def Wooly_MmaOp : Wooly_Op<"mma_sync", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
-def Wooly_WmmaLoadOp : Wooly_Op<"wmma_load"> {
+def Wooly_WmmaLoadOp : Wooly_Op<"wmma_load", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "load a wmma fragment (`wmma.load.{a,b,c}.sync.aligned`)";
   let description = [{
     Warp-collective load of the `role` fragment of shape `shape` with element
@@ -1198,7 +1218,8 @@ def Wooly_WmmaLoadOp : Wooly_Op<"wmma_load"> {
   }];
 }
 
-def Wooly_WmmaStoreOp : Wooly_Op<"wmma_store", [AttrSizedOperandSegments]> {
+def Wooly_WmmaStoreOp : Wooly_Op<"wmma_store", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "store a wmma accumulator fragment (`wmma.store.d.sync.aligned`)";
   let description = [{
     Warp-collective store of the accumulator fragment `values` (element type
