@@ -32,6 +32,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Config/llvm-config.h"
@@ -41,6 +42,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -63,15 +65,21 @@ using llvm::StringRef;
 // Compilation
 //===----------------------------------------------------------------------===//
 
-std::string wooly::cacheKey(const CompileInput &input, const Target &target,
-                            const CompileOptions &options) {
-  llvm::SHA256 h;
-  auto field = [&](StringRef s) {
-    uint64_t n = s.size();
-    h.update(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(&n),
-                                     sizeof(n)));
-    h.update(s);
-  };
+namespace {
+/// Appends `s` to a key's fields, after its length.
+void appendField(std::string &fields, StringRef s) {
+  uint64_t n = s.size();
+  fields.append(reinterpret_cast<const char *>(&n), sizeof(n));
+  fields.append(s.data(), s.size());
+}
+
+/// Everything a cache key covers but the input's text, each field after its
+/// length. Cheap whatever the input's size: the host CPU's features are
+/// queried once, the device libraries are stat'ed, not read.
+std::string keyFields(const CompileInput &input, const Target &target,
+                      const CompileOptions &options) {
+  std::string fields;
+  auto field = [&](StringRef s) { appendField(fields, s); };
   field("wooly " WOOLY_VERSION_STRING " build " WOOLY_BUILD_ID);
   field("llvm " LLVM_VERSION_STRING);
   field(target.str());
@@ -115,8 +123,24 @@ std::string wooly::cacheKey(const CompileInput &input, const Target &target,
       field("kernel " + k);
   }
   field(input.kind == CompileInput::Kind::PTX ? "ptx" : "mlir");
-  field(input.text);
+  return fields;
+}
+
+/// The SHA-256 key of `fields` (keyFields) and the input's text.
+std::string sha256Key(StringRef fields, StringRef text) {
+  llvm::SHA256 h;
+  h.update(fields);
+  uint64_t n = text.size();
+  h.update(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(&n),
+                                   sizeof(n)));
+  h.update(text);
   return llvm::toHex(h.final(), /*LowerCase=*/true);
+}
+} // namespace
+
+std::string wooly::cacheKey(const CompileInput &input, const Target &target,
+                            const CompileOptions &options) {
+  return sha256Key(keyFields(input, target, options), input.text);
 }
 
 namespace {
@@ -409,10 +433,33 @@ struct CompileCache::Pending {
 
 CompileCache::~CompileCache() = default;
 
+std::string CompileCache::lookupKey(const CompileInput &input,
+                                    const Target &target,
+                                    const CompileOptions &options) {
+  // A lookup must not cost a SHA-256 of the whole input (hundreds of
+  // microseconds for a large module): the keys computed before are found by
+  // a fast hash of what they cover, then confirmed by comparing it all (so
+  // that no collision can hand one input another's module).
+  std::string fields = keyFields(input, target, options);
+  uint64_t fast = llvm::hash_combine(llvm::xxh3_64bits(fields),
+                                     llvm::xxh3_64bits(input.text));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [begin, end] = keyMemos.equal_range(fast);
+    for (auto it = begin; it != end; ++it)
+      if (it->second.fields == fields && it->second.text == input.text)
+        return it->second.key;
+  }
+  std::string key = sha256Key(fields, input.text);
+  std::lock_guard<std::mutex> lock(mutex);
+  keyMemos.emplace(fast, KeyMemo{std::move(fields), input.text, key});
+  return key;
+}
+
 Expected<std::shared_ptr<const CompiledModule>>
 CompileCache::getOrCompile(const CompileInput &input, const Target &target,
                            const CompileOptions &options, bool *hit) {
-  std::string key = cacheKey(input, target, options);
+  std::string key = lookupKey(input, target, options);
   if (hit)
     *hit = true;
   std::shared_ptr<Pending> mine;

@@ -323,4 +323,32 @@ TEST(CompileCache, HitsInMemoryAndOnDisk) {
   EXPECT_EQ(again.misses(), 0u);
   llvm::sys::fs::remove_directories(dir);
 }
+
+// A lookup finds an input seen before by a fast hash, then compares it all:
+// an input that differs in its last byte, or in one option, is another
+// compilation, and the key of a hit is the input's cacheKey (the on-disk
+// name).
+TEST(CompileCache, HitsNeedTheSameInputAndOptions) {
+  CompileCache cache;
+  CompileInput a = ptx(), b = ptx();
+  b.text += " ";
+  CompileOptions unchecked;
+  unchecked.boundsChecks = false;
+  auto ma = cache.getOrCompile(a, host(), {});
+  ASSERT_TRUE(bool(ma)) << llvm::toString(ma.takeError());
+  auto mb = cache.getOrCompile(b, host(), {});
+  ASSERT_TRUE(bool(mb)) << llvm::toString(mb.takeError());
+  auto mc = cache.getOrCompile(a, host(), unchecked);
+  ASSERT_TRUE(bool(mc)) << llvm::toString(mc.takeError());
+  EXPECT_EQ(cache.misses(), 3u);
+  EXPECT_NE(ma->get(), mb->get());
+  EXPECT_NE(ma->get(), mc->get());
+  bool hit = false;
+  auto again = cache.getOrCompile(b, host(), {}, &hit);
+  ASSERT_TRUE(bool(again));
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(again->get(), mb->get());
+  EXPECT_EQ((*again)->key, cacheKey(b, host(), {}));
+  EXPECT_NE((*again)->key, cacheKey(a, host(), {}));
+}
 } // namespace

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace wooly {
@@ -152,11 +153,21 @@ public:
 
 private:
   struct Pending;
+  /// A key computed before, and what it covers (to confirm a match).
+  struct KeyMemo {
+    std::string fields, text, key;
+  };
+  /// `cacheKey(input, target, options)`, without hashing the whole input
+  /// again when it was seen before.
+  std::string lookupKey(const CompileInput &input, const Target &target,
+                        const CompileOptions &options);
   std::string directory;
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const CompiledModule>> entries;
   /// Compilations in progress, by key.
   std::map<std::string, std::shared_ptr<Pending>> pending;
+  /// The keys of the inputs seen, by a fast hash of what they cover.
+  std::unordered_multimap<uint64_t, KeyMemo> keyMemos;
   std::atomic<uint64_t> numHits{0}, numMisses{0};
 };
 
