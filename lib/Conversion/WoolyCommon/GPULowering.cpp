@@ -488,11 +488,12 @@ Value gpu::isNaNOf(Emitter &e, Value x) {
 // Driver
 //===----------------------------------------------------------------------===//
 
-LogicalResult gpu::runGPULowering(ModuleOp module,
-                                  const GPUTargetInfo &target) {
-  if (failed(checkSupported(module, target)) ||
-      failed(lowerApproxMath(module, target)) ||
-      failed(lowerHelperCalls(module, target)))
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+gpu::prepareGPULowering(ModuleOp module,
+                        std::unique_ptr<GPUTargetInfo> target) {
+  if (failed(checkSupported(module, *target)) ||
+      failed(lowerApproxMath(module, *target)) ||
+      failed(lowerHelperCalls(module, *target)))
     return failure();
-  return common::runLowering(module, target);
+  return common::prepareLowering(module, std::move(target));
 }

@@ -139,10 +139,11 @@ private:
   mutable DenseMap<Operation *, Value> paramCopies;
 };
 
-/// Lowers a module of Wooly kernels (after `wooly-expand-arith`) for
+/// Prepares a module of Wooly kernels (after `wooly-expand-arith`) for
 /// `target`: checks, `.approx` math and helper calls, then the shared
-/// lowering (`common::runLowering`).
-LogicalResult runGPULowering(ModuleOp module, const GPUTargetInfo &target);
+/// preparation (`common::prepareLowering`).
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+prepareGPULowering(ModuleOp module, std::unique_ptr<GPUTargetInfo> target);
 
 } // namespace mlir::wooly::gpu
 

@@ -815,40 +815,56 @@ void common::populateWoolyToLLVMCommonPatterns(
 #undef WOOLY_ADD_TARGET_PATTERN
 }
 
-LogicalResult common::runLowering(ModuleOp module, const TargetInfo &target) {
-  MLIRContext *ctx = module.getContext();
-  LoweringState state;
-  if (failed(prepareModule(module, state, target)))
+WoolyLLVMLowering::~WoolyLLVMLowering() = default;
+
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+common::prepareLowering(ModuleOp module, std::unique_ptr<TargetInfo> target) {
+  auto lowering = std::make_unique<Lowering>(std::move(target));
+  if (failed(prepareModule(module, lowering->state, *lowering->target)))
     return failure();
   // Byte-array parameters (`insert_bytes`/`extract_bytes` expand to
   // strided slices) become element inserts/extracts VectorToLLVM knows.
-  {
-    RewritePatternSet vectorPatterns(ctx);
-    vector::populateVectorInsertExtractStridedSliceTransforms(vectorPatterns);
-    if (failed(applyPatternsGreedily(module, std::move(vectorPatterns))))
-      return failure();
-  }
+  RewritePatternSet vectorPatterns(module.getContext());
+  vector::populateVectorInsertExtractStridedSliceTransforms(vectorPatterns);
+  if (failed(applyPatternsGreedily(module, std::move(vectorPatterns))))
+    return failure();
+  return std::unique_ptr<WoolyLLVMLowering>(std::move(lowering));
+}
 
-  LowerToLLVMOptions options(ctx);
-  LLVMTypeConverter converter(ctx, options);
-  RewritePatternSet patterns(ctx);
-  populateWoolyToLLVMCommonPatterns(converter, patterns, state, target);
+void Lowering::populatePatterns(const LLVMTypeConverter &converter,
+                                RewritePatternSet &patterns) {
+  populateWoolyToLLVMCommonPatterns(converter, patterns, state, *target);
   arith::populateArithToLLVMConversionPatterns(converter, patterns);
   cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
   populateFuncToLLVMConversionPatterns(converter, patterns);
   populateMathToLLVMConversionPatterns(converter, patterns);
-  target.populatePatterns(converter, patterns);
+  target->populatePatterns(converter, patterns);
   populateVectorToLLVMConversionPatterns(converter, patterns);
+}
 
-  LLVMConversionTarget conversionTarget(*ctx);
+void Lowering::configureTarget(ConversionTarget &conversionTarget) const {
+  conversionTarget.addLegalDialect<LLVM::LLVMDialect>();
   conversionTarget.addLegalOp<ModuleOp>();
-  target.addLegalDialects(conversionTarget);
+  target->addLegalDialects(conversionTarget);
   conversionTarget.addIllegalDialect<
       WoolyDialect, arith::ArithDialect, math::MathDialect,
       cf::ControlFlowDialect, func::FuncDialect, vector::VectorDialect>();
+}
+
+void Lowering::finalize(ModuleOp module) { target->finalizeModule(module); }
+
+LogicalResult common::applyLowering(ModuleOp module,
+                                    WoolyLLVMLowering &lowering) {
+  MLIRContext *ctx = module.getContext();
+  LowerToLLVMOptions options(ctx);
+  LLVMTypeConverter converter(ctx, options);
+  RewritePatternSet patterns(ctx);
+  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+  LLVMConversionTarget conversionTarget(*ctx);
+  lowering.configureTarget(conversionTarget);
   if (failed(
           applyFullConversion(module, conversionTarget, std::move(patterns))))
     return failure();
-  target.finalizeModule(module);
+  lowering.finalize(module);
   return success();
 }

@@ -3,10 +3,12 @@
 // Internal to lib/Conversion: the one lowering of Wooly IR to the LLVM
 // dialect, shared by `convert-wooly-to-llvm` (the host CPU backend),
 // `convert-wooly-to-nvvm` and `convert-wooly-to-rocdl`. What differs between
-// targets sits behind the abstract `TargetInfo`; a pass is a target info
-// plus `runLowering(module, info)` (the GPU passes go through
-// `gpu::runGPULowering`, which first runs the checks and rewrites that only
-// GPUs need; see GPULowering.h).
+// targets sits behind the abstract `TargetInfo`. A lowering is made by
+// `prepareLowering(module, info)` (the GPUs' by `gpu::prepareGPULowering`,
+// which first runs the checks and rewrites that only GPUs need; see
+// GPULowering.h) and applied by `applyLowering`: the public
+// `WoolyLLVMLowering` API of Wooly/Conversion/Passes.h, on which the passes
+// are thin.
 //
 // The shared part owns: the type conversion and the pass skeleton (module
 // preparation, dialect conversion with the upstream arith/cf/func/math/
@@ -29,6 +31,7 @@
 #ifndef WOOLY_LIB_CONVERSION_WOOLYCOMMON_LLVMLOWERING_H
 #define WOOLY_LIB_CONVERSION_WOOLYCOMMON_LLVMLOWERING_H
 
+#include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -364,11 +367,34 @@ void populateWoolyToLLVMCommonPatterns(const LLVMTypeConverter &converter,
                                        LoweringState &state,
                                        const TargetInfo &target);
 
-/// Lowers a module of Wooly kernels (after `wooly-expand-arith`) for
-/// `target`: globals, parameter layouts and the target's preparation, then
-/// the dialect conversion to LLVM plus the target's dialect, then the
-/// target's finishing touches.
-LogicalResult runLowering(ModuleOp module, const TargetInfo &target);
+/// A module's lowering (the public WoolyLLVMLowering): its target and the
+/// state its patterns share.
+class Lowering final : public WoolyLLVMLowering {
+public:
+  explicit Lowering(std::unique_ptr<TargetInfo> target)
+      : target(std::move(target)) {}
+  void configureTarget(ConversionTarget &conversionTarget) const override;
+  void finalize(ModuleOp module) override;
+  /// Adds the shared patterns, the target's and the upstream ones.
+  void populatePatterns(const LLVMTypeConverter &converter,
+                        RewritePatternSet &patterns);
+
+private:
+  std::unique_ptr<TargetInfo> target;
+  LoweringState state;
+  friend FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+  prepareLowering(ModuleOp module, std::unique_ptr<TargetInfo> target);
+};
+
+/// Prepares `module` (after `wooly-expand-arith`) for `target`: globals,
+/// parameter layouts and the target's preparation; failure after located
+/// errors.
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+prepareLowering(ModuleOp module, std::unique_ptr<TargetInfo> target);
+
+/// The conversion of a prepared module: all patterns, a full conversion,
+/// then the target's finishing touches.
+LogicalResult applyLowering(ModuleOp module, WoolyLLVMLowering &lowering);
 
 } // namespace mlir::wooly::common
 

@@ -1517,10 +1517,23 @@ struct ConvertWoolyToLLVMPass
   using Base::Base;
 
   void runOnOperation() override {
-    HostTargetInfo target(&getContext(), boundsChecks);
-    if (failed(runLowering(getOperation(), target)))
-      signalPassFailure();
+    ModuleOp module = getOperation();
+    auto lowering = prepareWoolyToLLVMLowering(module, boundsChecks);
+    if (failed(lowering) || failed(applyLowering(module, **lowering)))
+      return signalPassFailure();
   }
 };
 
 } // namespace
+
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+mlir::wooly::prepareWoolyToLLVMLowering(ModuleOp module, bool boundsChecks) {
+  return prepareLowering(module, std::make_unique<HostTargetInfo>(
+                                     module.getContext(), boundsChecks));
+}
+
+void mlir::wooly::populateWoolyToLLVMConversionPatterns(
+    const LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    WoolyLLVMLowering &lowering) {
+  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+}

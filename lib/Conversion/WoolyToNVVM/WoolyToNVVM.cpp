@@ -1023,17 +1023,29 @@ struct ConvertWoolyToNVVMPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    StringRef sm = chip;
-    unsigned smVersion = 0;
-    if (!sm.consume_front("sm_") || sm.getAsInteger(10, smVersion)) {
-      module.emitError("convert-wooly-to-nvvm: bad chip '")
-          << chip << "' (sm_XX)";
-      return signalPassFailure();
-    }
-    NVVMTargetInfo target(chip, smVersion);
-    if (failed(runGPULowering(module, target)))
+    auto lowering = prepareWoolyToNVVMLowering(module, chip);
+    if (failed(lowering) || failed(applyLowering(module, **lowering)))
       return signalPassFailure();
   }
 };
 
 } // namespace
+
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+mlir::wooly::prepareWoolyToNVVMLowering(ModuleOp module, StringRef chip) {
+  StringRef sm = chip;
+  unsigned smVersion = 0;
+  if (!sm.consume_front("sm_") || sm.getAsInteger(10, smVersion)) {
+    module.emitError("convert-wooly-to-nvvm: bad chip '")
+        << chip << "' (sm_XX)";
+    return failure();
+  }
+  return prepareGPULowering(module,
+                            std::make_unique<NVVMTargetInfo>(chip, smVersion));
+}
+
+void mlir::wooly::populateWoolyToNVVMConversionPatterns(
+    const LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    WoolyLLVMLowering &lowering) {
+  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+}

@@ -123,6 +123,7 @@ namespace mlir::wooly {
 
 using namespace mlir;
 using namespace mlir::wooly;
+using namespace mlir::wooly::common;
 using namespace mlir::wooly::gpu;
 
 namespace {
@@ -1159,15 +1160,26 @@ struct ConvertWoolyToROCDLPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (chip != "gfx90a" && chip != "gfx942") {
-      module.emitError("convert-wooly-to-rocdl: unsupported chip '")
-          << chip << "' (supported: gfx90a, gfx942)";
-      return signalPassFailure();
-    }
-    ROCDLTargetInfo target(chip);
-    if (failed(runGPULowering(module, target)))
+    auto lowering = prepareWoolyToROCDLLowering(module, chip);
+    if (failed(lowering) || failed(applyLowering(module, **lowering)))
       return signalPassFailure();
   }
 };
 
 } // namespace
+
+FailureOr<std::unique_ptr<WoolyLLVMLowering>>
+mlir::wooly::prepareWoolyToROCDLLowering(ModuleOp module, StringRef chip) {
+  if (chip != "gfx90a" && chip != "gfx942") {
+    module.emitError("convert-wooly-to-rocdl: unsupported chip '")
+        << chip << "' (supported: gfx90a, gfx942)";
+    return failure();
+  }
+  return prepareGPULowering(module, std::make_unique<ROCDLTargetInfo>(chip));
+}
+
+void mlir::wooly::populateWoolyToROCDLConversionPatterns(
+    const LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    WoolyLLVMLowering &lowering) {
+  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+}
