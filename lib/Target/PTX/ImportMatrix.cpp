@@ -37,9 +37,9 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     Value addr = address(inst.operands[1], at);
     if (!addr)
       return failure();
-    // Without `.shared` the address is generic (and must point to shared
-    // memory): the op takes a shared-space address.
-    if (!inst.has("shared"))
+    // Without `.shared` (or `.shared::cta`) the address is generic (and must
+    // point to shared memory): the op takes a shared-space address.
+    if (spaceOf(inst) != StateSpace::shared)
       addr = CvtaOp::create(b, curLoc, at, CvtaDir::from_generic,
                             StateSpace::shared, addr);
     SmallVector<Type> types(n, i32);
