@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/StringSaver.h"
 
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -91,6 +92,47 @@ enum class ModifierKind : uint8_t {
 
 class Importer;
 
+/// A map keyed by short strings (opcodes, modifiers), looked up for every
+/// instruction: strings of up to 8 characters, most of them, are integer
+/// keys, found without hashing a string; longer ones go to a StringMap.
+template <typename T> class ShortStringMap {
+public:
+  /// Returns the value of `s`, or null.
+  const T *find(llvm::StringRef s) const {
+    if (s.size() <= 8) {
+      auto it = shortKeys.find(pack(s));
+      return it == shortKeys.end() ? nullptr : &it->second;
+    }
+    auto it = longKeys.find(s);
+    return it == longKeys.end() ? nullptr : &it->second;
+  }
+  /// Adds `s` with `value`; returns the entry and whether it is new.
+  std::pair<T *, bool> insert(llvm::StringRef s, T value) {
+    if (s.size() <= 8) {
+      auto [it, inserted] = shortKeys.try_emplace(pack(s), std::move(value));
+      return {&it->second, inserted};
+    }
+    auto [it, inserted] = longKeys.try_emplace(s, std::move(value));
+    return {&it->second, inserted};
+  }
+
+private:
+  /// The characters of `s` (at most 8, none of them NUL) as an integer.
+  static uint64_t pack(llvm::StringRef s) {
+    uint64_t key = 0;
+    std::memcpy(&key, s.data(), s.size());
+    return key;
+  }
+  /// Spreads the characters of a packed key over the hash bits.
+  struct PackedKeyInfo : llvm::DenseMapInfo<uint64_t> {
+    static unsigned getHashValue(uint64_t key) {
+      return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ULL) >> 32);
+    }
+  };
+  llvm::DenseMap<uint64_t, T, PackedKeyInfo> shortKeys;
+  llvm::StringMap<T> longKeys;
+};
+
 /// One row of the opcode table: the handler of an opcode and the modifiers
 /// it accepts.
 struct InstructionInfo {
@@ -100,7 +142,7 @@ struct InstructionInfo {
   unsigned flags;
   unsigned maxTypes;
   /// Every modifier the opcode accepts or knows; others are unknown.
-  llvm::StringMap<ModifierKind> modifiers;
+  ShortStringMap<ModifierKind> modifiers;
 };
 
 /// Returns the rounding-mode modifier of `inst`, if it has one.

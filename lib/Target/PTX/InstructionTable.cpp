@@ -15,33 +15,29 @@ using namespace mlir::wooly;
 using namespace mlir::wooly::ptx;
 using llvm::StringRef;
 
-namespace {
-/// The table, keyed by opcode spelling.
-struct InstructionTable {
-  llvm::StringMap<InstructionInfo> rows;
-};
-} // namespace
-
 /// Adds each space-separated word of `words` to `info` as `kind`.
 static void addModifiers(InstructionInfo &info, StringRef words,
                          ModifierKind kind) {
   SmallVector<StringRef> split;
   words.split(split, ' ', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   for (StringRef w : split) {
-    bool inserted = info.modifiers.try_emplace(w, kind).second;
+    bool inserted = info.modifiers.insert(w, kind).second;
     assert(inserted && "modifier listed twice for one opcode");
     (void)inserted;
   }
 }
 
 const InstructionInfo *Importer::lookupInstruction(StringRef opcode) {
-  static const InstructionTable table = [] {
-    InstructionTable t;
+  static const ShortStringMap<InstructionInfo> table = [] {
+    ShortStringMap<InstructionInfo> t;
     auto add = [&](StringRef spelling, Opcode opcode,
                    InstructionInfo::Handler handler, unsigned flags,
                    unsigned maxTypes, StringRef handled, StringRef ignored,
                    StringRef unsupported) {
-      InstructionInfo &info = t.rows[spelling];
+      auto [row, inserted] = t.insert(spelling, InstructionInfo());
+      assert(inserted && "opcode listed twice");
+      (void)inserted;
+      InstructionInfo &info = *row;
       info.opcode = opcode;
       info.handler = handler;
       info.flags = flags;
@@ -52,8 +48,7 @@ const InstructionInfo *Importer::lookupInstruction(StringRef opcode) {
       if (maxTypes)
         for (uint32_t i = 0; i <= getMaxEnumValForScalarType(); ++i)
           if (auto s = symbolizeScalarType(i))
-            info.modifiers.try_emplace(stringifyScalarType(*s),
-                                       ModifierKind::Type);
+            info.modifiers.insert(stringifyScalarType(*s), ModifierKind::Type);
     };
 #define PTX_INSTRUCTION(Id, Spelling, Handler, Flags, MaxTypes, Modifiers,     \
                         Ignored, Unsupported)                                  \
@@ -62,8 +57,7 @@ const InstructionInfo *Importer::lookupInstruction(StringRef opcode) {
 #include "PTXInstructions.def"
     return t;
   }();
-  auto it = table.rows.find(opcode);
-  return it == table.rows.end() ? nullptr : &it->second;
+  return table.find(opcode);
 }
 
 /// Returns `inst` as written, without operands: `ld.global.v2.f32`.
@@ -95,10 +89,10 @@ LogicalResult Importer::checkModifiers(const Instruction &inst,
                                        const InstructionInfo &info) {
   unsigned types = 0;
   for (StringRef m : inst.mods) {
-    auto it = info.modifiers.find(m);
-    if (it == info.modifiers.end())
+    const ModifierKind *kind = info.modifiers.find(m);
+    if (!kind)
       return unknownModifier(inst, m);
-    switch (it->second) {
+    switch (*kind) {
     case ModifierKind::Handled:
     case ModifierKind::Ignored:
       break;
