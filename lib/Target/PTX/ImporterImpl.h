@@ -137,6 +137,8 @@ private:
 /// it accepts.
 struct InstructionInfo {
   using Handler = LogicalResult (Importer::*)(Instruction &, Opcode);
+  /// The opcode, its handler, its flags (InstructionFlags) and the number of
+  /// type modifiers it takes.
   Opcode opcode;
   Handler handler;
   unsigned flags;
@@ -187,16 +189,27 @@ public:
 
 private:
   // Types.
+  /// Returns the properties of PTX type `name` (`u32`), if it is one.
   std::optional<PtxType> ptxType(StringRef name);
+  /// Returns the `which`-th type modifier of `inst` (0 = first).
   std::optional<PtxType> instrType(const Instruction &inst, int which = 0);
+  /// Returns the integer type of `bits` bits.
   Type intType(unsigned bits) { return b.getIntegerType(bits); }
+  /// Returns the type of addresses (`.address_size`).
   Type addrType() { return intType(ast.addressSize); }
 
   // Module level.
+  /// Raises a state-space variable to a `wooly.global` named `name`.
   LogicalResult importGlobal(const VarDecl &d, StringRef name);
+  /// Declares `f` (or checks it against its earlier declaration).
   LogicalResult declareFunction(Function &f);
+  /// Raises the body of `f`, declared before.
   LogicalResult importBody(Function &f);
+  /// Returns the type of a parameter: its scalar type, or bytes for arrays
+  /// and vectors.
   std::optional<Type> paramType(const VarDecl &d);
+  /// Returns the attributes recording a parameter's PTX name, type, alignment
+  /// and pointer space.
   DictionaryAttr paramAttrs(const VarDecl &d);
 
   // Values.
@@ -210,15 +223,23 @@ private:
         b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
                                 .sextOrTrunc(t.getIntOrFloatBitWidth())));
   }
+  /// The float constant `v` of type `t`.
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
+  /// Converts `v` to `t`: a bitcast for equal widths, else a truncation or
+  /// an extension (signed if `signExtend`) of its bits.
   Value coerce(Value v, Type t, bool signExtend = false);
+  /// Reinterprets `v` as `t`, of the same width.
   Value bitcast(Value v, Type t);
+  /// Returns the value of operand `op` as `t`, or null after an error.
   Value read(const Operand &op, Type t, bool signExtend = false);
   /// Reads operands 1..n of `inst` (its sources) as `t` into `out`.
   bool readSources(const Instruction &inst, Type t,
                    SmallVectorImpl<Value> &out);
+  /// Writes `v` to destination `op` (a register, vector or sink).
   LogicalResult write(const Operand &op, Value v, bool signExtend = false);
+  /// Returns the register or parameter `name` in scope, or null.
   VarInfo *lookup(StringRef name);
+  /// Returns the name of component `i` of vector register `name` (`v.x`).
   StringRef vectorComponent(StringRef name, int64_t i) {
     static const char *xyzw[] = {".x", ".y", ".z", ".w"};
     return names.save(name + xyzw[i]);
@@ -241,23 +262,39 @@ private:
     }
     return vec;
   }
+  /// Reads special register `op` (`%tid.x`) as `t`; null if it is not one.
   Value readSpecial(const Operand &op, Type t);
+  /// Computes the address of an `[addr]` operand; `type` receives its type.
   Value address(const Operand &op, Type &type,
                 std::optional<StateSpace> access = std::nullopt);
+  /// The value of a register read before any write (zero).
   Value undefValue(Type t);
 
   // Function bodies and control flow (ImportControlFlow.cpp).
+  /// Ends the current block with a branch to `target`.
   void branchTo(Block *target);
+  /// Seals `target` once all its predecessor edges exist.
   void afterEdgeTo(Block *target);
+  /// Appends `block` to the body and emits into it.
   void startBlock(Block *block);
+  /// Gives each label its block and each `bra` its target.
   LogicalResult resolveLabels(Function &f);
+  /// Raises one statement of a body.
   LogicalResult emitStatement(Statement &s);
+  /// Raises one instruction: finds its table row, checks its modifiers and
+  /// emits it unguarded, as a select or inside a branch by its guard.
   LogicalResult emitInstruction(Instruction &inst);
+  /// Calls the handler of `info` for `inst`.
   LogicalResult emitUnguarded(Instruction &inst, const InstructionInfo &info);
+  /// bra (unguarded; guarded branches are conditional branches).
   LogicalResult emitBra(Instruction &inst, Opcode op);
+  /// Returns the current values of the function's results.
   LogicalResult emitRet(Instruction &inst);
+  /// ret, exit, trap and brkpt.
   LogicalResult emitExitTrap(Instruction &inst, Opcode op);
+  /// call: direct, or indirect through a prototype.
   LogicalResult emitCall(Instruction &inst, Opcode op);
+  /// nanosleep.
   LogicalResult emitNanosleep(Instruction &inst, Opcode op);
 
   // The opcode table (InstructionTable.cpp).
@@ -274,40 +311,64 @@ private:
   LogicalResult unsupported(Instruction &inst);
 
   // Variable declarations in a function body (ImportModule.cpp).
+  /// Declares the variables of a `.reg`, `.param` or state-space statement.
   LogicalResult declareVariables(Statement &s);
 
   // Memory: loads, stores, atomics, fences, address spaces, async copies,
   // cache control (ImportMemory.cpp).
+  /// ld, ldu and st.
   LogicalResult emitLdSt(Instruction &inst, Opcode op);
+  /// A load or store of `vec` elements of type `ty` at `offset` in parameter
+  /// `param`, which is a value.
   LogicalResult emitParamAccess(Instruction &inst, bool isLoad, VarInfo *param,
                                 int64_t offset, PtxType ty, int vec);
+  /// atom and red.
   LogicalResult emitAtom(Instruction &inst, Opcode op);
+  /// membar and fence.
   LogicalResult emitFence(Instruction &inst, Opcode op);
+  /// cvta and isspacep.
   LogicalResult emitCvta(Instruction &inst, Opcode op);
+  /// cp.async and its commit and wait operations.
   LogicalResult emitCpAsync(Instruction &inst, Opcode op);
+  /// prefetch and prefetchu.
   LogicalResult emitPrefetch(Instruction &inst, Opcode op);
+  /// createpolicy.fractional.
   LogicalResult emitCreatePolicy(Instruction &inst, Opcode op);
 
   // Arithmetic and comparisons (ImportArith.cpp).
+  /// add, sub, div, rem, min, max, abs, neg, the logical operations, shl,
+  /// shr, selp and copysign.
   LogicalResult emitIntOrFloatArith(Instruction &inst, Opcode op);
+  /// mul, mad and fma.
   LogicalResult emitMulMad(Instruction &inst, Opcode op);
+  /// The carry chain: add.cc, sub.cc, mad.cc, addc, subc and madc.
   LogicalResult emitCarry(Instruction &inst, Opcode op);
+  /// sqrt, rcp and the approximate functions (rsqrt, sin, cos, lg2, ex2,
+  /// tanh).
   LogicalResult emitUnaryFloat(Instruction &inst, Opcode op);
+  /// setp and set.
   LogicalResult emitSetp(Instruction &inst, Opcode op);
 
   // Bit manipulation, integer and video instructions (ImportBits.cpp).
+  /// Bit and integer instructions: popc ... dp2a.
   LogicalResult emitBits(Instruction &inst, Opcode op);
+  /// The scalar video shifts vshl and vshr.
   LogicalResult emitVideoShift(Instruction &inst, Opcode op);
 
   // Moves and conversions (ImportConversions.cpp).
+  /// mov of scalars and vectors.
   LogicalResult emitMov(Instruction &inst, Opcode op);
+  /// cvt, including cvt.pack.
   LogicalResult emitCvt(Instruction &inst, Opcode op);
 
   // Warp-level and CTA-level synchronisation (ImportWarp.cpp).
+  /// activemask, shfl, vote, match and redux.
   LogicalResult emitWarp(Instruction &inst, Opcode op);
+  /// bar and barrier: CTA barriers, bar.red and bar.warp.sync.
   LogicalResult emitBarrier(Instruction &inst, Opcode op);
 
   // Matrix instructions: ldmatrix, mma, wmma (ImportMatrix.cpp).
+  /// ldmatrix, mma and wmma.
   LogicalResult emitMatrix(Instruction &inst, Opcode op);
 
   /// `a + b` (or `a - b`) on s32, clamped to [INT32_MIN, INT32_MAX].
@@ -316,8 +377,10 @@ private:
   /// PTX requires a register to have the size of the instruction type,
   /// except for `ld`, `st` and `cvt` (which extend and truncate).
   bool relaxedSizes = false;
+  /// Fails unless register `var` has the width of `t` (or sizes are relaxed).
   LogicalResult checkOperandSize(const Operand &op, const VarInfo &var, Type t);
 
+  /// Fails unless `inst` has `n` operands.
   LogicalResult expectOperands(Instruction &inst, size_t n) {
     if (inst.operands.size() != n)
       return error(inst.loc, "'" + inst.opcode + "' expects " + Twine(n) +
@@ -325,12 +388,16 @@ private:
                                  Twine(inst.operands.size()));
     return success();
   }
+  /// Returns the state space named by a modifier of `inst`, if any.
   std::optional<StateSpace> spaceOf(const Instruction &inst);
 
+  /// The context, source buffer and syntax tree of the module.
   MLIRContext *ctx;
   llvm::SourceMgr &sm;
   Module &ast;
+  /// Builds the IR; its insertion point is the end of the current block.
   OpBuilder b;
+  /// The buffer's name in locations.
   StringAttr bufferName;
   /// Storage for names the importer makes up (`%r7` of `%r<10>`, `v.x`).
   llvm::BumpPtrAllocator nameAlloc;
@@ -340,13 +407,18 @@ private:
     const char *pos, *lineStart;
     unsigned line;
   } cursor;
+  /// The location of the statement being raised.
   Location curLoc = UnknownLoc::get(ctx);
+  /// The module, its functions (by PTX name, and those with a body) and
+  /// its variables (by symbol).
   ModuleOp module;
   llvm::StringMap<FuncOp> funcs;
   llvm::StringSet<> definedFuncs;
   llvm::StringMap<GlobalOp> globals;
 
   // Per function.
+  /// The function being raised, its SSA builder, the current and the entry
+  /// block.
   FuncOp func;
   SSABuilder *ssa = nullptr;
   Block *cur = nullptr;
@@ -383,6 +455,7 @@ private:
       return nullptr;
     }
   };
+  /// The open scopes, innermost last.
   std::vector<Scope> scopes;
   /// The block of each label statement and the target block of each `bra`
   /// instruction (labels are scoped by `{ }` like registers).
@@ -396,17 +469,23 @@ private:
     auto it = localSymbols.find(name);
     return it == localSymbols.end() ? name : it->second;
   }
+  /// The number of predecessor edges of each block, known in advance.
   llvm::DenseMap<Block *, unsigned> expectedPreds;
+  /// The variables of the results (0 for vector results) and, for vector
+  /// results, the variables of their components.
   llvm::SmallVector<SSABuilder::Var> retVars;
   llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
+  /// The carry flag CC.CF, once an instruction uses it.
   std::optional<SSABuilder::Var> carryVar;
   /// While a guarded side-effect-free instruction is emitted: its guard.
   /// Writes then keep the old value where the guard is false (a select).
   Value guard;
   /// Writes `v` to variable `id`, honouring the guard.
   void assign(SSABuilder::Var id, Value v);
+  /// The constants of the function (see constant()) and the last one.
   llvm::DenseMap<Attribute, Value> constants;
   Operation *lastConstant = nullptr;
+  /// A `.pragma` waiting for the next branch.
   StringRef pendingPragma;
 };
 
