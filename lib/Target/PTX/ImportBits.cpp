@@ -1,0 +1,217 @@
+//===- ImportBits.cpp - PTX bit and video instructions ----------*- C++ -*-===//
+//
+// popc, clz, brev, bfind, bfe, bfi, prmt, lop3, shf, bmsk, mul24/mad24,
+// sad, dp4a/dp2a and the scalar video shifts vshl/vshr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::wooly;
+using namespace mlir::wooly::ptx;
+using llvm::StringRef;
+using OK = Operand::Kind;
+
+LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
+  auto t = instrType(inst);
+  if (!t && op != Opcode::Prmt && op != Opcode::Lop3 && op != Opcode::Bmsk)
+    return error(inst.loc, "'" + inst.opcode + "' needs a type");
+  Type i32 = intType(32);
+  Type ty = t ? t->type : i32;
+  Signedness sign = t && t->isSigned ? Signedness::s : Signedness::u;
+  auto src = [&](unsigned i, Type tt) { return read(inst.operands[i], tt); };
+  Value r;
+  if (op == Opcode::Popc || op == Opcode::Clz || op == Opcode::Brev) {
+    if (failed(expectOperands(inst, 2)))
+      return failure();
+    Value a = src(1, ty);
+    if (!a)
+      return failure();
+    if (op == Opcode::Brev) {
+      r = BrevOp::create(b, curLoc, a);
+    } else {
+      r = op == Opcode::Popc
+              ? Value(math::CtPopOp::create(b, curLoc, a))
+              : Value(math::CountLeadingZerosOp::create(b, curLoc, a));
+      r = coerce(r, i32);
+    }
+  } else if (op == Opcode::Bfind) {
+    if (failed(expectOperands(inst, 2)))
+      return failure();
+    Value a = src(1, ty);
+    if (!a)
+      return failure();
+    r = BfindOp::create(b, curLoc, sign, a, inst.has("shiftamt"));
+  } else if (op == Opcode::Bfe) {
+    if (failed(expectOperands(inst, 4)))
+      return failure();
+    Value a = src(1, ty), p = src(2, i32), l = src(3, i32);
+    if (!a || !p || !l)
+      return failure();
+    r = BfeOp::create(b, curLoc, sign, a, p, l);
+  } else if (op == Opcode::Bfi) {
+    if (failed(expectOperands(inst, 5)))
+      return failure();
+    Value a = src(1, ty), c = src(2, ty), p = src(3, i32), l = src(4, i32);
+    if (!a || !c || !p || !l)
+      return failure();
+    r = BfiOp::create(b, curLoc, a, c, p, l);
+  } else if (op == Opcode::Prmt) {
+    if (failed(expectOperands(inst, 4)))
+      return failure();
+    PrmtMode mode = PrmtMode::generic;
+    for (StringRef m : inst.mods)
+      if (auto pm = symbolizePrmtMode(m))
+        mode = *pm;
+    Value a = src(1, i32), c = src(2, i32), s = src(3, i32);
+    if (!a || !c || !s)
+      return failure();
+    r = PrmtOp::create(b, curLoc, mode, a, c, s);
+  } else if (op == Opcode::Lop3) {
+    if (failed(expectOperands(inst, 5)))
+      return failure();
+    if (inst.operands[4].kind != OK::Imm)
+      return error(inst.operands[4].loc, "lop3 needs an immediate LUT");
+    Value a = src(1, i32), c = src(2, i32), d = src(3, i32);
+    if (!a || !c || !d)
+      return failure();
+    r = Lop3Op::create(b, curLoc, a, c, d,
+                       b.getI32IntegerAttr(inst.operands[4].imm & 0xff));
+  } else if (op == Opcode::Shf) {
+    if (failed(expectOperands(inst, 4)))
+      return failure();
+    ShiftDir dir = inst.has("l") ? ShiftDir::l : ShiftDir::r;
+    ShiftWrap mode = inst.has("wrap") ? ShiftWrap::wrap : ShiftWrap::clamp;
+    Value a = src(1, i32), c = src(2, i32), n = src(3, i32);
+    if (!a || !c || !n)
+      return failure();
+    r = ShfOp::create(b, curLoc, dir, mode, a, c, n);
+  } else if (op == Opcode::Bmsk) {
+    if (failed(expectOperands(inst, 3)))
+      return failure();
+    ShiftWrap mode = inst.has("wrap") ? ShiftWrap::wrap : ShiftWrap::clamp;
+    Value p = src(1, i32), l = src(2, i32);
+    if (!p || !l)
+      return failure();
+    r = BmskOp::create(b, curLoc, mode, p, l);
+  } else if (op == Opcode::Mul24 || op == Opcode::Mad24) {
+    bool mad = op == Opcode::Mad24;
+    if (failed(expectOperands(inst, mad ? 4 : 3)))
+      return failure();
+    Value a = src(1, i32), c = src(2, i32);
+    if (!a || !c)
+      return failure();
+    HalfSel half = inst.has("hi") ? HalfSel::hi : HalfSel::lo;
+    r = Mul24Op::create(b, curLoc, sign, half, a, c);
+    if (mad) {
+      Value d = src(3, i32);
+      if (!d)
+        return failure();
+      if (inst.has("sat")) {
+        if (half != HalfSel::hi || sign != Signedness::s)
+          return error(inst.loc, "'.sat' is only defined for mad24.hi.s32");
+        r = saturatingAddS32(r, d);
+      } else {
+        r = arith::AddIOp::create(b, curLoc, r, d);
+      }
+    }
+  } else if (op == Opcode::Sad) {
+    if (failed(expectOperands(inst, 4)))
+      return failure();
+    Value a = src(1, ty), c = src(2, ty), d = src(3, ty);
+    if (!a || !c || !d)
+      return failure();
+    r = SadOp::create(b, curLoc, sign, a, c, d);
+  } else if (op == Opcode::Dp4a || op == Opcode::Dp2a) {
+    if (failed(expectOperands(inst, 4)))
+      return failure();
+    auto at = instrType(inst, 0), bt = instrType(inst, 1);
+    if (!at || !bt)
+      return error(inst.loc, "'" + inst.opcode + "' needs two types");
+    Value a = src(1, i32), c = src(2, i32), d = src(3, i32);
+    if (!a || !c || !d)
+      return failure();
+    Signedness as = at->isSigned ? Signedness::s : Signedness::u;
+    Signedness bs = bt->isSigned ? Signedness::s : Signedness::u;
+    if (op == Opcode::Dp4a)
+      r = Dp4aOp::create(b, curLoc, as, bs, a, c, d);
+    else
+      r = Dp2aOp::create(b, curLoc, as, bs,
+                         inst.has("hi") ? HalfSel::hi : HalfSel::lo, a, c, d);
+  } else {
+    return unsupported(inst);
+  }
+  return write(inst.operands[0], r);
+}
+
+/// vshl/vshr.dtype.atype.u32{.sat}.mode{.op2} d, a, b{, c}: the scalar video
+/// shifts without byte/half selectors, decomposed into arith ops on 64 bits:
+/// the amount is clamped to 32 (`.clamp`) or taken mod 32 (`.wrap`), the
+/// shifted value saturates to dtype with `.sat` (else it is truncated), then
+/// `.add`/`.min`/`.max` combine it with c.
+LogicalResult Importer::emitVideoShift(Instruction &inst, Opcode op) {
+  auto dt = instrType(inst, 0), at = instrType(inst, 1),
+       bt = instrType(inst, 2);
+  if (!dt || !at || !bt || !dt->type.isInteger(32) || !at->type.isInteger(32) ||
+      !bt->type.isInteger(32) || bt->isSigned)
+    return error(inst.loc, "'" + inst.opcode +
+                               "' needs .u32/.s32 dtype and atype and a .u32 "
+                               "shift type");
+  bool clamp = inst.has("clamp");
+  if (!clamp && !inst.has("wrap"))
+    return error(inst.loc, "'" + inst.opcode + "' needs '.clamp' or '.wrap'");
+  std::optional<StringRef> op2;
+  for (StringRef m : {"add", "min", "max"})
+    if (inst.has(m))
+      op2 = m;
+  if (failed(expectOperands(inst, op2 ? 4 : 3)))
+    return failure();
+  for (const Operand &o : inst.operands)
+    if (o.name.contains('.'))
+      return error(o.loc, "video byte/half selectors are not supported yet");
+  Type i32 = intType(32), wide = intType(64);
+  Value a = read(inst.operands[1], i32), n = read(inst.operands[2], i32);
+  if (!a || !n)
+    return failure();
+  n = clamp ? Value(arith::MinUIOp::create(b, curLoc, n, constInt(i32, 32)))
+            : Value(arith::AndIOp::create(b, curLoc, n, constInt(i32, 31)));
+  // 32-bit values shifted by up to 32: 64 bits hold every result, and with
+  // `.sat` a 128-bit intermediate keeps the signed clamp exact.
+  if (inst.has("sat"))
+    wide = intType(128);
+  Value wa = at->isSigned ? Value(arith::ExtSIOp::create(b, curLoc, wide, a))
+                          : Value(arith::ExtUIOp::create(b, curLoc, wide, a));
+  Value wn = arith::ExtUIOp::create(b, curLoc, wide, n);
+  Value t;
+  if (op == Opcode::Vshl)
+    t = arith::ShLIOp::create(b, curLoc, wa, wn);
+  else if (at->isSigned)
+    t = arith::ShRSIOp::create(b, curLoc, wa, wn);
+  else
+    t = arith::ShRUIOp::create(b, curLoc, wa, wn);
+  if (inst.has("sat")) {
+    int64_t lo = dt->isSigned ? INT32_MIN : 0;
+    int64_t hi = dt->isSigned ? INT32_MAX : UINT32_MAX;
+    t = arith::MaxSIOp::create(b, curLoc, t, constInt(wide, lo));
+    t = arith::MinSIOp::create(b, curLoc, t, constInt(wide, hi));
+  }
+  Value r = arith::TruncIOp::create(b, curLoc, i32, t);
+  if (op2) {
+    Value c = read(inst.operands[3], i32);
+    if (!c)
+      return failure();
+    if (*op2 == "add")
+      r = arith::AddIOp::create(b, curLoc, r, c);
+    else if (*op2 == "min")
+      r = dt->isSigned ? Value(arith::MinSIOp::create(b, curLoc, r, c))
+                       : Value(arith::MinUIOp::create(b, curLoc, r, c));
+    else
+      r = dt->isSigned ? Value(arith::MaxSIOp::create(b, curLoc, r, c))
+                       : Value(arith::MaxUIOp::create(b, curLoc, r, c));
+  }
+  return write(inst.operands[0], r);
+}

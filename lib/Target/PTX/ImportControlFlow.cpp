@@ -1,0 +1,394 @@
+//===- ImportControlFlow.cpp - PTX bodies, branches, calls ------*- C++ -*-===//
+//
+// Function bodies: labels and blocks, scopes, guarded instructions (selects
+// or branches around them), the dispatch of each instruction to its family,
+// `bra`, `ret`, `exit`, `trap`, `brkpt`, `nanosleep` and `call`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::wooly;
+using namespace mlir::wooly::ptx;
+using llvm::StringRef;
+using OK = Operand::Kind;
+
+//===----------------------------------------------------------------------===//
+// Function bodies and control flow
+//===----------------------------------------------------------------------===//
+
+static bool isBranch(const Instruction &i) { return i.opcode == "bra"; }
+
+static bool isTerminator(const Instruction &i) {
+  return i.opcode == "bra" || i.opcode == "ret" || i.opcode == "exit" ||
+         i.opcode == "trap";
+}
+
+void Importer::afterEdgeTo(Block *target) {
+  // Sealed once every edge counted in the pre-pass exists.
+  if (llvm::range_size(target->getUses()) >= expectedPreds.lookup(target))
+    ssa->sealBlock(target);
+}
+
+void Importer::branchTo(Block *target) {
+  cf::BranchOp::create(b, curLoc, target, ValueRange());
+  afterEdgeTo(target);
+}
+
+void Importer::startBlock(Block *block) {
+  func.getBody().push_back(block);
+  cur = block;
+  b.setInsertionPointToEnd(block);
+  afterEdgeTo(block);
+}
+
+/// Gives each label its block and each `bra` its target, and counts the edges
+/// into every label block. Labels are scoped by `{ }`: a branch goes to the
+/// label of that name in the innermost enclosing scope that has one, so the
+/// same inline-assembly block (with its labels) may appear several times.
+LogicalResult Importer::resolveLabels(Function &f) {
+  llvm::DenseMap<std::pair<unsigned, StringRef>, Block *> byScope;
+  SmallVector<unsigned> parentOf{0}, open{0};
+  SmallVector<std::pair<Instruction *, unsigned>> branches;
+  bool fallsThrough = true;
+  for (auto &s : f.body) {
+    switch (s.kind) {
+    case Statement::Kind::ScopeBegin:
+      parentOf.push_back(open.back());
+      open.push_back(parentOf.size() - 1);
+      break;
+    case Statement::Kind::ScopeEnd:
+      if (open.size() > 1)
+        open.pop_back();
+      break;
+    case Statement::Kind::Label: {
+      Block *&blk = byScope[{open.back(), s.label}];
+      if (blk)
+        return error(s.loc, "redefinition of label '" + s.label + "'");
+      blk = new Block();
+      labelBlocks.push_back(blk);
+      blockOf[&s] = blk;
+      if (fallsThrough)
+        ++expectedPreds[blk];
+      fallsThrough = true;
+      break;
+    }
+    case Statement::Kind::Instr:
+      fallsThrough = !(isTerminator(s.instr) && s.instr.guard.empty());
+      if (isBranch(s.instr))
+        branches.emplace_back(&s.instr, open.back());
+      break;
+    default:
+      break;
+    }
+  }
+  for (auto [inst, scope] : branches) {
+    auto &ops = inst->operands;
+    if (ops.size() != 1 || ops[0].kind != OK::Symbol)
+      return error(inst->loc, "'bra' expects one label operand");
+    Block *target = nullptr;
+    for (unsigned id = scope;; id = parentOf[id]) {
+      target = byScope.lookup({id, ops[0].name});
+      if (target || id == 0)
+        break;
+    }
+    if (!target)
+      return error(ops[0].loc,
+                   "branch to undefined label '" + ops[0].name + "'");
+    blockOf[inst] = target;
+    ++expectedPreds[target];
+  }
+  return success();
+}
+
+LogicalResult Importer::emitStatement(Statement &s) {
+  using K = Statement::Kind;
+  switch (s.kind) {
+  case K::ScopeBegin:
+    scopes.emplace_back();
+    return success();
+  case K::ScopeEnd:
+    if (scopes.size() <= 1)
+      return error(s.loc, "unbalanced '}'");
+    scopes.pop_back();
+    return success();
+  case K::Pragma:
+    pendingPragma = s.label;
+    return success();
+  case K::Label: {
+    Block *blk = blockOf.lookup(&s);
+    curLoc = loc(s.loc);
+    if (!cur->empty() && cur->back().hasTrait<OpTrait::IsTerminator>()) {
+      // Previous block ended: nothing falls through.
+    } else {
+      branchTo(blk);
+    }
+    startBlock(blk);
+    return success();
+  }
+  case K::Decl:
+    return declareVariables(s);
+  case K::Instr:
+    return emitInstruction(s.instr);
+  }
+  return success();
+}
+
+LogicalResult Importer::emitInstruction(Instruction &inst) {
+  curLoc = loc(inst.loc);
+  const InstructionInfo *info = lookupInstruction(inst.opcode);
+  if (!info)
+    return unsupported(inst);
+  if (failed(checkModifiers(inst, *info)))
+    return failure();
+  if (!cur->empty() && cur->back().hasTrait<OpTrait::IsTerminator>()) {
+    // Code after an unconditional terminator: an unreachable block.
+    startBlock(new Block());
+  }
+  if (inst.guard.empty())
+    return emitUnguarded(inst, *info);
+
+  Operand g;
+  g.kind = OK::Reg;
+  g.name = inst.guard;
+  g.negated = inst.guardNegated;
+  g.loc = inst.guardLoc;
+  VarInfo *var = lookup(inst.guard);
+  if (!var || !var->type.isInteger(1))
+    return error(inst.guardLoc, "guard '" + inst.guard +
+                                    "' is not a declared predicate register");
+  Value pred = read(g, b.getI1Type());
+  if (!pred)
+    return failure();
+
+  if (info->opcode == Opcode::Bra) {
+    Block *target = blockOf.lookup(&inst);
+    Block *next = new Block();
+    expectedPreds[next] = 1;
+    auto br = cf::CondBranchOp::create(b, curLoc, pred, target, ValueRange(),
+                                       next, ValueRange());
+    if (!pendingPragma.empty()) {
+      br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
+      pendingPragma = {};
+    }
+    afterEdgeTo(target);
+    startBlock(next);
+    return success();
+  }
+
+  // A guarded instruction without side effects (and that cannot fault) runs
+  // unconditionally; its results are selected by the guard.
+  if (info->flags & kPure) {
+    guard = pred;
+    LogicalResult r = emitUnguarded(inst, *info);
+    guard = Value();
+    return r;
+  }
+
+  // Any other guarded instruction: branch around it.
+  Block *then = new Block();
+  Block *join = new Block();
+  expectedPreds[then] = 1;
+  expectedPreds[join] = 2;
+  cf::CondBranchOp::create(b, curLoc, pred, then, ValueRange(), join,
+                           ValueRange());
+  startBlock(then);
+  if (failed(emitUnguarded(inst, *info))) {
+    // The body owns `join` from now on (it is freed with the function).
+    func.getBody().push_back(join);
+    return failure();
+  }
+  if (cur->empty() || !cur->back().hasTrait<OpTrait::IsTerminator>())
+    branchTo(join);
+  else
+    expectedPreds[join] = 1;
+  startBlock(join);
+  ssa->sealBlock(join);
+  return success();
+}
+
+LogicalResult Importer::emitRet(Instruction &inst) {
+  SmallVector<Value> values;
+  for (auto [i, id] : llvm::enumerate(retVars)) {
+    auto vec = vectorRets.find(i);
+    if (vec == vectorRets.end()) {
+      values.push_back(ssa->readVariable(id, cur));
+      continue;
+    }
+    SmallVector<Value> parts;
+    for (auto c : vec->second)
+      parts.push_back(ssa->readVariable(c, cur));
+    Type rt = func.getResultTypes()[i];
+    Value packed = PackOp::create(b, curLoc, intType(widthOf(rt)), parts);
+    values.push_back(bitcast(packed, rt));
+  }
+  RetOp::create(b, curLoc, values);
+  return success();
+}
+
+LogicalResult Importer::emitUnguarded(Instruction &inst,
+                                      const InstructionInfo &info) {
+  if (info.flags & kRelaxedSizes) {
+    relaxedSizes = true;
+    llvm::scope_exit restore([&] { relaxedSizes = false; });
+    return (this->*info.handler)(inst, info.opcode);
+  }
+  return (this->*info.handler)(inst, info.opcode);
+}
+
+LogicalResult Importer::emitBra(Instruction &inst, Opcode op) {
+  Block *target = blockOf.lookup(&inst);
+  auto br = cf::BranchOp::create(b, curLoc, target, ValueRange());
+  if (!pendingPragma.empty()) {
+    br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
+    pendingPragma = {};
+  }
+  afterEdgeTo(target);
+  return success();
+}
+
+/// ret, exit, trap and brkpt.
+LogicalResult Importer::emitExitTrap(Instruction &inst, Opcode op) {
+  if (!inst.operands.empty())
+    return error(inst.loc, "'" + inst.opcode + "' takes no operands");
+  if (op == Opcode::Ret)
+    return emitRet(inst);
+  if (op == Opcode::Exit)
+    ExitOp::create(b, curLoc);
+  else if (op == Opcode::Trap)
+    TrapOp::create(b, curLoc);
+  else
+    BrkptOp::create(b, curLoc);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::emitCall(Instruction &inst, Opcode op) {
+  // call{.uni} (rets), callee, (args){, prototype}
+  auto &ops = inst.operands;
+  size_t i = 0;
+  const Operand *rets = nullptr, *args = nullptr;
+  if (i < ops.size() && ops[i].kind == OK::List)
+    rets = &ops[i++];
+  if (i >= ops.size())
+    return error(inst.loc, "'call' needs a callee");
+  const Operand &callee = ops[i++];
+  if (i < ops.size() && ops[i].kind == OK::List)
+    args = &ops[i++];
+  const Operand *proto = i < ops.size() ? &ops[i++] : nullptr;
+  if (i != ops.size())
+    return error(inst.loc, "malformed 'call'");
+
+  SmallVector<Type> argTypes, resTypes;
+  FuncOp fn;
+  if (callee.kind == OK::Symbol) {
+    fn = funcs.lookup(callee.name);
+    if (!fn)
+      return error(callee.loc,
+                   "call to undeclared function '" + callee.name + "'");
+    argTypes.assign(fn.getArgumentTypes().begin(), fn.getArgumentTypes().end());
+    resTypes.assign(fn.getResultTypes().begin(), fn.getResultTypes().end());
+  } else if (callee.kind == OK::Reg) {
+    if (!proto || proto->kind != OK::Symbol)
+      return error(inst.loc, "an indirect call needs a prototype");
+    const Prototype *p = nullptr;
+    for (auto &[name, pr] : ast.prototypes)
+      if (name == proto->name)
+        p = &pr;
+    if (!p)
+      return error(proto->loc, "unknown prototype '" + proto->name + "'");
+    for (auto &d : p->params) {
+      auto t = paramType(d);
+      if (!t)
+        return error(d.loc, "unsupported parameter type");
+      argTypes.push_back(*t);
+    }
+    for (auto &d : p->results) {
+      auto t = paramType(d);
+      if (!t)
+        return error(d.loc, "unsupported parameter type");
+      resTypes.push_back(*t);
+    }
+  } else {
+    return error(callee.loc, "expected a function name or register");
+  }
+  size_t nargs = args ? args->elems.size() : 0;
+  size_t nrets = rets ? rets->elems.size() : 0;
+  if (nargs != argTypes.size() || nrets != resTypes.size())
+    return error(inst.loc, "call passes " + Twine(nargs) + " argument(s) and " +
+                               Twine(nrets) + " result(s); the callee takes " +
+                               Twine(argTypes.size()) + " and " +
+                               Twine(resTypes.size()));
+  SmallVector<Value> argValues;
+  for (size_t k = 0; k < nargs; ++k) {
+    const Operand &a = args->elems[k];
+    Value v;
+    VarInfo *var = a.kind == OK::Symbol ? lookup(a.name) : nullptr;
+    if (var && var->isParam) {
+      if (widthOf(var->type) != widthOf(argTypes[k]))
+        return error(a.loc, "argument '" + a.name + "' has " +
+                                Twine(widthOf(var->type) / 8) +
+                                " bytes; the callee's parameter has " +
+                                Twine(widthOf(argTypes[k]) / 8));
+      v = coerce(ssa->readVariable(var->id, cur), argTypes[k]);
+    } else {
+      v = read(a, argTypes[k]);
+    }
+    if (!v)
+      return failure();
+    argValues.push_back(v);
+  }
+  Operation *call;
+  if (fn) {
+    auto c = CallOp::create(
+        b, curLoc, resTypes, FlatSymbolRefAttr::get(fn.getSymNameAttr()),
+        argValues, /*uni=*/UnitAttr(), ArrayAttr(), ArrayAttr());
+    if (inst.has("uni"))
+      c.setUni(true);
+    call = c;
+  } else {
+    Value target = read(callee, addrType());
+    if (!target)
+      return failure();
+    call = CallIndirectOp::create(b, curLoc, resTypes, target, argValues);
+  }
+  for (size_t k = 0; k < nrets; ++k) {
+    const Operand &r = rets->elems[k];
+    VarInfo *var = r.kind == OK::Symbol ? lookup(r.name) : nullptr;
+    if (!var || !var->isParam) {
+      if (failed(write(r, call->getResult(k))))
+        return failure();
+      continue;
+    }
+    if (widthOf(var->type) != widthOf(resTypes[k]))
+      return error(r.loc, "result '" + r.name + "' has " +
+                              Twine(widthOf(var->type) / 8) +
+                              " bytes; the callee returns " +
+                              Twine(widthOf(resTypes[k]) / 8));
+    ssa->writeVariable(var->id, cur, coerce(call->getResult(k), var->type));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Execution control
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::emitNanosleep(Instruction &inst, Opcode op) {
+  if (failed(expectOperands(inst, 1)))
+    return failure();
+  Value t = read(inst.operands[0], intType(32));
+  if (!t)
+    return failure();
+  NanosleepOp::create(b, curLoc, t);
+  return success();
+}

@@ -1,0 +1,494 @@
+//===- ImporterImpl.h - The PTX importer's shared state ----*- C++ -*-===//
+//
+// Internal to lib/Target/PTX. The importer class: one object raises one PTX
+// module. Its shared state and helpers (types, values, SSA, diagnostics) are
+// defined in Importer.cpp; module-level declarations in ImportModule.cpp;
+// function bodies, control flow and calls in ImportControlFlow.cpp; each
+// instruction family in its own Import<Family>.cpp. Instructions reach their
+// handler through the opcode table of PTXInstructions.def, which also lists
+// the modifiers each opcode accepts (InstructionTable.cpp checks them).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_LIB_TARGET_PTX_IMPORTERIMPL_H
+#define WOOLY_LIB_TARGET_PTX_IMPORTERIMPL_H
+
+#include "PTXAst.h"
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
+#include "Wooly/Target/PTX/SSABuilder.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/StringSaver.h"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace mlir::wooly::ptx {
+
+/// The largest `%v<N>` range of vector registers or `.param`s accepted.
+inline constexpr int64_t kMaxEagerRange = 4096;
+/// The largest `.param` byte array accepted.
+inline constexpr int64_t kMaxParamBytes = int64_t(1) << 20;
+
+/// Returns the width in bits of a scalar or vector type (0 for others).
+inline uint64_t widthOf(Type t) {
+  if (t.isIntOrFloat())
+    return t.getIntOrFloatBitWidth();
+  if (auto v = dyn_cast<VectorType>(t))
+    return static_cast<uint64_t>(v.getNumElements()) *
+           v.getElementType().getIntOrFloatBitWidth();
+  return 0;
+}
+
+/// A PTX register, parameter or vector register in scope.
+struct VarInfo {
+  SSABuilder::Var id;
+  Type type;
+  bool isParam = false;
+  /// For a vector register `.reg .v4 .f32 v`: its width; the components are
+  /// separate variables named `v.x` ... `v.w`.
+  unsigned vecWidth = 0;
+  /// For a kernel parameter: its argument number.
+  int argIndex = -1;
+};
+
+/// A PTX type name's properties.
+struct PtxType {
+  Type type; ///< MLIR storage type
+  bool isSigned = false;
+  bool isFloat = false;
+  ScalarType scalar = ScalarType::b32;
+};
+
+/// The PTX opcodes the importer knows (PTXInstructions.def).
+enum class Opcode : uint8_t {
+#define PTX_INSTRUCTION(Id, ...) Id,
+#include "PTXInstructions.def"
+};
+
+/// Flags of an opcode in PTXInstructions.def.
+enum InstructionFlags : unsigned {
+  kNone = 0,
+  /// Only computes registers: a guarded instance runs unconditionally and
+  /// its results are selected by the guard.
+  kPure = 1,
+  /// Registers may be wider or narrower than the instruction type.
+  kRelaxedSizes = 2,
+};
+
+/// What a modifier is to one opcode.
+enum class ModifierKind : uint8_t {
+  Handled,     ///< implemented by the handler
+  Type,        ///< a type modifier (`.u32`), counted against MaxTypes
+  Ignored,     ///< accepted and ignored (a performance hint)
+  Unsupported, ///< valid PTX, not implemented yet
+};
+
+class Importer;
+
+/// A map keyed by short strings (opcodes, modifiers), looked up for every
+/// instruction: strings of up to 8 characters, most of them, are integer
+/// keys, found without hashing a string; longer ones go to a StringMap.
+template <typename T> class ShortStringMap {
+public:
+  /// Returns the value of `s`, or null.
+  const T *find(llvm::StringRef s) const {
+    if (s.size() <= 8) {
+      auto it = shortKeys.find(pack(s));
+      return it == shortKeys.end() ? nullptr : &it->second;
+    }
+    auto it = longKeys.find(s);
+    return it == longKeys.end() ? nullptr : &it->second;
+  }
+  /// Adds `s` with `value`; returns the entry and whether it is new.
+  std::pair<T *, bool> insert(llvm::StringRef s, T value) {
+    if (s.size() <= 8) {
+      auto [it, inserted] = shortKeys.try_emplace(pack(s), std::move(value));
+      return {&it->second, inserted};
+    }
+    auto [it, inserted] = longKeys.try_emplace(s, std::move(value));
+    return {&it->second, inserted};
+  }
+
+private:
+  /// The characters of `s` (at most 8, none of them NUL) as an integer.
+  static uint64_t pack(llvm::StringRef s) {
+    uint64_t key = 0;
+    std::memcpy(&key, s.data(), s.size());
+    return key;
+  }
+  /// Spreads the characters of a packed key over the hash bits.
+  struct PackedKeyInfo : llvm::DenseMapInfo<uint64_t> {
+    static unsigned getHashValue(uint64_t key) {
+      return static_cast<unsigned>((key * 0x9E3779B97F4A7C15ULL) >> 32);
+    }
+  };
+  llvm::DenseMap<uint64_t, T, PackedKeyInfo> shortKeys;
+  llvm::StringMap<T> longKeys;
+};
+
+/// One row of the opcode table: the handler of an opcode and the modifiers
+/// it accepts.
+struct InstructionInfo {
+  using Handler = LogicalResult (Importer::*)(Instruction &, Opcode);
+  /// The opcode, its handler, its flags (InstructionFlags) and the number of
+  /// type modifiers it takes.
+  Opcode opcode;
+  Handler handler;
+  unsigned flags;
+  unsigned maxTypes;
+  /// Every modifier the opcode accepts or knows; others are unknown.
+  ShortStringMap<ModifierKind> modifiers;
+};
+
+/// Returns the rounding-mode modifier of `inst`, if it has one.
+inline std::optional<RoundingMode> roundingOf(const Instruction &inst) {
+  for (llvm::StringRef m : inst.mods)
+    if (auto r = symbolizeRoundingMode(m))
+      return r;
+  return std::nullopt;
+}
+
+/// Raises a PTX module to Wooly IR. The shared state (SSA builder, scopes,
+/// value and type helpers, diagnostics) lives here; the instruction handlers
+/// are defined in one file per instruction family (Import*.cpp) and reached
+/// through the opcode table (InstructionTable.cpp, PTXInstructions.def).
+class Importer final : public ModuleSink {
+public:
+  /// Creates an importer for the main buffer of `sm`, parsed into `ast`.
+  Importer(MLIRContext *ctx, llvm::SourceMgr &sm, Module &ast)
+      : ctx(ctx), sm(sm), ast(ast), b(ctx) {
+    const llvm::MemoryBuffer *buf = sm.getMemoryBuffer(sm.getMainFileID());
+    bufferName = b.getStringAttr(buf->getBufferIdentifier());
+    cursor = {buf->getBufferStart(), buf->getBufferStart(), 1};
+  }
+
+  /// Parses the buffer and raises each variable and function as soon as it
+  /// is parsed.
+  OwningOpRef<ModuleOp> run();
+
+  /// Raises a module-scope variable.
+  bool onGlobal(const VarDecl &var) override {
+    return succeeded(importGlobal(var, var.name));
+  }
+  /// Declares a function and raises its body, if it has one.
+  bool onFunction(Function &f) override;
+
+  /// Returns the `file:line:col` location of `p` in the buffer.
+  Location loc(const char *p);
+  /// Emits `msg` at `p`. Messages quote the input, which may hold any
+  /// bytes, and must stay printable UTF-8 (wooly-serve sends them in
+  /// protocol strings): a byte outside printable ASCII is written as \xNN.
+  LogicalResult error(const char *p, const Twine &msg);
+
+private:
+  // Types.
+  /// Returns the properties of PTX type `name` (`u32`), if it is one.
+  std::optional<PtxType> ptxType(StringRef name);
+  /// Returns the `which`-th type modifier of `inst` (0 = first).
+  std::optional<PtxType> instrType(const Instruction &inst, int which = 0);
+  /// Returns the integer type of `bits` bits.
+  Type intType(unsigned bits) { return b.getIntegerType(bits); }
+  /// Returns the type of addresses (`.address_size`).
+  Type addrType() { return intType(ast.addressSize); }
+
+  // Module level.
+  /// Raises a state-space variable to a `wooly.global` named `name`.
+  LogicalResult importGlobal(const VarDecl &d, StringRef name);
+  /// Declares `f` (or checks it against its earlier declaration).
+  LogicalResult declareFunction(Function &f);
+  /// Raises the body of `f`, declared before.
+  LogicalResult importBody(Function &f);
+  /// Returns the type of a parameter: its scalar type, or bytes for arrays
+  /// and vectors.
+  std::optional<Type> paramType(const VarDecl &d);
+  /// Returns the attributes recording a parameter's PTX name, type, alignment
+  /// and pointer space.
+  DictionaryAttr paramAttrs(const VarDecl &d);
+
+  // Values.
+  /// Returns the function's one `arith.constant` of `value`, created at the
+  /// top of the entry block on first use.
+  Value constant(TypedAttr value);
+  /// The integer constant `v` of type `t`, sign-extended or truncated to
+  /// the width of `t`.
+  Value constInt(Type t, int64_t v) {
+    return constant(
+        b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                .sextOrTrunc(t.getIntOrFloatBitWidth())));
+  }
+  /// The float constant `v` of type `t`.
+  Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
+  /// Converts `v` to `t`: a bitcast for equal widths, else a truncation or
+  /// an extension (signed if `signExtend`) of its bits.
+  Value coerce(Value v, Type t, bool signExtend = false);
+  /// Reinterprets `v` as `t`, of the same width.
+  Value bitcast(Value v, Type t);
+  /// Returns the value of operand `op` as `t`, or null after an error.
+  Value read(const Operand &op, Type t, bool signExtend = false);
+  /// Reads operands 1..n of `inst` (its sources) as `t` into `out`.
+  bool readSources(const Instruction &inst, Type t,
+                   SmallVectorImpl<Value> &out);
+  /// Writes `v` to destination `op` (a register, vector or sink).
+  LogicalResult write(const Operand &op, Value v, bool signExtend = false);
+  /// Returns the register or parameter `name` in scope, or null.
+  VarInfo *lookup(StringRef name);
+  /// Returns the name of component `i` of vector register `name` (`v.x`).
+  StringRef vectorComponent(StringRef name, int64_t i) {
+    static const char *xyzw[] = {".x", ".y", ".z", ".w"};
+    return names.save(name + xyzw[i]);
+  }
+  /// Expands a whole vector register into a `{v.x, v.y, ...}` operand.
+  std::optional<Operand> expandVector(const Operand &op,
+                                      VarInfo *known = nullptr) {
+    VarInfo *v = known ? known : lookup(op.name);
+    if (!v || !v->vecWidth)
+      return std::nullopt;
+    Operand vec;
+    vec.kind = Operand::Kind::Vector;
+    vec.loc = op.loc;
+    for (unsigned i = 0; i < v->vecWidth; ++i) {
+      Operand e;
+      e.kind = Operand::Kind::Reg;
+      e.loc = op.loc;
+      e.name = vectorComponent(op.name, i);
+      vec.elems.push_back(e);
+    }
+    return vec;
+  }
+  /// Reads special register `op` (`%tid.x`) as `t`; null if it is not one.
+  Value readSpecial(const Operand &op, Type t);
+  /// Computes the address of an `[addr]` operand; `type` receives its type.
+  Value address(const Operand &op, Type &type,
+                std::optional<StateSpace> access = std::nullopt);
+  /// The value of a register read before any write (zero).
+  Value undefValue(Type t);
+
+  // Function bodies and control flow (ImportControlFlow.cpp).
+  /// Ends the current block with a branch to `target`.
+  void branchTo(Block *target);
+  /// Seals `target` once all its predecessor edges exist.
+  void afterEdgeTo(Block *target);
+  /// Appends `block` to the body and emits into it.
+  void startBlock(Block *block);
+  /// Gives each label its block and each `bra` its target.
+  LogicalResult resolveLabels(Function &f);
+  /// Raises one statement of a body.
+  LogicalResult emitStatement(Statement &s);
+  /// Raises one instruction: finds its table row, checks its modifiers and
+  /// emits it unguarded, as a select or inside a branch by its guard.
+  LogicalResult emitInstruction(Instruction &inst);
+  /// Calls the handler of `info` for `inst`.
+  LogicalResult emitUnguarded(Instruction &inst, const InstructionInfo &info);
+  /// bra (unguarded; guarded branches are conditional branches).
+  LogicalResult emitBra(Instruction &inst, Opcode op);
+  /// Returns the current values of the function's results.
+  LogicalResult emitRet(Instruction &inst);
+  /// ret, exit, trap and brkpt.
+  LogicalResult emitExitTrap(Instruction &inst, Opcode op);
+  /// call: direct, or indirect through a prototype.
+  LogicalResult emitCall(Instruction &inst, Opcode op);
+  /// nanosleep.
+  LogicalResult emitNanosleep(Instruction &inst, Opcode op);
+
+  // The opcode table (InstructionTable.cpp).
+  /// Returns the table row of `opcode`, or null if it is not known.
+  static const InstructionInfo *lookupInstruction(StringRef opcode);
+  /// Checks every modifier of `inst` against its row `info`.
+  LogicalResult checkModifiers(const Instruction &inst,
+                               const InstructionInfo &info);
+  /// Reports modifier `m` of `inst` as unknown.
+  LogicalResult unknownModifier(const Instruction &inst, StringRef m);
+  /// Fails if `inst` has more than `maxTypes` type modifiers.
+  LogicalResult checkTypeCount(const Instruction &inst, unsigned maxTypes);
+  /// Reports `inst` as an unsupported instruction.
+  LogicalResult unsupported(Instruction &inst);
+
+  // Variable declarations in a function body (ImportModule.cpp).
+  /// Declares the variables of a `.reg`, `.param` or state-space statement.
+  LogicalResult declareVariables(Statement &s);
+
+  // Memory: loads, stores, atomics, fences, address spaces, async copies,
+  // cache control (ImportMemory.cpp).
+  /// ld, ldu and st.
+  LogicalResult emitLdSt(Instruction &inst, Opcode op);
+  /// A load or store of `vec` elements of type `ty` at `offset` in parameter
+  /// `param`, which is a value.
+  LogicalResult emitParamAccess(Instruction &inst, bool isLoad, VarInfo *param,
+                                int64_t offset, PtxType ty, int vec);
+  /// atom and red.
+  LogicalResult emitAtom(Instruction &inst, Opcode op);
+  /// membar and fence.
+  LogicalResult emitFence(Instruction &inst, Opcode op);
+  /// cvta and isspacep.
+  LogicalResult emitCvta(Instruction &inst, Opcode op);
+  /// cp.async and its commit and wait operations.
+  LogicalResult emitCpAsync(Instruction &inst, Opcode op);
+  /// prefetch and prefetchu.
+  LogicalResult emitPrefetch(Instruction &inst, Opcode op);
+  /// createpolicy.fractional.
+  LogicalResult emitCreatePolicy(Instruction &inst, Opcode op);
+
+  // Arithmetic and comparisons (ImportArith.cpp).
+  /// add, sub, div, rem, min, max, abs, neg, the logical operations, shl,
+  /// shr, selp and copysign.
+  LogicalResult emitIntOrFloatArith(Instruction &inst, Opcode op);
+  /// mul, mad and fma.
+  LogicalResult emitMulMad(Instruction &inst, Opcode op);
+  /// The carry chain: add.cc, sub.cc, mad.cc, addc, subc and madc.
+  LogicalResult emitCarry(Instruction &inst, Opcode op);
+  /// sqrt, rcp and the approximate functions (rsqrt, sin, cos, lg2, ex2,
+  /// tanh).
+  LogicalResult emitUnaryFloat(Instruction &inst, Opcode op);
+  /// setp and set.
+  LogicalResult emitSetp(Instruction &inst, Opcode op);
+
+  // Bit manipulation, integer and video instructions (ImportBits.cpp).
+  /// Bit and integer instructions: popc ... dp2a.
+  LogicalResult emitBits(Instruction &inst, Opcode op);
+  /// The scalar video shifts vshl and vshr.
+  LogicalResult emitVideoShift(Instruction &inst, Opcode op);
+
+  // Moves and conversions (ImportConversions.cpp).
+  /// mov of scalars and vectors.
+  LogicalResult emitMov(Instruction &inst, Opcode op);
+  /// cvt, including cvt.pack.
+  LogicalResult emitCvt(Instruction &inst, Opcode op);
+
+  // Warp-level and CTA-level synchronisation (ImportWarp.cpp).
+  /// activemask, shfl, vote, match and redux.
+  LogicalResult emitWarp(Instruction &inst, Opcode op);
+  /// bar and barrier: CTA barriers, bar.red and bar.warp.sync.
+  LogicalResult emitBarrier(Instruction &inst, Opcode op);
+
+  // Matrix instructions: ldmatrix, mma, wmma (ImportMatrix.cpp).
+  /// ldmatrix, mma and wmma.
+  LogicalResult emitMatrix(Instruction &inst, Opcode op);
+
+  /// `a + b` (or `a - b`) on s32, clamped to [INT32_MIN, INT32_MAX].
+  Value saturatingAddS32(Value a, Value c, bool subtract = false);
+
+  /// PTX requires a register to have the size of the instruction type,
+  /// except for `ld`, `st` and `cvt` (which extend and truncate).
+  bool relaxedSizes = false;
+  /// Fails unless register `var` has the width of `t` (or sizes are relaxed).
+  LogicalResult checkOperandSize(const Operand &op, const VarInfo &var, Type t);
+
+  /// Fails unless `inst` has `n` operands.
+  LogicalResult expectOperands(Instruction &inst, size_t n) {
+    if (inst.operands.size() != n)
+      return error(inst.loc, "'" + inst.opcode + "' expects " + Twine(n) +
+                                 " operands, got " +
+                                 Twine(inst.operands.size()));
+    return success();
+  }
+  /// Returns the state space named by a modifier of `inst`, if any.
+  std::optional<StateSpace> spaceOf(const Instruction &inst);
+
+  /// The context, source buffer and syntax tree of the module.
+  MLIRContext *ctx;
+  llvm::SourceMgr &sm;
+  Module &ast;
+  /// Builds the IR; its insertion point is the end of the current block.
+  OpBuilder b;
+  /// The buffer's name in locations.
+  StringAttr bufferName;
+  /// Storage for names the importer makes up (`%r7` of `%r<10>`, `v.x`).
+  llvm::BumpPtrAllocator nameAlloc;
+  llvm::UniqueStringSaver names{nameAlloc};
+  /// The last position loc() resolved.
+  struct {
+    const char *pos, *lineStart;
+    unsigned line;
+  } cursor;
+  /// The location of the statement being raised.
+  Location curLoc = UnknownLoc::get(ctx);
+  /// The module, its functions (by PTX name, and those with a body) and
+  /// its variables (by symbol).
+  ModuleOp module;
+  llvm::StringMap<FuncOp> funcs;
+  llvm::StringSet<> definedFuncs;
+  llvm::StringMap<GlobalOp> globals;
+
+  // Per function.
+  /// The function being raised, its SSA builder, the current and the entry
+  /// block.
+  FuncOp func;
+  SSABuilder *ssa = nullptr;
+  Block *cur = nullptr;
+  Block *entry = nullptr;
+  /// A `%r<N>` declaration: its registers get variables on first use.
+  struct RegRange {
+    int64_t count;
+    Type type;
+  };
+  /// One `{ }` scope: its variables and register ranges.
+  struct Scope {
+    llvm::StringMap<VarInfo> vars;
+    /// Register ranges by prefix (`%r` for `%r<10>`).
+    llvm::StringMap<RegRange> ranges;
+
+    /// Returns the range that declares `name`, if any: `name` is a prefix
+    /// followed by a decimal index below the range's count.
+    const RegRange *rangeOf(StringRef name) const {
+      if (ranges.empty())
+        return nullptr;
+      // Try each split into prefix and all-digit suffix.
+      for (size_t i = name.size(); i > 0 && llvm::isDigit(name[i - 1]); --i) {
+        auto it = ranges.find(name.take_front(i - 1));
+        if (it == ranges.end())
+          continue;
+        StringRef digits = name.drop_front(i - 1);
+        uint64_t n;
+        if ((digits.size() > 1 && digits[0] == '0') ||
+            digits.getAsInteger(10, n) ||
+            n >= static_cast<uint64_t>(it->second.count))
+          continue;
+        return &it->second;
+      }
+      return nullptr;
+    }
+  };
+  /// The open scopes, innermost last.
+  std::vector<Scope> scopes;
+  /// The block of each label statement and the target block of each `bra`
+  /// instruction (labels are scoped by `{ }` like registers).
+  llvm::DenseMap<const void *, Block *> blockOf;
+  /// Every label block, owned here until it is inserted into the body.
+  SmallVector<Block *> labelBlocks;
+  /// Function-scope variables: PTX name to module symbol name.
+  llvm::StringMap<StringRef> localSymbols;
+  /// Returns the module symbol that `name` refers to in the current function.
+  StringRef symbolName(StringRef name) const {
+    auto it = localSymbols.find(name);
+    return it == localSymbols.end() ? name : it->second;
+  }
+  /// The number of predecessor edges of each block, known in advance.
+  llvm::DenseMap<Block *, unsigned> expectedPreds;
+  /// The variables of the results (0 for vector results) and, for vector
+  /// results, the variables of their components.
+  llvm::SmallVector<SSABuilder::Var> retVars;
+  llvm::DenseMap<unsigned, SmallVector<SSABuilder::Var>> vectorRets;
+  /// The carry flag CC.CF, once an instruction uses it.
+  std::optional<SSABuilder::Var> carryVar;
+  /// While a guarded side-effect-free instruction is emitted: its guard.
+  /// Writes then keep the old value where the guard is false (a select).
+  Value guard;
+  /// Writes `v` to variable `id`, honouring the guard.
+  void assign(SSABuilder::Var id, Value v);
+  /// The constants of the function (see constant()) and the last one.
+  llvm::DenseMap<Attribute, Value> constants;
+  Operation *lastConstant = nullptr;
+  /// A `.pragma` waiting for the next branch.
+  StringRef pendingPragma;
+};
+
+} // namespace mlir::wooly::ptx
+
+#endif // WOOLY_LIB_TARGET_PTX_IMPORTERIMPL_H
