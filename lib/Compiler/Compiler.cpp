@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -337,7 +338,11 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
   if (Error e = (*codegen)->addLowering(pm))
     return std::move(e);
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
-  if (mlir::failed(pm.run(*module)))
+  // The lowering's passes build their output correct by construction (the
+  // lit tests verify after each of them): the module is verified once, at
+  // the end, before the translation to LLVM IR relies on it.
+  pm.enableVerifier(false);
+  if (mlir::failed(pm.run(*module)) || mlir::failed(mlir::verify(*module)))
     return failWith("lowering failed");
 
   CompiledModule out;
