@@ -62,9 +62,17 @@ inline constexpr llvm::StringLiteral kApproxAttr = "wooly.approx";
 /// and vector), which refer to the lowering: it must outlive them. Then
 /// `applyFullConversion` with a target that `configureTarget` set up, and
 /// `finalize`. The passes `convert-wooly-to-*` are these steps.
+///
+/// What the preparation learned of the module (its kernels, variables and
+/// functions) is what the patterns use: no other pass may run between the
+/// preparation and the conversion, and a lowering is applied once. A
+/// failed preparation may leave the module partly rewritten.
 class WoolyLLVMLowering {
 public:
   virtual ~WoolyLLVMLowering();
+  /// Adds the patterns of every op (what the populate functions do).
+  virtual void populatePatterns(const LLVMTypeConverter &converter,
+                                RewritePatternSet &patterns) = 0;
   /// Marks legal what the lowering produces (LLVM and the target's
   /// dialects) and illegal what it removes.
   virtual void configureTarget(ConversionTarget &target) const = 0;

@@ -72,8 +72,9 @@ void GPUTargetInfo::finishEntry(Emitter &e, FuncOp op, LLVM::LLVMFuncOp fn,
   Value copy = LLVM::AllocaOp::create(e.rw, e.loc, e.ptr(allocaAddressSpace()),
                                       e.i8(), e.c64(bytes), /*alignment=*/16);
   for (auto [i, arg] : llvm::enumerate(entry->getArguments())) {
-    Value slot = LLVM::GEPOp::create(e.rw, e.loc, copy.getType(), e.i8(), copy,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])});
+    Value slot =
+        LLVM::GEPOp::create(e.rw, e.loc, copy.getType(), e.i8(), copy,
+                            ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])});
     LLVM::StoreOp::create(e.rw, e.loc, arg, slot, /*alignment=*/1);
   }
   paramCopies[fn.getOperation()] = copy;
@@ -107,10 +108,9 @@ GPUTargetInfo::createGlobal(OpBuilder &b, GlobalOp g, uint64_t align) const {
 }
 
 /// An address in an initializer is in the variable's own space.
-FailureOr<Value> GPUTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g,
-                                                   StringRef sym, Type elem,
-                                                   const LoweringState &state)
-    const {
+FailureOr<Value>
+GPUTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
+                                  Type elem, const LoweringState &state) const {
   unsigned tas = 0;
   if (auto s = state.globalSpaces.find(sym); s != state.globalSpaces.end()) {
     if (s->second == StateSpace::local)
@@ -134,9 +134,9 @@ FailureOr<Value> GPUTargetInfo::localAddress(Emitter &e, AddressOfOp op,
 
 /// The address of a variable in its own state space (PTX's
 /// `mov.u64 %rd, sym`), or a function's generic address.
-FailureOr<Value> GPUTargetInfo::symbolAddress(Emitter &e, AddressOfOp op,
-                                              const LoweringState &state)
-    const {
+FailureOr<Value>
+GPUTargetInfo::symbolAddress(Emitter &e, AddressOfOp op,
+                             const LoweringState &state) const {
   unsigned as = 0;
   auto space = state.globalSpaces.find(op.getGlobal());
   if (space != state.globalSpaces.end())
@@ -153,6 +153,9 @@ FailureOr<Value> GPUTargetInfo::paramAddress(Emitter &e, ParamAddressOp op,
                                              LLVM::LLVMFuncOp fn,
                                              uint64_t offset) const {
   Value copy = paramCopies.lookup(fn.getOperation());
+  if (!copy)
+    return op.emitOpError("has no copy of its kernel's parameters (internal "
+                          "error)");
   Value p = LLVM::GEPOp::create(e.rw, e.loc, copy.getType(), e.i8(), copy,
                                 ArrayRef<LLVM::GEPArg>{int32_t(offset)});
   if (allocaAddressSpace() != 0)

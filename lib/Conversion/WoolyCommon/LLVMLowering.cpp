@@ -284,8 +284,8 @@ struct FuncOpLowering : WoolyPattern<FuncOp> {
     auto fnType = LLVM::LLVMFunctionType::get(
         resultTypeOf(mctx, op.getResultTypes()), llvmArgs);
     auto fn = LLVM::LLVMFuncOp::create(
-        rw, op.getLoc(), target.functionSymbol(op.getSymName(), kernel),
-        fnType, target.functionLinkage(op));
+        rw, op.getLoc(), target.functionSymbol(op.getSymName(), kernel), fnType,
+        target.functionLinkage(op));
     if (op.isDeclaration()) {
       rw.eraseOp(op);
       return success();
@@ -474,7 +474,7 @@ struct ParamAddressOpLowering : WoolyPattern<ParamAddressOp> {
     auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
     auto kernel = fn->getAttrOfType<StringAttr>("wooly.kernel");
     if (!kernel)
-      return op.emitOpError("parameter addresses of device functions")
+      return op.emitOpError("a parameter address in a device function")
              << target.notSupported();
     ArrayRef<uint64_t> offsets = state.paramOffsets[kernel.getValue()];
     if (op.getIndex() >= offsets.size())
@@ -859,7 +859,7 @@ LogicalResult common::applyLowering(ModuleOp module,
   LowerToLLVMOptions options(ctx);
   LLVMTypeConverter converter(ctx, options);
   RewritePatternSet patterns(ctx);
-  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+  lowering.populatePatterns(converter, patterns);
   LLVMConversionTarget conversionTarget(*ctx);
   lowering.configureTarget(conversionTarget);
   if (failed(

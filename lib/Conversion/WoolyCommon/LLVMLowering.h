@@ -208,11 +208,10 @@ public:
   virtual void populatePatterns(const LLVMTypeConverter &converter,
                                 RewritePatternSet &patterns) const {}
   /// Before the module's variables are lowered.
-  virtual LogicalResult beginModule(ModuleOp module) const {
-    return success();
-  }
+  virtual LogicalResult beginModule(ModuleOp module) const { return success(); }
   /// After the variables and parameter layouts, before the conversion;
-  /// `b` inserts where the last global went.
+  /// `b` inserts at the module level (after the last global made, or at the
+  /// start of the module after a global with an initializer region).
   virtual LogicalResult prepareModule(ModuleOp module, OpBuilder &b,
                                       const LoweringState &state) const {
     return success();
@@ -248,8 +247,7 @@ public:
                             const LoweringState &state) const {}
   /// The values of the body's arguments, emitted at the end of the new
   /// entry block (the default: the entry block's arguments).
-  virtual SmallVector<Value> bodyArguments(Emitter &e, FuncOp op,
-                                           Block *entry,
+  virtual SmallVector<Value> bodyArguments(Emitter &e, FuncOp op, Block *entry,
                                            const LoweringState &state) const {
     return SmallVector<Value>(entry->getArguments());
   }
@@ -377,7 +375,7 @@ public:
   void finalize(ModuleOp module) override;
   /// Adds the shared patterns, the target's and the upstream ones.
   void populatePatterns(const LLVMTypeConverter &converter,
-                        RewritePatternSet &patterns);
+                        RewritePatternSet &patterns) override;
 
 private:
   std::unique_ptr<TargetInfo> target;

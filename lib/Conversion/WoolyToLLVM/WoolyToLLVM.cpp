@@ -27,28 +27,14 @@
 
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
-#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
-#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cstddef>
@@ -69,7 +55,7 @@ static_assert(unsigned(kAccessRead) == WOOLY_ACCESS_READ &&
               "ABI.h's access flags");
 
 //===----------------------------------------------------------------------===//
-// Shared state of one run of the pass
+// The host's state for one lowering
 //===----------------------------------------------------------------------===//
 
 /// What the host's hooks share: the layout of shared memory, the next
@@ -292,7 +278,8 @@ struct HostEmitter : Emitter {
 /// and switch only inside runtime calls, and no other block sees its shared
 /// memory, so a plain load-modify-store is atomic (and avoids `lock`ed
 /// instructions, ~15x slower).
-Value emitSharedAtomic(HostEmitter &e, AtomicOp kind, Value p, ValueRange values) {
+Value emitSharedAtomic(HostEmitter &e, AtomicOp kind, Value p,
+                       ValueRange values) {
   auto &rw = e.rw;
   Location loc = e.loc;
   Type t = values[0].getType();
@@ -808,8 +795,7 @@ HostTargetInfo::HostTargetInfo(MLIRContext *ctx, bool boundsChecks) {
 
 /// `wooly.iteration_barrier`: the runtime parks the thread as if exited
 /// until all of the block's threads are there.
-struct IterationBarrierOpLowering
-    : ConvertOpToLLVMPattern<IterationBarrierOp> {
+struct IterationBarrierOpLowering : ConvertOpToLLVMPattern<IterationBarrierOp> {
   IterationBarrierOpLowering(const LLVMTypeConverter &converter,
                              HostState &state)
       : ConvertOpToLLVMPattern(converter), state(state) {}
@@ -857,8 +843,8 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
 /// compiled kernel by kernel is linked in parts into one JITDylib, whose
 /// first definition of each variable the others share
 /// (CpuDevice::extendModule). Shared variables have no global.
-FailureOr<LoweredGlobal>
-HostTargetInfo::createGlobal(OpBuilder &b, GlobalOp g, uint64_t align) const {
+FailureOr<LoweredGlobal> HostTargetInfo::createGlobal(OpBuilder &b, GlobalOp g,
+                                                      uint64_t align) const {
   switch (g.getSpace()) {
   case StateSpace::shared:
   case StateSpace::shared_cluster:
@@ -884,10 +870,9 @@ HostTargetInfo::createGlobal(OpBuilder &b, GlobalOp g, uint64_t align) const {
 
 /// In an initializer, a shared variable's address is its offset; the others
 /// are host addresses.
-FailureOr<Value> HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g,
-                                                    StringRef sym, Type elem,
-                                                    const LoweringState &)
-    const {
+FailureOr<Value>
+HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
+                                   Type elem, const LoweringState &) const {
   Location loc = g.getLoc();
   auto sh = state.sharedOffsets.find(sym);
   if (sh != state.sharedOffsets.end())
@@ -1135,8 +1120,9 @@ LogicalResult HostTargetInfo::checkIndirectCall(ConversionPatternRewriter &rw,
                                       callee, asInt);
     ok = LLVM::OrOp::create(rw, op.getLoc(), ok, same);
   }
-  e.emitUnlikely(ok,
-                 [&] { e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee}); });
+  e.emitUnlikely(ok, [&] {
+    e.call("__wooly_rt_bad_call", {}, {e.ctx(op), callee});
+  });
   return success();
 }
 
@@ -1196,8 +1182,7 @@ FailureOr<Value> HostTargetInfo::paramAddress(Emitter &e, ParamAddressOp op,
 
 /// Shared offsets move by the window base; the other spaces share the
 /// generic address.
-FailureOr<Value> HostTargetInfo::cvta(Emitter &pe, CvtaOp op,
-                                      Value a) const {
+FailureOr<Value> HostTargetInfo::cvta(Emitter &pe, CvtaOp op, Value a) const {
   HostEmitter e = emitter(pe.rw, op);
   Type rt = op.getType();
   if (op.getSpace() == StateSpace::shared ||
@@ -1233,8 +1218,8 @@ FailureOr<Value> HostTargetInfo::accessPointer(ConversionPatternRewriter &rw,
 
 Value HostTargetInfo::sharedAtomic(Emitter &pe, AtomicOp kind, Value p,
                                    ValueRange values) const {
-  HostEmitter e{static_cast<ConversionPatternRewriter &>(pe.rw), pe.loc,
-                state};
+  // As in emitter(): the builder is the atomic pattern's rewriter.
+  HostEmitter e{static_cast<ConversionPatternRewriter &>(pe.rw), pe.loc, state};
   return emitSharedAtomic(e, kind, p, values);
 }
 
@@ -1261,11 +1246,10 @@ LogicalResult HostTargetInfo::lower(ExitOp op, ExitOp::Adaptor adaptor,
 LogicalResult HostTargetInfo::lower(IsSpacePOp op, IsSpacePOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
-  Value r = e.call("__wooly_rt_isspacep", e.i32(),
-                   {e.ctx(op), e.c32(uint32_t(op.getSpace())),
-                    e.toI64(adaptor.getAddr())});
-  rw.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::ne, r,
-                                      e.c32(0));
+  Value r = e.call(
+      "__wooly_rt_isspacep", e.i32(),
+      {e.ctx(op), e.c32(uint32_t(op.getSpace())), e.toI64(adaptor.getAddr())});
+  rw.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::ne, r, e.c32(0));
   return success();
 }
 
@@ -1385,8 +1369,8 @@ LogicalResult HostTargetInfo::lower(CpAsyncOp op, CpAsyncOp::Adaptor adaptor,
   }
   // Partial copy: min(src_size, size) bytes, then zeros.
   Value srcSize = e.toI64(adaptor.getSrcSize());
-  Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult,
-                                  srcSize, e.c64(size));
+  Value lt = LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ult, srcSize,
+                                  e.c64(size));
   Value n = LLVM::SelectOp::create(rw, e.loc, lt, srcSize, e.c64(size));
   Value nz =
       LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, n, e.c64(0));
@@ -1410,8 +1394,8 @@ LogicalResult HostTargetInfo::lower(CpAsyncOp op, CpAsyncOp::Adaptor adaptor,
   Value tail = e.gep(*dst, n);
   LLVM::MemsetOp::create(
       rw, e.loc, tail,
-      LLVM::ConstantOp::create(rw, e.loc, e.i8(), rw.getI8IntegerAttr(0)),
-      rest, false);
+      LLVM::ConstantOp::create(rw, e.loc, e.i8(), rw.getI8IntegerAttr(0)), rest,
+      false);
   rw.eraseOp(op);
   return success();
 }
@@ -1443,7 +1427,8 @@ LogicalResult HostTargetInfo::lower(BarRedOp op, BarRedOp::Adaptor adaptor,
 }
 
 /// `nanosleep` yields to the other threads of the block.
-LogicalResult HostTargetInfo::lower(NanosleepOp op, NanosleepOp::Adaptor adaptor,
+LogicalResult HostTargetInfo::lower(NanosleepOp op,
+                                    NanosleepOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
   e.call("__wooly_rt_nanosleep", {},
@@ -1535,5 +1520,5 @@ mlir::wooly::prepareWoolyToLLVMLowering(ModuleOp module, bool boundsChecks) {
 void mlir::wooly::populateWoolyToLLVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns,
     WoolyLLVMLowering &lowering) {
-  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+  lowering.populatePatterns(converter, patterns);
 }

@@ -2,9 +2,10 @@
 //
 // `convert-wooly-to-nvvm`: lowers Wooly kernels (after `wooly-expand-arith`)
 // to the LLVM and NVVM dialects with PTX's semantics, for LLVM's NVPTX
-// backend. The lowering itself is shared with the other GPU targets
-// (`lib/Conversion/WoolyCommon/GPULowering.h`); this file is the NVPTX
-// `GPUTargetInfo` and the pass.
+// backend. The lowering itself is shared with the other targets
+// (`lib/Conversion/WoolyCommon/LLVMLowering.h`, and GPULowering.h for what
+// GPUs share); this file is the NVPTX `GPUTargetInfo`, the pass and the
+// exported prepare/populate functions.
 //
 // Kernels are marked `nvvm.kernel` with `.maxntid`/`.reqntid`/
 // `.minnctapersm`/`.maxnreg` as NVVM attributes. Address spaces are NVPTX's
@@ -1047,5 +1048,5 @@ mlir::wooly::prepareWoolyToNVVMLowering(ModuleOp module, StringRef chip) {
 void mlir::wooly::populateWoolyToNVVMConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns,
     WoolyLLVMLowering &lowering) {
-  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+  lowering.populatePatterns(converter, patterns);
 }

@@ -2,9 +2,10 @@
 //
 // `convert-wooly-to-rocdl`: lowers Wooly kernels (after `wooly-expand-arith`)
 // to the LLVM and ROCDL dialects with PTX's semantics, for LLVM's AMDGPU
-// backend (gfx90a, gfx942). The lowering itself is shared with the other GPU
-// targets (`lib/Conversion/WoolyCommon/GPULowering.h`); this file is the AMD
-// `GPUTargetInfo` and the pass. The output is a builtin module of
+// backend (gfx90a, gfx942). The lowering itself is shared with the other
+// targets (`lib/Conversion/WoolyCommon/LLVMLowering.h`, and GPULowering.h for
+// what GPUs share); this file is the AMD `GPUTargetInfo`, the pass and the
+// exported prepare/populate functions. The output is a builtin module of
 // `llvm.func`s; kernels carry `rocdl.kernel` (the `amdgpu_kernel` calling
 // convention) and take their parameters by value in the kernarg segment.
 //
@@ -1181,5 +1182,5 @@ mlir::wooly::prepareWoolyToROCDLLowering(ModuleOp module, StringRef chip) {
 void mlir::wooly::populateWoolyToROCDLConversionPatterns(
     const LLVMTypeConverter &converter, RewritePatternSet &patterns,
     WoolyLLVMLowering &lowering) {
-  static_cast<Lowering &>(lowering).populatePatterns(converter, patterns);
+  lowering.populatePatterns(converter, patterns);
 }

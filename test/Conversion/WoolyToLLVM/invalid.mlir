@@ -21,3 +21,9 @@ wooly.func @k32(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
   wooly.st shared %o, %v : i32, f32
   wooly.ret
 }
+
+// -----
+
+// .local variables live in a function's frame.
+// expected-error @+1 {{a module-scope .local variable is not supported yet on host}}
+wooly.global local @l : i32[4] align 4
