@@ -10,6 +10,8 @@
 
 #include "ImporterImpl.h"
 
+#include "llvm/ADT/StringMap.h"
+
 using namespace mlir;
 using namespace mlir::wooly;
 using namespace mlir::wooly::ptx;
@@ -85,13 +87,91 @@ LogicalResult Importer::checkTypeCount(const Instruction &inst,
   return success();
 }
 
+namespace {
+/// Classes of modifiers of which an instruction takes at most one (with
+/// two, its handler would pick one silently), as bits: `lo` and `hi` are
+/// comparisons (`setp.lo`) and result halves (`mul.hi`).
+enum Exclusive : unsigned {
+  kRounding = 1,
+  kVector = 2,
+  kComparison = 4,
+  kScope = 8,
+  kOrder = 16,
+  kOperation = 32,
+  kHalf = 64,
+};
+
+/// The classes of modifier `m` (0 for none).
+unsigned exclusiveClasses(StringRef m) {
+  static const llvm::StringMap<unsigned> classes = [] {
+    llvm::StringMap<unsigned> c;
+    auto add = [&](unsigned k, std::initializer_list<StringRef> ms) {
+      for (StringRef m : ms)
+        c[m] |= k;
+    };
+    add(kRounding, {"rn", "rz", "rm", "rp", "rna", "rni", "rzi", "rmi", "rpi",
+                    "rs", "approx", "full"});
+    add(kVector, {"v2", "v4", "v8"});
+    add(kComparison,
+        {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ",
+         "neu", "ltu", "leu", "gtu", "geu", "num", "nan"});
+    add(kScope, {"cta", "cluster", "gpu", "sys"});
+    add(kOrder,
+        {"weak", "relaxed", "acquire", "release", "acq_rel", "sc", "volatile"});
+    add(kOperation,
+        {"add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"});
+    add(kHalf, {"lo", "hi", "wide"});
+    return c;
+  }();
+  auto it = classes.find(m);
+  return it == classes.end() ? 0 : it->second;
+}
+
+/// The words of an error about two modifiers of the classes `k`.
+StringRef className(unsigned k) {
+  if (k & kRounding)
+    return "rounding modes";
+  if (k & kVector)
+    return "vector widths";
+  if (k & kComparison)
+    return "comparisons";
+  if (k & kScope)
+    return "scopes";
+  if (k & kOrder)
+    return "memory orders";
+  if (k & kOperation)
+    return "operations";
+  return "result halves";
+}
+} // namespace
+
 LogicalResult Importer::checkModifiers(const Instruction &inst,
                                        const InstructionInfo &info) {
   unsigned types = 0;
-  for (StringRef m : inst.mods) {
+  // The exclusive classes of the modifiers seen so far.
+  SmallVector<unsigned, 8> classes;
+  for (auto [i, m] : llvm::enumerate(inst.mods)) {
     const ModifierKind *kind = info.modifiers.find(m);
     if (!kind)
       return unknownModifier(inst, m);
+    classes.push_back(0);
+    if (*kind == ModifierKind::Handled || *kind == ModifierKind::Ignored) {
+      // The same modifier twice, or two of one exclusive class (`.rn.rz`,
+      // `.v2.v4`, `.eq.lt`, `.relaxed.acquire`...). The layouts of wmma
+      // and mma (`.row.row`) are an operand each, so they may repeat.
+      unsigned k = classes.back() = exclusiveClasses(m);
+      for (unsigned j = 0; j < i; ++j) {
+        StringRef earlier = inst.mods[j];
+        if (earlier == m && m != "row" && m != "col")
+          return error(m.data() - 1, "repeated modifier '." + m + "' in '" +
+                                         spell(inst) + "'");
+        if (unsigned both = k & classes[j])
+          return error(m.data() - 1,
+                       "conflicting modifiers '." + earlier + "' and '." + m +
+                           "' in '" + spell(inst) + "': it takes one of the " +
+                           className(both));
+      }
+    }
     switch (*kind) {
     case ModifierKind::Handled:
     case ModifierKind::Ignored:
