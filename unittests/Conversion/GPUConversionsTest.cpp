@@ -37,6 +37,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 using namespace mlir;
@@ -51,11 +52,13 @@ constexpr uint32_t kHalfNaN = 0x7fff, kFp8NaN = 0x7f;
 
 /// The oracle: `x` converted to `sem` by APFloat, rounded to nearest even,
 /// as bits; a NaN gives `nan`.
-uint32_t convertBits(APFloat x, const llvm::fltSemantics &sem, uint32_t nan) {
+uint32_t
+convertBits(APFloat x, const llvm::fltSemantics &sem, uint32_t nan,
+            APFloat::roundingMode mode = APFloat::rmNearestTiesToEven) {
   if (x.isNaN())
     return nan;
   bool losesInfo;
-  x.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+  x.convert(sem, mode, &losesInfo);
   return uint32_t(x.bitcastToAPInt().getZExtValue());
 }
 
@@ -121,6 +124,17 @@ protected:
     define("f16_of_f64", f64, [&](Emitter &e, Value x) {
       return f64ToHalf(e, x, b.getF16Type());
     });
+    // The directed roundings: name, half type, direction.
+    for (auto [name, half, d] :
+         {std::tuple{"bf16_rz_of_f64", b.getBF16Type(), Directed::TowardZero},
+          std::tuple{"bf16_rm_of_f64", b.getBF16Type(), Directed::Down},
+          std::tuple{"bf16_rp_of_f64", b.getBF16Type(), Directed::Up},
+          std::tuple{"f16_rz_of_f64", b.getF16Type(), Directed::TowardZero},
+          std::tuple{"f16_rm_of_f64", b.getF16Type(), Directed::Down},
+          std::tuple{"f16_rp_of_f64", b.getF16Type(), Directed::Up}})
+      define(name, f64, [&, half = half, d = d](Emitter &e, Value x) {
+        return f64ToHalfDirected(e, x, half, d);
+      });
     define("e4m3_of_f32", f32,
            [&](Emitter &e, Value x) { return f32ToFp8(e, x, kE4M3); });
     define("e5m2_of_f32", f32,
@@ -215,6 +229,47 @@ TEST_F(GPUConversionsTest, BF16AndF16OfF64) {
                     << ", APFloat 0x" << want16 << ")";
   }
   EXPECT_EQ(bad, 0u);
+}
+
+// cvt.{rz,rm,rp}.{bf16,f16}: APFloat's directed roundings, and the CPU
+// backend's helpers.
+TEST_F(GPUConversionsTest, BF16AndF16OfF64Directed) {
+  struct Case {
+    const char *name;
+    const llvm::fltSemantics &sem;
+    APFloat::roundingMode mode;
+    uint32_t (*helper)(double);
+  };
+  const Case cases[] = {
+      {"bf16_rz_of_f64", APFloat::BFloat(), APFloat::rmTowardZero,
+       __wooly_cvt_f64_bf16_rz},
+      {"bf16_rm_of_f64", APFloat::BFloat(), APFloat::rmTowardNegative,
+       __wooly_cvt_f64_bf16_rm},
+      {"bf16_rp_of_f64", APFloat::BFloat(), APFloat::rmTowardPositive,
+       __wooly_cvt_f64_bf16_rp},
+      {"f16_rz_of_f64", APFloat::IEEEhalf(), APFloat::rmTowardZero,
+       __wooly_cvt_f64_f16_rz},
+      {"f16_rm_of_f64", APFloat::IEEEhalf(), APFloat::rmTowardNegative,
+       __wooly_cvt_f64_f16_rm},
+      {"f16_rp_of_f64", APFloat::IEEEhalf(), APFloat::rmTowardPositive,
+       __wooly_cvt_f64_f16_rp},
+  };
+  std::vector<uint64_t> inputs = f64Inputs(1 << 19);
+  for (const Case &c : cases) {
+    auto fn = lookup<double>(c.name);
+    ASSERT_TRUE(fn);
+    unsigned bad = 0;
+    for (uint64_t bits : inputs) {
+      double x = llvm::bit_cast<double>(bits);
+      uint32_t want = convertBits(APFloat(x), c.sem, kHalfNaN, c.mode);
+      uint32_t got = fn(x), helper = c.helper(x);
+      if ((got != want || helper != want) && ++bad <= 10)
+        ADD_FAILURE() << c.name << " of f64 bits 0x" << std::hex << bits
+                      << ": 0x" << got << " (helper 0x" << helper
+                      << ", APFloat 0x" << want << ")";
+    }
+    EXPECT_EQ(bad, 0u) << c.name;
+  }
 }
 
 TEST_F(GPUConversionsTest, Fp8OfF32) {

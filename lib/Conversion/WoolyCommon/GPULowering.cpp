@@ -16,6 +16,8 @@
 #include "GPULowering.h"
 #include "Wooly/Conversion/Passes.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -473,6 +475,73 @@ Value gpu::f64ToHalf(Emitter &e, Value x, Type half) {
   Value odd = LLVM::BitcastOp::create(b, e.loc, f32, bits);
   Value h = LLVM::FPTruncOp::create(b, e.loc, half, odd);
   return helperBits(e, h, isNaNOf(e, x), 0x7fff);
+}
+
+/// `r`, a float rounded to nearest from the wider `exact`, stepped one
+/// unit (its bits, of integer type `it`, plus or minus one: they are
+/// sign-magnitude) where that rounding went the wrong way for `d`. NaNs and
+/// infinities of `exact` are kept.
+static Value stepDirected(Emitter &e, Value r, Value exact, Type it,
+                          Directed d) {
+  OpBuilder &b = e.rw;
+  Location loc = e.loc;
+  Type wide = exact.getType();
+  Value back = LLVM::FPExtOp::create(b, loc, wide, r);
+  Value bits = LLVM::BitcastOp::create(b, loc, it, r);
+  Value one = e.cst(it, 1);
+  Value smaller = LLVM::SubOp::create(b, loc, bits, one); // magnitude down
+  Value larger = LLVM::AddOp::create(b, loc, bits, one);  // magnitude up
+  Value negative = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, bits,
+                                        e.cst(it, 0));
+  Value wrong, stepped;
+  switch (d) {
+  case Directed::TowardZero:
+    wrong = LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::ogt,
+                                 LLVM::FAbsOp::create(b, loc, wide, back),
+                                 LLVM::FAbsOp::create(b, loc, wide, exact));
+    stepped = smaller;
+    break;
+  case Directed::Down:
+    wrong = LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::ogt, back, exact);
+    stepped = LLVM::SelectOp::create(b, loc, negative, larger, smaller);
+    break;
+  case Directed::Up:
+    wrong = LLVM::FCmpOp::create(b, loc, LLVM::FCmpPredicate::olt, back, exact);
+    stepped = LLVM::SelectOp::create(b, loc, negative, smaller, larger);
+    break;
+  }
+  bits = LLVM::SelectOp::create(b, loc, wrong, stepped, bits);
+  return LLVM::BitcastOp::create(b, loc, r.getType(), bits);
+}
+
+Value gpu::f64ToHalfDirected(Emitter &e, Value x, Type half, Directed d) {
+  OpBuilder &b = e.rw;
+  Value f = LLVM::FPTruncOp::create(b, e.loc, b.getF32Type(), x);
+  f = stepDirected(e, f, x, e.i32(), d);
+  Value h = LLVM::FPTruncOp::create(b, e.loc, half, f);
+  h = stepDirected(e, h, f, b.getI16Type(), d);
+  return helperBits(e, h, isNaNOf(e, x), 0x7fff);
+}
+
+Value gpu::lowerDirectedHalfHelper(Emitter &e, StringRef helper, Value x) {
+  if (!helper.consume_front("__wooly_cvt_f64_"))
+    return {};
+  Type half;
+  if (helper.consume_front("bf16_"))
+    half = e.rw.getBF16Type();
+  else if (helper.consume_front("f16_"))
+    half = e.rw.getF16Type();
+  else
+    return {};
+  std::optional<Directed> d =
+      llvm::StringSwitch<std::optional<Directed>>(helper)
+          .Case("rz", Directed::TowardZero)
+          .Case("rm", Directed::Down)
+          .Case("rp", Directed::Up)
+          .Default(std::nullopt);
+  if (!d)
+    return {};
+  return f64ToHalfDirected(e, x, half, *d);
 }
 
 Value gpu::helperBits(Emitter &e, Value r, Value isNaN, uint64_t nanBits) {

@@ -81,6 +81,21 @@ Value f32ToFp8(Emitter &e, Value x, Fp8Format fmt);
 /// canonical 0x7fff; wooly-expand-arith picks the NaN itself).
 Value f64ToHalf(Emitter &e, Value x, Type half);
 
+/// A directed rounding: toward zero (`.rz`), down (`.rm`) or up (`.rp`).
+enum class Directed { TowardZero, Down, Up };
+
+/// `__wooly_cvt_f64_{bf16,f16}_{rz,rm,rp}` of any f64 `x` with plain IEEE
+/// operations (`half` is bf16 or f16): `x` rounded to f32, then to `half`,
+/// each to nearest and stepped back one unit where that went the wrong way
+/// for `d`. Directed roundings compose exactly through f32 (its values
+/// include every `half`, and its range covers theirs), so this is the one
+/// rounding of `x`. The result's bits in an i32 (NaN: the canonical 0x7fff).
+Value f64ToHalfDirected(Emitter &e, Value x, Type half, Directed d);
+
+/// The value of a call of `helper` if it is one of
+/// `__wooly_cvt_f64_{bf16,f16}_{rz,rm,rp}` (of `x`), else null.
+Value lowerDirectedHalfHelper(Emitter &e, StringRef helper, Value x);
+
 /// The vendor-specific half of a GPU lowering (the GPU half of the shared
 /// lowering's hooks is defined once here). Every method that lowers an op
 /// may assume that `checkOp` accepted it.

@@ -844,6 +844,9 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
   }
   if (helper == "__wooly_cvt_f64_f16_rn")
     return f64ToHalf(e, args[0], b.getF16Type());
+  // cvt.{rz,rm,rp}.{bf16,f16}.{f32,f64}.
+  if (Value r = lowerDirectedHalfHelper(e, helper, args[0]))
+    return r;
   // cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (sm_89) of an f32 (or exactly
   // widened f16): the second operand goes to the low byte.
   bool e4 = helper == "__wooly_cvt_f64_e4m3_rn_satfinite",

@@ -671,6 +671,8 @@ FailureOr<Value> ROCDLTargetInfo::helperCall(Emitter &e, func::CallOp c) const {
   }
   if (helper == "__wooly_cvt_f64_f16_rn")
     return f64ToHalf(e, c.getOperand(0), e.rw.getF16Type());
+  if (Value r = lowerDirectedHalfHelper(e, helper, c.getOperand(0)))
+    return r;
   return c.emitError("helper '") << helper << "'" << kNotSupported;
 }
 

@@ -173,3 +173,24 @@ wooly.func @approx_arith(%p: i64 {wooly.type = "u64"}, %a: f32, %b: f32, %d: f64
   wooly.st global %p, %8 : i64, f32
   wooly.ret
 }
+
+// -----
+
+// cvt.rz.bf16.f32 (here through the f64 helper): rounded to f32 and then to
+// bf16, each to nearest and stepped back one unit toward zero where that
+// went away from zero (GPUConversionsTest checks every mode against APFloat).
+// CHECK-LABEL: llvm.func @cvt_rz_bf16(
+// CHECK: %[[F:.*]] = llvm.fptrunc %{{.*}} : f64 to f32
+// CHECK: llvm.intr.fabs
+// CHECK: llvm.fcmp "ogt"
+// CHECK: llvm.fptrunc %{{.*}} : f32 to bf16
+// CHECK: llvm.fpext %{{.*}} : bf16 to f32
+// CHECK: llvm.fcmp "ogt"
+// CHECK: llvm.zext %{{.*}} : i16 to i32
+// CHECK-NOT: __wooly
+func.func private @__wooly_cvt_f64_bf16_rz(f64) -> i32
+wooly.func @cvt_rz_bf16(%p: i64 {wooly.type = "u64"}, %x: f64 {wooly.type = "f64"}) attributes {kernel} {
+  %r = func.call @__wooly_cvt_f64_bf16_rz(%x) : (f64) -> i32
+  wooly.st global %p, %r : i64, i32
+  wooly.ret
+}
