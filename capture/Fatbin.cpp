@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <optional>
 
 using namespace wooly::capture;
 
@@ -251,6 +252,47 @@ bool parseImpl(std::string_view bytes, std::vector<FatbinEntry> &entries,
   return true;
 }
 
+/// An upper bound of what the single zstd frame `p` decompresses to, read
+/// from its block headers without decompressing: a raw or RLE block gives
+/// its size, a compressed one at most 128 KiB (zstd's largest block). None
+/// when `p` is not one well-formed frame. A frame header may claim any
+/// content size; this keeps a claim that the blocks cannot back from
+/// costing an allocation of that size.
+std::optional<uint64_t> zstdContentBound(std::string_view p) {
+  auto byte = [&](size_t i) { return uint8_t(p[i]); };
+  if (p.size() < 6 || byte(0) != 0x28 || byte(1) != 0xb5 || byte(2) != 0x2f ||
+      byte(3) != 0xfd)
+    return std::nullopt;
+  uint8_t descriptor = byte(4);
+  bool singleSegment = descriptor & 0x20, checksum = descriptor & 0x04;
+  static const size_t dictBytes[] = {0, 1, 2, 4};
+  static const size_t sizeBytes[] = {0, 2, 4, 8};
+  size_t fcs = sizeBytes[descriptor >> 6];
+  if (fcs == 0 && singleSegment)
+    fcs = 1;
+  size_t at = 5 + (singleSegment ? 0 : 1) + dictBytes[descriptor & 3] + fcs;
+  uint64_t bound = 0;
+  for (bool last = false; !last;) {
+    if (p.size() < 3 || at > p.size() - 3)
+      return std::nullopt;
+    uint32_t header =
+        byte(at) | uint32_t(byte(at + 1)) << 8 | uint32_t(byte(at + 2)) << 16;
+    at += 3;
+    last = header & 1;
+    uint32_t type = (header >> 1) & 3, size = header >> 3;
+    size_t stored = type == 1 ? 1 : size; // RLE: one byte, repeated
+    if (type == 3 || stored > p.size() - at)
+      return std::nullopt;
+    at += stored;
+    bound += type == 2 ? 128 * 1024 : size;
+  }
+  if (checksum)
+    at += 4;
+  if (at != p.size())
+    return std::nullopt;
+  return bound;
+}
+
 bool contentsImpl(const FatbinEntry &entry, std::string &out,
                   std::string &error) {
   auto fail = [&](const std::string &what) {
@@ -315,6 +357,14 @@ bool contentsImpl(const FatbinEntry &entry, std::string &out,
     if (size > MaxUncompressedSize)
       return fail(formatted("uncompressed size %llu is over the limit of 1 GiB",
                             (unsigned long long)size));
+    std::optional<uint64_t> bound = zstdContentBound(payload);
+    if (!bound)
+      return fail("the payload is not one well-formed zstd frame");
+    if (size > *bound)
+      return fail(formatted("uncompressed size %llu is impossible for a "
+                            "zstd frame whose blocks hold at most %llu bytes",
+                            (unsigned long long)size,
+                            (unsigned long long)*bound));
     out.resize(size_t(size));
     size_t decoded =
         ZSTD_decompress(&out[0], out.size(), payload.data(), payload.size());

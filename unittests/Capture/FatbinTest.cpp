@@ -777,6 +777,32 @@ TEST(FatbinTest, InconsistentCompression) {
   expectRejected(noFlag, "compressed size 100 but no known compression flag");
 }
 
+// A zstd frame may claim any content size in its header: a claim its blocks
+// cannot back is refused before anything of that size is allocated (the
+// fatbin fuzzer's out-of-memory input: a 900 MB claim, a few bytes of data).
+TEST(FatbinTest, ZstdClaimsTheBlocksCannotBack) {
+  // Magic, a single-segment descriptor with an 8-byte content size
+  // (900,000,000), then one raw block of 4 bytes.
+  std::string frame = "\x28\xb5\x2f\xfd\xe0";
+  for (int i = 0; i < 8; ++i)
+    frame += char((900000000ull >> (8 * i)) & 0xff);
+  std::string lastBlock = frame + std::string("\x21\x00\x00", 3) + "abcd";
+  std::string openBlock = frame + std::string("\x20\x00\x00", 3) + "abcd";
+  auto contents = [](const std::string &payload, const std::string &message) {
+    FatbinEntry entry{EntryKind::Ptx};
+    entry.compression = Compression::Zstd;
+    entry.payload = payload;
+    std::string out, error;
+    EXPECT_FALSE(entryContents(entry, out, error));
+    EXPECT_TRUE(out.empty());
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+  };
+  contents(lastBlock, "uncompressed size 900000000 is impossible for a zstd "
+                      "frame whose blocks hold at most 4 bytes");
+  // Without its last block the frame is not whole.
+  contents(openBlock, "the payload is not one well-formed zstd frame");
+}
+
 // entryContents() refuses sizes it cannot or will not produce.
 TEST(FatbinTest, UncompressedSizes) {
   auto contents = [](const std::string &file, EntryKind kind,
