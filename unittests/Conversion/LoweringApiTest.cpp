@@ -1,4 +1,5 @@
-//===- LoweringApiTest.cpp - The public WoolyLLVMLowering API -----*- C++ -*-===//
+//===- LoweringApiTest.cpp - The public WoolyLLVMLowering API -----*- C++
+//-*-===//
 //
 // A pipeline that builds its own conversion from the exported pieces
 // (prepareWoolyTo*Lowering, populateWoolyTo*ConversionPatterns,
@@ -94,8 +95,7 @@ protected:
 
 TEST_F(LoweringApi, HostMatchesThePass) {
   std::string api = lower(
-      ctx, "",
-      [](ModuleOp m) { return wooly::prepareWoolyToLLVMLowering(m); },
+      ctx, "", [](ModuleOp m) { return wooly::prepareWoolyToLLVMLowering(m); },
       wooly::populateWoolyToLLVMConversionPatterns);
   EXPECT_NE(api.find("llvm.func @__wooly_kernel_k"), std::string::npos) << api;
   EXPECT_NE(api.find("__wooly_g_g"), std::string::npos) << api;
@@ -108,19 +108,18 @@ TEST_F(LoweringApi, NVVMMatchesThePass) {
       [](ModuleOp m) { return wooly::prepareWoolyToNVVMLowering(m, "sm_90"); },
       wooly::populateWoolyToNVVMConversionPatterns);
   EXPECT_NE(api.find("nvvm.kernel"), std::string::npos) << api;
-  EXPECT_EQ(api, lower(ctx, "convert-wooly-to-nvvm{chip=sm_90}",
-                       {}, {}));
+  EXPECT_EQ(api, lower(ctx, "convert-wooly-to-nvvm{chip=sm_90}", {}, {}));
 }
 
 TEST_F(LoweringApi, ROCDLMatchesThePass) {
   std::string api = lower(
       ctx, "",
-      [](ModuleOp m) { return wooly::prepareWoolyToROCDLLowering(m, "gfx942"); },
+      [](ModuleOp m) {
+        return wooly::prepareWoolyToROCDLLowering(m, "gfx942");
+      },
       wooly::populateWoolyToROCDLConversionPatterns);
   EXPECT_NE(api.find("rocdl.kernel"), std::string::npos) << api;
-  EXPECT_EQ(api,
-            lower(ctx, "convert-wooly-to-rocdl{chip=gfx942}",
-                  {}, {}));
+  EXPECT_EQ(api, lower(ctx, "convert-wooly-to-rocdl{chip=gfx942}", {}, {}));
 }
 
 // A bad chip is a located error, not a crash.

@@ -177,9 +177,8 @@ RowCol aF64(unsigned lane, unsigned) { return {lane >> 2, lane % 4}; }
 RowCol bF64(unsigned lane, unsigned) { return {lane % 4, lane >> 2}; }
 
 /// Packs a lane's fragment of `m` (rows x cols raw elements, row-major).
-void packFrag(const FragTable &f, unsigned lane,
-              const std::vector<uint64_t> &m, unsigned cols,
-              std::vector<uint32_t> &words) {
+void packFrag(const FragTable &f, unsigned lane, const std::vector<uint64_t> &m,
+              unsigned cols, std::vector<uint32_t> &words) {
   if (f.bits == 64) {
     for (unsigned i = 0; i < f.elems; ++i) {
       RowCol rc = f.rc(lane, i);
@@ -195,9 +194,9 @@ void packFrag(const FragTable &f, unsigned lane,
     for (unsigned j = 0; j < per && w * per + j < f.elems; ++j) {
       RowCol rc = f.rc(lane, w * per + j);
       uint64_t v = m[rc.first * cols + rc.second];
-      word |= uint32_t(v & ((f.bits == 32) ? 0xffffffffu
-                                           : ((1u << f.bits) - 1)))
-              << (j * f.bits);
+      word |=
+          uint32_t(v & ((f.bits == 32) ? 0xffffffffu : ((1u << f.bits) - 1)))
+          << (j * f.bits);
     }
     words.push_back(word);
   }
@@ -214,9 +213,7 @@ uint64_t unpackElem(const FragTable &f, const std::vector<uint32_t> &w,
   return (word >> ((i % per) * f.bits)) & ((1u << f.bits) - 1);
 }
 
-unsigned wordsOf(const FragTable &f) {
-  return (f.elems * f.bits + 31) / 32;
-}
+unsigned wordsOf(const FragTable &f) { return (f.elems * f.bits + 31) / 32; }
 
 //===----------------------------------------------------------------------===//
 // Reference products
@@ -334,9 +331,12 @@ void checkMma(const MmaCase &mc, bool satfinite, uint32_t seed,
     packFrag(mc.a, l, A, mc.K, fa);
     packFrag(mc.b, l, B, mc.N, fb);
     packFrag(c, l, C, mc.N, fc);
-    w.in[l] = {shapeCode(mc.M, mc.N, mc.K), mc.types,
-               0u | 1u << 1 | (satfinite ? 4u : 0u), uint32_t(fa.size()),
-               uint32_t(fb.size()), uint32_t(fc.size())};
+    w.in[l] = {shapeCode(mc.M, mc.N, mc.K),
+               mc.types,
+               0u | 1u << 1 | (satfinite ? 4u : 0u),
+               uint32_t(fa.size()),
+               uint32_t(fb.size()),
+               uint32_t(fc.size())};
     w.in[l].insert(w.in[l].end(), fa.begin(), fa.end());
     w.in[l].insert(w.in[l].end(), fb.begin(), fb.end());
     w.in[l].insert(w.in[l].end(), fc.begin(), fc.end());
@@ -376,8 +376,7 @@ TEST(WarpMatrixTest, MmaM16N8K8) {
   FragTable ta{4, 32, aTf32K8}, tb{2, 32, bTf32K8};
   checkMma({16, 8, 8, typeCode(F32, TF32, TF32, F32), ta, tb, c}, false, 14);
   FragTable ta4{2, 32, aTf32K4}, tb4{1, 32, bTf32K4};
-  checkMma({16, 8, 4, typeCode(F32, TF32, TF32, F32), ta4, tb4, c}, false,
-           15);
+  checkMma({16, 8, 4, typeCode(F32, TF32, TF32, F32), ta4, tb4, c}, false, 15);
 }
 
 TEST(WarpMatrixTest, MmaInt8) {
@@ -439,8 +438,22 @@ TEST(WarpMatrixTest, MmaF32AccumulationOrder) {
 TEST(WarpMatrixTest, Unsupported) {
   Warp w;
   for (unsigned l = 0; l < 32; ++l)
-    w.in[l] = {shapeCode(16, 8, 64), typeCode(S32, S4, S4, S32), 2, 4, 2, 4,
-               0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    w.in[l] = {shapeCode(16, 8, 64),
+               typeCode(S32, S4, S4, S32),
+               2,
+               4,
+               2,
+               4,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0,
+               0};
   std::string error;
   EXPECT_FALSE(w.run(WOOLY_WARP_MMA, 4, WarpMemory(), error));
   EXPECT_NE(error.find("m16n8k64"), std::string::npos) << error;
@@ -448,8 +461,8 @@ TEST(WarpMatrixTest, Unsupported) {
       << error;
   // Not all lanes.
   WarpLane lanes[32];
-  EXPECT_FALSE(resolveMatrixOp(WOOLY_WARP_MMA, lanes, 0xffffu, WarpMemory(),
-                               error));
+  EXPECT_FALSE(
+      resolveMatrixOp(WOOLY_WARP_MMA, lanes, 0xffffu, WarpMemory(), error));
 }
 
 //===----------------------------------------------------------------------===//
@@ -524,7 +537,9 @@ struct HostMatrix {
     std::memcpy(&v, at(r, c), bytes);
     return v;
   }
-  void set(unsigned r, unsigned c, uint64_t v) { std::memcpy(at(r, c), &v, bytes); }
+  void set(unsigned r, unsigned c, uint64_t v) {
+    std::memcpy(at(r, c), &v, bytes);
+  }
   uint64_t addr() { return uint64_t(reinterpret_cast<uintptr_t>(data.data())); }
 };
 
@@ -549,8 +564,14 @@ bool wmmaLoad(uint32_t role, HostMatrix &m, unsigned shape, uint32_t type,
   Warp w;
   uint64_t a = m.addr();
   for (unsigned l = 0; l < 32; ++l)
-    w.in[l] = {role, m.col ? 1u : 0u, shape, type, 0, uint32_t(a),
-               uint32_t(a >> 32), defaultStride ? 0 : m.stride};
+    w.in[l] = {role,
+               m.col ? 1u : 0u,
+               shape,
+               type,
+               0,
+               uint32_t(a),
+               uint32_t(a >> 32),
+               defaultStride ? 0 : m.stride};
   if (!w.run(WOOLY_WARP_WMMA_LOAD, nwords, mem, error))
     return false;
   for (unsigned l = 0; l < 32; ++l)
@@ -570,9 +591,10 @@ void checkWmma(unsigned M, unsigned N, unsigned K, uint32_t at, uint32_t ct,
                std::to_string(colC) + std::to_string(colD));
   std::mt19937 rng(seed);
   auto bytesOf = [](uint32_t t) {
-    return t == F16 || t == BF16 ? 2u : (t == S8 || t == U8) ? 1u
-                                      : t == F64             ? 8u
-                                                             : 4u;
+    return t == F16 || t == BF16  ? 2u
+           : (t == S8 || t == U8) ? 1u
+           : t == F64             ? 8u
+                                  : 4u;
   };
   auto ld = [&](unsigned r, unsigned c, bool col) {
     return defaultStride ? (col ? r : c) : (col ? r : c) + 8;
@@ -615,8 +637,8 @@ void checkWmma(unsigned M, unsigned N, unsigned K, uint32_t at, uint32_t ct,
   Warp mma;
   uint32_t types = typeCode(dt, at, at, ct);
   for (unsigned l = 0; l < 32; ++l) {
-    mma.in[l] = {shape, types, (colA ? 1u : 0u) | (colB ? 2u : 0u), aWords,
-                 bWords, cWords};
+    mma.in[l] = {shape,  types,  (colA ? 1u : 0u) | (colB ? 2u : 0u),
+                 aWords, bWords, cWords};
     mma.in[l].insert(mma.in[l].end(), fa[l].begin(), fa[l].end());
     mma.in[l].insert(mma.in[l].end(), fb[l].begin(), fb[l].end());
     mma.in[l].insert(mma.in[l].end(), fc[l].begin(), fc[l].end());
@@ -625,8 +647,13 @@ void checkWmma(unsigned M, unsigned N, unsigned K, uint32_t at, uint32_t ct,
   Warp st;
   uint64_t dAddr = D.addr();
   for (unsigned l = 0; l < 32; ++l) {
-    st.in[l] = {colD ? 1u : 0u, shape, dt, 0, uint32_t(dAddr),
-                uint32_t(dAddr >> 32), defaultStride ? 0 : D.stride};
+    st.in[l] = {colD ? 1u : 0u,
+                shape,
+                dt,
+                0,
+                uint32_t(dAddr),
+                uint32_t(dAddr >> 32),
+                defaultStride ? 0 : D.stride};
     st.in[l].insert(st.in[l].end(), mma.out[l].begin(), mma.out[l].end());
   }
   ASSERT_TRUE(st.run(WOOLY_WARP_WMMA_STORE, 0, mem, error)) << error;
@@ -704,12 +731,12 @@ TEST(WarpMatrixTest, WmmaBadAddress) {
   WarpMemory mem = checkedMemory({}, &calls);
   std::vector<uint32_t> fa[32];
   std::string error;
-  EXPECT_FALSE(wmmaLoad(0, A, shapeCode(16, 16, 16), F16, true, 8, mem, fa,
-                        error));
+  EXPECT_FALSE(
+      wmmaLoad(0, A, shapeCode(16, 16, 16), F16, true, 8, mem, fa, error));
   EXPECT_EQ(error, "out of bounds");
   // An unsupported fragment.
-  EXPECT_FALSE(wmmaLoad(0, A, shapeCode(8, 8, 32), S4, true, 1, mem, fa,
-                        error));
+  EXPECT_FALSE(
+      wmmaLoad(0, A, shapeCode(8, 8, 32), S4, true, 1, mem, fa, error));
   EXPECT_NE(error.find("not supported"), std::string::npos) << error;
 }
 
@@ -798,13 +825,21 @@ void zludaMmaHalf(const std::string &name, bool bf16, bool twice) {
         for (unsigned j = 0; j < 8; ++j)
           in[j] = float(tid) * 8.0f + float(j);
         unsigned b0 = 4 * op; // second op: b4b5, b6b7 and C = in4..in7
-        w.in[l] = {shapeCode(16, 8, 16), typeCode(F32, ab, ab, F32), 2, 4, 2,
+        w.in[l] = {shapeCode(16, 8, 16),
+                   typeCode(F32, ab, ab, F32),
+                   2,
                    4,
-                   cvtX2(bf16, in[0], in[1]), cvtX2(bf16, in[2], in[3]),
-                   cvtX2(bf16, in[4], in[5]), cvtX2(bf16, in[6], in[7]),
+                   2,
+                   4,
+                   cvtX2(bf16, in[0], in[1]),
+                   cvtX2(bf16, in[2], in[3]),
+                   cvtX2(bf16, in[4], in[5]),
+                   cvtX2(bf16, in[6], in[7]),
                    cvtX2(bf16, in[b0], in[b0 + 1]),
                    cvtX2(bf16, in[b0 + 2], in[b0 + 3]),
-                   bitsOf(in[b0]), bitsOf(in[b0 + 1]), bitsOf(in[b0 + 2]),
+                   bitsOf(in[b0]),
+                   bitsOf(in[b0 + 1]),
+                   bitsOf(in[b0 + 2]),
                    bitsOf(in[b0 + 3])};
       }
       std::string error;
@@ -855,11 +890,22 @@ void zludaMmaInt8(const std::string &name, bool interleave) {
         uint32_t a[4] = {pack(0), pack(4), pack(8), pack(12)};
         // The plain kernel packs in0..in3 into both B registers.
         uint32_t b[2] = {pack(0), interleave ? pack(4) : pack(0)};
-        w.in[l] = {shapeCode(16, 8, 32), typeCode(S32, S8, S8, S32), 2, 4, 2,
+        w.in[l] = {shapeCode(16, 8, 32),
+                   typeCode(S32, S8, S8, S32),
+                   2,
                    4,
-                   a[aOrder[op][0]], a[aOrder[op][1]], a[aOrder[op][2]],
-                   a[aOrder[op][3]], b[bOrder[op][0]], b[bOrder[op][1]],
-                   in[0], in[1], in[2], in[3]};
+                   2,
+                   4,
+                   a[aOrder[op][0]],
+                   a[aOrder[op][1]],
+                   a[aOrder[op][2]],
+                   a[aOrder[op][3]],
+                   b[bOrder[op][0]],
+                   b[bOrder[op][1]],
+                   in[0],
+                   in[1],
+                   in[2],
+                   in[3]};
       }
       std::string error;
       ASSERT_TRUE(w.run(WOOLY_WARP_MMA, 4, WarpMemory(), error)) << error;

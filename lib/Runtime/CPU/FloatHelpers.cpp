@@ -177,7 +177,8 @@ double decode(uint64_t bits, const Format &f) {
   double r;
   if (f.hasInf && field == allOnes)
     r = frac ? NAN : INFINITY;
-  else if (!f.hasInf && field == allOnes && frac == (uint64_t(1) << f.mantBits) - 1)
+  else if (!f.hasInf && field == allOnes &&
+           frac == (uint64_t(1) << f.mantBits) - 1)
     r = NAN;
   else {
     int bias = (1 << (f.expBits - 1)) - 1;

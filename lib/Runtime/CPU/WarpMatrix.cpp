@@ -56,8 +56,8 @@
 #include "llvm/ADT/bit.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -84,26 +84,46 @@ enum : uint32_t { RoleA = 0, RoleB = 1, RoleC = 2, RoleD = 3 };
 
 const char *typeName(uint32_t t) {
   switch (t) {
-  case 1: return "b8";
-  case 2: return "b16";
-  case 3: return "b32";
-  case 4: return "b64";
-  case ST_u8: return "u8";
-  case 7: return "u16";
-  case 8: return "u32";
-  case ST_s8: return "s8";
-  case 11: return "s16";
-  case ST_s32: return "s32";
-  case ST_f16: return "f16";
-  case ST_bf16: return "bf16";
-  case ST_tf32: return "tf32";
-  case ST_f32: return "f32";
-  case ST_f64: return "f64";
-  case 21: return "e4m3";
-  case 22: return "e5m2";
-  case 25: return "s4";
-  case 26: return "u4";
-  default: return "?";
+  case 1:
+    return "b8";
+  case 2:
+    return "b16";
+  case 3:
+    return "b32";
+  case 4:
+    return "b64";
+  case ST_u8:
+    return "u8";
+  case 7:
+    return "u16";
+  case 8:
+    return "u32";
+  case ST_s8:
+    return "s8";
+  case 11:
+    return "s16";
+  case ST_s32:
+    return "s32";
+  case ST_f16:
+    return "f16";
+  case ST_bf16:
+    return "bf16";
+  case ST_tf32:
+    return "tf32";
+  case ST_f32:
+    return "f32";
+  case ST_f64:
+    return "f64";
+  case 21:
+    return "e4m3";
+  case 22:
+    return "e5m2";
+  case 25:
+    return "s4";
+  case 26:
+    return "u4";
+  default:
+    return "?";
   }
 }
 
@@ -285,7 +305,9 @@ struct Frag {
   unsigned words = 0;
   MapFn map = nullptr;
 
-  unsigned capacity() const { return bits == 64 ? words / 2 : words * 32 / bits; }
+  unsigned capacity() const {
+    return bits == 64 ? words / 2 : words * 32 / bits;
+  }
   RC at(unsigned lane, unsigned i) const { return map(lane, i % unique, cols); }
 };
 
@@ -332,7 +354,9 @@ struct Matrix {
   unsigned rows, cols;
   std::vector<uint64_t> v;
   Matrix(unsigned r, unsigned c) : rows(r), cols(c), v(size_t(r) * c, 0) {}
-  uint64_t &operator()(unsigned r, unsigned c) { return v[size_t(r) * cols + c]; }
+  uint64_t &operator()(unsigned r, unsigned c) {
+    return v[size_t(r) * cols + c];
+  }
 };
 
 /// Gathers a matrix from the lanes' fragments (word `first` onwards).
@@ -524,8 +548,7 @@ bool wmmaFrag(uint32_t code, uint32_t role, uint32_t type, Frag &f) {
       return true;
     }
     if (code == shape(16, 16, 8) && type == ST_tf32) {
-      f = makeFrag(rows, cols, type,
-                   role == RoleA ? mapAtf16x8 : mapBtf8x16);
+      f = makeFrag(rows, cols, type, role == RoleA ? mapAtf16x8 : mapBtf8x16);
       return true;
     }
     if (code == shape(8, 8, 4) && type == ST_f64) {
@@ -607,8 +630,8 @@ bool resolveMma(uint32_t kind, WarpLane lanes[32], std::string &error) {
   bool ok = kind == WOOLY_WARP_MMA ? mmaSpec(code, types, s)
                                    : wmmaSpec(code, types, s);
   if (!ok) {
-    error = mmaName(what, code, types) +
-            " is not supported on the CPU backend yet";
+    error =
+        mmaName(what, code, types) + " is not supported on the CPU backend yet";
     return false;
   }
   uint32_t la = flags & 1, lb = flags >> 1 & 1;
@@ -765,9 +788,8 @@ bool resolveWmmaLoad(WarpLane lanes[32], const WarpMemory &memory,
   uint32_t stride = in[7];
   Frag f;
   if (role > RoleC || !wmmaFrag(code, role, type, f)) {
-    error = std::string("wmma.load.") + roleName(role) + " " +
-            shapeName(code) + " ." + typeName(type) +
-            " is not supported on the CPU backend yet";
+    error = std::string("wmma.load.") + roleName(role) + " " + shapeName(code) +
+            " ." + typeName(type) + " is not supported on the CPU backend yet";
     return false;
   }
   if (!checkCounts(lanes, 8, f.words, "wmma.load", error))
