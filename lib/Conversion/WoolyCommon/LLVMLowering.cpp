@@ -185,6 +185,40 @@ Value Emitter::namedOp(StringRef name, Type result, ValueRange operands) {
   return result ? op->getResult(0) : Value();
 }
 
+Value common::derivedSReg(Emitter &e, SpecialReg reg,
+                          llvm::function_ref<Value()> lane) {
+  // lt = (1 << lane) - 1, le = (2 << lane) - 1 (wraps to ~0 for lane 31);
+  // ge and gt are their complements.
+  auto lanemask = [&](bool le, bool invert) {
+    Value m = LLVM::SubOp::create(
+        e.rw, e.loc,
+        LLVM::ShlOp::create(e.rw, e.loc, e.c32(le ? 2 : 1), lane()), e.c32(1));
+    return invert ? Value(LLVM::XOrOp::create(e.rw, e.loc, m, e.c32(~0u))) : m;
+  };
+  switch (reg) {
+  case SpecialReg::cluster_ctaid:
+  case SpecialReg::cluster_ctarank:
+    return e.c32(0);
+  case SpecialReg::cluster_nctaid:
+  case SpecialReg::cluster_nctarank:
+    return e.c32(1);
+  case SpecialReg::warpsize:
+    return e.c32(32);
+  case SpecialReg::lanemask_eq:
+    return LLVM::ShlOp::create(e.rw, e.loc, e.c32(1), lane());
+  case SpecialReg::lanemask_lt:
+    return lanemask(false, false);
+  case SpecialReg::lanemask_le:
+    return lanemask(true, false);
+  case SpecialReg::lanemask_ge:
+    return lanemask(false, true);
+  case SpecialReg::lanemask_gt:
+    return lanemask(true, true);
+  default:
+    return {};
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // TargetInfo defaults
 //===----------------------------------------------------------------------===//

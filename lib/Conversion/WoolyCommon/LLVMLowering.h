@@ -126,6 +126,13 @@ struct Emitter {
   Value namedOp(StringRef name, Type result, ValueRange operands = {});
 };
 
+/// The special registers whose value follows from the lane on a target that
+/// runs each block as a cluster of one CTA (the host and AMD GPUs):
+/// `%cluster_ctaid`/`%cluster_ctarank` (0), `%cluster_nctaid`/
+/// `%cluster_nctarank` (1), `%warpsize` (32) and the lane masks, of the
+/// `i32` that `lane` emits (only when one is needed). Null for the others.
+Value derivedSReg(Emitter &e, SpecialReg reg, llvm::function_ref<Value()> lane);
+
 //===----------------------------------------------------------------------===//
 // The target
 //===----------------------------------------------------------------------===//

@@ -1263,7 +1263,13 @@ LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   auto field = [&](size_t base) {
     return e.loadField(c, base + 4 * dim, e.i32());
   };
-  Value v;
+  Value v = derivedSReg(e, op.getReg(), [&] {
+    return e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
+  });
+  if (v) {
+    rw.replaceOp(op, e.intCast(v, op.getType()));
+    return success();
+  }
   switch (op.getReg()) {
   case SpecialReg::tid:
     v = field(offsetof(WoolyThreadCtx, tid));
@@ -1278,14 +1284,6 @@ LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   case SpecialReg::nctaid:
   case SpecialReg::nclusterid:
     v = field(offsetof(WoolyThreadCtx, nctaid));
-    break;
-  case SpecialReg::cluster_ctaid:
-  case SpecialReg::cluster_ctarank:
-    v = e.c32(0);
-    break;
-  case SpecialReg::cluster_nctaid:
-  case SpecialReg::cluster_nctarank:
-    v = e.c32(1);
     break;
   case SpecialReg::laneid:
     v = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
@@ -1305,38 +1303,6 @@ LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   case SpecialReg::total_smem_size:
     v = e.loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), e.i32());
     break;
-  case SpecialReg::warpsize:
-    v = e.c32(32);
-    break;
-  case SpecialReg::lanemask_eq:
-  case SpecialReg::lanemask_le:
-  case SpecialReg::lanemask_lt:
-  case SpecialReg::lanemask_ge:
-  case SpecialReg::lanemask_gt: {
-    Value lane = e.loadField(c, offsetof(WoolyThreadCtx, laneid), e.i32());
-    Value bit = LLVM::ShlOp::create(rw, e.loc, e.c32(1), lane);
-    Value lt = LLVM::SubOp::create(rw, e.loc, bit, e.c32(1));
-    Value le = LLVM::OrOp::create(rw, e.loc, lt, bit);
-    Value ones = e.c32(0xffffffffu);
-    switch (op.getReg()) {
-    case SpecialReg::lanemask_eq:
-      v = bit;
-      break;
-    case SpecialReg::lanemask_lt:
-      v = lt;
-      break;
-    case SpecialReg::lanemask_le:
-      v = le;
-      break;
-    case SpecialReg::lanemask_ge:
-      v = LLVM::XOrOp::create(rw, e.loc, lt, ones);
-      break;
-    default:
-      v = LLVM::XOrOp::create(rw, e.loc, le, ones);
-      break;
-    }
-    break;
-  }
   default:
     // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
     v = e.call("__wooly_rt_sreg", e.i64(), {c, e.c32(uint32_t(op.getReg()))});

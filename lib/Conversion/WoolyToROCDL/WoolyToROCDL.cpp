@@ -734,18 +734,15 @@ LogicalResult ROCDLTargetInfo::lower(SRegOp op, SRegOp::Adaptor,
   unsigned dim = 0;
   if (op.getDim())
     dim = unsigned(*op.getDim());
-  auto lanemask = [&](bool le, bool invert) {
-    // lt = (1 << lane) - 1, le = (2 << lane) - 1 (wraps to ~0 for lane 31).
-    Value one = e.c32(le ? 2 : 1);
-    Value m = LLVM::SubOp::create(
-        rw, e.loc, LLVM::ShlOp::create(rw, e.loc, one, ptxLane(e)), e.c32(1));
-    return invert ? Value(LLVM::XOrOp::create(rw, e.loc, m, e.c32(~0u))) : m;
-  };
   auto nanoseconds = [&]() {
     Value ticks = e.intrinsic("llvm.amdgcn.s.memrealtime", e.i64(), {});
     return LLVM::MulOp::create(rw, e.loc, ticks, e.cst(e.i64(), 10));
   };
-  Value v;
+  Value v = derivedSReg(e, op.getReg(), [&] { return ptxLane(e); });
+  if (v) {
+    rw.replaceOp(op, e.intCast(v, op.getType()));
+    return success();
+  }
   switch (op.getReg()) {
   case SpecialReg::tid:
     v = workItemOrGroupId(e, false, dim);
@@ -761,22 +758,11 @@ LogicalResult ROCDLTargetInfo::lower(SRegOp op, SRegOp::Adaptor,
   case SpecialReg::nclusterid:
     v = gridDim(e, dim);
     break;
-  case SpecialReg::cluster_ctaid:
-  case SpecialReg::cluster_ctarank:
-    v = e.c32(0);
-    break;
-  case SpecialReg::cluster_nctaid:
-  case SpecialReg::cluster_nctarank:
-    v = e.c32(1);
-    break;
   case SpecialReg::laneid:
     v = ptxLane(e);
     break;
   case SpecialReg::warpid:
     v = LLVM::LShrOp::create(rw, e.loc, flatThreadId(e), e.c32(5));
-    break;
-  case SpecialReg::warpsize:
-    v = e.c32(32);
     break;
   case SpecialReg::clock:
   case SpecialReg::clock64:
@@ -788,21 +774,6 @@ LogicalResult ROCDLTargetInfo::lower(SRegOp op, SRegOp::Adaptor,
     break;
   case SpecialReg::globaltimer_hi:
     v = LLVM::LShrOp::create(rw, e.loc, nanoseconds(), e.cst(e.i64(), 32));
-    break;
-  case SpecialReg::lanemask_eq:
-    v = LLVM::ShlOp::create(rw, e.loc, e.c32(1), ptxLane(e));
-    break;
-  case SpecialReg::lanemask_lt:
-    v = lanemask(false, false);
-    break;
-  case SpecialReg::lanemask_le:
-    v = lanemask(true, false);
-    break;
-  case SpecialReg::lanemask_ge:
-    v = lanemask(false, true);
-    break;
-  case SpecialReg::lanemask_gt:
-    v = lanemask(true, true);
     break;
   case SpecialReg::total_smem_size:
     v = dispatchField(e, 28, e.i32());
@@ -818,6 +789,8 @@ LogicalResult ROCDLTargetInfo::lower(SRegOp op, SRegOp::Adaptor,
   case SpecialReg::gridid:
     return op.emitOpError("special register %")
            << stringifySpecialReg(op.getReg()) << kNotSupported;
+  default:
+    llvm_unreachable("lowered by derivedSReg");
   }
   rw.replaceOp(op, e.intCast(v, op.getType()));
   return success();
