@@ -147,10 +147,12 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
       if (rnd && *rnd == RoundingMode::rn && !ftz)
         r = arith::DivFOp::create(b, curLoc, src[0], src[1]);
       else
-        r = FDivOp::create(b, curLoc, src[0], src[1],
-                           rnd ? RoundingModeAttr::get(ctx, *rnd)
-                               : RoundingModeAttr(),
-                           approx, full, ftz);
+        r = checked(FDivOp::create(b, curLoc, src[0], src[1],
+                                   rnd ? RoundingModeAttr::get(ctx, *rnd)
+                                       : RoundingModeAttr(),
+                                   approx, full, ftz));
+      if (!r)
+        return failure();
     } else if (op == Opcode::Neg) {
       r = arith::NegFOp::create(b, curLoc, flush(src[0]));
     } else if (op == Opcode::Abs) {
@@ -307,8 +309,9 @@ LogicalResult Importer::emitCarry(Instruction &inst, Opcode op) {
     if (m != "cc" && m != "hi" && m != "lo" && !symbolizeScalarType(m))
       return unknownModifier(inst, m);
   auto t = instrType(inst);
-  if (!t || t->isFloat)
-    return error(inst.loc, "'" + inst.opcode + "' needs an integer type");
+  if (!t || t->isFloat || !(t->type.isInteger(32) || t->type.isInteger(64)))
+    return error(inst.loc,
+                 "'" + inst.opcode + "' needs a 32- or 64-bit integer type");
   bool isMad = op == Opcode::Mad || op == Opcode::Madc;
   if (failed(expectOperands(inst, isMad ? 4 : 3)))
     return failure();
@@ -393,9 +396,11 @@ LogicalResult Importer::emitUnaryFloat(Instruction &inst, Opcode op) {
       }
     } else {
       auto ra = rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr();
-      r = op == Opcode::Sqrt
-              ? Value(FSqrtOp::create(b, curLoc, x, ra, approx, ftz))
-              : Value(FRcpOp::create(b, curLoc, x, ra, approx, ftz));
+      r = checked(op == Opcode::Sqrt
+                      ? Value(FSqrtOp::create(b, curLoc, x, ra, approx, ftz))
+                      : Value(FRcpOp::create(b, curLoc, x, ra, approx, ftz)));
+      if (!r)
+        return failure();
     }
   } else {
     auto fn = *symbolizeApproxFn(inst.opcode);
@@ -454,7 +459,9 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
       a = FlushOp::create(b, curLoc, a);
       c = FlushOp::create(b, curLoc, c);
     }
-    cmpResult = arith::CmpFOp::create(b, curLoc, *pred, a, c);
+    cmpResult = checked(arith::CmpFOp::create(b, curLoc, *pred, a, c));
+    if (!cmpResult)
+      return failure();
   } else {
     using P = arith::CmpIPredicate;
     bool s = st->isSigned;

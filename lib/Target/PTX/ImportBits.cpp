@@ -20,6 +20,8 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
   auto t = instrType(inst);
   if (!t && op != Opcode::Prmt && op != Opcode::Lop3 && op != Opcode::Bmsk)
     return error(inst.loc, "'" + inst.opcode + "' needs a type");
+  if (t && (t->isFloat || !isa<IntegerType>(t->type)))
+    return error(inst.loc, "'" + inst.opcode + "' needs an integer type");
   Type i32 = intType(32);
   Type ty = t ? t->type : i32;
   Signedness sign = t && t->isSigned ? Signedness::s : Signedness::u;

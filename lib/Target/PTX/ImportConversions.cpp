@@ -81,9 +81,11 @@ LogicalResult Importer::emitCvt(Instruction &inst, Opcode op) {
       Value v = read(o, i32);
       if (!v)
         return {};
-      Value narrow = CvtOp::create(
+      Value narrow = checked(CvtOp::create(
           b, curLoc, ct->type, ValueRange{v}, ScalarType::s32, ct->scalar,
-          RoundingModeAttr(), false, /*sat=*/true, false, false);
+          RoundingModeAttr(), false, /*sat=*/true, false, false));
+      if (!narrow)
+        return {};
       return arith::ExtUIOp::create(b, curLoc, i32, narrow);
     };
     Value fa = field(inst.operands[1]), fb = field(inst.operands[2]);
@@ -136,10 +138,12 @@ LogicalResult Importer::emitCvt(Instruction &inst, Opcode op) {
             ? Value(arith::SIToFPOp::create(b, curLoc, dt->type, in[0]))
             : Value(arith::UIToFPOp::create(b, curLoc, dt->type, in[0]));
   } else {
-    r = CvtOp::create(b, curLoc, dt->type, in, st->scalar, dt->scalar,
-                      rnd ? RoundingModeAttr::get(ctx, *rnd)
-                          : RoundingModeAttr(),
-                      ftz, sat, relu, satfinite);
+    r = checked(CvtOp::create(b, curLoc, dt->type, in, st->scalar, dt->scalar,
+                              rnd ? RoundingModeAttr::get(ctx, *rnd)
+                                  : RoundingModeAttr(),
+                              ftz, sat, relu, satfinite));
+    if (!r)
+      return failure();
   }
   return write(inst.operands[0], r, dt->isSigned);
 }

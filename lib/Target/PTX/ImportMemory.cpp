@@ -45,8 +45,8 @@ LogicalResult Importer::emitParamAccess(Instruction &inst, bool isLoad,
       Value v =
           direct
               ? bitcast(whole, ty.type)
-              : Value(ExtractBytesOp::create(b, curLoc, ty.type, whole, off));
-      if (failed(write(elemOperand(i), v, ty.isSigned)))
+              : checked(ExtractBytesOp::create(b, curLoc, ty.type, whole, off));
+      if (!v || failed(write(elemOperand(i), v, ty.isSigned)))
         return failure();
     } else {
       Value v = read(elemOperand(i), ty.type);
@@ -54,7 +54,9 @@ LogicalResult Importer::emitParamAccess(Instruction &inst, bool isLoad,
         return failure();
       Value updated =
           direct ? bitcast(v, param->type)
-                 : Value(InsertBytesOp::create(b, curLoc, v, whole, off));
+                 : checked(InsertBytesOp::create(b, curLoc, v, whole, off));
+      if (!updated)
+        return failure();
       ssa->writeVariable(param->id, cur, updated);
     }
   }
@@ -207,13 +209,15 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
       return failure();
     vals.push_back(v);
   }
+  // The op checks which operations each type allows.
   if (isRed) {
-    RedOp::create(b, curLoc, space, *kind, addr, vals[0], sem, scope);
-    return success();
+    auto red =
+        RedOp::create(b, curLoc, space, *kind, addr, vals[0], sem, scope);
+    return mlir::verify(red, /*verifyRecursively=*/false);
   }
-  Value r =
-      AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem, scope);
-  return write(inst.operands[0], r, t->isSigned);
+  Value r = checked(
+      AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem, scope));
+  return r ? write(inst.operands[0], r, t->isSigned) : failure();
 }
 
 //===----------------------------------------------------------------------===//
@@ -256,6 +260,8 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
     if (!t || !space || failed(expectOperands(inst, 2)))
       return t && space ? failure()
                         : error(inst.loc, "'cvta' needs a space and a size");
+    if (t->scalar != ScalarType::u32 && t->scalar != ScalarType::u64)
+      return error(inst.loc, "'cvta' takes '.u32' or '.u64'");
     Value a = read(inst.operands[1], t->type);
     if (!a)
       return failure();

@@ -215,9 +215,12 @@ bool Importer::onFunction(Function &f) {
     return false;
   if (!f.hasBody)
     return true;
-  // Verify each function while its IR is still in cache; the module-level
-  // checks (symbol uses) run once at the end.
-  return succeeded(importBody(f)) &&
+  if (failed(importBody(f)))
+    return false;
+  // The function is valid by construction (PTXImportOptions::verify); where
+  // asked, check that while its IR is still in cache. The module-level
+  // checks (symbol uses) run once at the end in every case.
+  return !options.verify ||
          succeeded(verify(funcs.lookup(f.name), /*verifyRecursively=*/true));
 }
 

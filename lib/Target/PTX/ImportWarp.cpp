@@ -78,6 +78,8 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
     if (!v || !mask)
       return failure();
     auto m = MatchOp::create(b, curLoc, mode, v, mask);
+    if (!checked(m.getResult()))
+      return failure();
     if (dst.kind == OK::Pair) {
       if (failed(write(dst.elems[0], m.getResult())))
         return failure();

@@ -76,6 +76,13 @@ LogicalResult Importer::error(const char *p, const Twine &msg) {
   return failure();
 }
 
+Value Importer::checked(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (op && failed(mlir::verify(op, /*verifyRecursively=*/false)))
+    return {};
+  return v;
+}
+
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//
@@ -478,24 +485,26 @@ Value Importer::address(const Operand &op, Type &type,
 //===----------------------------------------------------------------------===//
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(llvm::SourceMgr &sourceMgr,
-                                             MLIRContext *context) {
+                                             MLIRContext *context,
+                                             const PTXImportOptions &options) {
   // Nothing in the import recurses with the input's size (SSA construction
   // uses worklists, operand nesting is bounded), so it runs on the caller's
   // thread whatever the input.
   Module ast;
-  Importer importer(context, sourceMgr, ast);
+  Importer importer(context, sourceMgr, ast, options);
   return importer.run();
 }
 
 OwningOpRef<ModuleOp> mlir::wooly::importPTX(StringRef ptx,
                                              StringRef bufferName,
-                                             MLIRContext *context) {
+                                             MLIRContext *context,
+                                             const PTXImportOptions &options) {
   llvm::SourceMgr sm;
   sm.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBuffer(ptx, bufferName,
                                        /*RequiresNullTerminator=*/false),
       llvm::SMLoc());
-  return importPTX(sm, context);
+  return importPTX(sm, context, options);
 }
 
 void mlir::wooly::registerPTXImportTranslation() {

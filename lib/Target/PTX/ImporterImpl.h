@@ -15,10 +15,12 @@
 
 #include "PTXAst.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
+#include "Wooly/Target/PTX/PTXImporter.h"
 #include "Wooly/Target/PTX/SSABuilder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -162,8 +164,9 @@ inline std::optional<RoundingMode> roundingOf(const Instruction &inst) {
 class Importer final : public ModuleSink {
 public:
   /// Creates an importer for the main buffer of `sm`, parsed into `ast`.
-  Importer(MLIRContext *ctx, llvm::SourceMgr &sm, Module &ast)
-      : ctx(ctx), sm(sm), ast(ast), b(ctx) {
+  Importer(MLIRContext *ctx, llvm::SourceMgr &sm, Module &ast,
+           const PTXImportOptions &options)
+      : ctx(ctx), sm(sm), ast(ast), options(options), b(ctx) {
     const llvm::MemoryBuffer *buf = sm.getMemoryBuffer(sm.getMainFileID());
     bufferName = b.getStringAttr(buf->getBufferIdentifier());
     cursor = {buf->getBufferStart(), buf->getBufferStart(), 1};
@@ -186,6 +189,13 @@ public:
   /// bytes, and must stay printable UTF-8 (wooly-serve sends them in
   /// protocol strings): a byte outside printable ASCII is written as \xNN.
   LogicalResult error(const char *p, const Twine &msg);
+  /// Runs the verifier of the op that defines `v` (not of its operands).
+  /// For the few ops whose rules depend on the instruction's types in ways
+  /// the handler leaves to the op (cvt's operand counts and roundings, the
+  /// integer-only bit operations, byte extraction): the rest of the IR is
+  /// valid by construction and is not verified (PTXImportOptions::verify).
+  /// Returns `v`, or null after the verifier's located error.
+  Value checked(Value v);
 
 private:
   // Types.
@@ -395,6 +405,7 @@ private:
   MLIRContext *ctx;
   llvm::SourceMgr &sm;
   Module &ast;
+  PTXImportOptions options;
   /// Builds the IR; its insertion point is the end of the current block.
   OpBuilder b;
   /// The buffer's name in locations.

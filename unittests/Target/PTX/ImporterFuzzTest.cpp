@@ -814,6 +814,146 @@ $L__BB0_1:
 	ret;
 }
 )"},
+    {"cvt.rn.f16x2.f32 with one source (cvt's operand count for packed "
+     "results)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .b32 %r<3>;
+	.reg .f32 %f<3>;
+	cvt.rn.f16x2.f32 	%r1, %f1;
+	ret;
+}
+)"},
+    {"cvt.rzi on an integer source (integer rounding needs a float)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .b32 %r<3>;
+	.reg .f32 %f<3>;
+	cvt.rzi.f32.b32 	%f1, %r2;
+	ret;
+}
+)"},
+    {"clz on f32 (bit operations take integer types)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .f32 %f<3>;
+	.reg .b32 %r<3>;
+	clz.f32 	%r1, %f1;
+	ret;
+}
+)"},
+    {"bfind on f32",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .f32 %f<3>;
+	.reg .b32 %r<3>;
+	bfind.f32 	%r1, %f1;
+	ret;
+}
+)"},
+    {"bfi on f16x2",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .b32 %r<5>;
+	bfi.f16x2 	%r1, %r2, %r3, 0, 8;
+	ret;
+}
+)"},
+    {"cvta to f64 (cvta takes .u32 or .u64)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .f64 %fd<3>;
+	cvta.to.global.f64 	%fd1, %fd2;
+	ret;
+}
+)"},
+    {"match on f32 (match takes .b32 or .b64)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .f32 %f<3>;
+	.reg .b32 %r<3>;
+	match.any.sync.f32 	%r1, %f1, -1;
+	ret;
+}
+)"},
+    {"atom.inc on f32 (inc and dec take integers)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .f32 %f<3>;
+	.reg .b64 %rd<3>;
+	atom.global.inc.f32 	%f1, [%rd1], %f2;
+	ret;
+}
+)"},
+    {"setp on e4m3 (float comparisons of an 8-bit storage type)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .b8 %rs<3>;
+	.reg .pred %p<2>;
+	setp.lt.e4m3 	%p1, %rs1, %rs2;
+	ret;
+}
+)"},
+    {"div.approx on f16x2 (approximate division is f32 only)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k()
+{
+	.reg .b32 %r<4>;
+	div.approx.f16x2 	%r1, %r2, %r3;
+	ret;
+}
+)"},
+    {"addc on .pred (the carry chain takes 32- or 64-bit integers)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .align 4 .b8 p[8])
+{
+	.reg .pred %p<4>;
+	addc.pred 	%p1, %p2, %p3;
+	ret;
+}
+)"},
 };
 
 // Each minimized finding imports or fails with a located error.
