@@ -110,6 +110,8 @@ LogicalResult Importer::importGlobal(const VarDecl &d, StringRef name) {
                             TypeAttr::get(elem), b.getI64IntegerAttr(count),
                             b.getI64IntegerAttr(align), linkage, init);
   globals[name] = g;
+  if (hasAddresses)
+    addressInitializers.push_back(g);
   return success();
 }
 
@@ -241,8 +243,19 @@ OwningOpRef<ModuleOp> Importer::run() {
     targets.push_back(b.getStringAttr(t));
   module->setAttr("wooly.target", b.getArrayAttr(targets));
   module->setAttr("wooly.address_size", b.getI32IntegerAttr(ast.addressSize));
-  if (failed(verify(module, /*verifyRecursively=*/false)))
-    return nullptr;
+  // Symbol uses: calls and address-of operands are built from symbols the
+  // importer has already resolved, with the callee's signature; names are
+  // unique (redefinitions are errors). An initializer may name a symbol
+  // declared later, so those are checked once the whole module is read.
+  if (options.verify) {
+    if (failed(verify(module, /*verifyRecursively=*/false)))
+      return nullptr;
+  } else {
+    SymbolTableCollection symbols;
+    for (GlobalOp g : addressInitializers)
+      if (failed(g.verifySymbolUses(symbols)))
+        return nullptr;
+  }
   return owned;
 }
 

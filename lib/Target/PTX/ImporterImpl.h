@@ -406,6 +406,8 @@ private:
   llvm::SourceMgr &sm;
   Module &ast;
   PTXImportOptions options;
+  /// Module variables whose initializers name symbols (checked at the end).
+  SmallVector<GlobalOp> addressInitializers;
   /// Builds the IR; its insertion point is the end of the current block.
   OpBuilder b;
   /// The buffer's name in locations.

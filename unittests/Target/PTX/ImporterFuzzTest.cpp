@@ -942,6 +942,13 @@ $L__BB0_1:
 	ret;
 }
 )"},
+    {"an address initializer naming no symbol (symbol uses are checked "
+     "once the module is read)",
+     R"(.version 8.0
+.target sm_90
+.address_size 64
+.global .u64 p = nowhere;
+)"},
     {"addc on .pred (the carry chain takes 32- or 64-bit integers)",
      R"(.version 8.0
 .target sm_90
