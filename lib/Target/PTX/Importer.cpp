@@ -222,13 +222,12 @@ VarInfo *Importer::lookup(StringRef name) {
       name = names.save(name.drop_back(2) + alias);
   }
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
-    auto f = it->vars.find(name);
-    if (f != it->vars.end())
-      return &f->second;
+    if (VarInfo *v = it->vars.find(name))
+      return v;
     if (const RegRange *r = it->rangeOf(name)) {
       // First use of a register of a `%r<N>` range.
       VarInfo info{ssa->addVariable(r->type), r->type, false};
-      return &it->vars.try_emplace(name, info).first->second;
+      return it->vars.try_emplace(name, info).first;
     }
   }
   return nullptr;

@@ -28,6 +28,7 @@
 #include "llvm/Support/StringSaver.h"
 
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -442,8 +443,37 @@ private:
     Type type;
   };
   /// One `{ }` scope: its variables and register ranges.
+  /// The registers and parameters of one scope by name, looked up for
+  /// every operand: short names without hashing a string
+  /// (ShortStringMap); the entries do not move while the table grows.
+  class VarTable {
+  public:
+    VarTable() = default;
+    VarTable(const VarTable &) = delete;
+    VarTable &operator=(const VarTable &) = delete;
+    VarTable(VarTable &&) noexcept = default;
+    VarTable &operator=(VarTable &&) noexcept = default;
+
+    /// Returns the entry of `name`, or null.
+    VarInfo *find(StringRef name) const {
+      VarInfo *const *v = index.find(name);
+      return v ? *v : nullptr;
+    }
+    /// Adds `name` with `info`; returns the entry and whether it is new.
+    std::pair<VarInfo *, bool> try_emplace(StringRef name, VarInfo info) {
+      auto [slot, inserted] = index.insert(name, nullptr);
+      if (inserted)
+        *slot = storage.emplace_back(std::make_unique<VarInfo>(info)).get();
+      return {*slot, inserted};
+    }
+
+  private:
+    ShortStringMap<VarInfo *> index;
+    std::vector<std::unique_ptr<VarInfo>> storage;
+  };
+
   struct Scope {
-    llvm::StringMap<VarInfo> vars;
+    VarTable vars;
     /// Register ranges by prefix (`%r` for `%r<10>`).
     llvm::StringMap<RegRange> ranges;
 
