@@ -101,6 +101,13 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       val = undef(types[var]);
       break;
     }
+    if (Value same = sameFromEveryPredecessor(var, block)) {
+      // A join that merges one value (the common case: the join after a
+      // guarded instruction that does not write `var`) needs no phi; the
+      // algorithm would add one and remove it as trivial.
+      val = same;
+      break;
+    }
     // Several predecessors, or a single-predecessor cycle (unreachable
     // code): an operandless phi breaks cycles; its operands are added by
     // drainPendingPhis().
@@ -113,6 +120,34 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
   for (Block *b : chain)
     writeVariable(var, b, val);
   return val;
+}
+
+Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
+  // Only definitions found without creating anything: each predecessor's
+  // own, or that of the end of a short chain of sealed single-predecessor
+  // blocks above it.
+  constexpr unsigned kMaxChain = 8;
+  Value same;
+  for (Block *pred : block->getPredecessors()) {
+    Block *b = pred;
+    Value v;
+    for (unsigned steps = 0; steps < kMaxChain; ++steps) {
+      auto it = currentDef.find({b, var});
+      if (it != currentDef.end()) {
+        v = resolve(it->second);
+        break;
+      }
+      if (!sealed.contains(b) || !b->hasOneUse())
+        return {};
+      b = b->getSinglePredecessor();
+      if (!b || b == block)
+        return {};
+    }
+    if (!v || (same && v != same))
+      return {};
+    same = v;
+  }
+  return same;
 }
 
 Value SSABuilder::addPhiOperands(Var var, BlockArgument phi) {

@@ -70,6 +70,10 @@ private:
   using Incoming = llvm::SmallVector<std::pair<Edge, Value>, 2>;
 
   Value readVariableRecursive(Var var, Block *block);
+  /// The value `var` has at the end of every predecessor of the sealed
+  /// `block`, where one value is found for all of them without adding a
+  /// phi; null otherwise.
+  Value sameFromEveryPredecessor(Var var, Block *block);
   /// Adds the operands of the phis created by reads, until none is left.
   void drainPendingPhis();
   Value addPhiOperands(Var var, BlockArgument phi);
