@@ -684,25 +684,32 @@ FailureOr<SmallVector<Value>> expandMinMax(OpT op, bool isMin, Emitter &e,
     a = math::AbsFOp::create(e.b, e.loc, a);
     b = math::AbsFOp::create(e.b, e.loc, b);
   }
+  // The choice is made on the operands' bits: a chain of selects of floats
+  // (a reduction of maxima) sends LLVM's floating-point class analysis
+  // through every select and its condition, recursively - half of the -O3
+  // time of a softmax-style module; on integers the chain is opaque to it.
+  // The result is the same value, bit for bit.
   using P = arith::CmpFPredicate;
   Value aNaN = e.isNaN(a), bNaN = e.isNaN(b);
-  Value r = e.sel(e.cmpF(P::OLT, a, b), isMin ? a : b, isMin ? b : a);
+  Value aBits = e.bitsOf(a), bBits = e.bitsOf(b);
+  Value r =
+      e.sel(e.cmpF(P::OLT, a, b), isMin ? aBits : bBits, isMin ? bBits : aBits);
   // Equal values: only +0/-0 differ; min takes the set sign bit.
-  Value eqBits = isMin ? e.orI(e.bitsOf(a), e.bitsOf(b))
-                       : e.andI(e.bitsOf(a), e.bitsOf(b));
-  r = e.sel(e.cmpF(P::OEQ, a, b), e.reinterpret(eqBits, t), r);
-  Value anyNaN = e.orI(aNaN, bNaN);
+  Value eqBits = isMin ? e.orI(aBits, bBits) : e.andI(aBits, bBits);
+  r = e.sel(e.cmpF(P::OEQ, a, b), eqBits, r);
+  Value nanBits = e.bitsOf(e.canonicalNaN(t));
   if (op.getNan()) {
-    r = e.sel(anyNaN, e.canonicalNaN(t), r);
+    r = e.sel(e.orI(aNaN, bNaN), nanBits, r);
   } else {
-    r = e.sel(aNaN, b, r);
-    r = e.sel(bNaN, a, r);
-    r = e.sel(e.andI(aNaN, bNaN), e.canonicalNaN(t), r);
+    r = e.sel(aNaN, bBits, r);
+    r = e.sel(bNaN, aBits, r);
+    r = e.sel(e.andI(aNaN, bNaN), nanBits, r);
   }
   if (op.getXorsignAbs()) {
-    Value withSign = e.reinterpret(e.orI(e.bitsOf(r), signs), t);
-    r = e.sel(e.isNaN(r), r, withSign);
+    // The sign goes onto a number, never onto the NaN.
+    r = e.sel(e.isNaN(e.reinterpret(r, t)), r, e.orI(r, signs));
   }
+  r = e.reinterpret(r, t);
   return SmallVector<Value>{r};
 }
 
