@@ -426,6 +426,83 @@ TEST(CpuDevice, ConcurrentLaunchesFromSeveralThreads) {
   EXPECT_EQ(failC, "");
 }
 
+// Thread 0 of each block counts the block in counts[%ctaid.x] and writes
+// %nsmid << 16 | %smid to smids[%ctaid.x].
+const char *kCountBlocks = R"(
+.visible .entry count_blocks(.param .u64 counts, .param .u64 smids)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [counts];
+  ld.param.u64 %rd2, [smids];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p, %r1, 0;
+  @%p bra DONE;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  atom.global.add.u32 %r3, [%rd4], 1;
+  add.s64 %rd5, %rd2, %rd3;
+  mov.u32 %r4, %smid;
+  mov.u32 %r5, %nsmid;
+  shl.b32 %r6, %r5, 16;
+  or.b32 %r7, %r6, %r4;
+  st.global.u32 [%rd5], %r7;
+DONE:
+  ret;
+}
+)";
+
+// The grid is cut into one span of blocks per worker, and workers steal
+// from each other's spans: every block still runs exactly once, with two
+// launches sharing the pool (pool workers then leave a launch after every
+// block, with blocks left in their spans), and %smid names one of the
+// launch's %nsmid workers. Block counts that do not divide evenly, and
+// grids smaller than the pool.
+TEST(CpuDevice, EveryBlockRunsOnceWhileWorkersStealSpans) {
+  Fixture f(kCountBlocks, /*workers=*/4);
+  ASSERT_TRUE(f.loaded);
+  auto run = [&](uint32_t blocks, uint32_t rounds) {
+    uint64_t counts = f.alloc(blocks * 4), smids = f.alloc(blocks * 4);
+    std::string fail;
+    for (uint32_t r = 0; r < rounds && fail.empty(); ++r) {
+      llvm::cantFail(f.device.memory().memset(counts, 0, blocks * 4));
+      fail = f.launch("count_blocks", launchOf(blocks, 32),
+                      f.params("count_blocks", {counts, smids}));
+      std::vector<uint32_t> c = f.read(counts, blocks);
+      std::vector<uint32_t> s = f.read(smids, blocks);
+      uint32_t nsmid = std::min<uint32_t>(blocks, 4);
+      for (uint32_t b = 0; b < blocks && fail.empty(); ++b) {
+        if (c[b] != 1)
+          fail = "grid of " + std::to_string(blocks) + ", round " +
+                 std::to_string(r) + ": block " + std::to_string(b) + " ran " +
+                 std::to_string(c[b]) + " times";
+        else if (s[b] >> 16 != nsmid || (s[b] & 0xffff) >= nsmid)
+          fail = "block " + std::to_string(b) + ": %smid " +
+                 std::to_string(s[b] & 0xffff) + " of %nsmid " +
+                 std::to_string(s[b] >> 16);
+      }
+    }
+    return fail;
+  };
+  std::string failA, failB;
+  std::thread a([&] {
+    for (uint32_t blocks : {1999u, 3u, 4u, 5u, 1u, 257u})
+      if (failA.empty())
+        failA = run(blocks, 20);
+  });
+  std::thread b([&] {
+    for (uint32_t blocks : {2u, 1001u, 64u, 7u})
+      if (failB.empty())
+        failB = run(blocks, 20);
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(failA, "");
+  EXPECT_EQ(failB, "");
+}
+
 // Every thread counts itself in `started`, then polls `flag` until it is
 // non-zero, at most `maxIter` times; a thread that gives up sets the flag to
 // 2, so that the others stop waiting too. Each writes the flag it saw to
