@@ -29,6 +29,7 @@
 
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
@@ -94,6 +95,8 @@ struct HostState {
   /// Functions that (transitively) reach a barrier, a warp collective or
   /// `nanosleep`: their threads must run as fibers.
   llvm::StringSet<> needsFibers;
+  /// For the kernels among them, regionSplitBlocker's answer.
+  llvm::StringMap<std::string> fiberReasons;
 };
 
 std::string kernelSymbol(StringRef name) {
@@ -973,6 +976,13 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
       if (state.needsFibers.insert(caller).second)
         worklist.push_back(caller);
   }
+  // Why each of those kernels could not run region by region instead.
+  for (auto f : module.getOps<FuncOp>())
+    if (f->hasAttr("kernel") && state.needsFibers.contains(f.getSymName()))
+      state.fiberReasons[f.getSymName()] =
+          regionSplitBlocker(f, [&](StringRef callee) {
+            return state.needsFibers.contains(callee);
+          });
 
   // Declarations of the runtime entry points.
   MLIRContext *ctx = module.getContext();
@@ -1069,8 +1079,11 @@ void HostTargetInfo::markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn,
 /// A kernel whose threads synchronise runs them as fibers.
 void HostTargetInfo::finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
                                   const LoweringState &) const {
-  if (state.needsFibers.contains(op.getSymName()))
+  if (state.needsFibers.contains(op.getSymName())) {
     fn->setAttr("wooly.needs_fibers", b.getUnitAttr());
+    fn->setAttr("wooly.fiber_reason",
+                b.getStringAttr(state.fiberReasons.lookup(op.getSymName())));
+  }
 }
 
 /// A kernel's entry block reads its parameters from the parameter buffer.
