@@ -259,7 +259,7 @@ std::vector<Case> makeCases() {
 //===----------------------------------------------------------------------===//
 
 struct Row {
-  std::string label, mode;
+  std::string label, mode, fiberReason;
   uint64_t elements = 0, threads = 0;
   double ms1 = 0, msAll = 0, msCpp = 0;
   double bytes = 0;
@@ -420,6 +420,9 @@ int main(int argc, char **argv) {
     if (!k)
       die("no kernel " + c.kernel + " in " + c.file);
     row.mode = k->needsFibers ? "fibers" : "direct";
+    row.fiberReason = k->fiberReason.empty()
+                          ? "could be split into regions (no executor yet)"
+                          : k->fiberReason;
 
     row.msCpp = timeCpp(c) * 1e3;
     LoadedModule *m1 = check(dev1.loadModule(module), "loadModule");
@@ -450,6 +453,11 @@ int main(int argc, char **argv) {
         (unsigned long long)r.threads, r.ms1, r.msAll, r.msCpp, r.ms1 / r.msCpp,
         r.msAll / r.msCpp, r.bytes / (r.msAll * 1e-3) / 1e9,
         double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs, r.hitUs);
+
+  std::printf("\nwhy fibers (KernelInfo::fiberReason):\n");
+  for (const Row &r : rows)
+    if (r.mode == "fibers")
+      std::printf("  %-17s %s\n", r.label.c_str(), r.fiberReason.c_str());
 
   // The targets, against the single-worker ratio (the C++ loop is
   // single-threaded) and, for information, with all workers.

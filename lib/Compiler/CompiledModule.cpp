@@ -68,6 +68,7 @@ std::string CompiledModule::serialize() const {
         {"paramBufferSize", k.paramBufferSize},
         {"paramRoles", llvm::json::Array(k.paramRoles)},
         {"needsFibers", k.needsFibers},
+        {"fiberReason", k.fiberReason},
         {"maxntid", llvm::json::Array(k.maxntid)},
         {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
         {"staticSharedBytes", k.staticSharedBytes},
@@ -141,6 +142,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
         for (const llvm::json::Value &r : *roles)
           k.paramRoles.push_back(r.getAsString().value_or("").str());
       k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
+      k.fiberReason = str(*ko, "fiberReason");
       if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
         for (const llvm::json::Value &b : *ro)
           k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));

@@ -230,6 +230,8 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
       k.paramBufferSize =
           std::max(k.paramBufferSize, k.paramOffsets[i] + k.paramSizes[i]);
     k.needsFibers = fn->hasAttr("wooly.needs_fibers");
+    if (auto reason = fn->getAttrOfType<mlir::StringAttr>("wooly.fiber_reason"))
+      k.fiberReason = reason.getValue().str();
     if (auto blockFn =
             fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
       k.blockSymbol = blockFn.getValue().str();

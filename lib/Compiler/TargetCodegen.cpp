@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TargetCodegen.h"
+#include "WidenAccessChecks.h"
 
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
@@ -26,6 +27,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Scalar/LICM.h"
+#include "llvm/Transforms/Scalar/LoopPassManager.h"
+#include "llvm/Transforms/Scalar/SimplifyCFG.h"
 
 #include <mutex>
 
@@ -75,8 +79,10 @@ detail::createTargetMachine(StringRef tripleName, StringRef cpu,
 }
 
 namespace {
-/// Optimises `m` at `optLevel` with LLVM's default pipeline.
-void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
+/// Optimises `m` at `optLevel` with LLVM's default pipeline and the
+/// target's own passes.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
+              const TargetCodegen &targetCodegen) {
   if (optLevel == 0)
     return;
   llvm::LoopAnalysisManager lam;
@@ -84,6 +90,7 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel) {
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PassBuilder pb(&tm);
+  targetCodegen.registerPasses(pb);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -133,6 +140,19 @@ public:
     return detail::createTargetMachine(
         llvm::sys::getProcessTriple(), llvm::sys::getHostCPUName(),
         features.getString(), "host", options.optLevel);
+  }
+  /// Bounds checks widened over loops (WidenAccessChecks.h), just before
+  /// the vectoriser: the copy of a loop without them may then vectorise.
+  void registerPasses(llvm::PassBuilder &pb) const override {
+    if (!options.boundsChecks)
+      return;
+    pb.registerVectorizerStartEPCallback(
+        [](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
+          fpm.addPass(WidenAccessChecksPass());
+          fpm.addPass(llvm::SimplifyCFGPass());
+          fpm.addPass(llvm::createFunctionToLoopPassAdaptor(
+              llvm::LICMPass(llvm::LICMOptions()), /*UseMemorySSA=*/true));
+        });
   }
   llvm::CodeGenFileType fileType() const override {
     return llvm::CodeGenFileType::ObjectFile;
@@ -203,7 +223,7 @@ Error detail::compileLLVMModule(const TargetCodegen &targetCodegen,
   module.setDataLayout(tm.createDataLayout());
   if (Error e = targetCodegen.prepareModule(module))
     return e;
-  optimize(module, tm, optLevel);
+  optimize(module, tm, optLevel, targetCodegen);
 
   llvm::SmallVector<char, 0> code;
   llvm::raw_svector_ostream os(code);

@@ -33,6 +33,7 @@
 
 namespace llvm {
 class Module;
+class PassBuilder;
 class TargetMachine;
 } // namespace llvm
 
@@ -66,6 +67,8 @@ public:
   virtual llvm::Error prepareModule(llvm::Module &module) const {
     return llvm::Error::success();
   }
+  /// Adds the target's own passes to LLVM's optimisation pipeline.
+  virtual void registerPasses(llvm::PassBuilder &pb) const {}
   /// What the code generator writes.
   virtual llvm::CodeGenFileType fileType() const = 0;
   /// Turns the code generator's output into `out.binary` and adds what the

@@ -2,6 +2,7 @@
 //-*-===//
 
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/InitAllDialects.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -75,5 +76,93 @@ TEST(KernelAnalysis, OccupancyIsLimitedByEachResource) {
   EXPECT_EQ(estimateBlocksPerSM(s, 32), 32u);
   // A block too large for the SM gives 0.
   EXPECT_EQ(estimateBlocksPerSM(s, 4096), 0u);
+}
+/// Kernels whose barriers and warp collectives are, or are not, in one
+/// chain of dominance outside loops.
+const char *kSplitModule = R"(
+wooly.func @helper() {
+  %c0 = arith.constant 0 : i32
+  wooly.barrier %c0
+  wooly.ret
+}
+wooly.func @uniform(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c31 = arith.constant 31 : i32
+  %cm1 = arith.constant -1 : i32
+  %t = wooly.sreg tid x : i32
+  %early = arith.cmpi uge, %t, %n : i32
+  cf.cond_br %early, ^done, ^work
+^work:
+  %r, %ok = wooly.shfl bfly %t, %c1, %c31, %cm1 : i32
+  wooly.barrier %c0
+  %late = arith.cmpi ugt, %t, %c31 : i32
+  cf.cond_br %late, ^done, ^warp0
+^warp0:
+  %r2, %ok2 = wooly.shfl bfly %r, %c1, %c31, %cm1 : i32
+  cf.br ^done
+^done:
+  wooly.ret
+}
+wooly.func @looped(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  cf.br ^loop(%c0 : i32)
+^loop(%i: i32):
+  wooly.barrier %c0
+  %i1 = arith.addi %i, %c1 : i32
+  %more = arith.cmpi ult, %i1, %n : i32
+  cf.cond_br %more, ^loop(%i1 : i32), ^done
+^done:
+  wooly.ret
+}
+wooly.func @divergent(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c31 = arith.constant 31 : i32
+  %cm1 = arith.constant -1 : i32
+  %t = wooly.sreg tid x : i32
+  %odd = arith.cmpi uge, %t, %n : i32
+  cf.cond_br %odd, ^a, ^join
+^a:
+  %r, %ok = wooly.shfl bfly %t, %c1, %c31, %cm1 : i32
+  cf.br ^join
+^join:
+  wooly.barrier %c0
+  wooly.ret
+}
+wooly.func @named() attributes {kernel} {
+  %c1 = arith.constant 1 : i32
+  wooly.barrier %c1
+  wooly.ret
+}
+wooly.func @calls() attributes {kernel} {
+  wooly.call @helper() : () -> ()
+  wooly.ret
+}
+)";
+
+TEST(KernelAnalysis, RegionSplitBlockers) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kSplitModule, &ctx);
+  ASSERT_TRUE(bool(m));
+  auto blocker = [&](StringRef name) {
+    auto f = m->lookupSymbol<FuncOp>(name);
+    EXPECT_TRUE(bool(f)) << name.str();
+    return f ? regionSplitBlocker(
+                   f, [](StringRef callee) { return callee == "helper"; })
+             : std::string("?");
+  };
+  // Threads may leave early; warp 0 alone at the last shuffle is fine.
+  EXPECT_EQ(blocker("uniform"), "");
+  EXPECT_EQ(blocker("looped"), "a barrier or warp collective in a loop");
+  EXPECT_EQ(blocker("divergent"),
+            "barriers or warp collectives in divergent control flow");
+  EXPECT_EQ(blocker("named"),
+            "a named barrier, bar.arrive or a barrier thread count");
+  EXPECT_EQ(blocker("calls"), "a call to a function that synchronises");
 }
 } // namespace

@@ -426,6 +426,83 @@ TEST(CpuDevice, ConcurrentLaunchesFromSeveralThreads) {
   EXPECT_EQ(failC, "");
 }
 
+// Thread 0 of each block counts the block in counts[%ctaid.x] and writes
+// %nsmid << 16 | %smid to smids[%ctaid.x].
+const char *kCountBlocks = R"(
+.visible .entry count_blocks(.param .u64 counts, .param .u64 smids)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [counts];
+  ld.param.u64 %rd2, [smids];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p, %r1, 0;
+  @%p bra DONE;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  atom.global.add.u32 %r3, [%rd4], 1;
+  add.s64 %rd5, %rd2, %rd3;
+  mov.u32 %r4, %smid;
+  mov.u32 %r5, %nsmid;
+  shl.b32 %r6, %r5, 16;
+  or.b32 %r7, %r6, %r4;
+  st.global.u32 [%rd5], %r7;
+DONE:
+  ret;
+}
+)";
+
+// The grid is cut into one span of blocks per worker, and workers steal
+// from each other's spans: every block still runs exactly once, with two
+// launches sharing the pool (pool workers then leave a launch after every
+// block, with blocks left in their spans), and %smid names one of the
+// launch's %nsmid workers. Block counts that do not divide evenly, and
+// grids smaller than the pool.
+TEST(CpuDevice, EveryBlockRunsOnceWhileWorkersStealSpans) {
+  Fixture f(kCountBlocks, /*workers=*/4);
+  ASSERT_TRUE(f.loaded);
+  auto run = [&](uint32_t blocks, uint32_t rounds) {
+    uint64_t counts = f.alloc(blocks * 4), smids = f.alloc(blocks * 4);
+    std::string fail;
+    for (uint32_t r = 0; r < rounds && fail.empty(); ++r) {
+      llvm::cantFail(f.device.memory().memset(counts, 0, blocks * 4));
+      fail = f.launch("count_blocks", launchOf(blocks, 32),
+                      f.params("count_blocks", {counts, smids}));
+      std::vector<uint32_t> c = f.read(counts, blocks);
+      std::vector<uint32_t> s = f.read(smids, blocks);
+      uint32_t nsmid = std::min<uint32_t>(blocks, 4);
+      for (uint32_t b = 0; b < blocks && fail.empty(); ++b) {
+        if (c[b] != 1)
+          fail = "grid of " + std::to_string(blocks) + ", round " +
+                 std::to_string(r) + ": block " + std::to_string(b) + " ran " +
+                 std::to_string(c[b]) + " times";
+        else if (s[b] >> 16 != nsmid || (s[b] & 0xffff) >= nsmid)
+          fail = "block " + std::to_string(b) + ": %smid " +
+                 std::to_string(s[b] & 0xffff) + " of %nsmid " +
+                 std::to_string(s[b] >> 16);
+      }
+    }
+    return fail;
+  };
+  std::string failA, failB;
+  std::thread a([&] {
+    for (uint32_t blocks : {1999u, 3u, 4u, 5u, 1u, 257u})
+      if (failA.empty())
+        failA = run(blocks, 20);
+  });
+  std::thread b([&] {
+    for (uint32_t blocks : {2u, 1001u, 64u, 7u})
+      if (failB.empty())
+        failB = run(blocks, 20);
+  });
+  a.join();
+  b.join();
+  EXPECT_EQ(failA, "");
+  EXPECT_EQ(failB, "");
+}
+
 // Every thread counts itself in `started`, then polls `flag` until it is
 // non-zero, at most `maxIter` times; a thread that gives up sets the flag to
 // 2, so that the others stop waiting too. Each writes the flag it saw to
@@ -848,6 +925,164 @@ TEST(CpuDevice, WarpCollectiveMismatchFailsTheLaunch) {
               std::string::npos)
         << e;
   }
+}
+
+// out[g] = in[first + stride * g] for the global linear thread index g < n
+// (blocks of any shape); and rows: out[g] = the sum of in[g * m + j] for
+// j < m, a loop in each thread. Host code checks these accesses once per
+// row of threads, or per thread's loop, when it can (WidenAccessChecks).
+const char *kGather = R"(
+.visible .entry gather(.param .u64 in, .param .u64 out, .param .u32 n,
+                       .param .u32 first, .param .u32 stride)
+{
+  .reg .pred %p;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r2, [first];
+  ld.param.u32 %r3, [stride];
+  mov.u32 %r4, %tid.x;
+  mov.u32 %r5, %tid.y;
+  mov.u32 %r6, %ntid.x;
+  mov.u32 %r7, %ntid.y;
+  mov.u32 %r8, %ctaid.x;
+  mad.lo.s32 %r9, %r5, %r6, %r4;
+  mul.lo.s32 %r10, %r6, %r7;
+  mad.lo.s32 %r11, %r8, %r10, %r9;
+  setp.ge.u32 %p, %r11, %r1;
+  @%p bra DONE;
+  mad.lo.s32 %r12, %r11, %r3, %r2;
+  mul.wide.s32 %rd3, %r12, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r13, [%rd4];
+  mul.wide.u32 %rd5, %r11, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.u32 [%rd6], %r13;
+DONE:
+  ret;
+}
+.visible .entry rows(.param .u64 in, .param .u64 out, .param .u32 m)
+{
+  .reg .pred %p;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [in];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r1, [m];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  mov.u32 %r4, %ctaid.x;
+  mad.lo.s32 %r5, %r4, %r3, %r2;
+  mul.lo.s32 %r6, %r5, %r1;
+  mov.u32 %r7, 0;
+  mov.u32 %r8, 0;
+LOOP:
+  add.s32 %r9, %r6, %r8;
+  mul.wide.u32 %rd3, %r9, 4;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r10, [%rd4];
+  add.s32 %r7, %r7, %r10;
+  add.s32 %r8, %r8, 1;
+  setp.lt.u32 %p, %r8, %r1;
+  @%p bra LOOP;
+  mul.wide.u32 %rd5, %r5, 4;
+  add.s64 %rd6, %rd2, %rd5;
+  st.global.u32 [%rd6], %r7;
+  ret;
+}
+)";
+
+// Bounds checks that host code makes once for a whole row of threads or a
+// thread's loop still catch every out-of-bounds access, in the thread that
+// makes it, with the error of a check per access: reads past the end at
+// the last or the first thread of a block, below the start (a negative
+// stride), with a stride of two, in a 2-D block, at one iteration of a
+// thread's loop, and writes past the end. One worker, so that the blocks
+// before the faulting one have filled the site cache (the hoisted checks
+// run from the second block on). In bounds, the results are right.
+TEST(CpuDevice, HoistedBoundsChecksCatchEveryOutOfBoundsAccess) {
+  Fixture f(kGather, /*workers=*/1);
+  ASSERT_TRUE(f.loaded);
+  struct Case {
+    const char *what;
+    uint32_t bx, by, grid;
+    uint32_t inElems, outElems, n, first, stride;
+    // The faulting access: its element index in `in` (or in `out` for a
+    // write), and the thread making it.
+    int64_t badIndex;
+    bool write;
+    uint32_t block, tx, ty;
+  };
+  const Case cases[] = {
+      {"past the end, last thread", 64, 1, 8, 511, 512, 512, 0, 1, 511, false,
+       7, 63, 0},
+      {"past the end, first thread", 64, 1, 8, 320, 512, 512, 0, 1, 320, false,
+       5, 0, 0},
+      {"below the start", 64, 1, 8, 512, 512, 512, 330, uint32_t(-1), -1, false,
+       5, 11, 0},
+      {"stride two", 64, 1, 8, 513, 512, 512, 0, 2, 514, false, 4, 1, 0},
+      {"2-D block", 16, 4, 8, 229, 512, 512, 0, 1, 229, false, 3, 5, 2},
+      {"write past the end", 64, 1, 8, 512, 200, 512, 0, 1, 200, true, 3, 8, 0},
+  };
+  for (const Case &c : cases) {
+    uint64_t in = f.alloc(c.inElems * 4), out = f.alloc(c.outElems * 4);
+    std::vector<uint32_t> init(c.inElems);
+    for (uint32_t i = 0; i < c.inElems; ++i)
+      init[i] = i * 3 + 1;
+    llvm::cantFail(
+        f.device.memory().copyToDevice(in, init.data(), init.size() * 4));
+    LaunchConfig config;
+    config.grid = {c.grid, 1, 1};
+    config.block = {c.bx, c.by, 1};
+    std::string e =
+        f.launch("gather", config,
+                 f.params("gather", {in, out, c.n, c.first, c.stride}));
+    uint64_t addr = (c.write ? out : in) + uint64_t(c.badIndex * 4);
+    std::string access = std::string("out-of-bounds ") +
+                         (c.write ? "write" : "read") +
+                         " of 4 bytes at address 0x" +
+                         llvm::utohexstr(addr, /*LowerCase=*/true) + " ";
+    std::string thread = "(block (" + std::to_string(c.block) +
+                         ",0,0) thread (" + std::to_string(c.tx) + "," +
+                         std::to_string(c.ty) + ",0))";
+    EXPECT_NE(e.find("kernel 'gather': " + access), std::string::npos)
+        << c.what << ": " << e;
+    EXPECT_NE(e.find(thread), std::string::npos) << c.what << ": " << e;
+    // The same kernel within bounds: as many threads as both buffers allow.
+    uint32_t most = std::min(c.inElems, c.outElems);
+    uint32_t first = c.stride == uint32_t(-1) ? most - 1 : 0;
+    uint32_t n =
+        c.stride == 2 ? std::min((c.inElems + 1) / 2, c.outElems) : most;
+    EXPECT_EQ(f.launch("gather", config,
+                       f.params("gather", {in, out, n, first, c.stride})),
+              "")
+        << c.what;
+    std::vector<uint32_t> got = f.read(out, n);
+    for (uint32_t g = 0; g < n; ++g)
+      ASSERT_EQ(got[g], (first + c.stride * g) * 3 + 1)
+          << c.what << ": out[" << g << "]";
+  }
+
+  // A thread's loop: thread 192 (block 3, thread 0) reads in[192 * 8 + 7].
+  uint64_t in = f.alloc(1543 * 4), out = f.alloc(256 * 4);
+  std::string e =
+      f.launch("rows", launchOf(4, 64), f.params("rows", {in, out, 8}));
+  EXPECT_NE(e.find("kernel 'rows': out-of-bounds read of 4 bytes at "
+                   "address 0x" +
+                   llvm::utohexstr(in + 1543 * 4, /*LowerCase=*/true) + " "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("(block (3,0,0) thread (0,0,0))"), std::string::npos) << e;
+  // Misaligned: every access of the launch; the first thread reports it.
+  e = f.launch("gather", launchOf(8, 64),
+               f.params("gather", {in + 2, out, 256, 0, 1}));
+  EXPECT_NE(e.find("misaligned address 0x" +
+                   llvm::utohexstr(in + 2, /*LowerCase=*/true)),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("(block (0,0,0) thread (0,0,0))"), std::string::npos) << e;
 }
 
 // `.local` and `.param` accesses are checked: inside the thread's own

@@ -57,6 +57,13 @@ struct KernelInfo {
   /// True when the kernel reaches a barrier or warp collective (its threads
   /// then run as fibers on the CPU backend).
   bool needsFibers = false;
+  /// For a kernel that needs fibers, why its threads could not run region
+  /// by region instead (cut at its barriers and warp collectives into loops
+  /// over the block's threads; mlir::wooly::regionSplitBlocker), e.g. "a
+  /// barrier or warp collective in a loop". Empty when they could: the CPU
+  /// backend has no region executor yet and runs them as fibers all the
+  /// same.
+  std::string fiberReason;
   /// `.maxntid`/`.reqntid` (0 where absent).
   std::array<uint32_t, 3> maxntid{}, reqntid{};
   /// Analyses (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h): for

@@ -17,7 +17,9 @@
 // Memory: every global/const/generic access is checked against a
 // per-access-site cache of a valid address range held by the worker
 // (`WoolyThreadCtx::siteCache`); a miss calls `__wooly_rt_check`, which
-// refills the entry or ends the launch with an out-of-bounds error. Shared
+// refills the entry or ends the launch with an out-of-bounds error (after
+// inlining, LLVM-level checks over whole loops stand in for these where
+// the addresses are affine: lib/Compiler/WidenAccessChecks.cpp). Shared
 // accesses are offsets into the block's shared window, checked inline;
 // `.local` and `.param` accesses are checked against the thread's live
 // stack and the launch's parameter buffer. A kernel that never synchronises
@@ -27,6 +29,7 @@
 
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
@@ -62,11 +65,18 @@ static_assert(unsigned(kAccessRead) == WOOLY_ACCESS_READ &&
 /// access-site id and the options.
 struct HostState {
   bool boundsChecks = true;
-  /// `[scope]` of the accesses to runtime memory (thread context, site
-  /// cache, parameter buffer). Kernel memory accesses never touch it, so
-  /// they carry it as `noalias_scopes`, which lets LLVM keep context fields
-  /// and cache entries in registers across the kernel's stores.
+  /// The scopes of runtime memory: `[context, cache]`. Kernel memory
+  /// accesses never touch it, so they carry it as `noalias_scopes`, which
+  /// lets LLVM keep context fields and cache entries in registers across
+  /// the kernel's stores.
   ArrayAttr runtimeScope;
+  /// `[context]`, the scope of accesses to the thread context and the
+  /// parameter buffer, and `[cache]`, that of the access-site cache. A
+  /// check's slow path (`__wooly_rt_check`) writes only its cache entry, so
+  /// it carries `[context]` as `noalias_scopes`: the site cache's address,
+  /// a context field, stays in a register across it (and is invariant in a
+  /// loop, which WidenAccessChecks needs).
+  ArrayAttr contextScope, cacheScope;
   /// Next memory-access site id (index into `WoolyThreadCtx::siteCache`).
   uint32_t nextSite = 0;
   /// Offset of each `.shared` variable in the shared window.
@@ -85,6 +95,8 @@ struct HostState {
   /// Functions that (transitively) reach a barrier, a warp collective or
   /// `nanosleep`: their threads must run as fibers.
   llvm::StringSet<> needsFibers;
+  /// For the kernels among them, regionSplitBlocker's answer.
+  llvm::StringMap<std::string> fiberReasons;
 };
 
 std::string kernelSymbol(StringRef name) {
@@ -113,10 +125,16 @@ struct HostEmitter : Emitter {
     return fn.getBody().front().getArgument(0);
   }
 
-  /// Marks an access to runtime memory (context, cache, parameters).
+  /// Marks an access to the thread context or the parameters.
   template <typename OpTy> OpTy runtime(OpTy op) {
     cast<LLVM::AliasAnalysisOpInterface>(op.getOperation())
-        .setAliasScopes(state.runtimeScope);
+        .setAliasScopes(state.contextScope);
+    return op;
+  }
+  /// Marks an access to the access-site cache.
+  template <typename OpTy> OpTy siteCache(OpTy op) {
+    cast<LLVM::AliasAnalysisOpInterface>(op.getOperation())
+        .setAliasScopes(state.cacheScope);
     return op;
   }
   /// Marks an access to kernel memory (global, shared, local, ...).
@@ -256,15 +274,19 @@ struct HostEmitter : Emitter {
         uint32_t site = state.nextSite++;
         Value cache = loadField(c, offsetof(WoolyThreadCtx, siteCache), ptr());
         Value entry = gep(cache, int64_t(site) * sizeof(WoolyAccessRange));
-        Value lo = runtime(LLVM::LoadOp::create(rw, loc, i64(), entry));
+        Value lo = siteCache(LLVM::LoadOp::create(rw, loc, i64(), entry));
         Value last =
-            runtime(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
+            siteCache(LLVM::LoadOp::create(rw, loc, i64(), gep(entry, 8)));
         Value off = LLVM::SubOp::create(rw, loc, addr, lo);
         Value ok = alignedToo(
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, off, last),
             addr, size, flags);
         emitUnlikely(ok, [&] {
-          call("__wooly_rt_check", {}, {c, entry, addr, c32(size), c32(flags)});
+          LLVM::CallOp::create(
+              rw, loc, TypeRange{},
+              FlatSymbolRefAttr::get(rw.getContext(), "__wooly_rt_check"),
+              ValueRange{c, entry, addr, c32(size), c32(flags)})
+              .setNoaliasScopesAttr(state.contextScope);
         });
       }
       return Value(LLVM::IntToPtrOp::create(rw, loc, ptr(), addr));
@@ -669,7 +691,7 @@ private:
 /// thread and lets LLVM hoist the parameter and context loads out of the
 /// loop (both pointers are `noalias`: generated code never writes them).
 void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
-                    ArrayAttr runtimeScope) {
+                    ArrayAttr contextScope) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(kernel);
@@ -697,6 +719,10 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
       f.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
     f.setArgAttr(0, LLVM::LLVMDialect::getDereferenceableAttrName(),
                  b.getI64IntegerAttr(sizeof(WoolyThreadCtx)));
+    // Aligned too, so that a context field read in conditional code (the
+    // site cache's address) may be hoisted out of the thread loop.
+    f.setArgAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                 b.getI64IntegerAttr(alignof(WoolyThreadCtx)));
     if (paramBytes)
       f.setArgAttr(1, LLVM::LLVMDialect::getDereferenceableAttrName(),
                    b.getI64IntegerAttr(paramBytes));
@@ -719,12 +745,12 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   size_t ntidOff = offsetof(WoolyThreadCtx, ntid);
   auto load = [&](Value p) {
     auto op = LLVM::LoadOp::create(b, loc, i32, p);
-    op.setAliasScopesAttr(runtimeScope);
+    op.setAliasScopesAttr(contextScope);
     return op;
   };
   auto store = [&](Value v, Value p) {
     auto op = LLVM::StoreOp::create(b, loc, v, p);
-    op.setAliasScopesAttr(runtimeScope);
+    op.setAliasScopesAttr(contextScope);
   };
   Value nx = load(field(ntidOff));
   Value ny = load(field(ntidOff + 4));
@@ -740,39 +766,57 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value lane = field(offsetof(WoolyThreadCtx, laneid));
   Value warp = field(offsetof(WoolyThreadCtx, warpid));
 
-  Block *header = b.createBlock(&fn.getBody(), {}, {i32, i32, i32, i32},
-                                {loc, loc, loc, loc});
-  Block *body = b.createBlock(&fn.getBody());
+  // Rows of the block (a `%tid.y`, `%tid.z` pair) in the outer loop, the
+  // threads of a row in the inner one: `%tid.x` and the linear index are
+  // plain induction variables there, so that LLVM sees the addresses of a
+  // row's accesses as affine (WidenAccessChecks.cpp hoists their bounds
+  // checks out of it, and the vectoriser may take it). The first row
+  // begins at `%tid.x` = tx0, the others at 0.
+  Block *rowHeader = b.createBlock(&fn.getBody(), {}, {i32, i32, i32, i32},
+                                   {loc, loc, loc, loc});
+  Block *rowBody = b.createBlock(&fn.getBody());
+  Block *thread = b.createBlock(&fn.getBody(), {}, {i32, i32}, {loc, loc});
+  Block *rowEnd = b.createBlock(&fn.getBody(), {}, {i32}, {loc});
   Block *exit = b.createBlock(&fn.getBody());
   b.setInsertionPointToEnd(entry);
-  LLVM::BrOp::create(b, loc, ValueRange{start, tx0, ty0, tz0}, header);
+  LLVM::BrOp::create(b, loc, ValueRange{start, tx0, ty0, tz0}, rowHeader);
 
-  b.setInsertionPointToStart(header);
-  Value i = header->getArgument(0), tx = header->getArgument(1),
-        ty = header->getArgument(2), tz = header->getArgument(3);
+  // rowHeader(i, x0, y, z): i is the linear index of thread (x0, y, z).
+  b.setInsertionPointToStart(rowHeader);
+  Value i = rowHeader->getArgument(0), x0 = rowHeader->getArgument(1),
+        ty = rowHeader->getArgument(2), tz = rowHeader->getArgument(3);
   Value more = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, i, n);
-  LLVM::CondBrOp::create(b, loc, more, body, exit);
+  LLVM::CondBrOp::create(b, loc, more, rowBody, exit);
 
-  b.setInsertionPointToStart(body);
-  store(tx, tidX);
+  b.setInsertionPointToStart(rowBody);
   store(ty, tidY);
   store(tz, tidZ);
-  store(LLVM::AndOp::create(b, loc, i, cst(31)), lane);
-  store(LLVM::LShrOp::create(b, loc, i, cst(5)), warp);
+  LLVM::BrOp::create(b, loc, ValueRange{x0, i}, thread);
+
+  // thread(tx, j): one thread of the row, j its linear index.
+  b.setInsertionPointToStart(thread);
+  Value tx = thread->getArgument(0), j = thread->getArgument(1);
+  store(tx, tidX);
+  store(LLVM::AndOp::create(b, loc, j, cst(31)), lane);
+  store(LLVM::LShrOp::create(b, loc, j, cst(5)), warp);
   LLVM::CallOp::create(b, loc, TypeRange{},
                        FlatSymbolRefAttr::get(ctx, kernel.getName()),
                        ValueRange{c, params});
-  Value next = LLVM::AddOp::create(b, loc, i, cst(1));
   Value tx1 = LLVM::AddOp::create(b, loc, tx, cst(1));
-  Value wrapX = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, tx1, nx);
-  Value txN = LLVM::SelectOp::create(b, loc, wrapX, cst(0), tx1);
-  Value ty1 = LLVM::SelectOp::create(
-      b, loc, wrapX, LLVM::AddOp::create(b, loc, ty, cst(1)), ty);
+  Value j1 = LLVM::AddOp::create(b, loc, j, cst(1));
+  Value inRow = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, tx1, nx);
+  LLVM::CondBrOp::create(b, loc, inRow, thread, ValueRange{tx1, j1}, rowEnd,
+                         ValueRange{j1});
+
+  // rowEnd(next): the next row, `%tid.z` advancing when `%tid.y` wraps.
+  b.setInsertionPointToStart(rowEnd);
+  Value ty1 = LLVM::AddOp::create(b, loc, ty, cst(1));
   Value wrapY = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, ty1, ny);
   Value tyN = LLVM::SelectOp::create(b, loc, wrapY, cst(0), ty1);
   Value tzN = LLVM::SelectOp::create(
       b, loc, wrapY, LLVM::AddOp::create(b, loc, tz, cst(1)), tz);
-  LLVM::BrOp::create(b, loc, ValueRange{next, txN, tyN, tzN}, header);
+  LLVM::BrOp::create(
+      b, loc, ValueRange{rowEnd->getArgument(0), cst(0), tyN, tzN}, rowHeader);
 
   b.setInsertionPointToStart(exit);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
@@ -787,10 +831,16 @@ HostTargetInfo::HostTargetInfo(MLIRContext *ctx, bool boundsChecks) {
   auto domain = LLVM::AliasScopeDomainAttr::get(
       ctx, DistinctAttr::create(UnitAttr::get(ctx)),
       StringAttr::get(ctx, "wooly"));
-  state.runtimeScope = ArrayAttr::get(
-      ctx, {LLVM::AliasScopeAttr::get(
-               ctx, DistinctAttr::create(UnitAttr::get(ctx)), domain,
-               StringAttr::get(ctx, "wooly runtime memory"))});
+  auto scope = [&](StringRef name) -> Attribute {
+    return LLVM::AliasScopeAttr::get(ctx,
+                                     DistinctAttr::create(UnitAttr::get(ctx)),
+                                     domain, StringAttr::get(ctx, name));
+  };
+  Attribute context = scope("wooly thread context and parameters");
+  Attribute cache = scope("wooly access-site cache");
+  state.contextScope = ArrayAttr::get(ctx, {context});
+  state.cacheScope = ArrayAttr::get(ctx, {cache});
+  state.runtimeScope = ArrayAttr::get(ctx, {context, cache});
 }
 
 /// `wooly.iteration_barrier`: the runtime parks the thread as if exited
@@ -926,6 +976,13 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
       if (state.needsFibers.insert(caller).second)
         worklist.push_back(caller);
   }
+  // Why each of those kernels could not run region by region instead.
+  for (auto f : module.getOps<FuncOp>())
+    if (f->hasAttr("kernel") && state.needsFibers.contains(f.getSymName()))
+      state.fiberReasons[f.getSymName()] =
+          regionSplitBlocker(f, [&](StringRef callee) {
+            return state.needsFibers.contains(callee);
+          });
 
   // Declarations of the runtime entry points.
   MLIRContext *ctx = module.getContext();
@@ -981,7 +1038,7 @@ void HostTargetInfo::finalizeModule(ModuleOp module) const {
   MLIRContext *ctx = module.getContext();
   for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>()))
     if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
-      buildBlockLoop(module, fn, state.runtimeScope);
+      buildBlockLoop(module, fn, state.contextScope);
   module->setAttr("wooly.num_access_sites",
                   IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
   module->setAttr(
@@ -1022,8 +1079,11 @@ void HostTargetInfo::markKernel(OpBuilder &b, LLVM::LLVMFuncOp fn,
 /// A kernel whose threads synchronise runs them as fibers.
 void HostTargetInfo::finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
                                   const LoweringState &) const {
-  if (state.needsFibers.contains(op.getSymName()))
+  if (state.needsFibers.contains(op.getSymName())) {
     fn->setAttr("wooly.needs_fibers", b.getUnitAttr());
+    fn->setAttr("wooly.fiber_reason",
+                b.getStringAttr(state.fiberReasons.lookup(op.getSymName())));
+  }
 }
 
 /// A kernel's entry block reads its parameters from the parameter buffer.

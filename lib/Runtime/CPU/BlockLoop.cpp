@@ -2,7 +2,8 @@
 //
 // What a thread that runs blocks of a launch (a pool worker, or the thread
 // that called `launch`) does around each block: it takes the next block
-// from the launch's counter, keeps the site cache, its stack and its fiber
+// from its span of the grid (or steals from another worker's), keeps the
+// site cache, its stack and its fiber
 // stacks to one memory domain (tenant) at a time, and runs the block in
 // direct or fiber mode. A kernel's stack overflow comes back here as a
 // launch error through a SIGSEGV handler.
@@ -259,8 +260,57 @@ void detail::joinLaunch(Worker &w) {
   w.setUpFor = l.id;
   clearSiteCache(w);
   w.cacheDomain = l.memoryDomainOf(0);
-  w.shared.assign(std::max<uint32_t>(l.totalShared, 1), 0);
+  w.shared.assign(l.totalShared);
   w.fiberMode = l.kernel->needsFibers;
+}
+
+bool detail::claimBlock(Worker &w, uint64_t &block) {
+  LaunchState &l = *w.launch;
+  BlockSpan &own = l.spans[w.index];
+  {
+    std::lock_guard<std::mutex> lock(own.mutex);
+    uint64_t next = own.next.load(std::memory_order_relaxed);
+    if (next < own.end.load(std::memory_order_relaxed)) {
+      own.next.store(next + 1, std::memory_order_relaxed);
+      block = next;
+      return true;
+    }
+  }
+  // Only this worker adds to its span (here, below), so it stays empty
+  // until then: steal the back half of the fullest other span.
+  for (;;) {
+    unsigned victim = w.index;
+    uint64_t most = 0;
+    for (unsigned i = 0; i < l.numWorkers; ++i) {
+      uint64_t next = l.spans[i].next.load(std::memory_order_relaxed);
+      uint64_t end = l.spans[i].end.load(std::memory_order_relaxed);
+      if (i != w.index && end > next && end - next > most) {
+        most = end - next;
+        victim = i;
+      }
+    }
+    if (victim == w.index)
+      return false;
+    uint64_t lo, hi;
+    {
+      BlockSpan &v = l.spans[victim];
+      std::lock_guard<std::mutex> lock(v.mutex);
+      uint64_t next = v.next.load(std::memory_order_relaxed);
+      uint64_t end = v.end.load(std::memory_order_relaxed);
+      if (next >= end)
+        continue; // Emptied meanwhile: look again.
+      lo = next + (end - next) / 2;
+      hi = end;
+      v.end.store(lo, std::memory_order_relaxed);
+    }
+    if (hi - lo > 1) {
+      std::lock_guard<std::mutex> lock(own.mutex);
+      own.next.store(lo + 1, std::memory_order_relaxed);
+      own.end.store(hi, std::memory_order_relaxed);
+    }
+    block = lo;
+    return true;
+  }
 }
 
 void detail::runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
@@ -274,8 +324,8 @@ void detail::runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
   for (;;) {
     if (l.failed.load(std::memory_order_relaxed))
       return;
-    uint64_t b = l.nextBlock.fetch_add(1);
-    if (b >= l.numBlocks)
+    uint64_t b;
+    if (!claimBlock(w, b))
       return;
     if (l.stopped(b))
       continue; // its fault domain failed

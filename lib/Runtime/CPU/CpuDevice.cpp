@@ -2,8 +2,11 @@
 //
 // How a launch runs (see also CpuDevice.h):
 //
-//  - Blocks are taken from an atomic counter by the workers of a pool, so a
-//    grid of any size runs with bounded memory.
+//  - Blocks are taken by the workers of a pool, so a grid of any size runs
+//    with bounded memory. The grid is cut into one contiguous span per
+//    worker slot; a worker runs its span's blocks in order and then steals
+//    the back half of the fullest other span, so workers share no counter
+//    and run neighbouring blocks (BlockLoop.cpp: claimBlock).
 //  - Launches may come from several threads at once (a server's streams).
 //    Each registers in a list of active launches that the pool's workers
 //    pick from, the one with the fewest workers first; while more than one
@@ -149,6 +152,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.memory = &memory;
   l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
   l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
+  l.setUpSpans();
   if (!config.faultDomains.empty()) {
     const std::vector<uint64_t> &d = config.faultDomains;
     if (d.front() != 0 || !std::is_sorted(d.begin(), d.end()) ||
@@ -176,7 +180,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   {
     std::lock_guard<std::mutex> lock(poolMutex);
     l.id = ++launchCount;
-    l.joins = 1; // The calling thread is `%smid` 0.
+    l.slotTaken[0] = true; // The calling thread's.
     self = takeCallerWorker();
     if (usePool) {
       startPool();
@@ -193,7 +197,6 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   computeWorkerStack(*self);
   joinLaunch(*self);
   runBlocks(*self, /*activeLaunches=*/nullptr);
-  self->launch = nullptr;
 
   {
     std::unique_lock<std::mutex> lock(poolMutex);
@@ -203,6 +206,15 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
       numActive.store(unsigned(active.size()), std::memory_order_relaxed);
       l.allLeft.wait(lock, [&] { return l.poolParticipants == 0; });
     }
+  }
+  // A pool worker that left to pick again among several launches may have
+  // left blocks in its span, or been moving stolen ones into it when this
+  // thread last looked: alone in the launch now, it runs what is left.
+  if (usePool)
+    runBlocks(*self, /*activeLaunches=*/nullptr);
+  self->launch = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
     idleCallers.push_back(std::move(self));
   }
   if (l.failed.load())

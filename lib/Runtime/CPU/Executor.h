@@ -22,10 +22,13 @@
 #include <condition_variable>
 #include <csetjmp>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,6 +51,33 @@ enum class ThreadStatus : uint8_t {
 
 struct Worker;
 struct LaunchState;
+
+/// A worker's shared-memory window: cache-line aligned and padded to whole
+/// lines, so that no two workers' windows share one.
+class SharedWindow {
+public:
+  /// Makes the window `bytes` long (at least 1), zero-filled.
+  void assign(size_t bytes) {
+    size_t padded = (std::max<size_t>(bytes, 1) + 63) & ~size_t(63);
+    if (padded > capacity) {
+      mem.reset(static_cast<char *>(std::aligned_alloc(64, padded)));
+      if (!mem)
+        throw std::bad_alloc();
+      capacity = padded;
+    }
+    length = std::max<size_t>(bytes, 1);
+    std::memset(mem.get(), 0, length);
+  }
+  char *data() { return mem.get(); }
+  size_t size() const { return length; }
+
+private:
+  struct Free {
+    void operator()(char *p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> mem;
+  size_t capacity = 0, length = 0;
+};
 
 /// One GPU thread. `ctx` comes first: the generated code receives
 /// `&ctx`, and `ctx.runtime` points back here.
@@ -75,6 +105,18 @@ struct Barrier {
   std::vector<uint32_t> waiting;
 };
 
+/// A contiguous run of a launch's linear block indices, [next, end), that
+/// one worker slot takes in order (BlockLoop.cpp: claimBlock). Its owner
+/// claims one block at a time; a worker whose own span is empty steals the
+/// back half of another's. Alone on its cache lines: the owner writes it
+/// for every block, and nobody else touches it until the end of the launch.
+/// `next` and `end` change only under `mutex`; they are atomics so that a
+/// worker looking for a span to steal from may read them without it.
+struct alignas(64) BlockSpan {
+  std::mutex mutex;
+  std::atomic<uint64_t> next{0}, end{0};
+};
+
 /// Everything about one launch in progress; it lives in `launch`'s frame.
 struct LaunchState {
   /// Unique within the device: a worker tells by it whether it is set up for
@@ -89,7 +131,15 @@ struct LaunchState {
   uint64_t numBlocks = 0;
   uint64_t numSites = 0;
   const char *params = nullptr;
-  std::atomic<uint64_t> nextBlock{0};
+  /// The blocks not yet taken: one span per worker slot, the grid cut into
+  /// `numWorkers` contiguous parts to begin with (setUpSpans). A worker
+  /// thus runs neighbouring blocks, whose data usually are neighbours too:
+  /// dealing single blocks from one shared counter made two workers
+  /// interleave at block granularity (vec_add: 1 KiB of each array per
+  /// block), and every claim and the cache lines at every block's edges
+  /// bounced between their cores - two workers then spent 2-3x the CPU
+  /// time of one on the same launch.
+  std::unique_ptr<BlockSpan[]> spans;
   std::atomic<bool> failed{false};
   std::mutex errorMutex;
   std::string error;
@@ -99,11 +149,11 @@ struct LaunchState {
   /// Workers that may run the launch at once (the calling thread included):
   /// `%nsmid`.
   unsigned numWorkers = 1;
-  /// Guarded by the pool mutex: pool workers in the launch now, and how many
-  /// joins there have been (numbers the workers' `%smid`, modulo
-  /// `numWorkers`: a worker that rejoins may share a number with another,
-  /// which CUDA allows, as `%smid` is not unique per block either).
-  unsigned poolParticipants = 0, joins = 0;
+  /// Guarded by the pool mutex: pool workers in the launch now, and which
+  /// worker slots (`Worker::index`, `%smid`; 0 is the calling thread's)
+  /// are taken by a worker in the launch.
+  unsigned poolParticipants = 0;
+  std::vector<bool> slotTaken;
   /// Notified, under the pool mutex, when `poolParticipants` drops to 0.
   std::condition_variable allLeft;
 
@@ -193,6 +243,28 @@ struct LaunchState {
     }
   }
 
+  /// Cuts the grid into one span per worker slot.
+  void setUpSpans() {
+    spans.reset(new BlockSpan[numWorkers]);
+    for (unsigned i = 0; i < numWorkers; ++i) {
+      spans[i].next.store(numBlocks * i / numWorkers,
+                          std::memory_order_relaxed);
+      spans[i].end.store(numBlocks * (i + 1) / numWorkers,
+                         std::memory_order_relaxed);
+    }
+    slotTaken.assign(numWorkers, false);
+  }
+
+  /// Whether some span still has blocks (a hint without the spans' locks:
+  /// a block being moved by a steal is in none).
+  bool blocksLeft() const {
+    for (unsigned i = 0; i < numWorkers; ++i)
+      if (spans[i].next.load(std::memory_order_relaxed) <
+          spans[i].end.load(std::memory_order_relaxed))
+        return true;
+    return false;
+  }
+
   /// Whether the block `block` must stop: the launch, or its domain, failed.
   bool stopped(uint64_t block) const {
     if (failed.load(std::memory_order_relaxed))
@@ -205,14 +277,20 @@ struct LaunchState {
 /// A thread that runs blocks (a pool thread, or a thread in `launch`) and
 /// its state for the launch it has joined. The buffers (site cache, shared
 /// memory window, fiber stacks) are kept from one launch to the next.
-struct Worker {
-  /// `%smid` in the launch joined, below `launch->numWorkers`.
+/// Cache-line aligned, as its shared-memory window is: generated code
+/// writes the thread context in `direct` for every GPU thread, and no
+/// other worker's data may share those lines.
+struct alignas(64) Worker {
+  /// The worker's slot in the launch joined, below `launch->numWorkers`:
+  /// its block span and `%smid`, unique among the launch's workers.
   unsigned index = 0;
   LaunchState *launch = nullptr;
   /// The launch (`LaunchState::id`) the state below is set up for.
   uint64_t setUpFor = 0;
   std::vector<WoolyAccessRange> cache;
-  std::vector<char> shared;
+  /// The block's shared memory: this worker's own window, reused from
+  /// block to block (zeroed before each).
+  SharedWindow shared;
   uint64_t block[3] = {0, 0, 0};
   /// The same block as one linear index.
   uint64_t linearBlock = 0;
@@ -332,6 +410,11 @@ void runBlockFibers(Worker &w);
 /// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
 /// it already is: a pool worker may leave a launch and join it again.
 void joinLaunch(Worker &w);
+
+/// Takes the next block for `w` into `block`: the first of its own span,
+/// else (stealing the back half of the span with the most blocks left
+/// into its own) the first stolen one. False when no block is left.
+bool claimBlock(Worker &w, uint64_t &block);
 
 /// Runs blocks of `w.launch` until none is left or the launch has failed.
 /// With `activeLaunches`, also returns after a block while more than one

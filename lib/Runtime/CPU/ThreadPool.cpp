@@ -39,8 +39,7 @@ void CpuDevice::Impl::startPool() {
 LaunchState *CpuDevice::Impl::pickLaunch() {
   LaunchState *best = nullptr;
   for (LaunchState *l : active) {
-    if (l->failed.load(std::memory_order_relaxed) ||
-        l->nextBlock.load(std::memory_order_relaxed) >= l->numBlocks ||
+    if (l->failed.load(std::memory_order_relaxed) || !l->blocksLeft() ||
         l->poolParticipants + 1 >= l->numWorkers)
       continue;
     if (!best || l->poolParticipants < best->poolParticipants)
@@ -58,13 +57,21 @@ void CpuDevice::Impl::poolLoop(Worker &w) {
     if (stopping)
       return;
     ++l->poolParticipants;
-    w.index = l->joins++ % l->numWorkers;
+    // A free slot: at most numWorkers - 1 pool workers are in the launch,
+    // and slot 0 is the calling thread's.
+    w.index = 1;
+    while (l->slotTaken[w.index])
+      ++w.index;
+    l->slotTaken[w.index] = true;
     w.launch = l;
     lock.unlock();
     joinLaunch(w);
     runBlocks(w, &numActive);
     lock.lock();
     w.launch = nullptr;
+    // The blocks left in its span are stolen by the others, or taken over
+    // by the next worker in the slot.
+    l->slotTaken[w.index] = false;
     // Notified under the lock: `l` dies as soon as its caller sees 0.
     if (--l->poolParticipants == 0)
       l->allLeft.notify_all();

@@ -2,9 +2,10 @@
 // RUN: wooly-opt %s --convert-wooly-to-llvm="bounds-checks=false" --split-input-file | FileCheck %s --check-prefix=NOCHECK
 
 // A kernel reads its parameters from the parameter buffer (second argument)
-// at their CUDA offsets; a global load is checked through the site cache.
+// at their CUDA offsets; a global load is checked through the site cache,
+// whose slow path is outside the context's alias scope.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
-// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
 // CHECK-SAME: wooly.kernel = "k"
 // CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
 // CHECK: %[[N:.*]] = llvm.load %[[PARAMS]]
@@ -18,18 +19,24 @@
 // CHECK: %[[OFF:.*]] = llvm.sub %[[ADDR]], %[[LO]]
 // CHECK: llvm.cond_br %{{.*}} weights([2000, 1]), ^[[OK:.*]], ^[[SLOW:.*]]
 // CHECK: ^[[SLOW]]:
-// CHECK: llvm.call @__wooly_rt_check(%[[CTX]], %{{.*}}, %[[ADDR]]
+// CHECK: llvm.call @__wooly_rt_check(%[[CTX]], %{{.*}}, %[[ADDR]], %{{.*}}, %{{.*}}) {noalias_scopes = [#[[CONTEXT:.*]]]}
 // CHECK: ^[[OK]]:
 // CHECK: %[[GP:.*]] = llvm.inttoptr %[[ADDR]] : i64 to !llvm.ptr
 // CHECK: llvm.load %[[GP]] {alignment = 4 : i64, noalias_scopes = [#{{.*}}]} : !llvm.ptr -> f32
 // A kernel without barriers also gets a loop over the block's threads that
-// sets %tid/%laneid/%warpid in the context and calls it (inlined later).
+// sets %tid/%laneid/%warpid in the context and calls it (inlined later):
+// rows of the block outside, the threads of a row (%tid.x) inside.
 // CHECK-LABEL: llvm.func @__wooly_block_k(
-// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
-// CHECK: ^[[HEAD:.*]](%[[I:.*]]: i32, %[[TX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
+// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
+// CHECK: ^[[ROW:.*]](%[[I:.*]]: i32, %[[X0:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK: llvm.icmp "ult" %[[I]]
-// CHECK: llvm.store %[[TX]], %{{.*}} {alias_scopes = [#{{.*}}]} : i32, !llvm.ptr
+// CHECK: llvm.br ^[[THREAD:.*]](%[[X0]], %[[I]] : i32, i32)
+// CHECK: ^[[THREAD]](%[[TX:.*]]: i32, %{{.*}}: i32):
+// CHECK: llvm.store %[[TX]], %{{.*}} {alias_scopes = [#[[CONTEXT]]]} : i32, !llvm.ptr
 // CHECK: llvm.call @__wooly_kernel_k(%[[BCTX]], %[[BPAR]])
+// CHECK: %[[TX1:.*]] = llvm.add %[[TX]]
+// CHECK: %[[INROW:.*]] = llvm.icmp "ult" %[[TX1]]
+// CHECK: llvm.cond_br %[[INROW]], ^[[THREAD]](%[[TX1]], %{{.*}} : i32, i32), ^{{.*}}(%{{.*}} : i32)
 // NOCHECK-LABEL: llvm.func @__wooly_kernel_k(
 // NOCHECK-NOT: __wooly_rt_check(
 // NOCHECK: llvm.return

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
@@ -286,4 +287,70 @@ unsigned mlir::wooly::estimateBlocksPerSM(
   if (shared)
     blocks = std::min<uint64_t>(blocks, sharedPerSM / shared);
   return blocks;
+}
+
+std::string
+wooly::regionSplitBlocker(FuncOp fn,
+                          llvm::function_ref<bool(StringRef)> synchronises) {
+  std::string blocker;
+  SmallVector<Operation *> cuts;
+  fn.walk([&](Operation *op) {
+    if (!blocker.empty())
+      return WalkResult::interrupt();
+    if (isa<CallIndirectOp>(op))
+      blocker = "an indirect call";
+    else if (auto call = dyn_cast<CallOp>(op);
+             call && synchronises(call.getCallee()))
+      blocker = "a call to a function that synchronises";
+    else if (isa<NanosleepOp>(op))
+      blocker = "nanosleep (it may wait for other threads)";
+    else if (isa<LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op))
+      blocker = "a warp matrix operation";
+    else if (isa<BarRedOp>(op))
+      blocker = "bar.red";
+    else if (isa<IterationBarrierOp>(op))
+      blocker = "an iteration barrier";
+    else if (auto b = dyn_cast<BarrierOp>(op)) {
+      if (b.getArrive() || b.getCount() || !matchPattern(b.getId(), m_Zero()))
+        blocker = "a named barrier, bar.arrive or a barrier thread count";
+      else
+        cuts.push_back(op);
+    } else if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp>(
+                   op)) {
+      cuts.push_back(op);
+    }
+    return WalkResult::advance();
+  });
+  if (!blocker.empty())
+    return blocker;
+  Region &body = fn.getBody();
+  // A block in a loop reaches itself.
+  auto inLoop = [&](Block *b) {
+    SmallVector<Block *> work(b->getSuccessors().begin(),
+                              b->getSuccessors().end());
+    llvm::DenseSet<Block *> seen;
+    while (!work.empty()) {
+      Block *x = work.pop_back_val();
+      if (x == b)
+        return true;
+      if (seen.insert(x).second)
+        work.append(x->getSuccessors().begin(), x->getSuccessors().end());
+    }
+    return false;
+  };
+  DominanceInfo dom(fn);
+  llvm::DenseSet<Block *> cutBlocks;
+  for (Operation *op : cuts) {
+    if (op->getParentRegion() != &body)
+      return "a barrier or warp collective in a nested region";
+    cutBlocks.insert(op->getBlock());
+  }
+  for (Block *b : cutBlocks)
+    if (inLoop(b))
+      return "a barrier or warp collective in a loop";
+  for (Block *a : cutBlocks)
+    for (Block *b : cutBlocks)
+      if (!dom.dominates(a, b) && !dom.dominates(b, a))
+        return "barriers or warp collectives in divergent control flow";
+  return "";
 }
