@@ -27,6 +27,7 @@
 #include "../WoolyCommon/GPULowering.h"
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -66,6 +67,7 @@ public:
   }
   std::optional<unsigned> addressSpace(StateSpace s) const override;
   unsigned allocaAddressSpace() const override { return 0; }
+  bool byteArrayParamsByVal() const override { return true; }
   StringRef syncScope(std::optional<MemScope> scope) const override;
   FailureOr<Value> approxMath(Emitter &e, Operation *op) const override;
   Value approxArith(Emitter &e, Operation *op, StringRef form) const override;
@@ -899,6 +901,24 @@ LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
       op->emitOpError() << what << kNotSupported;
     return failure();
   };
+  if (auto f = dyn_cast<FuncOp>(op); f && f.getKernel()) {
+    // PTX ISA 8.1 (what sm_70 and later get) takes 32,764 bytes of kernel
+    // parameters, 4,352 before; parameters that the sharing passes append
+    // count too.
+    std::vector<uint64_t> offsets, sizes;
+    kernelParamLayout(f, offsets, sizes);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < offsets.size(); ++i)
+      bytes = std::max(bytes, offsets[i] + sizes[i]);
+    uint64_t limit = sm >= 70 ? 32764 : 4352;
+    if (bytes > limit) {
+      op->emitError() << "kernel '" << f.getSymName()
+                      << "' cannot be lowered for a GPU: its parameters take "
+                      << bytes << " bytes, more than the " << limit << " that "
+                      << chip << " allows";
+      return failure();
+    }
+  }
   if (auto m = dyn_cast<MmaOp>(op); m && !mmaSyncIntrinsic(m))
     return fail("");
   if (auto m = dyn_cast<WmmaMmaOp>(op); m && !wmmaMmaIntrinsic(m))
