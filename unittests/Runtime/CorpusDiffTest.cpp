@@ -1,10 +1,11 @@
 //===- CorpusDiffTest.cpp - Corpus kernels vs C++ references --------------===//
 //
 // Differential tests of the CPU backend: every `__global__` of
-// test/corpus/*.cu is compiled from its nvcc PTX (sm_80 and sm_90, the test
-// parameter), launched on `CpuDevice` with random inputs (fixed seeds, sizes
-// that are not multiples of the block size, several blocks) and compared with
-// a plain C++ reference written from the .cu source.
+// test/corpus/*.cu is compiled from its nvcc PTX (sm_80, sm_90 and
+// compute_120's `.target sm_120`, the test parameter), launched on
+// `CpuDevice` with random inputs (fixed seeds, sizes that are not multiples
+// of the block size, several blocks) and compared with a plain C++ reference
+// written from the .cu source.
 //
 // Comparisons:
 //  - bit patterns wherever the kernel's arithmetic is IEEE-exact (integer
@@ -1719,7 +1720,7 @@ TEST_P(CorpusDiff, poly_eval) {
 std::vector<Variant> variants() {
   std::vector<Variant> out;
   for (const wooly::test::Strategy &s : wooly::test::allStrategies())
-    for (const char *arch : {"sm_80", "sm_90"})
+    for (const char *arch : {"sm_80", "sm_90", "sm_120"})
       out.push_back({arch, s});
   return out;
 }
