@@ -160,8 +160,9 @@ public:
 };
 
 /// `sm_XX`: convert-wooly-to-nvvm and PTX text from LLVM's NVPTX backend,
-/// PTX ISA 8.0 for sm_80..sm_90 (what CUDA 12+ ptxas accepts), LLVM's
-/// minimum otherwise.
+/// PTX ISA 8.1 for sm_70..sm_90 (the first version whose kernels take up to
+/// 32,764 bytes of parameters on sm_70 and later, 4,352 before; CUDA 12.1+
+/// ptxas), LLVM's minimum otherwise (8.6 and later from sm_100 on).
 class NVPTXCodegen : public TargetCodegen {
 public:
   NVPTXCodegen(const Target &target, const CompileOptions &options)
@@ -190,7 +191,7 @@ public:
     unsigned sm = 0;
     StringRef(chip).drop_front(3).getAsInteger(10, sm);
     return detail::createTargetMachine("nvptx64-nvidia-cuda", chip,
-                                       sm >= 80 && sm <= 90 ? "+ptx80" : "",
+                                       sm >= 70 && sm <= 90 ? "+ptx81" : "",
                                        "NVIDIA", options.optLevel);
   }
   llvm::CodeGenFileType fileType() const override {

@@ -1,10 +1,11 @@
 //===- CorpusDiffTest.cpp - Corpus kernels vs C++ references --------------===//
 //
 // Differential tests of the CPU backend: every `__global__` of
-// test/corpus/*.cu is compiled from its nvcc PTX (sm_80 and sm_90, the test
-// parameter), launched on `CpuDevice` with random inputs (fixed seeds, sizes
-// that are not multiples of the block size, several blocks) and compared with
-// a plain C++ reference written from the .cu source.
+// test/corpus/*.cu is compiled from its nvcc PTX (sm_80, sm_90 and
+// compute_120's `.target sm_120`, the test parameter), launched on
+// `CpuDevice` with random inputs (fixed seeds, sizes that are not multiples
+// of the block size, several blocks) and compared with a plain C++ reference
+// written from the .cu source.
 //
 // Comparisons:
 //  - bit patterns wherever the kernel's arithmetic is IEEE-exact (integer
@@ -1661,10 +1662,65 @@ TEST_P(CorpusDiff, wmma_gemm) {
   EXPECT_TRUE(sameBits(down<float>(bC), want));
 }
 
+//===----------------------------------------------------------------------===//
+// bigparams.cu: parameters larger than 4 KiB
+//===----------------------------------------------------------------------===//
+
+/// bigparams.cu's `Lut`: 8196 bytes passed by value.
+struct Lut {
+  float v[2048];
+  int32_t n;
+};
+
+TEST_P(CorpusDiff, lut_apply) {
+  const int n = 3000;
+  Lut lut;
+  auto v = randF(2048, -100, 100, 90);
+  std::copy(v.begin(), v.end(), lut.v);
+  lut.n = 1999;
+  auto idx = randI(n, INT32_MIN, INT32_MAX, 91);
+  Buf bi = up(idx), bo = alloc(n * 4);
+  ASSERT_TRUE(launch(ptx("bigparams"), "lut_apply", {ceilDiv(n, 128), 1, 1},
+                     {128, 1, 1}, 0, {lut, bi, bo, n}));
+  std::vector<float> want(n);
+  for (int i = 0; i < n; ++i)
+    want[i] = 2.0f * lut.v[idx[i] & 2047] + lut.v[i % lut.n];
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+/// bigparams.cu's `Coeffs`: 32,720 bytes passed by value (32,748 bytes of
+/// parameters in all, near CUDA's limit of 32,764).
+struct Coeffs {
+  double c[4090];
+};
+
+TEST_P(CorpusDiff, poly_eval) {
+  const int n = 300, deg = 4089;
+  static Coeffs p; // 32 KiB: not on the test's stack
+  std::mt19937 rng(92);
+  std::uniform_real_distribution<double> d(-1, 1);
+  for (double &c : p.c)
+    c = d(rng);
+  std::vector<double> x(n);
+  for (double &v : x)
+    v = d(rng);
+  Buf bx = up(x), by = alloc(n * 8);
+  ASSERT_TRUE(launch(ptx("bigparams"), "poly_eval", {ceilDiv(n, 64), 1, 1},
+                     {64, 1, 1}, 0, {p, deg, bx, by, n}));
+  std::vector<double> want(n);
+  for (int i = 0; i < n; ++i) {
+    double acc = p.c[deg];
+    for (int k = deg - 1; k >= 0; --k)
+      acc = std::fma(acc, x[i], p.c[k]);
+    want[i] = acc;
+  }
+  EXPECT_TRUE(sameBits(down<double>(by), want));
+}
+
 std::vector<Variant> variants() {
   std::vector<Variant> out;
   for (const wooly::test::Strategy &s : wooly::test::allStrategies())
-    for (const char *arch : {"sm_80", "sm_90"})
+    for (const char *arch : {"sm_80", "sm_90", "sm_120"})
       out.push_back({arch, s});
   return out;
 }

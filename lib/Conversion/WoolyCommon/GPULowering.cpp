@@ -42,22 +42,68 @@ Value gpu::narrowHelperArg(Emitter &e, Value v, Type ft) {
 
 GPUTargetInfo::~GPUTargetInfo() = default;
 
-/// A byte-array parameter (`.param .align A .b8 p[N]`, a vector of i8
-/// here) keeps its declared alignment: the code generator would align the
-/// vector to its size and move every later parameter away from CUDA's
-/// layout, which the launch's parameter buffer follows.
+/// Whether argument `i` of `op` is a kernel's byte-array parameter
+/// (`.param .align A .b8 p[N]`, a vector of i8 here) that `target` passes
+/// `byval`.
+static bool byValParam(const GPUTargetInfo &target, FuncOp op, unsigned i) {
+  return target.byteArrayParamsByVal() && op.getKernel() &&
+         isa<VectorType>(op.getArgumentTypes()[i]);
+}
+
+/// The declared alignment of kernel parameter `i` of `op` (1 when none).
+static uint64_t paramAlign(FuncOp op, unsigned i) {
+  if (auto align = op.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
+    return align.getInt();
+  return 1;
+}
+
+/// A byte-array parameter passed `byval` is a pointer.
+SmallVector<Type> GPUTargetInfo::functionArguments(FuncOp op) const {
+  SmallVector<Type> types(op.getArgumentTypes());
+  for (unsigned i = 0; i < types.size(); ++i)
+    if (byValParam(*this, op, i))
+      types[i] = LLVM::LLVMPointerType::get(op.getContext());
+  return types;
+}
+
+/// A byte-array parameter keeps its declared alignment: `byval` with its
+/// `[N x i8]` and alignment, or (a vector) with the alignment as its stack
+/// alignment: the code generator would align the vector to its size.
 void GPUTargetInfo::finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
                                  const LoweringState &) const {
   ArrayRef<Type> argTypes = op.getArgumentTypes();
-  for (unsigned i = 0; i < argTypes.size(); ++i)
-    if (auto align = op.getArgAttrOfType<IntegerAttr>(i, "wooly.align"))
-      if (isa<VectorType>(argTypes[i]))
-        fn.setArgAttr(i, LLVM::LLVMDialect::getStackAlignmentAttrName(),
-                      b.getI64IntegerAttr(align.getInt()));
+  for (unsigned i = 0; i < argTypes.size(); ++i) {
+    auto vt = dyn_cast<VectorType>(argTypes[i]);
+    if (!vt)
+      continue;
+    if (byValParam(*this, op, i)) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                    TypeAttr::get(LLVM::LLVMArrayType::get(
+                        vt.getElementType(), vt.getNumElements())));
+      fn.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                    b.getI64IntegerAttr(paramAlign(op, i)));
+    } else if (op.getArgAttrOfType<IntegerAttr>(i, "wooly.align")) {
+      fn.setArgAttr(i, LLVM::LLVMDialect::getStackAlignmentAttrName(),
+                    b.getI64IntegerAttr(paramAlign(op, i)));
+    }
+  }
+}
+
+/// A `byval` parameter's value is loaded from it.
+SmallVector<Value> GPUTargetInfo::bodyArguments(Emitter &e, FuncOp op,
+                                                Block *entry,
+                                                const LoweringState &) const {
+  SmallVector<Value> args(entry->getArguments());
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (byValParam(*this, op, i))
+      args[i] = LLVM::LoadOp::create(e.rw, e.loc, op.getArgumentTypes()[i],
+                                     args[i], paramAlign(op, i));
+  return args;
 }
 
 /// A kernel that takes parameter addresses reads its parameters from a
-/// copy laid out like the CUDA parameter buffer.
+/// copy laid out like the CUDA parameter buffer (a `byval` parameter is
+/// copied from its pointer).
 void GPUTargetInfo::finishEntry(Emitter &e, FuncOp op, LLVM::LLVMFuncOp fn,
                                 Block *entry, LoweringState &state) const {
   bool paramAddresses = false;
@@ -77,7 +123,12 @@ void GPUTargetInfo::finishEntry(Emitter &e, FuncOp op, LLVM::LLVMFuncOp fn,
     Value slot =
         LLVM::GEPOp::create(e.rw, e.loc, copy.getType(), e.i8(), copy,
                             ArrayRef<LLVM::GEPArg>{int32_t(offsets[i])});
-    LLVM::StoreOp::create(e.rw, e.loc, arg, slot, /*alignment=*/1);
+    if (byValParam(*this, op, i))
+      LLVM::MemcpyOp::create(e.rw, e.loc, slot, arg,
+                             e.c64(common::byteSize(op.getArgumentTypes()[i])),
+                             /*isVolatile=*/false);
+    else
+      LLVM::StoreOp::create(e.rw, e.loc, arg, slot, /*alignment=*/1);
   }
   paramCopies[fn.getOperation()] = copy;
 }

@@ -124,9 +124,20 @@ public:
   /// failure after a located error when the target has no exact lowering.
   virtual FailureOr<Value> helperCall(Emitter &e, func::CallOp call) const = 0;
 
+  /// Whether a kernel's byte-array parameters (`.param .align A .b8 p[N]`)
+  /// are passed `byval` (a pointer to the parameter's `[N x i8]`, which the
+  /// code generator declares with exactly N bytes) rather than as a vector
+  /// value, whose size the data layout rounds up to a power of two (moving
+  /// every later parameter away from CUDA's layout). The default: vectors
+  /// aligned to A.
+  virtual bool byteArrayParamsByVal() const { return false; }
+
   // The GPU half of the shared lowering's hooks.
+  SmallVector<Type> functionArguments(FuncOp op) const override;
   void finishKernel(OpBuilder &b, LLVM::LLVMFuncOp fn, FuncOp op,
                     const LoweringState &state) const override;
+  SmallVector<Value> bodyArguments(Emitter &e, FuncOp op, Block *entry,
+                                   const LoweringState &state) const override;
   void finishEntry(Emitter &e, FuncOp op, LLVM::LLVMFuncOp fn, Block *entry,
                    LoweringState &state) const override;
   FailureOr<common::LoweredGlobal> createGlobal(OpBuilder &b, GlobalOp g,

@@ -27,6 +27,7 @@
 #include "../WoolyCommon/GPULowering.h"
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
+#include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -66,6 +67,7 @@ public:
   }
   std::optional<unsigned> addressSpace(StateSpace s) const override;
   unsigned allocaAddressSpace() const override { return 0; }
+  bool byteArrayParamsByVal() const override { return true; }
   StringRef syncScope(std::optional<MemScope> scope) const override;
   FailureOr<Value> approxMath(Emitter &e, Operation *op) const override;
   Value approxArith(Emitter &e, Operation *op, StringRef form) const override;
@@ -84,20 +86,24 @@ private:
 // Memory model and kernels
 //===----------------------------------------------------------------------===//
 
-/// NVPTX's address spaces: the shared numbering, and shared::cluster 7.
+/// NVPTX's address spaces: the shared numbering, and shared::cluster 7
+/// from sm_90 on. Before sm_90 a block is a cluster of one CTA, whose
+/// shared::cluster window holds only its own shared memory, at the same
+/// addresses as in the shared::cta window.
 std::optional<unsigned> NVVMTargetInfo::addressSpace(StateSpace s) const {
   if (s == StateSpace::shared_cluster)
-    return 7;
+    return sm >= 90 ? 7 : *GPUTargetInfo::addressSpace(StateSpace::shared);
   return GPUTargetInfo::addressSpace(s);
 }
 
-/// The NVPTX `syncscope` of a PTX scope (`gpu` when absent, as in PTX).
+/// The NVPTX `syncscope` of a PTX scope (`gpu` when absent, as in PTX);
+/// before sm_90, the cluster is the CTA.
 StringRef NVVMTargetInfo::syncScope(std::optional<MemScope> scope) const {
   switch (scope.value_or(MemScope::gpu)) {
   case MemScope::cta:
     return "block";
   case MemScope::cluster:
-    return "cluster";
+    return sm >= 90 ? "cluster" : "block";
   case MemScope::gpu:
     return "device";
   case MemScope::sys:
@@ -156,7 +162,8 @@ LogicalResult NVVMTargetInfo::lower(IsSpacePOp op, IsSpacePOp::Adaptor adaptor,
     name = "llvm.nvvm.isspacep.shared";
     break;
   case StateSpace::shared_cluster:
-    name = "llvm.nvvm.isspacep.shared.cluster";
+    name = sm >= 90 ? "llvm.nvvm.isspacep.shared.cluster"
+                    : "llvm.nvvm.isspacep.shared";
     break;
   case StateSpace::constant:
     name = "llvm.nvvm.isspacep.const";
@@ -185,15 +192,31 @@ LogicalResult NVVMTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   auto withDim = [&](StringRef name) {
     return read((name + "." + dim).str(), e.i32());
   };
+  // Before sm_90 (PTX written for a newer GPU, retargeted) a block is a
+  // cluster of one CTA: the cluster's registers follow.
+  bool clusters = sm >= 90;
+  SpecialReg reg = op.getReg();
+  if (!clusters &&
+      (reg == SpecialReg::cluster_ctaid || reg == SpecialReg::cluster_nctaid ||
+       reg == SpecialReg::cluster_ctarank ||
+       reg == SpecialReg::cluster_nctarank)) {
+    rw.replaceOp(op, e.intCast(derivedSReg(e, reg, [] { return Value(); }),
+                               op.getType()));
+    return success();
+  }
   Value v;
-  switch (op.getReg()) {
+  switch (reg) {
   case SpecialReg::tid:
   case SpecialReg::ntid:
   case SpecialReg::ctaid:
   case SpecialReg::nctaid:
-  case SpecialReg::clusterid:
-  case SpecialReg::nclusterid:
     v = withDim(stringifySpecialReg(op.getReg()));
+    break;
+  case SpecialReg::clusterid:
+    v = withDim(clusters ? "clusterid" : "ctaid");
+    break;
+  case SpecialReg::nclusterid:
+    v = withDim(clusters ? "nclusterid" : "nctaid");
     break;
   case SpecialReg::cluster_ctaid:
     v = withDim("cluster.ctaid");
@@ -891,6 +914,23 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
 //===----------------------------------------------------------------------===//
 
 /// Rejects, with a located error, what NVPTX has no faithful lowering of.
+/// The PTX instruction that `op` lowers to on NVPTX and the first `sm_XX`
+/// that has it, for the instructions that not every GPU Wooly compiles for
+/// (sm_75 and later) has and that the lowering does not rebuild from older
+/// ones (clusters are rebuilt before sm_90: a block is a cluster of one
+/// CTA); {"", 0} for the others.
+static std::pair<StringRef, unsigned> firstGPUWith(Operation *op) {
+  if (isa<CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp>(op))
+    return {"cp.async", 80};
+  if (isa<ReduxOp>(op))
+    return {"redux.sync", 80};
+  // Every mma.sync shape the lowering takes (m16n8k16 f16/bf16, m16n8k32
+  // s8) is sm_80's.
+  if (isa<MmaOp>(op))
+    return {"mma.sync", 80};
+  return {"", 0};
+}
+
 LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
   auto fail = [&](const Twine &what) {
     if (what.isTriviallyEmpty())
@@ -899,6 +939,31 @@ LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
       op->emitOpError() << what << kNotSupported;
     return failure();
   };
+  // PTX written for a newer GPU (e.g. `.target sm_120`) is lowered for the
+  // chip asked for when it uses nothing that chip lacks.
+  if (auto [inst, first] = firstGPUWith(op); sm < first) {
+    op->emitError() << "'" << inst << "' needs sm_" << first
+                    << " or later; compiling for " << chip;
+    return failure();
+  }
+  if (auto f = dyn_cast<FuncOp>(op); f && f.getKernel()) {
+    // PTX ISA 8.1 (what sm_70 and later get) takes 32,764 bytes of kernel
+    // parameters, 4,352 before; parameters that the sharing passes append
+    // count too.
+    std::vector<uint64_t> offsets, sizes;
+    kernelParamLayout(f, offsets, sizes);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < offsets.size(); ++i)
+      bytes = std::max(bytes, offsets[i] + sizes[i]);
+    uint64_t limit = sm >= 70 ? 32764 : 4352;
+    if (bytes > limit) {
+      op->emitError() << "kernel '" << f.getSymName()
+                      << "' cannot be lowered for a GPU: its parameters take "
+                      << bytes << " bytes, more than the " << limit << " that "
+                      << chip << " allows";
+      return failure();
+    }
+  }
   if (auto m = dyn_cast<MmaOp>(op); m && !mmaSyncIntrinsic(m))
     return fail("");
   if (auto m = dyn_cast<WmmaMmaOp>(op); m && !wmmaMmaIntrinsic(m))

@@ -140,6 +140,9 @@ DictionaryAttr Importer::paramAttrs(const VarDecl &d) {
   if (!d.ptrSpace.empty())
     attrs.push_back(
         b.getNamedAttr("wooly.ptr_space", b.getStringAttr(d.ptrSpace)));
+  if (d.ptrAlign)
+    attrs.push_back(
+        b.getNamedAttr("wooly.ptr_align", b.getI64IntegerAttr(d.ptrAlign)));
   return b.getDictionaryAttr(attrs);
 }
 

@@ -86,6 +86,7 @@ struct VarDecl {
   int64_t rangeCount = -1;  ///< `%r<N>`: N registers `%r0 .. %r{N-1}`
   llvm::StringRef linkage;  ///< `visible`, `extern`, `weak` or empty
   llvm::StringRef ptrSpace; ///< `.ptr .global` on kernel params
+  int64_t ptrAlign = 0;     ///< `.ptr .align N`: the pointee's alignment
   std::vector<Operand> init; ///< initializer elements
   bool hasInit = false;
   const char *loc = nullptr;

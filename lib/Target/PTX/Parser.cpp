@@ -354,6 +354,17 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
         d.ptrSpace = cur().spelling.drop_front();
         consume();
       }
+      // `.ptr [.space] .align N`: the alignment of what the pointer points
+      // to, not the parameter's own (nvcc 13 writes `.ptr .align 1` for
+      // sm_100 and later).
+      if (cur().is(TokenKind::Directive) && cur().isWord(".align")) {
+        consume();
+        if (!parseInt(d.ptrAlign, false))
+          return false;
+        if (d.ptrAlign <= 0 || (d.ptrAlign & (d.ptrAlign - 1)) ||
+            d.ptrAlign > (1 << 20))
+          return fail(lastIntLoc, "alignment must be a power of two");
+      }
     } else {
       if (!d.type.empty())
         return failHere("unexpected '" + cur().spelling + "' in declaration");
