@@ -46,6 +46,16 @@ llvm::Error Backend::copyDeviceToDevice(uint64_t dst, uint64_t src,
   return llvm::Error::success();
 }
 
+llvm::Error Backend::swapOut(uint64_t) {
+  return llvm::createStringError("the " + kind() +
+                                 " backend cannot swap memory out");
+}
+
+llvm::Error Backend::swapIn(uint64_t) {
+  return llvm::createStringError("the " + kind() +
+                                 " backend cannot swap memory in");
+}
+
 llvm::Error Backend::extendModule(BackendModule *,
                                   std::shared_ptr<const CompiledModule>) {
   return llvm::createStringError("the " + kind() +
@@ -138,6 +148,13 @@ public:
   }
   llvm::Error free(uint64_t addr) override {
     return device.memory().free(addr);
+  }
+  bool supportsSwap() const override { return true; }
+  llvm::Error swapOut(uint64_t addr) override {
+    return device.memory().swapOut(addr);
+  }
+  llvm::Error swapIn(uint64_t addr) override {
+    return device.memory().swapIn(addr);
   }
   llvm::Error copyToDevice(uint64_t dst, const void *src,
                            uint64_t bytes) override {

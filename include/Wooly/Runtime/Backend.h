@@ -214,7 +214,20 @@ public:
   /// its later parts add) in memory domain `domain`. No-op without domains.
   virtual void setModuleDomain(BackendModule *module, uint64_t domain) {}
   /// Frees an allocation; `addr` must be an address `allocate` returned.
+  /// A swapped-out allocation may be freed too.
   virtual llvm::Error free(uint64_t addr) = 0;
+  /// Whether allocations can move out of device memory and back at the
+  /// same address (`swapOut`, `swapIn`): cpu (reserved address ranges
+  /// whose pages are mapped in and out). Not cuda yet.
+  virtual bool supportsSwap() const { return false; }
+  /// Moves the allocation at `addr` (a base `allocate` returned) out of
+  /// device memory into host memory; its address range stays reserved.
+  /// Until `swapIn`, copies and memsets that touch it fail, and a kernel
+  /// must not touch it. On error nothing changed.
+  virtual llvm::Error swapOut(uint64_t addr);
+  /// Brings a swapped-out allocation back, at its address, with its bytes.
+  /// On error it stays swapped out.
+  virtual llvm::Error swapIn(uint64_t addr);
   /// Copies `bytes` from host memory at `src` to device address `dst`.
   virtual llvm::Error copyToDevice(uint64_t dst, const void *src,
                                    uint64_t bytes) = 0;

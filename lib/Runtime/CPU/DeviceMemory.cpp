@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <sys/mman.h>
+#include <unistd.h>
 
 using namespace wooly::cpu;
 using llvm::Error;
@@ -15,18 +17,33 @@ using llvm::Error;
 static std::string hex(uint64_t v) { return llvm::formatv("{0:x-}", v).str(); }
 
 namespace {
-/// Allocations from this size on are mapped pages: zero until touched, so
-/// a large allocation costs no time to clear.
-constexpr uint64_t kMapThreshold = 1 << 20;
+/// Every allocation is a reserved range of whole pages of its own, so that
+/// its pages can be mapped out (swapOut) and back in (swapIn) at the same
+/// address; mapped pages are zero until touched, so no allocation costs
+/// time to clear.
+uint64_t pageSize() {
+  static const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  return page;
+}
 
-uint64_t roundedSize(uint64_t size) { return (size + 255) & ~uint64_t(255); }
+uint64_t roundedSize(uint64_t size) {
+  uint64_t page = pageSize();
+  return (size + page - 1) & ~(page - 1);
+}
+
+/// Maps fresh pages over `[base, base + rounded)` (MAP_FIXED replaces what
+/// was there, so the range never becomes free for another mapping):
+/// readable and writable zero pages, or PROT_NONE (no memory behind them).
+bool remap(uint64_t base, uint64_t rounded, bool accessible) {
+  void *p =
+      ::mmap(reinterpret_cast<void *>(base), rounded,
+             accessible ? PROT_READ | PROT_WRITE : PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  return p != MAP_FAILED;
+}
 
 void release(uint64_t base, uint64_t size) {
-  uint64_t rounded = roundedSize(size);
-  if (rounded >= kMapThreshold)
-    ::munmap(reinterpret_cast<void *>(base), rounded);
-  else
-    std::free(reinterpret_cast<void *>(base));
+  ::munmap(reinterpret_cast<void *>(base), roundedSize(size));
 }
 } // namespace
 
@@ -50,16 +67,9 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
   uint64_t rounded = roundedSize(size);
   if (rounded < size)
     return llvm::createStringError("allocation size overflows");
-  void *p = nullptr;
-  if (rounded >= kMapThreshold) {
-    p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-      p = nullptr;
-  } else if ((p = std::aligned_alloc(256, rounded))) {
-    std::memset(p, 0, rounded);
-  }
-  if (!p)
+  void *p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
     return llvm::createStringError("out of host memory allocating " +
                                    llvm::Twine(size) + " bytes");
   uint64_t base = reinterpret_cast<uint64_t>(p);
@@ -67,6 +77,54 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
   allocations[base] = Allocation{base, size, false, "", domain};
   inUse += size;
   return base;
+}
+
+Error DeviceMemory::swapOut(uint64_t addr) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(addr);
+  if (it == allocations.end() || it->second.moduleGlobal)
+    return llvm::createStringError("swap-out of 0x" + hex(addr) +
+                                   ", which is not the base of an allocation");
+  Allocation &a = it->second;
+  if (a.swapped)
+    return llvm::createStringError("0x" + hex(addr) + " is swapped out");
+  std::unique_ptr<uint8_t[]> copy(new (std::nothrow) uint8_t[a.size]);
+  if (!copy)
+    return llvm::createStringError("out of host memory swapping out " +
+                                   llvm::Twine(a.size) + " bytes");
+  std::memcpy(copy.get(), reinterpret_cast<const void *>(addr), a.size);
+  if (!remap(addr, roundedSize(a.size), /*accessible=*/false))
+    return llvm::createStringError("cannot map out the pages at 0x" +
+                                   hex(addr));
+  swappedOut[addr] = std::move(copy);
+  a.swapped = true;
+  inUse -= a.size;
+  swappedBytes += a.size;
+  return Error::success();
+}
+
+Error DeviceMemory::swapIn(uint64_t addr) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(addr);
+  auto copy = swappedOut.find(addr);
+  if (it == allocations.end() || !it->second.swapped ||
+      copy == swappedOut.end())
+    return llvm::createStringError("swap-in of 0x" + hex(addr) +
+                                   ", which is not swapped out");
+  Allocation &a = it->second;
+  if (!remap(addr, roundedSize(a.size), /*accessible=*/true))
+    return llvm::createStringError("cannot map in the pages at 0x" + hex(addr));
+  std::memcpy(reinterpret_cast<void *>(addr), copy->second.get(), a.size);
+  swappedOut.erase(copy);
+  a.swapped = false;
+  inUse += a.size;
+  swappedBytes -= a.size;
+  return Error::success();
+}
+
+uint64_t DeviceMemory::bytesSwapped() const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  return swappedBytes;
 }
 
 Error DeviceMemory::free(uint64_t addr) {
@@ -77,7 +135,12 @@ Error DeviceMemory::free(uint64_t addr) {
         "free of 0x" + hex(addr) +
         ", which is not the base of a live allocation");
   uint64_t size = it->second.size;
-  inUse -= size;
+  if (it->second.swapped) {
+    swappedOut.erase(addr);
+    swappedBytes -= size;
+  } else {
+    inUse -= size;
+  }
   allocations.erase(it);
   lock.unlock();
   release(addr, size);
@@ -110,6 +173,8 @@ std::optional<Allocation> DeviceMemory::find(uint64_t addr,
     return std::nullopt;
   --it;
   const Allocation &a = it->second;
+  if (a.swapped)
+    return std::nullopt;
   uint64_t off = addr - a.base;
   if (off < a.size && size <= a.size - off)
     return a;
@@ -151,6 +216,16 @@ Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
     return Error::success();
   if (find(addr, size))
     return Error::success();
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex);
+    auto it = allocations.upper_bound(addr);
+    if (it != allocations.begin() && (--it)->second.swapped &&
+        addr - it->first < it->second.size)
+      return llvm::createStringError(llvm::Twine(what) + " of " +
+                                     llvm::Twine(size) +
+                                     " bytes at device address 0x" + hex(addr) +
+                                     ": the allocation is swapped out");
+  }
   return llvm::createStringError(llvm::Twine(what) + " of " +
                                  llvm::Twine(size) +
                                  " bytes at device address 0x" + hex(addr) +

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -31,6 +32,9 @@ struct Allocation {
   /// Its memory domain (0: none): a launch restricted to other domains
   /// (LaunchConfig::memoryDomains) cannot reach it.
   uint64_t domain = 0;
+  /// Moved out to host memory (`DeviceMemory::swapOut`): its address range
+  /// is reserved but maps no memory; `find` does not return it.
+  bool swapped = false;
 };
 
 /// The allocator and bounds registry. Thread-safe.
@@ -41,11 +45,23 @@ public:
   DeviceMemory &operator=(const DeviceMemory &) = delete;
   ~DeviceMemory();
 
-  /// Allocates `size` bytes (256-byte aligned, zero-filled), returns the
+  /// Allocates `size` bytes (page aligned, zero-filled), returns the
   /// device address. Fails on size 0, over the limit or when out of memory.
+  /// Each allocation is an address range of its own, reserved with `mmap`,
+  /// whose pages `swapOut` and `swapIn` map out and in.
   llvm::Expected<uint64_t> allocate(uint64_t size, uint64_t domain = 0);
-  /// Frees an allocation made by `allocate`; `addr` must be its base.
+  /// Frees an allocation made by `allocate` (resident or swapped out);
+  /// `addr` must be its base.
   llvm::Error free(uint64_t addr);
+  /// Copies the allocation at `addr` to host memory and maps its pages out
+  /// (the range stays reserved, PROT_NONE): its memory returns to the
+  /// system. On error nothing changed.
+  llvm::Error swapOut(uint64_t addr);
+  /// Maps the pages of a swapped-out allocation back in at the same
+  /// address and copies its bytes back. On error it stays swapped out.
+  llvm::Error swapIn(uint64_t addr);
+  /// Bytes of swapped-out allocations (held in host memory).
+  uint64_t bytesSwapped() const;
 
   /// Copies between host and device memory; the device range must lie
   /// inside one allocation.
@@ -66,7 +82,7 @@ public:
   /// The allocation nearest to `addr` (for error messages).
   std::optional<Allocation> nearest(uint64_t addr) const;
 
-  /// Bytes currently allocated by `allocate`.
+  /// Bytes currently allocated by `allocate` and not swapped out.
   uint64_t bytesInUse() const;
   /// Upper bound on `bytesInUse` (default: no limit).
   void setLimit(uint64_t bytes) { limit = bytes; }
@@ -76,7 +92,9 @@ private:
 
   mutable std::shared_mutex mutex;
   std::map<uint64_t, Allocation> allocations;
-  uint64_t inUse = 0;
+  /// The bytes of swapped-out allocations, by base.
+  std::map<uint64_t, std::unique_ptr<uint8_t[]>> swappedOut;
+  uint64_t inUse = 0, swappedBytes = 0;
   uint64_t limit = UINT64_MAX;
 };
 
