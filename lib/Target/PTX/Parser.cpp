@@ -500,7 +500,9 @@ bool Parser::parseBody(Function &f, Module &m) {
                       llvm::Twine(kMaxStatements) +
                       " statements; not supported");
     const Token &t = cur();
-    Statement s;
+    // Parsed in place (a Statement is large; moving it costs as much as
+    // parsing it); dropped again where the text holds no statement.
+    Statement &s = f.body.emplace_back();
     s.loc = t.loc();
     if (t.is(TokenKind::Eof))
       return failHere("unexpected end of file in body of '" + f.name + "'");
@@ -508,25 +510,26 @@ bool Parser::parseBody(Function &f, Module &m) {
       ++depth;
       consume();
       s.kind = Statement::Kind::ScopeBegin;
-      f.body.push_back(std::move(s));
       continue;
     }
     if (t.is(TokenKind::RBrace)) {
       --depth;
       consume();
-      if (depth > 0) {
+      if (depth > 0)
         s.kind = Statement::Kind::ScopeEnd;
-        f.body.push_back(std::move(s));
-      }
+      else
+        f.body.pop_back();
       continue;
     }
     if (t.is(TokenKind::Semicolon)) {
       consume();
+      f.body.pop_back();
       continue;
     }
     if (t.is(TokenKind::Directive)) {
       StringRef d = t.spelling;
       if (d == ".loc" || d == ".file") {
+        f.body.pop_back();
         restartAt(t.loc());
         continue;
       }
@@ -539,7 +542,6 @@ bool Parser::parseBody(Function &f, Module &m) {
         consume();
         if (!expect(TokenKind::Semicolon, "after .pragma"))
           return false;
-        f.body.push_back(std::move(s));
         continue;
       }
       if (d == ".reg" || d == ".param" || d == ".local" || d == ".shared" ||
@@ -576,7 +578,6 @@ bool Parser::parseBody(Function &f, Module &m) {
         }
         if (!expect(TokenKind::Semicolon, "after a declaration"))
           return false;
-        f.body.push_back(std::move(s));
         continue;
       }
       return failHere("unsupported directive '" + d + "' in a function body");
@@ -601,17 +602,16 @@ bool Parser::parseBody(Function &f, Module &m) {
         if (!expect(TokenKind::Semicolon, "after .callprototype"))
           return false;
         m.prototypes.emplace_back(name, std::move(proto));
+        f.body.pop_back();
         continue;
       }
       s.kind = Statement::Kind::Label;
       s.label = name;
-      f.body.push_back(std::move(s));
       continue;
     }
     s.kind = Statement::Kind::Instr;
     if (!parseInstruction(s.instr))
       return false;
-    f.body.push_back(std::move(s));
   }
   return true;
 }
