@@ -419,10 +419,10 @@ int main(int argc, char **argv) {
     const KernelInfo *k = module->findKernel(c.kernel);
     if (!k)
       die("no kernel " + c.kernel + " in " + c.file);
-    row.mode = k->needsFibers ? "fibers" : "direct";
-    row.fiberReason = k->fiberReason.empty()
-                          ? "could be split into regions (no executor yet)"
-                          : k->fiberReason;
+    row.mode = !k->needsFibers            ? "direct"
+               : !k->regionSymbol.empty() ? "region"
+                                          : "fibers";
+    row.fiberReason = k->fiberReason;
 
     row.msCpp = timeCpp(c) * 1e3;
     LoadedModule *m1 = check(dev1.loadModule(module), "loadModule");
@@ -454,7 +454,11 @@ int main(int argc, char **argv) {
         r.msAll / r.msCpp, r.bytes / (r.msAll * 1e-3) / 1e9,
         double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs, r.hitUs);
 
-  std::printf("\nwhy fibers (KernelInfo::fiberReason):\n");
+  bool anyFibers = false;
+  for (const Row &r : rows)
+    anyFibers |= r.mode == "fibers";
+  if (anyFibers)
+    std::printf("\nwhy fibers (KernelInfo::fiberReason):\n");
   for (const Row &r : rows)
     if (r.mode == "fibers")
       std::printf("  %-17s %s\n", r.label.c_str(), r.fiberReason.c_str());

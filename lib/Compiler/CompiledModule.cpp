@@ -69,6 +69,8 @@ std::string CompiledModule::serialize() const {
         {"paramRoles", llvm::json::Array(k.paramRoles)},
         {"needsFibers", k.needsFibers},
         {"fiberReason", k.fiberReason},
+        {"regionSymbol", k.regionSymbol},
+        {"regionFrameBytes", k.regionFrameBytes},
         {"maxntid", llvm::json::Array(k.maxntid)},
         {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
         {"staticSharedBytes", k.staticSharedBytes},
@@ -143,6 +145,8 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
           k.paramRoles.push_back(r.getAsString().value_or("").str());
       k.needsFibers = ko->getBoolean("needsFibers").value_or(true);
       k.fiberReason = str(*ko, "fiberReason");
+      k.regionSymbol = str(*ko, "regionSymbol");
+      k.regionFrameBytes = num(*ko, "regionFrameBytes");
       if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
         for (const llvm::json::Value &b : *ro)
           k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));

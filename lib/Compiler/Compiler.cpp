@@ -232,6 +232,12 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
     k.needsFibers = fn->hasAttr("wooly.needs_fibers");
     if (auto reason = fn->getAttrOfType<mlir::StringAttr>("wooly.fiber_reason"))
       k.fiberReason = reason.getValue().str();
+    if (auto regions =
+            fn->getAttrOfType<mlir::StringAttr>("wooly.region_function"))
+      k.regionSymbol = regions.getValue().str();
+    if (auto frame =
+            fn->getAttrOfType<mlir::IntegerAttr>("wooly.region_frame_bytes"))
+      k.regionFrameBytes = frame.getInt();
     if (auto blockFn =
             fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))
       k.blockSymbol = blockFn.getValue().str();

@@ -228,6 +228,7 @@ public:
 private:
   static cpu::CpuDevice::Options deviceOptions(const BackendOptions &o) {
     cpu::CpuDevice::Options d;
+    d.regions = o.cpuRegions;
     d.workers = o.cpuWorkers;
     if (o.printfSink)
       d.printfSink = o.printfSink;

@@ -103,6 +103,12 @@ static cl::opt<bool> coalesce(
              "--target=sm_XX)"),
     cl::cat(cat));
 
+static cl::opt<bool> fibers(
+    "fibers",
+    cl::desc("cpu: run kernels that synchronise as fibers, also where the "
+             "compiler split them into regions"),
+    cl::cat(cat));
+
 namespace {
 unsigned typeBytes(StringRef t) {
   if (t == "u8")
@@ -212,7 +218,9 @@ int main(int argc, char **argv) {
                  << " (cpu runs host; cuda runs host or sm_XX)\n";
     return 2;
   }
-  auto created = createBackend(backend);
+  BackendOptions backendOptions;
+  backendOptions.cpuRegions = !fibers;
+  auto created = createBackend(backend, backendOptions);
   if (!created) {
     llvm::errs() << "error: " << llvm::toString(created.takeError()) << '\n';
     return 2;

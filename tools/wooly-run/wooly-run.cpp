@@ -94,6 +94,11 @@ static cl::opt<unsigned> workers("workers", cl::init(0),
                                  cl::desc("CPU worker threads (0: one per "
                                           "core)"),
                                  cl::cat(runCat));
+static cl::opt<bool>
+    fibers("fibers",
+           cl::desc("CPU backend: run kernels that synchronise as fibers, also "
+                    "where the compiler split them into regions"),
+           cl::cat(runCat));
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("Launch the kernel N times"),
                                 cl::cat(runCat));
@@ -400,6 +405,7 @@ int main(int argc, char **argv) {
   // the host compilation.
   BackendOptions backendOptions;
   backendOptions.cpuWorkers = workers;
+  backendOptions.cpuRegions = !fibers;
   auto created = createBackend(backend, backendOptions);
   if (!created)
     return fail(llvm::toString(created.takeError()));

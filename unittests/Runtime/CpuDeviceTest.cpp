@@ -30,8 +30,9 @@ struct Fixture {
   std::shared_ptr<const CompiledModule> module;
   LoadedModule *loaded = nullptr;
 
-  explicit Fixture(const std::string &body, unsigned workers = 2)
-      : device(options(workers)) {
+  explicit Fixture(const std::string &body, unsigned workers = 2,
+                   bool regions = true)
+      : device(options(workers, regions)) {
     CompileInput in;
     in.text = std::string(kHeader) + body;
     in.name = "test.ptx";
@@ -48,9 +49,10 @@ struct Fixture {
     }
     loaded = *l;
   }
-  static CpuDevice::Options options(unsigned workers) {
+  static CpuDevice::Options options(unsigned workers, bool regions) {
     CpuDevice::Options o;
     o.workers = workers;
+    o.regions = regions;
     return o;
   }
   uint64_t alloc(size_t bytes) {
@@ -817,6 +819,7 @@ namespace {
 TEST(CpuDevice, FiberStacksTheSystemRefusesFailTheLaunch) {
   CpuDevice::Options o;
   o.workers = 2;
+  o.regions = false; // marksSync could run region by region.
   o.fiberStackBytes = size_t(1) << 52;
   CpuDevice device(o);
   CompileInput in;
@@ -1210,12 +1213,23 @@ TEST(CpuDevice, StackOverflowFailsTheLaunch) {
                      "outgrew the worker's stack"),
               std::string::npos)
         << e;
+    // recurseSync runs region by region, on the worker's stack.
     e = f.launch("recurseSync", launchOf(3, 4), f.params("recurseSync", {out}));
     EXPECT_NE(e.find("kernel 'recurseSync': stack overflow: the thread's "
-                     "frames outgrew its fiber stack"),
+                     "frames outgrew the worker's stack"),
               std::string::npos)
         << e;
   }
+  // As fibers, on each thread's own stack.
+  Fixture fibers(kRecursion, /*workers=*/2, /*regions=*/false);
+  ASSERT_TRUE(fibers.loaded);
+  uint64_t out2 = fibers.alloc(64 * 4);
+  std::string e = fibers.launch("recurseSync", launchOf(3, 4),
+                                fibers.params("recurseSync", {out2}));
+  EXPECT_NE(e.find("kernel 'recurseSync': stack overflow: the thread's "
+                   "frames outgrew its fiber stack"),
+            std::string::npos)
+      << e;
   EXPECT_EQ(f.launch("iota", launchOf(2, 32), f.params("iota", {out, 64})), "");
   EXPECT_EQ(f.read(out, 64)[63], 63u);
 }

@@ -55,15 +55,21 @@ struct KernelInfo {
   /// include/Wooly/Dialect/Wooly/Transforms/Passes.td).
   std::vector<std::string> paramRoles;
   /// True when the kernel reaches a barrier or warp collective (its threads
-  /// then run as fibers on the CPU backend).
+  /// then run region by region on the CPU backend where `regionSymbol` is
+  /// set, else as fibers).
   bool needsFibers = false;
   /// For a kernel that needs fibers, why its threads could not run region
   /// by region instead (cut at its barriers and warp collectives into loops
-  /// over the block's threads; mlir::wooly::regionSplitBlocker), e.g. "a
-  /// barrier or warp collective in a loop". Empty when they could: the CPU
-  /// backend has no region executor yet and runs them as fibers all the
-  /// same.
+  /// over the block's threads; mlir::wooly::regionSplitBlocker, or the
+  /// lowering's own "local memory live across a barrier or warp
+  /// collective"), e.g. "a barrier or warp collective in a loop". Empty
+  /// when they can.
   std::string fiberReason;
+  /// For a kernel that could be split, the symbol of its region function
+  /// (`__wooly_regions_<name>`, ABI.h) and the bytes of each thread's frame
+  /// for it; empty where there is none (the kernel then runs as fibers).
+  std::string regionSymbol;
+  uint64_t regionFrameBytes = 0;
   /// `.maxntid`/`.reqntid` (0 where absent).
   std::array<uint32_t, 3> maxntid{}, reqntid{};
   /// Analyses (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h): for

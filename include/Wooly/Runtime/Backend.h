@@ -156,6 +156,9 @@ class BackendModule;
 struct BackendOptions {
   /// cpu: worker threads for blocks (0: one per hardware thread).
   unsigned cpuWorkers = 0;
+  /// cpu: run kernels the compiler split into regions region by region
+  /// (false: as fibers; CpuDevice::Options::regions).
+  bool cpuRegions = true;
   /// cpu: receives device-side printf output (empty: stdout). The cuda
   /// backend's printf output is written by the driver, to stdout.
   std::function<void(llvm::StringRef)> printfSink;

@@ -33,11 +33,15 @@
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 
+#include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <cstddef>
@@ -822,6 +826,207 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
+/// Whether every use of `p` (an alloca) is as the address of a load or a
+/// store, through GEPs, or a pointer argument of a warp collective: the
+/// buffers the lowering makes for itself, which may live in the region
+/// frame (a `.local` variable must stay on the stack, where its checks
+/// look for it).
+bool isBufferAlloca(Value p) {
+  for (OpOperand &use : p.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto gep = dyn_cast<LLVM::GEPOp>(user)) {
+      if (use.getOperandNumber() != 0 || !isBufferAlloca(gep.getResult()))
+        return false;
+    } else if (auto load = dyn_cast<LLVM::LoadOp>(user)) {
+      (void)load;
+    } else if (auto store = dyn_cast<LLVM::StoreOp>(user)) {
+      if (store.getValue() == p)
+        return false;
+    } else if (auto call = dyn_cast<LLVM::CallOp>(user)) {
+      if (call.getCallee() != "__wooly_rt_warp")
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// For a kernel whose barriers and warp collectives can be split
+/// (regionSplitBlocker), builds `__wooly_regions_<k>(ctx, params)`: the
+/// kernel cut at each of them. A call runs one thread up to the next cut:
+/// it starts at region `ctx->resume` (a switch at the entry), returns with
+/// `ctx->resume` set to the next region (after a barrier; after a warp
+/// collective, whose request the runtime has recorded) or to
+/// WOOLY_REGION_EXITED at the end. Values that live across a cut are kept
+/// in the thread's frame (`ctx->regionFrame`): each stored where it is
+/// defined and loaded where it is used, as are the lowering's own buffers
+/// (a warp collective's operands and results); constants are made again
+/// where used. Returns the frame size, or nothing (and builds nothing)
+/// where the kernel cannot be split so (`.local` memory live across a
+/// cut, an entry point that waits in another way).
+std::optional<uint64_t> buildRegionFunction(ModuleOp module,
+                                            LLVM::LLVMFuncOp kernel,
+                                            ArrayAttr contextScope) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(kernel);
+  StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+  auto fn = cast<LLVM::LLVMFuncOp>(b.clone(*kernel.getOperation()));
+  fn.setSymName(("__wooly_regions_" + name).str());
+  for (NamedAttribute a : llvm::to_vector(fn->getDiscardableAttrs()))
+    fn->removeAttr(a.getName());
+  fn.setAlwaysInlineAttr(nullptr);
+  Location loc = fn.getLoc();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = b.getI32Type();
+
+  // The cuts, each made the end of its block.
+  SmallVector<LLVM::CallOp> cuts;
+  bool unsupported = false;
+  fn.walk([&](LLVM::CallOp call) {
+    std::optional<StringRef> callee = call.getCallee();
+    if (!callee)
+      return;
+    if (*callee == "__wooly_rt_barrier" || *callee == "__wooly_rt_warp")
+      cuts.push_back(call);
+    else if (*callee == "__wooly_rt_bar_red" ||
+             *callee == "__wooly_rt_iteration_barrier" ||
+             *callee == "__wooly_rt_nanosleep")
+      unsupported = true;
+  });
+  if (unsupported || cuts.empty()) {
+    fn.erase();
+    return std::nullopt;
+  }
+  SmallVector<Block *> conts;
+  for (LLVM::CallOp call : cuts) {
+    Block *block = call->getBlock();
+    Block *cont = block->splitBlock(call->getNextNode());
+    b.setInsertionPointToEnd(block);
+    LLVM::BrOp::create(b, loc, ValueRange{}, cont);
+    conts.push_back(cont);
+  }
+  Liveness liveness(fn);
+  llvm::SetVector<Value> across;
+  for (Block *cont : conts)
+    for (Value v : liveness.getLiveIn(cont))
+      across.insert(v);
+
+  Block *entry = &fn.getBody().front();
+  Value c = entry->getArgument(0);
+  // The new entry: the frame's address, then the switch to the region.
+  Block *first = entry->splitBlock(&entry->front());
+  b.setInsertionPointToStart(entry);
+  auto field = [&](size_t offset, Type t) {
+    Value p = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
+                                  ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+    auto op = LLVM::LoadOp::create(b, loc, t, p);
+    op.setAliasScopesAttr(contextScope);
+    return Value(op);
+  };
+  Value frame = field(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
+  DataLayout layout(module);
+  uint64_t frameBytes = 0;
+  auto slot = [&](uint64_t size, uint64_t align) {
+    frameBytes = llvm::alignTo(frameBytes, std::max<uint64_t>(align, 1));
+    uint64_t at = frameBytes;
+    frameBytes += std::max<uint64_t>(size, 1);
+    return Value(LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), frame,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(at)}));
+  };
+  // The lowering's buffers move to the frame; other allocas stay, unless
+  // they live across a cut.
+  for (auto alloca : llvm::to_vector(first->getOps<LLVM::AllocaOp>())) {
+    bool lives = across.contains(alloca.getResult());
+    if (!isBufferAlloca(alloca.getResult())) {
+      if (lives) {
+        fn.erase();
+        return std::nullopt;
+      }
+      continue;
+    }
+    auto count = alloca.getArraySize().getDefiningOp<LLVM::ConstantOp>();
+    auto n = count ? dyn_cast<IntegerAttr>(count.getValue()) : IntegerAttr();
+    if (!n) {
+      fn.erase();
+      return std::nullopt;
+    }
+    uint64_t size = layout.getTypeSize(alloca.getElemType()) * n.getInt();
+    b.setInsertionPointAfter(frame.getDefiningOp());
+    Value p =
+        slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 16));
+    across.remove(alloca.getResult());
+    alloca.getResult().replaceAllUsesWith(p);
+    alloca.erase();
+  }
+  // Values across cuts: made again (constants) or kept in the frame.
+  for (Value v : across) {
+    if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == entry)
+      continue; // The context and the parameters: passed again.
+    Operation *def = v.getDefiningOp();
+    if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
+        isMemoryEffectFree(def)) {
+      for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
+        b.setInsertionPoint(use.getOwner());
+        use.set(b.clone(*def)->getResult(cast<OpResult>(v).getResultNumber()));
+      }
+      continue;
+    }
+    Type t = v.getType();
+    b.setInsertionPointToEnd(entry);
+    Value p = slot(layout.getTypeSize(t), layout.getTypeABIAlignment(t));
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : v.getUses())
+      uses.push_back(&use);
+    if (def)
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    LLVM::StoreOp::create(b, loc, v, p);
+    for (OpOperand *use : uses) {
+      b.setInsertionPoint(use->getOwner());
+      use->set(LLVM::LoadOp::create(b, loc, t, p));
+    }
+  }
+  // Each cut returns with the next region; the end of the kernel with
+  // WOOLY_REGION_EXITED.
+  auto setResume = [&](uint32_t r) {
+    Value p = LLVM::GEPOp::create(
+        b, loc, ptrTy, b.getI8Type(), c,
+        ArrayRef<LLVM::GEPArg>{int32_t(offsetof(WoolyThreadCtx, resume))});
+    auto op = LLVM::StoreOp::create(
+        b, loc, LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(r)),
+        p);
+    op.setAliasScopesAttr(contextScope);
+  };
+  for (auto ret : llvm::to_vector(fn.getOps<LLVM::ReturnOp>())) {
+    b.setInsertionPoint(ret);
+    setResume(WOOLY_REGION_EXITED);
+  }
+  for (auto [i, call] : llvm::enumerate(cuts)) {
+    Block *block = call->getBlock();
+    Operation *br = block->getTerminator();
+    b.setInsertionPoint(br);
+    setResume(uint32_t(i + 1));
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    br->erase();
+    if (call.getCallee() == "__wooly_rt_barrier")
+      call.erase(); // The runtime's round of the block is the barrier.
+  }
+  b.setInsertionPointToEnd(entry);
+  Value resume = field(offsetof(WoolyThreadCtx, resume), i32);
+  SmallVector<int32_t> cases;
+  SmallVector<ValueRange> operands;
+  for (size_t i = 0; i < conts.size(); ++i) {
+    cases.push_back(int32_t(i + 1));
+    operands.push_back(ValueRange{});
+  }
+  LLVM::SwitchOp::create(b, loc, resume, first, ValueRange{}, cases,
+                         BlockRange(conts), operands);
+  return llvm::alignTo(frameBytes, 16);
+}
+
 //===----------------------------------------------------------------------===//
 // Module
 //===----------------------------------------------------------------------===//
@@ -1036,9 +1241,28 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
 /// runtime needs to know of the module.
 void HostTargetInfo::finalizeModule(ModuleOp module) const {
   MLIRContext *ctx = module.getContext();
-  for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>()))
+  for (auto fn : llvm::to_vector(module.getOps<LLVM::LLVMFuncOp>())) {
     if (fn->hasAttr("wooly.kernel") && !fn->hasAttr("wooly.needs_fibers"))
       buildBlockLoop(module, fn, state.contextScope);
+    auto reason = fn->getAttrOfType<StringAttr>("wooly.fiber_reason");
+    if (!reason || !reason.getValue().empty())
+      continue;
+    if (std::optional<uint64_t> frame =
+            buildRegionFunction(module, fn, state.contextScope)) {
+      fn->setAttr(
+          "wooly.region_function",
+          StringAttr::get(
+              ctx, ("__wooly_regions_" +
+                    fn->getAttrOfType<StringAttr>("wooly.kernel").getValue())
+                       .str()));
+      fn->setAttr("wooly.region_frame_bytes",
+                  IntegerAttr::get(IntegerType::get(ctx, 64), *frame));
+    } else {
+      fn->setAttr("wooly.fiber_reason",
+                  StringAttr::get(ctx, "local memory live across a barrier "
+                                       "or warp collective"));
+    }
+  }
   module->setAttr("wooly.num_access_sites",
                   IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
   module->setAttr(

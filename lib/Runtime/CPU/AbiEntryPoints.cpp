@@ -191,14 +191,17 @@ void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
                      const uint32_t *in, uint32_t nin, uint32_t *out,
                      uint32_t nout) {
   GpuThread *t = threadOf(ctx);
-  if (!t->worker->fiberMode)
+  if (!t->worker->fiberMode && !t->worker->regionMode)
     faultThread(t, "internal error: warp collective reached in direct mode");
   t->warpKind = kind;
   t->warpMask = mask;
   t->warpLane = WarpLane{in, nin, out, nout};
   ++t->worker->atWarp;
   t->status = ThreadStatus::AtWarp;
-  yieldToScheduler(t);
+  // Region mode: the region function returns, and the block's round
+  // completes the collective.
+  if (t->worker->fiberMode)
+    yieldToScheduler(t);
 }
 
 void __wooly_rt_exit(WoolyThreadCtx *ctx) {

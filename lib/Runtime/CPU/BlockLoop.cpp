@@ -261,7 +261,8 @@ void detail::joinLaunch(Worker &w) {
   clearSiteCache(w);
   w.cacheDomain = l.memoryDomainOf(0);
   w.shared.assign(l.totalShared);
-  w.fiberMode = l.kernel->needsFibers;
+  w.regionMode = l.kernel->needsFibers && l.regionFn;
+  w.fiberMode = l.kernel->needsFibers && !l.regionFn;
 }
 
 bool detail::claimBlock(Worker &w, uint64_t &block) {
@@ -347,6 +348,8 @@ void detail::runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
       switchStacks(w, domain);
     if (w.fiberMode)
       runBlockFibers(w);
+    else if (w.regionMode)
+      runBlockRegions(w);
     else
       runBlockDirect(w);
     if (activeLaunches && activeLaunches->load(std::memory_order_relaxed) > 1)

@@ -19,6 +19,11 @@
 //    nanosleep or indirect call on any path, as the lowering computes) runs
 //    its threads one after another on the worker's own stack: one call per
 //    thread, no context switches.
+//  - A kernel the compiler could cut at its barriers and warp collectives
+//    (KernelInfo::regionSymbol) runs region by region: every live thread of
+//    the block up to the next cut, in thread order, on the worker's stack,
+//    then the cut's warp collectives complete, then the next round - the
+//    fiber scheduler's own order, without a fiber (RegionExecutor.cpp).
 //  - Otherwise every GPU thread of the block is a fiber. The scheduler
 //    resumes each runnable fiber in thread order until it blocks (barrier,
 //    collective, nanosleep) or ends; when none is runnable it completes every
@@ -34,8 +39,9 @@
 //
 // The files of the backend: CpuDevice.cpp (the device, launch checks),
 // Jit.cpp (loading modules), ThreadPool.cpp (the pool), BlockLoop.cpp (a
-// worker running blocks; stack overflows), DirectExecutor.cpp and
-// FiberExecutor.cpp (the two ways of running a block), AbiEntryPoints.cpp
+// worker running blocks; stack overflows), DirectExecutor.cpp,
+// RegionExecutor.cpp and FiberExecutor.cpp (the three ways of running a
+// block), AbiEntryPoints.cpp
 // and Printf.cpp (what generated code calls), WarpOps.cpp and
 // WarpMatrix.cpp (warp collectives), Executor.cpp (faults and stacks of GPU
 // threads), DeviceMemory.cpp, Fiber.cpp, FloatHelpers.cpp.
@@ -143,6 +149,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.kernel = k;
   l.fn = entry.fn;
   l.blockFn = entry.blockFn;
+  l.regionFn = options.regions ? entry.regionFn : nullptr;
   l.config = config;
   l.totalShared = uint32_t(shared);
   l.threadsPerBlock = uint32_t(threads);

@@ -35,6 +35,8 @@ struct LoadedModuleImpl {
     WoolyKernelFn fn = nullptr;
     /// Block loop (`KernelInfo::blockSymbol`), where the kernel has one.
     WoolyBlockFn blockFn = nullptr;
+    /// Region function (`KernelInfo::regionSymbol`), where it has one.
+    WoolyKernelFn regionFn = nullptr;
   };
   std::vector<std::shared_ptr<const CompiledModule>> parts;
   llvm::orc::JITDylib *dylib = nullptr;

@@ -90,3 +90,26 @@ void detail::initBlockCtx(Worker &w, GpuThread &t) {
   t.worker = &w;
   t.status = ThreadStatus::Runnable;
 }
+
+void detail::initBlockThreads(Worker &w) {
+  const auto &blk = w.launch->config.block;
+  uint32_t tx = 0, ty = 0, tz = 0;
+  for (uint32_t i = 0; i < w.launch->threadsPerBlock; ++i) {
+    GpuThread &t = w.threads[i];
+    initBlockCtx(w, t);
+    // The thread index advances without divisions.
+    t.ctx.tid[0] = tx;
+    t.ctx.tid[1] = ty;
+    t.ctx.tid[2] = tz;
+    t.ctx.laneid = i & 31;
+    t.ctx.warpid = i >> 5;
+    t.index = i;
+    if (++tx == blk[0]) {
+      tx = 0;
+      if (++ty == blk[1]) {
+        ty = 0;
+        ++tz;
+      }
+    }
+  }
+}

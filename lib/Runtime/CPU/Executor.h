@@ -4,7 +4,8 @@
 // The state of a launch in progress, of the workers that run its blocks and
 // of each GPU thread, and what the executor's files share: reporting a
 // fault of a GPU thread, the live part of its stack, and the block loop and
-// the two ways of running a block (DirectExecutor.cpp, FiberExecutor.cpp).
+// the three ways of running a block (DirectExecutor.cpp, RegionExecutor.cpp,
+// FiberExecutor.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,6 +126,8 @@ struct LaunchState {
   const KernelInfo *kernel = nullptr;
   WoolyKernelFn fn = nullptr;
   WoolyBlockFn blockFn = nullptr;
+  /// The kernel's region function, when it runs region by region.
+  WoolyKernelFn regionFn = nullptr;
   LaunchConfig config;
   uint32_t totalShared = 0;
   uint32_t threadsPerBlock = 0;
@@ -307,6 +310,10 @@ struct alignas(64) Worker {
   /// a fused launch may run the same kernel, so the same sites, for two
   /// tenants.
   uint64_t cacheDomain = 0;
+  // Region mode (RegionExecutor.cpp): the threads' contexts in `threads`,
+  // their frames here.
+  bool regionMode = false;
+  std::vector<char> regionFrames;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;
@@ -399,6 +406,11 @@ void computeWorkerStack(Worker &w);
 /// block.
 void initBlockCtx(Worker &w, GpuThread &t);
 
+/// Sets the contexts of the block's threads in `w.threads` (the first
+/// `threadsPerBlock`): the block-wide fields, `%tid`, `%laneid`, `%warpid`
+/// and the index (fiber and region mode).
+void initBlockThreads(Worker &w);
+
 /// Direct mode: runs the threads of the worker's current block one after
 /// another on the worker's stack (DirectExecutor.cpp).
 void runBlockDirect(Worker &w);
@@ -406,6 +418,16 @@ void runBlockDirect(Worker &w);
 /// Fiber mode: runs the worker's current block with every GPU thread a
 /// fiber, under the deterministic block scheduler (FiberExecutor.cpp).
 void runBlockFibers(Worker &w);
+
+/// Region mode: runs the worker's current block region by region, every
+/// live thread up to the next cut in thread order, then the cut's warp
+/// collectives (RegionExecutor.cpp).
+void runBlockRegions(Worker &w);
+
+/// Completes the warp collectives whose participants (the lanes of the
+/// mask that have not exited) are all waiting; false when none could be,
+/// or the launch failed (FiberExecutor.cpp).
+bool resolveWarps(Worker &w);
 
 /// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
 /// it already is: a pool worker may leave a launch and join it again.

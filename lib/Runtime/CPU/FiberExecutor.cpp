@@ -56,7 +56,9 @@ bool resolveBarriers(Worker &w, uint32_t live) {
 }
 
 /// Completes warp collectives whose participants have all arrived.
-bool resolveWarps(Worker &w) {
+} // namespace
+
+bool detail::resolveWarps(Worker &w) {
   LaunchState &l = *w.launch;
   uint32_t n = l.threadsPerBlock;
   bool progress = false;
@@ -162,8 +164,6 @@ bool resolveWarps(Worker &w) {
   return progress;
 }
 
-} // namespace
-
 /// Fiber mode: the deterministic block scheduler.
 void detail::runBlockFibers(Worker &w) {
   LaunchState &l = *w.launch;
@@ -184,28 +184,12 @@ void detail::runBlockFibers(Worker &w) {
            w.linearBlock);
     return;
   }
-  const auto &blk = l.config.block;
-  uint32_t tx = 0, ty = 0, tz = 0;
+  initBlockThreads(w);
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread &t = w.threads[i];
-    initBlockCtx(w, t);
-    // The thread index advances without divisions.
-    t.ctx.tid[0] = tx;
-    t.ctx.tid[1] = ty;
-    t.ctx.tid[2] = tz;
-    t.ctx.laneid = i & 31;
-    t.ctx.warpid = i >> 5;
-    t.index = i;
     // Its `.local` memory: its own fiber stack.
     t.ctx.localLo = reinterpret_cast<uint64_t>(w.stacks[i].base());
     t.ctx.localHi = t.ctx.localLo + w.stacks[i].size();
-    if (++tx == blk[0]) {
-      tx = 0;
-      if (++ty == blk[1]) {
-        ty = 0;
-        ++tz;
-      }
-    }
     fiberInit(t.fiber, w.stacks[i].base(), w.stacks[i].size(), &fiberMain, &t);
   }
   for (Barrier &b : w.barriers)

@@ -146,6 +146,12 @@ Error CpuDevice::Impl::addPart(LoadedModuleImpl &impl,
         return undo(block.takeError());
       entry.blockFn = block->toPtr<WoolyBlockFn>();
     }
+    if (!k.regionSymbol.empty()) {
+      auto regions = jit->lookup(*impl.dylib, k.regionSymbol);
+      if (!regions)
+        return undo(regions.takeError());
+      entry.regionFn = regions->toPtr<WoolyKernelFn>();
+    }
   }
   std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> globals;
   for (const GlobalInfo &g : m->globals) {

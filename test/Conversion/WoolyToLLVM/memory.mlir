@@ -5,7 +5,7 @@
 // at their CUDA offsets; a global load is checked through the site cache,
 // whose slow path is outside the context's alias scope.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
-// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 144 : i64, llvm.noalias}, %[[PARAMS:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias})
 // CHECK-SAME: wooly.kernel = "k"
 // CHECK-SAME: wooly.param_offsets = array<i64: 0, 8>, wooly.param_sizes = array<i64: 4, 8>
 // CHECK: %[[N:.*]] = llvm.load %[[PARAMS]]
@@ -27,7 +27,7 @@
 // sets %tid/%laneid/%warpid in the context and calls it (inlined later):
 // rows of the block outside, the threads of a row (%tid.x) inside.
 // CHECK-LABEL: llvm.func @__wooly_block_k(
-// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 128 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
+// CHECK-SAME: %[[BCTX:[^:]*]]: !llvm.ptr {llvm.align = 8 : i64, llvm.dereferenceable = 144 : i64, llvm.noalias}, %[[BPAR:[^:]*]]: !llvm.ptr {llvm.dereferenceable = 16 : i64, llvm.noalias}, %[[START:[^:]*]]: i32)
 // CHECK: ^[[ROW:.*]](%[[I:.*]]: i32, %[[X0:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32):
 // CHECK: llvm.icmp "ult" %[[I]]
 // CHECK: llvm.br ^[[THREAD:.*]](%[[X0]], %[[I]] : i32, i32)

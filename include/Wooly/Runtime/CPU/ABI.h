@@ -67,7 +67,17 @@ typedef struct WoolyThreadCtx {
   /// parameter buffer's size.
   uint64_t localLo, localHi;
   uint64_t paramBytes;
+  /// Region mode (`__wooly_regions_k`): the thread's frame, where values
+  /// live from one region to the next, and the region to run (0: the
+  /// first); on return, the region to run next, or WOOLY_REGION_EXITED.
+  char *regionFrame;
+  uint32_t resume;
+  uint32_t reserved;
 } WoolyThreadCtx;
+
+/// `WoolyThreadCtx::resume` of a thread whose region function returned at
+/// the end of the kernel.
+enum { WOOLY_REGION_EXITED = 0xffffffffu };
 
 /// A lowered kernel `@k` is exported as `__wooly_kernel_k` with this type.
 typedef void (*WoolyKernelFn)(WoolyThreadCtx *ctx, const char *params);

@@ -64,6 +64,10 @@ public:
     std::function<void(llvm::StringRef)> printfSink;
     /// Stack size of each GPU thread when it runs as a fiber.
     size_t fiberStackBytes = 128 * 1024;
+    /// Run a kernel that synchronises region by region where the compiler
+    /// split it (KernelInfo::regionSymbol), else as fibers; false: always
+    /// as fibers (e.g. to compare the two).
+    bool regions = true;
   };
 
   CpuDevice();

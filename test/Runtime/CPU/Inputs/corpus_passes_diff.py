@@ -60,7 +60,10 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--launches", required=True)
-    ap.add_argument("--passes", required=True)
+    ap.add_argument("--passes", default="")
+    ap.add_argument("--second-args", default="",
+                    help="wooly-run options of the second run only, "
+                    "space-separated (e.g. --fibers)")
     ap.add_argument("--physical-blocks", default="")
     ap.add_argument("--backend", default="")
     ap.add_argument("--target", default="")
@@ -87,7 +90,8 @@ def main():
             base.append("--backend=" + args.backend)
         plain = os.path.join(work, "%d.plain" % n)
         paced = os.path.join(work, "%d.passes" % n)
-        extra = ["--passes=" + args.passes]
+        extra = ["--passes=" + args.passes] if args.passes else []
+        extra += args.second_args.split()
         if args.target:
             extra.append("--target=" + args.target)
         if args.physical_blocks:
