@@ -89,6 +89,8 @@ struct LaunchState {
   uint64_t numBlocks = 0;
   uint64_t numSites = 0;
   const char *params = nullptr;
+  /// A cooperative launch's grid workspace (`%envreg1:2`), 0 otherwise.
+  uint64_t gridWorkspace = 0;
   std::atomic<uint64_t> nextBlock{0};
   std::atomic<bool> failed{false};
   std::mutex errorMutex;
