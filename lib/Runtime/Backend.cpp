@@ -357,6 +357,10 @@ public:
     // kernel it does not know is left to the driver to report.
     const KernelInfo *info =
         m->compiled ? m->compiled->findKernel(kernelName) : nullptr;
+    if (config.cooperative)
+      return llvm::createStringError("launch of kernel '" + kernelName +
+                                     "': cooperative launches are not "
+                                     "supported yet on the cuda backend");
     if (!config.faultDomains.empty())
       return llvm::createStringError(
           "launch of kernel '" + kernelName +

@@ -159,6 +159,10 @@ public:
     RemoteModule *m = find(handle);
     if (!m)
       return llvm::createStringError("not a module of this remote session");
+    if (config.cooperative)
+      return llvm::createStringError("launch of kernel '" + kernelName +
+                                     "': cooperative launches are not "
+                                     "supported yet on a remote backend");
     auto dim = [](const std::array<uint32_t, 3> &d) {
       return client::Dim3{d[0], d[1], d[2]};
     };

@@ -121,6 +121,11 @@ static cl::opt<unsigned> physicalBlocks(
     cl::desc("With wooly-constrain/wooly-slice: physical blocks to run the "
              "grid on (default: as many as the grid has, at most 65535)"),
     cl::init(0), cl::cat(runCat));
+static cl::opt<bool>
+    cooperative("cooperative",
+                cl::desc("A cooperative launch (cudaLaunchCooperativeKernel): "
+                         "all blocks at once, grid.sync() allowed"),
+                cl::cat(runCat));
 static cl::opt<bool> noChecks("no-bounds-checks",
                               cl::desc("Compile without memory-access checks"),
                               cl::cat(runCat));
@@ -446,6 +451,7 @@ int main(int argc, char **argv) {
   if (!parseDims(blockOpt, config.block))
     return fail("bad --block '" + blockOpt + "'");
   config.dynamicSharedBytes = sharedOpt;
+  config.cooperative = cooperative;
   LaunchOptions launchOptions;
   launchOptions.physicalBlocks = physicalBlocks;
   uint64_t lo = UINT64_MAX, hi = 0;

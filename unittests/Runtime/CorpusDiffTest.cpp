@@ -158,10 +158,23 @@ protected:
   /// Set by a test whose outputs depend on the order of concurrent atomics
   /// (see LaunchRequest::orderDependent).
   bool orderDependent = false;
+  /// Set by a test whose kernels synchronise the whole grid: its launches
+  /// are cooperative (LaunchConfig::cooperative).
+  bool cooperative = false;
 
   void TearDown() override {
     for (uint64_t a : allocated)
       llvm::consumeError(device().memory().free(a));
+  }
+
+  /// Whether the strategy's passes refuse `file` because its kernels
+  /// synchronise the whole grid (wooly-constrain, wooly-slice and
+  /// wooly-isolate do, with a located error that
+  /// test/Runtime/CPU/cooperative.test checks).
+  bool refusesGridSync(const std::string &file) {
+    Loaded &l = load(file, GetParam().strategy.passes);
+    return !l.module &&
+           l.error.find("synchronises its whole grid") != std::string::npos;
   }
 
   /// `<base>.<arch>.ptx`
@@ -223,14 +236,15 @@ protected:
       std::memcpy(params.data() + k->paramOffsets[i], args[i].b.data(),
                   args[i].b.size());
     }
+    LaunchConfig config{grid, block, shared};
+    config.cooperative = cooperative;
     llvm::Error e = llvm::Error::success();
     if (strategy.launch)
       e = strategy.launch(wooly::test::LaunchRequest{
-          &device(), l.module, k, LaunchConfig{grid, block, shared}, params,
+          &device(), l.module, k, config, params,
           std::string(WOOLY_CORPUS_DIR) + "/" + file, orderDependent});
     else
-      e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
-                          params);
+      e = device().launch(l.module, kernel, config, params);
     if (e) {
       // A kernel the strategy's pass refuses: the test is reported as
       // skipped (GTEST_SKIP in a helper records the skip and the test goes
@@ -239,8 +253,7 @@ protected:
       std::string msg = llvm::toString(std::move(e));
       if (llvm::StringRef(msg).starts_with("coalesce refused:")) {
         [&] { GTEST_SKIP() << msg; }();
-        e = device().launch(l.module, kernel, LaunchConfig{grid, block, shared},
-                            params);
+        e = device().launch(l.module, kernel, config, params);
       } else {
         e = llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
       }
@@ -1660,6 +1673,74 @@ TEST_P(CorpusDiff, wmma_gemm) {
       want[i * N + j] = acc;
     }
   EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+//===----------------------------------------------------------------------===//
+// gridsync.cu: cooperative launches, grid.sync()
+//===----------------------------------------------------------------------===//
+
+// Quarters in [-16, 16]: every partial sum is exact, so the order of the
+// block tree and the partials does not matter and bits are compared.
+TEST_P(CorpusDiff, grid_sum) {
+  if (refusesGridSync(ptx("gridsync")))
+    GTEST_SKIP() << "the strategy refuses grid-wide synchronisation";
+  cooperative = true;
+  const int n = 20011, blocks = 13;
+  auto k = randI(n, -64, 64, 93);
+  std::vector<float> in(n);
+  float want = 0;
+  for (int i = 0; i < n; ++i) {
+    in[i] = k[i] / 4.0f;
+    want += in[i];
+  }
+  Buf bi = up(in), bp = alloc(blocks * 4), bo = up(std::vector<float>{-1});
+  ASSERT_TRUE(launch(ptx("gridsync"), "grid_sum", {blocks, 1, 1}, {256, 1, 1},
+                     0, {bi, bp, bo, n}));
+  EXPECT_TRUE(sameBits(down<float>(bo), std::vector<float>{want}));
+  // Each block's slice: elements b*256 + t + k*blocks*256.
+  std::vector<float> partial(blocks, 0.0f);
+  for (int i = 0; i < n; ++i)
+    partial[(i / 256) % blocks] += in[i];
+  EXPECT_TRUE(sameBits(down<float>(bp), partial));
+}
+
+// Seven rounds, each reading what the whole grid wrote in the round before
+// (a missing grid barrier reads stale neighbours at block edges); the
+// reference adds in the kernel's order, so bits are compared.
+TEST_P(CorpusDiff, grid_smooth) {
+  if (refusesGridSync(ptx("gridsync")))
+    GTEST_SKIP() << "the strategy refuses grid-wide synchronisation";
+  cooperative = true;
+  const int n = 5003, steps = 7;
+  auto x = randF(n, -1, 1, 94);
+  Buf bx = up(x), by = up(std::vector<float>(n, 0.0f));
+  ASSERT_TRUE(launch(ptx("gridsync"), "grid_smooth", {40, 1, 1}, {96, 1, 1}, 0,
+                     {bx, by, n, steps}));
+  std::vector<float> a = x, b(n);
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < n; ++i) {
+      float l = i > 0 ? a[i - 1] : 0.0f, r = i + 1 < n ? a[i + 1] : 0.0f;
+      b[i] = (l + a[i]) + r;
+    }
+    std::swap(a, b);
+  }
+  // Odd `steps`: the result is in y.
+  EXPECT_TRUE(sameBits(down<float>(by), a));
+}
+
+// Without a cooperative launch there is no grid workspace: grid.sync()
+// traps, as on a GPU.
+TEST_P(CorpusDiff, grid_sum_not_cooperative) {
+  if (refusesGridSync(ptx("gridsync")))
+    GTEST_SKIP() << "the strategy refuses grid-wide synchronisation";
+  const int n = 1000;
+  Buf bi = up(std::vector<float>(n, 1.0f)), bp = alloc(4 * 4), bo = alloc(4);
+  ::testing::AssertionResult r = launch(ptx("gridsync"), "grid_sum", {4, 1, 1},
+                                        {256, 1, 1}, 0, {bi, bp, bo, n});
+  ASSERT_FALSE(r);
+  EXPECT_NE(std::string(r.message()).find("trap instruction executed"),
+            std::string::npos)
+      << r.message();
 }
 
 //===----------------------------------------------------------------------===//

@@ -82,6 +82,11 @@ struct LaunchConfig {
   /// The same, for reading only (a fused launch's table: its dispatch code
   /// reads it; no part may rewrite it).
   std::vector<std::pair<uint64_t, uint64_t>> readOnlyRanges;
+  /// A cooperative launch (cudaLaunchCooperativeKernel): all its blocks are
+  /// resident at once, and the kernel gets a grid workspace (`%envreg1:2`)
+  /// through which cooperative groups synchronise the whole grid. cpu: up
+  /// to `DeviceLimits::maxCooperativeBlocks` blocks; elsewhere refused.
+  bool cooperative = false;
 };
 
 /// What a kernel fault was, where a backend can tell (as CUDA's error codes

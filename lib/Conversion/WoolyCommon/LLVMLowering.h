@@ -172,6 +172,7 @@ enum AccessKind : unsigned { kAccessRead = 1, kAccessWrite = 2 };
   X(BrkptOp)                                                                   \
   X(IsSpacePOp)                                                                \
   X(SRegOp)                                                                    \
+  X(EnvRegOp)                                                                  \
   X(BarrierOp)                                                                 \
   X(BarRedOp)                                                                  \
   X(WarpSyncOp)                                                                \

@@ -65,6 +65,11 @@ static_assert(unsigned(kAccessRead) == WOOLY_ACCESS_READ &&
 // The host's state for one lowering
 //===----------------------------------------------------------------------===//
 
+/// Bytes of shared memory reserved for the system in each block; its second
+/// half is `%reserved_smem_offset_1`'s (cooperative groups' scratch, at
+/// most 288 bytes for 1024 threads).
+constexpr uint64_t kReservedSmemBytes = 1024;
+
 /// What the host's hooks share: the layout of shared memory, the next
 /// access-site id and the options.
 struct HostState {
@@ -90,6 +95,9 @@ struct HostState {
   uint64_t sharedEnd = 0, dynamicSharedAlign = 16;
   /// Offset of the dynamic shared memory.
   uint64_t dynamicSharedOffset = 0;
+  /// Offset of the reserved shared memory (`%reserved_smem_offset_*`), when
+  /// the module reads where it is: after the static shared variables.
+  std::optional<uint64_t> reservedSmem;
   /// The dynamic shared memory variables.
   SmallVector<GlobalOp> externShared;
   /// Symbols of the module's `.global`/`.const` variables.
@@ -1091,6 +1099,17 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
     state.sharedOffsets[g.getSymName()] = state.sharedEnd;
     state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
   }
+  // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
+  // from sm_80 on, only where a kernel asks where it is.
+  bool reserved = false;
+  module.walk([&](SRegOp s) {
+    reserved |= s.getReg() >= SpecialReg::reserved_smem_offset_begin &&
+                s.getReg() <= SpecialReg::reserved_smem_offset_1;
+  });
+  if (reserved) {
+    state.reservedSmem = llvm::alignTo(state.sharedEnd, 16);
+    state.sharedEnd = *state.reservedSmem + kReservedSmemBytes;
+  }
   return success();
 }
 
@@ -1587,11 +1606,35 @@ LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   case SpecialReg::total_smem_size:
     v = e.loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), e.i32());
     break;
+  case SpecialReg::reserved_smem_offset_begin:
+  case SpecialReg::reserved_smem_offset_0:
+    v = e.c32(*state.reservedSmem);
+    break;
+  case SpecialReg::reserved_smem_offset_end:
+    v = e.c32(*state.reservedSmem + kReservedSmemBytes);
+    break;
+  case SpecialReg::reserved_smem_offset_cap:
+    v = e.c32(kReservedSmemBytes);
+    break;
+  case SpecialReg::reserved_smem_offset_1:
+    v = e.c32(*state.reservedSmem + kReservedSmemBytes / 2);
+    break;
   default:
     // clock, clock64, globaltimer(_lo/_hi), smid, nsmid.
     v = e.call("__wooly_rt_sreg", e.i64(), {c, e.c32(uint32_t(op.getReg()))});
     break;
   }
+  rw.replaceOp(op, e.intCast(v, op.getType()));
+  return success();
+}
+
+/// `wooly.envreg`: the runtime's (a cooperative launch's grid workspace).
+LogicalResult HostTargetInfo::lower(EnvRegOp op, EnvRegOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value v =
+      e.call("__wooly_rt_sreg", e.i64(),
+             {e.ctx(op), e.c32(WOOLY_SREG_ENVREG0 + uint32_t(op.getIndex()))});
   rw.replaceOp(op, e.intCast(v, op.getType()));
   return success();
 }

@@ -277,11 +277,35 @@ LogicalResult NVVMTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   case SpecialReg::total_smem_size:
     v = read("total.smem.size", e.i32());
     break;
+  case SpecialReg::reserved_smem_offset_begin:
+  case SpecialReg::reserved_smem_offset_end:
+  case SpecialReg::reserved_smem_offset_cap:
+  case SpecialReg::reserved_smem_offset_0:
+  case SpecialReg::reserved_smem_offset_1:
+    // NVVM has no intrinsic for these: the instruction itself.
+    v = LLVM::InlineAsmOp::create(
+            rw, e.loc, e.i32(), ValueRange{},
+            ("mov.u32 $0, %" + stringifySpecialReg(reg) + ";").str(), "=r",
+            /*has_side_effects=*/false, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+            .getResult(0);
+    break;
   }
   if (!v)
     return op.emitOpError("special register %")
            << stringifySpecialReg(op.getReg()) << kNotSupported;
   rw.replaceOp(op, e.intCast(v, op.getType()));
+  return success();
+}
+
+/// `wooly.envreg`: the driver's register (`llvm.nvvm.read.ptx.sreg.envreg*`).
+LogicalResult NVVMTargetInfo::lower(EnvRegOp op, EnvRegOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  rw.replaceOp(
+      op, e.intrinsic(
+              ("llvm.nvvm.read.ptx.sreg.envreg" + Twine(op.getIndex())).str(),
+              e.i32(), {}));
   return success();
 }
 

@@ -353,7 +353,9 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
     op->emitOpError() << what << kNotSupported;
     return failure();
   };
-  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp>(op))
+  // %envreg* (a cooperative launch's grid workspace): HIP's cooperative
+  // launches have no such register.
+  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp>(op))
     return op->emitOpError() << kNoEquivalent;
   if (auto s = op->getAttrOfType<StateSpaceAttr>("space");
       s && s.getValue() == StateSpace::shared_cluster)
@@ -375,6 +377,11 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
     case SpecialReg::smid:
     case SpecialReg::nsmid:
     case SpecialReg::gridid:
+    case SpecialReg::reserved_smem_offset_begin:
+    case SpecialReg::reserved_smem_offset_end:
+    case SpecialReg::reserved_smem_offset_cap:
+    case SpecialReg::reserved_smem_offset_0:
+    case SpecialReg::reserved_smem_offset_1:
       return fail("special register %" + stringifySpecialReg(s.getReg()));
     default:
       return success();

@@ -246,6 +246,10 @@ uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
             .count());
     return which == 28 ? ns >> 32 : (which == 27 ? ns & 0xffffffffu : ns);
   }
+  case WOOLY_SREG_ENVREG0 + 1:
+    return t->worker->launch->gridWorkspace >> 32;
+  case WOOLY_SREG_ENVREG0 + 2:
+    return t->worker->launch->gridWorkspace & 0xffffffffu;
   default:
     return 0;
   }

@@ -136,6 +136,12 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   if (shared > limits.maxSharedBytesPerBlock)
     return fail(llvm::formatv("{0} bytes of shared memory, the limit is {1}",
                               shared, limits.maxSharedBytesPerBlock));
+  if (config.cooperative && blocks > limits.maxCooperativeBlocks)
+    return fail(llvm::formatv("{0} blocks in a cooperative launch, the limit "
+                              "is {1} (they all run at once)",
+                              blocks, limits.maxCooperativeBlocks));
+  if (config.cooperative && !config.faultDomains.empty())
+    return fail("a cooperative launch has one fault domain");
   if (params.size() != k->paramBufferSize)
     return fail(llvm::formatv("the parameter buffer has {0} bytes, the "
                               "kernel takes {1} ({2} parameters)",
@@ -159,6 +165,35 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.memory = &memory;
   l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
   l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
+  // A cooperative launch: its grid workspace (zeroed: an unsigned size, then
+  // the grid barrier's counter), in the launch's memory domain, and one
+  // thread per block, so that every block is resident at once.
+  struct Workspace {
+    DeviceMemory &memory;
+    uint64_t addr = 0;
+    ~Workspace() {
+      if (addr)
+        llvm::consumeError(memory.free(addr));
+    }
+  } workspace{memory};
+  if (config.cooperative) {
+    uint64_t domain =
+        config.memoryDomains.size() == 1 ? config.memoryDomains[0] : 0;
+    auto addr = memory.allocate(8, domain);
+    if (!addr)
+      return fail("cannot allocate the grid workspace: " +
+                  llvm::toString(addr.takeError()));
+    workspace.addr = *addr;
+    if (Error e = memory.memset(*addr, 0, 8))
+      return e;
+    uint32_t size = 8;
+    if (Error e = memory.copyToDevice(*addr, &size, 4))
+      return e;
+    l.gridWorkspace = *addr;
+    l.numWorkers = unsigned(blocks);
+  }
+  // The spans after the number of workers is final (a cooperative launch:
+  // one block each).
   l.setUpSpans();
   if (!config.faultDomains.empty()) {
     const std::vector<uint64_t> &d = config.faultDomains;
@@ -181,7 +216,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.memoryDomains = config.memoryDomains;
   l.allowedRanges = config.allowedRanges;
   l.readOnlyRanges = config.readOnlyRanges;
-  bool usePool = l.numWorkers > 1;
+  bool usePool = l.numWorkers > 1 && !config.cooperative;
 
   std::unique_ptr<Worker> self;
   {
@@ -198,12 +233,32 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   if (usePool)
     poolCv.notify_all();
 
-  // The calling thread works on its own launch until no block is left.
-  self->launch = &l;
-  self->index = 0;
-  computeWorkerStack(*self);
-  joinLaunch(*self);
-  runBlocks(*self, /*activeLaunches=*/nullptr);
+  // The calling thread works on its own launch until no block is left (as
+  // do, in a cooperative launch, one more thread per other block).
+  auto work = [&](Worker &w, unsigned index) {
+    w.launch = &l;
+    w.index = index;
+    computeWorkerStack(w);
+    joinLaunch(w);
+    runBlocks(w, /*activeLaunches=*/nullptr);
+  };
+  std::vector<std::thread> residents;
+  if (config.cooperative)
+    for (unsigned i = 1; i < blocks; ++i)
+      residents.emplace_back([&, i] {
+        std::unique_ptr<Worker> w;
+        {
+          std::lock_guard<std::mutex> lock(poolMutex);
+          w = takeCallerWorker();
+        }
+        work(*w, i);
+        w->launch = nullptr;
+        std::lock_guard<std::mutex> lock(poolMutex);
+        idleCallers.push_back(std::move(w));
+      });
+  work(*self, 0);
+  for (std::thread &t : residents)
+    t.join();
 
   {
     std::unique_lock<std::mutex> lock(poolMutex);

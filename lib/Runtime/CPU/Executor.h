@@ -143,6 +143,8 @@ struct LaunchState {
   /// bounced between their cores - two workers then spent 2-3x the CPU
   /// time of one on the same launch.
   std::unique_ptr<BlockSpan[]> spans;
+  /// A cooperative launch's grid workspace (`%envreg1:2`), 0 otherwise.
+  uint64_t gridWorkspace = 0;
   std::atomic<bool> failed{false};
   std::mutex errorMutex;
   std::string error;

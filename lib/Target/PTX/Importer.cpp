@@ -242,6 +242,11 @@ Value Importer::readSpecial(const Operand &op, Type t) {
     if (!dim)
       return {};
   }
+  // `%envreg0` .. `%envreg31`: driver-defined, one op.
+  unsigned index;
+  if (dimName.empty() && base.consume_front("envreg") &&
+      !base.getAsInteger(10, index) && index < 32)
+    return coerce(EnvRegOp::create(b, curLoc, intType(32), index), t);
   auto reg = symbolizeSpecialReg(base);
   if (!reg)
     return {};

@@ -193,8 +193,14 @@ void __wooly_rt_trap(WoolyThreadCtx *ctx);
 /// module: ends the launch with an error. Does not return.
 void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target);
 
+/// `which` of `__wooly_rt_sreg` for `%envreg0`; `%envreg<N>` is this + N.
+enum { WOOLY_SREG_ENVREG0 = 64 };
+
 /// Timers and ids that change while a thread runs: `which` is the
-/// SpecialReg value (`clock`, `clock64`, `globaltimer`, `smid`, ...).
+/// SpecialReg value (`clock`, `clock64`, `globaltimer`, `smid`, ...); and
+/// the driver-defined `%envreg<N>` (`WOOLY_SREG_ENVREG0 + N`): the high and
+/// low halves of a cooperative launch's grid workspace in 1 and 2, 0
+/// otherwise.
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which);
 
 /// `isspacep`: 1 when generic `addr` is in `space` (StateSpace value).

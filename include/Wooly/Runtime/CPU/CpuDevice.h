@@ -51,6 +51,9 @@ struct DeviceLimits {
   std::array<uint32_t, 3> maxBlockDim{1024, 1024, 64};
   std::array<uint32_t, 3> maxGridDim{0x7fffffffu, 65535, 65535};
   uint32_t maxSharedBytesPerBlock = 227 * 1024;
+  /// Blocks of a cooperative launch, which all run at once (one thread
+  /// each).
+  uint32_t maxCooperativeBlocks = 64;
 };
 
 /// The CPU backend device: memory, loaded modules, launches.

@@ -138,6 +138,11 @@ public:
         } else if (isa<CallIndirectOp>(op)) {
           r = "makes an indirect call (not supported)";
           return WalkResult::interrupt();
+        } else if (auto env = dyn_cast<EnvRegOp>(op)) {
+          r = ("reads %envreg" + Twine(env.getIndex()) +
+               " (grid-wide synchronisation; not supported)")
+                  .str();
+          return WalkResult::interrupt();
         } else if (auto c = dyn_cast<CallOp>(op)) {
           auto callee = SymbolTable::lookupNearestSymbolFrom<FuncOp>(
               op, c.getCalleeAttr());
@@ -187,6 +192,10 @@ LogicalResult checkKernel(FuncOp kernel, CalleeChecker &callees) {
       why = "takes the address of a parameter (not supported yet)";
     else if (isa<CallIndirectOp>(op))
       why = "makes an indirect call (not supported)";
+    else if (auto env = dyn_cast<EnvRegOp>(op))
+      why = ("reads %envreg" + Twine(env.getIndex()) +
+             " (grid-wide synchronisation; not supported)")
+                .str();
     else if (auto s = dyn_cast<SRegOp>(op)) {
       if (s.getReg() == SpecialReg::gridid ||
           s.getReg() == SpecialReg::total_smem_size)

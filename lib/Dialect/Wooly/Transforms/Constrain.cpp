@@ -19,7 +19,9 @@
 //
 // Refused with a located error: indirect calls, %gridid, calls to device
 // functions that read block ids or may exit (they are not inlined yet), and
-// calls into the CUDA device runtime's cooperative groups (grid sync).
+// grid-wide synchronisation: calls into the CUDA device runtime's
+// cooperative groups, or reads of %envreg* (the grid workspace through
+// which CUDA 12+ cooperative groups synchronise the grid inline).
 //
 // A thread that leaves its virtual block early (ret/exit) while others still
 // use barriers or warp collectives waits at `wooly.iteration_barrier`,

@@ -53,6 +53,9 @@
 // `prefetch` (no access), `isspacep` and values of kernel parameters (not
 // memory accesses) are untouched.
 //
+// Refused with a located error: indirect calls, and reads of %envreg* (a
+// cooperative launch's grid workspace lies outside the region).
+//
 // Limitations (documented, not silently wrong for the corpus):
 //   - A generic pointer into shared or local memory that cannot be traced
 //     (e.g. carried by a loop's block argument, stored to memory, passed to a
@@ -499,6 +502,22 @@ struct WoolyIsolatePass : wooly::impl::WoolyIsolateBase<WoolyIsolatePass> {
     if (failed(vblocks::refuseIndirectCalls(
             module, "wooly-isolate",
             "device functions receive the tenant region as extra arguments")))
+      return signalPassFailure();
+
+    // A cooperative launch's grid workspace (%envreg1:%envreg2, through
+    // which cooperative groups synchronise the grid) lies outside the
+    // tenant's region: its accesses would be redirected, so refuse.
+    WalkResult grid = module.walk([&](EnvRegOp env) {
+      env.emitError() << "wooly-isolate: "
+                      << "this kernel synchronises its whole grid (it reads "
+                         "%envreg"
+                      << env.getIndex()
+                      << ", a cooperative launch's grid workspace, which "
+                         "lies outside the tenant's region; not supported "
+                         "yet)";
+      return WalkResult::interrupt();
+    });
+    if (grid.wasInterrupted())
       return signalPassFailure();
 
     // Append the region to every function with a body.

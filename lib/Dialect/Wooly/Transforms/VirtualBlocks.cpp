@@ -68,6 +68,18 @@ LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
                       << "' makes an indirect call (not supported)";
       return WalkResult::interrupt();
     }
+    if (auto env = dyn_cast<EnvRegOp>(op)) {
+      // Cooperative groups read %envreg1:%envreg2, a cooperative launch's
+      // grid workspace, to synchronise the whole grid: every block must
+      // run at once, and each virtual block would wait for the others.
+      op->emitError() << pass << ": kernel '" << name
+                      << "' synchronises its whole grid (it reads %envreg"
+                      << env.getIndex()
+                      << ", a cooperative launch's grid workspace): "
+                         "grid.sync() needs all its blocks running at once "
+                         "(not supported)";
+      return WalkResult::interrupt();
+    }
     if (auto s = dyn_cast<SRegOp>(op); s && s.getReg() == SpecialReg::gridid) {
       op->emitError() << pass << ": kernel '" << name
                       << "' reads %gridid (not supported)";
@@ -95,7 +107,8 @@ LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
     else if (s.gridId)
       why = "reads %gridid (not supported)";
     else if (s.gridSync)
-      why = "synchronises the grid (not supported)";
+      why = "synchronises the grid (grid.sync() needs all blocks running at "
+            "once; not supported)";
     if (!why)
       return WalkResult::advance();
     op->emitError() << pass << ": kernel '" << name << "' calls '" << calleeName
@@ -128,6 +141,8 @@ const vblocks::Summary &vblocks::Summarizer::get(FuncOp f) {
       s.exits = true;
     else if (isa<CallIndirectOp>(op))
       s.indirectCall = true;
+    else if (isa<EnvRegOp>(op))
+      s.gridSync = true;
     else if (auto r = dyn_cast<SRegOp>(op)) {
       s.readsBlockIds |= isBlockIdReg(r.getReg());
       s.gridId |= r.getReg() == SpecialReg::gridid;

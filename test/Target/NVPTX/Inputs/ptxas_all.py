@@ -18,8 +18,9 @@ With --per-kernel, every .entry of every file is compiled on its own
 
 With --passes, every file is compiled with `--passes=PIPELINE` (Wooly passes
 before lowering, e.g. wooly-constrain); a refusal of a pass (a located
-"cannot be lowered for a GPU" error) counts as "refused", not as a failure,
-and the summary gains ", R refused".
+"cannot be lowered for a GPU" error, or a kernel that "synchronises its
+whole grid") counts as "refused", not as a failure, and the summary gains
+", R refused".
 
 With --reimport, every accepted output is also imported again with
 `wooly-translate --import-ptx` and verified with `wooly-opt` (`REIMPORT FAIL
@@ -85,7 +86,8 @@ def main():
             cmd.append("--passes=" + args.passes)
         comp = subprocess.run(cmd, capture_output=True, text=True)
         if comp.returncode != 0:
-            if args.passes and "cannot be lowered for a GPU" in comp.stderr:
+            if args.passes and ("cannot be lowered for a GPU" in comp.stderr or
+                                "synchronises its whole grid" in comp.stderr):
                 refused += 1
                 print("refused %s: %s" % (name, first_error(comp.stderr)))
             elif "not supported yet" in comp.stderr:

@@ -61,7 +61,12 @@ def Wooly_SpecialReg : Wooly_I32Enum<"SpecialReg", "PTX special register", [
   I32EnumAttrCase<"nclusterid", 22>, I32EnumAttrCase<"cluster_ctaid", 23>,
   I32EnumAttrCase<"cluster_nctaid", 24>, I32EnumAttrCase<"cluster_ctarank", 25>,
   I32EnumAttrCase<"cluster_nctarank", 26>, I32EnumAttrCase<"globaltimer_lo", 27>,
-  I32EnumAttrCase<"globaltimer_hi", 28>]>;
+  I32EnumAttrCase<"globaltimer_hi", 28>,
+  I32EnumAttrCase<"reserved_smem_offset_begin", 29>,
+  I32EnumAttrCase<"reserved_smem_offset_end", 30>,
+  I32EnumAttrCase<"reserved_smem_offset_cap", 31>,
+  I32EnumAttrCase<"reserved_smem_offset_0", 32>,
+  I32EnumAttrCase<"reserved_smem_offset_1", 33>]>;
 
 def Wooly_Dim : Wooly_I32Enum<"Dim", "grid/block dimension", [
   I32EnumAttrCase<"x", 0>, I32EnumAttrCase<"y", 1>, I32EnumAttrCase<"z", 2>]>;

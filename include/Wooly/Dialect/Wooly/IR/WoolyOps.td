@@ -257,7 +257,10 @@ def Wooly_SRegOp : Wooly_Op<"sreg", [
   let description = [{
     Reads `%tid`, `%ntid`, `%ctaid`, `%nctaid` (with a dimension), `%laneid`,
     `%warpid`, `%smid`, `%clock`, `%clock64`, `%globaltimer`, the lane masks
-    and the others. Timer and id registers that change while a thread runs
+    and the others. `%reserved_smem_offset_{begin,end,cap,0,1}` locate the
+    shared memory that the system reserves in each block (its start, end
+    and size in bytes in the shared window, and two offsets in it, the
+    second cooperative groups' scratch). Timer and id registers that change while a thread runs
     (`clock`, `clock64`, `globaltimer`, `smid`, `warpid`) are modelled as
     reads of a volatile resource and are never folded or hoisted.
 
@@ -270,6 +273,27 @@ def Wooly_SRegOp : Wooly_Op<"sreg", [
   let results = (outs Wooly_Int:$result);
   let assemblyFormat = "$reg ($dim^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+def Wooly_EnvRegOp : Wooly_Op<"envreg", [Pure]> {
+  let summary = "read a driver-defined environment register (`%envreg<N>`)";
+  let description = [{
+    Reads `%envreg<index>` (0 to 31), a read-only register whose value the
+    driver sets for the launch. CUDA's cooperative groups read
+    `%envreg1:%envreg2` (high and low halves) as the address of the grid
+    workspace of a cooperative launch (an `unsigned` size, then the grid
+    barrier's counter), null for a launch that is not cooperative; the CPU
+    backend defines the same and every other register as 0. NVIDIA GPUs
+    read the driver's registers.
+
+    ```mlir
+    %hi = wooly.envreg 1 : i32
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>,
+                                              IntMaxValue<31>]>:$index);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$index attr-dict `:` type($result)";
 }
 
 def Wooly_PackOp : Wooly_Op<"pack", [Pure]> {

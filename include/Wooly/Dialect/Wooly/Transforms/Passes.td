@@ -31,9 +31,10 @@ def WoolyConstrain : Pass<"wooly-constrain", "ModuleOp"> {
     iterations when the kernel uses shared memory (any `.shared`
     variable in the module), barriers or warp collectives. Device functions
     are not inlined (yet): kernels that call one that reads block ids or may
-    `exit`, kernels with indirect calls or `%gridid`, and calls into the
-    CUDA device runtime's cooperative groups (grid sync) are refused with a
-    located error. Not detected: a kernel in which some threads of a block
+    `exit`, kernels with indirect calls or `%gridid`, and grid-wide
+    synchronisation (calls into the CUDA device runtime's cooperative
+    groups, or reads of `%envreg*`, the grid workspace of a cooperative
+    launch) are refused with a located error. Not detected: a kernel in which some threads of a block
     leave while others later wait at a barrier (see Constrain.cpp).
     Launch parameters (u32 each): `virtual_grid_x`, `virtual_grid_y`,
     `virtual_grid_z` (the original grid; vx * vy * vz within CUDA's limits).
@@ -105,7 +106,8 @@ def WoolyIsolate : Pass<"wooly-isolate", "ModuleOp"> {
     module variable or kernel parameter are clamped into that object;
     generic addresses made from shared/local addresses become accesses to
     that space. Device functions get the region as two trailing arguments;
-    indirect calls are refused. Launch parameters (u64 each):
+    indirect calls and kernels that read `%envreg*` (a cooperative
+    launch's grid workspace lies outside the region) are refused. Launch parameters (u64 each):
     `isolate_base`, `isolate_size` (at least 256 bytes). Details and
     limitations: lib/Dialect/Wooly/Transforms/Isolate.cpp.
   }];
