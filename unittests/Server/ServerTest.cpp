@@ -2389,7 +2389,7 @@ TEST_F(ServerTest, TenantsKilledWhileSwappedOut) {
                   .ok());
   ASSERT_TRUE(b->deviceSynchronize().ok());
   Params pc(*ma.findKernel("count"));
-  pc.add(pa).add(uint32_t(400000000));
+  pc.add(pa).add(uint32_t(2000000000));
   ASSERT_TRUE(a->launch(ma.handle, "count", {1}, {1}, 0, pc.bytes.data(),
                         pc.bytes.size())
                   .ok());
@@ -2401,7 +2401,7 @@ TEST_F(ServerTest, TenantsKilledWhileSwappedOut) {
                   .ok());
   ASSERT_TRUE(b->ping().ok());
   m = fetchMetrics();
-  // a's kernel still runs (it counts to 400 million): b's launch waits.
+  // a's kernel still runs (it counts to 2 billion, seconds): b's launch waits.
   EXPECT_EQ(metric(m, "wooly_memory_waiting_operations"), 1) << m << log();
   EXPECT_EQ(metric(m, "wooly_tenant_memory_swapped_bytes{tenant=\"waiter\"}"),
             40 << 20);
@@ -2431,7 +2431,7 @@ TEST_F(ServerTest, TenantsKilledWhileSwappedOut) {
   ASSERT_TRUE(a->deviceSynchronize().ok()) << log();
   std::vector<uint32_t> got(pat.size());
   ASSERT_TRUE(a->copyFromDevice(got.data(), pa, 40 << 20).ok());
-  EXPECT_EQ(got[0], 400000000u);
+  EXPECT_EQ(got[0], 2000000000u);
   got[0] = pat[0];
   EXPECT_TRUE(got == pat) << "the worker's bytes changed";
   m = fetchMetrics();
