@@ -35,6 +35,16 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// The value of `--name=VALUE` among the arguments, or `fallback`.
+inline std::string option(int argc, char **argv, const char *name,
+                          std::string fallback) {
+  std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).compare(0, prefix.size(), prefix) == 0)
+      return argv[i] + prefix.size();
+  return fallback;
+}
+
 /// Prints `programName: msg` and exits with status 1.
 [[noreturn]] inline void die(const std::string &msg) {
   std::fflush(stdout);

@@ -53,22 +53,13 @@ extern char **environ;
 using namespace wooly;
 using bench::Clock;
 using bench::die;
+using bench::option;
 
 namespace {
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// The value of `--name=VALUE` among the arguments, or `fallback`.
-std::string option(int argc, char **argv, const char *name,
-                   std::string fallback) {
-  std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
-      return argv[i] + prefix.size();
-  return fallback;
-}
 
 /// Whether `--name` is among the arguments.
 bool flag(int argc, char **argv, const char *name) {

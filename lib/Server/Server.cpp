@@ -48,6 +48,12 @@
 //    the launch, and the executor reports them to the kernel's tenant,
 //    instead of ending the device context for everyone. The cpu backend's
 //    runtime contains those by itself, per fault domain.
+//  - Memory: every byte of device memory goes through the MemoryManager
+//    (include/Wooly/Server/MemoryManager.h). An op that does device work
+//    acquires its tenant's memory when it becomes ready (bringing it back
+//    if it was moved out, or waiting in `memoryWaiters` while others'
+//    work keeps it out) and releases it when it completes; a tenant with
+//    none acquired is idle, and its memory may move out to make room.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -62,6 +68,7 @@
 #include "Wooly/Runtime/Backend.h"
 #include "Wooly/Runtime/CoalesceTable.h"
 #include "Wooly/Runtime/Launch.h"
+#include "Wooly/Server/MemoryManager.h"
 #include "Wooly/Server/Scheduler.h"
 #include "Wooly/Server/Tenants.h"
 #include "Wooly/Server/Trace.h"
@@ -341,6 +348,9 @@ struct Op : WorkItem {
   std::vector<uint8_t> params;
   // Event records.
   uint64_t event = 0;
+  /// Its tenant's memory was acquired for it (MemoryManager::acquire):
+  /// released when it completes.
+  bool acquired = false;
   // Results (written by the executor).
   pb::Status result;
   /// Device time of all its dispatches, and of the last one (from its
@@ -390,11 +400,15 @@ struct SessionModule {
   /// and their addresses by name (once the module is loaded).
   std::map<uint64_t, uint64_t> variables;
   std::map<std::string, uint64_t> variableAddress;
+  /// The key of its variables' reservation in the memory manager (0:
+  /// none; MemoryManager::reservePinned).
+  uint64_t variablesKey = 0;
 };
 
 struct TenantState {
   TenantConfig config;
-  uint64_t used = 0;
+  /// Its id in the memory manager (whose counters are its memory use).
+  uint64_t memId = 0;
   unsigned sessions = 0;
   TenantMetrics metrics;
   /// Launch latencies (call received to kernel done), seconds: the last
@@ -630,12 +644,21 @@ public:
   std::map<uint64_t, std::unique_ptr<Session>> sessions;
   std::map<std::string, Session *> byRouting;
   std::map<std::string, std::shared_ptr<ModuleImage>> images;
-  uint64_t nextSession = 1, nextOpId = 1;
+  uint64_t nextSession = 1, nextOpId = 1, nextVariablesKey = 1;
 
   // Tenants (the metrics thread reads them: `tenantsMutex`).
   std::mutex tenantsMutex;
   std::map<std::string, std::unique_ptr<TenantState>> tenantStates;
-  uint64_t memoryUsed = 0;
+  /// Every byte of device memory the server creates goes through it.
+  std::unique_ptr<MemoryManager> memory;
+  /// Ops whose tenant's memory could not be brought back yet (others'
+  /// memory in use): tried again as work completes (I/O thread).
+  std::deque<Op *> memoryWaiters;
+  /// Its size, for /metrics.
+  std::atomic<uint64_t> memoryWaiting{0};
+  bool retryingWaiters = false;
+  /// Makes the ops of `memoryWaiters` ready that can now be.
+  void retryMemoryWaiters();
 
   // Device metrics (I/O thread; read under `tenantsMutex`).
   Clock::time_point startTime = Clock::now(), busySince;
@@ -767,6 +790,7 @@ llvm::Error Server::Impl::start() {
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+  memory = std::make_unique<MemoryManager>(*backend, deviceMemory);
   if (!(options.kernelTimeoutMs >= 0))
     return llvm::createStringError("--kernel-timeout-ms must be 0 (no "
                                    "watchdog) or more");
@@ -948,7 +972,12 @@ llvm::Error Server::Impl::start() {
   log("listening on " + where + "; backend " + backend->kind().str() + " (" +
       backend->name() + "), " + std::to_string(numExecutors) + " executor" +
       (numExecutors == 1 ? "" : "s") + ", device memory " +
-      bytesText(deviceMemory) + ", scheduler " + scheduler->name() +
+      bytesText(deviceMemory) +
+      (memory->swaps() ? " (oversubscribed: idle tenants' memory moves to "
+                         "host memory when it is needed)"
+                       : " (not oversubscribed: swapping is not supported "
+                         "yet on this backend)") +
+      ", scheduler " + scheduler->name() +
       (paceKernels ? " (pacing lower classes: their kernels are compiled "
                      "sliced)"
                    : ""));
@@ -1024,6 +1053,8 @@ llvm::Error Server::Impl::run() {
     Clock::time_point now = Clock::now();
     if (now >= nextMonitorCheck) {
       onMonitorEvents();
+      // A dead session's memory may let ops waiting for memory run.
+      dispatch();
       nextMonitorCheck = now + std::chrono::milliseconds(20);
     }
     if (metricsEndpoint && now - schedStatsAt >= std::chrono::milliseconds(50))
@@ -1280,6 +1311,7 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
     if (!slot) {
       slot = std::make_unique<TenantState>();
       slot->config = config;
+      slot->memId = memory->addTenant(config.name, config.quotaBytes);
     }
     tenant = slot.get();
     tenant->sessions++;
@@ -1465,8 +1497,23 @@ void Server::Impl::moduleLoaded(Session &s, uint64_t seq,
   if (image->state == ModuleImage::State::Failed)
     return replyStatus(s.routingId, seq,
                        status(pb::COMPILE_ERROR, image->error, seq));
+  // The module's variables, as it declares them, before the backend
+  // creates any (one instance per session).
+  uint64_t variableBytes = 0;
+  for (const GlobalInfo &g : image->layout.globals)
+    variableBytes += g.size;
+  uint64_t variablesKey = 0;
+  if (variableBytes) {
+    variablesKey = (1ull << 63) | nextVariablesKey++;
+    if (llvm::Error e =
+            memory->reservePinned(s.tenant->memId, variablesKey, variableBytes))
+      return replyStatus(
+          s.routingId, seq,
+          status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), seq));
+  }
   auto m = std::make_unique<SessionModule>();
   m->handle = s.nextHandle++;
+  m->variablesKey = variablesKey;
   m->image = image;
   image->users++;
   pb::Reply r;
@@ -1751,31 +1798,14 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
                                        "allocations",
                                        s->limits.allocations),
                          seq));
-    if (bytes > t.config.quotaBytes - t.used)
-      return fail(status(
-          pb::OUT_OF_MEMORY,
-          llvm::formatv("allocating {0} would exceed tenant '{1}''s quota: "
-                        "{2} of {3} in use",
-                        bytesText(bytes), t.config.name, bytesText(t.used),
-                        bytesText(t.config.quotaBytes)),
-          seq));
-    if (bytes > deviceMemory - memoryUsed)
-      return fail(status(pb::OUT_OF_MEMORY,
-                         llvm::formatv("the device has {0} of {1} free",
-                                       bytesText(deviceMemory - memoryUsed),
-                                       bytesText(deviceMemory)),
-                         seq));
-    // In the session's memory domain: no other session's kernel reaches it.
-    auto addr = backend->allocateIn(bytes, s->id);
+    // Within the quota, on the device (idle tenants' memory may move out
+    // to make room), in the session's memory domain: no other session's
+    // kernel reaches it.
+    auto addr = memory->allocate(t.memId, bytes, s->id);
     if (!addr)
       return fail(
           status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()), seq));
     s->allocations[*addr] = bytes;
-    {
-      std::lock_guard<std::mutex> lock(tenantsMutex);
-      t.used += bytes;
-      memoryUsed += bytes;
-    }
     pb::Reply r = simpleReply();
     r.mutable_allocated()->set_address(*addr);
     return reply(routingId, r);
@@ -1800,13 +1830,14 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     return submit(op);
   }
   case pb::Call::kMemInfo: {
+    // The tenant's own view: its quota, what it holds (resident or
+    // swapped out), and what it may still allocate (idle tenants' memory
+    // moves out to make room for it).
     TenantState &t = *s->tenant;
     pb::Reply r = simpleReply();
-    uint64_t quotaLeft = t.config.quotaBytes - t.used;
     r.mutable_memory()->set_total(t.config.quotaBytes);
-    r.mutable_memory()->set_used(t.used);
-    r.mutable_memory()->set_free(
-        std::min(quotaLeft, deviceMemory - memoryUsed));
+    r.mutable_memory()->set_used(memory->tenant(t.memId).used());
+    r.mutable_memory()->set_free(memory->available(t.memId));
     return reply(routingId, r);
   }
   case pb::Call::kCopyToDevice: {
@@ -2582,15 +2613,13 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   // Freeing and unloading happen even for a session that ended: they
   // return what the session can no longer name.
   if (op->type == Op::Type::Free) {
-    if (llvm::Error e = backend->free(op->dst))
+    if (llvm::Error e = memory->free(op->dst))
       op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    s.tenant->used -= op->bytes;
-    memoryUsed -= op->bytes;
     return done();
   }
   if (op->type == Op::Type::Unload) {
     SessionModule &m = *op->module;
+    memory->removePinned(m.variablesKey);
     if (m.loaded)
       llvm::consumeError(backend->unloadModule(m.loaded));
     std::shared_ptr<ModuleImage> image = m.image;
@@ -2613,6 +2642,25 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     return cancel(status(pb::COMPILE_ERROR, op->slot->error, op->seq));
   if (!deviceWork)
     return done();
+  // Its tenant's memory comes back (if it was moved out) and stays until
+  // the op completes; while others' work keeps it out, the op waits.
+  if (!op->acquired) {
+    switch (memory->acquire(s.tenant->memId)) {
+    case Acquired::Yes:
+      op->acquired = true;
+      break;
+    case Acquired::Wait:
+      memoryWaiters.push_back(op);
+      memoryWaiting = memoryWaiters.size();
+      return;
+    case Acquired::Never:
+      return cancel(status(pb::OUT_OF_MEMORY,
+                           "the tenant's memory cannot come back: the "
+                           "device's memory that cannot move out leaves no "
+                           "room for it",
+                           op->seq));
+    }
+  }
   if (op->type == Op::Type::Launch)
     op->kernel = op->slot->compiled->findKernel(op->kernelName);
   if (op->type == Op::Type::SymbolIn || op->type == Op::Type::SymbolOut) {
@@ -2857,7 +2905,7 @@ uint64_t Server::Impl::takeFlag() {
     constexpr uint64_t kBlock = 1024 * kContainRecordBytes;
     if (flagBlocks.size() >= 64)
       return 0;
-    auto a = backend->allocate(kBlock);
+    auto a = memory->allocate(MemoryManager::kInternal, kBlock);
     if (!a) {
       // Said once: the slices then run without a flag (unpreemptibly).
       std::string why = llvm::toString(a.takeError());
@@ -3162,7 +3210,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
     offsets.push_back(bytes);
     bytes += llvm::alignTo(std::max<uint64_t>(o.params.size(), 1), 16);
   }
-  auto base = backend->allocate(bytes);
+  auto base = memory->allocate(MemoryManager::kInternal, bytes);
   if (!base) {
     llvm::consumeError(base.takeError());
     return oneByOne(Outcome::Fusion::Pending);
@@ -3212,7 +3260,7 @@ Outcome::Fusion Server::Impl::executeFused(const std::vector<Op *> &ops,
         kinds.push_back(d.kind(i));
     });
   }
-  if (llvm::Error fe = backend->free(*base))
+  if (llvm::Error fe = memory->free(*base))
     llvm::consumeError(std::move(fe));
   if (e) {
     // Refused before any block ran (a launch limit the parts' launches
@@ -3276,8 +3324,21 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
     lo.preemptFlag = preemptFlag;
     lo.sliceCounter = sliceCounter;
     lo.statusRecord = statusRecord;
+    // A sliced kernel without a flag slot gets its counter from the
+    // memory manager, never from the backend behind its back.
+    uint64_t ownCounter = 0;
+    if (!sliceCounter && isSliced(*op->kernel)) {
+      auto c = memory->allocate(MemoryManager::kInternal, 4);
+      if (!c) {
+        e = c.takeError();
+        break;
+      }
+      lo.sliceCounter = ownCounter = *c;
+    }
     auto r = launchKernel(*backend, op->module->loaded, *op->kernel, op->config,
                           op->params, lo);
+    if (ownCounter)
+      llvm::consumeError(memory->free(ownCounter));
     if (!r) {
       e = r.takeError();
       fault = true;
@@ -3330,6 +3391,19 @@ void Server::Impl::complete(Op *first) {
     work.pop_front();
     finishOp(op, work);
   }
+  retryMemoryWaiters();
+}
+
+void Server::Impl::retryMemoryWaiters() {
+  if (retryingWaiters || memoryWaiters.empty())
+    return;
+  retryingWaiters = true;
+  // In arrival order; an op that must still wait goes to the back again.
+  std::deque<Op *> waiting = std::exchange(memoryWaiters, {});
+  for (Op *op : waiting)
+    makeReady(op);
+  memoryWaiting = memoryWaiters.size();
+  retryingWaiters = false;
 }
 
 void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
@@ -3446,6 +3520,8 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
   for (Op *d : op->dependents)
     if (--d->pendingDeps == 0)
       makeReady(d, &work);
+  if (op->acquired)
+    memory->release(s.tenant->memId);
   metrics.queued--;
   s.liveOps--;
   s.heldBytes -= op->heldBytes;
@@ -3468,8 +3544,10 @@ void Server::Impl::teardown(Session &s, const char *why) {
                     s.liveOps == 1 ? "" : "s")
           .str());
   // Queued ops are cancelled as the scheduler hands them out or as their
-  // dependencies complete; running ones finish. Then `maybeErase` frees.
+  // dependencies complete (or as they wait for memory: tried again now);
+  // running ones finish. Then `maybeErase` frees.
   maybeErase(s);
+  retryMemoryWaiters();
 }
 
 void Server::Impl::maybeErase(Session &s) {
@@ -3477,15 +3555,11 @@ void Server::Impl::maybeErase(Session &s) {
     return;
   uint64_t freed = 0;
   for (auto &[addr, bytes] : s.allocations) {
-    llvm::consumeError(backend->free(addr));
+    llvm::consumeError(memory->free(addr));
     freed += bytes;
   }
-  {
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    s.tenant->used -= freed;
-    memoryUsed -= freed;
-  }
   for (auto &[h, m] : s.modules) {
+    memory->removePinned(m->variablesKey);
     if (m->loaded)
       llvm::consumeError(backend->unloadModule(m->loaded));
     if (--m->image->users == 0 &&
@@ -3503,7 +3577,8 @@ void Server::Impl::maybeErase(Session &s) {
   }
   // In open mode any name makes a tenant: one that has nothing left is
   // forgotten, so that clients cannot grow the server without bound.
-  if (tenants.open && s.tenant->sessions == 0 && s.tenant->used == 0) {
+  if (tenants.open && s.tenant->sessions == 0 &&
+      memory->removeTenant(s.tenant->memId)) {
     scheduler->retire(&s.tenant->config, nowNanos());
     std::lock_guard<std::mutex> lock(tenantsMutex);
     tenantStates.erase(s.tenant->config.name);
@@ -3548,9 +3623,47 @@ std::string Server::Impl::metricsText() {
   w.family("wooly_device_memory_bytes", "gauge",
            "Device memory shared by all tenants.");
   w.sample("wooly_device_memory_bytes", {}, double(deviceMemory));
-  w.family("wooly_device_memory_used_bytes", "gauge",
-           "Device memory allocated by all tenants.");
-  w.sample("wooly_device_memory_used_bytes", {}, double(memoryUsed));
+  DeviceMemoryUsage mem = memory->device();
+  const std::pair<const char *, const char *> memGauges[] = {
+      {"wooly_device_memory_used_bytes",
+       "Device memory in use: tenants' resident memory and the server's "
+       "own."},
+      {"wooly_device_memory_internal_bytes",
+       "Device memory the server uses itself (flags, fused-launch tables)."},
+      {"wooly_device_memory_swapped_bytes",
+       "Tenants' device memory moved out to host memory."},
+      {"wooly_device_memory_dedup_saved_bytes",
+       "Device memory deduplication saves (not implemented: 0)."},
+      {"wooly_memory_waiting_operations",
+       "Operations waiting for their tenant's memory to come back."},
+  };
+  const double memGaugeValues[] = {double(mem.physical), double(mem.internal),
+                                   double(mem.swapped), double(mem.saved),
+                                   double(memoryWaiting.load())};
+  for (size_t i = 0; i < std::size(memGauges); ++i) {
+    w.family(memGauges[i].first, "gauge", memGauges[i].second);
+    w.sample(memGauges[i].first, {}, memGaugeValues[i]);
+  }
+  const std::pair<const char *, const char *> memCounters[] = {
+      {"wooly_memory_evictions_total",
+       "Times an idle tenant's memory was moved out to make room."},
+      {"wooly_memory_swap_outs_total", "Allocations moved out to host memory."},
+      {"wooly_memory_swap_ins_total", "Allocations brought back."},
+      {"wooly_memory_swap_out_bytes_total", "Bytes moved out to host memory."},
+      {"wooly_memory_swap_in_bytes_total", "Bytes brought back."},
+      {"wooly_memory_swap_out_seconds_total", "Time spent moving memory out."},
+      {"wooly_memory_swap_in_seconds_total", "Time spent bringing it back."},
+      {"wooly_memory_out_of_memory_total",
+       "Allocations and swap-ins refused for lack of device memory."},
+  };
+  const double memCounterValues[] = {
+      double(mem.evictions),    double(mem.swapOuts),    double(mem.swapIns),
+      double(mem.swapOutBytes), double(mem.swapInBytes), mem.swapOutSeconds,
+      mem.swapInSeconds,        double(mem.outOfMemory)};
+  for (size_t i = 0; i < std::size(memCounters); ++i) {
+    w.family(memCounters[i].first, "counter", memCounters[i].second);
+    w.sample(memCounters[i].first, {}, memCounterValues[i]);
+  }
   w.family("wooly_queued_operations", "gauge",
            "Launches and copies ready and waiting for an executor.");
   w.sample("wooly_queued_operations", {}, double(queuedOps.load()));
@@ -3576,8 +3689,36 @@ std::string Server::Impl::metricsText() {
          return double(t.metrics.kernelMicros.load()) / 1e6;
        }},
       {"wooly_tenant_memory_used_bytes", "gauge",
-       "Device memory the tenant holds.",
-       [](const TenantState &t) { return double(t.used); }},
+       "Device memory the tenant holds (resident and swapped out).",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).used());
+       }},
+      {"wooly_tenant_memory_resident_bytes", "gauge",
+       "The tenant's memory in device memory (module variables included).",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).resident);
+       }},
+      {"wooly_tenant_memory_swapped_bytes", "gauge",
+       "The tenant's memory moved out to host memory.",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).swapped);
+       }},
+      {"wooly_tenant_memory_shared_bytes", "gauge",
+       "The tenant's memory shared with other tenants (deduplication: not "
+       "implemented, 0).",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).shared);
+       }},
+      {"wooly_tenant_memory_evictions_total", "counter",
+       "Times the tenant's memory was moved out.",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).evictions);
+       }},
+      {"wooly_tenant_memory_swap_ins_total", "counter",
+       "Times the tenant's memory was brought back.",
+       [this](const TenantState &t) {
+         return double(memory->tenant(t.memId).swapIns);
+       }},
       {"wooly_tenant_memory_quota_bytes", "gauge", "The tenant's quota.",
        [](const TenantState &t) { return double(t.config.quotaBytes); }},
       {"wooly_tenant_queued_operations", "gauge",

@@ -48,7 +48,10 @@ static cl::opt<std::string>
              cl::value_desc("dir"), cl::cat(cat));
 static cl::opt<std::string> deviceMemory(
     "device-memory",
-    cl::desc("Device memory all tenants share (e.g. 8GiB; cpu default 4GiB)"),
+    cl::desc("Device memory all tenants share (e.g. 8GiB; cpu default "
+             "4GiB). Quotas may add up to more: on cpu, idle tenants' "
+             "memory moves to host memory when it is needed (not yet on "
+             "cuda)"),
     cl::value_desc("bytes"), cl::cat(cat));
 static cl::opt<unsigned>
     executors("executors",

@@ -2202,3 +2202,289 @@ TEST_F(ServerTest, TenantOutlivesItsDeadSessionsWork) {
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->ping().ok());
 }
+
+/// A module whose kernel `mix(p, n, k)` XORs each of the `n` u32s at `p`
+/// with `k`: the result tells whether every word was there, at its place.
+const char *kMixModule = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry mix(.param .u64 p, .param .u32 n, .param .u32 k)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r2, [k];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.u32 %r6, %r3, %r4, %r5;
+  setp.ge.u32 %p, %r6, %r1;
+  @%p bra DONE;
+  mul.wide.u32 %rd2, %r6, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r7, [%rd3];
+  xor.b32 %r7, %r7, %r2;
+  st.global.u32 [%rd3], %r7;
+DONE:
+  ret;
+}
+)";
+
+/// The u32 pattern of buffer `b` of tenant `t` at word `i`.
+uint32_t memPattern(unsigned t, unsigned b, uint32_t i) {
+  uint32_t x = (t * 131 + b * 7 + 1) * 0x9E3779B9u ^ (i * 0x85EBCA6Bu);
+  return x ^ (x >> 15);
+}
+
+// Six tenants whose quotas (48 MiB each, 288 MiB in all) and allocations
+// (20 MiB each, 120 MiB in all) are several times the 64 MiB device: each
+// fills its buffers with a known pattern, then they run kernels in turns,
+// each tenant idle while the others work. Every byte is verified at the
+// end, at the addresses it was written to, and /metrics shows the memory
+// that moved out and came back, with the device never over its capacity.
+TEST_F(ServerTest, OversubscribedTenantsKeepEveryByte) {
+  constexpr unsigned kTenants = 6, kBuffers = 2;
+  constexpr uint32_t kWords = (10u << 20) / 4; // 10 MiB buffers
+  std::string yaml = "tenants:\n";
+  for (unsigned t = 0; t < kTenants; ++t)
+    yaml += "  - name: t" + std::to_string(t) +
+            "\n    token: \"k\"\n    memory: 48MiB\n";
+  std::ofstream(dir + "/tenants.yaml") << yaml;
+  startServer({"--device-memory=64MiB", "--tenants=" + dir + "/tenants.yaml"});
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    Module m;
+    uint64_t buf[kBuffers] = {};
+    uint32_t key = 0; // the XOR of every k applied
+  };
+  std::vector<Tenant> ts(kTenants);
+  for (unsigned t = 0; t < kTenants; ++t) {
+    Tenant &x = ts[t];
+    x.c = connect("t" + std::to_string(t), "k");
+    ASSERT_TRUE(x.c);
+    ASSERT_TRUE(x.c->loadModule(kMixModule, "mix", x.m).ok());
+    for (unsigned b = 0; b < kBuffers; ++b) {
+      Status st = x.c->malloc(uint64_t(kWords) * 4, x.buf[b]);
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+      std::vector<uint32_t> p(kWords);
+      for (uint32_t i = 0; i < kWords; ++i)
+        p[i] = memPattern(t, b, i);
+      ASSERT_TRUE(x.c->copyToDevice(x.buf[b], p.data(), kWords * 4ull).ok());
+    }
+    ASSERT_TRUE(x.c->deviceSynchronize().ok());
+    uint64_t free = 0, total = 0;
+    ASSERT_TRUE(x.c->memInfo(free, total).ok());
+    EXPECT_EQ(total, 48ull << 20);
+    EXPECT_EQ(free, 28ull << 20);
+  }
+  for (unsigned round = 0; round < 3; ++round)
+    for (unsigned t = 0; t < kTenants; ++t) {
+      Tenant &x = ts[t];
+      uint32_t k = 0x01000193u * (round * kTenants + t + 1);
+      for (unsigned b = 0; b < kBuffers; ++b) {
+        Params p(*x.m.findKernel("mix"));
+        p.add(x.buf[b]).add(kWords).add(k);
+        ASSERT_TRUE(x.c->launch(x.m.handle, "mix", {kWords / 256}, {256}, 0,
+                                p.bytes.data(), p.bytes.size())
+                        .ok());
+      }
+      x.key ^= k;
+      // Then idle while the others run.
+      Status st = x.c->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+    }
+  for (unsigned t = 0; t < kTenants; ++t) {
+    Tenant &x = ts[t];
+    for (unsigned b = 0; b < kBuffers; ++b) {
+      std::vector<uint32_t> got(kWords);
+      ASSERT_TRUE(
+          x.c->copyFromDevice(got.data(), x.buf[b], kWords * 4ull).ok());
+      uint32_t wrong = 0, first = kWords;
+      for (uint32_t i = 0; i < kWords; ++i)
+        if (got[i] != (memPattern(t, b, i) ^ x.key) && wrong++ == 0)
+          first = i;
+      EXPECT_EQ(wrong, 0u) << "tenant " << t << " buffer " << b
+                           << ": first wrong word " << first;
+    }
+  }
+  std::string m = fetchMetrics();
+  EXPECT_GT(metric(m, "wooly_memory_evictions_total"), 0) << m;
+  EXPECT_GT(metric(m, "wooly_memory_swap_ins_total"), 0) << m;
+  EXPECT_GT(metric(m, "wooly_memory_swap_out_bytes_total"), 0) << m;
+  EXPECT_LE(metric(m, "wooly_device_memory_used_bytes"), double(64 << 20));
+  double resident = 0, swapped = 0;
+  for (unsigned t = 0; t < kTenants; ++t) {
+    std::string l = "{tenant=\"t" + std::to_string(t) + "\"}";
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_used_bytes" + l), 20 << 20);
+    resident += metric(m, "wooly_tenant_memory_resident_bytes" + l);
+    swapped += metric(m, "wooly_tenant_memory_swapped_bytes" + l);
+    EXPECT_GT(metric(m, "wooly_tenant_memory_swap_ins_total" + l), 0) << l;
+  }
+  EXPECT_EQ(swapped, metric(m, "wooly_device_memory_swapped_bytes"));
+  EXPECT_EQ(resident + swapped, double(kTenants) * (20 << 20));
+  EXPECT_LE(resident, double(64 << 20));
+}
+
+// A tenant killed while its memory is swapped out, and one whose client
+// goes away while its launch waits for its memory to come back (the other
+// tenant's kernel holds the device): both sessions' memory returns, the
+// waiting launch never runs, and the working tenant's bytes are intact.
+TEST_F(ServerTest, TenantsKilledWhileSwappedOut) {
+  startServer({"--device-memory=64MiB", "--kernel-timeout-ms=0"});
+  // A process that holds 40 MiB (memset to 0x5a), then is moved out.
+  int in = -1, out = -1;
+  pid_t hold = spawn(
+      {WOOLY_BIN_DIR "/wooly-app-hold", "--bytes=41943040"}, dir + "/hold.log",
+      {"WOOLY_SERVER=" + endpoint, "WOOLY_TENANT=holder"}, &in, &out);
+  ASSERT_GT(hold, 0);
+  char buf[16] = {};
+  ASSERT_GT(read(out, buf, 6), 0) << readFile(dir + "/hold.log") << log();
+  auto a = connect("worker");
+  ASSERT_TRUE(a);
+  uint64_t pa;
+  ASSERT_TRUE(a->malloc(40 << 20, pa).ok()) << log();
+  std::vector<uint32_t> pat((40 << 20) / 4);
+  for (uint32_t i = 0; i < pat.size(); ++i)
+    pat[i] = memPattern(9, 0, i);
+  ASSERT_TRUE(a->copyToDevice(pa, pat.data(), 40 << 20).ok());
+  std::string m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_tenant_memory_swapped_bytes{tenant=\"holder\"}"),
+            40 << 20)
+      << m;
+  kill(hold, SIGKILL);
+  EXPECT_EQ(waitExit(hold), 128 + SIGKILL);
+  close(in);
+  close(out);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline &&
+         metric(fetchMetrics(), "wooly_device_memory_swapped_bytes") != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(metric(fetchMetrics(), "wooly_device_memory_swapped_bytes"), 0)
+      << log();
+
+  // b's 40 MiB moves out for a's kernel; b's launch then waits for it.
+  auto b = connect("waiter");
+  ASSERT_TRUE(b);
+  Module mb, ma;
+  ASSERT_TRUE(b->loadModule(kMixModule, "mix", mb).ok());
+  ASSERT_TRUE(a->loadModule(kCountModule, "count", ma).ok());
+  // Both kernels compiled first (a launch waiting for its compilation
+  // holds no memory yet).
+  Params warm(*ma.findKernel("count"));
+  warm.add(pa).add(uint32_t(1));
+  ASSERT_TRUE(a->launch(ma.handle, "count", {1}, {1}, 0, warm.bytes.data(),
+                        warm.bytes.size())
+                  .ok());
+  ASSERT_TRUE(a->deviceSynchronize().ok());
+  uint64_t pb;
+  ASSERT_TRUE(b->malloc(40 << 20, pb).ok()) << log();
+  ASSERT_TRUE(b->memset(pb, 0x11, 40 << 20).ok());
+  Params none(*mb.findKernel("mix"));
+  none.add(pb).add(uint32_t(0)).add(uint32_t(1));
+  ASSERT_TRUE(b->launch(mb.handle, "mix", {1}, {16}, 0, none.bytes.data(),
+                        none.bytes.size())
+                  .ok());
+  ASSERT_TRUE(b->deviceSynchronize().ok());
+  Params pc(*ma.findKernel("count"));
+  pc.add(pa).add(uint32_t(2000000000));
+  ASSERT_TRUE(a->launch(ma.handle, "count", {1}, {1}, 0, pc.bytes.data(),
+                        pc.bytes.size())
+                  .ok());
+  ASSERT_TRUE(a->ping().ok());
+  Params pm(*mb.findKernel("mix"));
+  pm.add(pb).add(uint32_t(16)).add(uint32_t(1));
+  ASSERT_TRUE(b->launch(mb.handle, "mix", {1}, {16}, 0, pm.bytes.data(),
+                        pm.bytes.size())
+                  .ok());
+  ASSERT_TRUE(b->ping().ok());
+  m = fetchMetrics();
+  // a's kernel still runs (it counts to 2 billion, seconds): b's launch waits.
+  EXPECT_EQ(metric(m, "wooly_memory_waiting_operations"), 1) << m << log();
+  EXPECT_EQ(metric(m, "wooly_tenant_memory_swapped_bytes{tenant=\"waiter\"}"),
+            40 << 20);
+  // Nothing can move out now (a works, b's memory is out already): an
+  // allocation is refused, and nothing else changes.
+  auto c = connect("third");
+  ASSERT_TRUE(c);
+  uint64_t pc3;
+  Status st = c->malloc(30 << 20, pc3);
+  EXPECT_EQ(st.code, Code::OutOfMemory) << st.str();
+  EXPECT_NE(st.message.find("no idle tenant"), std::string::npos) << st.message;
+  std::string after = fetchMetrics();
+  EXPECT_EQ(metric(after, "wooly_memory_out_of_memory_total"), 1) << after;
+  for (const char *g :
+       {"wooly_device_memory_used_bytes", "wooly_device_memory_swapped_bytes",
+        "wooly_memory_evictions_total", "wooly_memory_swap_ins_total"})
+    EXPECT_EQ(metric(after, g), metric(m, g)) << g;
+  c.reset();
+  b.reset(); // the client goes away
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline &&
+         metric(fetchMetrics(), "wooly_device_memory_swapped_bytes") != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_device_memory_swapped_bytes"), 0) << m;
+  EXPECT_EQ(metric(m, "wooly_memory_waiting_operations"), 0) << m;
+  ASSERT_TRUE(a->deviceSynchronize().ok()) << log();
+  std::vector<uint32_t> got(pat.size());
+  ASSERT_TRUE(a->copyFromDevice(got.data(), pa, 40 << 20).ok());
+  EXPECT_EQ(got[0], 2000000000u);
+  got[0] = pat[0];
+  EXPECT_TRUE(got == pat) << "the worker's bytes changed";
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_device_memory_used_bytes"),
+            metric(m, "wooly_device_memory_internal_bytes") + (40 << 20))
+      << m;
+}
+
+// Module variables go through the memory manager: reserved at module load
+// (one instance per session, the sizes the module declares), counted in
+// the tenant's memory, refused past its quota, returned at unload.
+TEST_F(ServerTest, ModuleVariablesAreAccounted) {
+  std::ofstream(dir + "/tenants.yaml") << "tenants:\n"
+                                          "  - name: vars\n"
+                                          "    token: \"k\"\n"
+                                          "    memory: 1MiB\n";
+  startServer({"--tenants=" + dir + "/tenants.yaml"});
+  const char *ptx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .global .align 4 .b8 table[262144];
+.visible .entry touch()
+{
+  .reg .b32 %r<2>;
+  mov.u32 %r1, 1;
+  st.global.u32 [table], %r1;
+  ret;
+}
+)";
+  auto c = connect("vars", "k");
+  ASSERT_TRUE(c);
+  auto used = [&] {
+    uint64_t free = 0, total = 0;
+    EXPECT_TRUE(c->memInfo(free, total).ok());
+    return total - free;
+  };
+  Module m1, m2, m3, m4;
+  ASSERT_TRUE(c->loadModule(ptx, "vars", m1).ok());
+  EXPECT_EQ(used(), 256u << 10);
+  ASSERT_TRUE(c->loadModule(ptx, "vars", m2).ok());
+  ASSERT_TRUE(c->loadModule(ptx, "vars", m3).ok());
+  ASSERT_TRUE(c->loadModule(ptx, "vars", m4).ok());
+  EXPECT_EQ(used(), 1u << 20);
+  Module m5;
+  Status st = c->loadModule(ptx, "vars", m5);
+  EXPECT_EQ(st.code, Code::OutOfMemory) << st.str();
+  std::string m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_tenant_memory_resident_bytes{tenant=\"vars\"}"),
+            1 << 20)
+      << m;
+  ASSERT_TRUE(c->unloadModule(m4.handle).ok());
+  EXPECT_EQ(used(), 768u << 10);
+  uint64_t a;
+  EXPECT_TRUE(c->malloc(256 << 10, a).ok());
+}

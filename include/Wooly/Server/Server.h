@@ -39,6 +39,8 @@ struct ServerOptions {
   std::string cacheDir;
   /// Device memory all tenants share, in bytes (0: 4 GiB; for `cpu` the
   /// virtual device's memory, for `cuda` set it to what the GPU has).
+  /// Quotas may add up to more (MemoryManager.h: idle tenants' memory
+  /// moves out on cpu; on cuda it is a hard limit).
   uint64_t deviceMemory = 0;
   /// The scheduling policy: `wooly` (include/Wooly/Server/Scheduler.h) or
   /// `fifo`.

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <linux/mman.h>
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
@@ -79,6 +80,11 @@ llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
   return base;
 }
 
+DeviceMemory::HostCopy::~HostCopy() {
+  if (pages)
+    ::munmap(pages, rounded);
+}
+
 Error DeviceMemory::swapOut(uint64_t addr) {
   std::unique_lock<std::shared_mutex> lock(mutex);
   auto it = allocations.find(addr);
@@ -88,15 +94,35 @@ Error DeviceMemory::swapOut(uint64_t addr) {
   Allocation &a = it->second;
   if (a.swapped)
     return llvm::createStringError("0x" + hex(addr) + " is swapped out");
-  std::unique_ptr<uint8_t[]> copy(new (std::nothrow) uint8_t[a.size]);
-  if (!copy)
-    return llvm::createStringError("out of host memory swapping out " +
-                                   llvm::Twine(a.size) + " bytes");
-  std::memcpy(copy.get(), reinterpret_cast<const void *>(addr), a.size);
-  if (!remap(addr, roundedSize(a.size), /*accessible=*/false))
-    return llvm::createStringError("cannot map out the pages at 0x" +
-                                   hex(addr));
-  swappedOut[addr] = std::move(copy);
+  HostCopy host;
+  host.rounded = roundedSize(a.size);
+  void *base = reinterpret_cast<void *>(addr);
+  // The pages move to a new host mapping; the range keeps a mapping with
+  // no pages behind it, made inaccessible.
+  void *moved = ::mremap(base, host.rounded, host.rounded,
+                         MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+  if (moved != MAP_FAILED) {
+    host.pages = moved;
+    if (::mprotect(base, host.rounded, PROT_NONE) != 0 &&
+        !remap(addr, host.rounded, /*accessible=*/false)) {
+      // Put the pages back where they were (replacing the empty range).
+      ::mremap(moved, host.rounded, host.rounded, MREMAP_MAYMOVE | MREMAP_FIXED,
+               base);
+      host.pages = nullptr;
+      return llvm::createStringError("cannot map out the pages at 0x" +
+                                     hex(addr));
+    }
+  } else {
+    host.copy.reset(new (std::nothrow) uint8_t[a.size]);
+    if (!host.copy)
+      return llvm::createStringError("out of host memory swapping out " +
+                                     llvm::Twine(a.size) + " bytes");
+    std::memcpy(host.copy.get(), base, a.size);
+    if (!remap(addr, host.rounded, /*accessible=*/false))
+      return llvm::createStringError("cannot map out the pages at 0x" +
+                                     hex(addr));
+  }
+  swappedOut.emplace(addr, std::move(host));
   a.swapped = true;
   inUse -= a.size;
   swappedBytes += a.size;
@@ -106,16 +132,27 @@ Error DeviceMemory::swapOut(uint64_t addr) {
 Error DeviceMemory::swapIn(uint64_t addr) {
   std::unique_lock<std::shared_mutex> lock(mutex);
   auto it = allocations.find(addr);
-  auto copy = swappedOut.find(addr);
+  auto host = swappedOut.find(addr);
   if (it == allocations.end() || !it->second.swapped ||
-      copy == swappedOut.end())
+      host == swappedOut.end())
     return llvm::createStringError("swap-in of 0x" + hex(addr) +
                                    ", which is not swapped out");
   Allocation &a = it->second;
-  if (!remap(addr, roundedSize(a.size), /*accessible=*/true))
-    return llvm::createStringError("cannot map in the pages at 0x" + hex(addr));
-  std::memcpy(reinterpret_cast<void *>(addr), copy->second.get(), a.size);
-  swappedOut.erase(copy);
+  HostCopy &h = host->second;
+  if (h.pages) {
+    // Replaces the reserved range in one step: the address is never free.
+    if (::mremap(h.pages, h.rounded, h.rounded, MREMAP_MAYMOVE | MREMAP_FIXED,
+                 reinterpret_cast<void *>(addr)) == MAP_FAILED)
+      return llvm::createStringError("cannot map in the pages at 0x" +
+                                     hex(addr));
+    h.pages = nullptr;
+  } else {
+    if (!remap(addr, h.rounded, /*accessible=*/true))
+      return llvm::createStringError("cannot map in the pages at 0x" +
+                                     hex(addr));
+    std::memcpy(reinterpret_cast<void *>(addr), h.copy.get(), a.size);
+  }
+  swappedOut.erase(host);
   a.swapped = false;
   inUse += a.size;
   swappedBytes -= a.size;

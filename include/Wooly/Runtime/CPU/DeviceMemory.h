@@ -18,6 +18,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 
 namespace wooly::cpu {
 
@@ -53,12 +54,15 @@ public:
   /// Frees an allocation made by `allocate` (resident or swapped out);
   /// `addr` must be its base.
   llvm::Error free(uint64_t addr);
-  /// Copies the allocation at `addr` to host memory and maps its pages out
-  /// (the range stays reserved, PROT_NONE): its memory returns to the
-  /// system. On error nothing changed.
+  /// Moves the allocation at `addr` to host memory: its pages move to a
+  /// host mapping of their own (mremap with MREMAP_DONTUNMAP: no byte is
+  /// copied; where the kernel refuses, a copy), and its range stays
+  /// reserved with no memory behind it (PROT_NONE). On error nothing
+  /// changed.
   llvm::Error swapOut(uint64_t addr);
-  /// Maps the pages of a swapped-out allocation back in at the same
-  /// address and copies its bytes back. On error it stays swapped out.
+  /// Moves the pages of a swapped-out allocation back to its address
+  /// (mremap onto the reserved range, which replaces it atomically; or the
+  /// copy into fresh pages). On error it stays swapped out.
   llvm::Error swapIn(uint64_t addr);
   /// Bytes of swapped-out allocations (held in host memory).
   uint64_t bytesSwapped() const;
@@ -92,8 +96,22 @@ private:
 
   mutable std::shared_mutex mutex;
   std::map<uint64_t, Allocation> allocations;
+  /// Where a swapped-out allocation's bytes are: its pages, moved to a
+  /// host mapping, or a copy.
+  struct HostCopy {
+    /// The moved pages (unmapped with it), `rounded` bytes.
+    void *pages = nullptr;
+    uint64_t rounded = 0;
+    std::unique_ptr<uint8_t[]> copy;
+    HostCopy() = default;
+    HostCopy(HostCopy &&o) noexcept
+        : pages(std::exchange(o.pages, nullptr)), rounded(o.rounded),
+          copy(std::move(o.copy)) {}
+    HostCopy &operator=(HostCopy &&) = delete;
+    ~HostCopy();
+  };
   /// The bytes of swapped-out allocations, by base.
-  std::map<uint64_t, std::unique_ptr<uint8_t[]>> swappedOut;
+  std::map<uint64_t, HostCopy> swappedOut;
   uint64_t inUse = 0, swappedBytes = 0;
   uint64_t limit = UINT64_MAX;
 };

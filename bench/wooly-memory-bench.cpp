@@ -1,0 +1,216 @@
+//===- wooly-memory-bench.cpp - Swapping tenants' device memory -*- C++ -*-===//
+//
+// What oversubscription costs on the cpu backend (see bench/README.md):
+//
+//  1. swap-out and swap-in bandwidth of one allocation (Backend::swapOut /
+//     swapIn: a copy to host memory and the pages mapped out; pages mapped
+//     in and the copy back) against memcpy of the same size, into a
+//     buffer already touched and into a fresh one (page faults included,
+//     as a swap pays them), medians of --reps, ratios from the same run;
+//  2. through wooly-serve (--device-memory=1.5 x SIZE): the time a
+//     tenant's launch (a small kernel, launch + synchronise) takes when its
+//     SIZE bytes are resident, and right after they were moved out for
+//     another tenant (the launch then waits for its memory to come back,
+//     and for the other tenant's to move out), against memcpy of SIZE.
+//
+// Deduplication is not implemented: the bench says so instead of a number.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BenchUtil.h"
+#include "ServeUtil.h"
+
+#include "Wooly/Client/Client.h"
+#include "Wooly/Runtime/Backend.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sys/mman.h>
+
+using namespace wooly;
+using bench::Clock;
+using bench::die;
+using bench::option;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+/// A small kernel that touches the tenant's buffer: vec_add of the test
+/// corpus (z = x + y over n floats).
+std::string vecAddPtx() {
+  std::string path =
+      std::string(WOOLY_SOURCE_DIR) + "/test/corpus/elementwise.sm_90.ptx";
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    die("cannot read " + path);
+  return (*buf)->getBuffer().str();
+}
+
+double ms(Clock::time_point a) { return bench::seconds(a, Clock::now()) * 1e3; }
+
+/// memcpy of `bytes` into a touched buffer and into a fresh mapping (page
+/// faults included), median ms of `reps`.
+std::pair<double, double> memcpyMs(uint64_t bytes, int reps) {
+  std::vector<uint8_t> src(bytes, 0x5a), dst(bytes, 0);
+  std::vector<double> warm, fresh;
+  for (int r = 0; r < reps; ++r) {
+    auto t = Clock::now();
+    std::memcpy(dst.data(), src.data(), bytes);
+    warm.push_back(ms(t));
+    t = Clock::now();
+    void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      die("mmap");
+    std::memcpy(p, src.data(), bytes);
+    fresh.push_back(ms(t));
+    ::munmap(p, bytes);
+  }
+  return {bench::median(warm), bench::median(fresh)};
+}
+
+void swapBandwidth(const std::vector<uint64_t> &sizes, int reps) {
+  auto b = createBackend("cpu");
+  if (!b)
+    die(llvm::toString(b.takeError()));
+  Backend &backend = **b;
+  std::printf("\n1. swap bandwidth, cpu backend (median of %d; GB/s = 1e9 "
+              "bytes/s)\n",
+              reps);
+  std::printf("%8s %10s %10s %10s %12s %10s %10s %12s %12s\n", "MiB", "out ms",
+              "in ms", "memcpy ms", "fresh-cp ms", "out GB/s", "in GB/s",
+              "out/memcpy", "in/memcpy");
+  for (uint64_t size : sizes) {
+    auto a = backend.allocate(size);
+    if (!a)
+      die(llvm::toString(a.takeError()));
+    bench::check(backend.memset(*a, 0x5a, size), "memset");
+    std::vector<double> out, in;
+    for (int r = 0; r < reps; ++r) {
+      auto t = Clock::now();
+      bench::check(backend.swapOut(*a), "swapOut");
+      out.push_back(ms(t));
+      t = Clock::now();
+      bench::check(backend.swapIn(*a), "swapIn");
+      in.push_back(ms(t));
+    }
+    uint8_t last = 0;
+    bench::check(backend.copyFromDevice(&last, *a + size - 1, 1), "read");
+    if (last != 0x5a)
+      die("a swapped byte changed");
+    bench::check(backend.free(*a), "free");
+    auto [cp, fresh] = memcpyMs(size, reps);
+    double o = bench::median(out), i = bench::median(in);
+    std::printf("%8llu %10.3f %10.3f %10.2f %12.2f %10.0f %10.0f %12.4f "
+                "%12.4f\n",
+                (unsigned long long)(size / kMiB), o, i, cp, fresh,
+                size / o / 1e6, size / i / 1e6, o / cp, i / cp);
+  }
+}
+
+void firstLaunchWait(const std::string &serve, uint64_t size, int reps) {
+  std::string dir = bench::makeTempDir("wooly-memory-bench");
+  std::string endpoint = "ipc://" + dir + "/serve.sock";
+  pid_t pid =
+      bench::startServe(serve,
+                        {"--listen=" + endpoint,
+                         "--device-memory=" + std::to_string(size + size / 2),
+                         "--kernel-timeout-ms=0"},
+                        dir + "/serve.log");
+  auto connect = [&](const char *tenant) {
+    client::Options o;
+    o.server = endpoint;
+    o.tenant = tenant;
+    o.connectTimeoutMs = 20000;
+    client::Status st;
+    auto c = client::Client::connect(o, st);
+    if (!c) {
+      bench::stopServe(pid);
+      die("connect: " + st.str());
+    }
+    return c;
+  };
+  auto ok = [&](client::Status st, const char *what) {
+    if (!st.ok()) {
+      bench::stopServe(pid);
+      die(std::string(what) + ": " + st.str());
+    }
+  };
+  auto a = connect("a"), b = connect("b");
+  client::Module m;
+  ok(a->loadModule(vecAddPtx(), "elementwise", m), "load");
+  uint64_t pa = 0, pb = 0;
+  ok(a->malloc(size, pa), "malloc a");
+  ok(a->memset(pa, 0x5a, size), "memset a");
+  const client::KernelLayout *k = m.findKernel("vec_add");
+  if (!k)
+    die("no vec_add in the corpus' elementwise.sm_90.ptx");
+  std::vector<uint8_t> params(k->paramBufferSize);
+  int32_t n = 256;
+  uint64_t x = pa, y = pa + 1024, z = pa + 2048;
+  std::memcpy(params.data() + k->paramOffsets[0], &n, 4);
+  std::memcpy(params.data() + k->paramOffsets[1], &x, 8);
+  std::memcpy(params.data() + k->paramOffsets[2], &y, 8);
+  std::memcpy(params.data() + k->paramOffsets[3], &z, 8);
+  auto launchA = [&] {
+    auto t = Clock::now();
+    ok(a->launch(m.handle, "vec_add", {1}, {256}, 0, params.data(),
+                 params.size()),
+       "launch");
+    ok(a->deviceSynchronize(), "sync");
+    return ms(t);
+  };
+  launchA(); // compiles the kernel
+  std::vector<double> resident, swapped;
+  for (int r = 0; r < reps; ++r)
+    resident.push_back(launchA());
+  ok(b->malloc(size, pb), "malloc b"); // moves a's memory out
+  for (int r = 0; r < reps; ++r) {
+    // b works (a's memory moves out), then a launches.
+    ok(b->memset(pb, uint8_t(r), 4096), "memset b");
+    ok(b->deviceSynchronize(), "sync b");
+    swapped.push_back(launchA());
+  }
+  a.reset();
+  b.reset();
+  bench::stopServe(pid);
+  auto [cp, fresh] = memcpyMs(size, reps);
+  double res = bench::median(resident), sw = bench::median(swapped);
+  std::printf("%8llu %12.3f %14.3f %10.3f %10.2f %14.4f\n",
+              (unsigned long long)(size / kMiB), res, sw, sw - res, cp,
+              (sw - res) / cp);
+  std::string cmd = "rm -rf '" + dir + "'";
+  (void)!std::system(cmd.c_str());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bench::programName = "wooly-memory-bench";
+  int reps = std::stoi(option(argc, argv, "reps", "5"));
+  std::vector<uint64_t> sizes;
+  std::string sizeList = option(argc, argv, "sizes-mib", "16,64,256");
+  for (llvm::StringRef s = sizeList; !s.empty();) {
+    auto [head, tail] = s.split(',');
+    sizes.push_back(std::stoull(head.str()) * kMiB);
+    s = tail;
+  }
+  std::string serve = bench::servePathOr(option(argc, argv, "serve", ""),
+                                         argv[0], (void *)&main);
+  swapBandwidth(sizes, reps);
+  std::printf("\n2. a tenant's launch + synchronise through wooly-serve "
+              "(cpu, --device-memory = 1.5 x size; median of %d): resident, "
+              "and right after its memory moved out for another tenant\n",
+              reps);
+  std::printf("%8s %12s %14s %10s %10s %14s\n", "MiB", "resident ms",
+              "after-swap ms", "wait ms", "memcpy ms", "wait/memcpy");
+  for (uint64_t size : sizes)
+    firstLaunchWait(serve, size, reps);
+  std::printf("\n3. deduplication: not implemented (no savings to "
+              "measure)\n");
+  return 0;
+}

@@ -1,0 +1,354 @@
+//===- MemoryManager.cpp - One device memory for many tenants ---*- C++ -*-===//
+//
+// See include/Wooly/Server/MemoryManager.h. The counters change only with
+// the blocks they count, under one mutex, so that `verify` (the tests'
+// oracle) can recompute every one of them from `blocks`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Wooly/Server/MemoryManager.h"
+#include "Wooly/Runtime/Backend.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace wooly;
+using namespace wooly::server;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string mib(uint64_t bytes) {
+  if (bytes % (1 << 20) == 0)
+    return llvm::formatv("{0} MiB", bytes >> 20).str();
+  return llvm::formatv("{0} bytes", bytes).str();
+}
+} // namespace
+
+MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
+    : backend(backend), cap(capacity), canSwap(backend.supportsSwap()) {
+  usage.capacity = capacity;
+  tenantMap[kInternal].name = "(server)";
+  tenantMap[kInternal].quota = UINT64_MAX;
+}
+
+MemoryManager::~MemoryManager() = default;
+
+uint64_t MemoryManager::addTenant(std::string name, uint64_t quota) {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t id = nextTenant++;
+  TenantMemory &t = tenantMap[id];
+  t.name = std::move(name);
+  t.quota = quota ? quota : cap;
+  t.lastActive = ++tick;
+  return id;
+}
+
+bool MemoryManager::removeTenant(uint64_t tenant) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (tenant == kInternal || it == tenantMap.end() || it->second.used())
+    return false;
+  tenantMap.erase(it);
+  return true;
+}
+
+bool MemoryManager::move(uint64_t tenant, bool out) {
+  TenantMemory &t = tenantMap[tenant];
+  bool movedAny = false;
+  for (auto &[addr, b] : blocks) {
+    if (b.tenant != tenant || b.pinned || b.swapped == out)
+      continue;
+    auto start = Clock::now();
+    if (llvm::Error e = out ? backend.swapOut(addr) : backend.swapIn(addr)) {
+      // Host memory ran out (or its mappings): what moved stays moved,
+      // and is counted so.
+      llvm::consumeError(std::move(e));
+      return false;
+    }
+    double seconds = secondsSince(start);
+    b.swapped = out;
+    // From `from` to `to`, on the tenant's and on the device's counters.
+    uint64_t &from = out ? t.resident : t.swapped;
+    uint64_t &to = out ? t.swapped : t.resident;
+    from -= b.bytes;
+    to += b.bytes;
+    uint64_t &devFrom = out ? usage.physical : usage.swapped;
+    uint64_t &devTo = out ? usage.swapped : usage.physical;
+    devFrom -= b.bytes;
+    devTo += b.bytes;
+    (out ? usage.swapOuts : usage.swapIns)++;
+    (out ? usage.swapOutBytes : usage.swapInBytes) += b.bytes;
+    (out ? usage.swapOutSeconds : usage.swapInSeconds) += seconds;
+    movedAny = true;
+  }
+  if (movedAny && out) {
+    t.evictions++;
+    usage.evictions++;
+  } else if (movedAny) {
+    t.swapIns++;
+  }
+  return true;
+}
+
+bool MemoryManager::makeRoom(uint64_t bytes, uint64_t requester) {
+  if (bytes > cap)
+    return false;
+  auto fits = [&] { return usage.physical <= cap - bytes; };
+  if (fits())
+    return true;
+  if (!canSwap)
+    return false;
+  // Idle tenants with something to move, least recently active first.
+  std::vector<std::pair<uint64_t, uint64_t>> idle; // lastActive, id
+  uint64_t movable = 0;
+  for (auto &[id, t] : tenantMap) {
+    if (id == kInternal || id == requester || t.busy || t.resident == t.pinned)
+      continue;
+    idle.push_back({t.lastActive, id});
+    movable += t.resident - t.pinned;
+  }
+  // Nothing moves unless enough can move.
+  if (usage.physical - movable > cap - bytes)
+    return false;
+  std::sort(idle.begin(), idle.end());
+  for (auto &[when, id] : idle) {
+    if (!move(id, /*out=*/true))
+      return false;
+    if (fits())
+      return true;
+  }
+  return fits();
+}
+
+llvm::Expected<uint64_t>
+MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end())
+    return llvm::createStringError("unknown tenant");
+  TenantMemory &t = it->second;
+  if (bytes == 0)
+    return llvm::createStringError("cannot allocate 0 bytes");
+  if (tenant != kInternal && bytes > t.quota - std::min(t.quota, t.used()))
+    return llvm::createStringError(
+        llvm::formatv("allocating {0} would exceed tenant '{1}''s quota: {2} "
+                      "of {3} in use",
+                      mib(bytes), t.name, mib(t.used()), mib(t.quota))
+            .str());
+  // A tenant's memory must fit the device as a whole, to come back whole.
+  if (bytes > cap || (tenant != kInternal && t.used() > cap - bytes)) {
+    usage.outOfMemory++;
+    return llvm::createStringError(
+        llvm::formatv("out of device memory: {0} requested, the tenant holds "
+                      "{1} of a device of {2}",
+                      mib(bytes), mib(t.used()), mib(cap))
+            .str());
+  }
+  if (!makeRoom(bytes, tenant)) {
+    usage.outOfMemory++;
+    return llvm::createStringError(
+        llvm::formatv("out of device memory: {0} requested, {1} of {2} in use "
+                      "and no idle tenant's memory to move out",
+                      mib(bytes), mib(usage.physical), mib(cap))
+            .str());
+  }
+  auto addr =
+      domain ? backend.allocateIn(bytes, domain) : backend.allocate(bytes);
+  if (!addr)
+    return addr.takeError();
+  blocks[*addr] = Block{tenant, bytes, false, false};
+  t.resident += bytes;
+  t.allocations += bytes;
+  t.lastActive = ++tick;
+  usage.physical += bytes;
+  if (tenant == kInternal)
+    usage.internal += bytes;
+  return *addr;
+}
+
+llvm::Error MemoryManager::free(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = blocks.find(addr);
+  if (it == blocks.end() || it->second.pinned)
+    return llvm::createStringError(
+        llvm::formatv("free of {0:x}, which is not a managed allocation", addr)
+            .str());
+  // The backend frees a swapped allocation's host copy too.
+  if (llvm::Error e = backend.free(addr))
+    return e;
+  Block b = it->second;
+  blocks.erase(it);
+  TenantMemory &t = tenantMap[b.tenant];
+  t.allocations -= b.bytes;
+  if (b.swapped) {
+    t.swapped -= b.bytes;
+    usage.swapped -= b.bytes;
+  } else {
+    t.resident -= b.bytes;
+    usage.physical -= b.bytes;
+    if (b.tenant == kInternal)
+      usage.internal -= b.bytes;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
+                                         uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end() || blocks.count(key))
+    return llvm::createStringError("unknown tenant or key in use");
+  TenantMemory &t = it->second;
+  if (bytes > t.quota - std::min(t.quota, t.used()))
+    return llvm::createStringError(
+        llvm::formatv("the module's variables ({0}) would exceed tenant "
+                      "'{1}''s quota: {2} of {3} in use",
+                      mib(bytes), t.name, mib(t.used()), mib(t.quota))
+            .str());
+  if (bytes > cap || t.used() > cap - bytes || !makeRoom(bytes, tenant)) {
+    usage.outOfMemory++;
+    return llvm::createStringError(
+        llvm::formatv("out of device memory for the module's variables ({0}): "
+                      "{1} of {2} in use and no idle tenant's memory to move "
+                      "out",
+                      mib(bytes), mib(usage.physical), mib(cap))
+            .str());
+  }
+  blocks[key] = Block{tenant, bytes, false, true};
+  t.resident += bytes;
+  t.pinned += bytes;
+  usage.physical += bytes;
+  return llvm::Error::success();
+}
+
+void MemoryManager::removePinned(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = blocks.find(addr);
+  if (it == blocks.end() || !it->second.pinned)
+    return;
+  TenantMemory &t = tenantMap[it->second.tenant];
+  t.resident -= it->second.bytes;
+  t.pinned -= it->second.bytes;
+  usage.physical -= it->second.bytes;
+  blocks.erase(it);
+}
+
+Acquired MemoryManager::acquire(uint64_t tenant) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end())
+    return Acquired::Never;
+  TenantMemory &t = it->second;
+  if (t.swapped) {
+    // It fits at all only where the memory that can never move (others'
+    // pinned, the server's) leaves room.
+    uint64_t unmovable = usage.internal;
+    for (auto &[id, o] : tenantMap)
+      if (id != kInternal)
+        unmovable += id == tenant ? o.resident : o.pinned;
+    if (unmovable > cap || t.swapped > cap - unmovable) {
+      usage.outOfMemory++;
+      return Acquired::Never;
+    }
+    if (!makeRoom(t.swapped, tenant))
+      return Acquired::Wait;
+    if (!move(tenant, /*out=*/false))
+      return Acquired::Wait;
+  }
+  t.busy++;
+  t.lastActive = ++tick;
+  return Acquired::Yes;
+}
+
+void MemoryManager::release(uint64_t tenant) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end() || it->second.busy == 0)
+    return;
+  it->second.busy--;
+  it->second.lastActive = ++tick;
+}
+
+TenantMemory MemoryManager::tenant(uint64_t tenant) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  return it == tenantMap.end() ? TenantMemory() : it->second;
+}
+
+std::vector<TenantMemory> MemoryManager::tenants() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<TenantMemory> out;
+  for (auto &[id, t] : tenantMap)
+    if (id != kInternal)
+      out.push_back(t);
+  return out;
+}
+
+DeviceMemoryUsage MemoryManager::device() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return usage;
+}
+
+uint64_t MemoryManager::available(uint64_t tenant) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end())
+    return 0;
+  uint64_t limit = std::min(it->second.quota, cap);
+  return limit - std::min(limit, it->second.used());
+}
+
+std::string MemoryManager::verify() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::map<uint64_t, TenantMemory> expect;
+  DeviceMemoryUsage dev;
+  for (auto &[addr, b] : blocks) {
+    TenantMemory &t = expect[b.tenant];
+    if (b.swapped) {
+      t.swapped += b.bytes;
+      dev.swapped += b.bytes;
+    } else {
+      t.resident += b.bytes;
+      dev.physical += b.bytes;
+      if (b.tenant == kInternal)
+        dev.internal += b.bytes;
+    }
+    if (b.pinned)
+      t.pinned += b.bytes;
+    else
+      t.allocations += b.bytes;
+  }
+  std::string out;
+  auto check = [&](const std::string &what, uint64_t have, uint64_t want) {
+    if (have != want)
+      out += llvm::formatv("{0}: {1}, the blocks say {2}\n", what, have, want)
+                 .str();
+  };
+  check("physical", usage.physical, dev.physical);
+  check("swapped", usage.swapped, dev.swapped);
+  check("internal", usage.internal, dev.internal);
+  if (usage.physical > cap)
+    out += llvm::formatv("physical {0} exceeds the capacity {1}\n",
+                         usage.physical, cap)
+               .str();
+  for (auto &[id, t] : tenantMap) {
+    const TenantMemory &e = expect[id];
+    check(t.name + " resident", t.resident, e.resident);
+    check(t.name + " swapped", t.swapped, e.swapped);
+    check(t.name + " pinned", t.pinned, e.pinned);
+    check(t.name + " allocations", t.allocations, e.allocations);
+    if (id != kInternal && t.used() > t.quota)
+      out += t.name + " holds more than its quota\n";
+  }
+  for (auto &[id, e] : expect)
+    if (!tenantMap.count(id))
+      out += llvm::formatv("blocks of unknown tenant {0}\n", id).str();
+  return out;
+}
