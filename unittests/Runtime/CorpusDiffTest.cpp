@@ -152,6 +152,11 @@ void PrintTo(const Variant &v, std::ostream *os) {
   *os << v.arch << " " << v.strategy.name;
 }
 
+template <class T>
+::testing::AssertionResult sameBits(const std::vector<T> &got,
+                                    const std::vector<T> &want);
+uint32_t ceilDiv(uint32_t a, uint32_t b);
+
 class CorpusDiff : public ::testing::TestWithParam<Variant> {
 protected:
   std::vector<uint64_t> allocated;
@@ -177,6 +182,23 @@ protected:
            l.error.find("synchronises its whole grid") != std::string::npos;
   }
 
+public:
+  /// Launches vatomics.cu's `kernel` on values `v` and bins `bin` of `n`
+  /// elements into zeroed sums, which must equal `want` bit for bit.
+  template <class T>
+  ::testing::AssertionResult
+  runBins(const char *kernel, const std::vector<T> &v,
+          const std::vector<int32_t> &bin, const std::vector<T> &want, int n) {
+    Buf bv = up(v), bb = up(bin), ba = up(std::vector<T>(want.size(), T()));
+    ::testing::AssertionResult r =
+        launch(ptx("vatomics"), kernel, {ceilDiv(n, 96), 1, 1}, {96, 1, 1}, 0,
+               {bv, bb, ba, n});
+    if (!r)
+      return r;
+    return sameBits(down<T>(ba), want);
+  }
+
+protected:
   /// `<base>.<arch>.ptx`
   std::string ptx(const std::string &base) const {
     return base + "." + GetParam().arch + ".ptx";
@@ -1741,6 +1763,57 @@ TEST_P(CorpusDiff, grid_sum_not_cooperative) {
   EXPECT_NE(std::string(r.message()).find("trap instruction executed"),
             std::string::npos)
       << r.message();
+}
+
+//===----------------------------------------------------------------------===//
+// vatomics.cu: packed and vector atomics
+//===----------------------------------------------------------------------===//
+
+/// Runs vatomics.cu's `kernel` on `n` random elements of `lanes` components
+/// of `T` (`toT` makes one from an exactly representable value) with bins
+/// in [0, bins), the values small integers times `scale` (|k| <= 3): every
+/// partial sum of a bin is exact, so the order of the atomics does not
+/// matter and bits are compared with the sums.
+template <class T, class ToT>
+::testing::AssertionResult checkBins(CorpusDiff &t, const char *kernel, int n,
+                                     int lanes, int bins, double scale,
+                                     uint32_t seed, ToT toT) {
+  auto bin = randI(n, 0, bins - 1, seed);
+  auto k = randI(n * lanes, -3, 3, seed + 1);
+  std::vector<T> v(n * lanes), want(bins * lanes);
+  std::vector<double> sums(bins * lanes, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < lanes; ++j) {
+      double x = k[i * lanes + j] * scale;
+      v[i * lanes + j] = toT(x);
+      sums[bin[i] * lanes + j] += x;
+    }
+  for (int i = 0; i < bins * lanes; ++i)
+    want[i] = toT(sums[i]);
+  return t.runBins(kernel, v, bin, want, n);
+}
+
+// Up to ~40 contributions of |v| <= 3 per bin: every sum is an integer
+// below 256, exact in f16 and bf16.
+TEST_P(CorpusDiff, bins_half2) {
+  EXPECT_TRUE(
+      checkBins<uint16_t>(*this, "bins_half2", 1500, 2, 64, 1.0, 95, halfBits));
+}
+
+TEST_P(CorpusDiff, bins_bf162) {
+  EXPECT_TRUE(
+      checkBins<uint16_t>(*this, "bins_bf162", 1500, 2, 64, 1.0, 97, bf16Bits));
+}
+
+// Quarters: exact in f32 whatever the order.
+TEST_P(CorpusDiff, bins_float2) {
+  EXPECT_TRUE(checkBins<float>(*this, "bins_float2", 3001, 2, 37, 0.25, 99,
+                               [](double x) { return float(x); }));
+}
+
+TEST_P(CorpusDiff, bins_float4) {
+  EXPECT_TRUE(checkBins<float>(*this, "bins_float4", 3001, 4, 37, 0.25, 101,
+                               [](double x) { return float(x); }));
 }
 
 //===----------------------------------------------------------------------===//

@@ -158,10 +158,17 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
   auto t = instrType(inst);
   if (!t)
     return error(inst.loc, "'" + inst.opcode + "' needs a type");
-  if (widthOf(t->type) > 64 || isa<VectorType>(t->type) || inst.has("v2") ||
-      inst.has("v4") || inst.has("v8"))
+  int vec = 1;
+  for (StringRef m : inst.mods)
+    if (m == "v2" || m == "v4" || m == "v8")
+      vec = m[1] - '0';
+  bool packed = isa<VectorType>(t->type);
+  if ((vec > 1 || packed) && (!t->isFloat || !inst.has("add")))
+    return error(inst.loc, "vector or packed atomics other than 'add' on "
+                           "floats are not supported yet");
+  if (widthOf(t->type) > 64)
     return error(inst.loc, "atomics on '." + stringifyScalarType(t->scalar) +
-                               "' or vectors are not supported yet");
+                               "' are not supported yet");
   StateSpace space = spaceOf(inst).value_or(StateSpace::generic);
   MemOrderAttr sem;
   MemScopeAttr scope;
@@ -202,6 +209,8 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
                        spaceOf(inst).value_or(StateSpace::generic));
   if (!addr)
     return failure();
+  if (vec > 1 || packed)
+    return emitElementwiseAtom(inst, *t, vec, space, *kind, addr, sem, scope);
   SmallVector<Value, 2> vals;
   for (size_t i = isRed ? 1 : 2; i < want; ++i) {
     Value v = read(inst.operands[i], t->type);
@@ -218,6 +227,77 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
   Value r = checked(
       AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem, scope));
   return r ? write(inst.operands[0], r, t->isSigned) : failure();
+}
+
+/// `atom`/`red` `.add` on `.v2/.v4/.v8` floats or on `.f16x2/.bf16x2`
+/// (also in vectors): PTX performs one atomic operation per element, with
+/// no atomicity across the elements, so each element is a scalar atomic at
+/// its own address (element `i` at `addr + i * size`), in order; a packed
+/// register's low half is the element at the lower address.
+LogicalResult Importer::emitElementwiseAtom(Instruction &inst, PtxType t,
+                                            int vec, StateSpace space,
+                                            AtomicOp kind, Value addr,
+                                            MemOrderAttr sem,
+                                            MemScopeAttr scope) {
+  bool isRed = inst.opcode == "red";
+  Operand &data = inst.operands[isRed ? 1 : 2];
+  Operand *dest = isRed ? nullptr : &inst.operands[0];
+  for (Operand *o : {&data, dest})
+    if (o)
+      if (auto v = expandVector(*o))
+        *o = *v;
+  for (Operand *o : {&data, dest})
+    if (o && vec > 1 &&
+        (o->kind != OK::Vector || o->elems.size() != static_cast<size_t>(vec)))
+      return error(o->loc, "expected a vector of " + Twine(vec) + " values");
+  auto packedTy = dyn_cast<VectorType>(t.type);
+  Type elem = packedTy ? packedTy.getElementType() : t.type;
+  unsigned lanes = packedTy ? packedTy.getNumElements() : 1;
+  unsigned elemBits = widthOf(elem);
+  Type laneInt = intType(elemBits), regInt = intType(elemBits * lanes);
+  for (int i = 0; i < vec; ++i) {
+    const Operand &in = vec > 1 ? data.elems[i] : data;
+    // A packed register as an integer, its lanes cut out of it.
+    Value v = read(in, packedTy ? regInt : t.type);
+    if (!v)
+      return failure();
+    Value old = packedTy ? constInt(regInt, 0) : Value();
+    for (unsigned j = 0; j < lanes; ++j) {
+      Value x = v;
+      if (packedTy) {
+        Value bits = v;
+        if (j)
+          bits = arith::ShRUIOp::create(b, curLoc, bits,
+                                        constInt(regInt, j * elemBits));
+        bits = arith::TruncIOp::create(b, curLoc, laneInt, bits);
+        x = arith::BitcastOp::create(b, curLoc, elem, bits);
+      }
+      int64_t offset = (int64_t(i) * lanes + j) * (elemBits / 8);
+      Value at = addr;
+      if (offset)
+        at = arith::AddIOp::create(b, curLoc, addr,
+                                   constInt(addr.getType(), offset));
+      if (isRed) {
+        RedOp::create(b, curLoc, space, kind, at, x, sem, scope);
+        continue;
+      }
+      Value r = AtomOp::create(b, curLoc, elem, space, kind, at, ValueRange{x},
+                               sem, scope);
+      if (!packedTy) {
+        old = r;
+        continue;
+      }
+      Value bits = arith::ExtUIOp::create(
+          b, curLoc, regInt, arith::BitcastOp::create(b, curLoc, laneInt, r));
+      if (j)
+        bits = arith::ShLIOp::create(b, curLoc, bits,
+                                     constInt(regInt, j * elemBits));
+      old = arith::OrIOp::create(b, curLoc, old, bits);
+    }
+    if (dest && failed(write(vec > 1 ? dest->elems[i] : *dest, old)))
+      return failure();
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -335,6 +335,11 @@ private:
                                 int64_t offset, PtxType ty, int vec);
   /// atom and red.
   LogicalResult emitAtom(Instruction &inst, Opcode op);
+  /// atom/red `.add` on a float vector (`.v2/.v4/.v8`) or packed type
+  /// (`.f16x2/.bf16x2`) of `vec` elements: one scalar atomic per element.
+  LogicalResult emitElementwiseAtom(Instruction &inst, PtxType t, int vec,
+                                    StateSpace space, AtomicOp kind, Value addr,
+                                    MemOrderAttr sem, MemScopeAttr scope);
   /// membar and fence.
   LogicalResult emitFence(Instruction &inst, Opcode op);
   /// cvta and isspacep.
