@@ -344,8 +344,12 @@ void detail::runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
       scrubThreadStack(w);
       tlsStackDomain = domain;
     }
-    if (domain != w.stackDomain)
+    if (domain != w.stackDomain) {
       switchStacks(w, domain);
+      // Region frames are the worker's, not the domain's: what another
+      // tenant's threads left there is gone before this one's run.
+      std::fill(w.regionFrames.begin(), w.regionFrames.end(), 0);
+    }
     if (w.fiberMode)
       runBlockFibers(w);
     else if (w.regionMode)

@@ -313,7 +313,8 @@ struct alignas(64) Worker {
   /// tenants.
   uint64_t cacheDomain = 0;
   // Region mode (RegionExecutor.cpp): the threads' contexts in `threads`,
-  // their frames here.
+  // their frames here (zeroed when the memory domain changes, as the fiber
+  // stacks are switched).
   bool regionMode = false;
   std::vector<char> regionFrames;
   // Fiber mode.
