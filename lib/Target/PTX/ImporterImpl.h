@@ -123,7 +123,8 @@ private:
   /// The characters of `s` (at most 8, none of them NUL) as an integer.
   static uint64_t pack(llvm::StringRef s) {
     uint64_t key = 0;
-    std::memcpy(&key, s.data(), s.size());
+    if (!s.empty()) // An empty StringRef may have no data pointer.
+      std::memcpy(&key, s.data(), s.size());
     return key;
   }
   /// Spreads the characters of a packed key over the hash bits.
