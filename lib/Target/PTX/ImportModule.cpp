@@ -223,8 +223,8 @@ bool Importer::onFunction(Function &f) {
   if (failed(importBody(f)))
     return false;
   // The function is valid by construction (PTXImportOptions::verify); where
-  // asked, check that while its IR is still in cache. The module-level
-  // checks (symbol uses) run once at the end in every case.
+  // asked, check that while its IR is still in cache. Symbol uses are
+  // checked once the whole module is read (run()).
   return !options.verify ||
          succeeded(verify(funcs.lookup(f.name), /*verifyRecursively=*/true));
 }
