@@ -2328,6 +2328,176 @@ TEST_F(ServerTest, OversubscribedTenantsKeepEveryByte) {
   EXPECT_LE(resident, double(64 << 20));
 }
 
+/// Kernels for deduplication: `scale` only reads its weights, `mix` writes
+/// through its pointer, `indirect` writes through a pointer it loads from
+/// memory (the analysis cannot say which buffer that is).
+const char *kDedupModule = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry scale(.param .u64 w, .param .u64 out, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [w];
+  ld.param.u64 %rd4, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.u32 %r6, %r3, %r4, %r5;
+  setp.ge.u32 %p, %r6, %r1;
+  @%p bra DONE;
+  mul.wide.u32 %rd2, %r6, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r7, [%rd3];
+  mul.lo.u32 %r7, %r7, 3;
+  add.u64 %rd5, %rd4, %rd2;
+  st.global.u32 [%rd5], %r7;
+DONE:
+  ret;
+}
+.visible .entry indirect(.param .u64 table, .param .u32 v)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [table];
+  ld.param.u32 %r1, [v];
+  ld.global.u64 %rd2, [%rd1];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+// Four tenants load the same 4 MiB of weights: the device holds one copy,
+// each tenant reads it at its own address. A kernel that only reads them
+// keeps the copy shared; a tenant that writes into its weights - by memcpy,
+// by a kernel whose parameter is not read-only, or by a kernel that writes
+// through a pointer loaded from memory (which the analysis cannot prove
+// read-only) - gets a private copy first, and every other tenant still
+// reads the original bytes. /metrics shows the memory saved, the shares
+// and the copies on write.
+TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
+  constexpr unsigned kTenants = 4;
+  constexpr uint32_t kWords = (4u << 20) / 4;
+  std::string yaml = "tenants:\n";
+  for (unsigned t = 0; t < kTenants; ++t)
+    yaml += "  - name: t" + std::to_string(t) +
+            "\n    token: \"k\"\n    memory: 32MiB\n";
+  std::ofstream(dir + "/tenants.yaml") << yaml;
+  startServer({"--device-memory=64MiB", "--tenants=" + dir + "/tenants.yaml"});
+  std::vector<uint32_t> weights(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    weights[i] = memPattern(7, 7, i);
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    Module m, mix;
+    uint64_t w = 0, out = 0;
+  };
+  std::vector<Tenant> ts(kTenants);
+  auto used = [&] {
+    std::string m = fetchMetrics();
+    return metric(m, "wooly_device_memory_used_bytes") -
+           metric(m, "wooly_device_memory_internal_bytes");
+  };
+  double before = 0; // t0's two buffers
+  for (unsigned t = 0; t < kTenants; ++t) {
+    Tenant &x = ts[t];
+    x.c = connect("t" + std::to_string(t), "k");
+    ASSERT_TRUE(x.c);
+    ASSERT_TRUE(x.c->loadModule(kDedupModule, "dedup", x.m).ok());
+    ASSERT_TRUE(x.c->loadModule(kMixModule, "mix", x.mix).ok());
+    ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.w).ok());
+    ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.out).ok());
+    ASSERT_TRUE(x.c->deviceSynchronize().ok());
+    if (t == 0)
+      before = used();
+    ASSERT_TRUE(x.c->copyToDevice(x.w, weights.data(), kWords * 4ull).ok());
+    ASSERT_TRUE(x.c->deviceSynchronize().ok()) << log();
+  }
+  std::string m = fetchMetrics();
+  // One copy of the weights for all four (and each tenant's output buffer).
+  auto tenantsUse = [&](const std::string &m) {
+    return metric(m, "wooly_device_memory_used_bytes") -
+           metric(m, "wooly_device_memory_internal_bytes");
+  };
+  EXPECT_EQ(tenantsUse(m), before + double(kTenants - 1) * kWords * 4) << m;
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"),
+            double(kTenants - 1) * kWords * 4);
+  EXPECT_EQ(metric(m, "wooly_memory_dedup_shares_total"), kTenants - 1.0);
+  for (unsigned t = 0; t < kTenants; ++t) {
+    std::string l = "{tenant=\"t" + std::to_string(t) + "\"}";
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_shared_bytes" + l), kWords * 4.0);
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_used_bytes" + l), kWords * 8.0);
+  }
+  auto read = [&](Tenant &x, uint64_t addr) {
+    std::vector<uint32_t> got(kWords);
+    EXPECT_TRUE(x.c->copyFromDevice(got.data(), addr, kWords * 4ull).ok());
+    return got;
+  };
+
+  // A kernel that only reads the weights: still one copy.
+  Params scale(*ts[0].m.findKernel("scale"));
+  scale.add(ts[0].w).add(ts[0].out).add(kWords);
+  ASSERT_TRUE(ts[0]
+                  .c
+                  ->launch(ts[0].m.handle, "scale", {kWords / 256}, {256}, 0,
+                           scale.bytes.data(), scale.bytes.size())
+                  .ok());
+  std::vector<uint32_t> scaled = read(ts[0], ts[0].out);
+  for (uint32_t i = 0; i < kWords; i += 4099)
+    ASSERT_EQ(scaled[i], weights[i] * 3) << i;
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"),
+            double(kTenants - 1) * kWords * 4);
+  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 0);
+
+  // t1 writes by memcpy, t2 by a kernel that writes its parameter, t3 by
+  // a kernel that writes through a loaded pointer.
+  std::vector<uint32_t> expect1 = weights, expect2 = weights, expect3 = weights;
+  uint32_t patch[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(ts[1].c->copyToDevice(ts[1].w + 400, patch, 16).ok());
+  std::copy(patch, patch + 4, expect1.begin() + 100);
+  Params mix(*ts[2].mix.findKernel("mix"));
+  mix.add(ts[2].w).add(kWords).add(0x5a5a5a5au);
+  ASSERT_TRUE(ts[2]
+                  .c
+                  ->launch(ts[2].mix.handle, "mix", {kWords / 256}, {256}, 0,
+                           mix.bytes.data(), mix.bytes.size())
+                  .ok());
+  for (uint32_t &v : expect2)
+    v ^= 0x5a5a5a5au;
+  // The table (in t3's output buffer) holds the address of word 8 of its
+  // weights.
+  uint64_t target = ts[3].w + 32;
+  ASSERT_TRUE(ts[3].c->copyToDevice(ts[3].out, &target, 8).ok());
+  Params ind(*ts[3].m.findKernel("indirect"));
+  ind.add(ts[3].out).add(0xdeadbeefu);
+  ASSERT_TRUE(ts[3]
+                  .c
+                  ->launch(ts[3].m.handle, "indirect", {1}, {1}, 0,
+                           ind.bytes.data(), ind.bytes.size())
+                  .ok());
+  expect3[8] = 0xdeadbeefu;
+  for (unsigned t = 1; t < kTenants; ++t) {
+    Status st = ts[t].c->deviceSynchronize();
+    ASSERT_TRUE(st.ok()) << "t" << t << ": " << st.str() << log();
+  }
+  EXPECT_EQ(read(ts[0], ts[0].w), weights);
+  EXPECT_EQ(read(ts[1], ts[1].w), expect1);
+  EXPECT_EQ(read(ts[2], ts[2].w), expect2);
+  EXPECT_EQ(read(ts[3], ts[3].w), expect3);
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 3.0) << m;
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), 0.0);
+  EXPECT_EQ(tenantsUse(m), before + double(kTenants - 1) * 2 * kWords * 4);
+  for (unsigned t = 0; t < kTenants; ++t)
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_shared_bytes{tenant=\"t" +
+                            std::to_string(t) + "\"}"),
+              0.0);
+}
+
 // A tenant killed while its memory is swapped out, and one whose client
 // goes away while its launch waits for its memory to come back (the other
 // tenant's kernel holds the device): both sessions' memory returns, the

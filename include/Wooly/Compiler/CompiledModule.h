@@ -76,6 +76,10 @@ struct KernelInfo {
   /// each parameter, whether it is a pointer the kernel only reads through
   /// (its buffer may be deduplicated across tenants).
   std::vector<bool> readOnlyParams;
+  /// Whether it may write device memory that no parameter names (through
+  /// a loaded address, a call, ...): buffers read-only for every parameter
+  /// may still be written by it.
+  bool writesUnknownMemory = true;
   /// Static shared memory of the kernel (what the backend reports where it
   /// reports it, AMDGPU's group segment; otherwise what the kernel itself
   /// names), an estimate of its registers per thread from the Wooly IR, and

@@ -14,6 +14,16 @@
 //    reserved, and it comes back (Backend::swapIn) when the tenant next
 //    acquires it for work. When nothing can be evicted, the call fails
 //    with an out-of-memory error and nothing has changed.
+//  - Deduplication (where the backend can share memory): an allocation
+//    filled whole by one copy gets a content hash (taken from the copied
+//    data); when another allocation of the same size already holds the
+//    same bytes (hash, then a byte comparison) and neither has been
+//    written since, the backend maps one physical copy, read-only, at both
+//    addresses. Every op that may write an allocation says so first
+//    (`beginWrite`): a shared one gets a private copy then (copy on write,
+//    which needs device memory like an allocation), and no allocation
+//    with a write in flight is ever shared. Shared allocations are not
+//    swapped out (moving one frees nothing while another maps it).
 //  - Module variables are reserved before the backend creates them
 //    (reservePinned: the sizes the module declares) and pinned (never
 //    swapped: the backend creates them inside the module), as is the
@@ -32,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +63,8 @@ struct TenantMemory {
   uint64_t swapped = 0;
   /// Bytes of module variables (part of `resident`, never swapped).
   uint64_t pinned = 0;
-  /// Bytes it shares with other tenants (deduplication; 0 until then).
+  /// Bytes of its allocations whose one physical copy is shared with
+  /// other allocations (deduplication; part of `resident`).
   uint64_t shared = 0;
   /// Its allocations (not counting module variables).
   uint64_t allocations = 0;
@@ -76,8 +88,12 @@ struct DeviceMemoryUsage {
   uint64_t internal = 0;
   /// Bytes moved out to host memory.
   uint64_t swapped = 0;
-  /// Bytes deduplication saves (0: not implemented yet).
+  /// Bytes deduplication saves: for each shared copy, its size times the
+  /// number of allocations that map it, less one.
   uint64_t saved = 0;
+  /// Allocations that started to share a copy, and that got a private
+  /// copy back before a write (copy on write).
+  uint64_t dedupShares = 0, copiesOnWrite = 0;
   /// Tenants evicted, allocations moved out and back, and their bytes.
   uint64_t evictions = 0, swapOuts = 0, swapIns = 0;
   uint64_t swapOutBytes = 0, swapInBytes = 0;
@@ -111,6 +127,8 @@ public:
 
   /// Whether memory of idle tenants can move out (oversubscription).
   bool swaps() const { return canSwap; }
+  /// Whether identical read-only allocations share memory.
+  bool dedups() const { return canShare; }
   uint64_t capacity() const { return cap; }
 
   /// A new tenant with `quota` bytes (0: the capacity); returns its id.
@@ -136,6 +154,26 @@ public:
   /// unloaded); no-op for an unknown key.
   void removePinned(uint64_t key);
 
+  /// Deduplication. Before an op that may write `[addr, addr + bytes)`
+  /// of `tenant`'s memory: the allocation it falls in stops being a
+  /// candidate for sharing, gets a private copy if it shares one (copy on
+  /// write; it may move idle tenants' memory out for it), and counts a
+  /// write in flight until `endWrite`. Returns the allocation's base and
+  /// size ({0, 0} for memory the manager does not share: not an
+  /// allocation of the tenant, module variables). Errors (still shared):
+  /// no device memory for the copy, the backend's.
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1);
+  /// beginWrite for every allocation of `tenant` (a kernel that may write
+  /// memory no parameter names); returns their bases.
+  llvm::Expected<std::vector<uint64_t>> beginWriteAll(uint64_t tenant);
+  /// Ends a write `beginWrite` counted. `contentHash`: the write filled
+  /// the whole allocation (one copy) and its bytes hash so (Backend's
+  /// content hash). When no other write is in flight, the allocation
+  /// becomes a candidate, and shares the copy of another candidate of the
+  /// same size and bytes if there is one.
+  void endWrite(uint64_t base, std::optional<uint64_t> contentHash = {});
+
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
   /// until `release`: swaps it in, moving idle tenants' memory out.
   Acquired acquire(uint64_t tenant);
@@ -158,7 +196,31 @@ private:
   struct Block {
     uint64_t tenant = 0, bytes = 0;
     bool swapped = false, pinned = false;
+    /// Deduplication: writes in flight; a content hash taken with none in
+    /// flight and no write since (a candidate); the shared copy it maps
+    /// (0: its own).
+    uint64_t writers = 0;
+    std::optional<uint64_t> hash;
+    uint64_t group = 0;
   };
+  /// A physical copy that several allocations map.
+  struct Group {
+    uint64_t bytes = 0;
+    std::vector<uint64_t> members;
+  };
+  /// Gives the block at `addr` its own copy again (the lock is held).
+  llvm::Error leaveGroup(uint64_t addr, Block &b);
+  /// Shares `b` (at `addr`, just hashed) with a candidate of the same
+  /// bytes, if there is one (the lock is held).
+  void findTwin(uint64_t addr, Block &b);
+  /// Forgets `b`'s content hash, if it has one (the lock is held).
+  void dropCandidate(uint64_t addr, Block &b);
+  /// Takes `b` (at `addr`) out of its group, whose last member left has its
+  /// own copy (the backend made it so); counters but `physical` (the lock
+  /// is held).
+  void removeMember(uint64_t addr, Block &b);
+  /// The block containing `addr` (null: none).
+  std::pair<const uint64_t, Block> *blockAt(uint64_t addr);
   /// Makes `bytes` fit in device memory, moving out idle tenants other
   /// than `requester` (least recently active first, whole tenants); true
   /// when it fits. Moves nothing when it cannot make it fit.
@@ -174,6 +236,11 @@ private:
   mutable std::mutex mutex;
   std::map<uint64_t, TenantMemory> tenantMap;
   std::map<uint64_t, Block> blocks;
+  std::map<uint64_t, Group> groups;
+  /// Candidates for sharing by (hash, size): their bases.
+  std::multimap<std::pair<uint64_t, uint64_t>, uint64_t> candidates;
+  const bool canShare;
+  uint64_t nextGroup = 1;
   DeviceMemoryUsage usage;
   uint64_t nextTenant = 1, tick = 0;
 };

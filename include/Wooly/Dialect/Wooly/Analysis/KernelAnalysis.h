@@ -49,6 +49,13 @@ struct KernelSummary {
   /// number of values live at once, in 32-bit units (64-bit values count
   /// twice). A real backend reports its own figure.
   unsigned registerEstimate = 0;
+  /// It may write device memory that no parameter is known to point to:
+  /// through an address loaded from memory or returned by a call, one made
+  /// from an integer, or by a call or an operation the analysis does not
+  /// follow. Writes to `.shared`, `.local` and through the addresses of
+  /// module variables do not count. Deduplication gives every buffer of the
+  /// tenant its own copy before such a kernel runs.
+  bool writesUnknownMemory = false;
   /// Barrier and warp-collective use.
   bool usesBarriers = false;
   bool usesWarpCollectives = false;
