@@ -346,6 +346,11 @@ public:
   llvm::StringRef kind() const override { return "cuda"; }
   std::string name() const override { return device->name(); }
 
+  std::optional<uint64_t> freeDeviceMemory() override {
+    if (auto info = device->memoryInfo())
+      return info->first;
+    return std::nullopt;
+  }
   unsigned computeUnits() const override {
     return device->multiprocessorCount();
   }

@@ -800,6 +800,19 @@ llvm::Error Server::Impl::start() {
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+  // A device with memory of its own: at most what it has free now (what
+  // other processes and the context hold is not ours to hand out).
+  std::string capacityNote;
+  if (std::optional<uint64_t> free = backend->freeDeviceMemory()) {
+    if (!options.deviceMemory)
+      deviceMemory = *free;
+    else if (*free < options.deviceMemory) {
+      deviceMemory = *free;
+      capacityNote = " (--device-memory=" + bytesText(options.deviceMemory) +
+                     " is more than the device has free: " +
+                     bytesText(*free) + ")";
+    }
+  }
   memory = std::make_unique<MemoryManager>(*backend, deviceMemory);
   if (!(options.kernelTimeoutMs >= 0))
     return llvm::createStringError("--kernel-timeout-ms must be 0 (no "
@@ -982,7 +995,7 @@ llvm::Error Server::Impl::start() {
   log("listening on " + where + "; backend " + backend->kind().str() + " (" +
       backend->name() + "), " + std::to_string(numExecutors) + " executor" +
       (numExecutors == 1 ? "" : "s") + ", device memory " +
-      bytesText(deviceMemory) +
+      bytesText(deviceMemory) + capacityNote +
       (memory->swaps() ? " (oversubscribed: idle tenants' memory moves to "
                          "host memory when it is needed)"
                        : " (not oversubscribed: swapping is not supported "

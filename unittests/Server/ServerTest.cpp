@@ -102,13 +102,19 @@ protected:
   }
 
   void TearDown() override {
+    stopServer();
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!system(cmd.c_str());
+  }
+
+  /// Stops the server (SIGTERM) and expects a clean exit.
+  void stopServer() {
     if (pid > 0) {
       kill(pid, SIGTERM);
       int rc = waitExit(pid);
       EXPECT_EQ(rc, 0) << "wooly-serve did not exit cleanly:\n" << log();
+      pid = -1;
     }
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)!system(cmd.c_str());
   }
 
   /// Starts the server with `extra` options and waits until it answers.
@@ -2496,6 +2502,38 @@ TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
     EXPECT_EQ(metric(m, "wooly_tenant_memory_shared_bytes{tenant=\"t" +
                             std::to_string(t) + "\"}"),
               0.0);
+}
+
+// On a device with memory of its own (cuda; here the stand-in driver,
+// which reports 3 GiB free), the capacity is at most what the device has
+// free: all of it by default, and --device-memory above it is lowered, as
+// the log says; a tenant's memory info shows it.
+TEST_F(ServerTest, CudaCapacityIsTheDevicesFreeMemory) {
+  for (bool asked : {false, true}) {
+    const char *old = getenv("LD_LIBRARY_PATH");
+    std::string saved = old ? old : "";
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    std::vector<std::string> args = {"--backend=cuda"};
+    if (asked)
+      args.push_back("--device-memory=64GiB");
+    startServer(args);
+    if (old)
+      setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+    else
+      unsetenv("LD_LIBRARY_PATH");
+    std::string l = log();
+    EXPECT_NE(l.find("device memory 3 GiB"), std::string::npos) << l;
+    EXPECT_EQ(l.find("is more than the device has free") != std::string::npos,
+              asked)
+        << l;
+    auto c = connect("t");
+    ASSERT_TRUE(c);
+    uint64_t free = 0, total = 0;
+    ASSERT_TRUE(c->memInfo(free, total).ok());
+    EXPECT_EQ(total, 3ull << 30);
+    c.reset();
+    stopServer();
+  }
 }
 
 // A tenant killed while its memory is swapped out, and one whose client

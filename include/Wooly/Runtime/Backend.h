@@ -207,6 +207,10 @@ public:
   virtual std::string nativeTarget() const { return "host"; }
   /// Whether launches from different threads run at the same time.
   virtual bool concurrentLaunches() const { return false; }
+  /// The device memory free now, where the device has a fixed memory of
+  /// its own (cuda: cuMemGetInfo); none for the cpu backend, whose device
+  /// memory is the host's, sized by the caller.
+  virtual std::optional<uint64_t> freeDeviceMemory() { return std::nullopt; }
   /// Whether launches take fault domains (LaunchConfig::faultDomains).
   virtual bool supportsFaultDomains() const { return false; }
 

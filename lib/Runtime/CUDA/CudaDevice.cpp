@@ -92,6 +92,8 @@ struct DriverApi {
   // and cuMemFree it does not wait for the work of other streams.
   CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+  // Optional: the memory the device has free (the server's capacity).
+  CUresult (*cuMemGetInfo)(size_t *, size_t *) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
@@ -350,6 +352,10 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
     api.cuMemFreeAsync = nullptr;
   }
 
+  if (llvm::errorToBool(resolve(lib, libName, api.cuMemGetInfo,
+                                {"cuMemGetInfo_v2", "cuMemGetInfo"})))
+    api.cuMemGetInfo = nullptr;
+
   int count = 0;
   if (auto e = impl->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
     return std::move(e);
@@ -409,6 +415,13 @@ unsigned CudaDevice::multiprocessorCount() const {
 }
 std::pair<int, int> CudaDevice::computeCapability() const {
   return {impl->ccMajor, impl->ccMinor};
+}
+std::optional<std::pair<uint64_t, uint64_t>> CudaDevice::memoryInfo() {
+  size_t freeBytes = 0, totalBytes = 0;
+  if (!impl->api.cuMemGetInfo || llvm::errorToBool(makeCurrent()) ||
+      impl->api.cuMemGetInfo(&freeBytes, &totalBytes) != CUDA_SUCCESS)
+    return std::nullopt;
+  return std::make_pair(uint64_t(freeBytes), uint64_t(totalBytes));
 }
 
 llvm::Error CudaDevice::makeCurrent() {

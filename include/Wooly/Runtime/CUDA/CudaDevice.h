@@ -73,6 +73,9 @@ public:
   unsigned multiprocessorCount() const;
   /// The GPU's compute capability, e.g. {9, 0} for an H100.
   std::pair<int, int> computeCapability() const;
+  /// The device memory free and in all (cuMemGetInfo); none where the
+  /// driver does not say.
+  std::optional<std::pair<uint64_t, uint64_t>> memoryInfo();
   /// Makes the device's context current on the calling thread (the device
   /// is used from a thread other than the one that opened it; cheap to
   /// repeat).
