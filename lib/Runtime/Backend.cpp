@@ -346,6 +346,11 @@ public:
   llvm::StringRef kind() const override { return "cuda"; }
   std::string name() const override { return device->name(); }
 
+  bool supportsSwap() const override { return device->virtualMemory(); }
+  llvm::Error swapOut(uint64_t addr) override {
+    return device->swapOut(addr);
+  }
+  llvm::Error swapIn(uint64_t addr) override { return device->swapIn(addr); }
   std::optional<uint64_t> freeDeviceMemory() override {
     if (auto info = device->memoryInfo())
       return info->first;
@@ -497,6 +502,11 @@ createBackend(llvm::StringRef name, const BackendOptions &options) {
                                                options.cudaDriverLibrary);
     if (!device)
       return device.takeError();
+    if (options.cudaVirtualMemory)
+      if (llvm::Error e = (*device)->enableVirtualMemory())
+        return llvm::createStringError(
+            "cuda: cannot swap device memory (virtual memory management): " +
+            llvm::toString(std::move(e)));
     return std::make_unique<CudaBackend>(std::move(*device));
   }
   if (name == "remote")

@@ -788,6 +788,7 @@ llvm::Error Server::Impl::start() {
 
   BackendOptions bo;
   bo.cpuWorkers = options.cpuWorkers;
+  bo.cudaVirtualMemory = options.cudaSwap;
   if (options.printfSink)
     bo.printfSink = [sink = options.printfSink](llvm::StringRef s) {
       sink(s.str());
@@ -998,8 +999,11 @@ llvm::Error Server::Impl::start() {
       bytesText(deviceMemory) + capacityNote +
       (memory->swaps() ? " (oversubscribed: idle tenants' memory moves to "
                          "host memory when it is needed)"
-                       : " (not oversubscribed: swapping is not supported "
-                         "yet on this backend)") +
+                       : backend->kind() == "cuda"
+                           ? " (not oversubscribed: --cuda-swap allocates so "
+                             "that idle tenants' memory can move out)"
+                           : " (not oversubscribed: swapping is not "
+                             "supported yet on this backend)") +
       ", scheduler " + scheduler->name() +
       (paceKernels ? " (pacing lower classes: their kernels are compiled "
                      "sliced)"

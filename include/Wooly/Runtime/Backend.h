@@ -173,6 +173,10 @@ struct BackendOptions {
   /// cuda: the driver library to load, a path or a soname (empty: the
   /// default, libcuda.so.1; another one is for tests).
   std::string cudaDriverLibrary;
+  /// cuda: allocate with the virtual memory management API, so that
+  /// memory can move out and back at the same address (supportsSwap);
+  /// allocations and frees then synchronise with the device.
+  bool cudaVirtualMemory = false;
   /// remote: the wooly-serve endpoint (empty: WOOLY_SERVER, else the
   /// clients' default); the tenant and token come from WOOLY_TENANT and
   /// WOOLY_TOKEN.
@@ -231,7 +235,9 @@ public:
   virtual llvm::Error free(uint64_t addr) = 0;
   /// Whether allocations can move out of device memory and back at the
   /// same address (`swapOut`, `swapIn`): cpu (reserved address ranges
-  /// whose pages are mapped in and out). Not cuda yet.
+  /// whose pages are mapped in and out), cuda with
+  /// BackendOptions::cudaVirtualMemory (reserved ranges, physical memory
+  /// mapped in and out; its bytes copied to host memory and back).
   virtual bool supportsSwap() const { return false; }
   /// Moves the allocation at `addr` (a base `allocate` returned) out of
   /// device memory into host memory; its address range stays reserved.

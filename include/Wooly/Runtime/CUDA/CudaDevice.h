@@ -84,6 +84,22 @@ public:
   /// Device memory (cuMemAlloc); addresses are CUdeviceptr values. Like the
   /// CPU backend's, a new allocation is zero-filled (a size of 0 gets 1 byte).
   llvm::Expected<uint64_t> allocate(uint64_t bytes);
+  /// From now on, allocations are made with the virtual memory management
+  /// API: each a reserved address range of whole granules with physical
+  /// memory mapped in (cuMemAddressReserve, cuMemCreate, cuMemMap,
+  /// cuMemSetAccess), so that `swapOut` can move it to host memory and
+  /// `swapIn` bring it back at the same address. Call it before the first
+  /// allocation. Errors: the driver lacks the entry points, the GPU does
+  /// not support it. Allocations and frees then synchronise with the
+  /// device (cuMemUnmap does).
+  llvm::Error enableVirtualMemory();
+  bool virtualMemory() const;
+  /// Copies an allocation's bytes to host memory and releases its physical
+  /// memory (the address range stays reserved); on error nothing changed.
+  llvm::Error swapOut(uint64_t addr);
+  /// Maps new physical memory at a swapped-out allocation's address and
+  /// copies its bytes back; on error it stays swapped out.
+  llvm::Error swapIn(uint64_t addr);
   llvm::Error free(uint64_t addr);
   llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t bytes);
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes);
