@@ -598,18 +598,31 @@ llvm::Error CudaDevice::enableVirtualMemory() {
 
 bool CudaDevice::virtualMemory() const { return impl->vmm; }
 
-llvm::Error CudaDevice::swapOut(uint64_t addr) {
-  if (!impl->vmm)
+/// The virtual block at `addr` for a swap (`out`: it must be resident,
+/// else swapped out), with the context current; the caller holds
+/// `vmmMutex`.
+static llvm::Expected<CudaDevice::Impl::VirtualBlock *>
+swapBlock(CudaDevice &d, CudaDevice::Impl &impl, uint64_t addr, bool out) {
+  if (!impl.vmm)
     return llvm::createStringError("swapping needs virtual memory "
                                    "management (enableVirtualMemory)");
-  if (auto e = makeCurrent())
-    return e;
-  std::lock_guard<std::mutex> lock(impl->vmmMutex);
-  auto it = impl->blocks.find(addr);
-  if (it == impl->blocks.end() || it->second.host)
+  if (auto e = d.makeCurrent())
+    return std::move(e);
+  auto it = impl.blocks.find(addr);
+  if (it == impl.blocks.end() || bool(it->second.host) == out)
     return llvm::createStringError(llvm::formatv(
-        "swap-out of 0x{0:x-}, which is not a resident allocation", addr));
-  Impl::VirtualBlock &b = it->second;
+        out ? "swap-out of 0x{0:x-}, which is not a resident allocation"
+            : "swap-in of 0x{0:x-}, which is not swapped out",
+        addr));
+  return &it->second;
+}
+
+llvm::Error CudaDevice::swapOut(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  auto block = swapBlock(*this, *impl, addr, /*out=*/true);
+  if (!block)
+    return block.takeError();
+  Impl::VirtualBlock &b = **block;
   std::unique_ptr<uint8_t[]> host(new (std::nothrow) uint8_t[b.bytes]);
   if (!host)
     return llvm::createStringError(llvm::formatv(
@@ -623,17 +636,11 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
 }
 
 llvm::Error CudaDevice::swapIn(uint64_t addr) {
-  if (!impl->vmm)
-    return llvm::createStringError("swapping needs virtual memory "
-                                   "management (enableVirtualMemory)");
-  if (auto e = makeCurrent())
-    return e;
   std::lock_guard<std::mutex> lock(impl->vmmMutex);
-  auto it = impl->blocks.find(addr);
-  if (it == impl->blocks.end() || !it->second.host)
-    return llvm::createStringError(llvm::formatv(
-        "swap-in of 0x{0:x-}, which is not swapped out", addr));
-  Impl::VirtualBlock &b = it->second;
+  auto block = swapBlock(*this, *impl, addr, /*out=*/false);
+  if (!block)
+    return block.takeError();
+  Impl::VirtualBlock &b = **block;
   if (auto e = impl->mapIn(addr, b))
     return e;
   if (auto e = copyToDevice(addr, b.host.get(), b.bytes)) {
