@@ -316,7 +316,7 @@ llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
   return llvm::Error::success();
 }
 
-void MemoryManager::findTwin(uint64_t addr, Block &b) {
+std::string MemoryManager::findTwin(uint64_t addr, Block &b) {
   auto [begin, end] = candidates.equal_range({*b.hash, b.bytes});
   for (auto it = begin; it != end; ++it) {
     uint64_t other = it->second;
@@ -335,7 +335,7 @@ void MemoryManager::findTwin(uint64_t addr, Block &b) {
       continue;
     if (llvm::Error e = backend.share(addr, other)) {
       llvm::consumeError(std::move(e));
-      return;
+      return "";
     }
     if (!o.group) {
       o.group = nextGroup++;
@@ -348,12 +348,19 @@ void MemoryManager::findTwin(uint64_t addr, Block &b) {
     usage.physical -= b.bytes;
     usage.saved += b.bytes;
     usage.dedupShares++;
-    return;
+    return llvm::formatv("{0} at {1:x} holds the same bytes as {2:x} of "
+                         "tenant '{3}': one copy kept for both "
+                         "(deduplicated; {4} saved in all)",
+                         mib(b.bytes), addr, other, tenantMap[o.tenant].name,
+                         mib(usage.saved))
+        .str();
   }
+  return "";
 }
 
 llvm::Expected<std::pair<uint64_t, uint64_t>>
-MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes) {
+MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes,
+                          bool *copied) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!canShare)
     return std::pair<uint64_t, uint64_t>{0, 0};
@@ -362,15 +369,19 @@ MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes) {
     return std::pair<uint64_t, uint64_t>{0, 0};
   Block &b = e->second;
   dropCandidate(e->first, b);
-  if (b.group)
+  if (b.group) {
     if (llvm::Error err = leaveGroup(e->first, b))
       return std::move(err);
+    if (copied)
+      *copied = true;
+  }
   b.writers++;
   return std::pair<uint64_t, uint64_t>{e->first, b.bytes};
 }
 
 llvm::Expected<std::vector<uint64_t>>
-MemoryManager::beginWriteAll(uint64_t tenant) {
+MemoryManager::beginWriteAll(
+    uint64_t tenant, std::vector<std::pair<uint64_t, uint64_t>> *copied) {
   std::vector<uint64_t> bases;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -381,7 +392,10 @@ MemoryManager::beginWriteAll(uint64_t tenant) {
         bases.push_back(addr);
   }
   for (size_t i = 0; i < bases.size(); ++i) {
-    auto r = beginWrite(tenant, bases[i]);
+    bool copy = false;
+    auto r = beginWrite(tenant, bases[i], 1, &copy);
+    if (r && copy && copied)
+      copied->push_back(*r);
     if (!r) {
       for (size_t j = 0; j < i; ++j)
         endWrite(bases[j]);
@@ -391,20 +405,21 @@ MemoryManager::beginWriteAll(uint64_t tenant) {
   return bases;
 }
 
-void MemoryManager::endWrite(uint64_t base, std::optional<uint64_t> hash) {
+std::string MemoryManager::endWrite(uint64_t base,
+                                   std::optional<uint64_t> hash) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = blocks.find(base);
   if (it == blocks.end() || it->second.pinned)
-    return; // Freed meanwhile.
+    return ""; // Freed meanwhile.
   Block &b = it->second;
   if (b.writers)
     b.writers--;
   if (!hash || b.writers || b.swapped || b.group || !canShare)
-    return;
+    return "";
   dropCandidate(base, b);
   b.hash = hash;
   candidates.emplace(std::make_pair(*hash, b.bytes), base);
-  findTwin(base, b);
+  return findTwin(base, b);
 }
 
 Acquired MemoryManager::acquire(uint64_t tenant) {

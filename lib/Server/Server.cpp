@@ -2628,6 +2628,15 @@ pb::Status Server::Impl::beginWrites(Op *op) {
   if (!memory->dedups())
     return pb::Status();
   uint64_t tenant = op->session->tenant->memId;
+  auto logCopyOnWrite = [&](uint64_t base, uint64_t bytes,
+                            const std::string &why) {
+    log(llvm::formatv("tenant '{0}': {1} at {2:x} shared its bytes with "
+                      "other allocations: it gets a copy of its own before "
+                      "a write (copy on write){3}",
+                      op->session->tenant->config.name, bytesText(bytes), base,
+                      why)
+            .str());
+  };
   auto fail = [&](llvm::Error e) {
     for (uint64_t base : op->writes)
       memory->endWrite(base);
@@ -2638,9 +2647,12 @@ pb::Status Server::Impl::beginWrites(Op *op) {
   // and size ({0, 0}: memory deduplication leaves alone).
   std::pair<uint64_t, uint64_t> range;
   auto write = [&](uint64_t addr, uint64_t bytes) -> llvm::Error {
-    auto r = memory->beginWrite(tenant, addr, bytes);
+    bool copied = false;
+    auto r = memory->beginWrite(tenant, addr, bytes, &copied);
     if (!r)
       return r.takeError();
+    if (copied)
+      logCopyOnWrite(r->first, r->second, "");
     range = *r;
     if (r->second)
       op->writes.push_back(r->first);
@@ -2660,9 +2672,14 @@ pb::Status Server::Impl::beginWrites(Op *op) {
     const KernelInfo *k = op->kernel;
     if (!k || k->writesUnknownMemory) {
       // It may write any of the tenant's memory.
-      auto all = memory->beginWriteAll(tenant);
+      std::vector<std::pair<uint64_t, uint64_t>> copied;
+      auto all = memory->beginWriteAll(tenant, &copied);
       if (!all)
         return fail(all.takeError());
+      for (auto [base, bytes] : copied)
+        logCopyOnWrite(base, bytes,
+                       ": kernel '" + op->kernelName +
+                           "' may write memory that no parameter names");
       op->writes = std::move(*all);
       return pb::Status();
     }
@@ -3616,10 +3633,14 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
   for (Op *d : op->dependents)
     if (--d->pendingDeps == 0)
       makeReady(d, &work);
-  for (uint64_t base : op->writes)
-    memory->endWrite(base, op->hashContent && !failed && base == op->dst
-                               ? std::optional<uint64_t>(op->contentHash)
-                               : std::nullopt);
+  for (uint64_t base : op->writes) {
+    std::string shared =
+        memory->endWrite(base, op->hashContent && !failed && base == op->dst
+                                   ? std::optional<uint64_t>(op->contentHash)
+                                   : std::nullopt);
+    if (!shared.empty())
+      log("tenant '" + s.tenant->config.name + "': " + shared);
+  }
   if (op->acquired)
     memory->release(s.tenant->memId);
   metrics.queued--;

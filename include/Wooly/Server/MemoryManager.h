@@ -162,17 +162,24 @@ public:
   /// size ({0, 0} for memory the manager does not share: not an
   /// allocation of the tenant, module variables). Errors (still shared):
   /// no device memory for the copy, the backend's.
+  /// `copied` (optional): set when it made a private copy.
   llvm::Expected<std::pair<uint64_t, uint64_t>>
-  beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1);
+  beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1,
+             bool *copied = nullptr);
   /// beginWrite for every allocation of `tenant` (a kernel that may write
-  /// memory no parameter names); returns their bases.
-  llvm::Expected<std::vector<uint64_t>> beginWriteAll(uint64_t tenant);
+  /// memory no parameter names); returns their bases. `copied`
+  /// (optional): the allocations (base, size) it made private copies of.
+  llvm::Expected<std::vector<uint64_t>>
+  beginWriteAll(uint64_t tenant,
+                std::vector<std::pair<uint64_t, uint64_t>> *copied = nullptr);
   /// Ends a write `beginWrite` counted. `contentHash`: the write filled
   /// the whole allocation (one copy) and its bytes hash so (Backend's
   /// content hash). When no other write is in flight, the allocation
   /// becomes a candidate, and shares the copy of another candidate of the
-  /// same size and bytes if there is one.
-  void endWrite(uint64_t base, std::optional<uint64_t> contentHash = {});
+  /// same size and bytes if there is one. Returns what happened for the
+  /// log ("shares one copy with ..."), or an empty string.
+  std::string endWrite(uint64_t base,
+                       std::optional<uint64_t> contentHash = {});
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
   /// until `release`: swaps it in, moving idle tenants' memory out.
@@ -212,7 +219,7 @@ private:
   llvm::Error leaveGroup(uint64_t addr, Block &b);
   /// Shares `b` (at `addr`, just hashed) with a candidate of the same
   /// bytes, if there is one (the lock is held).
-  void findTwin(uint64_t addr, Block &b);
+  std::string findTwin(uint64_t addr, Block &b);
   /// Forgets `b`'s content hash, if it has one (the lock is held).
   void dropCandidate(uint64_t addr, Block &b);
   /// Takes `b` (at `addr`) out of its group, whose last member left has its

@@ -1,0 +1,88 @@
+//===- shared_weights.cu - Several tenants, one set of weights ------------===//
+//
+// What an inference tenant does with a model's weights: copy them to the
+// device once and only read them. Run as several tenants at once, wooly-
+// serve keeps one copy of identical weights (deduplication). Every
+// instance checks its own results bit for bit:
+//
+//   shared_weights [read|write] [hold-seconds]
+//
+// `read` (the default) reads the weights with a kernel; `write` then also
+// adds 1 to each weight with a kernel that writes through its parameter
+// (the server gives this tenant a copy of its own first: copy on write)
+// and checks that its later reads see its own bytes. `hold-seconds`
+// (default 2) keeps the weights on the device before the first kernel, so
+// that instances started together overlap.
+//
+//===----------------------------------------------------------------------===//
+
+#define APP_NAME "shared_weights"
+#include "CudaApp.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+__global__ void affine(const float *w, float *y, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += blockDim.x * gridDim.x)
+    y[i] = w[i] * 2.0f + 1.0f;
+}
+
+__global__ void bump(float *w, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += blockDim.x * gridDim.x)
+    w[i] += 1.0f;
+}
+
+/// Runs `affine` and compares with the host, for weights `w`.
+static void check(const float *dW, float *dY, const std::vector<float> &w,
+                  const char *what) {
+  int n = int(w.size());
+  affine<<<64, 256>>>(dW, dY, n);
+  CHECK(cudaGetLastError());
+  std::vector<float> y(n);
+  CHECK(cudaMemcpy(y.data(), dY, n * sizeof(float), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    if (y[i] != w[i] * 2.0f + 1.0f && wrong++ < 5)
+      std::printf("%s: y[%d] = %.9g, expected %.9g\n", what, i, y[i],
+                  w[i] * 2.0f + 1.0f);
+  EXPECT(wrong == 0, "%s: %d of %d results differ", what, wrong, n);
+}
+
+int main(int argc, char **argv) {
+  bool write = argc > 1 && std::strcmp(argv[1], "write") == 0;
+  double hold = argc > 2 ? std::stod(argv[2]) : 2.0;
+  const int n = 1 << 20; // 4 MiB of weights
+  std::vector<float> w(n);
+  for (int i = 0; i < n; ++i)
+    w[i] = float(i % 1000) * 0.25f - float(i % 7);
+
+  float *dW, *dY;
+  CHECK(cudaMalloc(&dW, n * sizeof(float)));
+  CHECK(cudaMalloc(&dY, n * sizeof(float)));
+  CHECK(cudaMemcpy(dW, w.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK(cudaDeviceSynchronize());
+  std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+  check(dW, dY, w, "read");
+  if (write) {
+    bump<<<64, 256>>>(dW, n);
+    CHECK(cudaGetLastError());
+    for (float &v : w)
+      v += 1.0f;
+    check(dW, dY, w, "after write");
+  }
+  // The weights themselves, as this tenant last wrote them.
+  std::vector<float> back(n);
+  CHECK(cudaMemcpy(back.data(), dW, n * sizeof(float), cudaMemcpyDeviceToHost));
+  EXPECT(std::memcmp(back.data(), w.data(), n * sizeof(float)) == 0,
+         "the weights read back differ from what this tenant wrote");
+  CHECK(cudaFree(dW));
+  CHECK(cudaFree(dY));
+  std::printf("%s: %d weights\n", write ? "write" : "read", n);
+  app::pass();
+  return 0;
+}
