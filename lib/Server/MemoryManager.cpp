@@ -379,8 +379,7 @@ MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes,
   return std::pair<uint64_t, uint64_t>{e->first, b.bytes};
 }
 
-llvm::Expected<std::vector<uint64_t>>
-MemoryManager::beginWriteAll(
+llvm::Expected<std::vector<uint64_t>> MemoryManager::beginWriteAll(
     uint64_t tenant, std::vector<std::pair<uint64_t, uint64_t>> *copied) {
   std::vector<uint64_t> bases;
   {
@@ -406,7 +405,7 @@ MemoryManager::beginWriteAll(
 }
 
 std::string MemoryManager::endWrite(uint64_t base,
-                                   std::optional<uint64_t> hash) {
+                                    std::optional<uint64_t> hash) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = blocks.find(base);
   if (it == blocks.end() || it->second.pinned)

@@ -178,8 +178,7 @@ public:
   /// becomes a candidate, and shares the copy of another candidate of the
   /// same size and bytes if there is one. Returns what happened for the
   /// log ("shares one copy with ..."), or an empty string.
-  std::string endWrite(uint64_t base,
-                       std::optional<uint64_t> contentHash = {});
+  std::string endWrite(uint64_t base, std::optional<uint64_t> contentHash = {});
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
   /// until `release`: swaps it in, moving idle tenants' memory out.
