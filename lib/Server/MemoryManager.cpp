@@ -404,8 +404,8 @@ llvm::Expected<std::vector<uint64_t>> MemoryManager::beginWriteAll(
   return bases;
 }
 
-std::string MemoryManager::endWrite(uint64_t base,
-                                    std::optional<uint64_t> hash) {
+std::string MemoryManager::endWrite(uint64_t base, std::optional<uint64_t> hash,
+                                    bool fromHost) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = blocks.find(base);
   if (it == blocks.end() || it->second.pinned)
@@ -413,12 +413,38 @@ std::string MemoryManager::endWrite(uint64_t base,
   Block &b = it->second;
   if (b.writers)
     b.writers--;
+  // A kernel's write: its bytes are left unhashed (activations change with
+  // every step; weights come from the host).
+  b.fromHost = fromHost && !hash;
   if (!hash || b.writers || b.swapped || b.group || !canShare)
     return "";
+  return candidate(base, b, *hash);
+}
+
+std::string MemoryManager::candidate(uint64_t base, Block &b, uint64_t hash) {
   dropCandidate(base, b);
   b.hash = hash;
-  candidates.emplace(std::make_pair(*hash, b.bytes), base);
+  b.fromHost = false;
+  candidates.emplace(std::make_pair(hash, b.bytes), base);
   return findTwin(base, b);
+}
+
+std::string MemoryManager::noteRead(uint64_t tenant, uint64_t addr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!canShare)
+    return "";
+  auto *e = blockAt(addr);
+  if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
+    return "";
+  Block &b = e->second;
+  if (!b.fromHost || b.writers || b.swapped || b.group || b.hash)
+    return "";
+  llvm::Expected<uint64_t> h = backend.contentHash(e->first, b.bytes);
+  if (!h) {
+    llvm::consumeError(h.takeError());
+    return "";
+  }
+  return candidate(e->first, b, *h);
 }
 
 Acquired MemoryManager::acquire(uint64_t tenant) {

@@ -2684,16 +2684,22 @@ pb::Status Server::Impl::beginWrites(Op *op) {
       return pb::Status();
     }
     // Each parameter the kernel may write through (or that escapes), where
-    // it points into one of the tenant's allocations.
+    // it points into one of the tenant's allocations; the others are only
+    // read: an allocation the host wrote in parts is hashed now (and may
+    // share a copy).
     for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
       bool readOnly = i < k->readOnlyParams.size() && k->readOnlyParams[i];
-      if (readOnly || k->paramSizes[i] != 8 ||
-          k->paramOffsets[i] + 8 > op->params.size())
+      if (k->paramSizes[i] != 8 || k->paramOffsets[i] + 8 > op->params.size())
         continue;
       uint64_t value;
       std::memcpy(&value, op->params.data() + k->paramOffsets[i], 8);
-      if (llvm::Error e = write(value, 1))
+      if (readOnly) {
+        std::string shared = memory->noteRead(tenant, value);
+        if (!shared.empty())
+          log("tenant '" + op->session->tenant->config.name + "': " + shared);
+      } else if (llvm::Error e = write(value, 1)) {
         return fail(std::move(e));
+      }
     }
     return pb::Status();
   }
@@ -3634,10 +3640,15 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
     if (--d->pendingDeps == 0)
       makeReady(d, &work);
   for (uint64_t base : op->writes) {
+    bool fromHost = op->type == Op::Type::CopyIn ||
+                    op->type == Op::Type::Memset ||
+                    op->type == Op::Type::CopyD2D;
     std::string shared =
-        memory->endWrite(base, op->hashContent && !failed && base == op->dst
-                                   ? std::optional<uint64_t>(op->contentHash)
-                                   : std::nullopt);
+        memory->endWrite(base,
+                         op->hashContent && !failed && base == op->dst
+                             ? std::optional<uint64_t>(op->contentHash)
+                             : std::nullopt,
+                         fromHost && !failed);
     if (!shared.empty())
       log("tenant '" + s.tenant->config.name + "': " + shared);
   }

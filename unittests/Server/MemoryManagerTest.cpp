@@ -452,3 +452,43 @@ TEST(MemoryManagerTest, SharedCopiesStayResidentThroughSwapping) {
   mm.release(a);
   EXPECT_EQ(mm.verify(), "");
 }
+
+// An allocation the host fills in parts is hashed when a kernel that only
+// reads it is about to run (noteRead), once, and then shares; one last
+// written by a kernel is never hashed.
+TEST(MemoryManagerTest, BuffersFilledInPartsShareWhenFirstRead) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  constexpr uint64_t kBytes = 4 * kMiB;
+  std::vector<uint8_t> weights = patternOf(0x4000, kBytes);
+  uint64_t a = mm.addTenant("a", 0), b = mm.addTenant("b", 0),
+           c = mm.addTenant("c", 0);
+  auto wa = mm.allocate(a, kBytes), wb = mm.allocate(b, kBytes),
+       wc = mm.allocate(c, kBytes);
+  ASSERT_TRUE(wa && wb && wc);
+  fill(mm, *backend, a, *wa, weights); // one copy: hashed at once
+  // b: two halves, written from the host.
+  for (uint64_t half = 0; half < 2; ++half) {
+    auto w = mm.beginWrite(b, *wb + half * kBytes / 2, kBytes / 2);
+    ASSERT_TRUE(bool(w));
+    ASSERT_FALSE(bool(backend->copyToDevice(*wb + half * kBytes / 2,
+                                            weights.data() + half * kBytes / 2,
+                                            kBytes / 2)));
+    EXPECT_EQ(mm.endWrite(w->first, std::nullopt, /*fromHost=*/true), "");
+  }
+  // c: the same bytes, but last written by a kernel.
+  auto w = mm.beginWrite(c, *wc, 1);
+  ASSERT_TRUE(bool(w));
+  ASSERT_FALSE(bool(backend->copyToDevice(*wc, weights.data(), kBytes)));
+  mm.endWrite(w->first, std::nullopt, /*fromHost=*/false);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_NE(mm.noteRead(b, *wb + 12345).find("one copy kept for both"),
+            std::string::npos);
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.noteRead(b, *wb), "") << "hashed once";
+  EXPECT_EQ(mm.noteRead(c, *wc), "") << "a kernel's bytes are not hashed";
+  EXPECT_EQ(mm.noteRead(a, *wb), "") << "not a's allocation";
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.verify(), "");
+}

@@ -16,7 +16,10 @@
 //    with an out-of-memory error and nothing has changed.
 //  - Deduplication (where the backend can share memory): an allocation
 //    filled whole by one copy gets a content hash (taken from the copied
-//    data); when another allocation of the same size already holds the
+//    data), and one written by copies in parts (or memsets) gets one when a
+//    kernel that only reads it is about to run (`noteRead`: taken from
+//    device memory, once per such fill); when another allocation of the
+//    same size already holds the
 //    same bytes (hash, then a byte comparison) and neither has been
 //    written since, the backend maps one physical copy, read-only, at both
 //    addresses. Every op that may write an allocation says so first
@@ -176,9 +179,17 @@ public:
   /// the whole allocation (one copy) and its bytes hash so (Backend's
   /// content hash). When no other write is in flight, the allocation
   /// becomes a candidate, and shares the copy of another candidate of the
-  /// same size and bytes if there is one. Returns what happened for the
-  /// log ("shares one copy with ..."), or an empty string.
-  std::string endWrite(uint64_t base, std::optional<uint64_t> contentHash = {});
+  /// same size and bytes if there is one. `fromHost`: the write put bytes
+  /// that came from the host (a copy or a memset, not a kernel), so that
+  /// `noteRead` hashes the allocation. Returns what happened for the log
+  /// ("shares one copy with ..."), or an empty string.
+  std::string endWrite(uint64_t base, std::optional<uint64_t> contentHash = {},
+                       bool fromHost = false);
+  /// A kernel that only reads `addr` (of `tenant`) is about to run: where
+  /// its allocation was last written from the host in parts and no write
+  /// is in flight, its content is hashed now (Backend::contentHash) and it
+  /// may share a copy. Returns what happened for the log, or "".
+  std::string noteRead(uint64_t tenant, uint64_t addr);
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
   /// until `release`: swaps it in, moving idle tenants' memory out.
@@ -207,6 +218,8 @@ private:
     /// (0: its own).
     uint64_t writers = 0;
     std::optional<uint64_t> hash;
+    /// Written from the host since its last hash (noteRead hashes it).
+    bool fromHost = false;
     uint64_t group = 0;
   };
   /// A physical copy that several allocations map.
@@ -219,6 +232,9 @@ private:
   /// Shares `b` (at `addr`, just hashed) with a candidate of the same
   /// bytes, if there is one (the lock is held).
   std::string findTwin(uint64_t addr, Block &b);
+  /// Makes `b` (at `base`, no write in flight) a candidate with content
+  /// hash `hash` and looks for its twin (the lock is held).
+  std::string candidate(uint64_t base, Block &b, uint64_t hash);
   /// Forgets `b`'s content hash, if it has one (the lock is held).
   void dropCandidate(uint64_t addr, Block &b);
   /// Takes `b` (at `addr`) out of its group, whose last member left has its

@@ -5,9 +5,10 @@
 // serve keeps one copy of identical weights (deduplication). Every
 // instance checks its own results bit for bit:
 //
-//   shared_weights [read|write] [hold-seconds]
+//   shared_weights [read|read-chunks|write] [hold-seconds]
 //
-// `read` (the default) reads the weights with a kernel; `write` then also
+// `read` (the default) reads the weights with a kernel; `read-chunks` too,
+// after copying them to the device in four parts; `write` then also
 // adds 1 to each weight with a kernel that writes through its parameter
 // (the server gives this tenant a copy of its own first: copy on write)
 // and checks that its later reads see its own bytes. `hold-seconds`
@@ -55,6 +56,7 @@ static void check(const float *dW, float *dY, const std::vector<float> &w,
 
 int main(int argc, char **argv) {
   bool write = argc > 1 && std::strcmp(argv[1], "write") == 0;
+  bool chunks = argc > 1 && std::strcmp(argv[1], "read-chunks") == 0;
   double hold = argc > 2 ? std::stod(argv[2]) : 2.0;
   const int n = 1 << 20; // 4 MiB of weights
   std::vector<float> w(n);
@@ -64,7 +66,13 @@ int main(int argc, char **argv) {
   float *dW, *dY;
   CHECK(cudaMalloc(&dW, n * sizeof(float)));
   CHECK(cudaMalloc(&dY, n * sizeof(float)));
-  CHECK(cudaMemcpy(dW, w.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  if (chunks) {
+    for (int part = 0; part < 4; ++part)
+      CHECK(cudaMemcpy(dW + part * (n / 4), w.data() + part * (n / 4),
+                       n / 4 * sizeof(float), cudaMemcpyHostToDevice));
+  } else {
+    CHECK(cudaMemcpy(dW, w.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  }
   CHECK(cudaDeviceSynchronize());
   std::this_thread::sleep_for(std::chrono::duration<double>(hold));
   check(dW, dY, w, "read");
@@ -82,7 +90,7 @@ int main(int argc, char **argv) {
          "the weights read back differ from what this tenant wrote");
   CHECK(cudaFree(dW));
   CHECK(cudaFree(dY));
-  std::printf("%s: %d weights\n", write ? "write" : "read", n);
+  std::printf("%s: %d weights\n", argc > 1 ? argv[1] : "read", n);
   app::pass();
   return 0;
 }
