@@ -186,9 +186,10 @@ Error DeviceMemory::free(uint64_t addr) {
     SharedGroup &g = groups[it->second.sharedGroup];
     llvm::erase(g.members, addr);
     if (g.members.size() == 1) {
+      // Where its private copy cannot be made, it stays mapped read-only,
+      // alone: its bytes are intact, only writes to it fail.
       Allocation &last = allocations[g.members.front()];
-      if (Error e = privatize(last))
-        return e; // It stays shared, alone, read-only: still correct.
+      llvm::consumeError(privatize(last));
     }
   } else {
     inUse -= size;
