@@ -42,11 +42,13 @@ MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
 
 MemoryManager::~MemoryManager() = default;
 
-uint64_t MemoryManager::addTenant(std::string name, uint64_t quota) {
+uint64_t MemoryManager::addTenant(std::string name, uint64_t quota,
+                                  bool dedup) {
   std::lock_guard<std::mutex> lock(mutex);
   uint64_t id = nextTenant++;
   TenantMemory &t = tenantMap[id];
   t.name = std::move(name);
+  t.dedup = dedup;
   t.quota = quota ? quota : cap;
   t.lastActive = ++tick;
   return id;
@@ -423,8 +425,10 @@ std::string MemoryManager::endWrite(uint64_t base, std::optional<uint64_t> hash,
 
 std::string MemoryManager::candidate(uint64_t base, Block &b, uint64_t hash) {
   dropCandidate(base, b);
-  b.hash = hash;
   b.fromHost = false;
+  if (!tenantMap[b.tenant].dedup)
+    return "";
+  b.hash = hash;
   candidates.emplace(std::make_pair(hash, b.bytes), base);
   return findTwin(base, b);
 }
@@ -437,7 +441,8 @@ std::string MemoryManager::noteRead(uint64_t tenant, uint64_t addr) {
   if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
     return "";
   Block &b = e->second;
-  if (!b.fromHost || b.writers || b.swapped || b.group || b.hash)
+  if (!b.fromHost || b.writers || b.swapped || b.group || b.hash ||
+      !tenantMap[tenant].dedup)
     return "";
   llvm::Expected<uint64_t> h = backend.contentHash(e->first, b.bytes);
   if (!h) {

@@ -1338,7 +1338,8 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
     if (!slot) {
       slot = std::make_unique<TenantState>();
       slot->config = config;
-      slot->memId = memory->addTenant(config.name, config.quotaBytes);
+      slot->memId =
+          memory->addTenant(config.name, config.quotaBytes, config.dedup);
     }
     tenant = slot.get();
     tenant->sessions++;

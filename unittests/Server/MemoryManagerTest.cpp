@@ -492,3 +492,27 @@ TEST(MemoryManagerTest, BuffersFilledInPartsShareWhenFirstRead) {
   EXPECT_EQ(mm.device().saved, kBytes);
   EXPECT_EQ(mm.verify(), "");
 }
+
+// A tenant configured without deduplication (`dedup: false`) never shares:
+// neither its buffers with others' nor others' with its.
+TEST(MemoryManagerTest, TenantsWithoutDedupNeverShare) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  std::vector<uint8_t> weights = patternOf(0x5000, 2 * kMiB);
+  uint64_t secret = mm.addTenant("secret", 0, /*dedup=*/false),
+           a = mm.addTenant("a", 0), b = mm.addTenant("b", 0);
+  auto ws = mm.allocate(secret, weights.size());
+  ASSERT_TRUE(bool(ws));
+  fill(mm, *backend, secret, *ws, weights);
+  auto wa = mm.allocate(a, weights.size());
+  ASSERT_TRUE(bool(wa));
+  fill(mm, *backend, a, *wa, weights);
+  EXPECT_EQ(mm.device().saved, 0u);
+  auto wb = mm.allocate(b, weights.size());
+  ASSERT_TRUE(bool(wb));
+  fill(mm, *backend, b, *wb, weights);
+  EXPECT_EQ(mm.device().saved, weights.size()) << "a and b share";
+  EXPECT_EQ(mm.tenant(secret).shared, 0u);
+  EXPECT_EQ(mm.verify(), "");
+}

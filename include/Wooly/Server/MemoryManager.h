@@ -77,6 +77,8 @@ struct TenantMemory {
   uint64_t busy = 0;
   /// When it last acquired or released work (a tick of the manager).
   uint64_t lastActive = 0;
+  /// Its allocations take part in deduplication.
+  bool dedup = true;
 
   /// Everything it holds.
   uint64_t used() const { return resident + swapped; }
@@ -135,7 +137,9 @@ public:
   uint64_t capacity() const { return cap; }
 
   /// A new tenant with `quota` bytes (0: the capacity); returns its id.
-  uint64_t addTenant(std::string name, uint64_t quota);
+  /// `dedup`: its allocations may share copies with others' (and the
+  /// other way round).
+  uint64_t addTenant(std::string name, uint64_t quota, bool dedup = true);
   /// Forgets a tenant that holds nothing; false if it still holds memory.
   bool removeTenant(uint64_t tenant);
 
