@@ -418,6 +418,7 @@ std::string MemoryManager::endWrite(uint64_t base, std::optional<uint64_t> hash,
   // A kernel's write: its bytes are left unhashed (activations change with
   // every step; weights come from the host).
   b.fromHost = fromHost && !hash;
+  b.reads = 0;
   if (!hash || b.writers || b.swapped || b.group || !canShare)
     return "";
   return candidate(base, b, *hash);
@@ -442,7 +443,7 @@ std::string MemoryManager::noteRead(uint64_t tenant, uint64_t addr) {
     return "";
   Block &b = e->second;
   if (!b.fromHost || b.writers || b.swapped || b.group || b.hash ||
-      !tenantMap[tenant].dedup)
+      !tenantMap[tenant].dedup || ++b.reads < 2)
     return "";
   llvm::Expected<uint64_t> h = backend.contentHash(e->first, b.bytes);
   if (!h) {

@@ -454,8 +454,8 @@ TEST(MemoryManagerTest, SharedCopiesStayResidentThroughSwapping) {
 }
 
 // An allocation the host fills in parts is hashed when a kernel that only
-// reads it is about to run (noteRead), once, and then shares; one last
-// written by a kernel is never hashed.
+// reads it is about to run for the second time since (noteRead), once, and
+// then shares; one last written by a kernel is never hashed.
 TEST(MemoryManagerTest, BuffersFilledInPartsShareWhenFirstRead) {
   std::unique_ptr<Backend> backend = cpuBackend();
   ASSERT_TRUE(backend);
@@ -483,10 +483,13 @@ TEST(MemoryManagerTest, BuffersFilledInPartsShareWhenFirstRead) {
   ASSERT_FALSE(bool(backend->copyToDevice(*wc, weights.data(), kBytes)));
   mm.endWrite(w->first, std::nullopt, /*fromHost=*/false);
   EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.noteRead(b, *wb), "") << "the first read: not hashed yet";
+  EXPECT_EQ(mm.device().saved, 0u);
   EXPECT_NE(mm.noteRead(b, *wb + 12345).find("one copy kept for both"),
             std::string::npos);
   EXPECT_EQ(mm.device().saved, kBytes);
   EXPECT_EQ(mm.noteRead(b, *wb), "") << "hashed once";
+  EXPECT_EQ(mm.noteRead(c, *wc), "") << "a kernel's bytes are not hashed";
   EXPECT_EQ(mm.noteRead(c, *wc), "") << "a kernel's bytes are not hashed";
   EXPECT_EQ(mm.noteRead(a, *wb), "") << "not a's allocation";
   EXPECT_EQ(mm.device().saved, kBytes);

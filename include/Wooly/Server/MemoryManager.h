@@ -190,9 +190,12 @@ public:
   std::string endWrite(uint64_t base, std::optional<uint64_t> contentHash = {},
                        bool fromHost = false);
   /// A kernel that only reads `addr` (of `tenant`) is about to run: where
-  /// its allocation was last written from the host in parts and no write
-  /// is in flight, its content is hashed now (Backend::contentHash) and it
-  /// may share a copy. Returns what happened for the log, or "".
+  /// its allocation was last written from the host in parts, no write is
+  /// in flight and this is the second such read since (weights are read
+  /// again and again; an input batch copied in for every step is read once
+  /// or twice and never costs a hash), its content is hashed now
+  /// (Backend::contentHash) and it may share a copy. Returns what happened
+  /// for the log, or "".
   std::string noteRead(uint64_t tenant, uint64_t addr);
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
@@ -222,8 +225,10 @@ private:
     /// (0: its own).
     uint64_t writers = 0;
     std::optional<uint64_t> hash;
-    /// Written from the host since its last hash (noteRead hashes it).
+    /// Written from the host since its last hash, and read by kernels
+    /// since then (noteRead hashes it at the second read).
     bool fromHost = false;
+    unsigned reads = 0;
     uint64_t group = 0;
   };
   /// A physical copy that several allocations map.

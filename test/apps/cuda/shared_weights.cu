@@ -75,7 +75,9 @@ int main(int argc, char **argv) {
   }
   CHECK(cudaDeviceSynchronize());
   std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+  // Two steps of inference.
   check(dW, dY, w, "read");
+  check(dW, dY, w, "read again");
   if (write) {
     bump<<<64, 256>>>(dW, n);
     CHECK(cudaGetLastError());
