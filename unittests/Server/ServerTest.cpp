@@ -2376,16 +2376,17 @@ DONE:
 }
 )";
 
-// Four tenants load the same 4 MiB of weights: the device holds one copy,
+// Six tenants load the same 4 MiB of weights: the device holds one copy,
 // each tenant reads it at its own address. A kernel that only reads them
 // keeps the copy shared; a tenant that writes into its weights - by memcpy,
-// by a kernel whose parameter is not read-only, or by a kernel that writes
+// by a kernel whose parameter is not read-only, by a kernel that writes
 // through a pointer loaded from memory (which the analysis cannot prove
-// read-only) - gets a private copy first, and every other tenant still
+// read-only), by a device-to-device copy or by a memset - gets a private
+// copy first, and every other tenant still
 // reads the original bytes. /metrics shows the memory saved, the shares
 // and the copies on write.
 TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
-  constexpr unsigned kTenants = 4;
+  constexpr unsigned kTenants = 6;
   constexpr uint32_t kWords = (4u << 20) / 4;
   std::string yaml = "tenants:\n";
   for (unsigned t = 0; t < kTenants; ++t)
@@ -2460,8 +2461,11 @@ TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
   EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 0);
 
   // t1 writes by memcpy, t2 by a kernel that writes its parameter, t3 by
-  // a kernel that writes through a loaded pointer.
-  std::vector<uint32_t> expect1 = weights, expect2 = weights, expect3 = weights;
+  // a kernel that writes through a loaded pointer, t4 by a device-to-device
+  // copy, t5 by a memset; t0 only reads.
+  std::vector<uint32_t> expect1 = weights, expect2 = weights,
+                        expect3 = weights, expect4 = weights,
+                        expect5 = weights;
   uint32_t patch[4] = {1, 2, 3, 4};
   ASSERT_TRUE(ts[1].c->copyToDevice(ts[1].w + 400, patch, 16).ok());
   std::copy(patch, patch + 4, expect1.begin() + 100);
@@ -2486,6 +2490,11 @@ TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
                            ind.bytes.data(), ind.bytes.size())
                   .ok());
   expect3[8] = 0xdeadbeefu;
+  // t4: words 16..31 of its weights from its output buffer (zeros).
+  ASSERT_TRUE(ts[4].c->copyDeviceToDevice(ts[4].w + 64, ts[4].out, 64).ok());
+  std::fill(expect4.begin() + 16, expect4.begin() + 32, 0u);
+  ASSERT_TRUE(ts[5].c->memset(ts[5].w + 4096, 0xab, 8).ok());
+  expect5[1024] = expect5[1025] = 0xababababu;
   for (unsigned t = 1; t < kTenants; ++t) {
     Status st = ts[t].c->deviceSynchronize();
     ASSERT_TRUE(st.ok()) << "t" << t << ": " << st.str() << log();
@@ -2494,8 +2503,10 @@ TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
   EXPECT_EQ(read(ts[1], ts[1].w), expect1);
   EXPECT_EQ(read(ts[2], ts[2].w), expect2);
   EXPECT_EQ(read(ts[3], ts[3].w), expect3);
+  EXPECT_EQ(read(ts[4], ts[4].w), expect4);
+  EXPECT_EQ(read(ts[5], ts[5].w), expect5);
   m = fetchMetrics();
-  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 3.0) << m;
+  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 5.0) << m;
   EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), 0.0);
   EXPECT_EQ(tenantsUse(m), before + double(kTenants - 1) * 2 * kWords * 4);
   for (unsigned t = 0; t < kTenants; ++t)
