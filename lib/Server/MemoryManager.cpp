@@ -468,8 +468,8 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
     std::set<uint64_t> groupsSeen;
     for (auto &[addr, b] : blocks)
       if (b.tenant != kInternal && !b.swapped &&
-          (b.pinned || b.tenant == tenant ||
-           (b.group && groupsSeen.insert(b.group).second)))
+          (b.group ? groupsSeen.insert(b.group).second
+                   : b.pinned || b.tenant == tenant))
         unmovable += b.bytes;
     if (unmovable > cap || t.swapped > cap - unmovable) {
       usage.outOfMemory++;
