@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -59,6 +60,9 @@ static cl::opt<std::string> dumpObjects(
     cl::desc("Write each compiled module (an ELF object) to this directory, "
              "e.g. for objdump"),
     cl::cat(benchCategory));
+static cl::list<std::string>
+    only("only", cl::desc("Run only the rows with these labels (repeatable)"),
+         cl::cat(benchCategory));
 static cl::opt<std::string> corpusDir("corpus",
                                       cl::desc("Directory of the corpus PTX"),
                                       cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
@@ -258,18 +262,30 @@ std::vector<Case> makeCases() {
 // Measurement
 //===----------------------------------------------------------------------===//
 
+/// The calling thread's CPU time so far.
+double threadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 struct Row {
   std::string label, mode, fiberReason;
   uint64_t elements = 0, threads = 0;
   double ms1 = 0, msAll = 0, msCpp = 0;
+  /// CPU time of the launching thread with one worker (it runs every
+  /// block): unlike wall time, not inflated when other processes share the
+  /// cores.
+  double cpuMs1 = 0, cpuMsCpp = 0;
   double bytes = 0;
   double compileMs = 0, hitUs = 0;
 };
 
 /// Runs `c` on `device`: warm-up launch, check against the C++ output,
-/// then `reps` timed launches. Returns the median seconds per launch.
+/// then `reps` timed launches. Returns the median seconds per launch, and
+/// in `cpuSeconds` the median CPU time of the calling thread per launch.
 double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
-                   const char *which) {
+                   const char *which, double *cpuSeconds = nullptr) {
   const KernelInfo *k = device.compiled(module).findKernel(c.kernel);
   if (!k)
     die("no kernel " + c.kernel + " in " + c.file);
@@ -322,29 +338,36 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
         "the C++ output (first difference at byte " +
         std::to_string(i) + " of " + std::to_string(outBytes) + ")");
   }
-  std::vector<double> times;
+  std::vector<double> times, cpuTimes;
   for (unsigned r = 0; r < reps; ++r) {
     if (c.zeroOutput)
       check(mem.memset(out, 0, outBytes), "memset");
+    double c0 = threadCpuSeconds();
     auto t0 = Clock::now();
     launch();
     auto t1 = Clock::now();
+    cpuTimes.push_back(threadCpuSeconds() - c0);
     times.push_back(seconds(t0, t1));
   }
   for (uint64_t a : addrs)
     check(mem.free(a), "free");
+  if (cpuSeconds)
+    *cpuSeconds = median(cpuTimes);
   return median(times);
 }
 
-double timeCpp(Case &c) {
+double timeCpp(Case &c, double &cpuSeconds) {
   c.cpp(c.cppOut.data()); // Warm-up (and the reference output).
-  std::vector<double> times;
+  std::vector<double> times, cpuTimes;
   for (unsigned r = 0; r < reps; ++r) {
+    double c0 = threadCpuSeconds();
     auto t0 = Clock::now();
     c.cpp(c.cppOut.data());
     auto t1 = Clock::now();
+    cpuTimes.push_back(threadCpuSeconds() - c0);
     times.push_back(seconds(t0, t1));
   }
+  cpuSeconds = median(cpuTimes);
   return median(times);
 }
 
@@ -378,6 +401,8 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   CompileCache cache;
   for (Case &c : cases) {
+    if (!only.empty() && llvm::find(only, c.label) == only.end())
+      continue;
     Row row;
     row.label = c.label;
     row.elements = c.elements;
@@ -424,10 +449,14 @@ int main(int argc, char **argv) {
                                           : "fibers";
     row.fiberReason = k->fiberReason;
 
-    row.msCpp = timeCpp(c) * 1e3;
+    double cpuCpp = 0;
+    row.msCpp = timeCpp(c, cpuCpp) * 1e3;
+    row.cpuMsCpp = cpuCpp * 1e3;
     LoadedModule *m1 = check(dev1.loadModule(module), "loadModule");
     LoadedModule *mAll = check(devAll.loadModule(module), "loadModule");
-    row.ms1 = runOnDevice(dev1, m1, c, "1 worker") * 1e3;
+    double cpu1 = 0;
+    row.ms1 = runOnDevice(dev1, m1, c, "1 worker", &cpu1) * 1e3;
+    row.cpuMs1 = cpu1 * 1e3;
     row.msAll = runOnDevice(devAll, mAll, c, "all workers") * 1e3;
     check(dev1.unloadModule(m1), "unloadModule");
     check(devAll.unloadModule(mAll), "unloadModule");
@@ -453,6 +482,17 @@ int main(int argc, char **argv) {
         (unsigned long long)r.threads, r.ms1, r.msAll, r.msCpp, r.ms1 / r.msCpp,
         r.msAll / r.msCpp, r.bytes / (r.msAll * 1e-3) / 1e9,
         double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs, r.hitUs);
+
+  // CPU time of the one thread that runs a 1-worker launch, and of the C++
+  // loop: what the ratio is when other processes share the cores (wall
+  // times then include time the thread waited for one).
+  std::printf("\nthread CPU time, 1 worker (not inflated by other load); "
+              "all/1w = speedup of all workers over one (wall)\n");
+  std::printf("%-17s %10s %10s %9s %8s\n", "kernel", "1w cpu ms", "C++ cpu ms",
+              "cpu b/c", "all/1w");
+  for (const Row &r : rows)
+    std::printf("%-17s %10.2f %10.2f %9.2f %8.2f\n", r.label.c_str(), r.cpuMs1,
+                r.cpuMsCpp, r.cpuMs1 / r.cpuMsCpp, r.ms1 / r.msAll);
 
   bool anyFibers = false;
   for (const Row &r : rows)

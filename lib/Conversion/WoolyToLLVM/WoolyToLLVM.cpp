@@ -944,7 +944,22 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
                                      ArrayRef<LLVM::GEPArg>{int32_t(at)}));
   };
   // The lowering's buffers move to the frame; other allocas stay, unless
-  // they live across a cut.
+  // they live across a cut. The input words of every warp collective share
+  // one slot, as do their output words: a collective's inputs are stored
+  // right before its cut and read by the runtime at the cut, its outputs
+  // written at the cut and read right after it, so no two collectives' are
+  // ever in use at once, and a round of the block touches the same few
+  // cache lines of each frame whichever cut it ends at.
+  enum Role { None, In, Out };
+  auto warpRole = [](Value p) {
+    for (OpOperand &use : p.getUses())
+      if (auto call = dyn_cast<LLVM::CallOp>(use.getOwner());
+          call && call.getCallee() == "__wooly_rt_warp")
+        return use.getOperandNumber() == 3 ? In : Out;
+    return None;
+  };
+  SmallVector<LLVM::AllocaOp> roleAllocas[3];
+  uint64_t roleBytes[3] = {0, 0, 0};
   for (auto alloca : llvm::to_vector(first->getOps<LLVM::AllocaOp>())) {
     bool lives = across.contains(alloca.getResult());
     if (!isBufferAlloca(alloca.getResult())) {
@@ -961,12 +976,29 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       return std::nullopt;
     }
     uint64_t size = layout.getTypeSize(alloca.getElemType()) * n.getInt();
+    Role role = warpRole(alloca.getResult());
+    if (role != None && alloca.getAlignment().value_or(1) <= 16) {
+      roleAllocas[role].push_back(alloca);
+      roleBytes[role] = std::max(roleBytes[role], size);
+      continue;
+    }
     b.setInsertionPointAfter(frame.getDefiningOp());
     Value p =
         slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 16));
     across.remove(alloca.getResult());
     alloca.getResult().replaceAllUsesWith(p);
     alloca.erase();
+  }
+  for (Role role : {In, Out}) {
+    if (roleAllocas[role].empty())
+      continue;
+    b.setInsertionPointAfter(frame.getDefiningOp());
+    Value p = slot(roleBytes[role], 16);
+    for (LLVM::AllocaOp alloca : roleAllocas[role]) {
+      across.remove(alloca.getResult());
+      alloca.getResult().replaceAllUsesWith(p);
+      alloca.erase();
+    }
   }
   // Values across cuts: made again (constants) or kept in the frame.
   for (Value v : across) {

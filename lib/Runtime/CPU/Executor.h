@@ -317,6 +317,10 @@ struct alignas(64) Worker {
   // stacks are switched).
   bool regionMode = false;
   std::vector<char> regionFrames;
+  /// The lanes of each warp of the block that have not exited.
+  std::vector<uint32_t> regionLive;
+  /// The launch whose block-invariant context fields `threads` hold.
+  uint64_t regionThreadsFor = 0;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;

@@ -16,6 +16,7 @@
 
 #include "Executor.h"
 
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -24,6 +25,81 @@
 using namespace wooly;
 using namespace wooly::cpu;
 using namespace wooly::cpu::detail;
+
+namespace {
+/// Completes the cut's warp collectives (every thread not exited waits at
+/// the same one) in each warp whose lanes all name, in their masks, every
+/// lane of the warp that has not exited: the group is then the same for
+/// every lane, those lanes, and the collective is resolved once for the
+/// warp, as resolveWarps would resolve it. shfl runs as a tight loop over
+/// the lanes' recorded operands. Warps this does not cover (a partial
+/// mask, a collective other than shfl, vote and redux) are left waiting
+/// for resolveWarps. False when the launch failed.
+bool resolveFullWarps(Worker &w) {
+  LaunchState &l = *w.launch;
+  uint32_t n = l.threadsPerBlock;
+  GpuThread *threads = w.threads.data();
+  for (uint32_t base = 0, warp = 0; base < n; base += 32, ++warp) {
+    uint32_t live = w.regionLive[warp];
+    if (!live)
+      continue;
+    GpuThread *lanes = threads + base;
+    uint32_t kind = lanes[llvm::countr_zero(live)].warpKind;
+    if (kind != WOOLY_WARP_SHFL && kind != WOOLY_WARP_VOTE &&
+        kind != WOOLY_WARP_REDUX)
+      continue;
+    bool covered = true;
+    for (uint32_t m = live; m; m &= m - 1) {
+      const GpuThread &t = lanes[llvm::countr_zero(m)];
+      covered &= (t.warpMask & live) == live && t.warpKind == kind &&
+                 t.status == ThreadStatus::AtWarp;
+    }
+    if (!covered)
+      continue;
+    if (kind == WOOLY_WARP_SHFL) {
+      // Every shfl the compiler emits has 4 input words and 2 output
+      // words; anything else goes the generic way.
+      bool plain = true;
+      for (uint32_t m = live; m; m &= m - 1) {
+        const WarpLane &x = lanes[llvm::countr_zero(m)].warpLane;
+        plain &= x.nin == 4 && x.nout == 2;
+      }
+      if (!plain)
+        continue;
+      uint32_t value[32];
+      for (uint32_t m = live; m; m &= m - 1) {
+        uint32_t lane = llvm::countr_zero(m);
+        value[lane] = lanes[lane].warpLane.in[1];
+      }
+      for (uint32_t m = live; m; m &= m - 1) {
+        uint32_t lane = llvm::countr_zero(m);
+        const WarpLane &x = lanes[lane].warpLane;
+        bool pval;
+        uint32_t src = shflSource(lane, x.in[0], x.in[2], x.in[3], live, pval);
+        x.out[0] = value[src];
+        x.out[1] = pval ? 1 : 0;
+      }
+    } else {
+      WarpLane laneData[32];
+      for (uint32_t m = live; m; m &= m - 1) {
+        uint32_t lane = llvm::countr_zero(m);
+        laneData[lane] = lanes[lane].warpLane;
+      }
+      std::string error;
+      if (!resolveWarpOp(kind, laneData, live, error)) {
+        l.fail("kernel '" + l.kernel->name + "': " + error + " (" +
+                   describeThread(&lanes[llvm::countr_zero(live)]) + ")",
+               w.linearBlock);
+        return false;
+      }
+    }
+    for (uint32_t m = live; m; m &= m - 1)
+      lanes[llvm::countr_zero(m)].status = ThreadStatus::Runnable;
+    w.atWarp -= llvm::popcount(live);
+  }
+  return true;
+}
+} // namespace
 
 void detail::runBlockRegions(Worker &w) {
   LaunchState &l = *w.launch;
@@ -36,10 +112,21 @@ void detail::runBlockRegions(Worker &w) {
     w.regionFrames.resize(n * frame + 64);
   char *frames = reinterpret_cast<char *>(
       llvm::alignTo(reinterpret_cast<uintptr_t>(w.regionFrames.data()), 64));
-  initBlockThreads(w);
   uint64_t localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
+  if (w.regionThreadsFor != l.id) {
+    // The first block of the launch on this worker: the whole context.
+    initBlockThreads(w);
+    w.regionThreadsFor = l.id;
+  }
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread &t = w.threads[i];
+    // The fields that change from block to block (initBlockCtx sets the
+    // rest, the same for every block of the launch on this worker).
+    for (int d = 0; d < 3; ++d)
+      t.ctx.ctaid[d] = uint32_t(w.block[d]);
+    t.ctx.shared = w.shared.data();
+    t.ctx.siteCache = w.cache.data();
+    t.status = ThreadStatus::Runnable;
     t.ctx.regionFrame = frames + uint64_t(i) * frame;
     t.ctx.resume = 0;
     // `.local` memory is on the worker's stack, under this frame, as in
@@ -47,9 +134,14 @@ void detail::runBlockRegions(Worker &w) {
     t.ctx.localLo = w.stackLo;
     t.ctx.localHi = localHi;
   }
+  uint32_t warps = (n + 31) / 32;
+  w.regionLive.assign(warps, ~0u);
+  if (n % 32)
+    w.regionLive[warps - 1] = (1u << (n % 32)) - 1;
   w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
   WoolyKernelFn fn = l.regionFn;
   const char *params = l.params;
+  uint32_t *live = w.regionLive.data();
   // Kept in memory, not in locals: they must survive a longjmp.
   volatile uint32_t cut = 0;
   volatile bool first = true;
@@ -73,38 +165,49 @@ void detail::runBlockRegions(Worker &w) {
     }
     if (why == kJmpExit) {
       w.threads[w.next].status = ThreadStatus::Exited;
+      live[w.next >> 5] &= ~(1u << (w.next & 31));
       ++w.exited;
       ++w.next;
+      if (w.next == n)
+        w.next = warps * 32; // Past the last warp.
     }
-    for (; w.next < n; ++w.next) {
-      GpuThread &t = w.threads[w.next];
-      if (t.status == ThreadStatus::Exited)
-        continue;
-      t.status = ThreadStatus::Runnable;
-      fn(&t.ctx, params);
-      if (t.ctx.resume == WOOLY_REGION_EXITED) {
-        t.status = ThreadStatus::Exited;
-        ++w.exited;
-        continue;
-      }
-      if (first) {
-        cut = t.ctx.resume;
-        first = false;
-      } else if (t.ctx.resume != cut) {
-        // The compiler splits only kernels whose threads meet the same
-        // cuts in the same order; never go on with a wrong result.
-        l.fail("kernel '" + l.kernel->name +
-                   "': internal error: threads of a block at different "
-                   "cuts in region mode (" +
-                   describeThread(&t) + ")",
-               w.linearBlock);
-        return;
+    // The live threads from `w.next` on, in thread order, warp by warp.
+    for (uint32_t warp = w.next >> 5; warp < warps; ++warp) {
+      uint32_t from = warp == (w.next >> 5) ? (w.next & 31) : 0;
+      for (uint32_t m = live[warp] & (~0u << from); m; m &= m - 1) {
+        uint32_t i = warp * 32 + llvm::countr_zero(m);
+        w.next = i;
+        GpuThread &t = w.threads[i];
+        fn(&t.ctx, params);
+        uint32_t resume = t.ctx.resume;
+        if (resume == WOOLY_REGION_EXITED) {
+          t.status = ThreadStatus::Exited;
+          live[warp] &= ~(1u << (i & 31));
+          ++w.exited;
+          continue;
+        }
+        if (first) {
+          cut = resume;
+          first = false;
+        } else if (resume != cut) {
+          // The compiler splits only kernels whose threads meet the same
+          // cuts in the same order; never go on with a wrong result.
+          l.fail("kernel '" + l.kernel->name +
+                     "': internal error: threads of a block at different "
+                     "cuts in region mode (" +
+                     describeThread(&t) + ")",
+                 w.linearBlock);
+          return;
+        }
       }
     }
     if (w.exited == n || l.stopped(w.linearBlock))
       return;
     if (w.atWarp) {
-      resolveWarps(w);
+      if (!resolveFullWarps(w))
+        return;
+      if (w.atWarp)
+        resolveWarps(w);
       if (l.stopped(w.linearBlock))
         return;
       if (w.atWarp) {

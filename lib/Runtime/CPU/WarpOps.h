@@ -36,6 +36,12 @@ struct WarpMemory {
       checkGeneric;
 };
 
+/// The lane whose value lane `lane` of `group` reads in a `shfl` of mode
+/// `mode` (0 up, 1 down, 2 bfly, 3 idx) with lane operand `b` and clamp
+/// operand `c`, and in `pval` whether that source lane was in range.
+uint32_t shflSource(uint32_t lane, uint32_t mode, uint32_t b, uint32_t c,
+                    uint32_t group, bool &pval);
+
 /// Computes `kind` (shfl, vote, match, redux) for the lanes whose bit is set
 /// in `group` (`lanes[i]` is lane i). Returns false with `error` set for a
 /// malformed request.
