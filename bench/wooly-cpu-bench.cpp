@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,9 @@ static cl::opt<std::string> dumpObjects(
     cl::desc("Write each compiled module (an ELF object) to this directory, "
              "e.g. for objdump"),
     cl::cat(benchCategory));
+static cl::opt<std::string> benchKernelDir(
+    "bench-kernels", cl::desc("Directory of the benchmark's own kernels' PTX"),
+    cl::init(WOOLY_SOURCE_DIR "/bench/kernels"), cl::cat(benchCategory));
 static cl::list<std::string>
     only("only", cl::desc("Run only the rows with these labels (repeatable)"),
          cl::cat(benchCategory));
@@ -99,6 +103,32 @@ __attribute__((noinline)) void cppBlockSum(int n, int block, const int *in,
   }
 }
 
+__attribute__((noinline)) void cppBlockScan(int n, int block, const int *in,
+                                            int *out) {
+  for (int b = 0; b * block < n; ++b) {
+    int s = 0;
+    for (int i = b * block; i < std::min(n, (b + 1) * block); ++i)
+      out[i] = s += in[i];
+  }
+}
+
+__attribute__((noinline)) void cppSoftmaxRows(int rows, int cols,
+                                              const float *in, float *out) {
+  for (int r = 0; r < rows; ++r) {
+    const float *x = in + size_t(r) * cols;
+    float *y = out + size_t(r) * cols;
+    float m = -INFINITY;
+    for (int c = 0; c < cols; ++c)
+      m = std::fmax(m, x[c]);
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c)
+      s += std::exp(x[c] - m);
+    float inv = 1.0f / s;
+    for (int c = 0; c < cols; ++c)
+      y[c] = std::exp(x[c] - m) * inv;
+  }
+}
+
 __attribute__((noinline)) void cppHistogram(int n, const unsigned char *data,
                                             unsigned *hist) {
   std::memset(hist, 0, 256 * sizeof(unsigned));
@@ -126,7 +156,8 @@ struct Arg {
 /// One table row.
 struct Case {
   std::string label;  // Shown in the table.
-  std::string file;   // Corpus PTX file.
+  std::string file;   // PTX file, in the corpus or (`own`) bench/kernels.
+  bool own = false;
   std::string kernel; // Kernel name.
   LaunchConfig config;
   std::vector<Buffer> buffers;
@@ -137,6 +168,11 @@ struct Case {
   uint64_t elements = 0;              // Elements of the problem.
   double bytes = 0;                   // Bytes read + written by one run.
   std::function<void(uint8_t *)> cpp; // The C++ version (writes cppOut).
+  /// Compares the backend's output with the C++ output where they may
+  /// differ by rounding: returns what differs, or "" (empty: bit for bit).
+  std::function<std::string(const uint8_t *got, const uint8_t *want,
+                            uint64_t bytes)>
+      compare;
   std::vector<uint8_t> cppOut;
 };
 
@@ -149,6 +185,15 @@ template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
 uint64_t scaled(uint64_t n, uint64_t multiple) {
   uint64_t s = uint64_t(double(n) * scale);
   return std::max<uint64_t>(multiple, s / multiple * multiple);
+}
+
+/// `n` integers in [-1000, 1000].
+std::vector<int> randomInts(std::mt19937 &rng, int n) {
+  std::uniform_int_distribution<int> d(-1000, 1000);
+  std::vector<int> v(n);
+  for (int &x : v)
+    x = d(rng);
+  return v;
 }
 
 std::vector<Case> makeCases() {
@@ -209,10 +254,7 @@ std::vector<Case> makeCases() {
   { // 3. Warp-shuffle reduction (+ one barrier), 256-thread blocks.
     Case c;
     int n = int(scaled(4u << 20, 256));
-    std::uniform_int_distribution<int> d(-1000, 1000);
-    std::vector<int> in(n);
-    for (int &v : in)
-      v = d(rng);
+    std::vector<int> in = randomInts(rng, n);
     c.label = "block_sum_i32";
     c.file = "reduction.sm_80.ptx";
     c.kernel = "block_sum_i32";
@@ -252,6 +294,68 @@ std::vector<Case> makeCases() {
     c.cppOut.resize(256 * 4);
     c.cpp = [data = std::move(data), n](uint8_t *out) {
       cppHistogram(n, data.data(), reinterpret_cast<unsigned *>(out));
+    };
+    cases.push_back(std::move(c));
+  }
+
+  { // 5. Barriers in a loop: Hillis-Steele inclusive block scan.
+    Case c;
+    int n = int(scaled(4u << 20, 256));
+    std::vector<int> in = randomInts(rng, n);
+    c.label = "block_scan_i32";
+    c.file = "cpu-bench.sm_80.ptx";
+    c.own = true;
+    c.kernel = "block_scan_loop_i32";
+    c.config.grid = {uint32_t(n / 256), 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(in), uint64_t(n) * 4}, {{}, uint64_t(n) * 4}};
+    c.args = {{-1, uint32_t(n)}, {0}, {1}};
+    c.output = 1;
+    c.threads = c.elements = uint64_t(n);
+    c.bytes = 8.0 * n;
+    c.cppOut.resize(uint64_t(n) * 4);
+    c.cpp = [in = std::move(in), n](uint8_t *out) {
+      cppBlockScan(n, 256, in.data(), reinterpret_cast<int *>(out));
+    };
+    cases.push_back(std::move(c));
+  }
+
+  { // 6. Softmax, a block per row: warp shuffles + shared memory + barriers.
+    Case c;
+    int cols = 1024, rows = int(scaled(4096, 1));
+    uint64_t n = uint64_t(rows) * cols;
+    std::uniform_real_distribution<float> d(-8.0f, 8.0f);
+    std::vector<float> in(n);
+    for (float &v : in)
+      v = d(rng);
+    c.label = "softmax_rows";
+    c.file = "cpu-bench.sm_80.ptx";
+    c.own = true;
+    c.kernel = "softmax_block_rows";
+    c.config.grid = {uint32_t(rows), 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(in), n * 4}, {{}, n * 4}};
+    c.args = {{-1, uint32_t(rows)}, {-1, uint32_t(cols)}, {0}, {1}};
+    c.output = 1;
+    c.threads = uint64_t(rows) * 256;
+    c.elements = n;
+    c.bytes = 8.0 * double(n);
+    c.cppOut.resize(n * 4);
+    c.cpp = [in = std::move(in), rows, cols](uint8_t *out) {
+      cppSoftmaxRows(rows, cols, in.data(), reinterpret_cast<float *>(out));
+    };
+    // The sums add in another order, and the kernel's expf is CUDA's (at
+    // most 2 ulp off): each value within 1e-5 of the C++ one, relatively.
+    c.compare = [](const uint8_t *got, const uint8_t *want, uint64_t bytes) {
+      for (uint64_t i = 0; i < bytes / 4; ++i) {
+        float g, w;
+        std::memcpy(&g, got + 4 * i, 4);
+        std::memcpy(&w, want + 4 * i, 4);
+        if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + 1e-30f))
+          return "element " + std::to_string(i) + " is " + std::to_string(g) +
+                 ", the C++ loop's " + std::to_string(w);
+      }
+      return std::string();
     };
     cases.push_back(std::move(c));
   }
@@ -329,7 +433,12 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
   launch();
   std::vector<uint8_t> got(outBytes);
   check(mem.copyFromDevice(got.data(), out, outBytes), "copyFromDevice");
-  if (got != c.cppOut) {
+  if (c.compare) {
+    std::string why = c.compare(got.data(), c.cppOut.data(), outBytes);
+    if (!why.empty())
+      die(c.kernel + " (" + which +
+          "): the CPU backend's output differs from the C++ output: " + why);
+  } else if (got != c.cppOut) {
     size_t i = 0;
     while (got[i] == c.cppOut[i])
       ++i;
@@ -408,8 +517,9 @@ int main(int argc, char **argv) {
     row.elements = c.elements;
     row.threads = c.threads;
     row.bytes = c.bytes;
-    CompileInput input{CompileInput::Kind::PTX,
-                       readFile(corpusDir + "/" + c.file), c.file};
+    CompileInput input{
+        CompileInput::Kind::PTX,
+        readFile((c.own ? benchKernelDir : corpusDir) + "/" + c.file), c.file};
     // compile(): wall time, median of compileReps calls.
     std::vector<double> ct;
     std::shared_ptr<const CompiledModule> module;

@@ -2,15 +2,18 @@
 //
 // A kernel whose barriers and warp collectives the compiler could cut it
 // at (KernelInfo::regionSymbol) runs without fibers: its region function
-// takes one thread from one cut to the next and returns. A block runs in
-// rounds: every live thread, in thread order, on the worker's own stack,
-// up to the next cut (or its end); then the cut's warp collectives are
-// completed, as the fiber scheduler completes them; then the next round.
-// That is the fiber scheduler's own order (every thread runs until it
-// waits, in thread order, then the collectives complete), so the results
-// are the same bit for bit. Values that live across a cut are in each
-// thread's frame (`ctx.regionFrame`). `exit` and faults `longjmp` back
-// here, as in direct mode.
+// takes one thread from one cut to the next and returns, and the thread's
+// next call resumes it there (`ctx.resume`). The block runs under the fiber
+// scheduler's own rules: a pass runs every runnable thread, in thread
+// order, on the worker's own stack, up to its next cut (or its end); then
+// the warp collectives whose lanes are all there complete, and the barrier
+// once every thread that has not exited waits at it; then the next pass.
+// The threads need not meet the same cuts: a cut in a loop or in divergent
+// code is run exactly as the fibers would run it, so the results are the
+// same bit for bit, and a block where no thread can move is a deadlock, as
+// there. Values that live across a cut are in each thread's frame
+// (`ctx.regionFrame`). `exit` and faults `longjmp` back here, as in direct
+// mode.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +30,13 @@ using namespace wooly::cpu;
 using namespace wooly::cpu::detail;
 
 namespace {
-/// Completes the cut's warp collectives (every thread not exited waits at
-/// the same one) in each warp whose lanes all name, in their masks, every
-/// lane of the warp that has not exited: the group is then the same for
-/// every lane, those lanes, and the collective is resolved once for the
-/// warp, as resolveWarps would resolve it. shfl runs as a tight loop over
-/// the lanes' recorded operands. Warps this does not cover (a partial
-/// mask, a collective other than shfl, vote and redux) are left waiting
+/// Completes the warp collectives of each warp whose live lanes (those
+/// not exited) all wait at one of the same kind and all name, in their
+/// masks, every live lane of the warp: the group is then the same for every
+/// lane, those lanes, and the collective is resolved once for the warp, as
+/// resolveWarps would resolve it. shfl runs as a tight loop over the lanes'
+/// recorded operands. Warps this does not cover (a lane elsewhere, a
+/// partial mask, a collective other than shfl, vote and redux) are left
 /// for resolveWarps. False when the launch failed.
 bool resolveFullWarps(Worker &w) {
   LaunchState &l = *w.launch;
@@ -142,13 +145,9 @@ void detail::runBlockRegions(Worker &w) {
   WoolyKernelFn fn = l.regionFn;
   const char *params = l.params;
   uint32_t *live = w.regionLive.data();
-  // Kept in memory, not in locals: they must survive a longjmp.
-  volatile uint32_t cut = 0;
-  volatile bool first = true;
   for (;;) {
-    // One setjmp a round: `exit`, a fault or an overflow comes back here
+    // One setjmp a pass: `exit`, a fault or an overflow comes back here
     // with the thread in `w.next`.
-    first = true;
     w.next = 0;
     int why = setjmp(w.jmp);
     if (why == kJmpFault)
@@ -163,62 +162,64 @@ void detail::runBlockRegions(Worker &w) {
              w.linearBlock);
       return;
     }
+    bool ran = false;
     if (why == kJmpExit) {
       w.threads[w.next].status = ThreadStatus::Exited;
       live[w.next >> 5] &= ~(1u << (w.next & 31));
       ++w.exited;
       ++w.next;
-      if (w.next == n)
-        w.next = warps * 32; // Past the last warp.
+      ran = true;
     }
-    // The live threads from `w.next` on, in thread order, warp by warp.
+    // The runnable threads from `w.next` on, in thread order, each up to
+    // its next cut: a warp collective (`__wooly_rt_warp` has recorded it),
+    // a barrier, or the end.
     for (uint32_t warp = w.next >> 5; warp < warps; ++warp) {
       uint32_t from = warp == (w.next >> 5) ? (w.next & 31) : 0;
       for (uint32_t m = live[warp] & (~0u << from); m; m &= m - 1) {
         uint32_t i = warp * 32 + llvm::countr_zero(m);
-        w.next = i;
         GpuThread &t = w.threads[i];
+        if (t.status != ThreadStatus::Runnable)
+          continue;
+        w.next = i;
+        ran = true;
         fn(&t.ctx, params);
-        uint32_t resume = t.ctx.resume;
-        if (resume == WOOLY_REGION_EXITED) {
+        if (t.ctx.resume == WOOLY_REGION_EXITED) {
           t.status = ThreadStatus::Exited;
           live[warp] &= ~(1u << (i & 31));
           ++w.exited;
-          continue;
-        }
-        if (first) {
-          cut = resume;
-          first = false;
-        } else if (resume != cut) {
-          // The compiler splits only kernels whose threads meet the same
-          // cuts in the same order; never go on with a wrong result.
-          l.fail("kernel '" + l.kernel->name +
-                     "': internal error: threads of a block at different "
-                     "cuts in region mode (" +
-                     describeThread(&t) + ")",
-                 w.linearBlock);
-          return;
+        } else if (t.status != ThreadStatus::AtWarp) {
+          t.status = ThreadStatus::AtBarrier;
+          ++w.atBarrier;
         }
       }
     }
     if (w.exited == n || l.stopped(w.linearBlock))
       return;
+    bool progress = false;
     if (w.atWarp) {
+      uint32_t before = w.atWarp;
       if (!resolveFullWarps(w))
         return;
       if (w.atWarp)
         resolveWarps(w);
       if (l.stopped(w.linearBlock))
         return;
-      if (w.atWarp) {
-        l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
-                   std::to_string(w.block[0]) + "," +
-                   std::to_string(w.block[1]) + "," +
-                   std::to_string(w.block[2]) +
-                   "): a warp collective whose lanes are not all there",
-               w.linearBlock);
-        return;
-      }
+      progress |= w.atWarp != before;
     }
+    // `bar.sync 0` of the whole block: complete once every thread that has
+    // not exited waits at it (from whichever cut).
+    if (w.atBarrier && w.atBarrier == n - w.exited) {
+      for (uint32_t warp = 0; warp < warps; ++warp)
+        for (uint32_t m = live[warp]; m; m &= m - 1)
+          w.threads[warp * 32 + llvm::countr_zero(m)].status =
+              ThreadStatus::Runnable;
+      w.atBarrier = 0;
+      progress = true;
+    }
+    if (progress || ran)
+      continue;
+    // Nobody can move: report who waits where, as the fiber scheduler does.
+    failDeadlock(w);
+    return;
   }
 }
