@@ -51,43 +51,35 @@ bool resolveFullWarps(Worker &w) {
     if (kind != WOOLY_WARP_SHFL && kind != WOOLY_WARP_VOTE &&
         kind != WOOLY_WARP_REDUX)
       continue;
-    bool covered = true;
+    // One pass over the lanes' records: whether the warp qualifies, and
+    // their operands.
+    bool covered = true, plain = kind == WOOLY_WARP_SHFL;
+    WarpLane laneData[32];
     for (uint32_t m = live; m; m &= m - 1) {
       const GpuThread &t = lanes[llvm::countr_zero(m)];
       covered &= (t.warpMask & live) == live && t.warpKind == kind &&
                  t.status == ThreadStatus::AtWarp;
-    }
-    if (!covered)
-      continue;
-    if (kind == WOOLY_WARP_SHFL) {
+      laneData[llvm::countr_zero(m)] = t.warpLane;
       // Every shfl the compiler emits has 4 input words and 2 output
       // words; anything else goes the generic way.
-      bool plain = true;
-      for (uint32_t m = live; m; m &= m - 1) {
-        const WarpLane &x = lanes[llvm::countr_zero(m)].warpLane;
-        plain &= x.nin == 4 && x.nout == 2;
-      }
-      if (!plain)
-        continue;
+      plain &= t.warpLane.nin == 4 && t.warpLane.nout == 2;
+    }
+    if (!covered || (kind == WOOLY_WARP_SHFL && !plain))
+      continue;
+    if (kind == WOOLY_WARP_SHFL) {
       uint32_t value[32];
+      for (uint32_t m = live; m; m &= m - 1)
+        value[llvm::countr_zero(m)] = laneData[llvm::countr_zero(m)].in[1];
       for (uint32_t m = live; m; m &= m - 1) {
         uint32_t lane = llvm::countr_zero(m);
-        value[lane] = lanes[lane].warpLane.in[1];
-      }
-      for (uint32_t m = live; m; m &= m - 1) {
-        uint32_t lane = llvm::countr_zero(m);
-        const WarpLane &x = lanes[lane].warpLane;
+        const WarpLane &x = laneData[lane];
         bool pval;
         uint32_t src = shflSource(lane, x.in[0], x.in[2], x.in[3], live, pval);
         x.out[0] = value[src];
         x.out[1] = pval ? 1 : 0;
+        lanes[lane].status = ThreadStatus::Runnable;
       }
     } else {
-      WarpLane laneData[32];
-      for (uint32_t m = live; m; m &= m - 1) {
-        uint32_t lane = llvm::countr_zero(m);
-        laneData[lane] = lanes[lane].warpLane;
-      }
       std::string error;
       if (!resolveWarpOp(kind, laneData, live, error)) {
         l.fail("kernel '" + l.kernel->name + "': " + error + " (" +
@@ -95,9 +87,9 @@ bool resolveFullWarps(Worker &w) {
                w.linearBlock);
         return false;
       }
+      for (uint32_t m = live; m; m &= m - 1)
+        lanes[llvm::countr_zero(m)].status = ThreadStatus::Runnable;
     }
-    for (uint32_t m = live; m; m &= m - 1)
-      lanes[llvm::countr_zero(m)].status = ThreadStatus::Runnable;
     w.atWarp -= llvm::popcount(live);
   }
   return true;
