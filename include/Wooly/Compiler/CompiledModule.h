@@ -62,8 +62,7 @@ struct KernelInfo {
   /// by region instead (cut at its barriers and warp collectives into loops
   /// over the block's threads; mlir::wooly::regionSplitBlocker, or the
   /// lowering's own "local memory live across a barrier or warp
-  /// collective"), e.g. "a barrier or warp collective in a loop". Empty
-  /// when they can.
+  /// collective"), e.g. "a warp matrix operation". Empty when they can.
   std::string fiberReason;
   /// For a kernel that could be split, the symbol of its region function
   /// (`__wooly_regions_<name>`, ABI.h) and the bytes of each thread's frame

@@ -375,34 +375,12 @@ wooly::regionSplitBlocker(FuncOp fn,
   });
   if (!blocker.empty())
     return blocker;
-  Region &body = fn.getBody();
-  // A block in a loop reaches itself.
-  auto inLoop = [&](Block *b) {
-    SmallVector<Block *> work(b->getSuccessors().begin(),
-                              b->getSuccessors().end());
-    llvm::DenseSet<Block *> seen;
-    while (!work.empty()) {
-      Block *x = work.pop_back_val();
-      if (x == b)
-        return true;
-      if (seen.insert(x).second)
-        work.append(x->getSuccessors().begin(), x->getSuccessors().end());
-    }
-    return false;
-  };
-  DominanceInfo dom(fn);
-  llvm::DenseSet<Block *> cutBlocks;
-  for (Operation *op : cuts) {
-    if (op->getParentRegion() != &body)
+  // Cuts may lie in loops and in divergent code: the region executor runs
+  // the threads under the fiber scheduler's rules, each from its own cut.
+  // Only a cut inside an op's region (none is there after the importer's
+  // structured ops are lowered) could not be resumed at.
+  for (Operation *op : cuts)
+    if (op->getParentRegion() != &fn.getBody())
       return "a barrier or warp collective in a nested region";
-    cutBlocks.insert(op->getBlock());
-  }
-  for (Block *b : cutBlocks)
-    if (inLoop(b))
-      return "a barrier or warp collective in a loop";
-  for (Block *a : cutBlocks)
-    for (Block *b : cutBlocks)
-      if (!dom.dominates(a, b) && !dom.dominates(b, a))
-        return "barriers or warp collectives in divergent control flow";
   return "";
 }
