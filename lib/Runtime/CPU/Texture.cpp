@@ -255,7 +255,8 @@ struct Sampler {
       }
       if (floats && o.texture.sRGB && c < 3 && bytes == 1 &&
           r.format.kind == ChannelKind::Unsigned) {
-        double v = t.f[c];
+        // From the 8-bit code itself (a table of 256 entries on the GPU).
+        double v = double(raw) / 255.0;
         t.f[c] = float(v <= 0.04045 ? v / 12.92
                                     : std::pow((v + 0.055) / 1.055, 2.4));
       }
