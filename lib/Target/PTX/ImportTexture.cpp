@@ -31,6 +31,20 @@ std::optional<TexGeometry> geometryOf(const Instruction &inst) {
   return std::nullopt;
 }
 
+/// The geometry as PTX spells it (`2d`, `a2d`).
+StringRef spelling(TexGeometry g) {
+  switch (g) {
+  case TexGeometry::dim1:
+    return "1d";
+  case TexGeometry::dim2:
+    return "2d";
+  case TexGeometry::dim3:
+    return "3d";
+  default:
+    return stringifyTexGeometry(g);
+  }
+}
+
 /// How many coordinates the coordinate vector of `g` holds: the layer
 /// first for layered geometries, and 3D and cube coordinates padded to 4.
 unsigned coordVectorSize(TexGeometry g) {
@@ -93,9 +107,8 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     const Operand &vec = addr.elems[0];
     unsigned want = coordVectorSize(g);
     if (vec.elems.size() != want) {
-      (void)error(vec.loc, Twine(stringifyTexGeometry(g)) + " takes " +
-                               Twine(want) + " coordinates, got " +
-                               Twine(vec.elems.size()));
+      (void)error(vec.loc, "." + spelling(g) + " takes " + Twine(want) +
+                               " coordinates, got " + Twine(vec.elems.size()));
       return false;
     }
     unsigned first = 0;
@@ -144,7 +157,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     if (!inst.has("v4"))
       return error(inst.loc, "'" + inst.opcode + "' needs '.v4'");
     if (op == Opcode::Tld4 && g != TexGeometry::dim2)
-      return error(inst.loc, "tld4 on a '" + stringifyTexGeometry(*g) +
+      return error(inst.loc, "tld4 on a '." + spelling(*g) +
                                  "' texture is not supported yet");
     size_t nops = inst.operands.size();
     bool level = inst.has("level"), grad = inst.has("grad");
@@ -245,8 +258,8 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
   if (!g)
     return error(inst.loc, "'" + inst.opcode + "' needs a geometry");
   if (*g == TexGeometry::cube || *g == TexGeometry::acube)
-    return error(inst.loc, "surfaces of geometry '" + stringifyTexGeometry(*g) +
-                               "' are not a PTX surface geometry");
+    return error(inst.loc, "'" + inst.opcode + "' takes no '." + spelling(*g) +
+                               "' geometry");
   bool formatted = inst.has("p");
   if (!formatted && !inst.has("b"))
     return error(inst.loc, "'" + inst.opcode + "' needs '.b' or '.p'");
