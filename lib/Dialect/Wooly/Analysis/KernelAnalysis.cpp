@@ -7,7 +7,7 @@
 // a pointer; reaching the address of a write makes it written; reaching a
 // stored value, a call or an atomic's operand makes it escape. The result is
 // sound for deduplication: a parameter reported read-only is never written
-// through by the kernel.
+// through by the kernel (and none is in a kernel that writes a surface).
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +204,10 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
       for (Value o : op->getOperands())
         if (!addrs.contains(o))
           escapes |= taint.get(o); // Stored, passed, or an atomic operand.
+    // A surface store or reduction writes memory that no parameter names
+    // (a surface object may cover any of the tenant's allocations).
+    if (isa<SustOp, SuredOp>(op))
+      written.set();
     if (isa<BarrierOp, BarRedOp, IterationBarrierOp>(op))
       s.usesBarriers = true;
     if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp,
