@@ -1801,22 +1801,6 @@ uint32_t surfaceCode(unsigned bytes, unsigned vec, SurfClamp clamp) {
          uint32_t(clamp) << WOOLY_TEX_CLAMP_SHIFT;
 }
 
-/// Bytes of a surface element of type `t` (b8 ... b64, u32, s64 ...).
-unsigned surfaceBytes(ScalarType t) {
-  switch (t) {
-  case ScalarType::b8:
-    return 1;
-  case ScalarType::b16:
-    return 2;
-  case ScalarType::b64:
-  case ScalarType::u64:
-  case ScalarType::s64:
-    return 8;
-  default:
-    return 4;
-  }
-}
-
 /// Calls `__wooly_rt_texture(ctx, code, handle, in, out)` with the 32-bit
 /// words of `inputs`; returns the pointer to `nout` output words.
 Value textureCall(HostEmitter &e, Operation *op, uint32_t code, Value handle,
@@ -1907,7 +1891,8 @@ LogicalResult HostTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
 LogicalResult HostTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
-  unsigned vec = op.getNumResults(), bytes = surfaceBytes(op.getType());
+  unsigned vec = op.getNumResults(),
+           bytes = surfaceElementBits(op.getType()) / 8;
   uint32_t code =
       textureCode(2, op.getGeometry(), surfaceCode(bytes, vec, op.getClamp()));
   replaceWithWords(rw, e, op,
@@ -1921,7 +1906,8 @@ LogicalResult HostTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
 LogicalResult HostTargetInfo::lower(SustOp op, SustOp::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
-  unsigned vec = a.getValues().size(), bytes = surfaceBytes(op.getType());
+  unsigned vec = a.getValues().size(),
+           bytes = surfaceElementBits(op.getType()) / 8;
   uint32_t code = textureCode(op.getFormatted() ? 4 : 3, op.getGeometry(),
                               surfaceCode(bytes, vec, op.getClamp()));
   textureCall(e, op, code, a.getHandle(),
@@ -1934,10 +1920,10 @@ LogicalResult HostTargetInfo::lower(SustOp op, SustOp::Adaptor a,
 LogicalResult HostTargetInfo::lower(SuredOp op, SuredOp::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
-  uint32_t code =
-      textureCode(5, op.getGeometry(),
-                  surfaceCode(surfaceBytes(op.getType()), 1, op.getClamp()) |
-                      uint32_t(op.getOp()) << WOOLY_TEX_RED_SHIFT);
+  uint32_t code = textureCode(
+      5, op.getGeometry(),
+      surfaceCode(surfaceElementBits(op.getType()) / 8, 1, op.getClamp()) |
+          uint32_t(op.getOp()) << WOOLY_TEX_RED_SHIFT);
   textureCall(e, op, code, a.getHandle(),
               textureInputs(a.getLayer(), a.getCoords(), a.getValue()), 0);
   rw.eraseOp(op);

@@ -840,40 +840,10 @@ StringRef nvvmGeometry(TexGeometry g) {
   llvm_unreachable("unknown geometry");
 }
 
-/// The geometry as PTX spells it (`a2d`).
-StringRef ptxGeometry(TexGeometry g) {
-  switch (g) {
-  case TexGeometry::dim1:
-    return "1d";
-  case TexGeometry::dim2:
-    return "2d";
-  case TexGeometry::dim3:
-    return "3d";
-  default:
-    return stringifyTexGeometry(g);
-  }
-}
-
-/// Bits of a surface element of type `t`.
-unsigned surfaceBits(ScalarType t) {
-  switch (t) {
-  case ScalarType::b8:
-    return 8;
-  case ScalarType::b16:
-    return 16;
-  case ScalarType::b64:
-  case ScalarType::u64:
-  case ScalarType::s64:
-    return 64;
-  default:
-    return 32;
-  }
-}
-
 /// The `.v2`/`.v4` and element part of a suld/sust intrinsic (`v4i8`).
 std::string surfaceVector(unsigned vec, ScalarType t) {
   return (vec > 1 ? "v" + std::to_string(vec) : std::string()) + "i" +
-         std::to_string(surfaceBits(t));
+         std::to_string(surfaceElementBits(t));
 }
 
 /// Why NVVM cannot lower texture or surface op `op`, or empty.
@@ -887,10 +857,10 @@ std::string textureRefusal(Operation *op) {
              "or a cube";
   }
   if (auto s = dyn_cast<SuldOp>(op);
-      s && s.getNumResults() == 4 && surfaceBits(s.getType()) == 64)
+      s && s.getNumResults() == 4 && surfaceElementBits(s.getType()) == 64)
     return "suld.v4.b64";
   if (auto s = dyn_cast<SustOp>(op)) {
-    if (s.getValues().size() == 4 && surfaceBits(s.getType()) == 64)
+    if (s.getValues().size() == 4 && surfaceElementBits(s.getType()) == 64)
       return "sust.v4.b64";
     if (s.getFormatted() && s.getClamp() != SurfClamp::trap)
       return "sust.p." + stringifySurfClamp(s.getClamp()).str();
@@ -1017,7 +987,7 @@ LogicalResult NVVMTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
 LogicalResult NVVMTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   Emitter e{rw, op.getLoc()};
-  unsigned vec = op.getNumResults(), bits = surfaceBits(op.getType());
+  unsigned vec = op.getNumResults(), bits = surfaceElementBits(op.getType());
   std::string name = ("llvm.nvvm.suld." + nvvmGeometry(op.getGeometry()) + "." +
                       surfaceVector(vec, op.getType()) + "." +
                       stringifySurfClamp(op.getClamp()))
@@ -1034,7 +1004,7 @@ LogicalResult NVVMTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
 LogicalResult NVVMTargetInfo::lower(SustOp op, SustOp::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   Emitter e{rw, op.getLoc()};
-  unsigned vec = a.getValues().size(), bits = surfaceBits(op.getType());
+  unsigned vec = a.getValues().size(), bits = surfaceElementBits(op.getType());
   std::string name =
       ("llvm.nvvm.sust." + Twine(op.getFormatted() ? "p." : "b.") +
        nvvmGeometry(op.getGeometry()) + "." + surfaceVector(vec, op.getType()) +
@@ -1094,7 +1064,7 @@ LogicalResult NVVMTargetInfo::lower(SuredOp op, SuredOp::Adaptor a,
   std::string constraints = "l";
   for (unsigned i = 0; i < n; ++i)
     constraints += ",r";
-  constraints += surfaceBits(op.getType()) == 64 ? ",l" : ",r";
+  constraints += surfaceElementBits(op.getType()) == 64 ? ",l" : ",r";
   LLVM::InlineAsmOp::create(rw, e.loc, TypeRange{}, args, text, constraints,
                             /*has_side_effects=*/true, /*is_align_stack=*/false,
                             LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),

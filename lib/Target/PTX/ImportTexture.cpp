@@ -31,20 +31,6 @@ std::optional<TexGeometry> geometryOf(const Instruction &inst) {
   return std::nullopt;
 }
 
-/// The geometry as PTX spells it (`2d`, `a2d`).
-StringRef spelling(TexGeometry g) {
-  switch (g) {
-  case TexGeometry::dim1:
-    return "1d";
-  case TexGeometry::dim2:
-    return "2d";
-  case TexGeometry::dim3:
-    return "3d";
-  default:
-    return stringifyTexGeometry(g);
-  }
-}
-
 /// How many coordinates the coordinate vector of `g` holds: the layer
 /// first for layered geometries, and 3D and cube coordinates padded to 4.
 unsigned coordVectorSize(TexGeometry g) {
@@ -107,7 +93,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     const Operand &vec = addr.elems[0];
     unsigned want = coordVectorSize(g);
     if (vec.elems.size() != want) {
-      (void)error(vec.loc, "." + spelling(g) + " takes " + Twine(want) +
+      (void)error(vec.loc, "." + ptxGeometry(g) + " takes " + Twine(want) +
                                " coordinates, got " + Twine(vec.elems.size()));
       return false;
     }
@@ -157,7 +143,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     if (!inst.has("v4"))
       return error(inst.loc, "'" + inst.opcode + "' needs '.v4'");
     if (op == Opcode::Tld4 && g != TexGeometry::dim2)
-      return error(inst.loc, "tld4 on a '." + spelling(*g) +
+      return error(inst.loc, "tld4 on a '." + ptxGeometry(*g) +
                                  "' texture is not supported yet");
     size_t nops = inst.operands.size();
     bool level = inst.has("level"), grad = inst.has("grad");
@@ -258,8 +244,8 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
   if (!g)
     return error(inst.loc, "'" + inst.opcode + "' needs a geometry");
   if (*g == TexGeometry::cube || *g == TexGeometry::acube)
-    return error(inst.loc, "'" + inst.opcode + "' takes no '." + spelling(*g) +
-                               "' geometry");
+    return error(inst.loc, "'" + inst.opcode + "' takes no '." +
+                               ptxGeometry(*g) + "' geometry");
   bool formatted = inst.has("p");
   if (!formatted && !inst.has("b"))
     return error(inst.loc, "'" + inst.opcode + "' needs '.b' or '.p'");

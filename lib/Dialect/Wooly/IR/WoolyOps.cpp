@@ -453,6 +453,34 @@ unsigned mlir::wooly::texCoordCount(TexGeometry g) {
   }
 }
 
+StringRef mlir::wooly::ptxGeometry(TexGeometry g) {
+  switch (g) {
+  case TexGeometry::dim1:
+    return "1d";
+  case TexGeometry::dim2:
+    return "2d";
+  case TexGeometry::dim3:
+    return "3d";
+  default:
+    return stringifyTexGeometry(g);
+  }
+}
+
+unsigned mlir::wooly::surfaceElementBits(ScalarType t) {
+  switch (t) {
+  case ScalarType::b8:
+    return 8;
+  case ScalarType::b16:
+    return 16;
+  case ScalarType::b64:
+  case ScalarType::u64:
+  case ScalarType::s64:
+    return 64;
+  default:
+    return 32;
+  }
+}
+
 bool mlir::wooly::isLayeredGeometry(TexGeometry g) {
   return g == TexGeometry::a1d || g == TexGeometry::a2d ||
          g == TexGeometry::acube;

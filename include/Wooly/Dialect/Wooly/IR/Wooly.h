@@ -37,6 +37,10 @@ Type getStorageType(MLIRContext *ctx, ScalarType t);
 unsigned texCoordCount(TexGeometry g);
 /// Whether geometry `g` is layered (takes a layer index).
 bool isLayeredGeometry(TexGeometry g);
+/// Geometry `g` as PTX spells it (`2d`, `a2d`, `cube`).
+StringRef ptxGeometry(TexGeometry g);
+/// Bits of a surface element of type `t` (b8 ... b64, u32, s64, ...).
+unsigned surfaceElementBits(ScalarType t);
 } // namespace mlir::wooly
 
 #endif // WOOLY_DIALECT_WOOLY_IR_WOOLY_H
