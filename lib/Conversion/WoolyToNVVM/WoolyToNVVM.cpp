@@ -822,22 +822,15 @@ LogicalResult NVVMTargetInfo::lower(WmmaStoreOp op,
 /// The geometry in NVVM's intrinsic names (`2d.array`).
 StringRef nvvmGeometry(TexGeometry g) {
   switch (g) {
-  case TexGeometry::dim1:
-    return "1d";
-  case TexGeometry::dim2:
-    return "2d";
-  case TexGeometry::dim3:
-    return "3d";
   case TexGeometry::a1d:
     return "1d.array";
   case TexGeometry::a2d:
     return "2d.array";
-  case TexGeometry::cube:
-    return "cube";
   case TexGeometry::acube:
     return "cube.array";
+  default:
+    return ptxGeometry(g);
   }
-  llvm_unreachable("unknown geometry");
 }
 
 /// The `.v2`/`.v4` and element part of a suld/sust intrinsic (`v4i8`).
