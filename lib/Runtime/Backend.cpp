@@ -48,6 +48,27 @@ llvm::Error Backend::copyDeviceToDevice(uint64_t dst, uint64_t src,
   return llvm::Error::success();
 }
 
+static llvm::Error noTextures(const Backend &b) {
+  return llvm::createStringError("texture and surface objects are not "
+                                 "supported yet on the " +
+                                 b.kind() + " backend");
+}
+llvm::Expected<uint64_t> Backend::createTextureObject(const ResourceDesc &,
+                                                      const TextureDesc &,
+                                                      uint64_t) {
+  return noTextures(*this);
+}
+llvm::Expected<uint64_t> Backend::createSurfaceObject(const ResourceDesc &,
+                                                      uint64_t) {
+  return noTextures(*this);
+}
+llvm::Error Backend::destroyTextureObject(uint64_t) {
+  return noTextures(*this);
+}
+llvm::Error Backend::destroySurfaceObject(uint64_t) {
+  return noTextures(*this);
+}
+
 llvm::Error Backend::swapOut(uint64_t) {
   return llvm::createStringError("the " + kind() +
                                  " backend cannot swap memory out");
@@ -255,6 +276,22 @@ public:
   }
   llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) override {
     return device.memory().memset(dst, value, bytes);
+  }
+
+  llvm::Expected<uint64_t> createTextureObject(const ResourceDesc &resource,
+                                               const TextureDesc &texture,
+                                               uint64_t domain) override {
+    return device.createTextureObject(resource, texture, domain);
+  }
+  llvm::Expected<uint64_t> createSurfaceObject(const ResourceDesc &resource,
+                                               uint64_t domain) override {
+    return device.createSurfaceObject(resource, domain);
+  }
+  llvm::Error destroyTextureObject(uint64_t handle) override {
+    return device.destroyTextureObject(handle);
+  }
+  llvm::Error destroySurfaceObject(uint64_t handle) override {
+    return device.destroySurfaceObject(handle);
   }
 
   llvm::Expected<BackendModule *>

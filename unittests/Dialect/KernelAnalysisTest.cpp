@@ -59,6 +59,31 @@ TEST(KernelAnalysis, ParametersSharedMemoryAndBarriers) {
   EXPECT_GT(s.costHint, 0u);
 }
 
+// A surface store may write any of the tenant's memory: a kernel with one
+// writes memory the analysis cannot name (its handle is no parameter it
+// follows), so deduplication gives every buffer its own copy first.
+TEST(KernelAnalysis, SurfaceWritesAreWritesToUnknownMemory) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(R"(
+wooly.func @k(%in: i64 {wooly.type = "u64"}, %s: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %v = wooly.ld global %in : i64 -> i32
+  %c0 = arith.constant 0 : i32
+  wooly.sust dim1 b32 trap %s (%c0) (%v) : (i32) (i32)
+  wooly.ret
+}
+)",
+                                                        &ctx);
+  ASSERT_TRUE(bool(m));
+  std::vector<KernelSummary> all = analyzeKernels(*m);
+  ASSERT_EQ(all.size(), 1u);
+  ASSERT_EQ(all[0].params.size(), 2u);
+  EXPECT_TRUE(all[0].params[0].isPointer);
+  EXPECT_TRUE(all[0].writesUnknownMemory);
+}
+
 TEST(KernelAnalysis, OccupancyIsLimitedByEachResource) {
   KernelSummary s;
   s.registerEstimate = 32;

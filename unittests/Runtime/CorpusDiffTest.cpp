@@ -1874,6 +1874,577 @@ TEST_P(CorpusDiff, poly_eval) {
   EXPECT_TRUE(sameBits(down<double>(by), want));
 }
 
+//===----------------------------------------------------------------------===//
+// texture.cu: texture and surface objects. The references sample as the
+// CUDA programming guide's "Texture Fetching" appendix says: point sampling
+// takes texel floor(x); linear filtering takes texels i = floor(x - 0.5)
+// and i + 1 with weight a = frac(x - 0.5) rounded to 1/256 (9-bit fixed
+// point, 8 fractional bits), (1-a)(1-b) T[i,j] + a(1-b) T[i+1,j] +
+// (1-a) b T[i,j+1] + a b T[i+1,j+1] in f32; wrap/mirror/clamp/border per
+// texel index (wrap and mirror with normalized coordinates only).
+//===----------------------------------------------------------------------===//
+
+/// A float texture of up to 4 channels (the missing ones read 0, alpha 1)
+/// with its sampling state, and the reference sampler.
+struct RefTex {
+  int w = 1, h = 1, d = 1, chans = 4;
+  std::vector<float> texels; // w*h*d texels of `chans` floats
+  AddressMode mode[3] = {AddressMode::Clamp, AddressMode::Clamp,
+                         AddressMode::Clamp};
+  bool linear = false, normalized = false;
+  float border[4] = {0, 0, 0, 0};
+
+  /// Addresses index `i` of a dimension of `n` texels; false: the border.
+  bool addr(int64_t &i, int n, AddressMode m) const {
+    if (!normalized && (m == AddressMode::Wrap || m == AddressMode::Mirror))
+      m = AddressMode::Clamp;
+    if (m == AddressMode::Wrap) {
+      i = ((i % n) + n) % n;
+    } else if (m == AddressMode::Mirror) {
+      int64_t p = ((i % (2 * n)) + 2 * n) % (2 * n);
+      i = p < n ? p : 2 * n - 1 - p;
+    } else if (m == AddressMode::Border) {
+      return i >= 0 && i < n;
+    } else {
+      i = std::min<int64_t>(std::max<int64_t>(i, 0), n - 1);
+    }
+    return true;
+  }
+  std::array<float, 4> texel(int64_t i, int64_t j, int64_t k) const {
+    if (!addr(i, w, mode[0]) || !addr(j, h, mode[1]) || !addr(k, d, mode[2]))
+      return {border[0], border[1], border[2], border[3]};
+    std::array<float, 4> t{0, 0, 0, 1};
+    for (int c = 0; c < chans; ++c)
+      t[c] = texels[((k * h + j) * w + i) * chans + c];
+    return t;
+  }
+  /// (index, weight of the next texel) of coordinate `x` over `n` texels.
+  std::pair<int64_t, float> lin(float x, int n) const {
+    if (normalized)
+      x = x * float(n);
+    float xb = x - 0.5f;
+    float fl = std::floor(xb);
+    return {int64_t(fl), std::nearbyint((xb - fl) * 256.0f) / 256.0f};
+  }
+  int64_t pt(float x, int n) const {
+    return int64_t(std::floor(normalized ? x * float(n) : x));
+  }
+  /// tex1D/tex2D/tex3D at (x, y, z) with `dims` coordinates.
+  std::array<float, 4> sample(float x, float y, float z, int dims) const {
+    if (!linear)
+      return texel(pt(x, w), dims > 1 ? pt(y, h) : 0, dims > 2 ? pt(z, d) : 0);
+    auto [i, a] = lin(x, w);
+    auto [j, b] = dims > 1 ? lin(y, h) : std::pair<int64_t, float>{0, 0.0f};
+    auto [k, g] = dims > 2 ? lin(z, d) : std::pair<int64_t, float>{0, 0.0f};
+    std::array<float, 4> r{};
+    bool first = true;
+    for (int dz = 0; dz < (dims > 2 ? 2 : 1); ++dz)
+      for (int dy = 0; dy < (dims > 1 ? 2 : 1); ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          float wgt = dx ? a : 1.0f - a;
+          if (dims > 1)
+            wgt = wgt * (dy ? b : 1.0f - b);
+          if (dims > 2)
+            wgt = wgt * (dz ? g : 1.0f - g);
+          std::array<float, 4> t = texel(i + dx, j + dy, k + dz);
+          for (int c = 0; c < 4; ++c)
+            r[c] = first ? wgt * t[c] : r[c] + wgt * t[c];
+          first = false;
+        }
+    return r;
+  }
+  /// tex2Dgather's component `comp` of the 2x2 footprint at (x, y).
+  std::array<float, 4> gather(float x, float y, int comp) const {
+    int64_t i = lin(x, w).first, j = lin(y, h).first;
+    return {texel(i, j + 1, 0)[comp], texel(i + 1, j + 1, 0)[comp],
+            texel(i + 1, j, 0)[comp], texel(i, j, 0)[comp]};
+  }
+};
+
+/// The float4 array format (4 x 32-bit float channels).
+ChannelFormat float4Format() {
+  ChannelFormat f;
+  f.bits[0] = f.bits[1] = f.bits[2] = f.bits[3] = 32;
+  f.kind = ChannelKind::Float;
+  return f;
+}
+
+/// Coordinates for a texture of `w` x `h` texels: texel centres, edges,
+/// points just around them and random ones, in texels or normalized.
+std::vector<float> texCoords(int w, int h, bool normalized, uint32_t seed,
+                             int n) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> ux(-2.5f, float(w) + 2.5f),
+      uy(-2.5f, float(h) + 2.5f);
+  std::vector<float> c;
+  const float special[] = {0.0f,
+                           0.5f,
+                           1.0f,
+                           0.25f,
+                           0.75f,
+                           1.5f,
+                           -0.5f,
+                           2.001f,
+                           1.999f,
+                           0.5f + 1.0f / 512.0f,
+                           0.5f + 3.0f / 512.0f,
+                           -1.0f,
+                           3.0f};
+  for (float sx : special)
+    for (float sy : special) {
+      c.push_back(sx);
+      c.push_back(sy);
+    }
+  while (int(c.size()) < 2 * n) {
+    c.push_back(ux(rng));
+    c.push_back(uy(rng));
+  }
+  c.resize(2 * n);
+  if (normalized)
+    for (size_t k = 0; k < c.size(); k += 2) {
+      c[k] /= float(w);
+      c[k + 1] /= float(h);
+    }
+  return c;
+}
+
+class TextureDiff : public CorpusDiff {
+protected:
+  std::vector<uint64_t> textures, surfaces;
+  void TearDown() override {
+    for (uint64_t t : textures)
+      llvm::consumeError(device().destroyTextureObject(t));
+    for (uint64_t s : surfaces)
+      llvm::consumeError(device().destroySurfaceObject(s));
+    CorpusDiff::TearDown();
+  }
+  uint64_t texture(const ResourceDesc &r, const TextureDesc &t) {
+    auto h = device().createTextureObject(r, t);
+    if (!h) {
+      ADD_FAILURE() << llvm::toString(h.takeError());
+      return 0;
+    }
+    textures.push_back(*h);
+    return *h;
+  }
+  uint64_t surface(const ResourceDesc &r) {
+    auto h = device().createSurfaceObject(r);
+    if (!h) {
+      ADD_FAILURE() << llvm::toString(h.takeError());
+      return 0;
+    }
+    surfaces.push_back(*h);
+    return *h;
+  }
+  /// A float4 CUDA array of `ref`'s texels (2D, or 3D when ref.d > 1).
+  ResourceDesc float4Array(const RefTex &ref) {
+    ResourceDesc r;
+    r.kind = ResourceDesc::Kind::Array;
+    r.address = up(ref.texels).addr;
+    r.format = float4Format();
+    r.width = ref.w;
+    r.height = ref.h;
+    r.depth = ref.d > 1 ? ref.d : 0;
+    return r;
+  }
+  TextureDesc desc(const RefTex &ref) {
+    TextureDesc t;
+    for (int k = 0; k < 3; ++k)
+      t.addressMode[k] = ref.mode[k];
+    t.filterMode = ref.linear ? FilterMode::Linear : FilterMode::Point;
+    t.normalizedCoords = ref.normalized;
+    for (int c = 0; c < 4; ++c)
+      t.borderColor[c] = ref.border[c];
+    return t;
+  }
+
+  /// tex2d_sample over `ref` (a float4 array) at coordinates for it.
+  ::testing::AssertionResult sample2D(const RefTex &ref, uint32_t seed) {
+    const int n = 400;
+    std::vector<float> c = texCoords(ref.w, ref.h, ref.normalized, seed, n);
+    uint64_t tex = texture(float4Array(ref), desc(ref));
+    Buf bc = up(c), bo = alloc(n * 16);
+    ::testing::AssertionResult r =
+        launch(ptx("texture"), "tex2d_sample", {ceilDiv(n, 64), 1, 1},
+               {64, 1, 1}, 0, {tex, bo, bc, n});
+    if (!r)
+      return r;
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i)
+      for (float v : ref.sample(c[2 * i], c[2 * i + 1], 0, 2))
+        want.push_back(v);
+    return sameBits(down<float>(bo), want);
+  }
+};
+
+/// A w x h float4 texture of random values in [-4, 4).
+RefTex randomTex(int w, int h, uint32_t seed, int d = 1, int chans = 4) {
+  RefTex t;
+  t.w = w;
+  t.h = h;
+  t.d = d;
+  t.chans = chans;
+  t.texels = randF(size_t(w) * h * d * chans, -4.0f, 4.0f, seed);
+  return t;
+}
+
+// Linear filtering with unnormalized coordinates: clamp and border.
+TEST_P(TextureDiff, tex2d_linear_clamp_border) {
+  RefTex t = randomTex(7, 5, 301);
+  t.linear = true;
+  EXPECT_TRUE(sample2D(t, 302));
+  t.mode[0] = t.mode[1] = AddressMode::Border;
+  t.border[0] = 0.5f;
+  t.border[3] = -2.0f;
+  EXPECT_TRUE(sample2D(t, 303));
+}
+
+// Linear filtering with normalized coordinates and each address mode.
+TEST_P(TextureDiff, tex2d_linear_normalized_modes) {
+  for (AddressMode m : {AddressMode::Wrap, AddressMode::Mirror,
+                        AddressMode::Clamp, AddressMode::Border}) {
+    RefTex t = randomTex(6, 9, 310 + unsigned(m));
+    t.linear = true;
+    t.normalized = true;
+    t.mode[0] = t.mode[1] = m;
+    EXPECT_TRUE(sample2D(t, 320 + unsigned(m)))
+        << "address mode " << unsigned(m);
+  }
+  // Different modes in x and y.
+  RefTex t = randomTex(5, 4, 330);
+  t.linear = t.normalized = true;
+  t.mode[0] = AddressMode::Wrap;
+  t.mode[1] = AddressMode::Mirror;
+  EXPECT_TRUE(sample2D(t, 331));
+}
+
+// Point sampling, unnormalized and normalized (wrap).
+TEST_P(TextureDiff, tex2d_point) {
+  RefTex t = randomTex(8, 3, 340);
+  EXPECT_TRUE(sample2D(t, 341));
+  t.normalized = true;
+  t.mode[0] = t.mode[1] = AddressMode::Wrap;
+  EXPECT_TRUE(sample2D(t, 342));
+}
+
+// The 2x2 box filter over a pitch-linear texture (rows padded).
+TEST_P(TextureDiff, tex2d_box) {
+  const int w = 19, h = 13, pitchTexels = 24;
+  RefTex t = randomTex(w, h, 350);
+  t.linear = true;
+  std::vector<float> padded(size_t(pitchTexels) * h * 4, 123.0f);
+  for (int y = 0; y < h; ++y)
+    std::memcpy(&padded[size_t(y) * pitchTexels * 4],
+                &t.texels[size_t(y) * w * 4], size_t(w) * 16);
+  ResourceDesc r;
+  r.kind = ResourceDesc::Kind::Pitch2D;
+  r.address = up(padded).addr;
+  r.format = float4Format();
+  r.width = w;
+  r.height = h;
+  r.pitch = pitchTexels * 16;
+  uint64_t tex = texture(r, desc(t));
+  Buf bo = alloc(size_t(w) * h * 16);
+  ASSERT_TRUE(launch(ptx("texture"), "tex2d_box",
+                     {ceilDiv(w, 16), ceilDiv(h, 16), 1}, {16, 16, 1}, 0,
+                     {tex, bo, w, h}));
+  std::vector<float> want;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      float fx = float(x), fy = float(y);
+      auto a = t.sample(fx + 0.25f, fy + 0.25f, 0, 2);
+      auto b = t.sample(fx + 0.75f, fy + 0.25f, 0, 2);
+      auto c = t.sample(fx + 0.25f, fy + 0.75f, 0, 2);
+      auto d = t.sample(fx + 0.75f, fy + 0.75f, 0, 2);
+      for (int k = 0; k < 4; ++k)
+        want.push_back((a[k] + b[k] + c[k] + d[k]) * 0.25f);
+    }
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+// Normalized-float reads of 8-bit texels (x / 255), with linear filtering,
+// and the same texels flagged sRGB.
+TEST_P(TextureDiff, tex2d_unorm8_srgb) {
+  const int w = 6, h = 5;
+  std::mt19937 rng(360);
+  std::vector<uint8_t> bytes(size_t(w) * h * 4);
+  for (uint8_t &b : bytes)
+    b = uint8_t(rng());
+  for (bool srgb : {false, true}) {
+    RefTex t;
+    t.w = w;
+    t.h = h;
+    t.linear = true;
+    for (size_t k = 0; k < bytes.size(); ++k) {
+      double v = double(bytes[k]) / 255.0;
+      if (srgb && k % 4 != 3)
+        v = v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+      t.texels.push_back(srgb && k % 4 != 3 ? float(v)
+                                            : float(bytes[k]) / 255.0f);
+    }
+    ResourceDesc r;
+    r.kind = ResourceDesc::Kind::Array;
+    r.address = up(bytes).addr;
+    r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+        8;
+    r.format.kind = ChannelKind::Unsigned;
+    r.width = w;
+    r.height = h;
+    TextureDesc d = desc(t);
+    d.readMode = ReadMode::NormalizedFloat;
+    d.sRGB = srgb;
+    const int n = 200;
+    std::vector<float> c = texCoords(w, h, false, 361, n);
+    uint64_t tex = texture(r, d);
+    Buf bc = up(c), bo = alloc(n * 16);
+    ASSERT_TRUE(launch(ptx("texture"), "tex2d_sample", {ceilDiv(n, 64), 1, 1},
+                       {64, 1, 1}, 0, {tex, bo, bc, n}));
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i)
+      for (float v : t.sample(c[2 * i], c[2 * i + 1], 0, 2))
+        want.push_back(v);
+    EXPECT_TRUE(sameBits(down<float>(bo), want)) << (srgb ? "sRGB" : "linear");
+  }
+}
+
+// tex1Dfetch of int4 texels of linear memory; out-of-range indices read 0.
+TEST_P(TextureDiff, tex1d_fetch_int) {
+  const int texels = 50, n = 300;
+  std::mt19937 rng(370);
+  std::vector<int32_t> data(texels * 4), idx(n);
+  for (int32_t &v : data)
+    v = int32_t(rng());
+  for (int32_t &i : idx)
+    i = int32_t(rng() % 70) - 10;
+  ResourceDesc r;
+  r.kind = ResourceDesc::Kind::Linear;
+  r.address = up(data).addr;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+      32;
+  r.format.kind = ChannelKind::Signed;
+  r.width = texels;
+  uint64_t tex = texture(r, TextureDesc());
+  Buf bi = up(idx), bo = alloc(n * 16);
+  ASSERT_TRUE(launch(ptx("texture"), "tex1d_fetch_int", {ceilDiv(n, 64), 1, 1},
+                     {64, 1, 1}, 0, {tex, bo, bi, n}));
+  std::vector<int32_t> want;
+  for (int32_t i : idx)
+    for (int c = 0; c < 4; ++c)
+      want.push_back(i >= 0 && i < texels ? data[i * 4 + c] : 0);
+  EXPECT_TRUE(sameBits(down<int32_t>(bo), want));
+}
+
+// Element reads of uchar4 texels with point sampling (clamp).
+TEST_P(TextureDiff, tex2d_uchar) {
+  const int w = 9, h = 7, n = 300;
+  std::mt19937 rng(380);
+  std::vector<uint8_t> bytes(size_t(w) * h * 4);
+  for (uint8_t &b : bytes)
+    b = uint8_t(rng());
+  ResourceDesc r;
+  r.kind = ResourceDesc::Kind::Array;
+  r.address = up(bytes).addr;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] = 8;
+  r.format.kind = ChannelKind::Unsigned;
+  r.width = w;
+  r.height = h;
+  TextureDesc d;
+  d.addressMode[0] = d.addressMode[1] = AddressMode::Clamp;
+  uint64_t tex = texture(r, d);
+  std::vector<float> c = texCoords(w, h, false, 381, n);
+  Buf bc = up(c), bo = alloc(n * 4);
+  ASSERT_TRUE(launch(ptx("texture"), "tex2d_uchar", {ceilDiv(n, 64), 1, 1},
+                     {64, 1, 1}, 0, {tex, bo, bc, n}));
+  std::vector<uint8_t> want;
+  for (int i = 0; i < n; ++i) {
+    int64_t x = std::clamp<int64_t>(int64_t(std::floor(c[2 * i])), 0, w - 1);
+    int64_t y =
+        std::clamp<int64_t>(int64_t(std::floor(c[2 * i + 1])), 0, h - 1);
+    for (int k = 0; k < 4; ++k)
+      want.push_back(bytes[(y * w + x) * 4 + k]);
+  }
+  EXPECT_TRUE(sameBits(down<uint8_t>(bo), want));
+}
+
+// tld4: each component of the 2x2 footprint (clamp and wrap).
+TEST_P(TextureDiff, tex2d_gather) {
+  for (bool normalized : {false, true}) {
+    RefTex t = randomTex(7, 6, 390 + normalized);
+    t.normalized = normalized;
+    if (normalized)
+      t.mode[0] = t.mode[1] = AddressMode::Wrap;
+    const int n = 200;
+    std::vector<float> c = texCoords(t.w, t.h, normalized, 392, n);
+    uint64_t tex = texture(float4Array(t), desc(t));
+    Buf bc = up(c), bo = alloc(n * 64);
+    ASSERT_TRUE(launch(ptx("texture"), "tex2d_gather", {ceilDiv(n, 64), 1, 1},
+                       {64, 1, 1}, 0, {tex, bo, bc, n}));
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i)
+      for (int comp = 0; comp < 4; ++comp)
+        for (float v : t.gather(c[2 * i], c[2 * i + 1], comp))
+          want.push_back(v);
+    EXPECT_TRUE(sameBits(down<float>(bo), want));
+  }
+}
+
+// tex.level and tex.grad on a texture without mipmaps: level 0.
+TEST_P(TextureDiff, tex2d_lod_grad) {
+  RefTex t = randomTex(5, 5, 400);
+  t.linear = true;
+  const int n = 150;
+  std::vector<float> c = texCoords(t.w, t.h, false, 401, n);
+  uint64_t tex = texture(float4Array(t), desc(t));
+  Buf bc = up(c), bo = alloc(n * 32);
+  ASSERT_TRUE(launch(ptx("texture"), "tex2d_lod_grad", {ceilDiv(n, 64), 1, 1},
+                     {64, 1, 1}, 0, {tex, bo, bc, n}));
+  std::vector<float> want;
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 2; ++k)
+      for (float v : t.sample(c[2 * i], c[2 * i + 1], 0, 2))
+        want.push_back(v);
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+// A layered 2D texture and a 3D texture of one float channel, linear.
+TEST_P(TextureDiff, tex_layered_3d) {
+  const int w = 6, h = 5, layers = 3, depth = 4, n = 200;
+  RefTex lay = randomTex(w, h, 410, layers, 1),
+         vol = randomTex(w, h, 411, depth, 1);
+  lay.linear = vol.linear = true;
+  ChannelFormat f1;
+  f1.bits[0] = 32;
+  f1.kind = ChannelKind::Float;
+  ResourceDesc rl;
+  rl.kind = ResourceDesc::Kind::Array;
+  rl.address = up(lay.texels).addr;
+  rl.format = f1;
+  rl.width = w;
+  rl.height = h;
+  rl.depth = layers;
+  rl.layered = true;
+  ResourceDesc rv = rl;
+  rv.address = up(vol.texels).addr;
+  rv.depth = depth;
+  rv.layered = false;
+  uint64_t tl = texture(rl, desc(lay)), tv = texture(rv, desc(vol));
+  std::mt19937 rng(412);
+  std::uniform_real_distribution<float> u(-1.5f, 7.5f);
+  std::vector<float> c(size_t(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    c[4 * i] = u(rng);
+    c[4 * i + 1] = u(rng);
+    c[4 * i + 2] = u(rng) * 0.6f;
+    c[4 * i + 3] = float(int(rng() % 5) - 1); // layers -1..3: clamped
+  }
+  Buf bc = up(c), bo = alloc(n * 8);
+  ASSERT_TRUE(launch(ptx("texture"), "tex_layered_3d", {ceilDiv(n, 64), 1, 1},
+                     {64, 1, 1}, 0, {tl, tv, bo, bc, n}));
+  std::vector<float> want;
+  for (int i = 0; i < n; ++i) {
+    int layer = std::clamp(int(c[4 * i + 3]), 0, layers - 1);
+    RefTex one = lay;
+    one.d = 1;
+    one.texels.assign(lay.texels.begin() + size_t(layer) * w * h,
+                      lay.texels.begin() + size_t(layer + 1) * w * h);
+    want.push_back(one.sample(c[4 * i], c[4 * i + 1], 0, 2)[0]);
+    want.push_back(vol.sample(c[4 * i], c[4 * i + 1], c[4 * i + 2], 3)[0]);
+  }
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+// suld/sust of uchar4 surfaces: r, g, b inverted, alpha copied.
+TEST_P(TextureDiff, surf_invert) {
+  const int w = 21, h = 11;
+  std::mt19937 rng(420);
+  std::vector<uint8_t> in(size_t(w) * h * 4);
+  for (uint8_t &b : in)
+    b = uint8_t(rng());
+  ResourceDesc r;
+  r.kind = ResourceDesc::Kind::Array;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] = 8;
+  r.format.kind = ChannelKind::Unsigned;
+  r.width = w;
+  r.height = h;
+  r.address = up(in).addr;
+  uint64_t si = surface(r);
+  Buf bo = alloc(in.size());
+  r.address = bo.addr;
+  uint64_t so = surface(r);
+  ASSERT_TRUE(launch(ptx("texture"), "surf_invert",
+                     {ceilDiv(w, 16), ceilDiv(h, 16), 1}, {16, 16, 1}, 0,
+                     {si, so, w, h}));
+  std::vector<uint8_t> want = in;
+  for (size_t k = 0; k < want.size(); ++k)
+    if (k % 4 != 3)
+      want[k] = uint8_t(255 - want[k]);
+  EXPECT_TRUE(sameBits(down<uint8_t>(bo), want));
+}
+
+// txq and suq.
+TEST_P(TextureDiff, tex_query) {
+  RefTex t = randomTex(13, 4, 430);
+  t.linear = t.normalized = true;
+  uint64_t tex = texture(float4Array(t), desc(t));
+  ResourceDesc r = float4Array(t);
+  r.width = 3;
+  r.height = 2;
+  uint64_t surf = surface(r);
+  Buf bo = alloc(32);
+  ASSERT_TRUE(launch(ptx("texture"), "tex_query", {1, 1, 1}, {1, 1, 1}, 0,
+                     {tex, surf, bo}));
+  EXPECT_TRUE(sameBits(down<int32_t>(bo),
+                       std::vector<int32_t>{13, 4, 0, 1, 1, 1, 3, 2}));
+}
+
+// A handle reaches nothing it should not: a destroyed object, a surface
+// used as a texture and an object whose memory was freed all fault, and an
+// object cannot be made over memory outside one allocation.
+TEST_P(TextureDiff, invalid_objects_fault) {
+  if (GetParam().strategy.name != "plain")
+    GTEST_SKIP() << "checked once";
+  RefTex t = randomTex(4, 4, 440);
+  ResourceDesc r = float4Array(t);
+  const int n = 1;
+  std::vector<float> c{1.0f, 1.0f};
+  Buf bc = up(c), bo = alloc(16);
+  auto run = [&](uint64_t h) {
+    return launch(ptx("texture"), "tex2d_sample", {1, 1, 1}, {1, 1, 1}, 0,
+                  {h, bo, bc, n});
+  };
+  auto h = device().createTextureObject(r, desc(t));
+  ASSERT_TRUE(bool(h)) << llvm::toString(h.takeError());
+  ASSERT_TRUE(run(*h));
+  ASSERT_FALSE(bool(device().destroyTextureObject(*h)));
+  ::testing::AssertionResult destroyed = run(*h);
+  EXPECT_FALSE(destroyed);
+  EXPECT_NE(std::string(destroyed.message()).find("does not exist"),
+            std::string::npos)
+      << destroyed.message();
+  uint64_t s = surface(r);
+  EXPECT_FALSE(run(s));
+  EXPECT_FALSE(run(0x12345678));
+  // Over a range that runs past the allocation.
+  ResourceDesc big = r;
+  big.width = 5;
+  auto bad = device().createTextureObject(big, desc(t));
+  EXPECT_FALSE(bool(bad));
+  llvm::consumeError(bad.takeError());
+  // Memory freed under a live object.
+  auto mem = device().memory().allocate(256);
+  ASSERT_TRUE(bool(mem));
+  ResourceDesc r2 = r;
+  r2.address = *mem;
+  auto h2 = device().createTextureObject(r2, desc(t));
+  ASSERT_TRUE(bool(h2)) << llvm::toString(h2.takeError());
+  textures.push_back(*h2);
+  ASSERT_FALSE(bool(device().memory().free(*mem)));
+  ::testing::AssertionResult freed = run(*h2);
+  EXPECT_FALSE(freed);
+  EXPECT_NE(std::string(freed.message()).find("freed"), std::string::npos)
+      << freed.message();
+}
+
 std::vector<Variant> variants() {
   std::vector<Variant> out;
   for (const wooly::test::Strategy &s : wooly::test::allStrategies())
@@ -1882,12 +2453,16 @@ std::vector<Variant> variants() {
   return out;
 }
 
+/// A test's name suffix: the architecture and the strategy.
+std::string variantName(const ::testing::TestParamInfo<Variant> &i) {
+  return i.param.arch + (i.param.strategy.name == "plain"
+                             ? std::string()
+                             : "_" + i.param.strategy.name);
+}
+
 INSTANTIATE_TEST_SUITE_P(Arch, CorpusDiff, ::testing::ValuesIn(variants()),
-                         [](const ::testing::TestParamInfo<Variant> &i) {
-                           return i.param.arch +
-                                  (i.param.strategy.name == "plain"
-                                       ? std::string()
-                                       : "_" + i.param.strategy.name);
-                         });
+                         variantName);
+INSTANTIATE_TEST_SUITE_P(Arch, TextureDiff, ::testing::ValuesIn(variants()),
+                         variantName);
 
 } // namespace

@@ -29,6 +29,8 @@
 #ifndef WOOLY_RUNTIME_BACKEND_H
 #define WOOLY_RUNTIME_BACKEND_H
 
+#include "Wooly/Runtime/Texture.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -279,6 +281,23 @@ public:
                                          uint64_t bytes);
   /// Sets `bytes` of device memory at `dst` to `value`.
   virtual llvm::Error memset(uint64_t dst, uint8_t value, uint64_t bytes) = 0;
+
+  /// Creates a texture object (the runtime side of cudaCreateTextureObject)
+  /// whose texels (`resource`; a CUDA array is an allocation laid out as
+  /// Texture.h says) lie in one allocation of memory domain `domain` (any
+  /// for 0): only kernels of that domain may use it. Returns its handle, a
+  /// kernel's `cudaTextureObject_t`. Where unsupported, an error.
+  virtual llvm::Expected<uint64_t>
+  createTextureObject(const ResourceDesc &resource, const TextureDesc &texture,
+                      uint64_t domain = 0);
+  /// The same for a surface object over a CUDA array
+  /// (cudaCreateSurfaceObject).
+  virtual llvm::Expected<uint64_t>
+  createSurfaceObject(const ResourceDesc &resource, uint64_t domain = 0);
+  /// Destroys a texture object.
+  virtual llvm::Error destroyTextureObject(uint64_t handle);
+  /// Destroys a surface object.
+  virtual llvm::Error destroySurfaceObject(uint64_t handle);
 
   /// Loads a module. `compiled` is the compiled module, `ptxText` the PTX
   /// it was compiled from (empty if there is none, e.g. for a Wooly file).

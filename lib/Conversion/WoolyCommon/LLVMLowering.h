@@ -189,7 +189,13 @@ enum AccessKind : unsigned { kAccessRead = 1, kAccessWrite = 2 };
   X(MmaOp)                                                                     \
   X(WmmaMmaOp)                                                                 \
   X(WmmaLoadOp)                                                                \
-  X(WmmaStoreOp)
+  X(WmmaStoreOp)                                                               \
+  X(TexOp)                                                                     \
+  X(Tld4Op)                                                                    \
+  X(TexQueryOp)                                                                \
+  X(SuldOp)                                                                    \
+  X(SustOp)                                                                    \
+  X(SuredOp)
 
 /// Declares, in a `TargetInfo` subclass, the override of `lower` for `Op`.
 #define WOOLY_LOWER_OVERRIDE(Op)                                               \

@@ -1299,6 +1299,8 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
   declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
+  declare("__wooly_rt_texture", voidTy, {ptrTy, i32, i64, ptrTy, ptrTy});
+  declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64});
   declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
   return success();
 }
@@ -1819,6 +1821,161 @@ WOOLY_HOST_WARP_OP(WmmaMmaOp)
 WOOLY_HOST_WARP_OP(WmmaLoadOp)
 WOOLY_HOST_WARP_OP(WmmaStoreOp)
 #undef WOOLY_HOST_WARP_OP
+
+//===----------------------------------------------------------------------===//
+// Textures and surfaces
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The WoolyTextureOp word of a texture or surface instruction: `kind`,
+/// its geometry and the fields `more` adds.
+uint32_t textureCode(uint32_t kind, TexGeometry g, uint32_t more = 0) {
+  return kind << WOOLY_TEX_KIND_SHIFT |
+         uint32_t(g) << WOOLY_TEX_GEOMETRY_SHIFT | more;
+}
+
+/// The result field of tex/tld4's `d_type`.
+uint32_t texResultCode(ScalarType d) {
+  uint32_t r = d == ScalarType::s32 ? 1 : d == ScalarType::u32 ? 2 : 0;
+  return r << WOOLY_TEX_RESULT_SHIFT;
+}
+
+/// The element, vector and clamp fields of a surface access of `bytes`
+/// per element.
+uint32_t surfaceCode(unsigned bytes, unsigned vec, SurfClamp clamp) {
+  uint32_t log2 = llvm::Log2_32(bytes);
+  return log2 << WOOLY_TEX_ELEMENT_SHIFT | vec << WOOLY_TEX_VECTOR_SHIFT |
+         uint32_t(clamp) << WOOLY_TEX_CLAMP_SHIFT;
+}
+
+/// Calls `__wooly_rt_texture(ctx, code, handle, in, out)` with the 32-bit
+/// words of `inputs`; returns the pointer to `nout` output words.
+Value textureCall(HostEmitter &e, Operation *op, uint32_t code, Value handle,
+                  ValueRange inputs, unsigned nout) {
+  WarpCall w{e, op, {}};
+  for (Value v : inputs)
+    w.add(v);
+  Value in = e.entryAlloca(op, e.i32(), std::max<size_t>(w.words.size(), 1), 4);
+  for (auto [i, word] : llvm::enumerate(w.words))
+    LLVM::StoreOp::create(e.rw, e.loc, word, e.gep(in, int64_t(4 * i)));
+  Value out = e.entryAlloca(op, e.i32(), std::max<unsigned>(nout, 1), 4);
+  e.call("__wooly_rt_texture", {}, {e.ctx(op), e.c32(code), handle, in, out});
+  return out;
+}
+
+/// Replaces `op` with the values of its result types read from `out`.
+void replaceWithWords(ConversionPatternRewriter &rw, HostEmitter &e,
+                      Operation *op, Value out) {
+  WarpCall w{e, op, {}};
+  unsigned word = 0;
+  SmallVector<Value> results;
+  for (Type t : op->getResultTypes())
+    results.push_back(w.read(out, word, t));
+  rw.replaceOp(op, results);
+}
+
+/// The layer (if any), the coordinates and `rest` of a texture or surface
+/// op, in the order of `__wooly_rt_texture`'s input words.
+SmallVector<Value> textureInputs(Value layer, ValueRange coords,
+                                 ValueRange rest = {}) {
+  SmallVector<Value> in;
+  if (layer)
+    in.push_back(layer);
+  llvm::append_range(in, coords);
+  llvm::append_range(in, rest);
+  return in;
+}
+} // namespace
+
+/// `wooly.tex`: the layer, coordinates, level or gradients go to the
+/// runtime, which samples as the GPU does (lib/Runtime/CPU/Texture.cpp).
+LogicalResult HostTargetInfo::lower(TexOp op, TexOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  uint32_t mode = a.getLod() ? 1 : a.getGradX().empty() ? 0 : 2;
+  uint32_t code = textureCode(0, op.getGeometry(),
+                              texResultCode(op.getDType()) |
+                                  uint32_t(op.getCType() == ScalarType::s32)
+                                      << WOOLY_TEX_INT_COORDS_SHIFT |
+                                  mode << WOOLY_TEX_MODE_SHIFT);
+  SmallVector<Value> rest;
+  if (a.getLod())
+    rest.push_back(a.getLod());
+  llvm::append_range(rest, a.getGradX());
+  llvm::append_range(rest, a.getGradY());
+  replaceWithWords(rw, e, op,
+                   textureCall(e, op, code, a.getHandle(),
+                               textureInputs(a.getLayer(), a.getCoords(), rest),
+                               4));
+  return success();
+}
+
+/// `wooly.tld4`: a gather of one component.
+LogicalResult HostTargetInfo::lower(Tld4Op op, Tld4Op::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  uint32_t code =
+      textureCode(1, TexGeometry::dim2,
+                  texResultCode(op.getDType()) |
+                      uint32_t(op.getComponent()) << WOOLY_TEX_COMPONENT_SHIFT);
+  replaceWithWords(rw, e, op,
+                   textureCall(e, op, code, a.getHandle(), a.getCoords(), 4));
+  return success();
+}
+
+/// `wooly.tex_query` (txq, suq).
+LogicalResult HostTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value r = e.call("__wooly_rt_texquery", e.i32(),
+                   {e.ctx(op), e.c32(uint32_t(op.getQuery())),
+                    e.c32(op.getSurface() ? 1 : 0), a.getHandle()});
+  rw.replaceOp(op, r);
+  return success();
+}
+
+/// `wooly.suld`: the elements come back as words.
+LogicalResult HostTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  unsigned vec = op.getNumResults(),
+           bytes = surfaceElementBits(op.getType()) / 8;
+  uint32_t code =
+      textureCode(2, op.getGeometry(), surfaceCode(bytes, vec, op.getClamp()));
+  replaceWithWords(rw, e, op,
+                   textureCall(e, op, code, a.getHandle(),
+                               textureInputs(a.getLayer(), a.getCoords()),
+                               bytes == 8 ? 2 * vec : vec));
+  return success();
+}
+
+/// `wooly.sust`: coordinates, then the values.
+LogicalResult HostTargetInfo::lower(SustOp op, SustOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  unsigned vec = a.getValues().size(),
+           bytes = surfaceElementBits(op.getType()) / 8;
+  uint32_t code = textureCode(op.getFormatted() ? 4 : 3, op.getGeometry(),
+                              surfaceCode(bytes, vec, op.getClamp()));
+  textureCall(e, op, code, a.getHandle(),
+              textureInputs(a.getLayer(), a.getCoords(), a.getValues()), 0);
+  rw.eraseOp(op);
+  return success();
+}
+
+/// `wooly.sured`: an atomic on the surface's element.
+LogicalResult HostTargetInfo::lower(SuredOp op, SuredOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  uint32_t code = textureCode(
+      5, op.getGeometry(),
+      surfaceCode(surfaceElementBits(op.getType()) / 8, 1, op.getClamp()) |
+          uint32_t(op.getOp()) << WOOLY_TEX_RED_SHIFT);
+  textureCall(e, op, code, a.getHandle(),
+              textureInputs(a.getLayer(), a.getCoords(), a.getValue()), 0);
+  rw.eraseOp(op);
+  return success();
+}
 
 /// Ops with no effect on the host: breakpoints and the async-copy group
 /// bookkeeping (copies complete at once).

@@ -815,6 +815,257 @@ LogicalResult NVVMTargetInfo::lower(WmmaStoreOp op,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Textures and surfaces
+//===----------------------------------------------------------------------===//
+
+/// The geometry in NVVM's intrinsic names (`2d.array`).
+StringRef nvvmGeometry(TexGeometry g) {
+  switch (g) {
+  case TexGeometry::a1d:
+    return "1d.array";
+  case TexGeometry::a2d:
+    return "2d.array";
+  case TexGeometry::acube:
+    return "cube.array";
+  default:
+    return ptxGeometry(g);
+  }
+}
+
+/// The `.v2`/`.v4` and element part of a suld/sust intrinsic (`v4i8`).
+std::string surfaceVector(unsigned vec, ScalarType t) {
+  return (vec > 1 ? "v" + std::to_string(vec) : std::string()) + "i" +
+         std::to_string(surfaceElementBits(t));
+}
+
+/// Why NVVM cannot lower texture or surface op `op`, or empty.
+std::string textureRefusal(Operation *op) {
+  if (auto t = dyn_cast<TexOp>(op)) {
+    bool f32 = t.getCType() == ScalarType::f32;
+    if (!f32 && (t.getLod() || !t.getGradX().empty() ||
+                 t.getGeometry() == TexGeometry::cube ||
+                 t.getGeometry() == TexGeometry::acube))
+      return "a texture fetch with .s32 coordinates and a level, gradients "
+             "or a cube";
+  }
+  if (auto s = dyn_cast<SuldOp>(op);
+      s && s.getNumResults() == 4 && surfaceElementBits(s.getType()) == 64)
+    return "suld.v4.b64";
+  if (auto s = dyn_cast<SustOp>(op)) {
+    if (s.getValues().size() == 4 && surfaceElementBits(s.getType()) == 64)
+      return "sust.v4.b64";
+    if (s.getFormatted() && s.getClamp() != SurfClamp::trap)
+      return "sust.p." + stringifySurfClamp(s.getClamp()).str();
+  }
+  return "";
+}
+
+/// The struct of `n` values of `t` (a scalar for one).
+Type intrinsicResults(MLIRContext *ctx, Type t, unsigned n) {
+  if (n == 1)
+    return t;
+  return LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, t));
+}
+
+/// Replaces `op` with the fields of `r` (`n` of them, or `r` itself for
+/// one), each converted to `op`'s result type.
+void replaceWithFields(ConversionPatternRewriter &rw, Emitter &e, Operation *op,
+                       Value r, unsigned n) {
+  SmallVector<Value> results;
+  for (unsigned i = 0; i < n; ++i) {
+    Value v = n == 1 ? r : LLVM::ExtractValueOp::create(rw, e.loc, r, i);
+    Type t = op->getResult(i).getType();
+    if (v.getType() != t)
+      v = e.intCast(v, t);
+    results.push_back(v);
+  }
+  rw.replaceOp(op, results);
+}
+
+/// The texture's or surface's layer and coordinates, then `rest`.
+SmallVector<Value> textureArgs(Value handle, Value layer, ValueRange coords,
+                               ValueRange rest = {}) {
+  SmallVector<Value> args{handle};
+  if (layer)
+    args.push_back(layer);
+  llvm::append_range(args, coords);
+  llvm::append_range(args, rest);
+  return args;
+}
+
+/// `wooly.tex`: `llvm.nvvm.tex.unified.<geometry>[.level|.grad].v4<d>.<c>`.
+LogicalResult NVVMTargetInfo::lower(TexOp op, TexOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  std::string name =
+      ("llvm.nvvm.tex.unified." + nvvmGeometry(op.getGeometry()) +
+       (a.getLod()             ? ".level"
+        : a.getGradX().empty() ? ""
+                               : ".grad") +
+       ".v4" + stringifyScalarType(op.getDType()) + "." +
+       stringifyScalarType(op.getCType()))
+          .str();
+  SmallVector<Value> rest;
+  if (a.getLod())
+    rest.push_back(a.getLod());
+  llvm::append_range(rest, a.getGradX());
+  llvm::append_range(rest, a.getGradY());
+  Type rt = op.getResult(0).getType();
+  Value r = e.intrinsic(
+      name, intrinsicResults(op.getContext(), rt, 4),
+      textureArgs(a.getHandle(), a.getLayer(), a.getCoords(), rest));
+  replaceWithFields(rw, e, op, r, 4);
+  return success();
+}
+
+/// `wooly.tld4`: `llvm.nvvm.tld4.unified.<c>.2d.v4<d>.f32`.
+LogicalResult NVVMTargetInfo::lower(Tld4Op op, Tld4Op::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  std::string name =
+      ("llvm.nvvm.tld4.unified." + stringifyTexComponent(op.getComponent()) +
+       ".2d.v4" + stringifyScalarType(op.getDType()) + ".f32")
+          .str();
+  Type rt = op.getResult(0).getType();
+  Value r = e.intrinsic(name, intrinsicResults(op.getContext(), rt, 4),
+                        textureArgs(a.getHandle(), {}, a.getCoords()));
+  replaceWithFields(rw, e, op, r, 4);
+  return success();
+}
+
+/// `wooly.tex_query`: `llvm.nvvm.txq.*`/`llvm.nvvm.suq.*` where NVVM has
+/// the query, else the instruction itself.
+LogicalResult NVVMTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  TexQuery q = op.getQuery();
+  bool intrinsic = !a.getLod() &&
+                   (q == TexQuery::width || q == TexQuery::height ||
+                    q == TexQuery::depth || q == TexQuery::channel_data_type ||
+                    q == TexQuery::channel_order || q == TexQuery::array_size ||
+                    (!op.getSurface() && (q == TexQuery::num_mipmap_levels ||
+                                          q == TexQuery::num_samples)));
+  StringRef inst = op.getSurface() ? "suq" : "txq";
+  Value r;
+  if (intrinsic) {
+    // `channel_data_type` is `llvm.nvvm.txq.channel.data.type`.
+    std::string query = stringifyTexQuery(q).str();
+    std::replace(query.begin(), query.end(), '_', '.');
+    r = e.intrinsic(("llvm.nvvm." + inst + "." + query).str(), e.i32(),
+                    {a.getHandle()});
+  } else {
+    SmallVector<Value> args{a.getHandle()};
+    std::string text = (inst + (a.getLod() ? ".level." : ".") +
+                        stringifyTexQuery(q) + ".b32 $0, [$1]")
+                           .str();
+    std::string constraints = "=r,l";
+    if (a.getLod()) {
+      args.push_back(a.getLod());
+      text += ", $2";
+      constraints += ",r";
+    }
+    r = LLVM::InlineAsmOp::create(
+            rw, e.loc, e.i32(), args, text + ";", constraints,
+            /*has_side_effects=*/false, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+            .getResult(0);
+  }
+  rw.replaceOp(op, r);
+  return success();
+}
+
+/// `wooly.suld`: `llvm.nvvm.suld.<geometry>.<vector>.<clamp>` (8-bit
+/// elements come back as i16).
+LogicalResult NVVMTargetInfo::lower(SuldOp op, SuldOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  unsigned vec = op.getNumResults(), bits = surfaceElementBits(op.getType());
+  std::string name = ("llvm.nvvm.suld." + nvvmGeometry(op.getGeometry()) + "." +
+                      surfaceVector(vec, op.getType()) + "." +
+                      stringifySurfClamp(op.getClamp()))
+                         .str();
+  Type et = rw.getIntegerType(bits == 8 ? 16 : bits);
+  Value r =
+      e.intrinsic(name, intrinsicResults(op.getContext(), et, vec),
+                  textureArgs(a.getHandle(), a.getLayer(), a.getCoords()));
+  replaceWithFields(rw, e, op, r, vec);
+  return success();
+}
+
+/// `wooly.sust`: `llvm.nvvm.sust.{b,p}.<geometry>.<vector>.<clamp>`.
+LogicalResult NVVMTargetInfo::lower(SustOp op, SustOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  unsigned vec = a.getValues().size(), bits = surfaceElementBits(op.getType());
+  std::string name =
+      ("llvm.nvvm.sust." + Twine(op.getFormatted() ? "p." : "b.") +
+       nvvmGeometry(op.getGeometry()) + "." + surfaceVector(vec, op.getType()) +
+       "." + stringifySurfClamp(op.getClamp()))
+          .str();
+  Type et = rw.getIntegerType(bits == 8 ? 16 : bits);
+  SmallVector<Value> values;
+  for (Value v : a.getValues())
+    values.push_back(e.intCast(v, et));
+  e.intrinsic(name, {},
+              textureArgs(a.getHandle(), a.getLayer(), a.getCoords(), values));
+  rw.eraseOp(op);
+  return success();
+}
+
+/// `wooly.sured`: NVVM has no intrinsic; the instruction itself.
+LogicalResult NVVMTargetInfo::lower(SuredOp op, SuredOp::Adaptor a,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  StringRef kind;
+  switch (op.getOp()) {
+  case AtomicOp::add:
+    kind = "add";
+    break;
+  case AtomicOp::umin:
+  case AtomicOp::smin:
+    kind = "min";
+    break;
+  case AtomicOp::umax:
+  case AtomicOp::smax:
+    kind = "max";
+    break;
+  case AtomicOp::and_:
+    kind = "and";
+    break;
+  case AtomicOp::or_:
+    kind = "or";
+    break;
+  default:
+    return op.emitOpError("sured.")
+           << stringifyAtomicOp(op.getOp()) << kNotSupported;
+  }
+  SmallVector<Value> args =
+      textureArgs(a.getHandle(), a.getLayer(), a.getCoords(), a.getValue());
+  // PTX pads 3D and a2d coordinates to four.
+  std::string coords;
+  unsigned n = args.size() - 2;
+  for (unsigned i = 0; i < n; ++i)
+    coords += (i ? ", $" : "$") + std::to_string(i + 1);
+  if (n == 3)
+    coords += ", $" + std::to_string(n);
+  std::string text = ("sured.b." + kind + "." + ptxGeometry(op.getGeometry()) +
+                      "." + stringifyScalarType(op.getType()) + "." +
+                      stringifySurfClamp(op.getClamp()) + " [$0, {" + coords +
+                      "}], $" + Twine(n + 1) + ";")
+                         .str();
+  std::string constraints = "l";
+  for (unsigned i = 0; i < n; ++i)
+    constraints += ",r";
+  constraints += surfaceElementBits(op.getType()) == 64 ? ",l" : ",r";
+  LLVM::InlineAsmOp::create(rw, e.loc, TypeRange{}, args, text, constraints,
+                            /*has_side_effects=*/true, /*is_align_stack=*/false,
+                            LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
+                            ArrayAttr());
+  rw.eraseOp(op);
+  return success();
+}
+
 /// The NVVM intrinsic for a `__wooly_*` helper of `wooly-expand-arith`, or
 /// "" when there is none (yet).
 std::string helperIntrinsic(StringRef helper) {
@@ -1003,6 +1254,8 @@ LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
       !wmmaLdStSupported(s.getShape(), s.getType(), MatrixRole::d, s.getSpace(),
                          bool(s.getStride()), s.getValues().getTypes()))
     return fail("");
+  if (std::string why = textureRefusal(op); !why.empty())
+    return fail(why);
   if (auto r = dyn_cast<ReduxOp>(op); r && !reduxKind(r.getOp()))
     return fail("redux.sync." + stringifyReduxKind(r.getOp()));
   if (auto c = dyn_cast<CpAsyncOp>(op)) {

@@ -355,6 +355,8 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
   };
   // %envreg* (a cooperative launch's grid workspace): HIP's cooperative
   // launches have no such register.
+  if (isa<TexOp, Tld4Op, TexQueryOp, SuldOp, SustOp, SuredOp>(op))
+    return fail("texture and surface access");
   if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp>(op))
     return op->emitOpError() << kNoEquivalent;
   if (auto s = op->getAttrOfType<StateSpaceAttr>("space");

@@ -164,6 +164,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.numSites = entry.part->numAccessSites;
   l.params = paramCopy.data();
   l.memory = &memory;
+  l.textures = &textures;
   l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
   l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
   // A cooperative launch: its grid workspace (zeroed: an unsigned size, then
@@ -306,6 +307,23 @@ CpuDevice::~CpuDevice() = default;
 
 DeviceMemory &CpuDevice::memory() { return impl->memory; }
 const DeviceLimits &CpuDevice::limits() const { return impl->limits; }
+
+Expected<uint64_t> CpuDevice::createTextureObject(const ResourceDesc &resource,
+                                                  const TextureDesc &texture,
+                                                  uint64_t domain) {
+  return impl->textures.create(impl->memory, false, resource, texture, domain);
+}
+Expected<uint64_t> CpuDevice::createSurfaceObject(const ResourceDesc &resource,
+                                                  uint64_t domain) {
+  return impl->textures.create(impl->memory, true, resource, TextureDesc(),
+                               domain);
+}
+Error CpuDevice::destroyTextureObject(uint64_t handle) {
+  return impl->textures.destroy(handle, false);
+}
+Error CpuDevice::destroySurfaceObject(uint64_t handle) {
+  return impl->textures.destroy(handle, true);
+}
 
 Expected<LoadedModule *>
 CpuDevice::loadModule(std::shared_ptr<const CompiledModule> module) {

@@ -111,6 +111,8 @@ public:
   Options options;
   DeviceLimits limits;
   DeviceMemory memory;
+  /// Texture and surface objects (Texture.cpp).
+  detail::TextureTable textures;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::vector<std::unique_ptr<detail::LoadedModuleImpl>> modules;
   uint64_t nextModuleId = 0;

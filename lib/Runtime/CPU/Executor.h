@@ -16,6 +16,7 @@
 #include "Wooly/Runtime/CPU/CpuDevice.h"
 
 #include "Fiber.h"
+#include "Texture.h"
 #include "WarpOps.h"
 
 #include <algorithm>
@@ -150,6 +151,8 @@ struct LaunchState {
   std::string error;
   FaultKind errorKind = FaultKind::Launch;
   DeviceMemory *memory = nullptr;
+  /// The device's texture and surface objects.
+  const TextureTable *textures = nullptr;
   const std::function<void(llvm::StringRef)> *printfSink = nullptr;
   /// Workers that may run the launch at once (the calling thread included):
   /// `%nsmid`.

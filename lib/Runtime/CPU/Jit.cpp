@@ -62,6 +62,8 @@ llvm::orc::SymbolMap CpuDevice::Impl::runtimeSymbols() {
   WOOLY_RT(__wooly_rt_nanosleep);
   WOOLY_RT(__wooly_rt_vprintf);
   WOOLY_RT(__wooly_rt_assertfail);
+  WOOLY_RT(__wooly_rt_texture);
+  WOOLY_RT(__wooly_rt_texquery);
 #undef WOOLY_RT
   forEachFloatHelper([&](const char *name, void *addr) { add(name, addr); });
   return map;

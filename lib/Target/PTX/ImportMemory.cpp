@@ -83,7 +83,7 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
     return error(addrOp.loc, "expected an address operand '[...]'");
   // Parameters are values in Wooly IR.
   VarInfo *named = addrOp.name.empty() ? nullptr : lookup(addrOp.name);
-  if (named && named->isParam)
+  if (named && named->isParam && addrOp.elems.empty())
     return emitParamAccess(inst, isLoad, named, addrOp.imm, *t, vec);
   if (space == StateSpace::param && !isLoad)
     return error(inst.loc, "stores to parameters through addresses are not "

@@ -34,6 +34,10 @@ LogicalResult Importer::importGlobal(const VarDecl &d, StringRef name) {
   if (!space)
     return error(d.loc,
                  "unsupported state space '." + d.space + "' for a variable");
+  if (d.type == "texref" || d.type == "surfref" || d.type == "samplerref")
+    return error(d.loc, "texture and surface references ('." + d.type +
+                            "' variables) are not supported yet; texture "
+                            "and surface objects are");
   auto t = ptxType(d.type);
   if (!t || d.type == "pred")
     return error(d.loc, "unsupported variable type '." + d.type + "'");

@@ -445,6 +445,11 @@ Value Importer::address(const Operand &op, Type &type,
     (void)error(op.loc, "expected an address operand '[...]'");
     return {};
   }
+  if (!op.elems.empty()) {
+    (void)error(op.elems[0].loc, "coordinates belong only in the operand of "
+                                 "a texture or surface instruction");
+    return {};
+  }
   Value base;
   if (op.name.empty()) {
     type = addrType();

@@ -388,6 +388,10 @@ private:
   /// ldmatrix, mma and wmma.
   LogicalResult emitMatrix(Instruction &inst, Opcode op);
 
+  // Textures and surfaces (ImportTexture.cpp).
+  /// tex, tld4, txq, suld, sust, sured and suq.
+  LogicalResult emitTexture(Instruction &inst, Opcode op);
+
   /// `a + b` (or `a - b`) on s32, clamped to [INT32_MIN, INT32_MAX].
   Value saturatingAddS32(Value a, Value c, bool subtract = false);
 

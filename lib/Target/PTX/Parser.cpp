@@ -678,6 +678,17 @@ bool Parser::parseAddress(Operand &op) {
         return false;
       op.imm = neg ? -off : off;
     }
+    // `[tex, {x, y}]`: a texture or surface and its coordinates.
+    if (cur().is(TokenKind::Comma)) {
+      consume();
+      Operand coords;
+      if (!cur().is(TokenKind::LBrace))
+        return failHere("expected '{' to open the coordinates of a texture "
+                        "or surface access");
+      if (!parseOperand(coords))
+        return false;
+      op.elems.push_back(std::move(coords));
+    }
   } else {
     if (!parseInt(op.imm))
       return false;

@@ -77,3 +77,12 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
   %wa:8 = wooly.wmma_load a row "m16n16k16" f16 global %p : i64 -> i32, i32, i32, i32, i32, i32, i32, i32
   wooly.ret
 }
+
+// -----
+
+// A formatted surface store that does not trap: NVVM has only sust.p.*.trap.
+wooly.func @refused(%h: i64 {wooly.type = "u64"}, %x: i32 {wooly.type = "s32"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.sust' op sust.p.clamp is not supported yet on nvptx}}
+  wooly.sust dim2 b32 clamp formatted %h (%x, %x) (%x) : (i32, i32) (i32)
+  wooly.ret
+}

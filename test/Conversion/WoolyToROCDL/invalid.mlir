@@ -165,3 +165,12 @@ wooly.global shared extern @dyn : i8[0] align 16
 wooly.func @k() attributes {kernel} {
   wooly.ret
 }
+
+// -----
+
+// Textures and surfaces have no AMD lowering yet.
+wooly.func @tex(%h: i64 {wooly.type = "u64"}, %x: f32 {wooly.type = "f32"}) attributes {kernel} {
+  // expected-error @+1 {{'wooly.tex' op texture and surface access is not supported yet on amdgcn}}
+  %a:4 = wooly.tex dim2 f32 f32 %h (%x, %x) : f32, f32 -> f32, f32, f32, f32
+  wooly.ret
+}

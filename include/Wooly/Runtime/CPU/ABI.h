@@ -210,6 +210,49 @@ uint32_t __wooly_rt_isspacep(WoolyThreadCtx *ctx, uint32_t space,
 /// `nanosleep`: yields the calling thread to the others of its block.
 void __wooly_rt_nanosleep(WoolyThreadCtx *ctx, uint32_t ns);
 
+/// Texture and surface instructions (`__wooly_rt_texture`): what `op`
+/// holds, field by field (shift and meaning).
+enum WoolyTextureOp {
+  /// Bits 0-2: the instruction: 0 tex, 1 tld4, 2 suld.b, 3 sust.b,
+  /// 4 sust.p, 5 sured.b.
+  WOOLY_TEX_KIND_SHIFT = 0,
+  /// Bits 3-5: the geometry (the TexGeometry value).
+  WOOLY_TEX_GEOMETRY_SHIFT = 3,
+  /// Bit 6: integer (s32) coordinates.
+  WOOLY_TEX_INT_COORDS_SHIFT = 6,
+  /// Bits 7-8: tex/tld4 results: 0 f32, 1 s32, 2 u32.
+  WOOLY_TEX_RESULT_SHIFT = 7,
+  /// Bits 9-10: tld4's component (r, g, b, a).
+  WOOLY_TEX_COMPONENT_SHIFT = 9,
+  /// Bits 11-12: tex's level: 0 none, 1 `.level`, 2 `.grad`.
+  WOOLY_TEX_MODE_SHIFT = 11,
+  /// Bits 13-14: surfaces: log2 of the element's bytes (b8 ... b64).
+  WOOLY_TEX_ELEMENT_SHIFT = 13,
+  /// Bits 15-17: surfaces: the vector width (1, 2, 4).
+  WOOLY_TEX_VECTOR_SHIFT = 15,
+  /// Bits 18-19: surfaces: out-of-range accesses (SurfClamp: trap, clamp,
+  /// zero).
+  WOOLY_TEX_CLAMP_SHIFT = 18,
+  /// Bits 20-23: sured's operation (the AtomicOp value).
+  WOOLY_TEX_RED_SHIFT = 20,
+};
+
+/// A texture or surface instruction on the object `handle` (`op`: see
+/// WoolyTextureOp). `in` holds 32-bit words: the layer of a layered
+/// geometry, the coordinates (f32 bits or s32), then tex's level (f32) or
+/// gradients (x then y, one per coordinate), or a surface store's values
+/// (64-bit ones as two words, low first). `out` receives tex/tld4's four
+/// words or suld's elements (64-bit ones as two words). An invalid handle,
+/// another tenant's object or a `.trap` access out of range ends the
+/// launch.
+void __wooly_rt_texture(WoolyThreadCtx *ctx, uint32_t op, uint64_t handle,
+                        const uint32_t *in, uint32_t *out);
+
+/// `txq`/`suq` (`surface` non-zero): attribute `query` (the TexQuery value)
+/// of the object `handle`.
+uint32_t __wooly_rt_texquery(WoolyThreadCtx *ctx, uint32_t query,
+                             uint32_t surface, uint64_t handle);
+
 /// CUDA's device-side `vprintf(format, args)` with the argument buffer
 /// laid out as nvcc does (each argument aligned to its size).
 int32_t __wooly_rt_vprintf(WoolyThreadCtx *ctx, uint64_t format, uint64_t args);

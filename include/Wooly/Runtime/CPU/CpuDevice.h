@@ -100,6 +100,21 @@ public:
   /// The compiled module behind a loaded one (its first part).
   const CompiledModule &compiled(const LoadedModule *module) const;
 
+  /// Creates a texture object (cudaCreateTextureObject) over `resource`,
+  /// whose texels must lie in one allocation of memory domain `domain` (any
+  /// for 0); kernels of another domain cannot use it. Returns its handle.
+  llvm::Expected<uint64_t> createTextureObject(const ResourceDesc &resource,
+                                               const TextureDesc &texture,
+                                               uint64_t domain = 0);
+  /// Creates a surface object (cudaCreateSurfaceObject) over a CUDA array,
+  /// as `createTextureObject`.
+  llvm::Expected<uint64_t> createSurfaceObject(const ResourceDesc &resource,
+                                               uint64_t domain = 0);
+  /// Destroys a texture object; a kernel that uses it afterwards faults.
+  llvm::Error destroyTextureObject(uint64_t handle);
+  /// Destroys a surface object.
+  llvm::Error destroySurfaceObject(uint64_t handle);
+
   /// Device address and size of a module's `.global`/`.const` variable.
   llvm::Expected<std::pair<uint64_t, uint64_t>>
   globalAddress(LoadedModule *module, llvm::StringRef name);

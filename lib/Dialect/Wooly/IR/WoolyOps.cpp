@@ -437,6 +437,97 @@ LogicalResult LdMatrixOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Textures and surfaces
+//===----------------------------------------------------------------------===//
+
+unsigned mlir::wooly::texCoordCount(TexGeometry g) {
+  switch (g) {
+  case TexGeometry::dim1:
+  case TexGeometry::a1d:
+    return 1;
+  case TexGeometry::dim2:
+  case TexGeometry::a2d:
+    return 2;
+  default:
+    return 3;
+  }
+}
+
+StringRef mlir::wooly::ptxGeometry(TexGeometry g) {
+  switch (g) {
+  case TexGeometry::dim1:
+    return "1d";
+  case TexGeometry::dim2:
+    return "2d";
+  case TexGeometry::dim3:
+    return "3d";
+  default:
+    return stringifyTexGeometry(g);
+  }
+}
+
+unsigned mlir::wooly::surfaceElementBits(ScalarType t) {
+  switch (t) {
+  case ScalarType::b8:
+    return 8;
+  case ScalarType::b16:
+    return 16;
+  case ScalarType::b64:
+  case ScalarType::u64:
+  case ScalarType::s64:
+    return 64;
+  default:
+    return 32;
+  }
+}
+
+bool mlir::wooly::isLayeredGeometry(TexGeometry g) {
+  return g == TexGeometry::a1d || g == TexGeometry::a2d ||
+         g == TexGeometry::acube;
+}
+
+/// Four results of `d` (f32, s32 or u32) as f32 or i32.
+static LogicalResult verifyTexResults(Operation *op, ScalarType d,
+                                      TypeRange results) {
+  if (d != ScalarType::f32 && d != ScalarType::s32 && d != ScalarType::u32)
+    return op->emitOpError("result type must be f32, s32 or u32");
+  Type want = d == ScalarType::f32 ? Type(Float32Type::get(op->getContext()))
+                                   : IntegerType::get(op->getContext(), 32);
+  if (results.size() != 4 ||
+      llvm::any_of(results, [&](Type t) { return t != want; }))
+    return op->emitOpError("has four results of type ") << want;
+  return success();
+}
+
+LogicalResult TexOp::verify() {
+  if (failed(verifyTexResults(*this, getDType(), getResultTypes())))
+    return failure();
+  unsigned n = texCoordCount(getGeometry());
+  if (getCoords().size() != n)
+    return emitOpError("expects ") << n << " coordinates";
+  if (bool(getLayer()) != isLayeredGeometry(getGeometry()))
+    return emitOpError("takes a layer exactly when its geometry is layered");
+  if (getCType() != ScalarType::f32 && getCType() != ScalarType::s32)
+    return emitOpError("coordinate type must be f32 or s32");
+  Type c = getCType() == ScalarType::f32 ? Type(Float32Type::get(getContext()))
+                                         : IntegerType::get(getContext(), 32);
+  if (llvm::any_of(getCoords().getTypes(), [&](Type t) { return t != c; }))
+    return emitOpError("coordinates must be of type ") << c;
+  if (getGradX().size() != getGradY().size() ||
+      (!getGradX().empty() && getGradX().size() != n))
+    return emitOpError("takes one gradient per coordinate in x and y");
+  if (getLod() && !getGradX().empty())
+    return emitOpError("takes a level or gradients, not both");
+  return success();
+}
+
+LogicalResult Tld4Op::verify() {
+  if (getCoords().size() != 2)
+    return emitOpError("expects 2 coordinates");
+  return verifyTexResults(*this, getDType(), getResultTypes());
+}
+
+//===----------------------------------------------------------------------===//
 // Floating point and conversions
 //===----------------------------------------------------------------------===//
 

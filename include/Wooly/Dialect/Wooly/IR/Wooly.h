@@ -32,6 +32,15 @@ namespace mlir::wooly {
 /// encodings), `f16`/`bf16`/`f32`/`f64`, `vector<2xf16>`/`vector<2xbf16>`
 /// for the packed pairs. Signedness is not part of the result.
 Type getStorageType(MLIRContext *ctx, ScalarType t);
+/// The number of coordinates of a texture or surface of geometry `g`,
+/// without the layer (a cube's direction has three).
+unsigned texCoordCount(TexGeometry g);
+/// Whether geometry `g` is layered (takes a layer index).
+bool isLayeredGeometry(TexGeometry g);
+/// Geometry `g` as PTX spells it (`2d`, `a2d`, `cube`).
+StringRef ptxGeometry(TexGeometry g);
+/// Bits of a surface element of type `t` (b8 ... b64, u32, s64, ...).
+unsigned surfaceElementBits(ScalarType t);
 } // namespace mlir::wooly
 
 #endif // WOOLY_DIALECT_WOOLY_IR_WOOLY_H

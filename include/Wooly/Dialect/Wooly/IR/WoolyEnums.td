@@ -139,4 +139,24 @@ def Wooly_ScalarType : Wooly_I32Enum<"ScalarType", "PTX fundamental type", [
   I32EnumAttrCase<"s4", 25>, I32EnumAttrCase<"u4", 26>, I32EnumAttrCase<"s8x4", 27>,
   I32EnumAttrCase<"u8x4", 28>]>;
 
+def Wooly_TexGeometry : Wooly_I32Enum<"TexGeometry", "texture or surface geometry", [
+  I32EnumAttrCase<"dim1", 0>, I32EnumAttrCase<"dim2", 1>, I32EnumAttrCase<"dim3", 2>,
+  I32EnumAttrCase<"a1d", 3>, I32EnumAttrCase<"a2d", 4>, I32EnumAttrCase<"cube", 5>,
+  I32EnumAttrCase<"acube", 6>]>;
+
+def Wooly_TexComponent : Wooly_I32Enum<"TexComponent", "tld4 gathered component", [
+  I32EnumAttrCase<"r", 0>, I32EnumAttrCase<"g", 1>, I32EnumAttrCase<"b", 2>,
+  I32EnumAttrCase<"a", 3>]>;
+
+def Wooly_TexQuery : Wooly_I32Enum<"TexQuery", "txq/suq attribute", [
+  I32EnumAttrCase<"width", 0>, I32EnumAttrCase<"height", 1>, I32EnumAttrCase<"depth", 2>,
+  I32EnumAttrCase<"channel_data_type", 3>, I32EnumAttrCase<"channel_order", 4>,
+  I32EnumAttrCase<"normalized_coords", 5>, I32EnumAttrCase<"filter_mode", 6>,
+  I32EnumAttrCase<"addr_mode_0", 7>, I32EnumAttrCase<"addr_mode_1", 8>,
+  I32EnumAttrCase<"addr_mode_2", 9>, I32EnumAttrCase<"array_size", 10>,
+  I32EnumAttrCase<"num_mipmap_levels", 11>, I32EnumAttrCase<"num_samples", 12>]>;
+
+def Wooly_SurfClamp : Wooly_I32Enum<"SurfClamp", "out-of-range surface access", [
+  I32EnumAttrCase<"trap", 0>, I32EnumAttrCase<"clamp", 1>, I32EnumAttrCase<"zero", 2>]>;
+
 #endif // WOOLY_ENUMS_TD

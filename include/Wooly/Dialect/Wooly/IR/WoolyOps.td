@@ -1287,6 +1287,145 @@ def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Textures and surfaces
+//===----------------------------------------------------------------------===//
+
+def Wooly_TexOp : Wooly_Op<"tex", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "texture fetch through a texture object (`tex`)";
+  let description = [{
+    Samples the texture object `handle` (a 64-bit handle, CUDA's
+    `cudaTextureObject_t`) of `geometry` at `coords` (`c_type` f32 or s32;
+    one per dimension, and a cube's three), in the layer `layer` of a
+    layered texture, with the texture's own addressing, filtering and read
+    mode. `lod` (PTX `.level`) or the gradients `grad_x`/`grad_y` (`.grad`)
+    select the mipmap level. The four results are the texel's components
+    as `d_type` (f32, s32 or u32).
+
+    ```mlir
+    %r:4 = wooly.tex dim2 f32 f32 %h (%x, %y) : f32, f32 -> f32, f32, f32, f32
+    ```
+  }];
+  let arguments = (ins Wooly_TexGeometry:$geometry, Wooly_ScalarType:$d_type,
+                       Wooly_ScalarType:$c_type, I64:$handle,
+                       Optional<I32>:$layer, Variadic<AnyType>:$coords,
+                       Optional<F32>:$lod, Variadic<F32>:$grad_x,
+                       Variadic<F32>:$grad_y);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $geometry $d_type $c_type $handle (`layer` $layer^)? ` ` `(` $coords `)`
+    (`lod` $lod^)? (`grad` `(` $grad_x^ `)` `(` $grad_y `)`)?
+    attr-dict `:` type($coords) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Wooly_Tld4Op : Wooly_Op<"tld4", [MemoryEffects<[MemRead]>]> {
+  let summary = "texture gather of one component of four texels (`tld4`)";
+  let description = [{
+    Gathers `component` of the four texels that bilinear filtering of the
+    2D texture object `handle` at `(x, y)` would combine, in the order
+    (i, j+1), (i+1, j+1), (i+1, j), (i, j), as `d_type`.
+
+    ```mlir
+    %r:4 = wooly.tld4 r f32 %h (%x, %y) : f32, f32 -> f32, f32, f32, f32
+    ```
+  }];
+  let arguments = (ins Wooly_TexComponent:$component, Wooly_ScalarType:$d_type,
+                       I64:$handle, Variadic<F32>:$coords);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $component $d_type $handle ` ` `(` $coords `)` attr-dict `:` type($coords) `->` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Wooly_TexQueryOp : Wooly_Op<"tex_query", [MemoryEffects<[MemRead]>]> {
+  let summary = "texture or surface attribute query (`txq`, `suq`)";
+  let description = [{
+    Returns attribute `query` of the texture object `handle` (`surface`:
+    of the surface object, PTX `suq`); `lod` is `txq.level`'s mipmap level.
+
+    ```mlir
+    %w = wooly.tex_query width %h : i32
+    ```
+  }];
+  let arguments = (ins Wooly_TexQuery:$query, UnitAttr:$surface, I64:$handle,
+                       Optional<I32>:$lod);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $query (`surface` $surface^)? $handle (`lod` $lod^)? attr-dict `:` type($result)
+  }];
+}
+
+def Wooly_SuldOp : Wooly_Op<"suld", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "unformatted surface load (`suld.b`)";
+  let description = [{
+    Loads one element of `type` (b8, b16, b32, b64) per result from the
+    surface object `handle` at `coords` (x in bytes, y and z in rows and
+    slices) of layer `layer`; `clamp` says what an access outside the
+    surface does (trap, clamp to the edge, read zeros).
+
+    ```mlir
+    %r:4 = wooly.suld dim2 b8 trap %h (%x, %y) : i32, i32 -> i16, i16, i16, i16
+    ```
+  }];
+  let arguments = (ins Wooly_TexGeometry:$geometry, Wooly_ScalarType:$type,
+                       Wooly_SurfClamp:$clamp, I64:$handle,
+                       Optional<I32>:$layer, Variadic<I32>:$coords);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $geometry $type $clamp $handle (`layer` $layer^)? ` ` `(` $coords `)`
+    attr-dict `:` type($coords) `->` type($results)
+  }];
+}
+
+def Wooly_SustOp : Wooly_Op<"sust", [AttrSizedOperandSegments,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "surface store (`sust.b`, `sust.p`)";
+  let description = [{
+    Stores `values` to the surface object `handle` at `coords` (as
+    `wooly.suld`): unformatted elements of `type`, or with `formatted`
+    (`sust.p`) 32-bit values converted to the surface's channel format.
+
+    ```mlir
+    wooly.sust dim2 b32 trap %h (%x, %y) (%v) : (i32, i32) (i32)
+    ```
+  }];
+  let arguments = (ins Wooly_TexGeometry:$geometry, Wooly_ScalarType:$type,
+                       Wooly_SurfClamp:$clamp, UnitAttr:$formatted,
+                       I64:$handle, Optional<I32>:$layer,
+                       Variadic<I32>:$coords, Variadic<AnyType>:$values);
+  let assemblyFormat = [{
+    $geometry $type $clamp (`formatted` $formatted^)? $handle (`layer` $layer^)?
+    ` ` `(` $coords `)` `(` $values `)` attr-dict
+    `:` `(` type($coords) `)` `(` type($values) `)`
+  }];
+}
+
+def Wooly_SuredOp : Wooly_Op<"sured", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "atomic reduction into a surface (`sured.b`)";
+  let description = [{
+    Atomically combines `value` into the element of `type` at `coords` of
+    the surface object `handle` with `op` (add, min, max, and, or).
+
+    ```mlir
+    wooly.sured add u32 dim2 trap %h (%x, %y), %v : (i32, i32) i32
+    ```
+  }];
+  let arguments = (ins Wooly_AtomicOp:$op, Wooly_ScalarType:$type,
+                       Wooly_TexGeometry:$geometry, Wooly_SurfClamp:$clamp,
+                       I64:$handle, Optional<I32>:$layer,
+                       Variadic<I32>:$coords, AnyInteger:$value);
+  let assemblyFormat = [{
+    $op $type $geometry $clamp $handle (`layer` $layer^)? ` ` `(` $coords `)`
+    `,` $value attr-dict `:` `(` type($coords) `)` type($value)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Miscellaneous
 //===----------------------------------------------------------------------===//
 

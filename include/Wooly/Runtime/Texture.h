@@ -1,0 +1,106 @@
+//===- Texture.h - Texture and surface descriptors --------------*- C++ -*-===//
+//
+// The backend-neutral form of CUDA's texture and surface objects: what
+// `cudaCreateTextureObject` and `cudaCreateSurfaceObject` are given (the
+// resource: linear memory, pitch-linear 2D memory or a CUDA array, with its
+// channel format; the texture's addressing, filtering and read mode), as
+// `Backend::createTextureObject` takes it. The enumerators have CUDA's
+// values (cudaTextureAddressMode, cudaTextureFilterMode, ...).
+//
+// A CUDA array on the CPU backend is an ordinary device allocation whose
+// texels lie row after row, tightly packed (`arrayBytes`): x fastest, then
+// y, then z (or the layer), the element size that of the channel format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef WOOLY_RUNTIME_TEXTURE_H
+#define WOOLY_RUNTIME_TEXTURE_H
+
+#include <cstdint>
+
+namespace wooly {
+
+/// cudaChannelFormatKind.
+enum class ChannelKind : uint8_t { Signed = 0, Unsigned = 1, Float = 2 };
+
+/// cudaChannelFormatDesc: the bits of each channel x, y, z, w (0: absent;
+/// the present ones first), all of one kind.
+struct ChannelFormat {
+  int bits[4] = {0, 0, 0, 0};
+  ChannelKind kind = ChannelKind::Unsigned;
+
+  /// Bytes of one texel (0 for an invalid format).
+  unsigned elementBytes() const {
+    unsigned total = 0;
+    for (int b : bits)
+      total += unsigned(b);
+    return total % 8 ? 0 : total / 8;
+  }
+  /// The number of channels.
+  unsigned channels() const {
+    unsigned n = 0;
+    while (n < 4 && bits[n])
+      ++n;
+    return n;
+  }
+};
+
+/// cudaResourceDesc, for the kinds Wooly takes.
+struct ResourceDesc {
+  enum class Kind : uint8_t {
+    Array = 0,          ///< a CUDA array (`arrayBytes` at `address`)
+    MipmappedArray = 1, ///< not supported yet
+    Linear = 2,         ///< linear memory: `width` texels
+    Pitch2D = 3,        ///< pitch-linear 2D memory: rows `pitch` bytes apart
+  };
+  Kind kind = Kind::Linear;
+  /// The device address of the first texel.
+  uint64_t address = 0;
+  ChannelFormat format;
+  /// Texels in x, y and z (an array's 0 extents count as 1; `depth` of a
+  /// layered array is its number of layers).
+  uint64_t width = 0, height = 0, depth = 0;
+  /// Bytes from one row to the next (Pitch2D).
+  uint64_t pitch = 0;
+  /// A layered array (cudaArrayLayered): `depth` layers of 1D (height 0)
+  /// or 2D texels.
+  bool layered = false;
+  /// A cubemap array (cudaArrayCubemap): 6 faces (`depth` 6, or 6 per
+  /// layer with `layered`).
+  bool cubemap = false;
+};
+
+/// The bytes a CUDA array of `format` and these extents takes.
+inline uint64_t arrayBytes(const ChannelFormat &format, uint64_t width,
+                           uint64_t height, uint64_t depth) {
+  return uint64_t(format.elementBytes()) * (width ? width : 1) *
+         (height ? height : 1) * (depth ? depth : 1);
+}
+
+/// cudaTextureAddressMode.
+enum class AddressMode : uint8_t {
+  Wrap = 0,
+  Clamp = 1,
+  Mirror = 2,
+  Border = 3
+};
+/// cudaTextureFilterMode.
+enum class FilterMode : uint8_t { Point = 0, Linear = 1 };
+/// cudaTextureReadMode.
+enum class ReadMode : uint8_t { ElementType = 0, NormalizedFloat = 1 };
+
+/// cudaTextureDesc, for the fields Wooly takes (mipmaps and anisotropy
+/// are not supported yet).
+struct TextureDesc {
+  AddressMode addressMode[3] = {AddressMode::Wrap, AddressMode::Wrap,
+                                AddressMode::Wrap};
+  FilterMode filterMode = FilterMode::Point;
+  ReadMode readMode = ReadMode::ElementType;
+  bool sRGB = false;
+  float borderColor[4] = {0, 0, 0, 0};
+  bool normalizedCoords = false;
+};
+
+} // namespace wooly
+
+#endif // WOOLY_RUNTIME_TEXTURE_H

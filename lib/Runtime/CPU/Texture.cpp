@@ -1,0 +1,741 @@
+//===- Texture.cpp - Textures and surfaces on the CPU backend ---*- C++ -*-===//
+//
+// Texture and surface objects (TextureTable) and the `__wooly_rt_texture`
+// and `__wooly_rt_texquery` entry points: sampling as NVIDIA's texture
+// units do it, after the CUDA programming guide's "Texture Fetching"
+// appendix:
+//
+//   - a coordinate is scaled by the extent when normalized, then addressed
+//     per texel index: wrap and mirror (normalized coordinates only; clamp
+//     otherwise), clamp to the edge, or the border colour outside;
+//   - point sampling takes texel floor(x);
+//   - linear filtering takes texels i = floor(x - 0.5) and i + 1 with the
+//     weight alpha = frac(x - 0.5) in 9-bit fixed point with 8 fractional
+//     bits (rounded to the nearest 1/256): tex(x) = (1 - a) T[i] + a T[i+1],
+//     and in 2D and 3D the products of the weights in the guide's order,
+//     each product and sum rounded to f32 (the weight products are exact);
+//   - normalized-float reads map 8- and 16-bit integers to [0, 1] (unsigned)
+//     or [-1, 1] (signed: x / (2^(n-1) - 1), at least -1); sRGB textures
+//     then turn the r, g and b of 8-bit unsigned channels from sRGB to
+//     linear (computed in double, rounded to f32);
+//   - tld4 returns one component of the four texels of the 2x2 footprint,
+//     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j);
+//   - cube maps pick the face of the major axis (the guide's table) and
+//     address the face with clamping.
+//
+// A texel's missing channels read as 0 (a float alpha as 1). Surfaces are
+// addressed in bytes in x; out-of-range accesses trap, clamp or read zeros
+// as the instruction says. Every access first checks that the object is
+// the launch's tenant's and that its texels are still memory the block may
+// reach, so a handle never reaches another tenant's memory or freed memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Texture.h"
+
+#include "Executor.h"
+
+#include "Wooly/Runtime/CPU/DeviceMemory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+using namespace wooly;
+using namespace wooly::cpu;
+using namespace wooly::cpu::detail;
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+namespace {
+llvm::Error invalid(const llvm::Twine &why) {
+  return llvm::createStringError(why);
+}
+
+/// Checks a channel format: 1, 2 or 4 channels of equal width (8, 16 or 32
+/// bits; floats 16 or 32).
+llvm::Error checkFormat(const ChannelFormat &f) {
+  unsigned n = f.channels();
+  if (n == 0 || n == 3)
+    return invalid("a texel format has 1, 2 or 4 channels");
+  for (unsigned c = 0; c < 4; ++c) {
+    int b = f.bits[c];
+    if (c >= n) {
+      if (b != 0)
+        return invalid("a texel format's channels come first");
+      continue;
+    }
+    if (b != f.bits[0] || (b != 8 && b != 16 && b != 32))
+      return invalid("a texel format's channels have 8, 16 or 32 bits, all "
+                     "the same");
+    if (f.kind == ChannelKind::Float && b == 8)
+      return invalid("float channels have 16 or 32 bits");
+  }
+  if (f.kind != ChannelKind::Signed && f.kind != ChannelKind::Unsigned &&
+      f.kind != ChannelKind::Float)
+    return invalid("unknown channel kind");
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
+                                              bool surface,
+                                              const ResourceDesc &r,
+                                              const TextureDesc &t,
+                                              uint64_t domain) {
+  if (llvm::Error e = checkFormat(r.format))
+    return std::move(e);
+  TextureObject o;
+  o.surface = surface;
+  o.resource = r;
+  o.texture = t;
+  o.domain = domain;
+  uint64_t elem = r.format.elementBytes();
+  auto atLeast1 = [](uint64_t v) { return v ? v : 1; };
+  constexpr uint64_t kMaxExtent = uint64_t(1) << 30;
+  switch (r.kind) {
+  case ResourceDesc::Kind::Linear:
+    if (r.width == 0 || r.width > kMaxExtent)
+      return invalid("linear texture memory needs 1 to 2^30 texels");
+    o.extent[0] = r.width;
+    o.rowBytes = o.sliceBytes = o.span = r.width * elem;
+    break;
+  case ResourceDesc::Kind::Pitch2D:
+    if (r.width == 0 || r.height == 0 || r.width > kMaxExtent ||
+        r.height > kMaxExtent)
+      return invalid("pitch-linear texture memory needs 1 to 2^30 texels "
+                     "in x and y");
+    if (r.pitch < r.width * elem || r.pitch > (uint64_t(1) << 40))
+      return invalid("the pitch is smaller than a row of texels");
+    o.extent[0] = r.width;
+    o.extent[1] = r.height;
+    o.rowBytes = r.pitch;
+    o.sliceBytes = r.pitch * r.height;
+    o.span = (r.height - 1) * r.pitch + r.width * elem;
+    break;
+  case ResourceDesc::Kind::Array: {
+    if (r.width == 0 || r.width > kMaxExtent || r.height > kMaxExtent ||
+        r.depth > kMaxExtent)
+      return invalid("a CUDA array has 1 to 2^30 texels in each dimension");
+    if (r.cubemap &&
+        (r.width != atLeast1(r.height) || (r.depth == 0 || r.depth % 6 != 0)))
+      return invalid("a cubemap array has square faces and 6 faces per "
+                     "layer");
+    o.extent[0] = r.width;
+    o.extent[1] = atLeast1(r.height);
+    o.extent[2] = atLeast1(r.depth);
+    o.rowBytes = r.width * elem;
+    o.sliceBytes = o.rowBytes * o.extent[1];
+    o.span = o.sliceBytes * o.extent[2];
+    break;
+  }
+  case ResourceDesc::Kind::MipmappedArray:
+    return invalid("mipmapped arrays are not supported yet");
+  default:
+    return invalid("unknown resource kind");
+  }
+  if (surface && r.kind != ResourceDesc::Kind::Array)
+    return invalid("a surface object needs a CUDA array");
+  if (!surface) {
+    bool floats = r.format.kind == ChannelKind::Float ||
+                  t.readMode == ReadMode::NormalizedFloat;
+    if (t.readMode == ReadMode::NormalizedFloat &&
+        r.format.kind != ChannelKind::Float && r.format.bits[0] == 32)
+      return invalid("32-bit integer texels cannot be read as normalized "
+                     "floats");
+    if (t.filterMode == FilterMode::Linear && !floats)
+      return invalid("linear filtering needs a texture that returns floats");
+    for (AddressMode m : t.addressMode)
+      if (unsigned(m) > unsigned(AddressMode::Border))
+        return invalid("unknown address mode");
+    if (unsigned(t.filterMode) > 1 || unsigned(t.readMode) > 1)
+      return invalid("unknown filter or read mode");
+  }
+  std::optional<Allocation> a = memory.find(r.address, o.span);
+  if (!a || (domain && a->domain != domain))
+    return invalid("the texels (" + llvm::Twine(o.span) + " bytes at 0x" +
+                   llvm::Twine::utohexstr(r.address) +
+                   ") are not in one allocation of the caller");
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  uint32_t slot;
+  if (!freeSlots.empty()) {
+    slot = freeSlots.back();
+    freeSlots.pop_back();
+  } else {
+    if (slots.size() >= 0xffffffffu)
+      return invalid("too many texture and surface objects");
+    slot = uint32_t(slots.size());
+    slots.emplace_back();
+    generations.push_back(1);
+  }
+  slots[slot] = o;
+  return uint64_t(generations[slot]) << 32 | (uint64_t(slot) + 1);
+}
+
+llvm::Error TextureTable::destroy(uint64_t handle, bool surface) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  uint64_t slot = (handle & 0xffffffffu) - 1;
+  if ((handle & 0xffffffffu) == 0 || slot >= slots.size() ||
+      generations[slot] != handle >> 32 || !slots[slot] ||
+      slots[slot]->surface != surface)
+    return invalid(llvm::Twine("unknown ") + (surface ? "surface" : "texture") +
+                   " object 0x" + llvm::Twine::utohexstr(handle));
+  slots[slot].reset();
+  if (++generations[slot] == 0)
+    generations[slot] = 1;
+  freeSlots.push_back(uint32_t(slot));
+  return llvm::Error::success();
+}
+
+std::optional<TextureObject> TextureTable::find(uint64_t handle) const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  uint64_t slot = (handle & 0xffffffffu) - 1;
+  if ((handle & 0xffffffffu) == 0 || slot >= slots.size() ||
+      generations[slot] != handle >> 32)
+    return std::nullopt;
+  return slots[slot];
+}
+
+//===----------------------------------------------------------------------===//
+// Texels
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One texel as the texture returns it: four floats or four 32-bit
+/// integers.
+struct Texel {
+  float f[4] = {0, 0, 0, 0};
+  uint32_t u[4] = {0, 0, 0, 0};
+};
+
+/// What one fetch works with: the object and whether it returns floats.
+struct Sampler {
+  const TextureObject &o;
+  const char *base;
+  bool floats;
+
+  /// The channels of the texel at in-range indices (x, y, z).
+  Texel texel(uint64_t x, uint64_t y, uint64_t z) const {
+    const ResourceDesc &r = o.resource;
+    const char *p =
+        base + z * o.sliceBytes + y * o.rowBytes + x * r.format.elementBytes();
+    Texel t;
+    unsigned n = r.format.channels(), bytes = unsigned(r.format.bits[0]) / 8;
+    for (unsigned c = 0; c < n; ++c, p += bytes) {
+      uint32_t raw = 0;
+      std::memcpy(&raw, p, bytes);
+      switch (r.format.kind) {
+      case ChannelKind::Float:
+        if (bytes == 2) {
+          _Float16 h;
+          std::memcpy(&h, &raw, 2);
+          t.f[c] = float(h);
+        } else {
+          std::memcpy(&t.f[c], &raw, 4);
+        }
+        break;
+      case ChannelKind::Unsigned:
+        t.u[c] = raw;
+        if (floats)
+          t.f[c] = float(raw) / float((uint64_t(1) << (8 * bytes)) - 1);
+        break;
+      case ChannelKind::Signed: {
+        int32_t s = bytes == 1   ? int32_t(int8_t(raw))
+                    : bytes == 2 ? int32_t(int16_t(raw))
+                                 : int32_t(raw);
+        t.u[c] = uint32_t(s);
+        if (floats)
+          t.f[c] = std::max(
+              float(s) / float((uint64_t(1) << (8 * bytes - 1)) - 1), -1.0f);
+        break;
+      }
+      }
+      if (floats && o.texture.sRGB && c < 3 && bytes == 1 &&
+          r.format.kind == ChannelKind::Unsigned) {
+        // From the 8-bit code itself (a table of 256 entries on the GPU).
+        double v = double(raw) / 255.0;
+        t.f[c] = float(v <= 0.04045 ? v / 12.92
+                                    : std::pow((v + 0.055) / 1.055, 2.4));
+      }
+    }
+    if (floats && n < 4)
+      t.f[3] = 1.0f;
+    return t;
+  }
+
+  /// The border colour as a texel.
+  Texel border() const {
+    Texel t;
+    for (unsigned c = 0; c < 4; ++c) {
+      t.f[c] = o.texture.borderColor[c];
+      t.u[c] = uint32_t(int32_t(o.texture.borderColor[c]));
+    }
+    return t;
+  }
+
+  /// Texel index `i` of dimension `dim` after addressing; false for the
+  /// border.
+  bool address(int64_t &i, unsigned dim) const {
+    int64_t n = int64_t(o.extent[dim]);
+    AddressMode m = o.texture.addressMode[dim];
+    // Wrap and mirror take normalized coordinates only; clamp otherwise.
+    if (!o.texture.normalizedCoords &&
+        (m == AddressMode::Wrap || m == AddressMode::Mirror))
+      m = AddressMode::Clamp;
+    switch (m) {
+    case AddressMode::Wrap:
+      i = ((i % n) + n) % n;
+      return true;
+    case AddressMode::Mirror: {
+      int64_t p = ((i % (2 * n)) + 2 * n) % (2 * n);
+      i = p < n ? p : 2 * n - 1 - p;
+      return true;
+    }
+    case AddressMode::Border:
+      return i >= 0 && i < n;
+    case AddressMode::Clamp:
+    default:
+      i = std::clamp<int64_t>(i, 0, n - 1);
+      return true;
+    }
+  }
+
+  /// The texel at (possibly out-of-range) indices, z already a slice.
+  Texel at(int64_t x, int64_t y, uint64_t z, unsigned dims) const {
+    if (!address(x, 0) || (dims > 1 && !address(y, 1)))
+      return border();
+    return texel(uint64_t(x), dims > 1 ? uint64_t(y) : 0, z);
+  }
+  Texel at3(int64_t x, int64_t y, int64_t z) const {
+    if (!address(x, 0) || !address(y, 1) || !address(z, 2))
+      return border();
+    return texel(uint64_t(x), uint64_t(y), uint64_t(z));
+  }
+};
+
+/// The index of texel coordinate `x` (floor, saturated to +-2^40; NaN 0).
+int64_t floorIndex(float x) {
+  if (!(x == x))
+    return 0;
+  constexpr float kLimit = 1099511627776.0f; // 2^40
+  return int64_t(std::floor(std::clamp(x, -kLimit, kLimit)));
+}
+
+/// Texel coordinate of `c` in a dimension of `n` texels.
+float texelCoord(const TextureObject &o, float c, uint64_t n) {
+  return o.texture.normalizedCoords ? c * float(n) : c;
+}
+
+/// The linear-filtering footprint of texel coordinate `x`: the first
+/// index and the weight of the second, in 1.8 fixed point.
+struct Footprint {
+  int64_t i;
+  float a;
+};
+Footprint footprint(float x) {
+  float xb = x - 0.5f;
+  if (!(xb == xb))
+    return {0, 0.0f};
+  int64_t i = floorIndex(xb);
+  float frac = xb - std::floor(xb);
+  float a = std::nearbyint(frac * 256.0f) / 256.0f;
+  return {i, a};
+}
+
+/// `(x, y, z)` picks the face of a cube map and (s, t) normalized on it.
+void cubeFace(float x, float y, float z, unsigned &face, float &s, float &t) {
+  float ax = std::fabs(x), ay = std::fabs(y), az = std::fabs(z);
+  float sc, tc, m;
+  if (ax >= ay && ax >= az) {
+    face = x >= 0 ? 0 : 1;
+    sc = x >= 0 ? -z : z;
+    tc = -y;
+    m = ax;
+  } else if (ay >= az) {
+    face = y >= 0 ? 2 : 3;
+    sc = x;
+    tc = y >= 0 ? z : -z;
+    m = ay;
+  } else {
+    face = z >= 0 ? 4 : 5;
+    sc = z >= 0 ? x : -x;
+    tc = -y;
+    m = az;
+  }
+  s = (sc / m + 1.0f) / 2.0f;
+  t = (tc / m + 1.0f) / 2.0f;
+}
+
+/// Writes `t` to the four output words (floats or integers).
+void put(uint32_t *out, const Texel &t, bool floats) {
+  for (unsigned c = 0; c < 4; ++c) {
+    if (floats)
+      std::memcpy(&out[c], &t.f[c], 4);
+    else
+      out[c] = t.u[c];
+  }
+}
+
+/// `sum + w * v`, each rounded to f32 (no contraction).
+float weighted(float sum, float w, float v) {
+  volatile float p = w * v;
+  return sum + p;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The entry points
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The object `handle` for thread `t`, after the checks that keep tenants
+/// apart: it exists, is of the right kind, is the launch's tenant's, and its
+/// texels are memory the block may still reach (`write`: and write).
+TextureObject objectFor(GpuThread *t, uint64_t handle, bool surface,
+                        bool write) {
+  Worker *w = t->worker;
+  LaunchState *l = w->launch;
+  std::optional<TextureObject> o =
+      l->textures ? l->textures->find(handle) : std::nullopt;
+  uint64_t own = l->memoryDomainOf(w->linearBlock);
+  if (!o || o->surface != surface || (own && o->domain != own))
+    faultThread(t, FaultKind::IllegalAddress, [&] {
+      return std::string(surface ? "surface" : "texture") + " object 0x" +
+             hex(handle) + " does not exist";
+    });
+  if (!l->reachable(w->linearBlock, o->resource.address, o->span, write))
+    faultThread(t, FaultKind::IllegalAddress, [&] {
+      return std::string(surface ? "surface" : "texture") + " object 0x" +
+             hex(handle) + " refers to memory that was freed";
+    });
+  return *o;
+}
+
+float asFloat(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, 4);
+  return f;
+}
+
+/// A tex or tld4 fetch.
+void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
+           const uint32_t *in, uint32_t *out) {
+  unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
+  unsigned geometry = (op >> WOOLY_TEX_GEOMETRY_SHIFT) & 7;
+  bool intCoords = (op >> WOOLY_TEX_INT_COORDS_SHIFT) & 1;
+  const ResourceDesc &r = o.resource;
+  bool floats = r.format.kind == ChannelKind::Float ||
+                o.texture.readMode == ReadMode::NormalizedFloat;
+  Sampler s{o, reinterpret_cast<const char *>(r.address), floats};
+  // geometry: dim1 0, dim2 1, dim3 2, a1d 3, a2d 4, cube 5, acube 6.
+  bool layeredGeometry = geometry == 3 || geometry == 4 || geometry == 6;
+  uint64_t slice = 0;
+  if (layeredGeometry) {
+    int64_t layer = int32_t(*in++);
+    uint64_t layers = o.extent[2] / (geometry == 6 ? 6 : 1);
+    slice = uint64_t(std::clamp<int64_t>(layer, 0, int64_t(layers) - 1)) *
+            (geometry == 6 ? 6 : 1);
+  }
+  unsigned dims = geometry == 0 || geometry == 3   ? 1
+                  : geometry == 1 || geometry == 4 ? 2
+                                                   : 3;
+  if (intCoords) {
+    // tex1Dfetch and integer coordinates: texel indices, no filtering.
+    int64_t c[3] = {0, 0, 0};
+    for (unsigned d = 0; d < dims; ++d)
+      c[d] = int32_t(in[d]);
+    if (r.kind == ResourceDesc::Kind::Linear) {
+      Texel z;
+      if (c[0] >= 0 && uint64_t(c[0]) < o.extent[0])
+        z = s.texel(uint64_t(c[0]), 0, 0);
+      put(out, z, floats);
+      return;
+    }
+    put(out,
+        dims == 3 ? s.at3(c[0], c[1], c[2]) : s.at(c[0], c[1], slice, dims),
+        floats);
+    return;
+  }
+  float x = asFloat(in[0]), y = dims > 1 ? asFloat(in[1]) : 0.0f,
+        z = dims > 2 ? asFloat(in[2]) : 0.0f;
+  bool cube = geometry == 5 || geometry == 6;
+  if (cube) {
+    unsigned face;
+    float fs, ft;
+    cubeFace(x, y, z, face, fs, ft);
+    slice += face;
+    x = fs * float(o.extent[0]);
+    y = ft * float(o.extent[1]);
+    dims = 2;
+  } else {
+    x = texelCoord(o, x, o.extent[0]);
+    y = texelCoord(o, y, o.extent[1]);
+    z = texelCoord(o, z, o.extent[2]);
+  }
+  // Cube faces are clamped at their edges.
+  TextureObject clamped;
+  const Sampler *sp = &s;
+  Sampler cs{clamped, s.base, floats};
+  if (cube) {
+    clamped = o;
+    clamped.texture.addressMode[0] = clamped.texture.addressMode[1] =
+        AddressMode::Clamp;
+    clamped.texture.normalizedCoords = false;
+    sp = &cs;
+  }
+  if (kind == 1) { // tld4
+    unsigned comp = (op >> WOOLY_TEX_COMPONENT_SHIFT) & 3;
+    Footprint fx = footprint(x), fy = footprint(y);
+    Texel q[4] = {
+        sp->at(fx.i, fy.i + 1, slice, 2), sp->at(fx.i + 1, fy.i + 1, slice, 2),
+        sp->at(fx.i + 1, fy.i, slice, 2), sp->at(fx.i, fy.i, slice, 2)};
+    Texel g;
+    for (unsigned k = 0; k < 4; ++k) {
+      g.f[k] = q[k].f[comp];
+      g.u[k] = q[k].u[comp];
+    }
+    put(out, g, floats);
+    return;
+  }
+  if (o.texture.filterMode == FilterMode::Point) {
+    int64_t i = floorIndex(x), j = floorIndex(y), k = floorIndex(z);
+    put(out, dims == 3 ? sp->at3(i, j, k) : sp->at(i, j, slice, dims), floats);
+    return;
+  }
+  Footprint fx = footprint(x), fy = footprint(y), fz = footprint(z);
+  float wx[2] = {1.0f - fx.a, fx.a}, wy[2] = {1.0f - fy.a, fy.a},
+        wz[2] = {1.0f - fz.a, fz.a};
+  Texel result;
+  unsigned nz = dims == 3 ? 2 : 1, ny = dims >= 2 ? 2 : 1;
+  for (unsigned c = 0; c < 4; ++c)
+    result.f[c] = 0.0f;
+  bool first = true;
+  for (unsigned dz = 0; dz < nz; ++dz)
+    for (unsigned dy = 0; dy < ny; ++dy)
+      for (unsigned dx = 0; dx < 2; ++dx) {
+        float wgt = wx[dx];
+        if (dims >= 2)
+          wgt = wgt * wy[dy];
+        if (dims == 3)
+          wgt = wgt * wz[dz];
+        Texel v = dims == 3 ? sp->at3(fx.i + dx, fy.i + dy, fz.i + dz)
+                            : sp->at(fx.i + dx, fy.i + dy, slice, dims);
+        for (unsigned c = 0; c < 4; ++c) {
+          if (first) {
+            volatile float p = wgt * v.f[c];
+            result.f[c] = p;
+          } else {
+            result.f[c] = weighted(result.f[c], wgt, v.f[c]);
+          }
+        }
+        first = false;
+      }
+  put(out, result, true);
+}
+
+/// A surface access: suld, sust.b, sust.p or sured.
+void surfaceAccess(GpuThread *t, uint32_t op, const TextureObject &o,
+                   const uint32_t *in, uint32_t *out) {
+  unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
+  unsigned geometry = (op >> WOOLY_TEX_GEOMETRY_SHIFT) & 7;
+  unsigned bytes = 1u << ((op >> WOOLY_TEX_ELEMENT_SHIFT) & 3);
+  unsigned vec = (op >> WOOLY_TEX_VECTOR_SHIFT) & 7;
+  unsigned clamp = (op >> WOOLY_TEX_CLAMP_SHIFT) & 3;
+  const ResourceDesc &r = o.resource;
+  unsigned elem = r.format.elementBytes();
+  // sust.p writes one texel of the surface's format.
+  unsigned access = kind == 4 ? elem : bytes * vec;
+  bool layeredGeometry = geometry == 3 || geometry == 4;
+  int64_t c[3] = {0, 0, 0};
+  if (layeredGeometry)
+    c[2] = int32_t(*in++);
+  unsigned dims = geometry == 0 || geometry == 3 ? 1 : geometry == 2 ? 3 : 2;
+  for (unsigned d = 0; d < dims; ++d)
+    c[d] = int32_t(*in++);
+  int64_t limit[3] = {int64_t(o.rowBytes) - int64_t(access),
+                      int64_t(o.extent[1]) - 1, int64_t(o.extent[2]) - 1};
+  bool outside = false;
+  for (unsigned d = 0; d < 3; ++d)
+    if (c[d] < 0 || c[d] > limit[d])
+      outside = true;
+  if (outside) {
+    if (clamp == 0) // trap
+      faultThread(t, FaultKind::IllegalAddress, [&] {
+        return "out-of-range surface access at (" + std::to_string(c[0]) +
+               ", " + std::to_string(c[1]) + ", " + std::to_string(c[2]) +
+               ") of a " + std::to_string(o.extent[0]) + "x" +
+               std::to_string(o.extent[1]) + "x" + std::to_string(o.extent[2]) +
+               " surface (x in bytes)";
+      });
+    if (clamp == 2) { // zero
+      if (kind == 2)
+        std::memset(out, 0, (bytes == 8 ? 2 : 1) * vec * 4);
+      return;
+    }
+    for (unsigned d = 0; d < 3; ++d)
+      c[d] = std::clamp<int64_t>(c[d], 0, std::max<int64_t>(limit[d], 0));
+  }
+  // Elements are aligned to their size, as the hardware addresses them.
+  c[0] &= ~int64_t(std::min(access, bytes) - 1);
+  char *p = reinterpret_cast<char *>(r.address) +
+            uint64_t(c[2]) * o.sliceBytes + uint64_t(c[1]) * o.rowBytes +
+            uint64_t(c[0]);
+  switch (kind) {
+  case 2: // suld.b
+    for (unsigned e = 0; e < vec; ++e) {
+      uint64_t v = 0;
+      std::memcpy(&v, p + e * bytes, bytes);
+      out[(bytes == 8 ? 2 : 1) * e] = uint32_t(v);
+      if (bytes == 8)
+        out[2 * e + 1] = uint32_t(v >> 32);
+    }
+    return;
+  case 3: // sust.b
+    for (unsigned e = 0; e < vec; ++e) {
+      uint64_t v = in[(bytes == 8 ? 2 : 1) * e];
+      if (bytes == 8)
+        v |= uint64_t(in[2 * e + 1]) << 32;
+      std::memcpy(p + e * bytes, &v, bytes);
+    }
+    return;
+  case 4: { // sust.p: the values converted to the surface's format
+    unsigned n = r.format.channels(), cb = unsigned(r.format.bits[0]) / 8;
+    for (unsigned ch = 0; ch < n && ch < vec; ++ch) {
+      uint32_t w = in[ch];
+      uint32_t raw = w;
+      if (r.format.kind == ChannelKind::Float && cb == 2) {
+        _Float16 h = _Float16(asFloat(w));
+        uint16_t hb;
+        std::memcpy(&hb, &h, 2);
+        raw = hb;
+      }
+      std::memcpy(p + ch * cb, &raw, cb);
+    }
+    return;
+  }
+  case 5: { // sured.b
+    unsigned red = (op >> WOOLY_TEX_RED_SHIFT) & 15;
+    uint64_t v = in[0];
+    if (bytes == 8)
+      v |= uint64_t(in[1]) << 32;
+    auto apply = [&](auto *q, auto value) {
+      using T = std::remove_pointer_t<decltype(q)>;
+      using S = std::make_signed_t<T>;
+      T old = __atomic_load_n(q, __ATOMIC_RELAXED), next;
+      do {
+        switch (red) {
+        case 0: // add
+          next = T(old + value);
+          break;
+        case 2: // umin
+          next = std::min<T>(old, value);
+          break;
+        case 3: // smin
+          next = T(std::min<S>(S(old), S(value)));
+          break;
+        case 5: // umax
+          next = std::max<T>(old, value);
+          break;
+        case 6: // smax
+          next = T(std::max<S>(S(old), S(value)));
+          break;
+        case 10: // and
+          next = old & value;
+          break;
+        case 11: // or
+          next = old | value;
+          break;
+        default:
+          next = old;
+          break;
+        }
+      } while (!__atomic_compare_exchange_n(
+          q, &old, next, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    };
+    if (bytes == 8)
+      apply(reinterpret_cast<uint64_t *>(p), v);
+    else
+      apply(reinterpret_cast<uint32_t *>(p), uint32_t(v));
+    return;
+  }
+  default:
+    faultThread(t, "internal error: unknown surface operation");
+  }
+}
+
+/// OpenCL's channel data type of a format read as `floats` (PTX's txq and
+/// suq answer with OpenCL's values).
+uint32_t channelDataType(const ChannelFormat &f, bool normalized) {
+  unsigned b = unsigned(f.bits[0]);
+  switch (f.kind) {
+  case ChannelKind::Float:
+    return b == 16 ? 0x10DD : 0x10DE;
+  case ChannelKind::Signed:
+    if (normalized)
+      return b == 8 ? 0x10D0 : 0x10D1;
+    return b == 8 ? 0x10D7 : b == 16 ? 0x10D8 : 0x10D9;
+  case ChannelKind::Unsigned:
+  default:
+    if (normalized)
+      return b == 8 ? 0x10D2 : 0x10D3;
+    return b == 8 ? 0x10DA : b == 16 ? 0x10DB : 0x10DC;
+  }
+}
+} // namespace
+
+extern "C" {
+
+void __wooly_rt_texture(WoolyThreadCtx *ctx, uint32_t op, uint64_t handle,
+                        const uint32_t *in, uint32_t *out) {
+  GpuThread *t = threadOf(ctx);
+  unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
+  bool surface = kind >= 2;
+  TextureObject o = objectFor(t, handle, surface, kind >= 3);
+  if (surface)
+    surfaceAccess(t, op, o, in, out);
+  else
+    fetch(t, op, o, in, out);
+}
+
+uint32_t __wooly_rt_texquery(WoolyThreadCtx *ctx, uint32_t query,
+                             uint32_t surface, uint64_t handle) {
+  GpuThread *t = threadOf(ctx);
+  TextureObject o = objectFor(t, handle, surface != 0, false);
+  const ResourceDesc &r = o.resource;
+  switch (query) {
+  case 0: // width
+    return uint32_t(r.width);
+  case 1: // height
+    return uint32_t(r.height);
+  case 2: // depth
+    return uint32_t(r.layered || r.cubemap ? 0 : r.depth);
+  case 3: // channel_data_type
+    return channelDataType(r.format,
+                           !surface && r.format.kind != ChannelKind::Float &&
+                               o.texture.readMode == ReadMode::NormalizedFloat);
+  case 4: { // channel_order: CL_R, CL_RG, CL_RGBA
+    unsigned n = r.format.channels();
+    return n == 1 ? 0x10B0 : n == 2 ? 0x10B2 : 0x10B5;
+  }
+  case 5: // normalized_coords
+    return o.texture.normalizedCoords ? 1 : 0;
+  case 6: // filter_mode
+    return o.texture.filterMode == FilterMode::Linear ? 1 : 0;
+  case 10: // array_size
+    return uint32_t(r.layered ? r.depth / (r.cubemap ? 6 : 1) : 0);
+  case 11: // num_mipmap_levels
+    return 1;
+  case 12: // num_samples
+    return 0;
+  default:
+    faultThread(t, [&] {
+      return "txq of the address modes is not supported yet on the CPU "
+             "backend";
+    });
+  }
+}
+
+} // extern "C"
