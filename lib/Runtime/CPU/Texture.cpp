@@ -96,6 +96,9 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
   uint64_t elem = r.format.elementBytes();
   auto atLeast1 = [](uint64_t v) { return v ? v : 1; };
   constexpr uint64_t kMaxExtent = uint64_t(1) << 30;
+  // The descriptor may come from outside: an out-of-range kind is refused.
+  if (uint8_t(r.kind) > uint8_t(ResourceDesc::Kind::Pitch2D))
+    return invalid("unknown resource kind");
   switch (r.kind) {
   case ResourceDesc::Kind::Linear:
     if (r.width == 0 || r.width > kMaxExtent)
@@ -134,8 +137,6 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
   }
   case ResourceDesc::Kind::MipmappedArray:
     return invalid("mipmapped arrays are not supported yet");
-  default:
-    return invalid("unknown resource kind");
   }
   if (surface && r.kind != ResourceDesc::Kind::Array)
     return invalid("a surface object needs a CUDA array");
@@ -297,10 +298,11 @@ struct Sampler {
     case AddressMode::Border:
       return i >= 0 && i < n;
     case AddressMode::Clamp:
-    default:
-      i = std::clamp<int64_t>(i, 0, n - 1);
-      return true;
+      break;
     }
+    // Clamp, and any other value (descriptors are checked at creation).
+    i = std::clamp<int64_t>(i, 0, n - 1);
+    return true;
   }
 
   /// The texel at (possibly out-of-range) indices, z already a slice.
@@ -678,11 +680,11 @@ uint32_t channelDataType(const ChannelFormat &f, bool normalized) {
       return b == 8 ? 0x10D0 : 0x10D1;
     return b == 8 ? 0x10D7 : b == 16 ? 0x10D8 : 0x10D9;
   case ChannelKind::Unsigned:
-  default:
-    if (normalized)
-      return b == 8 ? 0x10D2 : 0x10D3;
-    return b == 8 ? 0x10DA : b == 16 ? 0x10DB : 0x10DC;
+    break;
   }
+  if (normalized)
+    return b == 8 ? 0x10D2 : 0x10D3;
+  return b == 8 ? 0x10DA : b == 16 ? 0x10DB : 0x10DC;
 }
 } // namespace
 
