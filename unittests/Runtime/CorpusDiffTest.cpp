@@ -183,6 +183,15 @@ protected:
   }
 
 public:
+  /// Whether the strategy's passes refuse `file` because it has bulk
+  /// copies (wooly-isolate: "not supported yet").
+  bool refusesBulk(const std::string &file) {
+    Loaded &l = load(file, GetParam().strategy.passes);
+    return !l.module &&
+           l.error.find("bulk copies (cp.async.bulk) are not supported yet") !=
+               std::string::npos;
+  }
+
   /// Launches vatomics.cu's `kernel` on values `v` and bins `bin` of `n`
   /// elements into zeroed sums, which must equal `want` bit for bit.
   template <class T>
@@ -1869,6 +1878,92 @@ TEST_P(CorpusDiff, poly_eval) {
     want[i] = acc;
   }
   EXPECT_TRUE(sameBits(down<double>(by), want));
+}
+
+//===----------------------------------------------------------------------===//
+// bulkcopy.cu: mbarriers, cp.async.bulk, cp.reduce.async.bulk, elect.sync,
+// stmatrix (sm_90 and compute_120; the sm_80 build takes the plain paths)
+//===----------------------------------------------------------------------===//
+
+/// Whether the strategy refuses bulkcopy.cu (wooly-isolate refuses bulk
+/// copies with a located "not supported yet").
+bool refusesBulkCopies(CorpusDiff &t, const std::string &file);
+
+TEST_P(CorpusDiff, bulk_scale) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  // 13 tiles over 5 blocks: each block runs its two-stage pipeline over
+  // two or three tiles, both mbarriers through several phases.
+  const int tiles = 13;
+  auto x = randF(tiles * 256, -100, 100, 120);
+  float s = 1.7f;
+  Buf bx = up(x), bo = up(std::vector<float>(tiles * 256, -1.0f));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "bulk_scale", {5, 1, 1}, {256, 1, 1}, 0,
+                     {bx, bo, s, tiles}));
+  std::vector<float> want(tiles * 256);
+  for (int i = 0; i < tiles * 256; ++i)
+    want[i] = x[i] * s;
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+TEST_P(CorpusDiff, barrier_rotate) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  const int blocks = 7;
+  auto x = randI<int32_t>(blocks * 128, -1000000, 1000000, 121);
+  Buf bx = up(x), bo = alloc(blocks * 128 * 4);
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "barrier_rotate", {blocks, 1, 1},
+                     {128, 1, 1}, 0, {bx, bo}));
+  std::vector<int32_t> want(blocks * 128);
+  for (int b = 0; b < blocks; ++b)
+    for (int i = 0; i < 128; ++i)
+      want[b * 128 + i] = x[b * 128 + (i + 1) % 128];
+  EXPECT_TRUE(sameBits(down<int32_t>(bo), want));
+}
+
+TEST_P(CorpusDiff, bulk_reduce_add) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  // Integer sums wrap the same in any order.
+  const int tiles = 11;
+  auto x = randI<int32_t>(tiles * 256, -2000000000, 2000000000, 122);
+  Buf bx = up(x), ba = up(std::vector<int32_t>(256, 0));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "bulk_reduce_add", {4, 1, 1}, {256, 1, 1},
+                     0, {bx, ba, tiles}));
+  std::vector<int32_t> want(256, 0);
+  for (int t = 0; t < tiles; ++t)
+    for (int i = 0; i < 256; ++i)
+      want[i] = int32_t(uint32_t(want[i]) + uint32_t(x[t * 256 + i]));
+  EXPECT_TRUE(sameBits(down<int32_t>(ba), want));
+}
+
+TEST_P(CorpusDiff, stmatrix_elect) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses the module's bulk copies";
+  const int blocks = 3, warps = 2 * blocks;
+  auto x = randI<uint32_t>(warps * 128, 0, 0xffffffffu, 123);
+  Buf bx = up(x), bo = alloc(warps * 256 * 2),
+      bl = up(std::vector<uint32_t>(warps, 7));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "stmatrix_elect", {blocks, 1, 1},
+                     {64, 1, 1}, 0, {bx, bo, bl}));
+  // Lane l's word j holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix
+  // j, low half first; .trans stores each matrix transposed.
+  std::vector<uint16_t> want(warps * 256);
+  for (int w = 0; w < warps; ++w)
+    for (int l = 0; l < 32; ++l)
+      for (int j = 0; j < 4; ++j) {
+        uint32_t v = x[w * 128 + 4 * l + j];
+        int r = l / 4, c = 2 * (l % 4);
+        want[w * 256 + j * 64 + c * 8 + r] = uint16_t(v);
+        want[w * 256 + j * 64 + (c + 1) * 8 + r] = uint16_t(v >> 16);
+      }
+  EXPECT_TRUE(sameBits(down<uint16_t>(bo), want));
+  // Lane 0 is the leader of a full warp: leader[w] = 0 + 100 * 1.
+  EXPECT_TRUE(sameBits(down<uint32_t>(bl), std::vector<uint32_t>(warps, 100)));
+}
+
+bool refusesBulkCopies(CorpusDiff &t, const std::string &file) {
+  return t.refusesBulk(file);
 }
 
 std::vector<Variant> variants() {

@@ -355,7 +355,10 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
   };
   // %envreg* (a cooperative launch's grid workspace): HIP's cooperative
   // launches have no such register.
-  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp>(op))
+  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp,
+          MbarrierInitOp, MbarrierInvalOp, MbarrierUpdateOp, MbarrierWaitOp,
+          MbarrierPendingCountOp, BulkCopyOp, BulkCommitOp, BulkWaitOp,
+          AsyncFenceOp, GridDepControlOp, ElectOp, StMatrixOp>(op))
     return op->emitOpError() << kNoEquivalent;
   if (auto s = op->getAttrOfType<StateSpaceAttr>("space");
       s && s.getValue() == StateSpace::shared_cluster)

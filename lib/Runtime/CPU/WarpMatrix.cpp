@@ -64,6 +64,49 @@
 #include <vector>
 
 namespace wooly::cpu {
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ff;
+  if (exp == 0x1f) // inf / NaN (payload kept, quieted)
+    return llvm::bit_cast<float>(sign | 0x7f800000 | man << 13 |
+                                 (man ? 0x400000 : 0));
+  if (exp == 0) {
+    // Zero or subnormal: man * 2^-24, exact in f32.
+    float v = std::ldexp(float(man), -24);
+    return sign ? -v : v;
+  }
+  return llvm::bit_cast<float>(sign | (exp + 112) << 23 | man << 13);
+}
+
+/// f32 -> f16, round to nearest even; NaN -> canonical 0x7fff.
+uint16_t floatToHalf(float f) {
+  uint32_t x = llvm::bit_cast<uint32_t>(f);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  uint32_t ax = x & 0x7fffffff;
+  if (ax > 0x7f800000)
+    return 0x7fff;
+  if (ax >= 0x477ff000) // >= 65520 rounds to infinity
+    return sign | 0x7c00;
+  if (ax >= 0x38800000) { // normal f16 (>= 2^-14)
+    uint32_t r = ax + 0xfff + ((ax >> 13) & 1);
+    return uint16_t(sign | ((r - 0x38000000) >> 13));
+  }
+  if (ax < 0x33000000) // < 2^-25 (2^-25 itself ties to 0)
+    return sign;
+  // Subnormal f16: units of 2^-24.
+  uint32_t e = ax >> 23;
+  uint32_t m = (ax & 0x7fffff) | 0x800000;
+  uint32_t sh = 126 - e; // 14..24
+  uint32_t q = m >> sh;
+  uint32_t rem = m & ((1u << sh) - 1);
+  uint32_t half = 1u << (sh - 1);
+  if (rem > half || (rem == half && (q & 1)))
+    ++q;
+  return uint16_t(sign | q);
+}
+
 namespace {
 
 // ScalarType values (include/Wooly/Dialect/Wooly/IR/WoolyEnums.td).
@@ -145,47 +188,6 @@ uint32_t bitsOf(float f) { return llvm::bit_cast<uint32_t>(f); }
 float floatOf(uint32_t u) { return llvm::bit_cast<float>(u); }
 uint64_t bitsOf(double d) { return llvm::bit_cast<uint64_t>(d); }
 double doubleOf(uint64_t u) { return llvm::bit_cast<double>(u); }
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t man = h & 0x3ff;
-  if (exp == 0x1f) // inf / NaN (payload kept, quieted)
-    return floatOf(sign | 0x7f800000 | man << 13 | (man ? 0x400000 : 0));
-  if (exp == 0) {
-    // Zero or subnormal: man * 2^-24, exact in f32.
-    float v = std::ldexp(float(man), -24);
-    return sign ? -v : v;
-  }
-  return floatOf(sign | (exp + 112) << 23 | man << 13);
-}
-
-/// f32 -> f16, round to nearest even; NaN -> canonical 0x7fff.
-uint16_t floatToHalf(float f) {
-  uint32_t x = bitsOf(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000)
-    return 0x7fff;
-  if (ax >= 0x477ff000) // >= 65520 rounds to infinity
-    return sign | 0x7c00;
-  if (ax >= 0x38800000) { // normal f16 (>= 2^-14)
-    uint32_t r = ax + 0xfff + ((ax >> 13) & 1);
-    return uint16_t(sign | ((r - 0x38000000) >> 13));
-  }
-  if (ax < 0x33000000) // < 2^-25 (2^-25 itself ties to 0)
-    return sign;
-  // Subnormal f16: units of 2^-24.
-  uint32_t e = ax >> 23;
-  uint32_t m = (ax & 0x7fffff) | 0x800000;
-  uint32_t sh = 126 - e; // 14..24
-  uint32_t q = m >> sh;
-  uint32_t rem = m & ((1u << sh) - 1);
-  uint32_t half = 1u << (sh - 1);
-  if (rem > half || (rem == half && (q & 1)))
-    ++q;
-  return uint16_t(sign | q);
-}
 
 float bf16ToFloat(uint16_t h) { return floatOf(uint32_t(h) << 16); }
 
@@ -721,6 +723,63 @@ bool resolveLdMatrix(WarpLane lanes[32], const WarpMemory &memory,
   return true;
 }
 
+/// stmatrix: the inverse of ldmatrix (lane l's word j holds row l/4,
+/// columns 2*(l%4) and 2*(l%4)+1 of matrix j; lanes 8j..8j+7 give the row
+/// addresses of matrix j).
+bool resolveStMatrix(WarpLane lanes[32], const WarpMemory &memory,
+                     std::string &error) {
+  for (unsigned l = 0; l < 32; ++l)
+    if (lanes[l].nin < 4 || !lanes[l].in) {
+      error = "stmatrix: malformed request";
+      return false;
+    }
+  if (!uniform(lanes, 2, "stmatrix", error) ||
+      !uniform(lanes, 3, "stmatrix", error))
+    return false;
+  uint32_t count = lanes[0].in[2];
+  bool trans = lanes[0].in[3] != 0;
+  if (count != 1 && count != 2 && count != 4) {
+    error = "stmatrix: ." + std::to_string(count) +
+            " matrices is not supported (expected .x1, .x2 or .x4)";
+    return false;
+  }
+  if (!checkCounts(lanes, 4 + count, 0, "stmatrix", error))
+    return false;
+  uint16_t rows[4][8][8];
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned r = l / 4, c = 2 * (l % 4);
+    for (unsigned j = 0; j < count; ++j) {
+      uint32_t v = lanes[l].in[4 + j];
+      uint16_t lo = uint16_t(v), hi = uint16_t(v >> 16);
+      if (trans) {
+        rows[j][c][r] = lo;
+        rows[j][c + 1][r] = hi;
+      } else {
+        rows[j][r][c] = lo;
+        rows[j][r][c + 1] = hi;
+      }
+    }
+  }
+  for (unsigned l = 0; l < 8 * count; ++l) {
+    uint64_t off = uint64_t(lanes[l].in[0]) | uint64_t(lanes[l].in[1]) << 32;
+    if (off > memory.sharedSize || memory.sharedSize - off < 16 ||
+        !memory.shared) {
+      error = "stmatrix: lane " + std::to_string(l) +
+              " writes 16 bytes at shared offset " + std::to_string(off) +
+              ", outside the block's " + std::to_string(memory.sharedSize) +
+              "-byte shared window";
+      return false;
+    }
+    if (off % 16) {
+      error = "stmatrix: lane " + std::to_string(l) + " row address " +
+              std::to_string(off) + " is not 16-byte aligned";
+      return false;
+    }
+    std::memcpy(memory.shared + off, rows[l / 8][l % 8], 16);
+  }
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // wmma.load / wmma.store
 //===----------------------------------------------------------------------===//
@@ -865,6 +924,8 @@ bool resolveMatrixOp(uint32_t kind, WarpLane lanes[32], uint32_t group,
     return resolveWmmaLoad(lanes, memory, error);
   case WOOLY_WARP_WMMA_STORE:
     return resolveWmmaStore(lanes, memory, error);
+  case WOOLY_WARP_STMATRIX:
+    return resolveStMatrix(lanes, memory, error);
   default:
     error = "unknown warp matrix operation " + std::to_string(kind);
     return false;

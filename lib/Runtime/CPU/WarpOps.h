@@ -36,6 +36,12 @@ struct WarpMemory {
       checkGeneric;
 };
 
+/// The f32 value of f16 bits `h` (exact; a NaN keeps its payload, quieted).
+float halfToFloat(uint16_t h);
+
+/// f32 -> f16 bits, rounded to nearest even; NaN -> the canonical 0x7fff.
+uint16_t floatToHalf(float f);
+
 /// Computes `kind` (shfl, vote, match, redux) for the lanes whose bit is set
 /// in `group` (`lanes[i]` is lane i). Returns false with `error` set for a
 /// malformed request.
