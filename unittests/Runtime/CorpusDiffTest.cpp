@@ -1707,6 +1707,104 @@ TEST_P(CorpusDiff, wmma_gemm) {
 }
 
 //===----------------------------------------------------------------------===//
+// wmma2.cu: dmma, tf32, bf16 and int8 wmma GEMM tiles (WarpMatrix.cpp's
+// arithmetic: f64 fused in k order; tf32/bf16 products exact in f32, added
+// in k order; integers exact)
+//===----------------------------------------------------------------------===//
+
+TEST_P(CorpusDiff, dmma_gemm) {
+  const int M = 16, N = 24, K = 20;
+  std::mt19937 rng(130);
+  std::uniform_real_distribution<double> d(-4, 4);
+  std::vector<double> A(M * K), B(K * N), C(M * N);
+  for (auto *v : {&A, &B, &C})
+    for (double &x : *v)
+      x = d(rng);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("wmma2"), "dmma_gemm", {N / 8, M / 8, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<double> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = C[i * N + j];
+      for (int k = 0; k < K; ++k)
+        acc = std::fma(A[i * K + k], B[k * N + j], acc);
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<double>(bC), want));
+}
+
+/// `x` rounded to tf32 as cvt.rna.tf32.f32 does (nearest, ties away).
+float toTf32(float x) {
+  uint32_t u = llvm::bit_cast<uint32_t>(x);
+  return llvm::bit_cast<float>((u + 0x1000u) & 0xffffe000u);
+}
+
+TEST_P(CorpusDiff, tf32_gemm) {
+  const int M = 32, N = 16, K = 24;
+  auto A = randF(M * K, -3, 3, 131), B = randF(N * K, -3, 3, 132);
+  Buf bA = up(A), bB = up(B), bC = up(std::vector<float>(M * N, -1.0f));
+  ASSERT_TRUE(launch(ptx("wmma2"), "tf32_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  // B is N x K (column-major K x N); each tile is stored column-major.
+  std::vector<float> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        float p = toTf32(A[i * K + k]) * toTf32(B[j * K + k]);
+        acc = acc + p;
+      }
+      want[(i / 16 * 16 + j % 16) * N + j / 16 * 16 + i % 16] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+TEST_P(CorpusDiff, bf16_gemm) {
+  const int M = 16, N = 32, K = 48;
+  auto fa = randF(M * K, -2, 2, 133), fb = randF(K * N, -2, 2, 134);
+  std::vector<uint16_t> A(M * K), B(K * N);
+  for (size_t i = 0; i < A.size(); ++i)
+    A[i] = uint16_t(llvm::bit_cast<uint32_t>(fa[i]) >> 16);
+  for (size_t i = 0; i < B.size(); ++i)
+    B[i] = uint16_t(llvm::bit_cast<uint32_t>(fb[i]) >> 16);
+  auto bf = [](uint16_t h) { return llvm::bit_cast<float>(uint32_t(h) << 16); };
+  Buf bA = up(A), bB = up(B), bC = up(std::vector<float>(M * N, -1.0f));
+  ASSERT_TRUE(launch(ptx("wmma2"), "bf16_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<float> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        float p = bf(A[i * K + k]) * bf(B[k * N + j]);
+        acc = acc + p;
+      }
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+TEST_P(CorpusDiff, int8_gemm) {
+  const int M = 32, N = 32, K = 64;
+  auto A = randI<int8_t>(M * K, -128, 127, 135);
+  auto B = randI<int8_t>(N * K, -128, 127, 136);
+  auto C = randI<int32_t>(M * N, -100000, 100000, 137);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("wmma2"), "int8_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<int32_t> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int32_t acc = C[i * N + j];
+      for (int k = 0; k < K; ++k)
+        acc += int32_t(A[i * K + k]) * int32_t(B[j * K + k]);
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<int32_t>(bC), want));
+}
+
+//===----------------------------------------------------------------------===//
 // gridsync.cu: cooperative launches, grid.sync()
 //===----------------------------------------------------------------------===//
 

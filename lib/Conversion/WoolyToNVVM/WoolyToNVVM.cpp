@@ -707,12 +707,209 @@ SmallVector<Value> callMma(Emitter &e, StringRef name, ValueRange args,
   return results;
 }
 
+/// The PTX instruction(s) `ptx` as inline assembly with `constraints`,
+/// returning `results` (none, one value, or a struct of several).
+static Value inlinePtx(Emitter &e, TypeRange results, ValueRange operands,
+                       const Twine &ptx, StringRef constraints,
+                       bool sideEffects = true) {
+  Type rt;
+  if (results.size() == 1)
+    rt = results[0];
+  else if (results.size() > 1)
+    rt = LLVM::LLVMStructType::getLiteral(e.rw.getContext(),
+                                          SmallVector<Type>(results));
+  auto op = LLVM::InlineAsmOp::create(
+      e.rw, e.loc, rt ? TypeRange{rt} : TypeRange{}, operands, ptx.str(),
+      constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  return rt ? op.getResult(0) : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// mma.sync and wmma without an NVVM intrinsic: the instruction itself
+//===----------------------------------------------------------------------===//
+
+/// The inline-assembly constraint of a fragment register of type `t`.
+static char fragmentConstraint(Type t) {
+  if (t.isF32())
+    return 'f';
+  if (t.isF64())
+    return 'd';
+  if (t.isInteger(64))
+    return 'l';
+  return 'r';
+}
+
+/// `{$first, ...}` for `n` operands and their constraints (`,X` each).
+static std::string operandList(unsigned first, TypeRange types,
+                               std::string &constraints, bool output) {
+  std::string list = "{";
+  for (auto [i, t] : llvm::enumerate(types)) {
+    list += (i ? ", $" : "$") + std::to_string(first + i);
+    if (!constraints.empty())
+      constraints += ",";
+    constraints += output ? std::string("=") + fragmentConstraint(t)
+                          : std::string(1, fragmentConstraint(t));
+  }
+  return list + "}";
+}
+
+/// The matrix instruction `ptx` (its operands written as `$N`) with results
+/// `results` and operands `operands`: the results in order.
+static SmallVector<Value> matrixPtx(Emitter &e, TypeRange results,
+                                    ValueRange operands, const Twine &ptx,
+                                    StringRef constraints) {
+  Value r = inlinePtx(e, results, operands, ptx, constraints);
+  SmallVector<Value> out;
+  if (results.size() == 1)
+    out.push_back(r);
+  else
+    for (unsigned i = 0; i < results.size(); ++i)
+      out.push_back(LLVM::ExtractValueOp::create(e.rw, e.loc, r, i));
+  return out;
+}
+
+/// The address operand of a wmma access in `space` and its constraint.
+static std::pair<Value, char> wmmaAddressOperand(Emitter &e, StateSpace space,
+                                                 Value addr) {
+  if (space == StateSpace::shared)
+    return {e.intCast(addr, e.i32()), 'r'};
+  return {e.intCast(addr, e.i64()), 'l'};
+}
+
+/// `.global`, `.shared` or nothing (generic) in a wmma access.
+static std::string wmmaSpace(StateSpace space) {
+  if (space == StateSpace::global)
+    return ".global";
+  if (space == StateSpace::shared)
+    return ".shared";
+  return "";
+}
+
+/// The operands of an mma or wmma.mma instruction: `{d}, {a}, {b}, {c}`
+/// with their constraints, the values, and the results' types.
+struct MmaPtxOperands {
+  std::string text, constraints;
+  SmallVector<Value> operands;
+};
+
+template <typename Op>
+static MmaPtxOperands mmaPtxOperands(Op op, typename Op::Adaptor adaptor) {
+  MmaPtxOperands m;
+  unsigned nd = op.getNumResults(), na = adaptor.getA().size(),
+           nb = adaptor.getB().size();
+  m.text =
+      operandList(0, op.getResultTypes(), m.constraints, true) + ", " +
+      operandList(nd, adaptor.getA().getTypes(), m.constraints, false) + ", " +
+      operandList(nd + na, adaptor.getB().getTypes(), m.constraints, false) +
+      ", " +
+      operandList(nd + na + nb, adaptor.getC().getTypes(), m.constraints,
+                  false) +
+      ";";
+  llvm::append_range(m.operands, adaptor.getA());
+  llvm::append_range(m.operands, adaptor.getB());
+  llvm::append_range(m.operands, adaptor.getC());
+  return m;
+}
+
+/// `wooly.mma_sync` as `mma.sync.aligned...` itself.
+static LogicalResult lowerMmaPtx(MmaOp op, MmaOp::Adaptor adaptor,
+                                 ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  MmaPtxOperands m = mmaPtxOperands(op, adaptor);
+  std::string ptx = "mma.sync.aligned." + op.getShape().str() + "." +
+                    stringifyLayout(op.getLayoutA()).str() + "." +
+                    stringifyLayout(op.getLayoutB()).str() +
+                    (op.getSatfinite() ? ".satfinite." : ".") +
+                    stringifyScalarType(op.getDType()).str() + "." +
+                    stringifyScalarType(op.getAType()).str() + "." +
+                    stringifyScalarType(op.getBType()).str() + "." +
+                    stringifyScalarType(op.getCType()).str() + " " + m.text;
+  rw.replaceOp(
+      op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
+  return success();
+}
+
+/// `wooly.wmma_mma` as `wmma.mma.sync.aligned...` itself (f16 inputs in
+/// the short `.dtype.ctype` form).
+static LogicalResult lowerWmmaMmaPtx(WmmaMmaOp op, WmmaMmaOp::Adaptor adaptor,
+                                     ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  MmaPtxOperands m = mmaPtxOperands(op, adaptor);
+  std::string types = "." + stringifyScalarType(op.getDType()).str();
+  if (op.getAType() != ScalarType::f16)
+    types += "." + stringifyScalarType(op.getAType()).str() + "." +
+             stringifyScalarType(op.getBType()).str();
+  types += "." + stringifyScalarType(op.getCType()).str();
+  std::string ptx =
+      "wmma.mma.sync.aligned." + stringifyLayout(op.getLayoutA()).str() + "." +
+      stringifyLayout(op.getLayoutB()).str() + "." + op.getShape().str() +
+      types + (op.getSatfinite() ? ".satfinite" : "") + " " + m.text;
+  rw.replaceOp(
+      op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
+  return success();
+}
+
+/// `wooly.wmma_load` as `wmma.load...` itself.
+static LogicalResult lowerWmmaLoadPtx(WmmaLoadOp op,
+                                      WmmaLoadOp::Adaptor adaptor,
+                                      ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  std::string constraints;
+  unsigned n = op.getNumResults();
+  std::string d = operandList(0, op.getResultTypes(), constraints, true);
+  auto [addr, ac] = wmmaAddressOperand(e, op.getSpace(), adaptor.getAddr());
+  SmallVector<Value> operands{addr};
+  constraints += std::string(",") + ac;
+  std::string tail = "[$" + std::to_string(n) + "]";
+  if (adaptor.getStride()) {
+    operands.push_back(adaptor.getStride());
+    constraints += ",r";
+    tail += ", $" + std::to_string(n + 1);
+  }
+  std::string ptx = "wmma.load." + stringifyMatrixRole(op.getRole()).str() +
+                    ".sync.aligned." + stringifyLayout(op.getLayout()).str() +
+                    "." + op.getShape().str() + wmmaSpace(op.getSpace()) + "." +
+                    stringifyScalarType(op.getType()).str() + " " + d + ", " +
+                    tail + ";";
+  rw.replaceOp(op,
+               matrixPtx(e, op.getResultTypes(), operands, ptx, constraints));
+  return success();
+}
+
+/// `wooly.wmma_store` as `wmma.store.d...` itself.
+static LogicalResult lowerWmmaStorePtx(WmmaStoreOp op,
+                                       WmmaStoreOp::Adaptor adaptor,
+                                       ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  auto [addr, ac] = wmmaAddressOperand(e, op.getSpace(), adaptor.getAddr());
+  std::string constraints(1, ac);
+  SmallVector<Value> operands{addr};
+  std::string vals =
+      operandList(1, adaptor.getValues().getTypes(), constraints, false);
+  llvm::append_range(operands, adaptor.getValues());
+  std::string tail;
+  if (adaptor.getStride()) {
+    tail = ", $" + std::to_string(operands.size());
+    operands.push_back(adaptor.getStride());
+    constraints += ",r";
+  }
+  inlinePtx(e, {}, operands,
+            "wmma.store.d.sync.aligned." + stringifyLayout(op.getLayout()) +
+                "." + op.getShape() + wmmaSpace(op.getSpace()) + "." +
+                stringifyScalarType(op.getType()) + " [$0], " + vals + tail +
+                ";",
+            constraints);
+  rw.eraseOp(op);
+  return success();
+}
+
 /// `wooly.mma_sync`: the `llvm.nvvm.mma.*` intrinsic of its shape and types.
 LogicalResult NVVMTargetInfo::lower(MmaOp op, MmaOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   auto m = mmaSyncIntrinsic(op);
   if (!m)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerMmaPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   // f16 A/B pairs are <2 x f16>; bf16 and s8 fragments stay i32.
@@ -737,7 +934,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaMmaOp op, WmmaMmaOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   auto m = wmmaMmaIntrinsic(op);
   if (!m)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaMmaPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   Type h2 = intrinsicFragType(ctx, ScalarType::f16);
@@ -765,7 +962,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaLoadOp op, WmmaLoadOp::Adaptor adaptor,
                          op.getSpace(), bool(op.getStride()),
                          op.getResultTypes()) ||
       op.getRole() == MatrixRole::d)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaLoadPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   unsigned n = op.getNumResults();
@@ -797,7 +994,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaStoreOp op,
   if (!wmmaLdStSupported(op.getShape(), op.getType(), MatrixRole::d,
                          op.getSpace(), bool(op.getStride()),
                          op.getValues().getTypes()))
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaStorePtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   Type ft = intrinsicFragType(ctx, op.getType());
@@ -937,24 +1134,6 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
 //===----------------------------------------------------------------------===//
 // Hopper: mbarriers, bulk copies, fences, griddepcontrol, elect, stmatrix
 //===----------------------------------------------------------------------===//
-
-/// The PTX instruction(s) `ptx` as inline assembly with `constraints`,
-/// returning `results` (none, one value, or a struct of several).
-static Value inlinePtx(Emitter &e, TypeRange results, ValueRange operands,
-                       const Twine &ptx, StringRef constraints,
-                       bool sideEffects = true) {
-  Type rt;
-  if (results.size() == 1)
-    rt = results[0];
-  else if (results.size() > 1)
-    rt = LLVM::LLVMStructType::getLiteral(e.rw.getContext(),
-                                          SmallVector<Type>(results));
-  auto op = LLVM::InlineAsmOp::create(
-      e.rw, e.loc, rt ? TypeRange{rt} : TypeRange{}, operands, ptx.str(),
-      constraints, sideEffects, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-  return rt ? op.getResult(0) : Value();
-}
 
 /// A shared-space address as the 32-bit register PTX takes.
 static Value sharedReg(Emitter &e, Value addr) {
@@ -1280,8 +1459,12 @@ static std::pair<StringRef, unsigned> firstGPUWith(Operation *op) {
     return {"redux.sync", 80};
   // Every mma.sync shape the lowering takes (m16n8k16 f16/bf16, m16n8k32
   // s8) is sm_80's.
-  if (isa<MmaOp>(op))
+  if (auto m = dyn_cast<MmaOp>(op)) {
+    // f64 beyond m8n8k4 is sm_90's.
+    if (m.getAType() == ScalarType::f64 && m.getShape() != "m8n8k4")
+      return {"mma.sync .f64 m16n8kK", 90};
     return {"mma.sync", 80};
+  }
   return {"", 0};
 }
 
@@ -1318,21 +1501,18 @@ LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
       return failure();
     }
   }
-  if (auto m = dyn_cast<MmaOp>(op); m && !mmaSyncIntrinsic(m))
-    return fail("");
-  if (auto m = dyn_cast<WmmaMmaOp>(op); m && !wmmaMmaIntrinsic(m))
-    return fail("");
+  // Matrix shapes and types without an NVVM intrinsic are the
+  // instruction itself (ptxas checks it for the chip).
+  if (auto l = dyn_cast<WmmaLoadOp>(op); l && l.getRole() == MatrixRole::d)
+    return fail("wmma.load.d");
   if (auto l = dyn_cast<WmmaLoadOp>(op);
-      l &&
-      (l.getRole() == MatrixRole::d ||
-       !wmmaLdStSupported(l.getShape(), l.getType(), l.getRole(), l.getSpace(),
-                          bool(l.getStride()), l.getResultTypes())))
-    return fail("");
+      l && l.getSpace() != StateSpace::global &&
+      l.getSpace() != StateSpace::shared && l.getSpace() != StateSpace::generic)
+    return fail("wmma.load from ." + stringifyStateSpace(l.getSpace()));
   if (auto s = dyn_cast<WmmaStoreOp>(op);
-      s &&
-      !wmmaLdStSupported(s.getShape(), s.getType(), MatrixRole::d, s.getSpace(),
-                         bool(s.getStride()), s.getValues().getTypes()))
-    return fail("");
+      s && s.getSpace() != StateSpace::global &&
+      s.getSpace() != StateSpace::shared && s.getSpace() != StateSpace::generic)
+    return fail("wmma.store to ." + stringifyStateSpace(s.getSpace()));
   if (auto r = dyn_cast<ReduxOp>(op); r && !reduxKind(r.getOp()))
     return fail("redux.sync." + stringifyReduxKind(r.getOp()));
   if (auto c = dyn_cast<CpAsyncOp>(op)) {

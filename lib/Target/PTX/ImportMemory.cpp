@@ -180,9 +180,15 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
     if (m == "v2" || m == "v4" || m == "v8")
       vec = m[1] - '0';
   bool packed = isa<VectorType>(t->type);
-  if ((vec > 1 || packed) && (!t->isFloat || !inst.has("add")))
+  // .min/.max on vectors of .f16/.bf16 (packed or not) are element-wise
+  // too (sm_90).
+  bool halfMinMax =
+      vec > 1 && (inst.has("min") || inst.has("max")) &&
+      isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(t->type));
+  if ((vec > 1 || packed) && (!t->isFloat || !(inst.has("add") || halfMinMax)))
     return error(inst.loc, "vector or packed atomics other than 'add' on "
-                           "floats are not supported yet");
+                           "floats and 'min'/'max' on vectors of halves are "
+                           "not supported yet");
   if (widthOf(t->type) > 64)
     return error(inst.loc, "atomics on '." + stringifyScalarType(t->scalar) +
                                "' are not supported yet");
