@@ -325,6 +325,10 @@ LogicalResult Importer::emitFence(Instruction &inst, Opcode op) {
     AsyncFenceOp::create(b, curLoc, text);
     return success();
   }
+  // The state spaces and `.async`/`.alias` belong to proxy fences only.
+  if (op == Opcode::Fence &&
+      (spaceOf(inst) || inst.has("async") || inst.has("alias")))
+    return unsupported(inst);
   if (op == Opcode::Membar) {
     MemScope scope = inst.has("cta")   ? MemScope::cta
                      : inst.has("sys") ? MemScope::sys
