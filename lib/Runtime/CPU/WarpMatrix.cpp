@@ -42,8 +42,8 @@
 //   from that f32 sum. NaN results are the canonical GPU NaN (0x7fffffff,
 //   0x7fff).
 // - f64: d = fma(a_k, b_k, d) in increasing k order, starting from C.
-// - s8/u8 -> s32: exact sum in 64 bits; wrapped to 32 bits, or clamped to
-//   [INT32_MIN, INT32_MAX] with .satfinite.
+// - s8/u8 and s4/u4 (mma.sync only) -> s32: exact sum in 64 bits; wrapped
+//   to 32 bits, or clamped to [INT32_MIN, INT32_MAX] with .satfinite.
 // - .satfinite on floating-point wmma: +-inf results become +-MAX_NORM of
 //   the destination type; NaN stays NaN.
 //
@@ -120,6 +120,8 @@ enum : uint32_t {
   ST_tf32 = 18,
   ST_f32 = 19,
   ST_f64 = 20,
+  ST_s4 = 25,
+  ST_u4 = 26,
 };
 
 enum : uint32_t { LayoutRow = 0, LayoutCol = 1 };
@@ -236,6 +238,22 @@ RC mapAi16x32(unsigned l, unsigned i, unsigned) { // s8/u8 m16n8k32
 RC mapAi8x16(unsigned l, unsigned i, unsigned) { // s8/u8 m8n8k16
   return {G(l), 4 * T(l) + i};
 }
+// s4/u4: the s8 layouts with eight elements per register instead of four.
+RC mapAq8x32(unsigned l, unsigned i, unsigned) { // s4/u4 m8n8k32
+  return {G(l), 8 * T(l) + i};
+}
+RC mapAq16x32(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k32
+  return {G(l) + 8 * (i >> 3), 8 * T(l) + (i & 7)};
+}
+RC mapAq16x64(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k64
+  return {G(l) + 8 * ((i >> 3) & 1), 8 * T(l) + (i & 7) + 32 * (i >> 4)};
+}
+RC mapBq32x8(unsigned l, unsigned i, unsigned) { // s4/u4 m8n8k32, m16n8k32
+  return {8 * T(l) + i, G(l)};
+}
+RC mapBq64x8(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k64
+  return {8 * T(l) + (i & 7) + 32 * (i >> 3), G(l)};
+}
 RC mapAd8x4(unsigned l, unsigned, unsigned) { // f64 m8n8k4
   return {G(l), T(l)};
 }
@@ -278,6 +296,9 @@ RC mapLinear(unsigned l, unsigned i, unsigned cols) {
 
 unsigned typeBits(uint32_t t) {
   switch (t) {
+  case ST_s4:
+  case ST_u4:
+    return 4;
   case ST_u8:
   case ST_s8:
     return 8;
@@ -411,10 +432,16 @@ int64_t toInt(uint32_t type, uint64_t raw) {
     return int8_t(uint8_t(raw));
   case ST_u8:
     return uint8_t(raw);
+  case ST_s4:
+    return int64_t(uint64_t(raw) << 60) >> 60;
+  case ST_u4:
+    return raw & 0xf;
   default:
     return int32_t(uint32_t(raw));
   }
 }
+
+bool isInt(uint32_t t);
 
 /// D = A * B + C on whole matrices (see the file comment for the order).
 Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
@@ -423,7 +450,7 @@ Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
   uint32_t at = s.a.type, dt = s.d.type;
   for (unsigned i = 0; i < s.m; ++i)
     for (unsigned j = 0; j < s.n; ++j) {
-      if (at == ST_s8 || at == ST_u8) {
+      if (isInt(at)) {
         int64_t acc = toInt(s.c.type, C(i, j));
         for (unsigned k = 0; k < s.k; ++k)
           acc += toInt(at, A(i, k)) * toInt(s.b.type, B(k, j));
@@ -473,6 +500,9 @@ std::string mmaName(const char *what, uint32_t shapeCode, uint32_t types) {
 
 bool isHalfLike(uint32_t t) { return t == ST_f16 || t == ST_bf16; }
 bool isInt8(uint32_t t) { return t == ST_s8 || t == ST_u8; }
+bool isInt4(uint32_t t) { return t == ST_s4 || t == ST_u4; }
+/// The integer input types (s32 accumulators).
+bool isInt(uint32_t t) { return isInt8(t) || isInt4(t); }
 
 /// Accumulator type check for A/B type `ab` and C or D type `cd`.
 bool accumOk(uint32_t ab, uint32_t cd) {
@@ -480,7 +510,7 @@ bool accumOk(uint32_t ab, uint32_t cd) {
     return cd == ST_f16 || cd == ST_f32;
   if (ab == ST_bf16 || ab == ST_tf32)
     return cd == ST_f32;
-  if (isInt8(ab))
+  if (isInt(ab))
     return cd == ST_s32;
   if (ab == ST_f64)
     return cd == ST_f64;
@@ -496,7 +526,8 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
   s.n = code >> 8 & 0xff;
   s.k = code >> 16 & 0xff;
   bool ints = isInt8(at) && isInt8(bt);
-  if (!(at == bt || ints) || !accumOk(at, ct) || !accumOk(at, dt))
+  bool nibbles = isInt4(at) && isInt4(bt);
+  if (!(at == bt || ints || nibbles) || !accumOk(at, ct) || !accumOk(at, dt))
     return false;
   MapFn ma = nullptr, mb = nullptr, mc = nullptr;
   if (code == shape(16, 8, 8) && isHalfLike(at)) {
@@ -515,6 +546,12 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAi8x16, mb = mapBi16x8, mc = mapC8x8;
   } else if (code == shape(8, 8, 4) && at == ST_f64) {
     ma = mapAd8x4, mb = mapBd4x8, mc = mapC8x8;
+  } else if (code == shape(8, 8, 32) && nibbles) {
+    ma = mapAq8x32, mb = mapBq32x8, mc = mapC8x8;
+  } else if (code == shape(16, 8, 32) && nibbles) {
+    ma = mapAq16x32, mb = mapBq32x8, mc = mapC16x8;
+  } else if (code == shape(16, 8, 64) && nibbles) {
+    ma = mapAq16x64, mb = mapBq64x8, mc = mapC16x8;
   } else {
     return false;
   }
