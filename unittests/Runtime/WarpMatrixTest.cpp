@@ -197,6 +197,15 @@ RowCol accum8x8(unsigned lane, unsigned i) {
 // .f64 m8n8k4: A row groupID, col threadID_in_group; B row
 // threadID_in_group, col groupID.
 RowCol aF64(unsigned lane, unsigned) { return {lane >> 2, lane % 4}; }
+// .f64 m16n8k4/k8/k16 (sm_90): A row groupID (+8 for odd i), col
+// threadID_in_group + 4 * (i / 2); B row threadID_in_group + 4 * i, col
+// groupID.
+RowCol aF64M16(unsigned lane, unsigned i) {
+  return {(lane >> 2) + 8 * (i & 1), lane % 4 + 4 * (i >> 1)};
+}
+RowCol bF64M16(unsigned lane, unsigned i) {
+  return {lane % 4 + 4 * i, lane >> 2};
+}
 RowCol bF64(unsigned lane, unsigned) { return {lane % 4, lane >> 2}; }
 
 /// Packs a lane's fragment of `m` (rows x cols raw elements, row-major).
@@ -454,6 +463,14 @@ TEST(WarpMatrixTest, MmaInt8Saturation) {
 TEST(WarpMatrixTest, MmaF64) {
   FragTable a{1, 64, aF64}, b{1, 64, bF64}, c{2, 64, accum8x8};
   checkMma({8, 8, 4, typeCode(F64, F64, F64, F64), a, b, c}, false, 60);
+}
+
+TEST(WarpMatrixTest, MmaF64M16N8) {
+  FragTable c{4, 64, accum16x8};
+  for (unsigned k : {4u, 8u, 16u})
+    checkMma({16, 8, k, typeCode(F64, F64, F64, F64),
+              FragTable{k / 2, 64, aF64M16}, FragTable{k / 4, 64, bF64M16}, c},
+             false, 61 + k);
 }
 
 TEST(WarpMatrixTest, MmaF32AccumulationOrder) {

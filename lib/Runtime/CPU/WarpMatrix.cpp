@@ -546,6 +546,12 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAi8x16, mb = mapBi16x8, mc = mapC8x8;
   } else if (code == shape(8, 8, 4) && at == ST_f64) {
     ma = mapAd8x4, mb = mapBd4x8, mc = mapC8x8;
+  } else if (code == shape(16, 8, 4) && at == ST_f64) {
+    // sm_90's f64 shapes have the tf32 layouts (one double a register).
+    ma = mapAtf16x4, mb = mapBtf4x8, mc = mapC16x8;
+  } else if ((code == shape(16, 8, 8) || code == shape(16, 8, 16)) &&
+             at == ST_f64) {
+    ma = mapAtf16x8, mb = mapBtf8x8, mc = mapC16x8;
   } else if (code == shape(8, 8, 32) && nibbles) {
     ma = mapAq8x32, mb = mapBq32x8, mc = mapC8x8;
   } else if (code == shape(16, 8, 32) && nibbles) {
