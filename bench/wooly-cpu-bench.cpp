@@ -20,10 +20,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -59,6 +61,12 @@ static cl::opt<std::string> dumpObjects(
     cl::desc("Write each compiled module (an ELF object) to this directory, "
              "e.g. for objdump"),
     cl::cat(benchCategory));
+static cl::opt<std::string> benchKernelDir(
+    "bench-kernels", cl::desc("Directory of the benchmark's own kernels' PTX"),
+    cl::init(WOOLY_SOURCE_DIR "/bench/kernels"), cl::cat(benchCategory));
+static cl::list<std::string>
+    only("only", cl::desc("Run only the rows with these labels (repeatable)"),
+         cl::cat(benchCategory));
 static cl::opt<std::string> corpusDir("corpus",
                                       cl::desc("Directory of the corpus PTX"),
                                       cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
@@ -95,6 +103,32 @@ __attribute__((noinline)) void cppBlockSum(int n, int block, const int *in,
   }
 }
 
+__attribute__((noinline)) void cppBlockScan(int n, int block, const int *in,
+                                            int *out) {
+  for (int b = 0; b * block < n; ++b) {
+    int s = 0;
+    for (int i = b * block; i < std::min(n, (b + 1) * block); ++i)
+      out[i] = s += in[i];
+  }
+}
+
+__attribute__((noinline)) void cppSoftmaxRows(int rows, int cols,
+                                              const float *in, float *out) {
+  for (int r = 0; r < rows; ++r) {
+    const float *x = in + size_t(r) * cols;
+    float *y = out + size_t(r) * cols;
+    float m = -INFINITY;
+    for (int c = 0; c < cols; ++c)
+      m = std::fmax(m, x[c]);
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c)
+      s += std::exp(x[c] - m);
+    float inv = 1.0f / s;
+    for (int c = 0; c < cols; ++c)
+      y[c] = std::exp(x[c] - m) * inv;
+  }
+}
+
 __attribute__((noinline)) void cppHistogram(int n, const unsigned char *data,
                                             unsigned *hist) {
   std::memset(hist, 0, 256 * sizeof(unsigned));
@@ -122,7 +156,8 @@ struct Arg {
 /// One table row.
 struct Case {
   std::string label;  // Shown in the table.
-  std::string file;   // Corpus PTX file.
+  std::string file;   // PTX file, in the corpus or (`own`) bench/kernels.
+  bool own = false;
   std::string kernel; // Kernel name.
   LaunchConfig config;
   std::vector<Buffer> buffers;
@@ -133,6 +168,11 @@ struct Case {
   uint64_t elements = 0;              // Elements of the problem.
   double bytes = 0;                   // Bytes read + written by one run.
   std::function<void(uint8_t *)> cpp; // The C++ version (writes cppOut).
+  /// Compares the backend's output with the C++ output where they may
+  /// differ by rounding: returns what differs, or "" (empty: bit for bit).
+  std::function<std::string(const uint8_t *got, const uint8_t *want,
+                            uint64_t bytes)>
+      compare;
   std::vector<uint8_t> cppOut;
 };
 
@@ -145,6 +185,15 @@ template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
 uint64_t scaled(uint64_t n, uint64_t multiple) {
   uint64_t s = uint64_t(double(n) * scale);
   return std::max<uint64_t>(multiple, s / multiple * multiple);
+}
+
+/// `n` integers in [-1000, 1000].
+std::vector<int> randomInts(std::mt19937 &rng, int n) {
+  std::uniform_int_distribution<int> d(-1000, 1000);
+  std::vector<int> v(n);
+  for (int &x : v)
+    x = d(rng);
+  return v;
 }
 
 std::vector<Case> makeCases() {
@@ -205,10 +254,7 @@ std::vector<Case> makeCases() {
   { // 3. Warp-shuffle reduction (+ one barrier), 256-thread blocks.
     Case c;
     int n = int(scaled(4u << 20, 256));
-    std::uniform_int_distribution<int> d(-1000, 1000);
-    std::vector<int> in(n);
-    for (int &v : in)
-      v = d(rng);
+    std::vector<int> in = randomInts(rng, n);
     c.label = "block_sum_i32";
     c.file = "reduction.sm_80.ptx";
     c.kernel = "block_sum_i32";
@@ -251,6 +297,68 @@ std::vector<Case> makeCases() {
     };
     cases.push_back(std::move(c));
   }
+
+  { // 5. Barriers in a loop: Hillis-Steele inclusive block scan.
+    Case c;
+    int n = int(scaled(4u << 20, 256));
+    std::vector<int> in = randomInts(rng, n);
+    c.label = "block_scan_i32";
+    c.file = "cpu-bench.sm_80.ptx";
+    c.own = true;
+    c.kernel = "block_scan_loop_i32";
+    c.config.grid = {uint32_t(n / 256), 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(in), uint64_t(n) * 4}, {{}, uint64_t(n) * 4}};
+    c.args = {{-1, uint32_t(n)}, {0}, {1}};
+    c.output = 1;
+    c.threads = c.elements = uint64_t(n);
+    c.bytes = 8.0 * n;
+    c.cppOut.resize(uint64_t(n) * 4);
+    c.cpp = [in = std::move(in), n](uint8_t *out) {
+      cppBlockScan(n, 256, in.data(), reinterpret_cast<int *>(out));
+    };
+    cases.push_back(std::move(c));
+  }
+
+  { // 6. Softmax, a block per row: warp shuffles + shared memory + barriers.
+    Case c;
+    int cols = 1024, rows = int(scaled(4096, 1));
+    uint64_t n = uint64_t(rows) * cols;
+    std::uniform_real_distribution<float> d(-8.0f, 8.0f);
+    std::vector<float> in(n);
+    for (float &v : in)
+      v = d(rng);
+    c.label = "softmax_rows";
+    c.file = "cpu-bench.sm_80.ptx";
+    c.own = true;
+    c.kernel = "softmax_block_rows";
+    c.config.grid = {uint32_t(rows), 1, 1};
+    c.config.block = {256, 1, 1};
+    c.buffers = {{bytesOf(in), n * 4}, {{}, n * 4}};
+    c.args = {{-1, uint32_t(rows)}, {-1, uint32_t(cols)}, {0}, {1}};
+    c.output = 1;
+    c.threads = uint64_t(rows) * 256;
+    c.elements = n;
+    c.bytes = 8.0 * double(n);
+    c.cppOut.resize(n * 4);
+    c.cpp = [in = std::move(in), rows, cols](uint8_t *out) {
+      cppSoftmaxRows(rows, cols, in.data(), reinterpret_cast<float *>(out));
+    };
+    // The sums add in another order, and the kernel's expf is CUDA's (at
+    // most 2 ulp off): each value within 1e-5 of the C++ one, relatively.
+    c.compare = [](const uint8_t *got, const uint8_t *want, uint64_t bytes) {
+      for (uint64_t i = 0; i < bytes / 4; ++i) {
+        float g, w;
+        std::memcpy(&g, got + 4 * i, 4);
+        std::memcpy(&w, want + 4 * i, 4);
+        if (!(std::fabs(g - w) <= 1e-5f * std::fabs(w) + 1e-30f))
+          return "element " + std::to_string(i) + " is " + std::to_string(g) +
+                 ", the C++ loop's " + std::to_string(w);
+      }
+      return std::string();
+    };
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
@@ -258,18 +366,30 @@ std::vector<Case> makeCases() {
 // Measurement
 //===----------------------------------------------------------------------===//
 
+/// The calling thread's CPU time so far.
+double threadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 struct Row {
   std::string label, mode, fiberReason;
   uint64_t elements = 0, threads = 0;
   double ms1 = 0, msAll = 0, msCpp = 0;
+  /// CPU time of the launching thread with one worker (it runs every
+  /// block): unlike wall time, not inflated when other processes share the
+  /// cores.
+  double cpuMs1 = 0, cpuMsCpp = 0;
   double bytes = 0;
   double compileMs = 0, hitUs = 0;
 };
 
 /// Runs `c` on `device`: warm-up launch, check against the C++ output,
-/// then `reps` timed launches. Returns the median seconds per launch.
+/// then `reps` timed launches. Returns the median seconds per launch, and
+/// in `cpuSeconds` the median CPU time of the calling thread per launch.
 double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
-                   const char *which) {
+                   const char *which, double *cpuSeconds = nullptr) {
   const KernelInfo *k = device.compiled(module).findKernel(c.kernel);
   if (!k)
     die("no kernel " + c.kernel + " in " + c.file);
@@ -313,7 +433,12 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
   launch();
   std::vector<uint8_t> got(outBytes);
   check(mem.copyFromDevice(got.data(), out, outBytes), "copyFromDevice");
-  if (got != c.cppOut) {
+  if (c.compare) {
+    std::string why = c.compare(got.data(), c.cppOut.data(), outBytes);
+    if (!why.empty())
+      die(c.kernel + " (" + which +
+          "): the CPU backend's output differs from the C++ output: " + why);
+  } else if (got != c.cppOut) {
     size_t i = 0;
     while (got[i] == c.cppOut[i])
       ++i;
@@ -322,29 +447,36 @@ double runOnDevice(CpuDevice &device, LoadedModule *module, const Case &c,
         "the C++ output (first difference at byte " +
         std::to_string(i) + " of " + std::to_string(outBytes) + ")");
   }
-  std::vector<double> times;
+  std::vector<double> times, cpuTimes;
   for (unsigned r = 0; r < reps; ++r) {
     if (c.zeroOutput)
       check(mem.memset(out, 0, outBytes), "memset");
+    double c0 = threadCpuSeconds();
     auto t0 = Clock::now();
     launch();
     auto t1 = Clock::now();
+    cpuTimes.push_back(threadCpuSeconds() - c0);
     times.push_back(seconds(t0, t1));
   }
   for (uint64_t a : addrs)
     check(mem.free(a), "free");
+  if (cpuSeconds)
+    *cpuSeconds = median(cpuTimes);
   return median(times);
 }
 
-double timeCpp(Case &c) {
+double timeCpp(Case &c, double &cpuSeconds) {
   c.cpp(c.cppOut.data()); // Warm-up (and the reference output).
-  std::vector<double> times;
+  std::vector<double> times, cpuTimes;
   for (unsigned r = 0; r < reps; ++r) {
+    double c0 = threadCpuSeconds();
     auto t0 = Clock::now();
     c.cpp(c.cppOut.data());
     auto t1 = Clock::now();
+    cpuTimes.push_back(threadCpuSeconds() - c0);
     times.push_back(seconds(t0, t1));
   }
+  cpuSeconds = median(cpuTimes);
   return median(times);
 }
 
@@ -378,13 +510,16 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   CompileCache cache;
   for (Case &c : cases) {
+    if (!only.empty() && llvm::find(only, c.label) == only.end())
+      continue;
     Row row;
     row.label = c.label;
     row.elements = c.elements;
     row.threads = c.threads;
     row.bytes = c.bytes;
-    CompileInput input{CompileInput::Kind::PTX,
-                       readFile(corpusDir + "/" + c.file), c.file};
+    CompileInput input{
+        CompileInput::Kind::PTX,
+        readFile((c.own ? benchKernelDir : corpusDir) + "/" + c.file), c.file};
     // compile(): wall time, median of compileReps calls.
     std::vector<double> ct;
     std::shared_ptr<const CompiledModule> module;
@@ -424,10 +559,14 @@ int main(int argc, char **argv) {
                                           : "fibers";
     row.fiberReason = k->fiberReason;
 
-    row.msCpp = timeCpp(c) * 1e3;
+    double cpuCpp = 0;
+    row.msCpp = timeCpp(c, cpuCpp) * 1e3;
+    row.cpuMsCpp = cpuCpp * 1e3;
     LoadedModule *m1 = check(dev1.loadModule(module), "loadModule");
     LoadedModule *mAll = check(devAll.loadModule(module), "loadModule");
-    row.ms1 = runOnDevice(dev1, m1, c, "1 worker") * 1e3;
+    double cpu1 = 0;
+    row.ms1 = runOnDevice(dev1, m1, c, "1 worker", &cpu1) * 1e3;
+    row.cpuMs1 = cpu1 * 1e3;
     row.msAll = runOnDevice(devAll, mAll, c, "all workers") * 1e3;
     check(dev1.unloadModule(m1), "unloadModule");
     check(devAll.unloadModule(mAll), "unloadModule");
@@ -453,6 +592,17 @@ int main(int argc, char **argv) {
         (unsigned long long)r.threads, r.ms1, r.msAll, r.msCpp, r.ms1 / r.msCpp,
         r.msAll / r.msCpp, r.bytes / (r.msAll * 1e-3) / 1e9,
         double(r.threads) / (r.msAll * 1e-3) / 1e6, r.compileMs, r.hitUs);
+
+  // CPU time of the one thread that runs a 1-worker launch, and of the C++
+  // loop: what the ratio is when other processes share the cores (wall
+  // times then include time the thread waited for one).
+  std::printf("\nthread CPU time, 1 worker (not inflated by other load); "
+              "all/1w = speedup of all workers over one (wall)\n");
+  std::printf("%-17s %10s %10s %9s %8s\n", "kernel", "1w cpu ms", "C++ cpu ms",
+              "cpu b/c", "all/1w");
+  for (const Row &r : rows)
+    std::printf("%-17s %10.2f %10.2f %9.2f %8.2f\n", r.label.c_str(), r.cpuMs1,
+                r.cpuMsCpp, r.cpuMs1 / r.cpuMsCpp, r.ms1 / r.msAll);
 
   bool anyFibers = false;
   for (const Row &r : rows)

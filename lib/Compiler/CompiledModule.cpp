@@ -73,6 +73,7 @@ std::string CompiledModule::serialize() const {
         {"regionFrameBytes", k.regionFrameBytes},
         {"maxntid", llvm::json::Array(k.maxntid)},
         {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
+        {"writesUnknownMemory", k.writesUnknownMemory},
         {"staticSharedBytes", k.staticSharedBytes},
         {"registerEstimate", uint64_t(k.registerEstimate)},
         {"costHint", k.costHint},
@@ -150,6 +151,8 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
         for (const llvm::json::Value &b : *ro)
           k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));
+      k.writesUnknownMemory =
+          ko->getBoolean("writesUnknownMemory").value_or(true);
       k.staticSharedBytes = num(*ko, "staticSharedBytes");
       k.registerEstimate = unsigned(num(*ko, "registerEstimate"));
       k.costHint = num(*ko, "costHint");

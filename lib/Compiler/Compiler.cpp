@@ -362,6 +362,7 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       if (sum.name == k.name) {
         for (const mlir::wooly::ParamUsage &p : sum.params)
           k.readOnlyParams.push_back(p.isReadOnlyPointer());
+        k.writesUnknownMemory = sum.writesUnknownMemory;
         k.staticSharedBytes = sum.staticSharedBytes;
         k.registerEstimate = sum.registerEstimate;
         k.costHint = sum.costHint;

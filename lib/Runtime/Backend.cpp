@@ -17,8 +17,10 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -54,6 +56,69 @@ llvm::Error Backend::swapOut(uint64_t) {
 llvm::Error Backend::swapIn(uint64_t) {
   return llvm::createStringError("the " + kind() +
                                  " backend cannot swap memory in");
+}
+
+llvm::Error Backend::share(uint64_t, uint64_t) {
+  return llvm::createStringError("the " + kind() +
+                                 " backend cannot share memory between "
+                                 "allocations");
+}
+
+llvm::Error Backend::unshare(uint64_t) {
+  return llvm::createStringError("the " + kind() +
+                                 " backend cannot share memory between "
+                                 "allocations");
+}
+
+namespace {
+/// The bytes a content hash or a comparison reads back at a time.
+constexpr uint64_t kContentChunk = 1 << 20;
+} // namespace
+
+uint64_t contentHashOf(
+    uint64_t bytes,
+    llvm::function_ref<llvm::ArrayRef<uint8_t>(uint64_t offset, uint64_t n)>
+        chunk) {
+  std::vector<uint64_t> hashes;
+  hashes.reserve(bytes / kContentChunk + 2);
+  hashes.push_back(bytes);
+  for (uint64_t off = 0; off < bytes; off += kContentChunk) {
+    llvm::ArrayRef<uint8_t> data =
+        chunk(off, std::min<uint64_t>(kContentChunk, bytes - off));
+    hashes.push_back(llvm::xxh3_64bits(data));
+  }
+  return llvm::xxh3_64bits(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(hashes.data()),
+                              hashes.size() * sizeof(uint64_t)));
+}
+
+llvm::Expected<uint64_t> Backend::contentHash(uint64_t addr, uint64_t bytes) {
+  std::vector<uint8_t> buffer(std::min<uint64_t>(bytes, kContentChunk));
+  llvm::Error error = llvm::Error::success();
+  uint64_t h = contentHashOf(bytes, [&](uint64_t off, uint64_t n) {
+    if (error)
+      return llvm::ArrayRef<uint8_t>(buffer.data(), n);
+    error = copyFromDevice(buffer.data(), addr + off, n);
+    return llvm::ArrayRef<uint8_t>(buffer.data(), n);
+  });
+  if (error)
+    return std::move(error);
+  return h;
+}
+
+llvm::Expected<bool> Backend::sameBytes(uint64_t a, uint64_t b,
+                                        uint64_t bytes) {
+  std::vector<uint8_t> x(std::min<uint64_t>(bytes, kContentChunk)), y(x.size());
+  for (uint64_t off = 0; off < bytes; off += kContentChunk) {
+    uint64_t n = std::min<uint64_t>(kContentChunk, bytes - off);
+    if (llvm::Error e = copyFromDevice(x.data(), a + off, n))
+      return std::move(e);
+    if (llvm::Error e = copyFromDevice(y.data(), b + off, n))
+      return std::move(e);
+    if (std::memcmp(x.data(), y.data(), n) != 0)
+      return false;
+  }
+  return true;
 }
 
 llvm::Error Backend::extendModule(BackendModule *,
@@ -155,6 +220,27 @@ public:
   }
   llvm::Error swapIn(uint64_t addr) override {
     return device.memory().swapIn(addr);
+  }
+  bool supportsSharing() const override { return true; }
+  llvm::Error share(uint64_t addr, uint64_t with) override {
+    return device.memory().share(addr, with);
+  }
+  llvm::Error unshare(uint64_t addr) override {
+    return device.memory().unshare(addr);
+  }
+  llvm::Expected<uint64_t> contentHash(uint64_t addr, uint64_t bytes) override {
+    // Device memory is host memory: hashed where it is.
+    if (bytes && !device.memory().find(addr, bytes))
+      return llvm::createStringError(
+          "content hash of memory outside every resident allocation");
+    return contentHashOf(bytes, [&](uint64_t off, uint64_t n) {
+      return llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(addr + off), n);
+    });
+  }
+  llvm::Expected<bool> sameBytes(uint64_t a, uint64_t b,
+                                 uint64_t bytes) override {
+    return device.memory().sameBytes(a, b, bytes);
   }
   llvm::Error copyToDevice(uint64_t dst, const void *src,
                            uint64_t bytes) override {
@@ -260,6 +346,16 @@ public:
   llvm::StringRef kind() const override { return "cuda"; }
   std::string name() const override { return device->name(); }
 
+  bool supportsSwap() const override { return device->virtualMemory(); }
+  llvm::Error swapOut(uint64_t addr) override {
+    return device->swapOut(addr);
+  }
+  llvm::Error swapIn(uint64_t addr) override { return device->swapIn(addr); }
+  std::optional<uint64_t> freeDeviceMemory() override {
+    if (auto info = device->memoryInfo())
+      return info->first;
+    return std::nullopt;
+  }
   unsigned computeUnits() const override {
     return device->multiprocessorCount();
   }
@@ -406,6 +502,11 @@ createBackend(llvm::StringRef name, const BackendOptions &options) {
                                                options.cudaDriverLibrary);
     if (!device)
       return device.takeError();
+    if (options.cudaVirtualMemory)
+      if (llvm::Error e = (*device)->enableVirtualMemory())
+        return llvm::createStringError(
+            "cuda: cannot swap device memory (virtual memory management): " +
+            llvm::toString(std::move(e)));
     return std::make_unique<CudaBackend>(std::move(*device));
   }
   if (name == "remote")

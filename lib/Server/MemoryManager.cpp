@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 using namespace wooly;
 using namespace wooly::server;
@@ -32,7 +33,8 @@ std::string mib(uint64_t bytes) {
 } // namespace
 
 MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
-    : backend(backend), cap(capacity), canSwap(backend.supportsSwap()) {
+    : backend(backend), cap(capacity), canSwap(backend.supportsSwap()),
+      canShare(backend.supportsSharing()) {
   usage.capacity = capacity;
   tenantMap[kInternal].name = "(server)";
   tenantMap[kInternal].quota = UINT64_MAX;
@@ -40,11 +42,13 @@ MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
 
 MemoryManager::~MemoryManager() = default;
 
-uint64_t MemoryManager::addTenant(std::string name, uint64_t quota) {
+uint64_t MemoryManager::addTenant(std::string name, uint64_t quota,
+                                  bool dedup) {
   std::lock_guard<std::mutex> lock(mutex);
   uint64_t id = nextTenant++;
   TenantMemory &t = tenantMap[id];
   t.name = std::move(name);
+  t.dedup = dedup;
   t.quota = quota ? quota : cap;
   t.lastActive = ++tick;
   return id;
@@ -63,7 +67,8 @@ bool MemoryManager::move(uint64_t tenant, bool out) {
   TenantMemory &t = tenantMap[tenant];
   bool movedAny = false;
   for (auto &[addr, b] : blocks) {
-    if (b.tenant != tenant || b.pinned || b.swapped == out)
+    // A shared copy stays: moving one member out would free nothing.
+    if (b.tenant != tenant || b.pinned || b.group || b.swapped == out)
       continue;
     auto start = Clock::now();
     if (llvm::Error e = out ? backend.swapOut(addr) : backend.swapIn(addr)) {
@@ -109,10 +114,11 @@ bool MemoryManager::makeRoom(uint64_t bytes, uint64_t requester) {
   std::vector<std::pair<uint64_t, uint64_t>> idle; // lastActive, id
   uint64_t movable = 0;
   for (auto &[id, t] : tenantMap) {
-    if (id == kInternal || id == requester || t.busy || t.resident == t.pinned)
+    uint64_t own = t.resident - t.pinned - t.shared;
+    if (id == kInternal || id == requester || t.busy || own == 0)
       continue;
     idle.push_back({t.lastActive, id});
-    movable += t.resident - t.pinned;
+    movable += own;
   }
   // Nothing moves unless enough can move.
   if (usage.physical - movable > cap - bytes)
@@ -163,7 +169,9 @@ MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
       domain ? backend.allocateIn(bytes, domain) : backend.allocate(bytes);
   if (!addr)
     return addr.takeError();
-  blocks[*addr] = Block{tenant, bytes, false, false};
+  Block &b = blocks[*addr];
+  b.tenant = tenant;
+  b.bytes = bytes;
   t.resident += bytes;
   t.allocations += bytes;
   t.lastActive = ++tick;
@@ -184,12 +192,18 @@ llvm::Error MemoryManager::free(uint64_t addr) {
   if (llvm::Error e = backend.free(addr))
     return e;
   Block b = it->second;
+  dropCandidate(addr, it->second);
   blocks.erase(it);
   TenantMemory &t = tenantMap[b.tenant];
   t.allocations -= b.bytes;
   if (b.swapped) {
     t.swapped -= b.bytes;
     usage.swapped -= b.bytes;
+  } else if (b.group) {
+    // The copy stays with the group's other members (the backend gave the
+    // last one left its own pages: it is no longer shared).
+    t.resident -= b.bytes;
+    removeMember(addr, b);
   } else {
     t.resident -= b.bytes;
     usage.physical -= b.bytes;
@@ -221,7 +235,10 @@ llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
                       mib(bytes), mib(usage.physical), mib(cap))
             .str());
   }
-  blocks[key] = Block{tenant, bytes, false, true};
+  Block &b = blocks[key];
+  b.tenant = tenant;
+  b.bytes = bytes;
+  b.pinned = true;
   t.resident += bytes;
   t.pinned += bytes;
   usage.physical += bytes;
@@ -240,6 +257,202 @@ void MemoryManager::removePinned(uint64_t addr) {
   blocks.erase(it);
 }
 
+//===----------------------------------------------------------------------===//
+// Deduplication
+//===----------------------------------------------------------------------===//
+
+std::pair<const uint64_t, MemoryManager::Block> *
+MemoryManager::blockAt(uint64_t addr) {
+  auto it = blocks.upper_bound(addr);
+  if (it == blocks.begin())
+    return nullptr;
+  --it;
+  if (it->second.pinned || addr - it->first >= it->second.bytes)
+    return nullptr;
+  return &*it;
+}
+
+void MemoryManager::dropCandidate(uint64_t addr, Block &b) {
+  if (!b.hash)
+    return;
+  auto [begin, end] = candidates.equal_range({*b.hash, b.bytes});
+  for (auto it = begin; it != end; ++it)
+    if (it->second == addr) {
+      candidates.erase(it);
+      break;
+    }
+  b.hash.reset();
+}
+
+void MemoryManager::removeMember(uint64_t addr, Block &b) {
+  auto g = groups.find(b.group);
+  llvm::erase(g->second.members, addr);
+  tenantMap[b.tenant].shared -= b.bytes;
+  usage.saved -= b.bytes;
+  b.group = 0;
+  if (g->second.members.size() == 1) {
+    Block &last = blocks[g->second.members.front()];
+    tenantMap[last.tenant].shared -= last.bytes;
+    last.group = 0;
+    groups.erase(g);
+  }
+}
+
+llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
+  // Its own copy is device memory like an allocation.
+  if (!makeRoom(b.bytes, b.tenant)) {
+    usage.outOfMemory++;
+    return llvm::createStringError(
+        llvm::formatv("out of device memory for a private copy of the "
+                      "shared (deduplicated) allocation at {0:x} ({1}) "
+                      "before a write: {2} of {3} in use and no idle "
+                      "tenant's memory to move out",
+                      addr, mib(b.bytes), mib(usage.physical), mib(cap))
+            .str());
+  }
+  if (llvm::Error e = backend.unshare(addr))
+    return e;
+  removeMember(addr, b);
+  usage.physical += b.bytes;
+  usage.copiesOnWrite++;
+  return llvm::Error::success();
+}
+
+std::string MemoryManager::findTwin(uint64_t addr, Block &b) {
+  auto [begin, end] = candidates.equal_range({*b.hash, b.bytes});
+  for (auto it = begin; it != end; ++it) {
+    uint64_t other = it->second;
+    if (other == addr)
+      continue;
+    Block &o = blocks[other];
+    if (o.swapped || o.writers)
+      continue;
+    // The hash found it; the bytes decide.
+    llvm::Expected<bool> same = backend.sameBytes(addr, other, b.bytes);
+    if (!same) {
+      llvm::consumeError(same.takeError());
+      continue;
+    }
+    if (!*same)
+      continue;
+    if (llvm::Error e = backend.share(addr, other)) {
+      llvm::consumeError(std::move(e));
+      return "";
+    }
+    if (!o.group) {
+      o.group = nextGroup++;
+      groups[o.group] = Group{o.bytes, {other}};
+      tenantMap[o.tenant].shared += o.bytes;
+    }
+    groups[o.group].members.push_back(addr);
+    b.group = o.group;
+    tenantMap[b.tenant].shared += b.bytes;
+    usage.physical -= b.bytes;
+    usage.saved += b.bytes;
+    usage.dedupShares++;
+    return llvm::formatv("{0} at {1:x} holds the same bytes as {2:x} of "
+                         "tenant '{3}': one copy kept for both "
+                         "(deduplicated; {4} saved in all)",
+                         mib(b.bytes), addr, other, tenantMap[o.tenant].name,
+                         mib(usage.saved))
+        .str();
+  }
+  return "";
+}
+
+llvm::Expected<std::pair<uint64_t, uint64_t>>
+MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes,
+                          bool *copied) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!canShare)
+    return std::pair<uint64_t, uint64_t>{0, 0};
+  auto *e = blockAt(addr);
+  if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
+    return std::pair<uint64_t, uint64_t>{0, 0};
+  Block &b = e->second;
+  dropCandidate(e->first, b);
+  if (b.group) {
+    if (llvm::Error err = leaveGroup(e->first, b))
+      return std::move(err);
+    if (copied)
+      *copied = true;
+  }
+  b.writers++;
+  return std::pair<uint64_t, uint64_t>{e->first, b.bytes};
+}
+
+llvm::Expected<std::vector<uint64_t>> MemoryManager::beginWriteAll(
+    uint64_t tenant, std::vector<std::pair<uint64_t, uint64_t>> *copied) {
+  std::vector<uint64_t> bases;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!canShare)
+      return bases;
+    for (auto &[addr, b] : blocks)
+      if (b.tenant == tenant && !b.pinned && !b.swapped)
+        bases.push_back(addr);
+  }
+  for (size_t i = 0; i < bases.size(); ++i) {
+    bool copy = false;
+    auto r = beginWrite(tenant, bases[i], 1, &copy);
+    if (r && copy && copied)
+      copied->push_back(*r);
+    if (!r) {
+      for (size_t j = 0; j < i; ++j)
+        endWrite(bases[j]);
+      return r.takeError();
+    }
+  }
+  return bases;
+}
+
+std::string MemoryManager::endWrite(uint64_t base, std::optional<uint64_t> hash,
+                                    bool fromHost) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = blocks.find(base);
+  if (it == blocks.end() || it->second.pinned)
+    return ""; // Freed meanwhile.
+  Block &b = it->second;
+  if (b.writers)
+    b.writers--;
+  // A kernel's write: its bytes are left unhashed (activations change with
+  // every step; weights come from the host).
+  b.fromHost = fromHost && !hash;
+  b.reads = 0;
+  if (!hash || b.writers || b.swapped || b.group || !canShare)
+    return "";
+  return candidate(base, b, *hash);
+}
+
+std::string MemoryManager::candidate(uint64_t base, Block &b, uint64_t hash) {
+  dropCandidate(base, b);
+  b.fromHost = false;
+  if (!tenantMap[b.tenant].dedup)
+    return "";
+  b.hash = hash;
+  candidates.emplace(std::make_pair(hash, b.bytes), base);
+  return findTwin(base, b);
+}
+
+std::string MemoryManager::noteRead(uint64_t tenant, uint64_t addr) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!canShare)
+    return "";
+  auto *e = blockAt(addr);
+  if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
+    return "";
+  Block &b = e->second;
+  if (!b.fromHost || b.writers || b.swapped || b.group || b.hash ||
+      !tenantMap[tenant].dedup || ++b.reads < 2)
+    return "";
+  llvm::Expected<uint64_t> h = backend.contentHash(e->first, b.bytes);
+  if (!h) {
+    llvm::consumeError(h.takeError());
+    return "";
+  }
+  return candidate(e->first, b, *h);
+}
+
 Acquired MemoryManager::acquire(uint64_t tenant) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
@@ -249,10 +462,15 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
   if (t.swapped) {
     // It fits at all only where the memory that can never move (others'
     // pinned, the server's) leaves room.
+    // Module variables, shared copies (once each) and its own resident
+    // memory.
     uint64_t unmovable = usage.internal;
-    for (auto &[id, o] : tenantMap)
-      if (id != kInternal)
-        unmovable += id == tenant ? o.resident : o.pinned;
+    std::set<uint64_t> groupsSeen;
+    for (auto &[addr, b] : blocks)
+      if (b.tenant != kInternal && !b.swapped &&
+          (b.group ? groupsSeen.insert(b.group).second
+                   : b.pinned || b.tenant == tenant))
+        unmovable += b.bytes;
     if (unmovable > cap || t.swapped > cap - unmovable) {
       usage.outOfMemory++;
       return Acquired::Never;
@@ -325,6 +543,14 @@ std::string MemoryManager::verify() const {
     else
       t.allocations += b.bytes;
   }
+  // Deduplication: one physical copy per group.
+  for (auto &[id, g] : groups) {
+    dev.physical -= g.bytes * (g.members.size() - 1);
+    dev.saved += g.bytes * (g.members.size() - 1);
+  }
+  for (auto &[addr, b] : blocks)
+    if (b.group)
+      expect[b.tenant].shared += b.bytes;
   std::string out;
   auto check = [&](const std::string &what, uint64_t have, uint64_t want) {
     if (have != want)
@@ -334,6 +560,20 @@ std::string MemoryManager::verify() const {
   check("physical", usage.physical, dev.physical);
   check("swapped", usage.swapped, dev.swapped);
   check("internal", usage.internal, dev.internal);
+  check("saved", usage.saved, dev.saved);
+  for (auto &[id, g] : groups) {
+    if (g.members.size() < 2)
+      out += llvm::formatv("shared copy {0} has {1} member(s)\n", id,
+                           g.members.size())
+                 .str();
+    for (uint64_t m : g.members) {
+      auto b = blocks.find(m);
+      if (b == blocks.end() || b->second.group != id || b->second.swapped)
+        out +=
+            llvm::formatv("shared copy {0}: member {1:x} is not in it\n", id, m)
+                .str();
+    }
+  }
   if (usage.physical > cap)
     out += llvm::formatv("physical {0} exceeds the capacity {1}\n",
                          usage.physical, cap)
@@ -344,6 +584,7 @@ std::string MemoryManager::verify() const {
     check(t.name + " swapped", t.swapped, e.swapped);
     check(t.name + " pinned", t.pinned, e.pinned);
     check(t.name + " allocations", t.allocations, e.allocations);
+    check(t.name + " shared", t.shared, e.shared);
     if (id != kInternal && t.used() > t.quota)
       out += t.name + " holds more than its quota\n";
   }

@@ -351,6 +351,12 @@ struct Op : WorkItem {
   /// Its tenant's memory was acquired for it (MemoryManager::acquire):
   /// released when it completes.
   bool acquired = false;
+  /// Deduplication: the allocations it may write (MemoryManager::
+  /// beginWrite), ended when it completes; for a copy that fills one
+  /// whole, the content hash of its data (taken by the executor).
+  std::vector<uint64_t> writes;
+  bool hashContent = false;
+  uint64_t contentHash = 0;
   // Results (written by the executor).
   pb::Status result;
   /// Device time of all its dispatches, and of the last one (from its
@@ -553,6 +559,10 @@ public:
   void chain(Op *op, bool deviceWide);
   void submit(Op *op);
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
+  /// Deduplication: tells the memory manager which allocations `op` may
+  /// write (private copies for shared ones); an error status when one
+  /// cannot get its copy.
+  pb::Status beginWrites(Op *op);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
   /// preemption flag and counter (0: none, or its own), a contained one
@@ -778,6 +788,7 @@ llvm::Error Server::Impl::start() {
 
   BackendOptions bo;
   bo.cpuWorkers = options.cpuWorkers;
+  bo.cudaVirtualMemory = options.cudaSwap;
   if (options.printfSink)
     bo.printfSink = [sink = options.printfSink](llvm::StringRef s) {
       sink(s.str());
@@ -790,6 +801,19 @@ llvm::Error Server::Impl::start() {
   cache = std::make_unique<CompileCache>(options.cacheDir);
   deviceMemory =
       options.deviceMemory ? options.deviceMemory : kCpuDefaultMemory;
+  // A device with memory of its own: at most what it has free now (what
+  // other processes and the context hold is not ours to hand out).
+  std::string capacityNote;
+  if (std::optional<uint64_t> free = backend->freeDeviceMemory()) {
+    if (!options.deviceMemory)
+      deviceMemory = *free;
+    else if (*free < options.deviceMemory) {
+      deviceMemory = *free;
+      capacityNote = " (--device-memory=" + bytesText(options.deviceMemory) +
+                     " is more than the device has free: " +
+                     bytesText(*free) + ")";
+    }
+  }
   memory = std::make_unique<MemoryManager>(*backend, deviceMemory);
   if (!(options.kernelTimeoutMs >= 0))
     return llvm::createStringError("--kernel-timeout-ms must be 0 (no "
@@ -972,11 +996,14 @@ llvm::Error Server::Impl::start() {
   log("listening on " + where + "; backend " + backend->kind().str() + " (" +
       backend->name() + "), " + std::to_string(numExecutors) + " executor" +
       (numExecutors == 1 ? "" : "s") + ", device memory " +
-      bytesText(deviceMemory) +
+      bytesText(deviceMemory) + capacityNote +
       (memory->swaps() ? " (oversubscribed: idle tenants' memory moves to "
                          "host memory when it is needed)"
-                       : " (not oversubscribed: swapping is not supported "
-                         "yet on this backend)") +
+                       : backend->kind() == "cuda"
+                           ? " (not oversubscribed: --cuda-swap allocates so "
+                             "that idle tenants' memory can move out)"
+                           : " (not oversubscribed: swapping is not "
+                             "supported yet on this backend)") +
       ", scheduler " + scheduler->name() +
       (paceKernels ? " (pacing lower classes: their kernels are compiled "
                      "sliced)"
@@ -1311,7 +1338,8 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
     if (!slot) {
       slot = std::make_unique<TenantState>();
       slot->config = config;
-      slot->memId = memory->addTenant(config.name, config.quotaBytes);
+      slot->memId =
+          memory->addTenant(config.name, config.quotaBytes, config.dedup);
     }
     tenant = slot.get();
     tenant->sessions++;
@@ -2597,6 +2625,90 @@ void Server::Impl::submit(Op *op) {
     makeReady(op);
 }
 
+pb::Status Server::Impl::beginWrites(Op *op) {
+  if (!memory->dedups())
+    return pb::Status();
+  uint64_t tenant = op->session->tenant->memId;
+  auto logCopyOnWrite = [&](uint64_t base, uint64_t bytes,
+                            const std::string &why) {
+    log(llvm::formatv("tenant '{0}': {1} at {2:x} shared its bytes with "
+                      "other allocations: it gets a copy of its own before "
+                      "a write (copy on write){3}",
+                      op->session->tenant->config.name, bytesText(bytes), base,
+                      why)
+            .str());
+  };
+  auto fail = [&](llvm::Error e) {
+    for (uint64_t base : op->writes)
+      memory->endWrite(base);
+    op->writes.clear();
+    return status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), op->seq);
+  };
+  // Counts a write to the allocation `addr` falls in; returns its base
+  // and size ({0, 0}: memory deduplication leaves alone).
+  std::pair<uint64_t, uint64_t> range;
+  auto write = [&](uint64_t addr, uint64_t bytes) -> llvm::Error {
+    bool copied = false;
+    auto r = memory->beginWrite(tenant, addr, bytes, &copied);
+    if (!r)
+      return r.takeError();
+    if (copied)
+      logCopyOnWrite(r->first, r->second, "");
+    range = *r;
+    if (r->second)
+      op->writes.push_back(r->first);
+    return llvm::Error::success();
+  };
+  switch (op->type) {
+  case Op::Type::CopyIn:
+  case Op::Type::CopyD2D:
+  case Op::Type::Memset:
+    if (llvm::Error e = write(op->dst, op->bytes))
+      return fail(std::move(e));
+    // A copy that fills a whole allocation hashes its data.
+    op->hashContent = op->type == Op::Type::CopyIn && range.first == op->dst &&
+                      range.second == op->bytes;
+    return pb::Status();
+  case Op::Type::Launch: {
+    const KernelInfo *k = op->kernel;
+    if (!k || k->writesUnknownMemory) {
+      // It may write any of the tenant's memory.
+      std::vector<std::pair<uint64_t, uint64_t>> copied;
+      auto all = memory->beginWriteAll(tenant, &copied);
+      if (!all)
+        return fail(all.takeError());
+      for (auto [base, bytes] : copied)
+        logCopyOnWrite(base, bytes,
+                       ": kernel '" + op->kernelName +
+                           "' may write memory that no parameter names");
+      op->writes = std::move(*all);
+      return pb::Status();
+    }
+    // Each parameter the kernel may write through (or that escapes), where
+    // it points into one of the tenant's allocations; the others are only
+    // read: an allocation the host wrote in parts is hashed now (and may
+    // share a copy).
+    for (size_t i = 0; i < k->paramOffsets.size(); ++i) {
+      bool readOnly = i < k->readOnlyParams.size() && k->readOnlyParams[i];
+      if (k->paramSizes[i] != 8 || k->paramOffsets[i] + 8 > op->params.size())
+        continue;
+      uint64_t value;
+      std::memcpy(&value, op->params.data() + k->paramOffsets[i], 8);
+      if (readOnly) {
+        std::string shared = memory->noteRead(tenant, value);
+        if (!shared.empty())
+          log("tenant '" + op->session->tenant->config.name + "': " + shared);
+      } else if (llvm::Error e = write(value, 1)) {
+        return fail(std::move(e));
+      }
+    }
+    return pb::Status();
+  }
+  default:
+    return pb::Status();
+  }
+}
+
 void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   Session &s = *op->session;
   // Completes `op` now, or in the caller's worklist when there is one.
@@ -2663,6 +2775,8 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   }
   if (op->type == Op::Type::Launch)
     op->kernel = op->slot->compiled->findKernel(op->kernelName);
+  if (pb::Status st = beginWrites(op); st.code() != pb::OK)
+    return cancel(std::move(st));
   if (op->type == Op::Type::SymbolIn || op->type == Op::Type::SymbolOut) {
     // The variable's address, resolved here: the executor reads only the
     // op (the module's tables belong to this thread).
@@ -3351,6 +3465,12 @@ void Server::Impl::execute(Op *op, const Dispatch &d, uint64_t preemptFlag,
   }
   case Op::Type::CopyIn:
     e = backend->copyToDevice(op->dst, op->in.data(), op->bytes);
+    if (!e && op->hashContent)
+      op->contentHash =
+          contentHashOf(op->bytes, [&](uint64_t offset, uint64_t n) {
+            return llvm::ArrayRef<uint8_t>(
+                reinterpret_cast<const uint8_t *>(op->in.data()) + offset, n);
+          });
     break;
   case Op::Type::CopyOut:
     op->out = replyBuffers.take(op->bytes);
@@ -3520,6 +3640,19 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
   for (Op *d : op->dependents)
     if (--d->pendingDeps == 0)
       makeReady(d, &work);
+  for (uint64_t base : op->writes) {
+    bool fromHost = op->type == Op::Type::CopyIn ||
+                    op->type == Op::Type::Memset ||
+                    op->type == Op::Type::CopyD2D;
+    std::string shared =
+        memory->endWrite(base,
+                         op->hashContent && !failed && base == op->dst
+                             ? std::optional<uint64_t>(op->contentHash)
+                             : std::nullopt,
+                         fromHost && !failed);
+    if (!shared.empty())
+      log("tenant '" + s.tenant->config.name + "': " + shared);
+  }
   if (op->acquired)
     memory->release(s.tenant->memId);
   metrics.queued--;
@@ -3633,7 +3766,9 @@ std::string Server::Impl::metricsText() {
       {"wooly_device_memory_swapped_bytes",
        "Tenants' device memory moved out to host memory."},
       {"wooly_device_memory_dedup_saved_bytes",
-       "Device memory deduplication saves (not implemented: 0)."},
+       "Device memory deduplication saves: allocations of identical bytes, "
+       "only read, that map one physical copy (its size times the sharers "
+       "less one)."},
       {"wooly_memory_waiting_operations",
        "Operations waiting for their tenant's memory to come back."},
   };
@@ -3655,11 +3790,18 @@ std::string Server::Impl::metricsText() {
       {"wooly_memory_swap_in_seconds_total", "Time spent bringing it back."},
       {"wooly_memory_out_of_memory_total",
        "Allocations and swap-ins refused for lack of device memory."},
+      {"wooly_memory_dedup_shares_total",
+       "Allocations that started to map another's identical bytes "
+       "(deduplication)."},
+      {"wooly_memory_copies_on_write_total",
+       "Shared allocations given a private copy before a write."},
   };
   const double memCounterValues[] = {
-      double(mem.evictions),    double(mem.swapOuts),    double(mem.swapIns),
-      double(mem.swapOutBytes), double(mem.swapInBytes), mem.swapOutSeconds,
-      mem.swapInSeconds,        double(mem.outOfMemory)};
+      double(mem.evictions),   double(mem.swapOuts),
+      double(mem.swapIns),     double(mem.swapOutBytes),
+      double(mem.swapInBytes), mem.swapOutSeconds,
+      mem.swapInSeconds,       double(mem.outOfMemory),
+      double(mem.dedupShares), double(mem.copiesOnWrite)};
   for (size_t i = 0; i < std::size(memCounters); ++i) {
     w.family(memCounters[i].first, "counter", memCounters[i].second);
     w.sample(memCounters[i].first, {}, memCounterValues[i]);
@@ -3704,8 +3846,8 @@ std::string Server::Impl::metricsText() {
          return double(memory->tenant(t.memId).swapped);
        }},
       {"wooly_tenant_memory_shared_bytes", "gauge",
-       "The tenant's memory shared with other tenants (deduplication: not "
-       "implemented, 0).",
+       "The tenant's memory whose one physical copy it shares with other "
+       "allocations (deduplication; part of resident).",
        [this](const TenantState &t) {
          return double(memory->tenant(t.memId).shared);
        }},

@@ -139,6 +139,11 @@ llvm::Expected<TenantRegistry> wooly::server::parseTenants(StringRef text,
           if (!bytes)
             return errorAt(name, v, llvm::toString(bytes.takeError()));
           t.quotaBytes = *bytes;
+        } else if (key == "dedup") {
+          bool on = false;
+          if (!YAML::convert<bool>::decode(v, on))
+            return errorAt(name, v, "dedup must be true or false");
+          t.dedup = on;
         } else if (key == "limits") {
           if (!v.IsMap())
             return errorAt(name, v,
@@ -179,7 +184,7 @@ llvm::Expected<TenantRegistry> wooly::server::parseTenants(StringRef text,
           return errorAt(name, kv.first,
                          "unknown key '" + key +
                              "' (name, token, class, weight, sla_ms, memory, "
-                             "limits)");
+                             "dedup, limits)");
         }
       }
       if (t.name.empty())

@@ -49,10 +49,18 @@ static cl::opt<std::string>
 static cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("Device memory all tenants share (e.g. 8GiB; cpu default "
-             "4GiB). Quotas may add up to more: on cpu, idle tenants' "
-             "memory moves to host memory when it is needed (not yet on "
-             "cuda)"),
+             "4GiB; cuda: at most the GPU's free memory, the default). "
+             "Quotas may add up to more: idle tenants' memory moves to host "
+             "memory when it is needed (cpu; cuda with --cuda-swap)"),
     cl::value_desc("bytes"), cl::cat(cat));
+static cl::opt<bool> cudaSwap(
+    "cuda-swap",
+    cl::desc("cuda: allocate device memory with the virtual memory "
+             "management API (cuMemAddressReserve/cuMemCreate/cuMemMap), so "
+             "that idle tenants' memory can move to host memory and back "
+             "at the same addresses (oversubscription). Allocations and "
+             "frees then synchronise with the device"),
+    cl::init(false), cl::cat(cat));
 static cl::opt<unsigned>
     executors("executors",
               cl::desc("Threads running launches and copies (default: one "
@@ -186,6 +194,7 @@ int main(int argc, char **argv) {
   o.executors = executors;
   o.compileThreads = compileThreads;
   o.cpuWorkers = cpuWorkers;
+  o.cudaSwap = cudaSwap;
   o.drainTimeoutMs = drainTimeout;
   o.scheduler = scheduler;
   o.pacing = pacing;

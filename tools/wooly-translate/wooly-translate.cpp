@@ -121,6 +121,12 @@ struct Options {
   cl::opt<std::string> lld{
       "lld", cl::desc("The linker (default: ld.lld-22 or ld.lld on PATH)"),
       cl::value_desc("path"), cl::cat(compileCat)};
+  cl::opt<bool> kernelModes{
+      "kernel-modes",
+      cl::desc("--target=host: instead of the object, print how each "
+               "kernel runs on the CPU backend (direct, region, or fibers "
+               "and why)"),
+      cl::cat(compileCat)};
 };
 } // namespace
 
@@ -156,7 +162,8 @@ static int compileMain(const Options &o) {
   // Code objects and host objects are binary: refuse a terminal before
   // compiling.
   bool binary = t->kind != wooly::Target::Kind::NVPTX;
-  if (binary && output == "-" && llvm::sys::Process::StandardOutIsDisplayed()) {
+  if (binary && !o.kernelModes && output == "-" &&
+      llvm::sys::Process::StandardOutIsDisplayed()) {
     llvm::errs() << "wooly-translate: not writing a binary " << t->str()
                  << " object to a terminal; use -o FILE\n";
     return 1;
@@ -170,6 +177,19 @@ static int compileMain(const Options &o) {
       llvm::errs() << "wooly-translate: error: ";
     llvm::errs() << msg << "\n";
     return 1;
+  }
+  if (o.kernelModes) {
+    // One line a kernel: `name: mode[: why fibers]`.
+    for (const wooly::KernelInfo &k : m->kernels) {
+      llvm::outs() << k.name << ": ";
+      if (!k.needsFibers)
+        llvm::outs() << "direct\n";
+      else if (!k.regionSymbol.empty())
+        llvm::outs() << "region\n";
+      else
+        llvm::outs() << "fibers: " << k.fiberReason << "\n";
+    }
+    return 0;
   }
   std::error_code ec;
   llvm::raw_fd_ostream os(output, ec, llvm::sys::fs::OF_None);

@@ -267,7 +267,10 @@ protected:
       std::memcpy(params.data() + k->paramOffsets[i], args[i].b.data(),
                   args[i].b.size());
     }
-    LaunchConfig config{grid, block, shared};
+    LaunchConfig config;
+    config.grid = grid;
+    config.block = block;
+    config.dynamicSharedBytes = shared;
     config.cooperative = cooperative;
     llvm::Error e = llvm::Error::success();
     if (strategy.launch)

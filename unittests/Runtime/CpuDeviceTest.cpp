@@ -1357,3 +1357,99 @@ TEST(CpuDevice, ModuleExtendedKernelByKernel) {
   ASSERT_FALSE(device.unloadModule(*loaded));
 }
 } // namespace
+
+namespace {
+// Cuts in a loop and in divergent code: each warp w shuffles in a loop of
+// w + 1 iterations (v += v of lane ^ 1), lane 0 of each warp stores v in
+// shared memory, a barrier, then out[tid] = v + the next warp's part. And
+// a block where thread 0 waits at a shuffle of the whole warp while the
+// others wait at a barrier: a deadlock.
+const char *kDivergentCuts = R"(
+.visible .entry divcuts(.param .u64 out)
+{
+  .reg .pred %p;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b32 sh[4];
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  mov.u32 %r3, %r1;
+  mov.u32 %r4, 0;
+LOOP:
+  shfl.sync.bfly.b32 %r5, %r3, 1, 31, -1;
+  add.s32 %r3, %r3, %r5;
+  add.s32 %r4, %r4, 1;
+  setp.le.u32 %p, %r4, %r2;
+  @%p bra LOOP;
+  and.b32 %r6, %r1, 31;
+  setp.ne.u32 %p, %r6, 0;
+  @%p bra SKIP;
+  shl.b32 %r7, %r2, 2;
+  mov.u32 %r8, sh;
+  add.u32 %r8, %r8, %r7;
+  st.shared.u32 [%r8], %r3;
+SKIP:
+  bar.sync 0;
+  add.u32 %r9, %r2, 1;
+  and.b32 %r9, %r9, 3;
+  shl.b32 %r9, %r9, 2;
+  mov.u32 %r10, sh;
+  add.u32 %r10, %r10, %r9;
+  ld.shared.u32 %r11, [%r10];
+  add.s32 %r12, %r3, %r11;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r12;
+  ret;
+}
+.visible .entry stuck()
+{
+  .reg .pred %p;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p, %r1, 0;
+  @%p bra BAR;
+  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+  bra END;
+BAR:
+  bar.sync 0;
+END:
+  ret;
+}
+)";
+} // namespace
+
+TEST(CpuDevice, CutsInLoopsAndDivergentCodeRunRegionByRegion) {
+  // The expected values, lane by lane.
+  std::vector<uint32_t> v(128), part(4), want(128);
+  for (uint32_t t = 0; t < 128; ++t)
+    v[t] = t;
+  for (uint32_t w = 0; w < 4; ++w)
+    for (uint32_t i = 0; i <= w; ++i) {
+      std::vector<uint32_t> before(v.begin() + 32 * w, v.begin() + 32 * w + 32);
+      for (uint32_t l = 0; l < 32; ++l)
+        v[32 * w + l] = before[l] + before[l ^ 1];
+    }
+  for (uint32_t w = 0; w < 4; ++w)
+    part[w] = v[32 * w];
+  for (uint32_t t = 0; t < 128; ++t)
+    want[t] = v[t] + part[((t >> 5) + 1) & 3];
+  for (bool regions : {true, false}) {
+    Fixture f(kDivergentCuts, /*workers=*/2, regions);
+    ASSERT_TRUE(f.loaded);
+    EXPECT_FALSE(f.module->findKernel("divcuts")->regionSymbol.empty());
+    EXPECT_EQ(f.module->findKernel("divcuts")->fiberReason, "");
+    uint64_t out = f.alloc(128 * 4);
+    EXPECT_EQ(f.launch("divcuts", launchOf(3, 128), f.params("divcuts", {out})),
+              "");
+    EXPECT_EQ(f.read(out, 128), want) << (regions ? "regions" : "fibers");
+    // Both executors report the deadlock alike.
+    std::string e = f.launch("stuck", launchOf(1, 64), {});
+    EXPECT_NE(e.find("kernel 'stuck': deadlock in block (0,0,0): thread 0 at "
+                     "a warp collective (mask 0xffffffff); thread 1 at a "
+                     "barrier;"),
+              std::string::npos)
+        << (regions ? "regions: " : "fibers: ") << e;
+  }
+}

@@ -170,3 +170,69 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   EXPECT_FALSE(bool(dev.free(*addr)));
 }
 } // namespace
+
+namespace {
+/// The stand-in driver's counts of reserved ranges, physical allocations
+/// and mappings (FakeCudaDriver.cpp).
+const unsigned long long *fakeVmm() {
+  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib)
+    return nullptr;
+  auto fn = reinterpret_cast<const unsigned long long *(*)()>(
+      dlsym(lib, "fakeCudaVmmLive"));
+  return fn ? fn() : nullptr;
+}
+} // namespace
+
+// With virtual memory management, an allocation is a reserved range with
+// physical memory mapped in; swapping it out copies its bytes to host
+// memory and releases the physical memory (the range stays reserved), and
+// swapping it in maps new memory at the same address with the same bytes.
+// Freeing a swapped-out allocation releases its range.
+TEST(CudaDeviceTest, VirtualMemorySwapsAtTheSameAddress) {
+  auto opened = CudaDevice::open(0, FAKE_CUDA_FULL);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  CudaDevice &d = **opened;
+  EXPECT_FALSE(d.virtualMemory());
+  EXPECT_NE(errorText(d.swapOut(0x1000)).find("virtual memory management"),
+            std::string::npos);
+  ASSERT_FALSE(bool(d.enableVirtualMemory()));
+  ASSERT_TRUE(d.virtualMemory());
+  const unsigned long long *live = fakeVmm();
+  ASSERT_TRUE(live);
+  unsigned long long before[3] = {live[0], live[1], live[2]};
+  constexpr uint64_t kBytes = 3 << 20; // two 2 MiB granules
+  auto a = d.allocate(kBytes);
+  ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+  EXPECT_EQ(live[0], before[0] + 1);
+  EXPECT_EQ(live[1], before[1] + 1);
+  EXPECT_EQ(live[2], before[2] + 1);
+  std::vector<uint8_t> bytes(kBytes), got(kBytes, 0xff);
+  for (uint64_t i = 0; i < kBytes; ++i)
+    bytes[i] = uint8_t(i * 7 + (i >> 12));
+  // Zero-filled at first.
+  ASSERT_FALSE(bool(d.copyFromDevice(got.data(), *a, kBytes)));
+  EXPECT_EQ(got, std::vector<uint8_t>(kBytes, 0));
+  ASSERT_FALSE(bool(d.copyToDevice(*a, bytes.data(), kBytes)));
+  ASSERT_FALSE(bool(d.swapOut(*a)));
+  EXPECT_EQ(live[1], before[1]) << "the physical memory is released";
+  EXPECT_EQ(live[2], before[2]);
+  EXPECT_EQ(live[0], before[0] + 1) << "the range stays reserved";
+  EXPECT_NE(errorText(d.swapOut(*a)).find("not a resident allocation"),
+            std::string::npos);
+  ASSERT_FALSE(bool(d.swapIn(*a)));
+  EXPECT_EQ(live[1], before[1] + 1);
+  std::fill(got.begin(), got.end(), 0);
+  ASSERT_FALSE(bool(d.copyFromDevice(got.data(), *a, kBytes)));
+  EXPECT_EQ(got, bytes);
+  EXPECT_NE(errorText(d.swapIn(*a)).find("not swapped out"),
+            std::string::npos);
+  // Freed while swapped out: its range goes too.
+  ASSERT_FALSE(bool(d.swapOut(*a)));
+  ASSERT_FALSE(bool(d.free(*a)));
+  EXPECT_EQ(live[0], before[0]);
+  EXPECT_EQ(live[1], before[1]);
+  EXPECT_EQ(live[2], before[2]);
+  EXPECT_NE(errorText(d.free(*a)).find("not an allocation"),
+            std::string::npos);
+}

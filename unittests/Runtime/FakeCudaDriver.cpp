@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,68 @@ API int cuMemAllocAsync(unsigned long long *p, size_t n, void *) {
   return cuMemAlloc_v2(p, n);
 }
 API int cuMemFreeAsync(unsigned long long p, void *) { return cuMemFree_v2(p); }
+/// Virtual memory management: a reservation is a PROT_NONE host mapping,
+/// a physical allocation a handle of its size, mapping it makes fresh
+/// (zero) pages accessible, unmapping makes the range inaccessible again
+/// (physical memory keeps no bytes once unmapped: Wooly copies out first).
+/// Counters let tests see what was reserved, created and mapped.
+static unsigned long long fakeVmmLive[3]; // reserved, created, mapped
+API const unsigned long long *fakeCudaVmmLive() { return fakeVmmLive; }
+API int cuMemGetAllocationGranularity(size_t *g, const void *, int) {
+  *g = 2 << 20;
+  return 0;
+}
+API int cuMemAddressReserve(unsigned long long *p, size_t n, size_t, 
+                            unsigned long long, unsigned long long) {
+  void *m = mmap(nullptr, n, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  *p = reinterpret_cast<uintptr_t>(m);
+  ++fakeVmmLive[0];
+  return 0;
+}
+API int cuMemAddressFree(unsigned long long p, size_t n) {
+  munmap(reinterpret_cast<void *>(uintptr_t(p)), n);
+  --fakeVmmLive[0];
+  return 0;
+}
+API int cuMemCreate(unsigned long long *h, size_t n, const void *,
+                    unsigned long long) {
+  *h = n;
+  ++fakeVmmLive[1];
+  return 0;
+}
+API int cuMemRelease(unsigned long long) {
+  --fakeVmmLive[1];
+  return 0;
+}
+API int cuMemMap(unsigned long long p, size_t n, size_t, unsigned long long,
+                 unsigned long long) {
+  void *m = mmap(reinterpret_cast<void *>(uintptr_t(p)), n,
+                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                 -1, 0);
+  if (m == MAP_FAILED)
+    return 2;
+  ++fakeVmmLive[2];
+  return 0;
+}
+API int cuMemSetAccess(unsigned long long, size_t, const void *, size_t) {
+  return 0;
+}
+API int cuMemUnmap(unsigned long long p, size_t n) {
+  mmap(reinterpret_cast<void *>(uintptr_t(p)), n, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  --fakeVmmLive[2];
+  return 0;
+}
+
+/// A device with 3 GiB of 4 free (wooly-serve's capacity is at most that).
+API int cuMemGetInfo_v2(size_t *freeBytes, size_t *totalBytes) {
+  *freeBytes = size_t(3) << 30;
+  *totalBytes = size_t(4) << 30;
+  return 0;
+}
 API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
   return 0;
@@ -176,6 +239,9 @@ API int cuDeviceGetAttribute(int *value, int attribute, int) {
     *value = 0;
     return 0;
   case 115: // memory pools (the stream-ordered allocator)
+    *value = 1;
+    return 0;
+  case 102: // virtual memory management
     *value = 1;
     return 0;
   }

@@ -155,4 +155,72 @@ TEST(FloatHelpersTest, Table) {
   EXPECT_EQ(n, 3u * 14u + 4u * 13u + 4u);
 }
 
+/// `x` rounded to float by rounding mode `mode` (0 rz, 1 rm, 2 rp) where
+/// `x` is exact in __float128: the to-nearest float, moved one step where
+/// it lies on the wrong side of `x`.
+float roundQuad(__float128 x, int mode) {
+  float r = float(x);
+  __float128 q = r;
+  bool up = mode == 2 || (mode == 0 && x < 0);
+  if (up && q < x)
+    r = std::nextafter(r, INFINITY);
+  if (!up && q > x)
+    r = std::nextafter(r, -INFINITY);
+  return r;
+}
+
+// The f32 helpers compute in double, without fesetround: against sums and
+// products exact in __float128 (operands within 2^-20..2^20, so that
+// a*b+c needs fewer than 113 bits), with cancellations and near-ties.
+TEST(FloatHelpersTest, DirectedF32MatchesExact) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  auto operand = [&] {
+    float m = float(next() & 0xffffff) / float(1 << 24) + 0.5f;
+    float v = std::ldexp(m, int(next() % 41) - 20);
+    return (next() & 1) ? -v : v;
+  };
+  using Fn2 = float (*)(float, float);
+  using Fn3 = float (*)(float, float, float);
+  Fn2 add[] = {__wooly_fadd_rz_f32, __wooly_fadd_rm_f32, __wooly_fadd_rp_f32};
+  Fn2 sub[] = {__wooly_fsub_rz_f32, __wooly_fsub_rm_f32, __wooly_fsub_rp_f32};
+  Fn2 mul[] = {__wooly_fmul_rz_f32, __wooly_fmul_rm_f32, __wooly_fmul_rp_f32};
+  Fn3 fma[] = {__wooly_fma_rz_f32, __wooly_fma_rm_f32, __wooly_fma_rp_f32};
+  for (int i = 0; i < 200000; ++i) {
+    float a = operand(), b = operand(), c = operand();
+    if (i % 4 == 1)
+      c = -float(__float128(a) * b); // Cancellation: a tiny remainder.
+    if (i % 4 == 2)
+      b = std::nextafter(-a, 0.0f); // a + b is one ulp of a.
+    __float128 qa = a, qb = b, qc = c;
+    for (int m = 0; m < 3; ++m) {
+      if (qa * qb + qc != 0)
+        ASSERT_EQ(bits(fma[m](a, b, c)), bits(roundQuad(qa * qb + qc, m)))
+            << "fma mode " << m << " " << a << " " << b << " " << c;
+      if (qa + qb != 0) {
+        ASSERT_EQ(bits(add[m](a, b)), bits(roundQuad(qa + qb, m)))
+            << "add mode " << m << " " << a << " " << b;
+        ASSERT_EQ(bits(sub[m](a, -b)), bits(roundQuad(qa + qb, m)))
+            << "sub mode " << m << " " << a << " " << b;
+      }
+      ASSERT_EQ(bits(mul[m](a, b)), bits(roundQuad(qa * qb, m)))
+          << "mul mode " << m << " " << a << " " << b;
+    }
+  }
+  // Exact zeros take their sign from the mode; overflow and subnormals.
+  EXPECT_EQ(bits(__wooly_fma_rm_f32(1.0f, 1.0f, -1.0f)), 0x80000000u);
+  EXPECT_EQ(bits(__wooly_fma_rp_f32(1.0f, 1.0f, -1.0f)), 0x00000000u);
+  float big = llvm::bit_cast<float>(0x7f7fffffu);
+  EXPECT_EQ(bits(__wooly_fma_rz_f32(big, 2.0f, 0.0f)), 0x7f7fffffu);
+  EXPECT_EQ(bits(__wooly_fma_rp_f32(big, 2.0f, 0.0f)), 0x7f800000u);
+  float tiny = llvm::bit_cast<float>(0x00000001u);
+  EXPECT_EQ(bits(__wooly_fmul_rp_f32(tiny, 0.5f)), 0x00000001u);
+  EXPECT_EQ(bits(__wooly_fmul_rz_f32(tiny, 0.5f)), 0x00000000u);
+  EXPECT_EQ(bits(__wooly_fmul_rm_f32(-tiny, 0.5f)), 0x80000001u);
+}
 } // namespace

@@ -49,6 +49,24 @@ std::vector<uint8_t> patternOf(uint64_t addr, uint64_t bytes) {
 struct Model {
   uint64_t id = 0, quota = 0;
   std::map<uint64_t, uint64_t> allocations; // addr -> bytes
+  /// The pattern each allocation was filled with (its address, or one of
+  /// a few contents that several allocations share), and the bytes
+  /// written over it since.
+  std::map<uint64_t, uint64_t> seeds;
+  std::map<uint64_t, std::map<uint64_t, uint8_t>> writes;
+  std::vector<uint8_t> expected(uint64_t addr) const {
+    std::vector<uint8_t> v = patternOf(seeds.at(addr), allocations.at(addr));
+    if (auto w = writes.find(addr); w != writes.end())
+      for (auto [off, b] : w->second)
+        v[off] = b;
+    return v;
+  }
+  uint8_t expectedAt(uint64_t addr, uint64_t off) const {
+    if (auto w = writes.find(addr); w != writes.end())
+      if (auto b = w->second.find(off); b != w->second.end())
+        return b->second;
+    return pattern(seeds.at(addr), off);
+  }
   unsigned busy = 0;
   uint64_t sum() const {
     uint64_t s = 0;
@@ -70,7 +88,12 @@ std::vector<uint64_t> snapshot(const MemoryManager &m) {
   return v;
 }
 
-// Random allocations, frees, work and module variables by 8 tenants with
+void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
+          const std::vector<uint8_t> &bytes);
+
+// Random allocations, frees, work, module variables, and writes to
+// buffers that often hold the same bytes as others' (deduplication, copy
+// on write) by 8 tenants with
 // 32 MiB quotas on a 64 MiB device: after every step the counters agree
 // with the allocations (MemoryManager::verify), none exceeds the capacity
 // or a quota, each tenant's view is the sum of its own allocations, a
@@ -98,6 +121,10 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       // Mostly small, sometimes large (up to 12 MiB).
       uint64_t bytes =
           rng() % 4 == 0 ? 1 + rng() % (12 * kMiB) : 1 + rng() % (64 << 10);
+      // One in three holds one of a few contents shared across tenants.
+      uint64_t seed = rng() % 3 == 0 ? 1 + rng() % 3 : 0;
+      if (seed)
+        bytes = seed == 1 ? 3 * kMiB + 5 : seed * 4096;
       std::vector<uint64_t> before = snapshot(mm);
       auto a = mm.allocate(t.id, bytes);
       if (!a) {
@@ -109,14 +136,38 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       } else {
         ++allocated;
         t.allocations[*a] = bytes;
-        std::vector<uint8_t> p = patternOf(*a, bytes);
-        EXPECT_FALSE(bool(backend->copyToDevice(*a, p.data(), bytes)));
+        t.seeds[*a] = seed ? seed << 40 : *a;
+        // Filled as the server fills it: a whole copy, announced.
+        fill(mm, *backend, t.id, *a, patternOf(t.seeds[*a], bytes));
+      }
+    } else if (action < 47) {
+      // A write to one byte, announced (copy on write where shared).
+      if (!t.allocations.empty() && mm.acquire(t.id) == Acquired::Yes) {
+        auto it = t.allocations.begin();
+        std::advance(it, rng() % t.allocations.size());
+        uint64_t off = rng() % it->second;
+        uint8_t b = uint8_t(rng());
+        std::vector<uint64_t> before = snapshot(mm);
+        auto w = mm.beginWrite(t.id, it->first + off, 1);
+        if (!w) {
+          // No room for a private copy: refused, nothing changed.
+          llvm::consumeError(w.takeError());
+          EXPECT_EQ(snapshot(mm), before) << "step " << step;
+          ++refused;
+        } else {
+          EXPECT_FALSE(bool(backend->copyToDevice(it->first + off, &b, 1)));
+          mm.endWrite(w->first);
+          t.writes[it->first][off] = b;
+        }
+        mm.release(t.id);
       }
     } else if (action < 65) {
       if (!t.allocations.empty()) {
         auto it = t.allocations.begin();
         std::advance(it, rng() % t.allocations.size());
         EXPECT_FALSE(bool(mm.free(it->first)));
+        t.seeds.erase(it->first);
+        t.writes.erase(it->first);
         t.allocations.erase(it);
       }
     } else if (action < 82) {
@@ -128,7 +179,7 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
         for (auto &[addr, bytes] : t.allocations) {
           uint8_t b = 0;
           EXPECT_FALSE(bool(backend->copyFromDevice(&b, addr + bytes - 1, 1)));
-          EXPECT_EQ(b, pattern(addr, bytes - 1));
+          EXPECT_EQ(b, t.expectedAt(addr, bytes - 1));
         }
       }
     } else if (action < 97) {
@@ -168,6 +219,8 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
   DeviceMemoryUsage d = mm.device();
   EXPECT_GT(d.evictions, 0u);
   EXPECT_GT(d.swapIns, 0u);
+  EXPECT_GT(d.dedupShares, 10u);
+  EXPECT_GT(d.copiesOnWrite, 0u);
   // Every byte, once each tenant's memory is back.
   for (Model &t : tenants) {
     while (t.busy) {
@@ -180,7 +233,7 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
     for (auto &[addr, bytes] : t.allocations) {
       std::vector<uint8_t> got(bytes);
       ASSERT_FALSE(bool(backend->copyFromDevice(got.data(), addr, bytes)));
-      EXPECT_EQ(got, patternOf(addr, bytes)) << "allocation " << addr;
+      EXPECT_EQ(got, t.expected(addr)) << "allocation " << addr;
     }
     mm.release(t.id);
   }
@@ -253,3 +306,216 @@ TEST(MemoryManagerTest, NothingToEvictIsACleanOutOfMemory) {
 }
 
 } // namespace
+
+namespace {
+/// Copies `bytes` into the allocation at `addr` as the server does: the
+/// write is announced, done, and ended with the content hash of the data.
+void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
+          const std::vector<uint8_t> &bytes) {
+  auto w = mm.beginWrite(tenant, addr, bytes.size());
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  ASSERT_FALSE(
+      llvm::errorToBool(b.copyToDevice(addr, bytes.data(), bytes.size())));
+  uint64_t h = contentHashOf(bytes.size(), [&](uint64_t off, uint64_t n) {
+    return llvm::ArrayRef<uint8_t>(bytes.data() + off, n);
+  });
+  bool whole = w->first == addr && w->second == bytes.size();
+  mm.endWrite(w->first, whole ? std::optional<uint64_t>(h) : std::nullopt);
+}
+
+std::vector<uint8_t> readBack(Backend &b, uint64_t addr, uint64_t bytes) {
+  std::vector<uint8_t> v(bytes);
+  EXPECT_FALSE(llvm::errorToBool(b.copyFromDevice(v.data(), addr, bytes)));
+  return v;
+}
+} // namespace
+
+// Three tenants load the same "weights": physical memory holds one copy,
+// each at its own address; a write (announced as the server announces
+// copies, memsets and kernels that may write) gives the writer a private
+// copy and the others keep reading the original bytes; different bytes,
+// a write in flight and a swapped-out twin never share; every counter
+// stays exact (verify) through frees in any order.
+TEST(MemoryManagerTest, IdenticalBuffersShareOneCopyUntilWritten) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend && backend->supportsSharing());
+  MemoryManager mm(*backend, 64 * kMiB);
+  ASSERT_TRUE(mm.dedups());
+  constexpr uint64_t kBytes = 8 * kMiB + 100; // not a whole number of pages
+  std::vector<uint8_t> weights = patternOf(0x1000, kBytes);
+  uint64_t t[3], addr[3];
+  for (int i = 0; i < 3; ++i) {
+    t[i] = mm.addTenant("t" + std::to_string(i), 32 * kMiB);
+    auto a = mm.allocate(t[i], kBytes);
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    addr[i] = *a;
+    fill(mm, *backend, t[i], addr[i], weights);
+    EXPECT_EQ(mm.verify(), "");
+  }
+  DeviceMemoryUsage d = mm.device();
+  EXPECT_EQ(d.physical, kBytes); // one copy
+  EXPECT_EQ(d.saved, 2 * kBytes);
+  EXPECT_EQ(d.dedupShares, 2u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(mm.tenant(t[i]).shared, kBytes);
+    EXPECT_EQ(mm.tenant(t[i]).used(), kBytes); // each sees its own buffer
+    EXPECT_EQ(readBack(*backend, addr[i], kBytes), weights);
+  }
+  // A shared copy is read-only: a write that was not announced fails.
+  std::vector<uint8_t> one(1, 0xee);
+  EXPECT_TRUE(llvm::errorToBool(backend->copyToDevice(addr[1], one.data(), 1)));
+
+  // Tenant 1 writes (copy on write): its own copy, the others unchanged.
+  auto w = mm.beginWrite(t[1], addr[1] + 4096, 1);
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  EXPECT_EQ(w->first, addr[1]);
+  ASSERT_FALSE(
+      llvm::errorToBool(backend->copyToDevice(addr[1] + 4096, one.data(), 1)));
+  mm.endWrite(w->first);
+  EXPECT_EQ(mm.verify(), "");
+  d = mm.device();
+  EXPECT_EQ(d.physical, 2 * kBytes);
+  EXPECT_EQ(d.saved, kBytes);
+  EXPECT_EQ(d.copiesOnWrite, 1u);
+  EXPECT_EQ(mm.tenant(t[1]).shared, 0u);
+  std::vector<uint8_t> written = weights;
+  written[4096] = 0xee;
+  EXPECT_EQ(readBack(*backend, addr[1], kBytes), written);
+  EXPECT_EQ(readBack(*backend, addr[0], kBytes), weights);
+  EXPECT_EQ(readBack(*backend, addr[2], kBytes), weights);
+
+  // A fourth buffer with the same bytes but a write in flight (another
+  // op's) does not share when its copy ends; different bytes never do.
+  uint64_t t3 = mm.addTenant("t3", 32 * kMiB);
+  auto a3 = mm.allocate(t3, kBytes);
+  ASSERT_TRUE(bool(a3));
+  auto inFlight = mm.beginWrite(t3, *a3, 1);
+  ASSERT_TRUE(bool(inFlight));
+  fill(mm, *backend, t3, *a3, weights);
+  EXPECT_EQ(mm.device().physical, 3 * kBytes);
+  mm.endWrite(inFlight->first);
+  auto a4 = mm.allocate(t3, kBytes);
+  ASSERT_TRUE(bool(a4));
+  fill(mm, *backend, t3, *a4, written); // tenant 1's bytes now: private
+  // ... which shares with tenant 1's buffer? No: tenant 1's was written
+  // after its copy, so it is no candidate.
+  EXPECT_EQ(mm.device().physical, 4 * kBytes);
+  EXPECT_EQ(mm.verify(), "");
+
+  // Frees in any order keep the counters exact; the last member of a
+  // shared copy gets its own pages and keeps its bytes.
+  ASSERT_FALSE(llvm::errorToBool(mm.free(addr[0])));
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.tenant(t[2]).shared, 0u);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(readBack(*backend, addr[2], kBytes), weights);
+  ASSERT_FALSE(llvm::errorToBool(backend->copyToDevice(addr[2], one.data(), 1)))
+      << "the last member is writable again";
+  for (uint64_t a : {addr[1], addr[2], *a3, *a4})
+    ASSERT_FALSE(llvm::errorToBool(mm.free(a)));
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.device().physical, 0u);
+}
+
+// A shared copy is not swapped out, and makes no idle tenant's memory look
+// movable; a tenant whose other memory moves out keeps its shared buffer's
+// bytes and gets the rest back intact.
+TEST(MemoryManagerTest, SharedCopiesStayResidentThroughSwapping) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 32 * kMiB);
+  std::vector<uint8_t> weights = patternOf(0x2000, 8 * kMiB);
+  uint64_t a = mm.addTenant("a", 0), b = mm.addTenant("b", 0);
+  auto wa = mm.allocate(a, 8 * kMiB), wb = mm.allocate(b, 8 * kMiB);
+  ASSERT_TRUE(wa && wb);
+  fill(mm, *backend, a, *wa, weights);
+  fill(mm, *backend, b, *wb, weights);
+  auto own = mm.allocate(a, 8 * kMiB);
+  ASSERT_TRUE(bool(own));
+  std::vector<uint8_t> mine = patternOf(0x3000, 8 * kMiB);
+  fill(mm, *backend, a, *own, mine);
+  EXPECT_EQ(mm.device().physical, 16 * kMiB);
+  // b needs 20 MiB more: only a's own 8 MiB can move (16 + 20 - 8 = 28).
+  auto big = mm.allocate(b, 20 * kMiB);
+  ASSERT_TRUE(bool(big)) << llvm::toString(big.takeError());
+  EXPECT_EQ(mm.tenant(a).swapped, 8 * kMiB);
+  EXPECT_EQ(mm.tenant(a).shared, 8 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  // Nothing more can move: a clean out-of-memory.
+  auto more = mm.allocate(b, 8 * kMiB);
+  EXPECT_FALSE(bool(more));
+  llvm::consumeError(more.takeError());
+  ASSERT_FALSE(llvm::errorToBool(mm.free(*big)));
+  ASSERT_EQ(mm.acquire(a), Acquired::Yes);
+  EXPECT_EQ(readBack(*backend, *own, 8 * kMiB), mine);
+  EXPECT_EQ(readBack(*backend, *wa, 8 * kMiB), weights);
+  mm.release(a);
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// An allocation the host fills in parts is hashed when a kernel that only
+// reads it is about to run for the second time since (noteRead), once, and
+// then shares; one last written by a kernel is never hashed.
+TEST(MemoryManagerTest, BuffersFilledInPartsShareWhenFirstRead) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  constexpr uint64_t kBytes = 4 * kMiB;
+  std::vector<uint8_t> weights = patternOf(0x4000, kBytes);
+  uint64_t a = mm.addTenant("a", 0), b = mm.addTenant("b", 0),
+           c = mm.addTenant("c", 0);
+  auto wa = mm.allocate(a, kBytes), wb = mm.allocate(b, kBytes),
+       wc = mm.allocate(c, kBytes);
+  ASSERT_TRUE(wa && wb && wc);
+  fill(mm, *backend, a, *wa, weights); // one copy: hashed at once
+  // b: two halves, written from the host.
+  for (uint64_t half = 0; half < 2; ++half) {
+    auto w = mm.beginWrite(b, *wb + half * kBytes / 2, kBytes / 2);
+    ASSERT_TRUE(bool(w));
+    ASSERT_FALSE(bool(backend->copyToDevice(*wb + half * kBytes / 2,
+                                            weights.data() + half * kBytes / 2,
+                                            kBytes / 2)));
+    EXPECT_EQ(mm.endWrite(w->first, std::nullopt, /*fromHost=*/true), "");
+  }
+  // c: the same bytes, but last written by a kernel.
+  auto w = mm.beginWrite(c, *wc, 1);
+  ASSERT_TRUE(bool(w));
+  ASSERT_FALSE(bool(backend->copyToDevice(*wc, weights.data(), kBytes)));
+  mm.endWrite(w->first, std::nullopt, /*fromHost=*/false);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.noteRead(b, *wb), "") << "the first read: not hashed yet";
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_NE(mm.noteRead(b, *wb + 12345).find("one copy kept for both"),
+            std::string::npos);
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.noteRead(b, *wb), "") << "hashed once";
+  EXPECT_EQ(mm.noteRead(c, *wc), "") << "a kernel's bytes are not hashed";
+  EXPECT_EQ(mm.noteRead(c, *wc), "") << "a kernel's bytes are not hashed";
+  EXPECT_EQ(mm.noteRead(a, *wb), "") << "not a's allocation";
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// A tenant configured without deduplication (`dedup: false`) never shares:
+// neither its buffers with others' nor others' with its.
+TEST(MemoryManagerTest, TenantsWithoutDedupNeverShare) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  std::vector<uint8_t> weights = patternOf(0x5000, 2 * kMiB);
+  uint64_t secret = mm.addTenant("secret", 0, /*dedup=*/false),
+           a = mm.addTenant("a", 0), b = mm.addTenant("b", 0);
+  auto ws = mm.allocate(secret, weights.size());
+  ASSERT_TRUE(bool(ws));
+  fill(mm, *backend, secret, *ws, weights);
+  auto wa = mm.allocate(a, weights.size());
+  ASSERT_TRUE(bool(wa));
+  fill(mm, *backend, a, *wa, weights);
+  EXPECT_EQ(mm.device().saved, 0u);
+  auto wb = mm.allocate(b, weights.size());
+  ASSERT_TRUE(bool(wb));
+  fill(mm, *backend, b, *wb, weights);
+  EXPECT_EQ(mm.device().saved, weights.size()) << "a and b share";
+  EXPECT_EQ(mm.tenant(secret).shared, 0u);
+  EXPECT_EQ(mm.verify(), "");
+}

@@ -102,13 +102,19 @@ protected:
   }
 
   void TearDown() override {
+    stopServer();
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!system(cmd.c_str());
+  }
+
+  /// Stops the server (SIGTERM) and expects a clean exit.
+  void stopServer() {
     if (pid > 0) {
       kill(pid, SIGTERM);
       int rc = waitExit(pid);
       EXPECT_EQ(rc, 0) << "wooly-serve did not exit cleanly:\n" << log();
+      pid = -1;
     }
-    std::string cmd = "rm -rf '" + dir + "'";
-    (void)!system(cmd.c_str());
   }
 
   /// Starts the server with `extra` options and waits until it answers.
@@ -2326,6 +2332,285 @@ TEST_F(ServerTest, OversubscribedTenantsKeepEveryByte) {
   EXPECT_EQ(swapped, metric(m, "wooly_device_memory_swapped_bytes"));
   EXPECT_EQ(resident + swapped, double(kTenants) * (20 << 20));
   EXPECT_LE(resident, double(64 << 20));
+}
+
+/// Kernels for deduplication: `scale` only reads its weights, `mix` writes
+/// through its pointer, `indirect` writes through a pointer it loads from
+/// memory (the analysis cannot say which buffer that is).
+const char *kDedupModule = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry scale(.param .u64 w, .param .u64 out, .param .u32 n)
+{
+  .reg .pred %p;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [w];
+  ld.param.u64 %rd4, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mad.lo.u32 %r6, %r3, %r4, %r5;
+  setp.ge.u32 %p, %r6, %r1;
+  @%p bra DONE;
+  mul.wide.u32 %rd2, %r6, 4;
+  add.u64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r7, [%rd3];
+  mul.lo.u32 %r7, %r7, 3;
+  add.u64 %rd5, %rd4, %rd2;
+  st.global.u32 [%rd5], %r7;
+DONE:
+  ret;
+}
+.visible .entry indirect(.param .u64 table, .param .u32 v)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [table];
+  ld.param.u32 %r1, [v];
+  ld.global.u64 %rd2, [%rd1];
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+
+// Six tenants load the same 4 MiB of weights: the device holds one copy,
+// each tenant reads it at its own address. A kernel that only reads them
+// keeps the copy shared; a tenant that writes into its weights - by memcpy,
+// by a kernel whose parameter is not read-only, by a kernel that writes
+// through a pointer loaded from memory (which the analysis cannot prove
+// read-only), by a device-to-device copy or by a memset - gets a private
+// copy first, and every other tenant still
+// reads the original bytes. /metrics shows the memory saved, the shares
+// and the copies on write.
+TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
+  constexpr unsigned kTenants = 6;
+  constexpr uint32_t kWords = (4u << 20) / 4;
+  std::string yaml = "tenants:\n";
+  for (unsigned t = 0; t < kTenants; ++t)
+    yaml += "  - name: t" + std::to_string(t) +
+            "\n    token: \"k\"\n    memory: 32MiB\n";
+  std::ofstream(dir + "/tenants.yaml") << yaml;
+  startServer({"--device-memory=64MiB", "--tenants=" + dir + "/tenants.yaml"});
+  std::vector<uint32_t> weights(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    weights[i] = memPattern(7, 7, i);
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    Module m, mix;
+    uint64_t w = 0, out = 0;
+  };
+  std::vector<Tenant> ts(kTenants);
+  auto used = [&] {
+    std::string m = fetchMetrics();
+    return metric(m, "wooly_device_memory_used_bytes") -
+           metric(m, "wooly_device_memory_internal_bytes");
+  };
+  double before = 0; // t0's two buffers
+  for (unsigned t = 0; t < kTenants; ++t) {
+    Tenant &x = ts[t];
+    x.c = connect("t" + std::to_string(t), "k");
+    ASSERT_TRUE(x.c);
+    ASSERT_TRUE(x.c->loadModule(kDedupModule, "dedup", x.m).ok());
+    ASSERT_TRUE(x.c->loadModule(kMixModule, "mix", x.mix).ok());
+    ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.w).ok());
+    ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.out).ok());
+    ASSERT_TRUE(x.c->deviceSynchronize().ok());
+    if (t == 0)
+      before = used();
+    ASSERT_TRUE(x.c->copyToDevice(x.w, weights.data(), kWords * 4ull).ok());
+    ASSERT_TRUE(x.c->deviceSynchronize().ok()) << log();
+  }
+  std::string m = fetchMetrics();
+  // One copy of the weights for all four (and each tenant's output buffer).
+  auto tenantsUse = [&](const std::string &m) {
+    return metric(m, "wooly_device_memory_used_bytes") -
+           metric(m, "wooly_device_memory_internal_bytes");
+  };
+  EXPECT_EQ(tenantsUse(m), before + double(kTenants - 1) * kWords * 4) << m;
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"),
+            double(kTenants - 1) * kWords * 4);
+  EXPECT_EQ(metric(m, "wooly_memory_dedup_shares_total"), kTenants - 1.0);
+  for (unsigned t = 0; t < kTenants; ++t) {
+    std::string l = "{tenant=\"t" + std::to_string(t) + "\"}";
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_shared_bytes" + l), kWords * 4.0);
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_used_bytes" + l), kWords * 8.0);
+  }
+  auto read = [&](Tenant &x, uint64_t addr) {
+    std::vector<uint32_t> got(kWords);
+    EXPECT_TRUE(x.c->copyFromDevice(got.data(), addr, kWords * 4ull).ok());
+    return got;
+  };
+
+  // A kernel that only reads the weights: still one copy.
+  Params scale(*ts[0].m.findKernel("scale"));
+  scale.add(ts[0].w).add(ts[0].out).add(kWords);
+  ASSERT_TRUE(ts[0]
+                  .c
+                  ->launch(ts[0].m.handle, "scale", {kWords / 256}, {256}, 0,
+                           scale.bytes.data(), scale.bytes.size())
+                  .ok());
+  std::vector<uint32_t> scaled = read(ts[0], ts[0].out);
+  for (uint32_t i = 0; i < kWords; i += 4099)
+    ASSERT_EQ(scaled[i], weights[i] * 3) << i;
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"),
+            double(kTenants - 1) * kWords * 4);
+  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 0);
+
+  // t1 writes by memcpy, t2 by a kernel that writes its parameter, t3 by
+  // a kernel that writes through a loaded pointer, t4 by a device-to-device
+  // copy, t5 by a memset; t0 only reads.
+  std::vector<uint32_t> expect1 = weights, expect2 = weights,
+                        expect3 = weights, expect4 = weights,
+                        expect5 = weights;
+  uint32_t patch[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(ts[1].c->copyToDevice(ts[1].w + 400, patch, 16).ok());
+  std::copy(patch, patch + 4, expect1.begin() + 100);
+  Params mix(*ts[2].mix.findKernel("mix"));
+  mix.add(ts[2].w).add(kWords).add(0x5a5a5a5au);
+  ASSERT_TRUE(ts[2]
+                  .c
+                  ->launch(ts[2].mix.handle, "mix", {kWords / 256}, {256}, 0,
+                           mix.bytes.data(), mix.bytes.size())
+                  .ok());
+  for (uint32_t &v : expect2)
+    v ^= 0x5a5a5a5au;
+  // The table (in t3's output buffer) holds the address of word 8 of its
+  // weights.
+  uint64_t target = ts[3].w + 32;
+  ASSERT_TRUE(ts[3].c->copyToDevice(ts[3].out, &target, 8).ok());
+  Params ind(*ts[3].m.findKernel("indirect"));
+  ind.add(ts[3].out).add(0xdeadbeefu);
+  ASSERT_TRUE(ts[3]
+                  .c
+                  ->launch(ts[3].m.handle, "indirect", {1}, {1}, 0,
+                           ind.bytes.data(), ind.bytes.size())
+                  .ok());
+  expect3[8] = 0xdeadbeefu;
+  // t4: words 16..31 of its weights from its output buffer (zeros).
+  ASSERT_TRUE(ts[4].c->copyDeviceToDevice(ts[4].w + 64, ts[4].out, 64).ok());
+  std::fill(expect4.begin() + 16, expect4.begin() + 32, 0u);
+  ASSERT_TRUE(ts[5].c->memset(ts[5].w + 4096, 0xab, 8).ok());
+  expect5[1024] = expect5[1025] = 0xababababu;
+  for (unsigned t = 1; t < kTenants; ++t) {
+    Status st = ts[t].c->deviceSynchronize();
+    ASSERT_TRUE(st.ok()) << "t" << t << ": " << st.str() << log();
+  }
+  EXPECT_EQ(read(ts[0], ts[0].w), weights);
+  EXPECT_EQ(read(ts[1], ts[1].w), expect1);
+  EXPECT_EQ(read(ts[2], ts[2].w), expect2);
+  EXPECT_EQ(read(ts[3], ts[3].w), expect3);
+  EXPECT_EQ(read(ts[4], ts[4].w), expect4);
+  EXPECT_EQ(read(ts[5], ts[5].w), expect5);
+  m = fetchMetrics();
+  EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), 5.0) << m;
+  EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), 0.0);
+  EXPECT_EQ(tenantsUse(m), before + double(kTenants - 1) * 2 * kWords * 4);
+  for (unsigned t = 0; t < kTenants; ++t)
+    EXPECT_EQ(metric(m, "wooly_tenant_memory_shared_bytes{tenant=\"t" +
+                            std::to_string(t) + "\"}"),
+              0.0);
+}
+
+// On a device with memory of its own (cuda; here the stand-in driver,
+// which reports 3 GiB free), the capacity is at most what the device has
+// free: all of it by default, and --device-memory above it is lowered, as
+// the log says; a tenant's memory info shows it.
+TEST_F(ServerTest, CudaCapacityIsTheDevicesFreeMemory) {
+  for (bool asked : {false, true}) {
+    const char *old = getenv("LD_LIBRARY_PATH");
+    std::string saved = old ? old : "";
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    std::vector<std::string> args = {"--backend=cuda"};
+    if (asked)
+      args.push_back("--device-memory=64GiB");
+    startServer(args);
+    if (old)
+      setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+    else
+      unsetenv("LD_LIBRARY_PATH");
+    std::string l = log();
+    EXPECT_NE(l.find("device memory 3 GiB"), std::string::npos) << l;
+    EXPECT_EQ(l.find("is more than the device has free") != std::string::npos,
+              asked)
+        << l;
+    auto c = connect("t");
+    ASSERT_TRUE(c);
+    uint64_t free = 0, total = 0;
+    ASSERT_TRUE(c->memInfo(free, total).ok());
+    EXPECT_EQ(total, 3ull << 30);
+    c.reset();
+    stopServer();
+  }
+}
+
+// Oversubscription on cuda (--cuda-swap; the stand-in driver's virtual
+// memory API): four tenants of 24 MiB on a 64 MiB device fill their
+// buffers, then work in turns (a memset each, idle otherwise); idle
+// tenants' memory moves to host memory and back at the same addresses,
+// and every byte is there at the end.
+TEST_F(ServerTest, CudaSwapKeepsEveryByte) {
+  constexpr unsigned kTenants = 4, kBuffers = 2;
+  constexpr uint32_t kWords = (12u << 20) / 4;
+  const char *old = getenv("LD_LIBRARY_PATH");
+  std::string saved = old ? old : "";
+  setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+  startServer({"--backend=cuda", "--cuda-swap", "--device-memory=64MiB"});
+  if (old)
+    setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+  else
+    unsetenv("LD_LIBRARY_PATH");
+  EXPECT_NE(log().find("oversubscribed: idle tenants' memory moves"),
+            std::string::npos)
+      << log();
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    uint64_t buf[kBuffers] = {};
+  };
+  std::vector<Tenant> ts(kTenants);
+  for (unsigned t = 0; t < kTenants; ++t) {
+    ts[t].c = connect("t" + std::to_string(t));
+    ASSERT_TRUE(ts[t].c);
+    for (unsigned b = 0; b < kBuffers; ++b) {
+      Status st = ts[t].c->malloc(kWords * 4ull, ts[t].buf[b]);
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+      std::vector<uint32_t> p(kWords);
+      for (uint32_t i = 0; i < kWords; ++i)
+        p[i] = memPattern(t, b, i);
+      ASSERT_TRUE(
+          ts[t].c->copyToDevice(ts[t].buf[b], p.data(), kWords * 4ull).ok());
+    }
+    Status st = ts[t].c->deviceSynchronize();
+    ASSERT_TRUE(st.ok()) << st.str() << log();
+  }
+  for (unsigned round = 0; round < 2; ++round)
+    for (unsigned t = 0; t < kTenants; ++t) {
+      // Word 0 of buffer 0 becomes the round's marker.
+      ASSERT_TRUE(ts[t].c->memset(ts[t].buf[0], uint8_t(round + 1), 4).ok());
+      Status st = ts[t].c->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+    }
+  for (unsigned t = 0; t < kTenants; ++t)
+    for (unsigned b = 0; b < kBuffers; ++b) {
+      std::vector<uint32_t> got(kWords);
+      ASSERT_TRUE(ts[t]
+                      .c->copyFromDevice(got.data(), ts[t].buf[b],
+                                         kWords * 4ull)
+                      .ok());
+      uint32_t wrong = 0;
+      for (uint32_t i = 0; i < kWords; ++i) {
+        uint32_t want = b == 0 && i == 0 ? 0x02020202u : memPattern(t, b, i);
+        wrong += got[i] != want;
+      }
+      EXPECT_EQ(wrong, 0u) << "tenant " << t << " buffer " << b;
+    }
+  std::string m = fetchMetrics();
+  EXPECT_GT(metric(m, "wooly_memory_evictions_total"), 0) << m;
+  EXPECT_GT(metric(m, "wooly_memory_swap_ins_total"), 0) << m;
+  EXPECT_LE(metric(m, "wooly_device_memory_used_bytes"), double(64 << 20));
 }
 
 // A tenant killed while its memory is swapped out, and one whose client

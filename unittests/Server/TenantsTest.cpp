@@ -23,6 +23,7 @@ TEST(TenantsTest, ParsesEntries) {
                         "    weight: 2\n"
                         "    sla_ms: 5\n"
                         "    memory: 4GiB\n"
+                        "    dedup: false\n"
                         "  - name: batch\n"
                         "    token: t2\n",
                         "t.yaml");
@@ -36,11 +37,13 @@ TEST(TenantsTest, ParsesEntries) {
   EXPECT_EQ(t->weight, 2u);
   EXPECT_EQ(t->slaMs, 5.0);
   EXPECT_EQ(t->quotaBytes, 4ull << 30);
+  EXPECT_FALSE(t->dedup);
   const TenantConfig *b = r->find("batch");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->priorityClass, PriorityClass::Normal);
   EXPECT_EQ(b->weight, 1u);
   EXPECT_EQ(b->quotaBytes, 0u);
+  EXPECT_TRUE(b->dedup);
   EXPECT_EQ(r->find("nobody"), nullptr);
 }
 
@@ -71,7 +74,7 @@ TEST(TenantsTest, ErrorsAreLocated) {
                                  "    colour: red\n",
                                  "t.yaml")),
             "t.yaml:4:5: unknown key 'colour' (name, token, class, weight, "
-            "sla_ms, memory, limits)");
+            "sla_ms, memory, dedup, limits)");
   EXPECT_EQ(errorOf(parseTenants("tenants:\n  - name: a\n    token: x\n"
                                  "    limits: {kernels: 3}\n",
                                  "t.yaml")),

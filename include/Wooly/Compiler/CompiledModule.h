@@ -62,8 +62,7 @@ struct KernelInfo {
   /// by region instead (cut at its barriers and warp collectives into loops
   /// over the block's threads; mlir::wooly::regionSplitBlocker, or the
   /// lowering's own "local memory live across a barrier or warp
-  /// collective"), e.g. "a barrier or warp collective in a loop". Empty
-  /// when they can.
+  /// collective"), e.g. "a warp matrix operation". Empty when they can.
   std::string fiberReason;
   /// For a kernel that could be split, the symbol of its region function
   /// (`__wooly_regions_<name>`, ABI.h) and the bytes of each thread's frame
@@ -76,6 +75,10 @@ struct KernelInfo {
   /// each parameter, whether it is a pointer the kernel only reads through
   /// (its buffer may be deduplicated across tenants).
   std::vector<bool> readOnlyParams;
+  /// Whether it may write device memory that no parameter names (through
+  /// a loaded address, a call, ...): buffers read-only for every parameter
+  /// may still be written by it.
+  bool writesUnknownMemory = true;
   /// Static shared memory of the kernel (what the backend reports where it
   /// reports it, AMDGPU's group segment; otherwise what the kernel itself
   /// names), an estimate of its registers per thread from the Wooly IR, and

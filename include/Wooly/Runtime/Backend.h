@@ -30,6 +30,7 @@
 #define WOOLY_RUNTIME_BACKEND_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -172,6 +173,10 @@ struct BackendOptions {
   /// cuda: the driver library to load, a path or a soname (empty: the
   /// default, libcuda.so.1; another one is for tests).
   std::string cudaDriverLibrary;
+  /// cuda: allocate with the virtual memory management API, so that
+  /// memory can move out and back at the same address (supportsSwap);
+  /// allocations and frees then synchronise with the device.
+  bool cudaVirtualMemory = false;
   /// remote: the wooly-serve endpoint (empty: WOOLY_SERVER, else the
   /// clients' default); the tenant and token come from WOOLY_TENANT and
   /// WOOLY_TOKEN.
@@ -206,6 +211,10 @@ public:
   virtual std::string nativeTarget() const { return "host"; }
   /// Whether launches from different threads run at the same time.
   virtual bool concurrentLaunches() const { return false; }
+  /// The device memory free now, where the device has a fixed memory of
+  /// its own (cuda: cuMemGetInfo); none for the cpu backend, whose device
+  /// memory is the host's, sized by the caller.
+  virtual std::optional<uint64_t> freeDeviceMemory() { return std::nullopt; }
   /// Whether launches take fault domains (LaunchConfig::faultDomains).
   virtual bool supportsFaultDomains() const { return false; }
 
@@ -226,7 +235,9 @@ public:
   virtual llvm::Error free(uint64_t addr) = 0;
   /// Whether allocations can move out of device memory and back at the
   /// same address (`swapOut`, `swapIn`): cpu (reserved address ranges
-  /// whose pages are mapped in and out). Not cuda yet.
+  /// whose pages are mapped in and out), cuda with
+  /// BackendOptions::cudaVirtualMemory (reserved ranges, physical memory
+  /// mapped in and out; its bytes copied to host memory and back).
   virtual bool supportsSwap() const { return false; }
   /// Moves the allocation at `addr` (a base `allocate` returned) out of
   /// device memory into host memory; its address range stays reserved.
@@ -236,6 +247,26 @@ public:
   /// Brings a swapped-out allocation back, at its address, with its bytes.
   /// On error it stays swapped out.
   virtual llvm::Error swapIn(uint64_t addr);
+  /// Deduplication: whether two allocations of equal bytes can share one
+  /// physical copy, each at its own address (`share`, `unshare`): cpu
+  /// (memfd pages mapped read-only at both addresses). Not cuda yet.
+  virtual bool supportsSharing() const { return false; }
+  /// Makes the allocation at `addr` map the memory of `with` (same size,
+  /// bytes the caller found equal) instead of its own, read-only for
+  /// both: copies and memsets into either fail until `unshare`. Neither
+  /// may be swapped out while shared. On error nothing changed.
+  virtual llvm::Error share(uint64_t addr, uint64_t with);
+  /// Gives a shared allocation a private, writable copy of its bytes at
+  /// its address (copy on write). On error it stays shared.
+  virtual llvm::Error unshare(uint64_t addr);
+  /// A 64-bit content hash of `bytes` of device memory at `addr`: XXH3 of
+  /// each 1 MiB chunk, then of those hashes (the same bytes give the same
+  /// hash on every backend). The default reads the memory back in chunks.
+  virtual llvm::Expected<uint64_t> contentHash(uint64_t addr, uint64_t bytes);
+  /// Whether `bytes` of device memory at `a` and at `b` are equal. The
+  /// default reads both back in chunks.
+  virtual llvm::Expected<bool> sameBytes(uint64_t a, uint64_t b,
+                                         uint64_t bytes);
   /// Copies `bytes` from host memory at `src` to device address `dst`.
   virtual llvm::Error copyToDevice(uint64_t dst, const void *src,
                                    uint64_t bytes) = 0;
@@ -286,6 +317,13 @@ public:
   /// cpu backend: a launch's wall time is its time).
   virtual std::optional<double> lastKernelMs() const { return std::nullopt; }
 };
+
+/// The content hash `Backend::contentHash` defines, of `bytes` bytes that
+/// `chunk(offset, n)` returns a chunk at a time (valid until the next call).
+uint64_t contentHashOf(
+    uint64_t bytes,
+    llvm::function_ref<llvm::ArrayRef<uint8_t>(uint64_t offset, uint64_t n)>
+        chunk);
 
 /// The names `createBackend` knows, in the order of its error message
 /// ("cpu", "cuda").

@@ -14,6 +14,19 @@
 //    reserved, and it comes back (Backend::swapIn) when the tenant next
 //    acquires it for work. When nothing can be evicted, the call fails
 //    with an out-of-memory error and nothing has changed.
+//  - Deduplication (where the backend can share memory): an allocation
+//    filled whole by one copy gets a content hash (taken from the copied
+//    data), and one written by copies in parts (or memsets) gets one when a
+//    kernel that only reads it is about to run (`noteRead`: taken from
+//    device memory, once per such fill); when another allocation of the
+//    same size already holds the
+//    same bytes (hash, then a byte comparison) and neither has been
+//    written since, the backend maps one physical copy, read-only, at both
+//    addresses. Every op that may write an allocation says so first
+//    (`beginWrite`): a shared one gets a private copy then (copy on write,
+//    which needs device memory like an allocation), and no allocation
+//    with a write in flight is ever shared. Shared allocations are not
+//    swapped out (moving one frees nothing while another maps it).
 //  - Module variables are reserved before the backend creates them
 //    (reservePinned: the sizes the module declares) and pinned (never
 //    swapped: the backend creates them inside the module), as is the
@@ -32,6 +45,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +66,8 @@ struct TenantMemory {
   uint64_t swapped = 0;
   /// Bytes of module variables (part of `resident`, never swapped).
   uint64_t pinned = 0;
-  /// Bytes it shares with other tenants (deduplication; 0 until then).
+  /// Bytes of its allocations whose one physical copy is shared with
+  /// other allocations (deduplication; part of `resident`).
   uint64_t shared = 0;
   /// Its allocations (not counting module variables).
   uint64_t allocations = 0;
@@ -62,6 +77,8 @@ struct TenantMemory {
   uint64_t busy = 0;
   /// When it last acquired or released work (a tick of the manager).
   uint64_t lastActive = 0;
+  /// Its allocations take part in deduplication.
+  bool dedup = true;
 
   /// Everything it holds.
   uint64_t used() const { return resident + swapped; }
@@ -76,8 +93,12 @@ struct DeviceMemoryUsage {
   uint64_t internal = 0;
   /// Bytes moved out to host memory.
   uint64_t swapped = 0;
-  /// Bytes deduplication saves (0: not implemented yet).
+  /// Bytes deduplication saves: for each shared copy, its size times the
+  /// number of allocations that map it, less one.
   uint64_t saved = 0;
+  /// Allocations that started to share a copy, and that got a private
+  /// copy back before a write (copy on write).
+  uint64_t dedupShares = 0, copiesOnWrite = 0;
   /// Tenants evicted, allocations moved out and back, and their bytes.
   uint64_t evictions = 0, swapOuts = 0, swapIns = 0;
   uint64_t swapOutBytes = 0, swapInBytes = 0;
@@ -111,10 +132,14 @@ public:
 
   /// Whether memory of idle tenants can move out (oversubscription).
   bool swaps() const { return canSwap; }
+  /// Whether identical read-only allocations share memory.
+  bool dedups() const { return canShare; }
   uint64_t capacity() const { return cap; }
 
   /// A new tenant with `quota` bytes (0: the capacity); returns its id.
-  uint64_t addTenant(std::string name, uint64_t quota);
+  /// `dedup`: its allocations may share copies with others' (and the
+  /// other way round).
+  uint64_t addTenant(std::string name, uint64_t quota, bool dedup = true);
   /// Forgets a tenant that holds nothing; false if it still holds memory.
   bool removeTenant(uint64_t tenant);
 
@@ -135,6 +160,43 @@ public:
   /// Returns what `reservePinned` reserved under `key` (the module was
   /// unloaded); no-op for an unknown key.
   void removePinned(uint64_t key);
+
+  /// Deduplication. Before an op that may write `[addr, addr + bytes)`
+  /// of `tenant`'s memory: the allocation it falls in stops being a
+  /// candidate for sharing, gets a private copy if it shares one (copy on
+  /// write; it may move idle tenants' memory out for it), and counts a
+  /// write in flight until `endWrite`. Returns the allocation's base and
+  /// size ({0, 0} for memory the manager does not share: not an
+  /// allocation of the tenant, module variables). Errors (still shared):
+  /// no device memory for the copy, the backend's.
+  /// `copied` (optional): set when it made a private copy.
+  llvm::Expected<std::pair<uint64_t, uint64_t>>
+  beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1,
+             bool *copied = nullptr);
+  /// beginWrite for every allocation of `tenant` (a kernel that may write
+  /// memory no parameter names); returns their bases. `copied`
+  /// (optional): the allocations (base, size) it made private copies of.
+  llvm::Expected<std::vector<uint64_t>>
+  beginWriteAll(uint64_t tenant,
+                std::vector<std::pair<uint64_t, uint64_t>> *copied = nullptr);
+  /// Ends a write `beginWrite` counted. `contentHash`: the write filled
+  /// the whole allocation (one copy) and its bytes hash so (Backend's
+  /// content hash). When no other write is in flight, the allocation
+  /// becomes a candidate, and shares the copy of another candidate of the
+  /// same size and bytes if there is one. `fromHost`: the write put bytes
+  /// that came from the host (a copy or a memset, not a kernel), so that
+  /// `noteRead` hashes the allocation. Returns what happened for the log
+  /// ("shares one copy with ..."), or an empty string.
+  std::string endWrite(uint64_t base, std::optional<uint64_t> contentHash = {},
+                       bool fromHost = false);
+  /// A kernel that only reads `addr` (of `tenant`) is about to run: where
+  /// its allocation was last written from the host in parts, no write is
+  /// in flight and this is the second such read since (weights are read
+  /// again and again; an input batch copied in for every step is read once
+  /// or twice and never costs a hash), its content is hashed now
+  /// (Backend::contentHash) and it may share a copy. Returns what happened
+  /// for the log, or "".
+  std::string noteRead(uint64_t tenant, uint64_t addr);
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
   /// until `release`: swaps it in, moving idle tenants' memory out.
@@ -158,7 +220,38 @@ private:
   struct Block {
     uint64_t tenant = 0, bytes = 0;
     bool swapped = false, pinned = false;
+    /// Deduplication: writes in flight; a content hash taken with none in
+    /// flight and no write since (a candidate); the shared copy it maps
+    /// (0: its own).
+    uint64_t writers = 0;
+    std::optional<uint64_t> hash;
+    /// Written from the host since its last hash, and read by kernels
+    /// since then (noteRead hashes it at the second read).
+    bool fromHost = false;
+    unsigned reads = 0;
+    uint64_t group = 0;
   };
+  /// A physical copy that several allocations map.
+  struct Group {
+    uint64_t bytes = 0;
+    std::vector<uint64_t> members;
+  };
+  /// Gives the block at `addr` its own copy again (the lock is held).
+  llvm::Error leaveGroup(uint64_t addr, Block &b);
+  /// Shares `b` (at `addr`, just hashed) with a candidate of the same
+  /// bytes, if there is one (the lock is held).
+  std::string findTwin(uint64_t addr, Block &b);
+  /// Makes `b` (at `base`, no write in flight) a candidate with content
+  /// hash `hash` and looks for its twin (the lock is held).
+  std::string candidate(uint64_t base, Block &b, uint64_t hash);
+  /// Forgets `b`'s content hash, if it has one (the lock is held).
+  void dropCandidate(uint64_t addr, Block &b);
+  /// Takes `b` (at `addr`) out of its group, whose last member left has its
+  /// own copy (the backend made it so); counters but `physical` (the lock
+  /// is held).
+  void removeMember(uint64_t addr, Block &b);
+  /// The block containing `addr` (null: none).
+  std::pair<const uint64_t, Block> *blockAt(uint64_t addr);
   /// Makes `bytes` fit in device memory, moving out idle tenants other
   /// than `requester` (least recently active first, whole tenants); true
   /// when it fits. Moves nothing when it cannot make it fit.
@@ -174,6 +267,11 @@ private:
   mutable std::mutex mutex;
   std::map<uint64_t, TenantMemory> tenantMap;
   std::map<uint64_t, Block> blocks;
+  std::map<uint64_t, Group> groups;
+  /// Candidates for sharing by (hash, size): their bases.
+  std::multimap<std::pair<uint64_t, uint64_t>, uint64_t> candidates;
+  const bool canShare;
+  uint64_t nextGroup = 1;
   DeviceMemoryUsage usage;
   uint64_t nextTenant = 1, tick = 0;
 };

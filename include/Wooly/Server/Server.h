@@ -37,11 +37,16 @@ struct ServerOptions {
   std::string metrics;
   /// Directory of the on-disk compile cache (empty: memory only).
   std::string cacheDir;
-  /// Device memory all tenants share, in bytes (0: 4 GiB; for `cpu` the
-  /// virtual device's memory, for `cuda` set it to what the GPU has).
-  /// Quotas may add up to more (MemoryManager.h: idle tenants' memory
-  /// moves out on cpu; on cuda it is a hard limit).
+  /// Device memory all tenants share, in bytes (0: for `cpu` 4 GiB of
+  /// virtual device memory; for `cuda` what the GPU has free at start-up,
+  /// which also caps a larger value). Quotas may add up to more
+  /// (MemoryManager.h: idle tenants' memory moves out on cpu, and on cuda
+  /// with `cudaSwap`; otherwise it is a hard limit).
   uint64_t deviceMemory = 0;
+  /// cuda: oversubscription - allocations through the virtual memory
+  /// management API, so that idle tenants' memory can move to host memory
+  /// (BackendOptions::cudaVirtualMemory).
+  bool cudaSwap = false;
   /// The scheduling policy: `wooly` (include/Wooly/Server/Scheduler.h) or
   /// `fifo`.
   std::string scheduler = "wooly";

@@ -9,6 +9,8 @@
 //       weight: 2                    # share inside its class (default 1)
 //       sla_ms: 5                    # latency-critical only
 //       memory: 4GiB                 # quota (default: the device's memory)
+//       dedup: false                 # never share identical buffers with
+//                                    # other tenants (default: true)
 //       limits:                      # per session (default: wooly-serve's)
 //         modules: 64
 //         streams: 256
@@ -63,6 +65,10 @@ struct TenantConfig {
   double slaMs = 0;
   /// Bytes of device memory the tenant may hold (0: the device's memory).
   uint64_t quotaBytes = 0;
+  /// Its buffers may share one copy with other tenants' identical ones
+  /// (deduplication). Off for a tenant that must not let others learn,
+  /// e.g. from the time a first write takes, that they hold the same bytes.
+  bool dedup = true;
   /// Each of its sessions' limits (0s: the server's).
   SessionLimits limits;
 };

@@ -708,6 +708,33 @@ private:
   mutable HostState state;
 };
 
+/// Marks the context and parameter arguments of `f` (`kernel` or a function
+/// built from it): both noalias (generated code never writes the parameters,
+/// and reaches the context only through its argument) and dereferenceable,
+/// the context aligned, so that loads through them may be hoisted out of
+/// loops even from conditional code.
+void markContextArguments(OpBuilder &b, LLVM::LLVMFuncOp kernel,
+                          LLVM::LLVMFuncOp f) {
+  int64_t paramBytes = 0;
+  if (auto offsets =
+          kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_offsets")) {
+    auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_sizes");
+    for (auto [o, n] : llvm::zip(offsets.asArrayRef(), sizes.asArrayRef()))
+      paramBytes = std::max(paramBytes, o + n);
+  }
+  for (unsigned i = 0; i < 2; ++i)
+    f.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  f.setArgAttr(0, LLVM::LLVMDialect::getDereferenceableAttrName(),
+               b.getI64IntegerAttr(sizeof(WoolyThreadCtx)));
+  // Aligned too, so that a context field read in conditional code (the
+  // site cache's address) may be hoisted out of the thread loop.
+  f.setArgAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+               b.getI64IntegerAttr(alignof(WoolyThreadCtx)));
+  if (paramBytes)
+    f.setArgAttr(1, LLVM::LLVMDialect::getDereferenceableAttrName(),
+                 b.getI64IntegerAttr(paramBytes));
+}
+
 /// For a kernel that never synchronises, builds
 /// `__wooly_block_<k>(ctx, params, start)`: a loop over the block's threads
 /// from linear index `start`, setting `%tid`, `%laneid` and `%warpid` in the
@@ -729,28 +756,8 @@ void buildBlockLoop(ModuleOp module, LLVM::LLVMFuncOp kernel,
       LLVM::LLVMFuncOp::create(b, loc, ("__wooly_block_" + name).str(), fnType);
   fn.setNoUnwind(true);
   kernel->setAttr("wooly.block_function", b.getStringAttr(fn.getName()));
-  // Both pointers are noalias and dereferenceable, so loads through them
-  // may be hoisted out of the thread loop even from conditional code.
-  int64_t paramBytes = 0;
-  if (auto offsets =
-          kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_offsets")) {
-    auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>("wooly.param_sizes");
-    for (auto [o, n] : llvm::zip(offsets.asArrayRef(), sizes.asArrayRef()))
-      paramBytes = std::max(paramBytes, o + n);
-  }
-  for (LLVM::LLVMFuncOp f : {fn, kernel}) {
-    for (unsigned i = 0; i < 2; ++i)
-      f.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
-    f.setArgAttr(0, LLVM::LLVMDialect::getDereferenceableAttrName(),
-                 b.getI64IntegerAttr(sizeof(WoolyThreadCtx)));
-    // Aligned too, so that a context field read in conditional code (the
-    // site cache's address) may be hoisted out of the thread loop.
-    f.setArgAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
-                 b.getI64IntegerAttr(alignof(WoolyThreadCtx)));
-    if (paramBytes)
-      f.setArgAttr(1, LLVM::LLVMDialect::getDereferenceableAttrName(),
-                   b.getI64IntegerAttr(paramBytes));
-  }
+  markContextArguments(b, kernel, fn);
+  markContextArguments(b, kernel, kernel);
   kernel.setAlwaysInlineAttr(b.getUnitAttr());
 
   Block *entry = fn.addEntryBlock(b);
@@ -897,6 +904,7 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
   for (NamedAttribute a : llvm::to_vector(fn->getDiscardableAttrs()))
     fn->removeAttr(a.getName());
   fn.setAlwaysInlineAttr(nullptr);
+  markContextArguments(b, kernel, fn);
   Location loc = fn.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
   Type i32 = b.getI32Type();
@@ -957,7 +965,22 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
                                      ArrayRef<LLVM::GEPArg>{int32_t(at)}));
   };
   // The lowering's buffers move to the frame; other allocas stay, unless
-  // they live across a cut.
+  // they live across a cut. The input words of every warp collective share
+  // one slot, as do their output words: a collective's inputs are stored
+  // right before its cut and read by the runtime at the cut, its outputs
+  // written at the cut and read right after it, so no two collectives' are
+  // ever in use at once, and a round of the block touches the same few
+  // cache lines of each frame whichever cut it ends at.
+  enum Role { None, In, Out };
+  auto warpRole = [](Value p) {
+    for (OpOperand &use : p.getUses())
+      if (auto call = dyn_cast<LLVM::CallOp>(use.getOwner());
+          call && call.getCallee() == "__wooly_rt_warp")
+        return use.getOperandNumber() == 3 ? In : Out;
+    return None;
+  };
+  SmallVector<LLVM::AllocaOp> roleAllocas[3];
+  uint64_t roleBytes[3] = {0, 0, 0};
   for (auto alloca : llvm::to_vector(first->getOps<LLVM::AllocaOp>())) {
     bool lives = across.contains(alloca.getResult());
     if (!isBufferAlloca(alloca.getResult())) {
@@ -974,12 +997,29 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       return std::nullopt;
     }
     uint64_t size = layout.getTypeSize(alloca.getElemType()) * n.getInt();
+    Role role = warpRole(alloca.getResult());
+    if (role != None && alloca.getAlignment().value_or(1) <= 16) {
+      roleAllocas[role].push_back(alloca);
+      roleBytes[role] = std::max(roleBytes[role], size);
+      continue;
+    }
     b.setInsertionPointAfter(frame.getDefiningOp());
     Value p =
         slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 16));
     across.remove(alloca.getResult());
     alloca.getResult().replaceAllUsesWith(p);
     alloca.erase();
+  }
+  for (Role role : {In, Out}) {
+    if (roleAllocas[role].empty())
+      continue;
+    b.setInsertionPointAfter(frame.getDefiningOp());
+    Value p = slot(roleBytes[role], 16);
+    for (LLVM::AllocaOp alloca : roleAllocas[role]) {
+      across.remove(alloca.getResult());
+      alloca.getResult().replaceAllUsesWith(p);
+      alloca.erase();
+    }
   }
   // Values across cuts: made again (constants) or kept in the frame.
   for (Value v : across) {
@@ -1004,10 +1044,15 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
-    LLVM::StoreOp::create(b, loc, v, p);
+    // The frame is runtime memory, as the context is: no kernel access
+    // reaches it, so they carry its scope and LLVM may keep a slot's value
+    // in a register across the kernel's stores.
+    LLVM::StoreOp::create(b, loc, v, p).setAliasScopesAttr(contextScope);
     for (OpOperand *use : uses) {
       b.setInsertionPoint(use->getOwner());
-      use->set(LLVM::LoadOp::create(b, loc, t, p));
+      auto load = LLVM::LoadOp::create(b, loc, t, p);
+      load.setAliasScopesAttr(contextScope);
+      use->set(load);
     }
   }
   // Each cut returns with the next region; the end of the kernel with
@@ -1253,7 +1298,9 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
     check.setArgAttr(1, LLVM::LLVMDialect::getNoCaptureAttrName(),
                      b.getUnitAttr());
   }
-  declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32});
+  // Does not return (ABI.h): the check's slow path then has no effect on
+  // the loop around it, whose context and frame loads may be hoisted.
+  declare("__wooly_rt_shared_oob", voidTy, {ptrTy, i32, i64, i32}, true);
   declare("__wooly_rt_space_oob", voidTy, {ptrTy, i64, i32, i32, i32}, true);
   declare("__wooly_rt_barrier", voidTy, {ptrTy, i32, i32, i32});
   declare("__wooly_rt_iteration_barrier", voidTy, {ptrTy});

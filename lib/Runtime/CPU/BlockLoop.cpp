@@ -5,8 +5,9 @@
 // from its span of the grid (or steals from another worker's), keeps the
 // site cache, its stack and its fiber
 // stacks to one memory domain (tenant) at a time, and runs the block in
-// direct or fiber mode. A kernel's stack overflow comes back here as a
-// launch error through a SIGSEGV handler.
+// direct or fiber mode. A kernel's stack overflow, and any other memory
+// fault of generated code, comes back here as a launch error through a
+// SIGSEGV handler.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,6 +145,24 @@ void onSegv(int sig, siginfo_t *info, void *context) {
     } else if (w->stackLo && addr < w->stackLo &&
                w->stackLo - addr <= kGuardZone) {
       std::longjmp(w->jmp, kJmpOverflow);
+    }
+    // Any other fault of generated code: a write into memory mapped
+    // read-only (a deduplicated buffer shared with other tenants, whose
+    // write the server was not told of) or an access no check covered.
+    // The thread faults, as when a check fails; the process lives on.
+    // (Generated code holds no lock: the fault is synchronous, outside
+    // the runtime's code.)
+    GpuThread *t =
+        w->fiberMode ? w->running
+        : w->regionMode
+            ? (w->next < w->threads.size() ? &w->threads[w->next] : nullptr)
+            : &w->direct;
+    if (t) {
+      recordFault(t, "invalid memory access at address 0x" + hex(addr) +
+                         ": memory the kernel may not write (a buffer "
+                         "shared read-only with other tenants) or that "
+                         "is not mapped");
+      leaveFaulted(t);
     }
   }
   // Not a kernel's stack overflow: what was there before.

@@ -20,10 +20,11 @@
 //    its threads one after another on the worker's own stack: one call per
 //    thread, no context switches.
 //  - A kernel the compiler could cut at its barriers and warp collectives
-//    (KernelInfo::regionSymbol) runs region by region: every live thread of
-//    the block up to the next cut, in thread order, on the worker's stack,
-//    then the cut's warp collectives complete, then the next round - the
-//    fiber scheduler's own order, without a fiber (RegionExecutor.cpp).
+//    (KernelInfo::regionSymbol) runs region by region: every runnable
+//    thread of the block up to its next cut, in thread order, on the
+//    worker's stack, then the warp collectives and the barrier that can
+//    complete, then the next pass - the fiber scheduler's own order and
+//    rules, without a fiber (RegionExecutor.cpp).
 //  - Otherwise every GPU thread of the block is a fiber. The scheduler
 //    resumes each runnable fiber in thread order until it blocks (barrier,
 //    collective, nanosleep) or ends; when none is runnable it completes every

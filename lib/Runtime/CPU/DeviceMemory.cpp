@@ -52,6 +52,8 @@ DeviceMemory::~DeviceMemory() {
   for (auto &[base, a] : allocations)
     if (!a.moduleGlobal)
       release(base, a.size);
+  for (auto &[id, g] : groups)
+    ::close(g.fd);
 }
 
 llvm::Expected<uint64_t> DeviceMemory::allocate(uint64_t size,
@@ -94,6 +96,9 @@ Error DeviceMemory::swapOut(uint64_t addr) {
   Allocation &a = it->second;
   if (a.swapped)
     return llvm::createStringError("0x" + hex(addr) + " is swapped out");
+  if (a.sharedGroup)
+    return llvm::createStringError("0x" + hex(addr) +
+                                   " shares its pages with other allocations");
   HostCopy host;
   host.rounded = roundedSize(a.size);
   void *base = reinterpret_cast<void *>(addr);
@@ -175,6 +180,17 @@ Error DeviceMemory::free(uint64_t addr) {
   if (it->second.swapped) {
     swappedOut.erase(addr);
     swappedBytes -= size;
+  } else if (it->second.sharedGroup) {
+    // The group's pages stay with its other members; the last one left
+    // gets pages of its own again.
+    SharedGroup &g = groups[it->second.sharedGroup];
+    llvm::erase(g.members, addr);
+    if (g.members.size() == 1) {
+      // Where its private copy cannot be made, it stays mapped read-only,
+      // alone: its bytes are intact, only writes to it fail.
+      Allocation &last = allocations[g.members.front()];
+      llvm::consumeError(privatize(last));
+    }
   } else {
     inUse -= size;
   }
@@ -182,6 +198,115 @@ Error DeviceMemory::free(uint64_t addr) {
   lock.unlock();
   release(addr, size);
   return Error::success();
+}
+
+Error DeviceMemory::privatize(Allocation &a) {
+  SharedGroup &g = groups[a.sharedGroup];
+  void *fresh = ::mmap(nullptr, g.rounded, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (fresh == MAP_FAILED)
+    return llvm::createStringError("out of host memory for a private copy "
+                                   "of the shared allocation at 0x" +
+                                   hex(a.base));
+  std::memcpy(fresh, reinterpret_cast<const void *>(a.base), a.size);
+  // Replaces the read-only mapping in one step: the address is never free
+  // and always reads the same bytes.
+  if (::mremap(fresh, g.rounded, g.rounded, MREMAP_MAYMOVE | MREMAP_FIXED,
+               reinterpret_cast<void *>(a.base)) == MAP_FAILED) {
+    ::munmap(fresh, g.rounded);
+    return llvm::createStringError("cannot map a private copy at 0x" +
+                                   hex(a.base));
+  }
+  // `inUse` counts each group's pages once, and private pages.
+  llvm::erase(g.members, a.base);
+  inUse += a.size;
+  if (g.members.empty()) {
+    ::close(g.fd);
+    groups.erase(a.sharedGroup);
+    inUse -= a.size;
+  }
+  a.sharedGroup = 0;
+  return Error::success();
+}
+
+Error DeviceMemory::share(uint64_t addr, uint64_t with) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(addr), wit = allocations.find(with);
+  if (it == allocations.end() || wit == allocations.end() || addr == with ||
+      it->second.moduleGlobal || wit->second.moduleGlobal)
+    return llvm::createStringError("sharing 0x" + hex(addr) + " with 0x" +
+                                   hex(with) +
+                                   ": not two distinct allocations");
+  Allocation &a = it->second, &w = wit->second;
+  if (a.size != w.size || a.swapped || w.swapped || a.sharedGroup)
+    return llvm::createStringError(
+        "sharing 0x" + hex(addr) + " with 0x" + hex(with) +
+        ": sizes differ, one is swapped out, or it is shared already");
+  uint64_t rounded = roundedSize(a.size);
+  if (!w.sharedGroup) {
+    // A new group: `with`'s bytes move into a memfd that it maps.
+    int fd = ::memfd_create("wooly-shared", MFD_CLOEXEC);
+    if (fd < 0)
+      return llvm::createStringError("memfd_create failed");
+    uint64_t done = 0;
+    bool ok = ::ftruncate(fd, off_t(rounded)) == 0;
+    while (ok && done < w.size) {
+      ssize_t n = ::pwrite(fd, reinterpret_cast<const char *>(with) + done,
+                           w.size - done, off_t(done));
+      ok = n > 0;
+      done += ok ? uint64_t(n) : 0;
+    }
+    if (!ok || ::mmap(reinterpret_cast<void *>(with), rounded, PROT_READ,
+                      MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+      ::close(fd);
+      return llvm::createStringError("cannot share the pages of 0x" +
+                                     hex(with));
+    }
+    uint64_t id = nextGroup++;
+    groups[id] = SharedGroup{fd, rounded, {with}};
+    w.sharedGroup = id;
+    // `with`'s pages are gone, the group's count instead: the same bytes.
+  }
+  SharedGroup &g = groups[w.sharedGroup];
+  if (::mmap(reinterpret_cast<void *>(addr), rounded, PROT_READ,
+             MAP_SHARED | MAP_FIXED, g.fd, 0) == MAP_FAILED)
+    return llvm::createStringError("cannot map the shared pages at 0x" +
+                                   hex(addr));
+  g.members.push_back(addr);
+  a.sharedGroup = w.sharedGroup;
+  inUse -= a.size; // Its own pages are gone.
+  return Error::success();
+}
+
+Error DeviceMemory::unshare(uint64_t addr) {
+  std::unique_lock<std::shared_mutex> lock(mutex);
+  auto it = allocations.find(addr);
+  if (it == allocations.end() || !it->second.sharedGroup)
+    return llvm::createStringError("unsharing 0x" + hex(addr) +
+                                   ", which is not a shared allocation");
+  uint64_t group = it->second.sharedGroup;
+  if (Error e = privatize(it->second))
+    return e;
+  auto g = groups.find(group);
+  if (g != groups.end() && g->second.members.size() == 1)
+    return privatize(allocations[g->second.members.front()]);
+  return Error::success();
+}
+
+bool DeviceMemory::isShared(uint64_t addr, uint64_t size) const {
+  std::optional<Allocation> a = find(addr, size);
+  return a && a->sharedGroup;
+}
+
+bool DeviceMemory::sameBytes(uint64_t a, uint64_t b, uint64_t size) const {
+  std::shared_lock<std::shared_mutex> lock(mutex);
+  auto ia = allocations.find(a), ib = allocations.find(b);
+  if (ia == allocations.end() || ib == allocations.end() ||
+      ia->second.swapped || ib->second.swapped || size > ia->second.size ||
+      size > ib->second.size)
+    return false;
+  return std::memcmp(reinterpret_cast<const void *>(a),
+                     reinterpret_cast<const void *>(b), size) == 0;
 }
 
 void DeviceMemory::registerGlobal(uint64_t base, uint64_t size,
@@ -269,8 +394,21 @@ Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
                                  " is outside every live allocation");
 }
 
+Error DeviceMemory::checkWritable(uint64_t addr, uint64_t size,
+                                  const char *what) const {
+  if (Error e = checkRange(addr, size, what))
+    return e;
+  if (size && isShared(addr, size))
+    return llvm::createStringError(
+        llvm::Twine(what) + " of " + llvm::Twine(size) +
+        " bytes at device address 0x" + hex(addr) +
+        ": the allocation's bytes are shared read-only with other tenants "
+        "(deduplicated); it must be given its own copy first");
+  return Error::success();
+}
+
 Error DeviceMemory::copyToDevice(uint64_t dst, const void *src, uint64_t size) {
-  if (Error e = checkRange(dst, size, "copy to device"))
+  if (Error e = checkWritable(dst, size, "copy to device"))
     return e;
   std::memcpy(reinterpret_cast<void *>(dst), src, size);
   return Error::success();
@@ -287,7 +425,7 @@ Error DeviceMemory::copyDeviceToDevice(uint64_t dst, uint64_t src,
                                        uint64_t size) {
   if (Error e = checkRange(src, size, "device-to-device copy source"))
     return e;
-  if (Error e = checkRange(dst, size, "device-to-device copy destination"))
+  if (Error e = checkWritable(dst, size, "device-to-device copy destination"))
     return e;
   std::memmove(reinterpret_cast<void *>(dst),
                reinterpret_cast<const void *>(src), size);
@@ -295,7 +433,7 @@ Error DeviceMemory::copyDeviceToDevice(uint64_t dst, uint64_t src,
 }
 
 Error DeviceMemory::memset(uint64_t dst, uint8_t value, uint64_t size) {
-  if (Error e = checkRange(dst, size, "memset"))
+  if (Error e = checkWritable(dst, size, "memset"))
     return e;
   std::memset(reinterpret_cast<void *>(dst), value, size);
   return Error::success();

@@ -323,6 +323,10 @@ struct alignas(64) Worker {
   // stacks are switched).
   bool regionMode = false;
   std::vector<char> regionFrames;
+  /// The lanes of each warp of the block that have not exited.
+  std::vector<uint32_t> regionLive;
+  /// The launch whose block-invariant context fields `threads` hold.
+  uint64_t regionThreadsFor = 0;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;
@@ -430,9 +434,10 @@ void runBlockDirect(Worker &w);
 /// fiber, under the deterministic block scheduler (FiberExecutor.cpp).
 void runBlockFibers(Worker &w);
 
-/// Region mode: runs the worker's current block region by region, every
-/// live thread up to the next cut in thread order, then the cut's warp
-/// collectives (RegionExecutor.cpp).
+/// Region mode: runs the worker's current block region by region, under
+/// the fiber scheduler's rules: every runnable thread up to its next cut in
+/// thread order, then the warp collectives and the barrier that can
+/// complete (RegionExecutor.cpp).
 void runBlockRegions(Worker &w);
 
 /// Completes the warp collectives whose participants (the lanes of the
@@ -443,6 +448,10 @@ bool resolveWarps(Worker &w);
 /// Whether the phase of parity `parity` of the mbarrier at shared offset
 /// `offset` of `w`'s block has completed (AsyncCopy.cpp).
 bool mbarrierPhaseDone(Worker &w, uint64_t offset, uint32_t parity);
+
+/// Ends the launch (or the block's fault domain) with a deadlock error that
+/// tells which threads of the block wait where (FiberExecutor.cpp).
+void failDeadlock(Worker &w);
 
 /// Sets `w` up for `w.launch` (site cache, shared memory window, mode) unless
 /// it already is: a pool worker may leave a launch and join it again.

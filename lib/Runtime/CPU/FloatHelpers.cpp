@@ -214,6 +214,31 @@ template <typename T, typename Op> T withMode(Mode m, Op op) {
   return r;
 }
 
+/// `p + z` (doubles, each exactly a float or a product of two floats),
+/// rounded to f32 by the directed mode `m` without fesetround (which costs
+/// more than the arithmetic; nvcc's expf has an fma.rm.f32): TwoSum gives
+/// the sum's rounding error exactly, the exact sum rounded to odd in
+/// double (53 bits) rounds correctly to 24 bits (roundDouble, with integer
+/// arithmetic). An exact zero (whose sign the mode decides) or a result
+/// that is not finite is left to `slow`, the host operation under the mode.
+/// Assumes the caller's rounding mode is to nearest, as it always is in the
+/// runtime (withMode restores it).
+template <typename Slow>
+float directedSumF32(double p, double z, Mode m, Slow slow) {
+  double s = p + z;
+  if (s == 0 || !std::isfinite(s))
+    return slow();
+  double bb = s - p;
+  double e = (p - (s - bb)) + (z - bb);
+  if (e != 0) {
+    // Inexact: truncate toward zero, then set the last bit (round to odd).
+    if ((e < 0) != (s < 0))
+      s = std::nextafter(s, 0.0);
+    s = doubleOf(bitsOf(s) | 1);
+  }
+  return floatOf(uint32_t(roundDouble(s, kF32, m)));
+}
+
 /// f16/bf16 fma: a*b+c in double rounded to odd, then rounded to `f`.
 uint32_t fmaNarrow(uint32_t a, uint32_t b, uint32_t c, const Format &f,
                    Mode m) {
@@ -240,19 +265,28 @@ uint32_t fmaNarrow(uint32_t a, uint32_t b, uint32_t c, const Format &f,
 
 #define WOOLY_DEFINE_DIRECTED(m)                                               \
   extern "C" float __wooly_fadd_##m##_f32(float a, float b) {                  \
-    return withMode<float>(Mode::m, [&] { return a + b; });                    \
+    return directedSumF32(a, b, Mode::m, [&] {                                 \
+      return withMode<float>(Mode::m, [&] { return a + b; });                  \
+    });                                                                        \
   }                                                                            \
   extern "C" float __wooly_fsub_##m##_f32(float a, float b) {                  \
-    return withMode<float>(Mode::m, [&] { return a - b; });                    \
+    return directedSumF32(a, -double(b), Mode::m, [&] {                        \
+      return withMode<float>(Mode::m, [&] { return a - b; });                  \
+    });                                                                        \
   }                                                                            \
   extern "C" float __wooly_fmul_##m##_f32(float a, float b) {                  \
-    return withMode<float>(Mode::m, [&] { return a * b; });                    \
+    /* The product of two floats is exact in double. */                        \
+    return directedSumF32(double(a) * double(b), 0.0, Mode::m, [&] {           \
+      return withMode<float>(Mode::m, [&] { return a * b; });                  \
+    });                                                                        \
   }                                                                            \
   extern "C" float __wooly_fdiv_##m##_f32(float a, float b) {                  \
     return withMode<float>(Mode::m, [&] { return a / b; });                    \
   }                                                                            \
   extern "C" float __wooly_fma_##m##_f32(float a, float b, float c) {          \
-    return withMode<float>(Mode::m, [&] { return std::fma(a, b, c); });        \
+    return directedSumF32(double(a) * double(b), c, Mode::m, [&] {             \
+      return withMode<float>(Mode::m, [&] { return std::fma(a, b, c); });      \
+    });                                                                        \
   }                                                                            \
   extern "C" float __wooly_fsqrt_##m##_f32(float a) {                          \
     return withMode<float>(Mode::m, [&] { return std::sqrt(a); });             \

@@ -2,20 +2,24 @@
 //
 // A kernel whose barriers and warp collectives the compiler could cut it
 // at (KernelInfo::regionSymbol) runs without fibers: its region function
-// takes one thread from one cut to the next and returns. A block runs in
-// rounds: every live thread, in thread order, on the worker's own stack,
-// up to the next cut (or its end); then the cut's warp collectives are
-// completed, as the fiber scheduler completes them; then the next round.
-// That is the fiber scheduler's own order (every thread runs until it
-// waits, in thread order, then the collectives complete), so the results
-// are the same bit for bit. Values that live across a cut are in each
-// thread's frame (`ctx.regionFrame`). `exit` and faults `longjmp` back
-// here, as in direct mode.
+// takes one thread from one cut to the next and returns, and the thread's
+// next call resumes it there (`ctx.resume`). The block runs under the fiber
+// scheduler's own rules: a pass runs every runnable thread, in thread
+// order, on the worker's own stack, up to its next cut (or its end); then
+// the warp collectives whose lanes are all there complete, and the barrier
+// once every thread that has not exited waits at it; then the next pass.
+// The threads need not meet the same cuts: a cut in a loop or in divergent
+// code is run exactly as the fibers would run it, so the results are the
+// same bit for bit, and a block where no thread can move is a deadlock, as
+// there. Values that live across a cut are in each thread's frame
+// (`ctx.regionFrame`). `exit` and faults `longjmp` back here, as in direct
+// mode.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Executor.h"
 
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -24,6 +28,73 @@
 using namespace wooly;
 using namespace wooly::cpu;
 using namespace wooly::cpu::detail;
+
+namespace {
+/// Completes the warp collectives of each warp whose live lanes (those
+/// not exited) all wait at one of the same kind and all name, in their
+/// masks, every live lane of the warp: the group is then the same for every
+/// lane, those lanes, and the collective is resolved once for the warp, as
+/// resolveWarps would resolve it. shfl runs as a tight loop over the lanes'
+/// recorded operands. Warps this does not cover (a lane elsewhere, a
+/// partial mask, a collective other than shfl, vote and redux) are left
+/// for resolveWarps. False when the launch failed.
+bool resolveFullWarps(Worker &w) {
+  LaunchState &l = *w.launch;
+  uint32_t n = l.threadsPerBlock;
+  GpuThread *threads = w.threads.data();
+  for (uint32_t base = 0, warp = 0; base < n; base += 32, ++warp) {
+    uint32_t live = w.regionLive[warp];
+    if (!live)
+      continue;
+    GpuThread *lanes = threads + base;
+    uint32_t kind = lanes[llvm::countr_zero(live)].warpKind;
+    if (kind != WOOLY_WARP_SHFL && kind != WOOLY_WARP_VOTE &&
+        kind != WOOLY_WARP_REDUX)
+      continue;
+    // One pass over the lanes' records: whether the warp qualifies, and
+    // their operands.
+    bool covered = true, plain = kind == WOOLY_WARP_SHFL;
+    WarpLane laneData[32];
+    for (uint32_t m = live; m; m &= m - 1) {
+      const GpuThread &t = lanes[llvm::countr_zero(m)];
+      covered &= (t.warpMask & live) == live && t.warpKind == kind &&
+                 t.status == ThreadStatus::AtWarp;
+      laneData[llvm::countr_zero(m)] = t.warpLane;
+      // Every shfl the compiler emits has 4 input words and 2 output
+      // words; anything else goes the generic way.
+      plain &= t.warpLane.nin == 4 && t.warpLane.nout == 2;
+    }
+    if (!covered || (kind == WOOLY_WARP_SHFL && !plain))
+      continue;
+    if (kind == WOOLY_WARP_SHFL) {
+      uint32_t value[32];
+      for (uint32_t m = live; m; m &= m - 1)
+        value[llvm::countr_zero(m)] = laneData[llvm::countr_zero(m)].in[1];
+      for (uint32_t m = live; m; m &= m - 1) {
+        uint32_t lane = llvm::countr_zero(m);
+        const WarpLane &x = laneData[lane];
+        bool pval;
+        uint32_t src = shflSource(lane, x.in[0], x.in[2], x.in[3], live, pval);
+        x.out[0] = value[src];
+        x.out[1] = pval ? 1 : 0;
+        lanes[lane].status = ThreadStatus::Runnable;
+      }
+    } else {
+      std::string error;
+      if (!resolveWarpOp(kind, laneData, live, error)) {
+        l.fail("kernel '" + l.kernel->name + "': " + error + " (" +
+                   describeThread(&lanes[llvm::countr_zero(live)]) + ")",
+               w.linearBlock);
+        return false;
+      }
+      for (uint32_t m = live; m; m &= m - 1)
+        lanes[llvm::countr_zero(m)].status = ThreadStatus::Runnable;
+    }
+    w.atWarp -= llvm::popcount(live);
+  }
+  return true;
+}
+} // namespace
 
 void detail::runBlockRegions(Worker &w) {
   LaunchState &l = *w.launch;
@@ -36,10 +107,21 @@ void detail::runBlockRegions(Worker &w) {
     w.regionFrames.resize(n * frame + 64);
   char *frames = reinterpret_cast<char *>(
       llvm::alignTo(reinterpret_cast<uintptr_t>(w.regionFrames.data()), 64));
-  initBlockThreads(w);
   uint64_t localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
+  if (w.regionThreadsFor != l.id) {
+    // The first block of the launch on this worker: the whole context.
+    initBlockThreads(w);
+    w.regionThreadsFor = l.id;
+  }
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread &t = w.threads[i];
+    // The fields that change from block to block (initBlockCtx sets the
+    // rest, the same for every block of the launch on this worker).
+    for (int d = 0; d < 3; ++d)
+      t.ctx.ctaid[d] = uint32_t(w.block[d]);
+    t.ctx.shared = w.shared.data();
+    t.ctx.siteCache = w.cache.data();
+    t.status = ThreadStatus::Runnable;
     t.ctx.regionFrame = frames + uint64_t(i) * frame;
     t.ctx.resume = 0;
     // `.local` memory is on the worker's stack, under this frame, as in
@@ -47,16 +129,17 @@ void detail::runBlockRegions(Worker &w) {
     t.ctx.localLo = w.stackLo;
     t.ctx.localHi = localHi;
   }
+  uint32_t warps = (n + 31) / 32;
+  w.regionLive.assign(warps, ~0u);
+  if (n % 32)
+    w.regionLive[warps - 1] = (1u << (n % 32)) - 1;
   w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
   WoolyKernelFn fn = l.regionFn;
   const char *params = l.params;
-  // Kept in memory, not in locals: they must survive a longjmp.
-  volatile uint32_t cut = 0;
-  volatile bool first = true;
+  uint32_t *live = w.regionLive.data();
   for (;;) {
-    // One setjmp a round: `exit`, a fault or an overflow comes back here
+    // One setjmp a pass: `exit`, a fault or an overflow comes back here
     // with the thread in `w.next`.
-    first = true;
     w.next = 0;
     int why = setjmp(w.jmp);
     if (why == kJmpFault)
@@ -71,51 +154,64 @@ void detail::runBlockRegions(Worker &w) {
              w.linearBlock);
       return;
     }
+    bool ran = false;
     if (why == kJmpExit) {
       w.threads[w.next].status = ThreadStatus::Exited;
+      live[w.next >> 5] &= ~(1u << (w.next & 31));
       ++w.exited;
       ++w.next;
+      ran = true;
     }
-    for (; w.next < n; ++w.next) {
-      GpuThread &t = w.threads[w.next];
-      if (t.status == ThreadStatus::Exited)
-        continue;
-      t.status = ThreadStatus::Runnable;
-      fn(&t.ctx, params);
-      if (t.ctx.resume == WOOLY_REGION_EXITED) {
-        t.status = ThreadStatus::Exited;
-        ++w.exited;
-        continue;
-      }
-      if (first) {
-        cut = t.ctx.resume;
-        first = false;
-      } else if (t.ctx.resume != cut) {
-        // The compiler splits only kernels whose threads meet the same
-        // cuts in the same order; never go on with a wrong result.
-        l.fail("kernel '" + l.kernel->name +
-                   "': internal error: threads of a block at different "
-                   "cuts in region mode (" +
-                   describeThread(&t) + ")",
-               w.linearBlock);
-        return;
+    // The runnable threads from `w.next` on, in thread order, each up to
+    // its next cut: a warp collective (`__wooly_rt_warp` has recorded it),
+    // a barrier, or the end.
+    for (uint32_t warp = w.next >> 5; warp < warps; ++warp) {
+      uint32_t from = warp == (w.next >> 5) ? (w.next & 31) : 0;
+      for (uint32_t m = live[warp] & (~0u << from); m; m &= m - 1) {
+        uint32_t i = warp * 32 + llvm::countr_zero(m);
+        GpuThread &t = w.threads[i];
+        if (t.status != ThreadStatus::Runnable)
+          continue;
+        w.next = i;
+        ran = true;
+        fn(&t.ctx, params);
+        if (t.ctx.resume == WOOLY_REGION_EXITED) {
+          t.status = ThreadStatus::Exited;
+          live[warp] &= ~(1u << (i & 31));
+          ++w.exited;
+        } else if (t.status != ThreadStatus::AtWarp) {
+          t.status = ThreadStatus::AtBarrier;
+          ++w.atBarrier;
+        }
       }
     }
     if (w.exited == n || l.stopped(w.linearBlock))
       return;
+    bool progress = false;
     if (w.atWarp) {
-      resolveWarps(w);
+      uint32_t before = w.atWarp;
+      if (!resolveFullWarps(w))
+        return;
+      if (w.atWarp)
+        resolveWarps(w);
       if (l.stopped(w.linearBlock))
         return;
-      if (w.atWarp) {
-        l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
-                   std::to_string(w.block[0]) + "," +
-                   std::to_string(w.block[1]) + "," +
-                   std::to_string(w.block[2]) +
-                   "): a warp collective whose lanes are not all there",
-               w.linearBlock);
-        return;
-      }
+      progress |= w.atWarp != before;
     }
+    // `bar.sync 0` of the whole block: complete once every thread that has
+    // not exited waits at it (from whichever cut).
+    if (w.atBarrier && w.atBarrier == n - w.exited) {
+      for (uint32_t warp = 0; warp < warps; ++warp)
+        for (uint32_t m = live[warp]; m; m &= m - 1)
+          w.threads[warp * 32 + llvm::countr_zero(m)].status =
+              ThreadStatus::Runnable;
+      w.atBarrier = 0;
+      progress = true;
+    }
+    if (progress || ran)
+      continue;
+    // Nobody can move: report who waits where, as the fiber scheduler does.
+    failDeadlock(w);
+    return;
   }
 }

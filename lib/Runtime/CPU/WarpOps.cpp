@@ -29,35 +29,9 @@ bool wooly::cpu::resolveWarpOp(uint32_t kind, WarpLane lanes[32],
   switch (kind) {
   case WOOLY_WARP_SHFL:
     each([&](uint32_t lane) {
-      uint32_t mode = in(lane, 0), b = in(lane, 2) & 31, c = in(lane, 3);
-      uint32_t cval = c & 31, segmask = (c >> 8) & 31;
-      int maxLane = int((lane & segmask) | (cval & ~segmask));
-      int minLane = int(lane & segmask);
-      int j = int(lane);
-      bool pval = false;
-      switch (mode) {
-      case 0: // up
-        j = int(lane) - int(b);
-        pval = j >= maxLane;
-        break;
-      case 1: // down
-        j = int(lane) + int(b);
-        pval = j <= maxLane;
-        break;
-      case 2: // bfly
-        j = int(lane ^ b);
-        pval = j <= maxLane;
-        break;
-      default: // idx
-        j = minLane | int(b & ~segmask);
-        pval = j <= maxLane;
-        break;
-      }
-      if (!pval)
-        j = int(lane);
-      // A source lane outside the group (inactive) gives an unspecified
-      // value on the GPU; here it is the reading lane's own value.
-      uint32_t src = (group & (1u << j)) ? uint32_t(j) : lane;
+      bool pval;
+      uint32_t src =
+          shflSource(lane, in(lane, 0), in(lane, 2), in(lane, 3), group, pval);
       out(lane, 0, in(src, 1));
       out(lane, 1, pval ? 1 : 0);
     });

@@ -43,6 +43,34 @@ using CUevent = CUevent_st *;
 using CUjit_option = int;
 using CUfunction_attribute = int;
 
+// The virtual memory management API (cuMemAddressReserve, cuMemCreate,
+// cuMemMap, ...).
+using CUmemGenericAllocationHandle = unsigned long long;
+struct CUmemLocation {
+  int type; // CU_MEM_LOCATION_TYPE_DEVICE
+  int id;   // the device ordinal
+};
+struct CUmemAllocationProp {
+  int type;                 // CU_MEM_ALLOCATION_TYPE_PINNED
+  int requestedHandleTypes; // none
+  CUmemLocation location;
+  void *win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags; // CU_MEM_ACCESS_FLAGS_PROT_*
+};
+constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
+constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
+constexpr int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
+
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 
@@ -58,6 +86,8 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115;
+constexpr CUdevice_attribute
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102;
 
 // cuStreamCreate flags: a stream that does not synchronise with the legacy
 // default stream (so launches of different threads never wait for each
@@ -92,6 +122,25 @@ struct DriverApi {
   // and cuMemFree it does not wait for the work of other streams.
   CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream) = nullptr;
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream) = nullptr;
+  // Optional: the memory the device has free (the server's capacity).
+  CUresult (*cuMemGetInfo)(size_t *, size_t *) = nullptr;
+  // Optional: virtual memory management (enableVirtualMemory).
+  CUresult (*cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
+                                  unsigned long long) = nullptr;
+  CUresult (*cuMemAddressFree)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *, size_t,
+                          const CUmemAllocationProp *,
+                          unsigned long long) = nullptr;
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*cuMemMap)(CUdeviceptr, size_t, size_t,
+                       CUmemGenericAllocationHandle,
+                       unsigned long long) = nullptr;
+  CUresult (*cuMemUnmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc *,
+                             size_t) = nullptr;
+  CUresult (*cuMemGetAllocationGranularity)(size_t *,
+                                            const CUmemAllocationProp *,
+                                            int) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
@@ -186,6 +235,58 @@ public:
   /// gets the lane of the thread that ended, which is idle by then).
   std::map<std::thread::id, std::unique_ptr<Lane>> lanes;
 
+  /// Virtual memory management (enableVirtualMemory): each allocation is
+  /// a reserved address range of whole granules with physical memory
+  /// mapped in (`handle`), or moved out to host memory (`host`).
+  bool vmm = false;
+  uint64_t granularity = 0;
+  struct VirtualBlock {
+    uint64_t bytes = 0, rounded = 0;
+    CUmemGenericAllocationHandle handle = 0;
+    std::unique_ptr<uint8_t[]> host; // set while swapped out
+  };
+  std::mutex vmmMutex;
+  std::map<uint64_t, VirtualBlock> blocks;
+
+  CUmemAllocationProp allocationProp() const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal};
+    return prop;
+  }
+  /// Physical memory for `b` at `addr`, readable and writable.
+  llvm::Error mapIn(uint64_t addr, VirtualBlock &b) {
+    CUmemAllocationProp prop = allocationProp();
+    if (auto e = check(api.cuMemCreate(&b.handle, b.rounded, &prop, 0),
+                       llvm::formatv("cuMemCreate of {0} bytes", b.rounded)))
+      return e;
+    CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
+                           CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    llvm::Error e = check(api.cuMemMap(CUdeviceptr(addr), b.rounded, 0,
+                                       b.handle, 0),
+                          llvm::formatv("cuMemMap at 0x{0:x-}", addr));
+    if (!e) {
+      e = check(api.cuMemSetAccess(CUdeviceptr(addr), b.rounded, &access, 1),
+                llvm::formatv("cuMemSetAccess at 0x{0:x-}", addr));
+      if (e)
+        api.cuMemUnmap(CUdeviceptr(addr), b.rounded);
+    }
+    if (e) {
+      api.cuMemRelease(b.handle);
+      b.handle = 0;
+    }
+    return e;
+  }
+  /// Unmaps and releases `b`'s physical memory; the range stays reserved.
+  llvm::Error mapOut(uint64_t addr, VirtualBlock &b) {
+    if (auto e = check(api.cuMemUnmap(CUdeviceptr(addr), b.rounded),
+                       llvm::formatv("cuMemUnmap at 0x{0:x-}", addr)))
+      return e;
+    llvm::Error e = check(api.cuMemRelease(b.handle), "cuMemRelease");
+    b.handle = 0;
+    return e;
+  }
+
   ~Impl() {
     if (context)
       api.cuCtxSetCurrent(context);
@@ -199,6 +300,13 @@ public:
     for (auto &m : modules)
       if (m->handle)
         api.cuModuleUnload(m->handle);
+    for (auto &[addr, b] : blocks) {
+      if (b.handle) {
+        api.cuMemUnmap(CUdeviceptr(addr), b.rounded);
+        api.cuMemRelease(b.handle);
+      }
+      api.cuMemAddressFree(CUdeviceptr(addr), b.rounded);
+    }
     if (contextRetained)
       api.cuDevicePrimaryCtxRelease(device);
     // The driver library stays loaded: unloading libcuda is not supported
@@ -350,6 +458,10 @@ CudaDevice::open(int ordinal, StringRef driverLibrary) {
     api.cuMemFreeAsync = nullptr;
   }
 
+  if (llvm::errorToBool(resolve(lib, libName, api.cuMemGetInfo,
+                                {"cuMemGetInfo_v2", "cuMemGetInfo"})))
+    api.cuMemGetInfo = nullptr;
+
   int count = 0;
   if (auto e = impl->check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
     return std::move(e);
@@ -410,6 +522,13 @@ unsigned CudaDevice::multiprocessorCount() const {
 std::pair<int, int> CudaDevice::computeCapability() const {
   return {impl->ccMajor, impl->ccMinor};
 }
+std::optional<std::pair<uint64_t, uint64_t>> CudaDevice::memoryInfo() {
+  size_t freeBytes = 0, totalBytes = 0;
+  if (!impl->api.cuMemGetInfo || llvm::errorToBool(makeCurrent()) ||
+      impl->api.cuMemGetInfo(&freeBytes, &totalBytes) != CUDA_SUCCESS)
+    return std::nullopt;
+  return std::make_pair(uint64_t(freeBytes), uint64_t(totalBytes));
+}
 
 llvm::Error CudaDevice::makeCurrent() {
   return impl->check(impl->api.cuCtxSetCurrent(impl->context),
@@ -429,11 +548,131 @@ static llvm::Error onLane(CudaDevice::Impl &impl, const llvm::Twine &what,
   return impl.wait(*lane, what);
 }
 
+llvm::Error CudaDevice::enableVirtualMemory() {
+  DriverApi &api = impl->api;
+  StringRef libName = impl->libraryName;
+  void *lib = impl->library;
+#define WOOLY_RESOLVE(field, ...)                                              \
+  if (auto e = resolve(lib, libName, api.field, {__VA_ARGS__}))                \
+    return e;
+  WOOLY_RESOLVE(cuMemAddressReserve, "cuMemAddressReserve")
+  WOOLY_RESOLVE(cuMemAddressFree, "cuMemAddressFree")
+  WOOLY_RESOLVE(cuMemCreate, "cuMemCreate")
+  WOOLY_RESOLVE(cuMemRelease, "cuMemRelease")
+  WOOLY_RESOLVE(cuMemMap, "cuMemMap")
+  WOOLY_RESOLVE(cuMemUnmap, "cuMemUnmap")
+  WOOLY_RESOLVE(cuMemSetAccess, "cuMemSetAccess")
+  WOOLY_RESOLVE(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity")
+#undef WOOLY_RESOLVE
+  int supported = 0;
+  if (auto e = impl->check(
+          api.cuDeviceGetAttribute(
+              &supported,
+              CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+              impl->device),
+          "cuDeviceGetAttribute"))
+    return e;
+  if (!supported)
+    return llvm::createStringError(
+        "the GPU does not support virtual memory management "
+        "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED is 0)");
+  if (auto e = makeCurrent())
+    return e;
+  CUmemAllocationProp prop = impl->allocationProp();
+  size_t granularity = 0;
+  if (auto e = impl->check(api.cuMemGetAllocationGranularity(
+                               &granularity, &prop,
+                               CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                           "cuMemGetAllocationGranularity"))
+    return e;
+  if (granularity == 0 || (granularity & (granularity - 1)))
+    return llvm::createStringError(
+        llvm::formatv("cuMemGetAllocationGranularity: {0} bytes is not a "
+                      "power of two",
+                      granularity));
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  impl->granularity = granularity;
+  impl->vmm = true;
+  return llvm::Error::success();
+}
+
+bool CudaDevice::virtualMemory() const { return impl->vmm; }
+
+/// The virtual block at `addr` for a swap (`out`: it must be resident,
+/// else swapped out), with the context current; the caller holds
+/// `vmmMutex`.
+static llvm::Expected<CudaDevice::Impl::VirtualBlock *>
+swapBlock(CudaDevice &d, CudaDevice::Impl &impl, uint64_t addr, bool out) {
+  if (!impl.vmm)
+    return llvm::createStringError("swapping needs virtual memory "
+                                   "management (enableVirtualMemory)");
+  if (auto e = d.makeCurrent())
+    return std::move(e);
+  auto it = impl.blocks.find(addr);
+  if (it == impl.blocks.end() || bool(it->second.host) == out)
+    return llvm::createStringError(llvm::formatv(
+        out ? "swap-out of 0x{0:x-}, which is not a resident allocation"
+            : "swap-in of 0x{0:x-}, which is not swapped out",
+        addr));
+  return &it->second;
+}
+
+llvm::Error CudaDevice::swapOut(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  auto block = swapBlock(*this, *impl, addr, /*out=*/true);
+  if (!block)
+    return block.takeError();
+  Impl::VirtualBlock &b = **block;
+  std::unique_ptr<uint8_t[]> host(new (std::nothrow) uint8_t[b.bytes]);
+  if (!host)
+    return llvm::createStringError(llvm::formatv(
+        "out of host memory swapping out {0} bytes", b.bytes));
+  if (auto e = copyFromDevice(host.get(), addr, b.bytes))
+    return e;
+  if (auto e = impl->mapOut(addr, b))
+    return e;
+  b.host = std::move(host);
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::swapIn(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  auto block = swapBlock(*this, *impl, addr, /*out=*/false);
+  if (!block)
+    return block.takeError();
+  Impl::VirtualBlock &b = **block;
+  if (auto e = impl->mapIn(addr, b))
+    return e;
+  if (auto e = copyToDevice(addr, b.host.get(), b.bytes)) {
+    // Back out: it stays swapped out, with its bytes on the host.
+    llvm::consumeError(impl->mapOut(addr, b));
+    return e;
+  }
+  b.host.reset();
+  return llvm::Error::success();
+}
+
 llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
   CUdeviceptr p = 0;
   // The driver refuses empty allocations; give them one byte.
   uint64_t size = std::max<uint64_t>(bytes, 1);
-  if (impl->api.cuMemAllocAsync) {
+  if (impl->vmm) {
+    if (auto e = makeCurrent())
+      return std::move(e);
+    Impl::VirtualBlock b;
+    b.bytes = size;
+    b.rounded = (size + impl->granularity - 1) & ~(impl->granularity - 1);
+    if (auto e = impl->check(
+            impl->api.cuMemAddressReserve(&p, b.rounded, 0, 0, 0),
+            llvm::formatv("cuMemAddressReserve of {0} bytes", b.rounded)))
+      return std::move(e);
+    if (auto e = impl->mapIn(p, b)) {
+      impl->api.cuMemAddressFree(p, b.rounded);
+      return std::move(e);
+    }
+    std::lock_guard<std::mutex> lock(impl->vmmMutex);
+    impl->blocks.emplace(uint64_t(p), std::move(b));
+  } else if (impl->api.cuMemAllocAsync) {
     // On the calling thread's stream; the zero-fill below waits for that
     // stream, after which every stream may use the memory.
     if (auto e = onLane(
@@ -456,6 +695,24 @@ llvm::Expected<uint64_t> CudaDevice::allocate(uint64_t bytes) {
 llvm::Error CudaDevice::free(uint64_t addr) {
   // The caller has finished every use of it (the server frees after the
   // session's earlier work).
+  if (impl->vmm) {
+    if (auto e = makeCurrent())
+      return e;
+    std::lock_guard<std::mutex> lock(impl->vmmMutex);
+    auto it = impl->blocks.find(addr);
+    if (it == impl->blocks.end())
+      return llvm::createStringError(llvm::formatv(
+          "free of 0x{0:x-}, which is not an allocation", addr));
+    Impl::VirtualBlock &b = it->second;
+    if (b.handle)
+      if (auto e = impl->mapOut(addr, b))
+        return e;
+    llvm::Error e = impl->check(
+        impl->api.cuMemAddressFree(CUdeviceptr(addr), b.rounded),
+        llvm::formatv("cuMemAddressFree(0x{0:x-})", addr));
+    impl->blocks.erase(it);
+    return e;
+  }
   if (impl->api.cuMemFreeAsync)
     return onLane(*impl, llvm::formatv("cuMemFreeAsync(0x{0:x-})", addr),
                   [&](CUstream s) {

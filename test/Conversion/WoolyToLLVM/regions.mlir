@@ -46,10 +46,19 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
 
 // -----
 
-// A barrier in a loop: no region function; the reason is recorded.
+// A barrier in a loop gets a region function too: the cut's region is
+// entered from the switch, in the middle of the loop; the induction
+// variable, live across the cut, goes through the frame.
 // CHECK-LABEL: llvm.func @__wooly_kernel_loop(
-// CHECK-SAME: wooly.fiber_reason = "a barrier or warp collective in a loop"
-// CHECK-NOT: __wooly_regions_loop
+// CHECK-SAME: wooly.fiber_reason = ""
+// CHECK-SAME: wooly.region_function = "__wooly_regions_loop"
+// CHECK-LABEL: llvm.func @__wooly_regions_loop(
+// CHECK: llvm.switch %{{.*}} : i32, ^[[FIRST:.*]] [
+// CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^ ]*]]
+// CHECK: ^[[AFTER_BARRIER]]:
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> i32
+// CHECK: llvm.add
+// CHECK: llvm.icmp "ult"
 wooly.func @loop(%n: i32 {wooly.type = "u32"}) attributes {kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32

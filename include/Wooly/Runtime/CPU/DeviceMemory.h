@@ -19,6 +19,7 @@
 #include <shared_mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace wooly::cpu {
 
@@ -36,6 +37,9 @@ struct Allocation {
   /// Moved out to host memory (`DeviceMemory::swapOut`): its address range
   /// is reserved but maps no memory; `find` does not return it.
   bool swapped = false;
+  /// Shares its pages, read-only, with other allocations of the same bytes
+  /// (`DeviceMemory::share`): the id of their group, 0 when it has its own.
+  uint64_t sharedGroup = 0;
 };
 
 /// The allocator and bounds registry. Thread-safe.
@@ -67,6 +71,24 @@ public:
   /// Bytes of swapped-out allocations (held in host memory).
   uint64_t bytesSwapped() const;
 
+  /// Deduplication. `share(addr, with)`: the allocation at `addr` gives up
+  /// its pages and maps those of `with` (an allocation of the same size
+  /// whose bytes the caller found equal), read-only for both: the pages of
+  /// a group live in a memfd that each member maps at its own address, so
+  /// that addresses never change. Until `unshare`, copies and memsets into
+  /// either fail, and a kernel's write to them faults (a launch error).
+  /// Neither may be swapped out while shared. On error nothing changed.
+  llvm::Error share(uint64_t addr, uint64_t with);
+  /// Gives the allocation at `addr` pages of its own again (a private,
+  /// writable copy of the group's bytes, mapped over its range in one
+  /// step); the group's last member gets its own pages back the same way.
+  llvm::Error unshare(uint64_t addr);
+  /// Whether `[addr, addr + size)` lies in an allocation whose bytes are
+  /// shared (read-only).
+  bool isShared(uint64_t addr, uint64_t size) const;
+  /// Compares the first `size` bytes of two allocations' memory.
+  bool sameBytes(uint64_t a, uint64_t b, uint64_t size) const;
+
   /// Copies between host and device memory; the device range must lie
   /// inside one allocation.
   llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t size);
@@ -93,6 +115,9 @@ public:
 
 private:
   llvm::Error checkRange(uint64_t addr, uint64_t size, const char *what) const;
+  /// checkRange, and not shared read-only.
+  llvm::Error checkWritable(uint64_t addr, uint64_t size,
+                            const char *what) const;
 
   mutable std::shared_mutex mutex;
   std::map<uint64_t, Allocation> allocations;
@@ -112,6 +137,16 @@ private:
   };
   /// The bytes of swapped-out allocations, by base.
   std::map<uint64_t, HostCopy> swappedOut;
+  /// Deduplicated pages: a memfd and the allocations that map it.
+  struct SharedGroup {
+    int fd = -1;
+    uint64_t rounded = 0;
+    std::vector<uint64_t> members;
+  };
+  std::map<uint64_t, SharedGroup> groups;
+  uint64_t nextGroup = 1;
+  /// Gives `a` private pages with its current bytes (the lock is held).
+  llvm::Error privatize(Allocation &a);
   uint64_t inUse = 0, swappedBytes = 0;
   uint64_t limit = UINT64_MAX;
 };

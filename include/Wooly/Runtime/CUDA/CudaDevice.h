@@ -73,6 +73,9 @@ public:
   unsigned multiprocessorCount() const;
   /// The GPU's compute capability, e.g. {9, 0} for an H100.
   std::pair<int, int> computeCapability() const;
+  /// The device memory free and in all (cuMemGetInfo); none where the
+  /// driver does not say.
+  std::optional<std::pair<uint64_t, uint64_t>> memoryInfo();
   /// Makes the device's context current on the calling thread (the device
   /// is used from a thread other than the one that opened it; cheap to
   /// repeat).
@@ -81,6 +84,22 @@ public:
   /// Device memory (cuMemAlloc); addresses are CUdeviceptr values. Like the
   /// CPU backend's, a new allocation is zero-filled (a size of 0 gets 1 byte).
   llvm::Expected<uint64_t> allocate(uint64_t bytes);
+  /// From now on, allocations are made with the virtual memory management
+  /// API: each a reserved address range of whole granules with physical
+  /// memory mapped in (cuMemAddressReserve, cuMemCreate, cuMemMap,
+  /// cuMemSetAccess), so that `swapOut` can move it to host memory and
+  /// `swapIn` bring it back at the same address. Call it before the first
+  /// allocation. Errors: the driver lacks the entry points, the GPU does
+  /// not support it. Allocations and frees then synchronise with the
+  /// device (cuMemUnmap does).
+  llvm::Error enableVirtualMemory();
+  bool virtualMemory() const;
+  /// Copies an allocation's bytes to host memory and releases its physical
+  /// memory (the address range stays reserved); on error nothing changed.
+  llvm::Error swapOut(uint64_t addr);
+  /// Maps new physical memory at a swapped-out allocation's address and
+  /// copies its bytes back; on error it stays swapped out.
+  llvm::Error swapIn(uint64_t addr);
   llvm::Error free(uint64_t addr);
   llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t bytes);
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes);

@@ -7,7 +7,11 @@
 // a pointer; reaching the address of a write makes it written; reaching a
 // stored value, a call or an atomic's operand makes it escape. The result is
 // sound for deduplication: a parameter reported read-only is never written
-// through by the kernel.
+// through by the kernel. Two more bits follow values that no parameter
+// explains: `unknown` (loaded from memory, returned by a call) and `module`
+// (the address of a module variable); a write whose address carries
+// `unknown`, or neither a parameter nor `module`, is a write to memory the
+// analysis cannot name (KernelSummary::writesUnknownMemory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -155,21 +159,32 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
     return s;
 
   // Taint: parameter i starts in argument i; propagate to a fixed point.
-  Taint taint(n);
+  // Bits n and n + 1: `unknown` and `module` (see the file's comment).
+  const unsigned unknownBit = n, moduleBit = n + 1;
+  Taint taint(n + 2);
   Block &entry = kernel.getBody().front();
   for (unsigned i = 0; i < n; ++i) {
-    llvm::BitVector self(n);
+    llvm::BitVector self(n + 2);
     self.set(i);
     taint.add(entry.getArgument(i), self);
   }
-  llvm::BitVector pointers(n), written(n), escapes(n);
+  llvm::BitVector unknownSet(n + 2), moduleSet(n + 2);
+  unknownSet.set(unknownBit);
+  moduleSet.set(moduleBit);
   bool changed = true;
   while (changed) {
     changed = false;
     kernel.walk([&](Operation *op) {
+      bool access = !accessesOf(op).empty();
+      // Values that come from memory or from a callee: unknown.
+      if (access || isa<CallOp, CallIndirectOp>(op))
+        for (Value r : op->getResults())
+          changed |= taint.add(r, unknownSet);
+      if (isa<AddressOfOp>(op))
+        changed |= taint.add(op->getResult(0), moduleSet);
       // Into results: from every operand, except through comparisons and
       // memory reads (a loaded value is not derived from its address).
-      if (!isa<arith::CmpIOp, arith::CmpFOp>(op) && accessesOf(op).empty())
+      if (!isa<arith::CmpIOp, arith::CmpFOp>(op) && !access)
         for (Value r : op->getResults())
           for (Value o : op->getOperands())
             changed |= taint.add(r, taint.get(o));
@@ -184,6 +199,7 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
         }
     });
   }
+  llvm::BitVector pointers(n + 2), written(n + 2), escapes(n + 2);
   bool narrowAddresses = false; // Any 32-bit address (.address_size 32)?
   kernel.walk([&](Operation *op) {
     SmallVector<Access, 2> accesses = accessesOf(op);
@@ -193,17 +209,53 @@ KernelSummary mlir::wooly::analyzeKernel(FuncOp kernel) {
       space = ld.getSpace();
     else if (auto st = dyn_cast<StoreOp>(op))
       space = st.getSpace();
+    else if (auto at = dyn_cast<AtomOp>(op))
+      space = at.getSpace();
+    else if (auto red = dyn_cast<RedOp>(op))
+      space = red.getSpace();
+    else if (auto ws = dyn_cast<WmmaStoreOp>(op))
+      space = ws.getSpace();
     bool globalOrGeneric = space && (*space == StateSpace::global ||
                                      *space == StateSpace::generic);
     for (const Access &a : accesses) {
       narrowAddresses |= globalOrGeneric && a.addr.getType().isInteger(32);
-      pointers |= taint.get(a.addr);
-      if (a.writes)
-        written |= taint.get(a.addr);
+      const llvm::BitVector &t = taint.get(a.addr);
+      pointers |= t;
+      if (a.writes) {
+        written |= t;
+        // A write that may land outside the kernel's own (shared, local,
+        // `cp.async` destination) memory, at an address no parameter or
+        // module variable explains.
+        bool ownMemory =
+            isa<CpAsyncOp>(op) || (space && (*space == StateSpace::shared ||
+                                             *space == StateSpace::local));
+        bool named = t.find_first() >= 0 && t.find_first() < int(unknownBit);
+        if (!ownMemory &&
+            (t.test(unknownBit) || (!named && !t.test(moduleBit))))
+          s.writesUnknownMemory = true;
+      }
       addrs.insert(a.addr);
     }
     bool memoryOp = !accesses.empty();
     bool call = isa<CallOp, CallIndirectOp>(op);
+    // A callee may write anywhere, but for the runtime's `vprintf` and
+    // `__assertfail` (which write only their own buffers).
+    if (auto c = dyn_cast<CallOp>(op)) {
+      StringRef callee = c.getCallee();
+      if (callee != "vprintf" && callee != "__assertfail")
+        s.writesUnknownMemory = true;
+    } else if (isa<CallIndirectOp>(op)) {
+      s.writesUnknownMemory = true;
+    } else if (!memoryOp) {
+      // An operation this analysis does not follow that writes memory
+      // and has an operand that may be an address (not a barrier or a
+      // fence, whose operands are 32-bit counts and ids).
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (effects && effects.hasEffect<MemoryEffects::Write>() &&
+          llvm::any_of(op->getOperands(),
+                       [](Value o) { return o.getType().isInteger(64); }))
+        s.writesUnknownMemory = true;
+    }
     if (memoryOp || call)
       for (Value o : op->getOperands())
         if (!addrs.contains(o))
@@ -330,34 +382,12 @@ wooly::regionSplitBlocker(FuncOp fn,
   });
   if (!blocker.empty())
     return blocker;
-  Region &body = fn.getBody();
-  // A block in a loop reaches itself.
-  auto inLoop = [&](Block *b) {
-    SmallVector<Block *> work(b->getSuccessors().begin(),
-                              b->getSuccessors().end());
-    llvm::DenseSet<Block *> seen;
-    while (!work.empty()) {
-      Block *x = work.pop_back_val();
-      if (x == b)
-        return true;
-      if (seen.insert(x).second)
-        work.append(x->getSuccessors().begin(), x->getSuccessors().end());
-    }
-    return false;
-  };
-  DominanceInfo dom(fn);
-  llvm::DenseSet<Block *> cutBlocks;
-  for (Operation *op : cuts) {
-    if (op->getParentRegion() != &body)
+  // Cuts may lie in loops and in divergent code: the region executor runs
+  // the threads under the fiber scheduler's rules, each from its own cut.
+  // Only a cut inside an op's region (none is there after the importer's
+  // structured ops are lowered) could not be resumed at.
+  for (Operation *op : cuts)
+    if (op->getParentRegion() != &fn.getBody())
       return "a barrier or warp collective in a nested region";
-    cutBlocks.insert(op->getBlock());
-  }
-  for (Block *b : cutBlocks)
-    if (inLoop(b))
-      return "a barrier or warp collective in a loop";
-  for (Block *a : cutBlocks)
-    for (Block *b : cutBlocks)
-      if (!dom.dominates(a, b) && !dom.dominates(b, a))
-        return "barriers or warp collectives in divergent control flow";
   return "";
 }

@@ -49,6 +49,13 @@ struct KernelSummary {
   /// number of values live at once, in 32-bit units (64-bit values count
   /// twice). A real backend reports its own figure.
   unsigned registerEstimate = 0;
+  /// It may write device memory that no parameter is known to point to:
+  /// through an address loaded from memory or returned by a call, one made
+  /// from an integer, or by a call or an operation the analysis does not
+  /// follow. Writes to `.shared`, `.local` and through the addresses of
+  /// module variables do not count. Deduplication gives every buffer of the
+  /// tenant its own copy before such a kernel runs.
+  bool writesUnknownMemory = false;
   /// Barrier and warp-collective use.
   bool usesBarriers = false;
   bool usesWarpCollectives = false;
@@ -68,17 +75,17 @@ void kernelParamLayout(FuncOp kernel, std::vector<uint64_t> &offsets,
                        std::vector<uint64_t> &sizes);
 
 /// Why the threads of `fn` could not run region by region - the function
-/// cut at each barrier and warp collective, each region a loop over the
-/// block's threads (or a warp's lanes), as CPU compilers of CUDA do -
-/// rather than as one fiber each; empty when they could. They could when
-/// every such cut is a plain `bar.sync 0` of the whole block or a warp
-/// collective other than the matrix ones, no cut lies in a loop, and the
-/// cuts follow one another in one chain of dominance (each reached only
-/// through the one before it: a thread may leave early, but every thread
-/// that goes on meets the same cuts in the same order, so running region by
-/// region in thread order is the fiber scheduler's own order). A call to a
-/// function for which `synchronises` holds, an indirect call or `nanosleep`
-/// each stand in the way too.
+/// cut at each barrier and warp collective, each thread resumed at the cut
+/// it stopped at, as CPU compilers of CUDA do - rather than as one fiber
+/// each; empty when they could. They could when every such cut is a plain
+/// `bar.sync 0` of the whole block or a warp collective other than the
+/// matrix ones, in the function's body. Cuts may lie in loops and in
+/// divergent code: the region executor runs the threads under the fiber
+/// scheduler's own rules (each thread up to its next cut, in thread order;
+/// then the collectives and the barrier that can complete), so threads at
+/// different cuts behave as fibers would. A call to a function for which
+/// `synchronises` holds, an indirect call or `nanosleep` each stand in the
+/// way.
 std::string
 regionSplitBlocker(FuncOp fn,
                    llvm::function_ref<bool(llvm::StringRef)> synchronises);
