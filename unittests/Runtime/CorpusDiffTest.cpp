@@ -183,6 +183,15 @@ protected:
   }
 
 public:
+  /// Whether the strategy's passes refuse `file` because it has bulk
+  /// copies (wooly-isolate: "not supported yet").
+  bool refusesBulk(const std::string &file) {
+    Loaded &l = load(file, GetParam().strategy.passes);
+    return !l.module &&
+           l.error.find("bulk copies (cp.async.bulk) are not supported yet") !=
+               std::string::npos;
+  }
+
   /// Launches vatomics.cu's `kernel` on values `v` and bins `bin` of `n`
   /// elements into zeroed sums, which must equal `want` bit for bit.
   template <class T>
@@ -1701,6 +1710,104 @@ TEST_P(CorpusDiff, wmma_gemm) {
 }
 
 //===----------------------------------------------------------------------===//
+// wmma2.cu: dmma, tf32, bf16 and int8 wmma GEMM tiles (WarpMatrix.cpp's
+// arithmetic: f64 fused in k order; tf32/bf16 products exact in f32, added
+// in k order; integers exact)
+//===----------------------------------------------------------------------===//
+
+TEST_P(CorpusDiff, dmma_gemm) {
+  const int M = 16, N = 24, K = 20;
+  std::mt19937 rng(130);
+  std::uniform_real_distribution<double> d(-4, 4);
+  std::vector<double> A(M * K), B(K * N), C(M * N);
+  for (auto *v : {&A, &B, &C})
+    for (double &x : *v)
+      x = d(rng);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("wmma2"), "dmma_gemm", {N / 8, M / 8, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<double> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = C[i * N + j];
+      for (int k = 0; k < K; ++k)
+        acc = std::fma(A[i * K + k], B[k * N + j], acc);
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<double>(bC), want));
+}
+
+/// `x` rounded to tf32 as cvt.rna.tf32.f32 does (nearest, ties away).
+float toTf32(float x) {
+  uint32_t u = llvm::bit_cast<uint32_t>(x);
+  return llvm::bit_cast<float>((u + 0x1000u) & 0xffffe000u);
+}
+
+TEST_P(CorpusDiff, tf32_gemm) {
+  const int M = 32, N = 16, K = 24;
+  auto A = randF(M * K, -3, 3, 131), B = randF(N * K, -3, 3, 132);
+  Buf bA = up(A), bB = up(B), bC = up(std::vector<float>(M * N, -1.0f));
+  ASSERT_TRUE(launch(ptx("wmma2"), "tf32_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  // B is N x K (column-major K x N); each tile is stored column-major.
+  std::vector<float> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        float p = toTf32(A[i * K + k]) * toTf32(B[j * K + k]);
+        acc = acc + p;
+      }
+      want[(i / 16 * 16 + j % 16) * N + j / 16 * 16 + i % 16] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+TEST_P(CorpusDiff, bf16_gemm) {
+  const int M = 16, N = 32, K = 48;
+  auto fa = randF(M * K, -2, 2, 133), fb = randF(K * N, -2, 2, 134);
+  std::vector<uint16_t> A(M * K), B(K * N);
+  for (size_t i = 0; i < A.size(); ++i)
+    A[i] = uint16_t(llvm::bit_cast<uint32_t>(fa[i]) >> 16);
+  for (size_t i = 0; i < B.size(); ++i)
+    B[i] = uint16_t(llvm::bit_cast<uint32_t>(fb[i]) >> 16);
+  auto bf = [](uint16_t h) { return llvm::bit_cast<float>(uint32_t(h) << 16); };
+  Buf bA = up(A), bB = up(B), bC = up(std::vector<float>(M * N, -1.0f));
+  ASSERT_TRUE(launch(ptx("wmma2"), "bf16_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<float> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) {
+        float p = bf(A[i * K + k]) * bf(B[k * N + j]);
+        acc = acc + p;
+      }
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+TEST_P(CorpusDiff, int8_gemm) {
+  const int M = 32, N = 32, K = 64;
+  auto A = randI<int8_t>(M * K, -128, 127, 135);
+  auto B = randI<int8_t>(N * K, -128, 127, 136);
+  auto C = randI<int32_t>(M * N, -100000, 100000, 137);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("wmma2"), "int8_gemm", {N / 16, M / 16, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  std::vector<int32_t> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int32_t acc = C[i * N + j];
+      for (int k = 0; k < K; ++k)
+        acc += int32_t(A[i * K + k]) * int32_t(B[j * K + k]);
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<int32_t>(bC), want));
+}
+
+//===----------------------------------------------------------------------===//
 // gridsync.cu: cooperative launches, grid.sync()
 //===----------------------------------------------------------------------===//
 
@@ -2443,6 +2550,92 @@ TEST_P(TextureDiff, invalid_objects_fault) {
   EXPECT_FALSE(freed);
   EXPECT_NE(std::string(freed.message()).find("freed"), std::string::npos)
       << freed.message();
+}
+
+//===----------------------------------------------------------------------===//
+// bulkcopy.cu: mbarriers, cp.async.bulk, cp.reduce.async.bulk, elect.sync,
+// stmatrix (sm_90 and compute_120; the sm_80 build takes the plain paths)
+//===----------------------------------------------------------------------===//
+
+/// Whether the strategy refuses bulkcopy.cu (wooly-isolate refuses bulk
+/// copies with a located "not supported yet").
+bool refusesBulkCopies(CorpusDiff &t, const std::string &file);
+
+TEST_P(CorpusDiff, bulk_scale) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  // 13 tiles over 5 blocks: each block runs its two-stage pipeline over
+  // two or three tiles, both mbarriers through several phases.
+  const int tiles = 13;
+  auto x = randF(tiles * 256, -100, 100, 120);
+  float s = 1.7f;
+  Buf bx = up(x), bo = up(std::vector<float>(tiles * 256, -1.0f));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "bulk_scale", {5, 1, 1}, {256, 1, 1}, 0,
+                     {bx, bo, s, tiles}));
+  std::vector<float> want(tiles * 256);
+  for (int i = 0; i < tiles * 256; ++i)
+    want[i] = x[i] * s;
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+TEST_P(CorpusDiff, barrier_rotate) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  const int blocks = 7;
+  auto x = randI<int32_t>(blocks * 128, -1000000, 1000000, 121);
+  Buf bx = up(x), bo = alloc(blocks * 128 * 4);
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "barrier_rotate", {blocks, 1, 1},
+                     {128, 1, 1}, 0, {bx, bo}));
+  std::vector<int32_t> want(blocks * 128);
+  for (int b = 0; b < blocks; ++b)
+    for (int i = 0; i < 128; ++i)
+      want[b * 128 + i] = x[b * 128 + (i + 1) % 128];
+  EXPECT_TRUE(sameBits(down<int32_t>(bo), want));
+}
+
+TEST_P(CorpusDiff, bulk_reduce_add) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses bulk copies";
+  // Integer sums wrap the same in any order.
+  const int tiles = 11;
+  auto x = randI<int32_t>(tiles * 256, -2000000000, 2000000000, 122);
+  Buf bx = up(x), ba = up(std::vector<int32_t>(256, 0));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "bulk_reduce_add", {4, 1, 1}, {256, 1, 1},
+                     0, {bx, ba, tiles}));
+  std::vector<int32_t> want(256, 0);
+  for (int t = 0; t < tiles; ++t)
+    for (int i = 0; i < 256; ++i)
+      want[i] = int32_t(uint32_t(want[i]) + uint32_t(x[t * 256 + i]));
+  EXPECT_TRUE(sameBits(down<int32_t>(ba), want));
+}
+
+TEST_P(CorpusDiff, stmatrix_elect) {
+  if (refusesBulkCopies(*this, ptx("bulkcopy")))
+    GTEST_SKIP() << "the strategy refuses the module's bulk copies";
+  const int blocks = 3, warps = 2 * blocks;
+  auto x = randI<uint32_t>(warps * 128, 0, 0xffffffffu, 123);
+  Buf bx = up(x), bo = alloc(warps * 256 * 2),
+      bl = up(std::vector<uint32_t>(warps, 7));
+  ASSERT_TRUE(launch(ptx("bulkcopy"), "stmatrix_elect", {blocks, 1, 1},
+                     {64, 1, 1}, 0, {bx, bo, bl}));
+  // Lane l's word j holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix
+  // j, low half first; .trans stores each matrix transposed.
+  std::vector<uint16_t> want(warps * 256);
+  for (int w = 0; w < warps; ++w)
+    for (int l = 0; l < 32; ++l)
+      for (int j = 0; j < 4; ++j) {
+        uint32_t v = x[w * 128 + 4 * l + j];
+        int r = l / 4, c = 2 * (l % 4);
+        want[w * 256 + j * 64 + c * 8 + r] = uint16_t(v);
+        want[w * 256 + j * 64 + (c + 1) * 8 + r] = uint16_t(v >> 16);
+      }
+  EXPECT_TRUE(sameBits(down<uint16_t>(bo), want));
+  // Lane 0 is the leader of a full warp: leader[w] = 0 + 100 * 1.
+  EXPECT_TRUE(sameBits(down<uint32_t>(bl), std::vector<uint32_t>(warps, 100)));
+}
+
+bool refusesBulkCopies(CorpusDiff &t, const std::string &file) {
+  return t.refusesBulk(file);
 }
 
 std::vector<Variant> variants() {

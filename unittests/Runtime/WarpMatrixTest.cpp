@@ -32,7 +32,7 @@ namespace {
 
 // ScalarType values.
 constexpr uint32_t U8 = 6, S8 = 10, S32 = 12, F16 = 14, BF16 = 16, TF32 = 18,
-                   F32 = 19, F64 = 20, S4 = 25;
+                   F32 = 19, F64 = 20, S4 = 25, U4 = 26;
 
 constexpr uint32_t shapeCode(unsigned m, unsigned n, unsigned k) {
   return m | n << 8 | k << 16;
@@ -168,12 +168,44 @@ RowCol bInt8K16(unsigned lane, unsigned i) {
 RowCol aInt8M8(unsigned lane, unsigned i) {
   return {lane >> 2, (lane % 4) * 4 + i};
 }
+// .s4/.u4 (PTX ISA, "Matrix Fragments for mma.m8n8k32 / m16n8k32 /
+// m16n8k64"): eight elements per register. m8n8k32 A: row groupID, col
+// threadID_in_group * 8 + i. m16n8k32 A: row groupID for i < 8, else
+// groupID + 8; col threadID_in_group * 8 + (i & 7). m16n8k64 A: rows as
+// m16n8k32's for each half of 16 elements, the second half 32 columns
+// further. B (k32): row threadID_in_group * 8 + i, col groupID; (k64): row
+// threadID_in_group * 8 + (i & 7) (+32 for i >= 8), col groupID.
+RowCol aInt4M8(unsigned lane, unsigned i) {
+  return {lane >> 2, (lane % 4) * 8 + i};
+}
+RowCol aInt4K32(unsigned lane, unsigned i) {
+  return {i < 8 ? lane >> 2 : (lane >> 2) + 8, (lane % 4) * 8 + (i & 7)};
+}
+RowCol aInt4K64(unsigned lane, unsigned i) {
+  return {(i & 8) ? (lane >> 2) + 8 : lane >> 2,
+          (lane % 4) * 8 + (i & 7) + (i >= 16 ? 32 : 0)};
+}
+RowCol bInt4K32(unsigned lane, unsigned i) {
+  return {(lane % 4) * 8 + i, lane >> 2};
+}
+RowCol bInt4K64(unsigned lane, unsigned i) {
+  return {(lane % 4) * 8 + (i & 7) + (i >= 8 ? 32 : 0), lane >> 2};
+}
 RowCol accum8x8(unsigned lane, unsigned i) {
   return {lane >> 2, (lane % 4) * 2 + i};
 }
 // .f64 m8n8k4: A row groupID, col threadID_in_group; B row
 // threadID_in_group, col groupID.
 RowCol aF64(unsigned lane, unsigned) { return {lane >> 2, lane % 4}; }
+// .f64 m16n8k4/k8/k16 (sm_90): A row groupID (+8 for odd i), col
+// threadID_in_group + 4 * (i / 2); B row threadID_in_group + 4 * i, col
+// groupID.
+RowCol aF64M16(unsigned lane, unsigned i) {
+  return {(lane >> 2) + 8 * (i & 1), lane % 4 + 4 * (i >> 1)};
+}
+RowCol bF64M16(unsigned lane, unsigned i) {
+  return {lane % 4 + 4 * i, lane >> 2};
+}
 RowCol bF64(unsigned lane, unsigned) { return {lane % 4, lane >> 2}; }
 
 /// Packs a lane's fragment of `m` (rows x cols raw elements, row-major).
@@ -243,8 +275,12 @@ std::vector<uint64_t> refMatmul(unsigned M, unsigned N, unsigned K,
   std::vector<uint64_t> D(M * N);
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < N; ++j) {
-      if (at == S8 || at == U8) {
+      if (at == S8 || at == U8 || at == S4 || at == U4) {
         auto val = [](uint32_t t, uint64_t r) -> int64_t {
+          if (t == S4)
+            return int64_t(uint64_t(r) << 60) >> 60;
+          if (t == U4)
+            return int64_t(r & 0xf);
           return t == S8 ? int64_t(int8_t(r)) : int64_t(uint8_t(r));
         };
         int64_t acc = int32_t(uint32_t(C[i * N + j]));
@@ -291,6 +327,9 @@ uint64_t randomElem(uint32_t type, std::mt19937 &rng) {
   case S8:
   case U8:
     return rng() & 0xff;
+  case S4:
+  case U4:
+    return rng() & 0xf;
   case S32:
     return uint32_t(int32_t(rng() % 20001) - 10000);
   }
@@ -395,6 +434,22 @@ TEST(WarpMatrixTest, MmaInt8) {
   checkMma({8, 8, 16, typeCode(S32, S8, U8, S32), a8, b8, c8}, false, 41);
 }
 
+TEST(WarpMatrixTest, MmaInt4) {
+  FragTable c16{4, 32, accum16x8}, c8{2, 32, accum8x8};
+  FragTable a8{8, 4, aInt4M8}, b32{8, 4, bInt4K32};
+  FragTable a32{16, 4, aInt4K32}, a64{32, 4, aInt4K64}, b64{16, 4, bInt4K64};
+  for (uint32_t at : {S4, U4})
+    for (uint32_t bt : {S4, U4})
+      for (bool sat : {false, true}) {
+        checkMma({8, 8, 32, typeCode(S32, at, bt, S32), a8, b32, c8}, sat,
+                 70 + at + bt);
+        checkMma({16, 8, 32, typeCode(S32, at, bt, S32), a32, b32, c16}, sat,
+                 80 + at + bt);
+        checkMma({16, 8, 64, typeCode(S32, at, bt, S32), a64, b64, c16}, sat,
+                 90 + at + bt);
+      }
+}
+
 TEST(WarpMatrixTest, MmaInt8Saturation) {
   // C near INT32_MAX / INT32_MIN: wraps without .satfinite, clamps with it.
   FragTable a{16, 8, aInt8K32}, b{8, 8, bInt8K32}, c{4, 32, accum16x8};
@@ -408,6 +463,14 @@ TEST(WarpMatrixTest, MmaInt8Saturation) {
 TEST(WarpMatrixTest, MmaF64) {
   FragTable a{1, 64, aF64}, b{1, 64, bF64}, c{2, 64, accum8x8};
   checkMma({8, 8, 4, typeCode(F64, F64, F64, F64), a, b, c}, false, 60);
+}
+
+TEST(WarpMatrixTest, MmaF64M16N8) {
+  FragTable c{4, 64, accum16x8};
+  for (unsigned k : {4u, 8u, 16u})
+    checkMma({16, 8, k, typeCode(F64, F64, F64, F64),
+              FragTable{k / 2, 64, aF64M16}, FragTable{k / 4, 64, bF64M16}, c},
+             false, 61 + k);
 }
 
 TEST(WarpMatrixTest, MmaF32AccumulationOrder) {
@@ -438,8 +501,8 @@ TEST(WarpMatrixTest, MmaF32AccumulationOrder) {
 TEST(WarpMatrixTest, Unsupported) {
   Warp w;
   for (unsigned l = 0; l < 32; ++l)
-    w.in[l] = {shapeCode(16, 8, 64),
-               typeCode(S32, S4, S4, S32),
+    w.in[l] = {shapeCode(8, 8, 4),
+               typeCode(F32, F16, F16, F32),
                2,
                4,
                2,
@@ -456,7 +519,7 @@ TEST(WarpMatrixTest, Unsupported) {
                0};
   std::string error;
   EXPECT_FALSE(w.run(WOOLY_WARP_MMA, 4, WarpMemory(), error));
-  EXPECT_NE(error.find("m16n8k64"), std::string::npos) << error;
+  EXPECT_NE(error.find("m8n8k4"), std::string::npos) << error;
   EXPECT_NE(error.find("not supported on the CPU backend"), std::string::npos)
       << error;
   // Not all lanes.

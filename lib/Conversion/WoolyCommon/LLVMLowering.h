@@ -195,7 +195,19 @@ enum AccessKind : unsigned { kAccessRead = 1, kAccessWrite = 2 };
   X(TexQueryOp)                                                                \
   X(SuldOp)                                                                    \
   X(SustOp)                                                                    \
-  X(SuredOp)
+  X(SuredOp)                                                                   \
+  X(MbarrierInitOp)                                                            \
+  X(MbarrierInvalOp)                                                           \
+  X(MbarrierUpdateOp)                                                          \
+  X(MbarrierWaitOp)                                                            \
+  X(MbarrierPendingCountOp)                                                    \
+  X(BulkCopyOp)                                                                \
+  X(BulkCommitOp)                                                              \
+  X(BulkWaitOp)                                                                \
+  X(AsyncFenceOp)                                                              \
+  X(GridDepControlOp)                                                          \
+  X(ElectOp)                                                                   \
+  X(StMatrixOp)
 
 /// Declares, in a `TargetInfo` subclass, the override of `lower` for `Op`.
 #define WOOLY_LOWER_OVERRIDE(Op)                                               \

@@ -597,6 +597,18 @@ FailureOr<WarpRequest> marshal(WmmaLoadOp op, WmmaLoadOp::Adaptor a,
     return failure();
   return WarpRequest{WOOLY_WARP_WMMA_LOAD, w.e.c32(0xffffffffu)};
 }
+FailureOr<WarpRequest> marshal(ElectOp, ElectOp::Adaptor a, WarpCall &) {
+  return WarpRequest{WOOLY_WARP_ELECT, a.getMask()};
+}
+FailureOr<WarpRequest> marshal(StMatrixOp op, StMatrixOp::Adaptor a,
+                               WarpCall &w) {
+  w.add(w.e.toI64(a.getAddr()));
+  w.addConst(a.getValues().size());
+  w.addConst(op.getTrans() ? 1 : 0);
+  for (Value v : a.getValues())
+    w.add(v);
+  return WarpRequest{WOOLY_WARP_STMATRIX, w.e.c32(0xffffffffu)};
+}
 FailureOr<WarpRequest> marshal(WmmaStoreOp op, WmmaStoreOp::Adaptor a,
                                WarpCall &w) {
   if (failed(marshalWmmaAccess(op, a, w)))
@@ -908,7 +920,8 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       cuts.push_back(call);
     else if (*callee == "__wooly_rt_bar_red" ||
              *callee == "__wooly_rt_iteration_barrier" ||
-             *callee == "__wooly_rt_nanosleep")
+             *callee == "__wooly_rt_nanosleep" ||
+             *callee == "__wooly_rt_mbarrier_wait")
       unsupported = true;
   });
   if (unsupported || cuts.empty()) {
@@ -1231,7 +1244,8 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
     f.walk([&](Operation *op) {
       if (isa<BarrierOp, BarRedOp, IterationBarrierOp, ShflOp, VoteOp, MatchOp,
               ReduxOp, ActiveMaskOp, WarpSyncOp, LdMatrixOp, MmaOp, WmmaLoadOp,
-              WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp>(op))
+              WmmaStoreOp, WmmaMmaOp, NanosleepOp, CallIndirectOp,
+              MbarrierWaitOp, ElectOp, StMatrixOp>(op))
         direct = true;
       else if (auto call = dyn_cast<CallOp>(op))
         callers[call.getCallee()].push_back(f.getSymName());
@@ -1298,6 +1312,10 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
   declare("__wooly_rt_sreg", i64, {ptrTy, i32});
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
+  declare("__wooly_rt_mbarrier", i64, {ptrTy, i32, i64, i32, i32});
+  declare("__wooly_rt_mbarrier_wait", i32, {ptrTy, i64, i32, i32});
+  declare("__wooly_rt_bulk_copy", voidTy,
+          {ptrTy, i32, i64, i32, i64, i32, i64, i32, i32});
   declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
   declare("__wooly_rt_texture", voidTy, {ptrTy, i32, i64, ptrTy, ptrTy});
   declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64});
@@ -1820,7 +1838,123 @@ WOOLY_HOST_WARP_OP(MmaOp)
 WOOLY_HOST_WARP_OP(WmmaMmaOp)
 WOOLY_HOST_WARP_OP(WmmaLoadOp)
 WOOLY_HOST_WARP_OP(WmmaStoreOp)
+WOOLY_HOST_WARP_OP(ElectOp)
+WOOLY_HOST_WARP_OP(StMatrixOp)
 #undef WOOLY_HOST_WARP_OP
+
+//===----------------------------------------------------------------------===//
+// mbarriers and bulk copies (lib/Runtime/CPU/AsyncCopy.cpp)
+//===----------------------------------------------------------------------===//
+
+/// `wooly.mbarrier_init`/`inval`/`update`: `__wooly_rt_mbarrier` on the
+/// object's shared offset.
+static Value callMbarrier(HostEmitter &e, Operation *op, uint32_t kind,
+                          Value addr, Value count, Value tx) {
+  return e.call("__wooly_rt_mbarrier", e.i64(),
+                {e.ctx(op), e.c32(kind), e.toI64(addr),
+                 count ? count : e.c32(0), tx ? tx : e.c32(0)});
+}
+
+LogicalResult HostTargetInfo::lower(MbarrierInitOp op,
+                                    MbarrierInitOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  callMbarrier(e, op, WOOLY_MBAR_INIT, adaptor.getAddr(), adaptor.getCount(),
+               {});
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult HostTargetInfo::lower(MbarrierInvalOp op,
+                                    MbarrierInvalOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  callMbarrier(e, op, WOOLY_MBAR_INVAL, adaptor.getAddr(), {}, {});
+  rw.eraseOp(op);
+  return success();
+}
+
+/// A block is a cluster of one CTA on the host: a shared::cluster mbarrier
+/// address is one of the block's own.
+LogicalResult HostTargetInfo::lower(MbarrierUpdateOp op,
+                                    MbarrierUpdateOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  uint32_t kind = 0;
+  switch (op.getKind()) {
+  case MbarrierUpdate::arrive:
+    kind = WOOLY_MBAR_ARRIVE;
+    break;
+  case MbarrierUpdate::arrive_drop:
+    kind = WOOLY_MBAR_ARRIVE_DROP;
+    break;
+  case MbarrierUpdate::expect_tx:
+    kind = WOOLY_MBAR_EXPECT_TX;
+    break;
+  case MbarrierUpdate::complete_tx:
+    kind = WOOLY_MBAR_COMPLETE_TX;
+    break;
+  case MbarrierUpdate::cp_async_arrive:
+    // The thread's cp.async copies are complete (done when issued): the
+    // added pending arrival and the arrive cancel out.
+    rw.replaceOp(op, e.c64(0));
+    return success();
+  case MbarrierUpdate::cp_async_arrive_noinc:
+    kind = WOOLY_MBAR_ARRIVE;
+    break;
+  }
+  rw.replaceOp(op, callMbarrier(e, op, kind, adaptor.getAddr(),
+                                adaptor.getCount(), adaptor.getTx()));
+  return success();
+}
+
+/// `wooly.mbarrier_wait`: the phase parity is the operand, or bit 63 of an
+/// arrive's state.
+LogicalResult HostTargetInfo::lower(MbarrierWaitOp op,
+                                    MbarrierWaitOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value phase = adaptor.getPhase();
+  if (!op.getParity())
+    phase = LLVM::LShrOp::create(rw, e.loc, phase, e.c64(63));
+  Value r =
+      e.call("__wooly_rt_mbarrier_wait", e.i32(),
+             {e.ctx(op), e.toI64(adaptor.getAddr()), e.intCast(phase, e.i32()),
+              e.c32(op.getBlocking() ? 1 : 0)});
+  rw.replaceOp(op, LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r,
+                                        e.c32(0)));
+  return success();
+}
+
+/// The pending count of a state: its low bits (ABI.h).
+LogicalResult HostTargetInfo::lower(MbarrierPendingCountOp op,
+                                    MbarrierPendingCountOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value low =
+      LLVM::AndOp::create(rw, e.loc, adaptor.getState(),
+                          e.c64((uint64_t(1) << WOOLY_MBAR_COUNT_BITS) - 1));
+  rw.replaceOp(op, e.intCast(low, e.i32()));
+  return success();
+}
+
+/// `wooly.bulk_copy`: done at once by the runtime, which then completes
+/// its bytes on the mbarrier.
+LogicalResult HostTargetInfo::lower(BulkCopyOp op, BulkCopyOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  HostEmitter e = emitter(rw, op);
+  Value mbar =
+      adaptor.getMbar() ? e.toI64(adaptor.getMbar()) : e.c64(~uint64_t(0));
+  uint32_t redop = op.getRedop() ? uint32_t(*op.getRedop()) : 0xffffffffu;
+  uint32_t redType = op.getRedType() ? uint32_t(*op.getRedType()) : 0;
+  e.call("__wooly_rt_bulk_copy", {},
+         {e.ctx(op), e.c32(uint32_t(op.getDstSpace())),
+          e.toI64(adaptor.getDst()), e.c32(uint32_t(op.getSrcSpace())),
+          e.toI64(adaptor.getSrc()), adaptor.getSize(), mbar, e.c32(redop),
+          e.c32(redType)});
+  rw.eraseOp(op);
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Textures and surfaces
@@ -1988,6 +2122,12 @@ LogicalResult HostTargetInfo::lower(SuredOp op, SuredOp::Adaptor a,
 WOOLY_HOST_ERASED_OP(BrkptOp)
 WOOLY_HOST_ERASED_OP(CpAsyncCommitOp)
 WOOLY_HOST_ERASED_OP(CpAsyncWaitOp)
+// Bulk copies are done when issued, by the issuing thread, in the generic
+// proxy; a launch has no dependent grids.
+WOOLY_HOST_ERASED_OP(BulkCommitOp)
+WOOLY_HOST_ERASED_OP(BulkWaitOp)
+WOOLY_HOST_ERASED_OP(AsyncFenceOp)
+WOOLY_HOST_ERASED_OP(GridDepControlOp)
 #undef WOOLY_HOST_ERASED_OP
 
 //===----------------------------------------------------------------------===//

@@ -35,6 +35,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace mlir::wooly {
@@ -706,12 +707,209 @@ SmallVector<Value> callMma(Emitter &e, StringRef name, ValueRange args,
   return results;
 }
 
+/// The PTX instruction(s) `ptx` as inline assembly with `constraints`,
+/// returning `results` (none, one value, or a struct of several).
+static Value inlinePtx(Emitter &e, TypeRange results, ValueRange operands,
+                       const Twine &ptx, StringRef constraints,
+                       bool sideEffects = true) {
+  Type rt;
+  if (results.size() == 1)
+    rt = results[0];
+  else if (results.size() > 1)
+    rt = LLVM::LLVMStructType::getLiteral(e.rw.getContext(),
+                                          SmallVector<Type>(results));
+  auto op = LLVM::InlineAsmOp::create(
+      e.rw, e.loc, rt ? TypeRange{rt} : TypeRange{}, operands, ptx.str(),
+      constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  return rt ? op.getResult(0) : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// mma.sync and wmma without an NVVM intrinsic: the instruction itself
+//===----------------------------------------------------------------------===//
+
+/// The inline-assembly constraint of a fragment register of type `t`.
+static char fragmentConstraint(Type t) {
+  if (t.isF32())
+    return 'f';
+  if (t.isF64())
+    return 'd';
+  if (t.isInteger(64))
+    return 'l';
+  return 'r';
+}
+
+/// `{$first, ...}` for `n` operands and their constraints (`,X` each).
+static std::string operandList(unsigned first, TypeRange types,
+                               std::string &constraints, bool output) {
+  std::string list = "{";
+  for (auto [i, t] : llvm::enumerate(types)) {
+    list += (i ? ", $" : "$") + std::to_string(first + i);
+    if (!constraints.empty())
+      constraints += ",";
+    constraints += output ? std::string("=") + fragmentConstraint(t)
+                          : std::string(1, fragmentConstraint(t));
+  }
+  return list + "}";
+}
+
+/// The matrix instruction `ptx` (its operands written as `$N`) with results
+/// `results` and operands `operands`: the results in order.
+static SmallVector<Value> matrixPtx(Emitter &e, TypeRange results,
+                                    ValueRange operands, const Twine &ptx,
+                                    StringRef constraints) {
+  Value r = inlinePtx(e, results, operands, ptx, constraints);
+  SmallVector<Value> out;
+  if (results.size() == 1)
+    out.push_back(r);
+  else
+    for (unsigned i = 0; i < results.size(); ++i)
+      out.push_back(LLVM::ExtractValueOp::create(e.rw, e.loc, r, i));
+  return out;
+}
+
+/// The address operand of a wmma access in `space` and its constraint.
+static std::pair<Value, char> wmmaAddressOperand(Emitter &e, StateSpace space,
+                                                 Value addr) {
+  if (space == StateSpace::shared)
+    return {e.intCast(addr, e.i32()), 'r'};
+  return {e.intCast(addr, e.i64()), 'l'};
+}
+
+/// `.global`, `.shared` or nothing (generic) in a wmma access.
+static std::string wmmaSpace(StateSpace space) {
+  if (space == StateSpace::global)
+    return ".global";
+  if (space == StateSpace::shared)
+    return ".shared";
+  return "";
+}
+
+/// The operands of an mma or wmma.mma instruction: `{d}, {a}, {b}, {c}`
+/// with their constraints, the values, and the results' types.
+struct MmaPtxOperands {
+  std::string text, constraints;
+  SmallVector<Value> operands;
+};
+
+template <typename Op>
+static MmaPtxOperands mmaPtxOperands(Op op, typename Op::Adaptor adaptor) {
+  MmaPtxOperands m;
+  unsigned nd = op.getNumResults(), na = adaptor.getA().size(),
+           nb = adaptor.getB().size();
+  m.text =
+      operandList(0, op.getResultTypes(), m.constraints, true) + ", " +
+      operandList(nd, adaptor.getA().getTypes(), m.constraints, false) + ", " +
+      operandList(nd + na, adaptor.getB().getTypes(), m.constraints, false) +
+      ", " +
+      operandList(nd + na + nb, adaptor.getC().getTypes(), m.constraints,
+                  false) +
+      ";";
+  llvm::append_range(m.operands, adaptor.getA());
+  llvm::append_range(m.operands, adaptor.getB());
+  llvm::append_range(m.operands, adaptor.getC());
+  return m;
+}
+
+/// `wooly.mma_sync` as `mma.sync.aligned...` itself.
+static LogicalResult lowerMmaPtx(MmaOp op, MmaOp::Adaptor adaptor,
+                                 ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  MmaPtxOperands m = mmaPtxOperands(op, adaptor);
+  std::string ptx = "mma.sync.aligned." + op.getShape().str() + "." +
+                    stringifyLayout(op.getLayoutA()).str() + "." +
+                    stringifyLayout(op.getLayoutB()).str() +
+                    (op.getSatfinite() ? ".satfinite." : ".") +
+                    stringifyScalarType(op.getDType()).str() + "." +
+                    stringifyScalarType(op.getAType()).str() + "." +
+                    stringifyScalarType(op.getBType()).str() + "." +
+                    stringifyScalarType(op.getCType()).str() + " " + m.text;
+  rw.replaceOp(
+      op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
+  return success();
+}
+
+/// `wooly.wmma_mma` as `wmma.mma.sync.aligned...` itself (f16 inputs in
+/// the short `.dtype.ctype` form).
+static LogicalResult lowerWmmaMmaPtx(WmmaMmaOp op, WmmaMmaOp::Adaptor adaptor,
+                                     ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  MmaPtxOperands m = mmaPtxOperands(op, adaptor);
+  std::string types = "." + stringifyScalarType(op.getDType()).str();
+  if (op.getAType() != ScalarType::f16)
+    types += "." + stringifyScalarType(op.getAType()).str() + "." +
+             stringifyScalarType(op.getBType()).str();
+  types += "." + stringifyScalarType(op.getCType()).str();
+  std::string ptx =
+      "wmma.mma.sync.aligned." + stringifyLayout(op.getLayoutA()).str() + "." +
+      stringifyLayout(op.getLayoutB()).str() + "." + op.getShape().str() +
+      types + (op.getSatfinite() ? ".satfinite" : "") + " " + m.text;
+  rw.replaceOp(
+      op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
+  return success();
+}
+
+/// `wooly.wmma_load` as `wmma.load...` itself.
+static LogicalResult lowerWmmaLoadPtx(WmmaLoadOp op,
+                                      WmmaLoadOp::Adaptor adaptor,
+                                      ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  std::string constraints;
+  unsigned n = op.getNumResults();
+  std::string d = operandList(0, op.getResultTypes(), constraints, true);
+  auto [addr, ac] = wmmaAddressOperand(e, op.getSpace(), adaptor.getAddr());
+  SmallVector<Value> operands{addr};
+  constraints += std::string(",") + ac;
+  std::string tail = "[$" + std::to_string(n) + "]";
+  if (adaptor.getStride()) {
+    operands.push_back(adaptor.getStride());
+    constraints += ",r";
+    tail += ", $" + std::to_string(n + 1);
+  }
+  std::string ptx = "wmma.load." + stringifyMatrixRole(op.getRole()).str() +
+                    ".sync.aligned." + stringifyLayout(op.getLayout()).str() +
+                    "." + op.getShape().str() + wmmaSpace(op.getSpace()) + "." +
+                    stringifyScalarType(op.getType()).str() + " " + d + ", " +
+                    tail + ";";
+  rw.replaceOp(op,
+               matrixPtx(e, op.getResultTypes(), operands, ptx, constraints));
+  return success();
+}
+
+/// `wooly.wmma_store` as `wmma.store.d...` itself.
+static LogicalResult lowerWmmaStorePtx(WmmaStoreOp op,
+                                       WmmaStoreOp::Adaptor adaptor,
+                                       ConversionPatternRewriter &rw) {
+  Emitter e{rw, op.getLoc()};
+  auto [addr, ac] = wmmaAddressOperand(e, op.getSpace(), adaptor.getAddr());
+  std::string constraints(1, ac);
+  SmallVector<Value> operands{addr};
+  std::string vals =
+      operandList(1, adaptor.getValues().getTypes(), constraints, false);
+  llvm::append_range(operands, adaptor.getValues());
+  std::string tail;
+  if (adaptor.getStride()) {
+    tail = ", $" + std::to_string(operands.size());
+    operands.push_back(adaptor.getStride());
+    constraints += ",r";
+  }
+  inlinePtx(e, {}, operands,
+            "wmma.store.d.sync.aligned." + stringifyLayout(op.getLayout()) +
+                "." + op.getShape() + wmmaSpace(op.getSpace()) + "." +
+                stringifyScalarType(op.getType()) + " [$0], " + vals + tail +
+                ";",
+            constraints);
+  rw.eraseOp(op);
+  return success();
+}
+
 /// `wooly.mma_sync`: the `llvm.nvvm.mma.*` intrinsic of its shape and types.
 LogicalResult NVVMTargetInfo::lower(MmaOp op, MmaOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   auto m = mmaSyncIntrinsic(op);
   if (!m)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerMmaPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   // f16 A/B pairs are <2 x f16>; bf16 and s8 fragments stay i32.
@@ -736,7 +934,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaMmaOp op, WmmaMmaOp::Adaptor adaptor,
                                     ConversionPatternRewriter &rw) const {
   auto m = wmmaMmaIntrinsic(op);
   if (!m)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaMmaPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   Type h2 = intrinsicFragType(ctx, ScalarType::f16);
@@ -764,7 +962,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaLoadOp op, WmmaLoadOp::Adaptor adaptor,
                          op.getSpace(), bool(op.getStride()),
                          op.getResultTypes()) ||
       op.getRole() == MatrixRole::d)
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaLoadPtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   unsigned n = op.getNumResults();
@@ -796,7 +994,7 @@ LogicalResult NVVMTargetInfo::lower(WmmaStoreOp op,
   if (!wmmaLdStSupported(op.getShape(), op.getType(), MatrixRole::d,
                          op.getSpace(), bool(op.getStride()),
                          op.getValues().getTypes()))
-    return op.emitOpError() << StringRef(kNotSupported).ltrim();
+    return lowerWmmaStorePtx(op, adaptor, rw);
   Emitter e{rw, op.getLoc()};
   MLIRContext *ctx = op.getContext();
   Type ft = intrinsicFragType(ctx, op.getType());
@@ -1185,6 +1383,280 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
 }
 
 //===----------------------------------------------------------------------===//
+// Hopper: mbarriers, bulk copies, fences, griddepcontrol, elect, stmatrix
+//===----------------------------------------------------------------------===//
+
+/// A shared-space address as the 32-bit register PTX takes.
+static Value sharedReg(Emitter &e, Value addr) {
+  return e.intCast(addr, e.i32());
+}
+
+/// `.sem.scope` as written in PTX (empty when absent).
+static std::string semScope(std::optional<MemOrder> sem,
+                            std::optional<MemScope> scope) {
+  std::string s;
+  if (sem)
+    s += "." + stringifyMemOrder(*sem).str();
+  if (scope)
+    s += "." + stringifyMemScope(*scope).str();
+  return s;
+}
+
+/// Whether `v` is the integer constant `c`.
+static bool isConstInt(Value v, int64_t c) {
+  APInt x;
+  return matchPattern(v, m_ConstantInt(&x)) && x.getSExtValue() == c;
+}
+
+LogicalResult NVVMTargetInfo::lower(MbarrierInitOp op,
+                                    MbarrierInitOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {sharedReg(e, adaptor.getAddr()), adaptor.getCount()},
+            "mbarrier.init.shared.b64 [$0], $1;", "r,r");
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(MbarrierInvalOp op,
+                                    MbarrierInvalOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {sharedReg(e, adaptor.getAddr())},
+            "mbarrier.inval.shared.b64 [$0];", "r");
+  rw.eraseOp(op);
+  return success();
+}
+
+/// arrive (with `.expect_tx` or a count), arrive_drop, expect_tx and
+/// complete_tx as the instruction they came from; a remote
+/// (shared::cluster) arrive has no state (its result is 0).
+LogicalResult NVVMTargetInfo::lower(MbarrierUpdateOp op,
+                                    MbarrierUpdateOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  std::string ss = semScope(op.getSem(), op.getScope());
+  bool remote = op.getSpace() == StateSpace::shared_cluster;
+  std::string space = remote ? ".shared::cluster" : ".shared";
+  Value addr = sharedReg(e, adaptor.getAddr());
+  MbarrierUpdate kind = op.getKind();
+  if (kind == MbarrierUpdate::cp_async_arrive ||
+      kind == MbarrierUpdate::cp_async_arrive_noinc) {
+    bool noinc = kind == MbarrierUpdate::cp_async_arrive_noinc;
+    inlinePtx(e, {}, {addr},
+              Twine("cp.async.mbarrier.arrive") + (noinc ? ".noinc" : "") +
+                  ".shared.b64 [$0];",
+              "r");
+    rw.replaceOp(op, e.c64(0));
+    return success();
+  }
+  if (kind == MbarrierUpdate::expect_tx ||
+      kind == MbarrierUpdate::complete_tx) {
+    inlinePtx(e, {}, {addr, adaptor.getTx()},
+              "mbarrier." + stringifyMbarrierUpdate(kind) + ss + space +
+                  ".b64 [$0], $1;",
+              "r,r");
+    rw.replaceOp(op, e.c64(0));
+    return success();
+  }
+  bool drop = kind == MbarrierUpdate::arrive_drop;
+  bool tx = !isConstInt(op.getTx(), 0);
+  bool count = !isConstInt(op.getCount(), 1);
+  std::string name = drop ? "mbarrier.arrive_drop" : "mbarrier.arrive";
+  std::string dst = remote ? "_" : "$0";
+  SmallVector<Value> operands{addr};
+  std::string ptx, constraints = remote ? "" : "=l,";
+  unsigned next = remote ? 0 : 1;
+  auto arg = [&](Value v) {
+    operands.push_back(v);
+    constraints += ",r";
+    return "$" + std::to_string(next + operands.size() - 1);
+  };
+  constraints += "r";
+  std::string a = "[$" + std::to_string(next) + "]";
+  if (tx && count) {
+    // Both: the expect-tx, then the counted arrive.
+    std::string t = arg(adaptor.getTx()), c = arg(adaptor.getCount());
+    ptx = "mbarrier.expect_tx.relaxed" +
+          std::string(op.getScope()
+                          ? "." + stringifyMemScope(*op.getScope()).str()
+                          : ".cta") +
+          space + ".b64 " + a + ", " + t + ";\n\t" + name + ss + space +
+          ".b64 " + dst + ", " + a + ", " + c + ";";
+  } else if (tx) {
+    ptx = name + ".expect_tx" + ss + space + ".b64 " + dst + ", " + a + ", " +
+          arg(adaptor.getTx()) + ";";
+  } else if (count) {
+    ptx = name + ss + space + ".b64 " + dst + ", " + a + ", " +
+          arg(adaptor.getCount()) + ";";
+  } else {
+    ptx = name + ss + space + ".b64 " + dst + ", " + a + ";";
+  }
+  Value state = inlinePtx(e, remote ? TypeRange{} : TypeRange{e.i64()},
+                          operands, ptx, constraints);
+  rw.replaceOp(op, remote ? e.c64(0) : state);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(MbarrierWaitOp op,
+                                    MbarrierWaitOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  bool parity = op.getParity();
+  std::string ptx = std::string("{\n\t.reg .pred p;\n\tmbarrier.") +
+                    (op.getBlocking() ? "try_wait" : "test_wait") +
+                    (parity ? ".parity" : "") +
+                    semScope(op.getSem(), op.getScope()) +
+                    ".shared.b64 p, [$1], $2;\n\tselp.u32 $0, 1, 0, p;\n\t}";
+  Value r = inlinePtx(e, {e.i32()},
+                      {sharedReg(e, adaptor.getAddr()), adaptor.getPhase()},
+                      ptx, parity ? "=r,r,r" : "=r,r,l");
+  rw.replaceOp(op, LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne, r,
+                                        e.c32(0)));
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(MbarrierPendingCountOp op,
+                                    MbarrierPendingCountOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  rw.replaceOp(op, inlinePtx(e, {e.i32()}, {adaptor.getState()},
+                             "mbarrier.pending_count.b64 $0, $1;", "=r,l",
+                             /*sideEffects=*/false));
+  return success();
+}
+
+/// The reduction suffix of `cp.reduce.async.bulk` (`.add.noftz.f16`).
+static std::string bulkReduction(AtomicOp op, ScalarType type) {
+  std::string name;
+  switch (op) {
+  case AtomicOp::add:
+  case AtomicOp::fadd:
+    name = "add";
+    break;
+  case AtomicOp::umin:
+  case AtomicOp::smin:
+  case AtomicOp::fmin:
+    name = "min";
+    break;
+  case AtomicOp::umax:
+  case AtomicOp::smax:
+  case AtomicOp::fmax:
+    name = "max";
+    break;
+  default:
+    name = stringifyAtomicOp(op).str();
+    break;
+  }
+  if (op == AtomicOp::fadd &&
+      (type == ScalarType::f16 || type == ScalarType::bf16))
+    name += ".noftz";
+  return "." + name + "." + stringifyScalarType(type).str();
+}
+
+LogicalResult NVVMTargetInfo::lower(BulkCopyOp op, BulkCopyOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  bool toGlobal = op.getDstSpace() == StateSpace::global;
+  bool fromGlobal = op.getSrcSpace() == StateSpace::global;
+  std::string red;
+  if (op.getRedop())
+    red = bulkReduction(*op.getRedop(), *op.getRedType());
+  std::string ptx = op.getRedop() ? "cp.reduce.async.bulk" : "cp.async.bulk";
+  SmallVector<Value> operands;
+  std::string constraints;
+  if (toGlobal) {
+    ptx += ".global.shared::cta.bulk_group" + red + " [$0], [$1], $2;";
+    operands = {adaptor.getDst(), sharedReg(e, adaptor.getSrc()),
+                adaptor.getSize()};
+    constraints = "l,r,r";
+  } else {
+    // A shared::cta address of the CTA is one of its shared::cluster ones.
+    ptx += std::string(".shared::cluster") +
+           (fromGlobal ? ".global" : ".shared::cta") +
+           ".mbarrier::complete_tx::bytes" + red + " [$0], [$1], $2, [$3];";
+    operands = {sharedReg(e, adaptor.getDst()),
+                fromGlobal ? adaptor.getSrc() : sharedReg(e, adaptor.getSrc()),
+                adaptor.getSize(), sharedReg(e, adaptor.getMbar())};
+    constraints = fromGlobal ? "r,l,r,r" : "r,r,r,r";
+  }
+  inlinePtx(e, {}, operands, ptx, constraints);
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(BulkCommitOp op, BulkCommitOp::Adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {}, "cp.async.bulk.commit_group;", "");
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(BulkWaitOp op, BulkWaitOp::Adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {},
+            "cp.async.bulk.wait_group" + Twine(op.getRead() ? ".read " : " ") +
+                Twine(op.getPending()) + ";",
+            "");
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(AsyncFenceOp op, AsyncFenceOp::Adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {}, op.getFence() + ";", "");
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(GridDepControlOp op,
+                                    GridDepControlOp::Adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  inlinePtx(e, {}, {}, "griddepcontrol." + op.getKind() + ";", "");
+  rw.eraseOp(op);
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(ElectOp op, ElectOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  Value r = inlinePtx(e, {e.i32(), e.i32()}, {adaptor.getMask()},
+                      "{\n\t.reg .pred p;\n\telect.sync $0|p, $2;\n\t"
+                      "selp.u32 $1, 1, 0, p;\n\t}",
+                      "=r,=r,r");
+  Value leader = LLVM::ExtractValueOp::create(rw, e.loc, r, 0);
+  Value is = LLVM::ExtractValueOp::create(rw, e.loc, r, 1);
+  rw.replaceOp(op,
+               {leader, LLVM::ICmpOp::create(rw, e.loc, LLVM::ICmpPredicate::ne,
+                                             is, e.c32(0))});
+  return success();
+}
+
+LogicalResult NVVMTargetInfo::lower(StMatrixOp op, StMatrixOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rw) const {
+  Emitter e{rw, op.getLoc()};
+  size_t n = adaptor.getValues().size();
+  std::string regs, constraints = "r";
+  SmallVector<Value> operands{sharedReg(e, adaptor.getAddr())};
+  for (size_t i = 0; i < n; ++i) {
+    regs += (i ? ", $" : "$") + std::to_string(i + 1);
+    constraints += ",r";
+    operands.push_back(adaptor.getValues()[i]);
+  }
+  inlinePtx(e, {}, operands,
+            "stmatrix.sync.aligned.m8n8.x" + Twine(n) +
+                (op.getTrans() ? ".trans" : "") + ".shared.b16 [$0], {" + regs +
+                "};",
+            constraints);
+  rw.eraseOp(op);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Before the conversion: checks, `.approx` math, helpers
 //===----------------------------------------------------------------------===//
 
@@ -1197,12 +1669,53 @@ Value lowerNarrowHelper(Emitter &e, StringRef helper, ValueRange args,
 static std::pair<StringRef, unsigned> firstGPUWith(Operation *op) {
   if (isa<CpAsyncOp, CpAsyncCommitOp, CpAsyncWaitOp>(op))
     return {"cp.async", 80};
+  // mbarrier is sm_80's; its transaction counts, counted arrives, memory
+  // orders and try_wait are sm_90's.
+  if (isa<MbarrierInitOp, MbarrierInvalOp, MbarrierPendingCountOp>(op))
+    return {"mbarrier", 80};
+  if (auto u = dyn_cast<MbarrierUpdateOp>(op)) {
+    APInt one, zero;
+    if (u.getKind() == MbarrierUpdate::cp_async_arrive ||
+        u.getKind() == MbarrierUpdate::cp_async_arrive_noinc)
+      return {"cp.async.mbarrier.arrive", 80};
+    if (u.getKind() == MbarrierUpdate::expect_tx)
+      return {"mbarrier.expect_tx", 90};
+    if (u.getKind() == MbarrierUpdate::complete_tx)
+      return {"mbarrier.complete_tx", 90};
+    if (!matchPattern(u.getTx(), m_ConstantInt(&zero)) || zero != 0)
+      return {"mbarrier.arrive.expect_tx", 90};
+    if (!matchPattern(u.getCount(), m_ConstantInt(&one)) || one != 1)
+      return {"mbarrier.arrive with a count", 90};
+    if (u.getSem() || u.getScope() || u.getSpace() != StateSpace::shared)
+      return {"mbarrier.arrive with a memory order, scope or "
+              "shared::cluster address",
+              90};
+    return {"mbarrier.arrive", 80};
+  }
+  if (auto w = dyn_cast<MbarrierWaitOp>(op))
+    return w.getBlocking() || w.getSem() || w.getScope()
+               ? std::pair<StringRef, unsigned>{"mbarrier.try_wait", 90}
+               : std::pair<StringRef, unsigned>{"mbarrier.test_wait", 80};
+  if (isa<BulkCopyOp, BulkCommitOp, BulkWaitOp>(op))
+    return {"cp.async.bulk", 90};
+  if (auto f = dyn_cast<AsyncFenceOp>(op))
+    return {f.getFence(), 90};
+  if (isa<GridDepControlOp>(op))
+    return {"griddepcontrol", 90};
+  if (isa<ElectOp>(op))
+    return {"elect.sync", 90};
+  if (isa<StMatrixOp>(op))
+    return {"stmatrix", 90};
   if (isa<ReduxOp>(op))
     return {"redux.sync", 80};
   // Every mma.sync shape the lowering takes (m16n8k16 f16/bf16, m16n8k32
   // s8) is sm_80's.
-  if (isa<MmaOp>(op))
+  if (auto m = dyn_cast<MmaOp>(op)) {
+    // f64 beyond m8n8k4 is sm_90's.
+    if (m.getAType() == ScalarType::f64 && m.getShape() != "m8n8k4")
+      return {"mma.sync .f64 m16n8kK", 90};
     return {"mma.sync", 80};
+  }
   return {"", 0};
 }
 
@@ -1239,21 +1752,18 @@ LogicalResult NVVMTargetInfo::checkOp(Operation *op) const {
       return failure();
     }
   }
-  if (auto m = dyn_cast<MmaOp>(op); m && !mmaSyncIntrinsic(m))
-    return fail("");
-  if (auto m = dyn_cast<WmmaMmaOp>(op); m && !wmmaMmaIntrinsic(m))
-    return fail("");
+  // Matrix shapes and types without an NVVM intrinsic are the
+  // instruction itself (ptxas checks it for the chip).
+  if (auto l = dyn_cast<WmmaLoadOp>(op); l && l.getRole() == MatrixRole::d)
+    return fail("wmma.load.d");
   if (auto l = dyn_cast<WmmaLoadOp>(op);
-      l &&
-      (l.getRole() == MatrixRole::d ||
-       !wmmaLdStSupported(l.getShape(), l.getType(), l.getRole(), l.getSpace(),
-                          bool(l.getStride()), l.getResultTypes())))
-    return fail("");
+      l && l.getSpace() != StateSpace::global &&
+      l.getSpace() != StateSpace::shared && l.getSpace() != StateSpace::generic)
+    return fail("wmma.load from ." + stringifyStateSpace(l.getSpace()));
   if (auto s = dyn_cast<WmmaStoreOp>(op);
-      s &&
-      !wmmaLdStSupported(s.getShape(), s.getType(), MatrixRole::d, s.getSpace(),
-                         bool(s.getStride()), s.getValues().getTypes()))
-    return fail("");
+      s && s.getSpace() != StateSpace::global &&
+      s.getSpace() != StateSpace::shared && s.getSpace() != StateSpace::generic)
+    return fail("wmma.store to ." + stringifyStateSpace(s.getSpace()));
   if (std::string why = textureRefusal(op); !why.empty())
     return fail(why);
   if (auto r = dyn_cast<ReduxOp>(op); r && !reduxKind(r.getOp()))

@@ -353,11 +353,14 @@ LogicalResult ROCDLTargetInfo::checkOp(Operation *op) const {
     op->emitOpError() << what << kNotSupported;
     return failure();
   };
-  // %envreg* (a cooperative launch's grid workspace): HIP's cooperative
-  // launches have no such register.
   if (isa<TexOp, Tld4Op, TexQueryOp, SuldOp, SustOp, SuredOp>(op))
     return fail("texture and surface access");
-  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp>(op))
+  // %envreg* (a cooperative launch's grid workspace): HIP's cooperative
+  // launches have no such register.
+  if (isa<LdMatrixOp, MmaOp, WmmaMmaOp, WmmaLoadOp, WmmaStoreOp, EnvRegOp,
+          MbarrierInitOp, MbarrierInvalOp, MbarrierUpdateOp, MbarrierWaitOp,
+          MbarrierPendingCountOp, BulkCopyOp, BulkCommitOp, BulkWaitOp,
+          AsyncFenceOp, GridDepControlOp, ElectOp, StMatrixOp>(op))
     return op->emitOpError() << kNoEquivalent;
   if (auto s = op->getAttrOfType<StateSpaceAttr>("space");
       s && s.getValue() == StateSpace::shared_cluster)

@@ -46,6 +46,8 @@ enum class ThreadStatus : uint8_t {
   /// At `wooly.iteration_barrier`: counts as exited for other barriers and
   /// warp collectives until the whole block is there.
   AtIteration,
+  /// At `mbarrier.try_wait` until the phase completes.
+  AtMbarrier,
   Yielded,
   Exited,
   Faulted,
@@ -94,6 +96,10 @@ struct GpuThread {
   WarpLane warpLane;
   // A pending barrier and its bar.red result.
   uint32_t barrierResult = 0;
+  // A pending mbarrier.try_wait: the object's shared offset and the parity
+  // of the phase it waits for.
+  uint64_t mbarOffset = 0;
+  uint32_t mbarParity = 0;
   /// Its fiber ran into the guard page below its stack (see onSegv).
   bool overflowed = false;
 };
@@ -335,6 +341,8 @@ struct alignas(64) Worker {
   /// Threads of the block waiting at a warp collective / a barrier, and
   /// threads that have exited: the scheduler skips work when they are 0.
   uint32_t atWarp = 0, atBarrier = 0, atIteration = 0, exited = 0;
+  /// Threads of the block waiting at an mbarrier.
+  uint32_t atMbarrier = 0;
 };
 
 /// How a direct-mode thread leaves the generated code (`longjmp` values).
@@ -439,6 +447,10 @@ void runBlockRegions(Worker &w);
 /// mask that have not exited) are all waiting; false when none could be,
 /// or the launch failed (FiberExecutor.cpp).
 bool resolveWarps(Worker &w);
+
+/// Whether the phase of parity `parity` of the mbarrier at shared offset
+/// `offset` of `w`'s block has completed (AsyncCopy.cpp).
+bool mbarrierPhaseDone(Worker &w, uint64_t offset, uint32_t parity);
 
 /// Ends the launch (or the block's fault domain) with a deadlock error that
 /// tells which threads of the block wait where (FiberExecutor.cpp).

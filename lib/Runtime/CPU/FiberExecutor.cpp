@@ -1,10 +1,10 @@
 //===- FiberExecutor.cpp - Blocks of fibers, scheduled ----------*- C++ -*-===//
 //
-// A kernel that reaches a barrier, a warp collective or `nanosleep` runs
-// every GPU thread of the block as a fiber. The scheduler resumes each
-// runnable fiber in thread order until it blocks or ends; when none is
-// runnable it completes every barrier whose expected count has arrived and
-// every warp collective whose participants are all waiting, then repeats.
+// A kernel that reaches a barrier, a warp collective, an mbarrier wait or
+// `nanosleep` runs every GPU thread of the block as a fiber. The scheduler
+// resumes each runnable fiber in thread order until it blocks or ends; when
+// none is runnable it completes every barrier whose expected count has arrived
+// and every warp collective whose participants are all waiting, then repeats.
 // The same launch gives the same interleaving, and a block where no thread
 // can move is reported as a deadlock.
 //
@@ -50,6 +50,21 @@ bool resolveBarriers(Worker &w, uint32_t live) {
       w.threads[i].barrierResult = popc | (andAll << 30) | (orAny << 31);
     }
     b = Barrier();
+    progress = true;
+  }
+  return progress;
+}
+
+/// Resumes the threads at an mbarrier wait whose phase has completed.
+bool resolveMbarrierWaits(Worker &w) {
+  bool progress = false;
+  for (uint32_t i = 0; i < w.launch->threadsPerBlock; ++i) {
+    GpuThread &t = w.threads[i];
+    if (t.status != ThreadStatus::AtMbarrier ||
+        !mbarrierPhaseDone(w, t.mbarOffset, t.mbarParity))
+      continue;
+    t.status = ThreadStatus::Runnable;
+    --w.atMbarrier;
     progress = true;
   }
   return progress;
@@ -122,7 +137,8 @@ bool detail::resolveWarps(Worker &w) {
       bool ok;
       if (lead.warpKind == WOOLY_WARP_SYNC)
         ok = true;
-      else if (lead.warpKind >= WOOLY_WARP_LDMATRIX) {
+      else if (lead.warpKind >= WOOLY_WARP_LDMATRIX &&
+               lead.warpKind != WOOLY_WARP_ELECT) {
         WarpMemory mem;
         mem.shared = w.shared.data();
         mem.sharedSize = l.totalShared;
@@ -174,6 +190,11 @@ void detail::failDeadlock(Worker &w) {
       who += " thread " + std::to_string(i) + " at a barrier;";
     else if (t.status == ThreadStatus::AtIteration)
       who += " thread " + std::to_string(i) + " at the end of its block;";
+    else if (t.status == ThreadStatus::AtMbarrier)
+      who += " thread " + std::to_string(i) +
+             " at an mbarrier wait (shared offset " +
+             std::to_string(t.mbarOffset) + ", phase parity " +
+             std::to_string(t.mbarParity) + ");";
     else if (t.status == ThreadStatus::AtWarp)
       who += " thread " + std::to_string(i) + " at a warp collective (mask 0x" +
              hex(t.warpMask) + ");";
@@ -214,7 +235,7 @@ void detail::runBlockFibers(Worker &w) {
   }
   for (Barrier &b : w.barriers)
     b = Barrier();
-  w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
+  w.atWarp = w.atBarrier = w.atIteration = w.exited = w.atMbarrier = 0;
   for (;;) {
     bool ran = false, yielded = false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -258,6 +279,8 @@ void detail::runBlockFibers(Worker &w) {
     }
     if (w.atBarrier)
       progress |= resolveBarriers(w, live);
+    if (w.atMbarrier)
+      progress |= resolveMbarrierWaits(w);
     if (!progress && w.atIteration && live == 0) {
       // Everyone not exited reached the end of the iteration.
       for (uint32_t i = 0; i < n; ++i)
@@ -268,8 +291,27 @@ void detail::runBlockFibers(Worker &w) {
     }
     if (progress || yielded || ran)
       continue;
-    // Nobody can move.
-    failDeadlock(w);
+    // Nobody can move: report who waits where.
+    std::string who;
+    for (uint32_t i = 0; i < n && who.size() < 300; ++i) {
+      GpuThread &t = w.threads[i];
+      if (t.status == ThreadStatus::AtBarrier)
+        who += " thread " + std::to_string(i) + " at a barrier;";
+      else if (t.status == ThreadStatus::AtIteration)
+        who += " thread " + std::to_string(i) + " at the end of its block;";
+      else if (t.status == ThreadStatus::AtMbarrier)
+        who += " thread " + std::to_string(i) +
+               " at an mbarrier wait (shared offset " +
+               std::to_string(t.mbarOffset) + ", phase parity " +
+               std::to_string(t.mbarParity) + ");";
+      else if (t.status == ThreadStatus::AtWarp)
+        who += " thread " + std::to_string(i) +
+               " at a warp collective (mask 0x" + hex(t.warpMask) + ");";
+    }
+    l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
+               std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) +
+               "," + std::to_string(w.block[2]) + "):" + who,
+           w.linearBlock);
     return;
   }
 }

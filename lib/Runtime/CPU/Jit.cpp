@@ -60,6 +60,9 @@ llvm::orc::SymbolMap CpuDevice::Impl::runtimeSymbols() {
   WOOLY_RT(__wooly_rt_sreg);
   WOOLY_RT(__wooly_rt_isspacep);
   WOOLY_RT(__wooly_rt_nanosleep);
+  WOOLY_RT(__wooly_rt_mbarrier);
+  WOOLY_RT(__wooly_rt_mbarrier_wait);
+  WOOLY_RT(__wooly_rt_bulk_copy);
   WOOLY_RT(__wooly_rt_vprintf);
   WOOLY_RT(__wooly_rt_assertfail);
   WOOLY_RT(__wooly_rt_texture);

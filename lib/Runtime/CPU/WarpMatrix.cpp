@@ -42,8 +42,8 @@
 //   from that f32 sum. NaN results are the canonical GPU NaN (0x7fffffff,
 //   0x7fff).
 // - f64: d = fma(a_k, b_k, d) in increasing k order, starting from C.
-// - s8/u8 -> s32: exact sum in 64 bits; wrapped to 32 bits, or clamped to
-//   [INT32_MIN, INT32_MAX] with .satfinite.
+// - s8/u8 and s4/u4 (mma.sync only) -> s32: exact sum in 64 bits; wrapped
+//   to 32 bits, or clamped to [INT32_MIN, INT32_MAX] with .satfinite.
 // - .satfinite on floating-point wmma: +-inf results become +-MAX_NORM of
 //   the destination type; NaN stays NaN.
 //
@@ -64,6 +64,49 @@
 #include <vector>
 
 namespace wooly::cpu {
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ff;
+  if (exp == 0x1f) // inf / NaN (payload kept, quieted)
+    return llvm::bit_cast<float>(sign | 0x7f800000 | man << 13 |
+                                 (man ? 0x400000 : 0));
+  if (exp == 0) {
+    // Zero or subnormal: man * 2^-24, exact in f32.
+    float v = std::ldexp(float(man), -24);
+    return sign ? -v : v;
+  }
+  return llvm::bit_cast<float>(sign | (exp + 112) << 23 | man << 13);
+}
+
+/// f32 -> f16, round to nearest even; NaN -> canonical 0x7fff.
+uint16_t floatToHalf(float f) {
+  uint32_t x = llvm::bit_cast<uint32_t>(f);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  uint32_t ax = x & 0x7fffffff;
+  if (ax > 0x7f800000)
+    return 0x7fff;
+  if (ax >= 0x477ff000) // >= 65520 rounds to infinity
+    return sign | 0x7c00;
+  if (ax >= 0x38800000) { // normal f16 (>= 2^-14)
+    uint32_t r = ax + 0xfff + ((ax >> 13) & 1);
+    return uint16_t(sign | ((r - 0x38000000) >> 13));
+  }
+  if (ax < 0x33000000) // < 2^-25 (2^-25 itself ties to 0)
+    return sign;
+  // Subnormal f16: units of 2^-24.
+  uint32_t e = ax >> 23;
+  uint32_t m = (ax & 0x7fffff) | 0x800000;
+  uint32_t sh = 126 - e; // 14..24
+  uint32_t q = m >> sh;
+  uint32_t rem = m & ((1u << sh) - 1);
+  uint32_t half = 1u << (sh - 1);
+  if (rem > half || (rem == half && (q & 1)))
+    ++q;
+  return uint16_t(sign | q);
+}
+
 namespace {
 
 // ScalarType values (include/Wooly/Dialect/Wooly/IR/WoolyEnums.td).
@@ -77,6 +120,8 @@ enum : uint32_t {
   ST_tf32 = 18,
   ST_f32 = 19,
   ST_f64 = 20,
+  ST_s4 = 25,
+  ST_u4 = 26,
 };
 
 enum : uint32_t { LayoutRow = 0, LayoutCol = 1 };
@@ -146,47 +191,6 @@ float floatOf(uint32_t u) { return llvm::bit_cast<float>(u); }
 uint64_t bitsOf(double d) { return llvm::bit_cast<uint64_t>(d); }
 double doubleOf(uint64_t u) { return llvm::bit_cast<double>(u); }
 
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t man = h & 0x3ff;
-  if (exp == 0x1f) // inf / NaN (payload kept, quieted)
-    return floatOf(sign | 0x7f800000 | man << 13 | (man ? 0x400000 : 0));
-  if (exp == 0) {
-    // Zero or subnormal: man * 2^-24, exact in f32.
-    float v = std::ldexp(float(man), -24);
-    return sign ? -v : v;
-  }
-  return floatOf(sign | (exp + 112) << 23 | man << 13);
-}
-
-/// f32 -> f16, round to nearest even; NaN -> canonical 0x7fff.
-uint16_t floatToHalf(float f) {
-  uint32_t x = bitsOf(f);
-  uint16_t sign = uint16_t((x >> 16) & 0x8000);
-  uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000)
-    return 0x7fff;
-  if (ax >= 0x477ff000) // >= 65520 rounds to infinity
-    return sign | 0x7c00;
-  if (ax >= 0x38800000) { // normal f16 (>= 2^-14)
-    uint32_t r = ax + 0xfff + ((ax >> 13) & 1);
-    return uint16_t(sign | ((r - 0x38000000) >> 13));
-  }
-  if (ax < 0x33000000) // < 2^-25 (2^-25 itself ties to 0)
-    return sign;
-  // Subnormal f16: units of 2^-24.
-  uint32_t e = ax >> 23;
-  uint32_t m = (ax & 0x7fffff) | 0x800000;
-  uint32_t sh = 126 - e; // 14..24
-  uint32_t q = m >> sh;
-  uint32_t rem = m & ((1u << sh) - 1);
-  uint32_t half = 1u << (sh - 1);
-  if (rem > half || (rem == half && (q & 1)))
-    ++q;
-  return uint16_t(sign | q);
-}
-
 float bf16ToFloat(uint16_t h) { return floatOf(uint32_t(h) << 16); }
 
 //===----------------------------------------------------------------------===//
@@ -234,6 +238,22 @@ RC mapAi16x32(unsigned l, unsigned i, unsigned) { // s8/u8 m16n8k32
 RC mapAi8x16(unsigned l, unsigned i, unsigned) { // s8/u8 m8n8k16
   return {G(l), 4 * T(l) + i};
 }
+// s4/u4: the s8 layouts with eight elements per register instead of four.
+RC mapAq8x32(unsigned l, unsigned i, unsigned) { // s4/u4 m8n8k32
+  return {G(l), 8 * T(l) + i};
+}
+RC mapAq16x32(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k32
+  return {G(l) + 8 * (i >> 3), 8 * T(l) + (i & 7)};
+}
+RC mapAq16x64(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k64
+  return {G(l) + 8 * ((i >> 3) & 1), 8 * T(l) + (i & 7) + 32 * (i >> 4)};
+}
+RC mapBq32x8(unsigned l, unsigned i, unsigned) { // s4/u4 m8n8k32, m16n8k32
+  return {8 * T(l) + i, G(l)};
+}
+RC mapBq64x8(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k64
+  return {8 * T(l) + (i & 7) + 32 * (i >> 3), G(l)};
+}
 RC mapAd8x4(unsigned l, unsigned, unsigned) { // f64 m8n8k4
   return {G(l), T(l)};
 }
@@ -276,6 +296,9 @@ RC mapLinear(unsigned l, unsigned i, unsigned cols) {
 
 unsigned typeBits(uint32_t t) {
   switch (t) {
+  case ST_s4:
+  case ST_u4:
+    return 4;
   case ST_u8:
   case ST_s8:
     return 8;
@@ -409,10 +432,16 @@ int64_t toInt(uint32_t type, uint64_t raw) {
     return int8_t(uint8_t(raw));
   case ST_u8:
     return uint8_t(raw);
+  case ST_s4:
+    return int64_t(uint64_t(raw) << 60) >> 60;
+  case ST_u4:
+    return raw & 0xf;
   default:
     return int32_t(uint32_t(raw));
   }
 }
+
+bool isInt(uint32_t t);
 
 /// D = A * B + C on whole matrices (see the file comment for the order).
 Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
@@ -421,7 +450,7 @@ Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
   uint32_t at = s.a.type, dt = s.d.type;
   for (unsigned i = 0; i < s.m; ++i)
     for (unsigned j = 0; j < s.n; ++j) {
-      if (at == ST_s8 || at == ST_u8) {
+      if (isInt(at)) {
         int64_t acc = toInt(s.c.type, C(i, j));
         for (unsigned k = 0; k < s.k; ++k)
           acc += toInt(at, A(i, k)) * toInt(s.b.type, B(k, j));
@@ -471,6 +500,9 @@ std::string mmaName(const char *what, uint32_t shapeCode, uint32_t types) {
 
 bool isHalfLike(uint32_t t) { return t == ST_f16 || t == ST_bf16; }
 bool isInt8(uint32_t t) { return t == ST_s8 || t == ST_u8; }
+bool isInt4(uint32_t t) { return t == ST_s4 || t == ST_u4; }
+/// The integer input types (s32 accumulators).
+bool isInt(uint32_t t) { return isInt8(t) || isInt4(t); }
 
 /// Accumulator type check for A/B type `ab` and C or D type `cd`.
 bool accumOk(uint32_t ab, uint32_t cd) {
@@ -478,7 +510,7 @@ bool accumOk(uint32_t ab, uint32_t cd) {
     return cd == ST_f16 || cd == ST_f32;
   if (ab == ST_bf16 || ab == ST_tf32)
     return cd == ST_f32;
-  if (isInt8(ab))
+  if (isInt(ab))
     return cd == ST_s32;
   if (ab == ST_f64)
     return cd == ST_f64;
@@ -494,7 +526,8 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
   s.n = code >> 8 & 0xff;
   s.k = code >> 16 & 0xff;
   bool ints = isInt8(at) && isInt8(bt);
-  if (!(at == bt || ints) || !accumOk(at, ct) || !accumOk(at, dt))
+  bool nibbles = isInt4(at) && isInt4(bt);
+  if (!(at == bt || ints || nibbles) || !accumOk(at, ct) || !accumOk(at, dt))
     return false;
   MapFn ma = nullptr, mb = nullptr, mc = nullptr;
   if (code == shape(16, 8, 8) && isHalfLike(at)) {
@@ -513,6 +546,18 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAi8x16, mb = mapBi16x8, mc = mapC8x8;
   } else if (code == shape(8, 8, 4) && at == ST_f64) {
     ma = mapAd8x4, mb = mapBd4x8, mc = mapC8x8;
+  } else if (code == shape(16, 8, 4) && at == ST_f64) {
+    // sm_90's f64 shapes have the tf32 layouts (one double a register).
+    ma = mapAtf16x4, mb = mapBtf4x8, mc = mapC16x8;
+  } else if ((code == shape(16, 8, 8) || code == shape(16, 8, 16)) &&
+             at == ST_f64) {
+    ma = mapAtf16x8, mb = mapBtf8x8, mc = mapC16x8;
+  } else if (code == shape(8, 8, 32) && nibbles) {
+    ma = mapAq8x32, mb = mapBq32x8, mc = mapC8x8;
+  } else if (code == shape(16, 8, 32) && nibbles) {
+    ma = mapAq16x32, mb = mapBq32x8, mc = mapC16x8;
+  } else if (code == shape(16, 8, 64) && nibbles) {
+    ma = mapAq16x64, mb = mapBq64x8, mc = mapC16x8;
   } else {
     return false;
   }
@@ -721,6 +766,63 @@ bool resolveLdMatrix(WarpLane lanes[32], const WarpMemory &memory,
   return true;
 }
 
+/// stmatrix: the inverse of ldmatrix (lane l's word j holds row l/4,
+/// columns 2*(l%4) and 2*(l%4)+1 of matrix j; lanes 8j..8j+7 give the row
+/// addresses of matrix j).
+bool resolveStMatrix(WarpLane lanes[32], const WarpMemory &memory,
+                     std::string &error) {
+  for (unsigned l = 0; l < 32; ++l)
+    if (lanes[l].nin < 4 || !lanes[l].in) {
+      error = "stmatrix: malformed request";
+      return false;
+    }
+  if (!uniform(lanes, 2, "stmatrix", error) ||
+      !uniform(lanes, 3, "stmatrix", error))
+    return false;
+  uint32_t count = lanes[0].in[2];
+  bool trans = lanes[0].in[3] != 0;
+  if (count != 1 && count != 2 && count != 4) {
+    error = "stmatrix: ." + std::to_string(count) +
+            " matrices is not supported (expected .x1, .x2 or .x4)";
+    return false;
+  }
+  if (!checkCounts(lanes, 4 + count, 0, "stmatrix", error))
+    return false;
+  uint16_t rows[4][8][8];
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned r = l / 4, c = 2 * (l % 4);
+    for (unsigned j = 0; j < count; ++j) {
+      uint32_t v = lanes[l].in[4 + j];
+      uint16_t lo = uint16_t(v), hi = uint16_t(v >> 16);
+      if (trans) {
+        rows[j][c][r] = lo;
+        rows[j][c + 1][r] = hi;
+      } else {
+        rows[j][r][c] = lo;
+        rows[j][r][c + 1] = hi;
+      }
+    }
+  }
+  for (unsigned l = 0; l < 8 * count; ++l) {
+    uint64_t off = uint64_t(lanes[l].in[0]) | uint64_t(lanes[l].in[1]) << 32;
+    if (off > memory.sharedSize || memory.sharedSize - off < 16 ||
+        !memory.shared) {
+      error = "stmatrix: lane " + std::to_string(l) +
+              " writes 16 bytes at shared offset " + std::to_string(off) +
+              ", outside the block's " + std::to_string(memory.sharedSize) +
+              "-byte shared window";
+      return false;
+    }
+    if (off % 16) {
+      error = "stmatrix: lane " + std::to_string(l) + " row address " +
+              std::to_string(off) + " is not 16-byte aligned";
+      return false;
+    }
+    std::memcpy(memory.shared + off, rows[l / 8][l % 8], 16);
+  }
+  return true;
+}
+
 //===----------------------------------------------------------------------===//
 // wmma.load / wmma.store
 //===----------------------------------------------------------------------===//
@@ -865,6 +967,8 @@ bool resolveMatrixOp(uint32_t kind, WarpLane lanes[32], uint32_t group,
     return resolveWmmaLoad(lanes, memory, error);
   case WOOLY_WARP_WMMA_STORE:
     return resolveWmmaStore(lanes, memory, error);
+  case WOOLY_WARP_STMATRIX:
+    return resolveStMatrix(lanes, memory, error);
   default:
     error = "unknown warp matrix operation " + std::to_string(kind);
     return false;

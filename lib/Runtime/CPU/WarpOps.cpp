@@ -124,6 +124,15 @@ bool wooly::cpu::resolveWarpOp(uint32_t kind, WarpLane lanes[32],
     each([&](uint32_t lane) { out(lane, 0, acc); });
     return true;
   }
+  case WOOLY_WARP_ELECT: {
+    // The lowest lane of the mask that executes it.
+    uint32_t leader = uint32_t(__builtin_ctz(group));
+    each([&](uint32_t lane) {
+      out(lane, 0, leader);
+      out(lane, 1, lane == leader ? 1 : 0);
+    });
+    return true;
+  }
   default:
     error = "unknown warp collective kind " + std::to_string(kind);
     return false;

@@ -36,6 +36,12 @@ struct WarpMemory {
       checkGeneric;
 };
 
+/// The f32 value of f16 bits `h` (exact; a NaN keeps its payload, quieted).
+float halfToFloat(uint16_t h);
+
+/// f32 -> f16 bits, rounded to nearest even; NaN -> the canonical 0x7fff.
+uint16_t floatToHalf(float f);
+
 /// The lane whose value lane `lane` of `group` reads in a `shfl` of mode
 /// `mode` (0 up, 1 down, 2 bfly, 3 idx) with lane operand `b` and clamp
 /// operand `c`, and in `pval` whether that source lane was in range.

@@ -154,8 +154,11 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     ScalarType aty = types.size() == 4 ? types[1].scalar : ScalarType::f16;
     ScalarType bty = types.size() == 4 ? types[2].scalar : ScalarType::f16;
     SmallVector<Value> a, bb, c;
-    if (!readVec(inst.operands[1], i32, a) ||
-        !readVec(inst.operands[2], i32, bb) ||
+    // f64 fragments are doubles; the others are 32-bit registers.
+    Type at = types.size() == 4 ? regType(types[1]) : i32;
+    Type bt = types.size() == 4 ? regType(types[2]) : i32;
+    if (!readVec(inst.operands[1], at, a) ||
+        !readVec(inst.operands[2], bt, bb) ||
         !readVec(inst.operands[3], regType(cty), c))
       return failure();
     const Operand &d = inst.operands[0];

@@ -153,6 +153,23 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
   return success();
 }
 
+std::optional<AtomicOp> Importer::atomicOpOf(StringRef m, const PtxType &t) {
+  if (m == "add")
+    return t.isFloat ? AtomicOp::fadd : AtomicOp::add;
+  if (m == "min")
+    return t.isFloat    ? AtomicOp::fmin
+           : t.isSigned ? AtomicOp::smin
+                        : AtomicOp::umin;
+  if (m == "max")
+    return t.isFloat    ? AtomicOp::fmax
+           : t.isSigned ? AtomicOp::smax
+                        : AtomicOp::umax;
+  if (m == "inc" || m == "dec" || m == "exch" || m == "cas" || m == "and" ||
+      m == "or" || m == "xor")
+    return symbolizeAtomicOp(m);
+  return std::nullopt;
+}
+
 LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
   bool isRed = op == Opcode::Red;
   auto t = instrType(inst);
@@ -163,9 +180,15 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
     if (m == "v2" || m == "v4" || m == "v8")
       vec = m[1] - '0';
   bool packed = isa<VectorType>(t->type);
-  if ((vec > 1 || packed) && (!t->isFloat || !inst.has("add")))
+  // .min/.max on vectors of .f16/.bf16 (packed or not) are element-wise
+  // too (sm_90).
+  bool halfMinMax =
+      vec > 1 && (inst.has("min") || inst.has("max")) &&
+      isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(t->type));
+  if ((vec > 1 || packed) && (!t->isFloat || !(inst.has("add") || halfMinMax)))
     return error(inst.loc, "vector or packed atomics other than 'add' on "
-                           "floats are not supported yet");
+                           "floats and 'min'/'max' on vectors of halves are "
+                           "not supported yet");
   if (widthOf(t->type) > 64)
     return error(inst.loc, "atomics on '." + stringifyScalarType(t->scalar) +
                                "' are not supported yet");
@@ -178,20 +201,8 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
       sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m));
     else if (auto s = symbolizeMemScope(m))
       scope = MemScopeAttr::get(ctx, *s);
-    else if (m == "add")
-      kind = t->isFloat ? AtomicOp::fadd : AtomicOp::add;
-    else if (m == "min")
-      kind = t->isFloat    ? AtomicOp::fmin
-             : t->isSigned ? AtomicOp::smin
-                           : AtomicOp::umin;
-    else if (m == "max")
-      kind = t->isFloat    ? AtomicOp::fmax
-             : t->isSigned ? AtomicOp::smax
-                           : AtomicOp::umax;
-    else if (m == "inc" || m == "dec" || m == "exch" || m == "cas")
-      kind = *symbolizeAtomicOp(m);
-    else if (m == "and" || m == "or" || m == "xor")
-      kind = *symbolizeAtomicOp(m);
+    else if (auto k = atomicOpOf(m, *t))
+      kind = k;
   }
   if (!kind)
     return error(inst.loc, "'" + inst.opcode + "' needs an operation");
@@ -305,6 +316,19 @@ LogicalResult Importer::emitElementwiseAtom(Instruction &inst, PtxType t,
 //===----------------------------------------------------------------------===//
 
 LogicalResult Importer::emitFence(Instruction &inst, Opcode op) {
+  if (op == Opcode::Fence && (inst.has("proxy") || inst.has("mbarrier_init"))) {
+    // Kept as written: the fence between the generic and the async proxy
+    // (bulk copies), or after mbarrier.init.
+    std::string text = "fence";
+    for (StringRef m : inst.mods)
+      text += "." + m.str();
+    AsyncFenceOp::create(b, curLoc, text);
+    return success();
+  }
+  // The state spaces and `.async`/`.alias` belong to proxy fences only.
+  if (op == Opcode::Fence &&
+      (spaceOf(inst) || inst.has("async") || inst.has("alias")))
+    return unsupported(inst);
   if (op == Opcode::Membar) {
     MemScope scope = inst.has("cta")   ? MemScope::cta
                      : inst.has("sys") ? MemScope::sys
@@ -365,7 +389,14 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
 /// cp.async: the asynchronous copies of 4, 8 or 16 bytes from global to
 /// shared memory and their commit and wait operations.
 LogicalResult Importer::emitCpAsync(Instruction &inst, Opcode op) {
-  if (inst.mods.empty() || inst.mods[0] != "async")
+  if (inst.has("bulk") && (inst.mods[0] == "reduce" || inst.mods[0] == "async"))
+    return emitBulkCopy(inst);
+  if (inst.has("mbarrier") && inst.has("arrive") && !inst.has("bulk"))
+    return emitCpAsyncArrive(inst);
+  if (inst.mods.empty() || inst.mods[0] != "async" || inst.has("reduce") ||
+      inst.has("shared::cluster") || inst.has("bulk_group") ||
+      inst.has("read") || inst.has("mbarrier::complete_tx::bytes") ||
+      instrType(inst))
     return unsupported(inst);
   Type i32 = intType(32);
   if (inst.has("commit_group")) {

@@ -336,6 +336,9 @@ private:
                                 int64_t offset, PtxType ty, int vec);
   /// atom and red.
   LogicalResult emitAtom(Instruction &inst, Opcode op);
+  /// The atomic operation that modifier `m` of an atom, red or
+  /// cp.reduce.async.bulk on type `t` names, if any.
+  static std::optional<AtomicOp> atomicOpOf(StringRef m, const PtxType &t);
   /// atom/red `.add` on a float vector (`.v2/.v4/.v8`) or packed type
   /// (`.f16x2/.bf16x2`) of `vec` elements: one scalar atomic per element.
   LogicalResult emitElementwiseAtom(Instruction &inst, PtxType t, int vec,
@@ -383,6 +386,20 @@ private:
   LogicalResult emitWarp(Instruction &inst, Opcode op);
   /// bar and barrier: CTA barriers, bar.red and bar.warp.sync.
   LogicalResult emitBarrier(Instruction &inst, Opcode op);
+
+  // Asynchronous copies and mbarriers (ImportAsync.cpp).
+  /// mbarrier.*.
+  LogicalResult emitMbarrier(Instruction &inst, Opcode op);
+  /// cp.async.bulk, cp.reduce.async.bulk and the bulk group's commit and
+  /// wait (from emitCpAsync).
+  LogicalResult emitBulkCopy(Instruction &inst);
+  /// cp.async.mbarrier.arrive{.noinc}.
+  LogicalResult emitCpAsyncArrive(Instruction &inst);
+  /// griddepcontrol, setmaxnreg, elect.sync and stmatrix.
+  LogicalResult emitAsyncMisc(Instruction &inst, Opcode op);
+  /// The shared-space address of operand `op`, converted from a generic
+  /// one when `generic`.
+  Value sharedAddress(const Operand &op, bool generic);
 
   // Matrix instructions: ldmatrix, mma, wmma (ImportMatrix.cpp).
   /// ldmatrix, mma and wmma.

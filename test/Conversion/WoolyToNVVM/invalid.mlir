@@ -62,19 +62,10 @@ wooly.func @cvt_e4m3_f64(%p: i64 {wooly.type = "u64"}, %d: f64 {wooly.type = "f6
 
 // -----
 
-// mma.sync shapes/types without an exact intrinsic mapping are refused.
-wooly.func @k(%a: i32 {wooly.type = "u32"}, %f: f32 {wooly.type = "f32"}) attributes {kernel} {
-  // expected-error @+1 {{'wooly.mma_sync' op is not supported yet on nvptx}}
-  %d:4 = wooly.mma_sync "m16n8k8" row col f32 f16 f16 f32 (%a, %a) (%a) (%f, %f, %f, %f) : (i32, i32) (i32) (f32, f32, f32, f32) -> f32, f32, f32, f32
-  wooly.ret
-}
-
-// -----
-
-// wmma.load without a stride is refused.
+// wmma.load of the D fragment does not exist in PTX.
 wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
-  // expected-error @+1 {{'wooly.wmma_load' op is not supported yet on nvptx}}
-  %wa:8 = wooly.wmma_load a row "m16n16k16" f16 global %p : i64 -> i32, i32, i32, i32, i32, i32, i32, i32
+  // expected-error @+1 {{'wooly.wmma_load' op wmma.load.d is not supported yet on nvptx}}
+  %wa:8 = wooly.wmma_load d row "m16n16k16" f32 global %p : i64 -> f32, f32, f32, f32, f32, f32, f32, f32
   wooly.ret
 }
 

@@ -176,11 +176,61 @@ enum WoolyWarpKind {
   WOOLY_WARP_WMMA_STORE = 9,
   /// `wmma.mma`: encoded as for `WOOLY_WARP_MMA`.
   WOOLY_WARP_WMMA_MMA = 10,
+  /// `elect.sync`: no input; out = {leader lane, 1 in the leader else 0}.
+  WOOLY_WARP_ELECT = 11,
+  /// `stmatrix`: in = {shared offset lo, hi, count (1,2,4), trans, then
+  /// count words}; no output.
+  WOOLY_WARP_STMATRIX = 12,
 };
 /// Shape codes of `mma`/`wmma`: `m | n << 8 | k << 16`.
 void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
                      const uint32_t *in, uint32_t nin, uint32_t *out,
                      uint32_t nout);
+
+/// mbarrier objects (8 bytes of shared memory) as the CPU backend lays them
+/// out: bits 0-20 the pending arrival count, 21-41 the expected arrival
+/// count, 42-62 the transaction count (signed, in bytes), 63 the phase's
+/// parity. The state an arrive returns has the parity of the phase it
+/// arrived on in bit 63 and the pending count after the arrival in bits
+/// 0-20 (`mbarrier.pending_count`).
+enum {
+  WOOLY_MBAR_COUNT_BITS = 21,
+  WOOLY_MBAR_MAX_COUNT = (1 << 20) - 1,
+};
+
+/// What `__wooly_rt_mbarrier` does.
+enum WoolyMbarrierOp {
+  WOOLY_MBAR_INIT = 0,
+  WOOLY_MBAR_ARRIVE = 1,
+  WOOLY_MBAR_ARRIVE_DROP = 2,
+  WOOLY_MBAR_EXPECT_TX = 3,
+  WOOLY_MBAR_COMPLETE_TX = 4,
+  WOOLY_MBAR_INVAL = 5,
+};
+
+/// An mbarrier operation on the object at shared offset `offset`: `init`
+/// (with `count`), `inval`, `expect_tx`/`complete_tx` of `tx` bytes, or an
+/// arrive of `count` after an `expect_tx` of `tx` (`arrive_drop` also
+/// lowers the expected count). Returns an arrive's state (see above).
+uint64_t __wooly_rt_mbarrier(WoolyThreadCtx *ctx, uint32_t op, uint64_t offset,
+                             uint32_t count, uint32_t tx);
+
+/// `mbarrier.test_wait`/`try_wait` (`blocking`) on the object at shared
+/// offset `offset`: 1 when the phase of parity `parity` has completed.
+/// try_wait suspends the thread until it has (fiber mode); test_wait
+/// yields to the block's other threads before it returns 0.
+uint32_t __wooly_rt_mbarrier_wait(WoolyThreadCtx *ctx, uint64_t offset,
+                                  uint32_t parity, uint32_t blocking);
+
+/// `cp.async.bulk`/`cp.reduce.async.bulk` of `size` bytes from `src` in
+/// `srcSpace` to `dst` in `dstSpace` (StateSpace values: global addresses
+/// are host pointers, shared ones offsets in the block's window), done at
+/// once; `redop` is an AtomicOp (0xffffffff: a copy) on elements of
+/// ScalarType `redType`. With `mbar` (a shared offset; 0xffffffff... none)
+/// the copy then completes `size` transaction bytes on that mbarrier.
+void __wooly_rt_bulk_copy(WoolyThreadCtx *ctx, uint32_t dstSpace, uint64_t dst,
+                          uint32_t srcSpace, uint64_t src, uint32_t size,
+                          uint64_t mbar, uint32_t redop, uint32_t redType);
 
 /// `exit` from a device function (or a kernel that cannot return): ends the
 /// calling thread. Does not return.

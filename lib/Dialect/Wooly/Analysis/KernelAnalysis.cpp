@@ -81,6 +81,10 @@ SmallVector<Access, 2> accessesOf(Operation *op) {
     return {{ws.getAddr(), true}};
   if (auto lm = dyn_cast<LdMatrixOp>(op))
     return {{lm.getAddr(), false}};
+  if (auto sm = dyn_cast<StMatrixOp>(op))
+    return {{sm.getAddr(), true}};
+  if (auto bc = dyn_cast<BulkCopyOp>(op))
+    return {{bc.getSrc(), false}, {bc.getDst(), true}};
   return {};
 }
 
@@ -356,7 +360,10 @@ wooly::regionSplitBlocker(FuncOp fn,
       blocker = "a call to a function that synchronises";
     else if (isa<NanosleepOp>(op))
       blocker = "nanosleep (it may wait for other threads)";
-    else if (isa<LdMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op))
+    else if (isa<MbarrierWaitOp>(op))
+      blocker = "an mbarrier wait";
+    else if (isa<LdMatrixOp, StMatrixOp, MmaOp, WmmaLoadOp, WmmaStoreOp,
+                 WmmaMmaOp>(op))
       blocker = "a warp matrix operation";
     else if (isa<BarRedOp>(op))
       blocker = "bar.red";
@@ -367,8 +374,8 @@ wooly::regionSplitBlocker(FuncOp fn,
         blocker = "a named barrier, bar.arrive or a barrier thread count";
       else
         cuts.push_back(op);
-    } else if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp>(
-                   op)) {
+    } else if (isa<ShflOp, VoteOp, MatchOp, ReduxOp, ActiveMaskOp, WarpSyncOp,
+                   ElectOp>(op)) {
       cuts.push_back(op);
     }
     return WalkResult::advance();

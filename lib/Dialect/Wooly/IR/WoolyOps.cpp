@@ -436,6 +436,31 @@ LogicalResult LdMatrixOp::verify() {
   return success();
 }
 
+LogicalResult StMatrixOp::verify() {
+  size_t n = getValues().size();
+  if (n != 1 && n != 2 && n != 4)
+    return emitOpError("stores 1, 2 or 4 matrices");
+  return success();
+}
+
+LogicalResult BulkCopyOp::verify() {
+  StateSpace d = getDstSpace(), s = getSrcSpace();
+  bool toShared = d == StateSpace::shared_cluster || d == StateSpace::shared;
+  if (!((toShared && s == StateSpace::global) ||
+        (d == StateSpace::global && s == StateSpace::shared) ||
+        (toShared && s == StateSpace::shared)))
+    return emitOpError("copies global to shared, shared to global or shared "
+                       "to shared::cluster memory");
+  if (bool(getRedop()) != bool(getRedType()))
+    return emitOpError("a reduction needs an operation and a type");
+  if (d == StateSpace::global && getMbar())
+    return emitOpError("to global memory completes in a bulk group, not on "
+                       "an mbarrier");
+  if (d != StateSpace::global && !getMbar())
+    return emitOpError("to shared memory needs an mbarrier");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Textures and surfaces
 //===----------------------------------------------------------------------===//

@@ -519,6 +519,15 @@ struct WoolyIsolatePass : wooly::impl::WoolyIsolateBase<WoolyIsolatePass> {
     });
     if (grid.wasInterrupted())
       return signalPassFailure();
+    // A bulk copy's range is known only at run time and the copy is not
+    // redirected into the tenant's region yet: refuse it.
+    WalkResult bulk = module.walk([&](BulkCopyOp copy) {
+      copy.emitError() << "wooly-isolate: bulk copies (cp.async.bulk) are "
+                          "not supported yet";
+      return WalkResult::interrupt();
+    });
+    if (bulk.wasInterrupted())
+      return signalPassFailure();
 
     // Append the region to every function with a body.
     Builder b(ctx);

@@ -37,7 +37,8 @@ bool isGridSyncRuntime(StringRef name) {
 /// Whether `op` itself uses state shared by the threads of a block.
 bool usesBlockShared(Operation *op) {
   if (isa<BarrierOp, BarRedOp, ActiveMaskOp, CpAsyncOp, CpAsyncCommitOp,
-          CpAsyncWaitOp>(op) ||
+          CpAsyncWaitOp, MbarrierInitOp, MbarrierInvalOp, MbarrierUpdateOp,
+          MbarrierWaitOp, BulkCopyOp, BulkCommitOp, BulkWaitOp>(op) ||
       vblocks::isWarpCollective(op))
     return true;
   if (auto space = op->getAttrOfType<StateSpaceAttr>("space"))
@@ -120,7 +121,7 @@ LogicalResult vblocks::checkKernel(FuncOp kernel, StringRef pass) {
 
 bool vblocks::isWarpCollective(Operation *op) {
   return isa<ShflOp, VoteOp, MatchOp, ReduxOp, WarpSyncOp, LdMatrixOp, MmaOp,
-             WmmaLoadOp, WmmaStoreOp, WmmaMmaOp>(op);
+             WmmaLoadOp, WmmaStoreOp, WmmaMmaOp, ElectOp, StMatrixOp>(op);
 }
 
 const vblocks::Summary &vblocks::Summarizer::get(FuncOp f) {

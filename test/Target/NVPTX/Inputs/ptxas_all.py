@@ -22,6 +22,11 @@ before lowering, e.g. wooly-constrain); a refusal of a pass (a located
 whole grid") counts as "refused", not as a failure, and the summary gains
 ", R refused".
 
+A file that uses an instruction the target GPU lacks (PTX written for a
+newer one: "... needs sm_90 or later; compiling for sm_80") prints
+`needs a newer GPU NAME: ...`, and a line `N need a newer GPU` follows the
+summary when there are any.
+
 With --reimport, every accepted output is also imported again with
 `wooly-translate --import-ptx` and verified with `wooly-opt` (`REIMPORT FAIL
 NAME: ...` otherwise), and a second line `N re-imported and verified`
@@ -76,6 +81,7 @@ def main():
         else:
             units.append((path, None))
     accepted = unsupported = rejected = failed = reimported = refused = 0
+    newer = 0
     for path, kernel in units:
         name = os.path.basename(path) + (":" + kernel if kernel else "")
         out = os.path.join(args.out, name.replace(":", "."))
@@ -90,6 +96,11 @@ def main():
                                 "synchronises its whole grid" in comp.stderr):
                 refused += 1
                 print("refused %s: %s" % (name, first_error(comp.stderr)))
+            elif "or later; compiling for" in comp.stderr:
+                # PTX for a newer GPU using what the target lacks.
+                newer += 1
+                print("needs a newer GPU %s: %s" %
+                      (name, first_error(comp.stderr)))
             elif "not supported yet" in comp.stderr:
                 unsupported += 1
                 print("not supported yet %s: %s" %
@@ -126,6 +137,8 @@ def main():
     print("%d compiled and accepted by ptxas, %d not supported yet, "
           "%d rejected%s" % (accepted, unsupported, rejected,
                             ", %d refused" % refused if args.passes else ""))
+    if newer:
+        print("%d need a newer GPU" % newer)
     if args.reimport:
         print("%d re-imported and verified" % reimported)
     if failed:

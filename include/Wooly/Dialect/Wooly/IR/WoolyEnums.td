@@ -119,6 +119,12 @@ def Wooly_MatrixRole : Wooly_I32Enum<"MatrixRole", "wmma fragment role", [
   I32EnumAttrCase<"a", 0>, I32EnumAttrCase<"b", 1>, I32EnumAttrCase<"c", 2>,
   I32EnumAttrCase<"d", 3>]>;
 
+def Wooly_MbarrierUpdate : Wooly_I32Enum<"MbarrierUpdate", "mbarrier arrive / transaction operation", [
+  I32EnumAttrCase<"arrive", 0>, I32EnumAttrCase<"arrive_drop", 1>,
+  I32EnumAttrCase<"expect_tx", 2>, I32EnumAttrCase<"complete_tx", 3>,
+  I32EnumAttrCase<"cp_async_arrive", 4>,
+  I32EnumAttrCase<"cp_async_arrive_noinc", 5>]>;
+
 def Wooly_Linkage : Wooly_I32Enum<"Linkage", "PTX linking directive", [
   I32EnumAttrCase<"internal", 0>, I32EnumAttrCase<"visible", 1>,
   I32EnumAttrCase<"extern_", 2, "extern">, I32EnumAttrCase<"weak", 3>,

@@ -1287,6 +1287,227 @@ def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Hopper: mbarriers, bulk asynchronous copies, proxy fences, elect, stmatrix
+//===----------------------------------------------------------------------===//
+
+def Wooly_MbarrierInitOp : Wooly_Op<"mbarrier_init", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "initialise an mbarrier object (`mbarrier.init`)";
+  let description = [{
+    Initialises the 8-byte mbarrier object at shared address `addr`: phase
+    0, expected and pending arrival counts `count` (1 to 2^20 - 1), no
+    transactions pending.
+
+    ```mlir
+    wooly.mbarrier_init %bar, %count : i32
+    ```
+  }];
+  let arguments = (ins Wooly_Addr:$addr, I32:$count);
+  let assemblyFormat = "$addr `,` $count attr-dict `:` type($addr)";
+}
+
+def Wooly_MbarrierInvalOp : Wooly_Op<"mbarrier_inval", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "invalidate an mbarrier object (`mbarrier.inval`)";
+  let description = [{
+    Invalidates the mbarrier object at shared address `addr`, so that its
+    memory may be used for something else.
+
+    ```mlir
+    wooly.mbarrier_inval %bar : i32
+    ```
+  }];
+  let arguments = (ins Wooly_Addr:$addr);
+  let assemblyFormat = "$addr attr-dict `:` type($addr)";
+}
+
+def Wooly_MbarrierUpdateOp : Wooly_Op<"mbarrier_update", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "arrive on an mbarrier, or change its transaction count";
+  let description = [{
+    On the mbarrier object at `addr` (in `space`: `shared`, or
+    `shared_cluster` for another CTA's): `expect_tx` adds `tx` bytes to the
+    current phase's transaction count, `complete_tx` subtracts them, and
+    `arrive`/`arrive_drop` first add `tx` (`.expect_tx`), then arrive
+    `count` times (`arrive_drop` also lowers the expected count of later
+    phases by `count`). The phase completes when no arrival and no
+    transaction byte is pending: the phase flips and the pending count is
+    reset to the expected count. `cp_async_arrive` (`cp.async.mbarrier.
+    arrive`) arrives once when the thread's earlier `wooly.cp_async` copies
+    have completed, after adding one pending arrival (`_noinc`: without).
+    `result` is the state before the arrival
+    (`mbarrier.arrive`'s destination), for `wooly.mbarrier_wait`.
+    `sem`/`scope` are PTX's (`.release`/`.relaxed`, `.cta`/`.cluster`).
+
+    ```mlir
+    %st = wooly.mbarrier_update arrive shared %bar, %c1, %bytes : i32 -> i64
+    ```
+  }];
+  let arguments = (ins Wooly_MbarrierUpdate:$kind, Wooly_StateSpace:$space,
+                       Wooly_Addr:$addr, I32:$count, I32:$tx,
+                       OptionalAttr<Wooly_MemOrder>:$sem,
+                       OptionalAttr<Wooly_MemScope>:$scope);
+  let results = (outs I64:$state);
+  let assemblyFormat = [{
+    $kind $space ($sem^)? ($scope^)? $addr `,` $count `,` $tx attr-dict `:` type($addr) `->` type($state)
+  }];
+}
+
+def Wooly_MbarrierWaitOp : Wooly_Op<"mbarrier_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "test for the completion of an mbarrier phase (`mbarrier.test_wait`, `try_wait`)";
+  let description = [{
+    True when the phase of the mbarrier at shared address `addr` that
+    `phase` names has completed: with `parity`, `phase` (i32) is the parity
+    of that phase; without, it is the state an arrive returned. `try`
+    (`try_wait`) may suspend the thread until the phase completes;
+    `test_wait` never waits. `timeout` is try_wait's suspend-time hint.
+
+    ```mlir
+    %done = wooly.mbarrier_wait try parity %bar, %p : i32, i32
+    ```
+  }];
+  let arguments = (ins Wooly_Addr:$addr, AnyTypeOf<[I32, I64]>:$phase,
+                       UnitAttr:$blocking, UnitAttr:$parity,
+                       OptionalAttr<Wooly_MemOrder>:$sem,
+                       OptionalAttr<Wooly_MemScope>:$scope);
+  let results = (outs I1:$done);
+  let assemblyFormat = [{
+    (`try` $blocking^)? (`parity` $parity^)? ($sem^)? ($scope^)? $addr `,` $phase attr-dict `:` type($addr) `,` type($phase)
+  }];
+}
+
+def Wooly_MbarrierPendingCountOp : Wooly_Op<"mbarrier_pending_count", [Pure]> {
+  let summary = "pending arrivals of an mbarrier state (`mbarrier.pending_count`)";
+  let description = [{
+    The number of arrivals still pending in the phase of `state`, an
+    opaque state that `wooly.mbarrier_update arrive` returned.
+
+    ```mlir
+    %n = wooly.mbarrier_pending_count %st
+    ```
+  }];
+  let arguments = (ins I64:$state);
+  let results = (outs I32:$count);
+  let assemblyFormat = "$state attr-dict";
+}
+
+def Wooly_BulkCopyOp : Wooly_Op<"bulk_copy", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "bulk asynchronous copy or reduction (`cp.async.bulk`, `cp.reduce.async.bulk`)";
+  let description = [{
+    Copies `size` bytes (a multiple of 16; addresses 16-byte aligned) from
+    `src` in `src_space` to `dst` in `dst_space` (global to shared::cluster,
+    shared::cta to global, shared::cta to shared::cluster), asynchronously.
+    With `mbar`, the copy completes as a `complete_tx` of `size` bytes on
+    that mbarrier (shared address); otherwise it belongs to the thread's
+    bulk async-group (`wooly.bulk_commit`, `wooly.bulk_wait`). With
+    `redop`, each element of type `red_type` of the destination becomes
+    `dst op src` (`cp.reduce.async.bulk`), atomically per element.
+
+    ```mlir
+    wooly.bulk_copy shared_cluster global %dst, %src, %n mbar %bar : i32, i64, i32
+    ```
+  }];
+  let arguments = (ins Wooly_StateSpace:$dst_space, Wooly_StateSpace:$src_space,
+                       Wooly_Addr:$dst, Wooly_Addr:$src, I32:$size,
+                       Optional<Wooly_Addr>:$mbar,
+                       OptionalAttr<Wooly_AtomicOp>:$redop,
+                       OptionalAttr<Wooly_ScalarType>:$red_type);
+  let assemblyFormat = [{
+    $dst_space $src_space $dst `,` $src `,` $size (`mbar` $mbar^)? (`reduce` $redop^)? (`type` $red_type^)?
+    attr-dict `:` type($dst) `,` type($src) (`,` type($mbar)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Wooly_BulkCommitOp : Wooly_Op<"bulk_commit", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "close the bulk async-group (`cp.async.bulk.commit_group`)";
+  let description = [{
+    Groups the thread's bulk copies without an mbarrier issued since the
+    last commit.
+
+    ```mlir
+    wooly.bulk_commit
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Wooly_BulkWaitOp : Wooly_Op<"bulk_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for bulk async-groups (`cp.async.bulk.wait_group`)";
+  let description = [{
+    Waits until at most `pending` of the thread's committed bulk groups are
+    incomplete (`read`: only until their sources have been read).
+
+    ```mlir
+    wooly.bulk_wait 0 read
+    ```
+  }];
+  let arguments = (ins I32Attr:$pending, UnitAttr:$read);
+  let assemblyFormat = "$pending (`read` $read^)? attr-dict";
+}
+
+def Wooly_AsyncFenceOp : Wooly_Op<"async_fence", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "proxy and mbarrier-init fences (`fence.proxy.async`, `fence.mbarrier_init`)";
+  let description = [{
+    The PTX fence `fence` (e.g. `fence.proxy.async.shared::cta`,
+    `fence.mbarrier_init.release.cluster`): orders the generic proxy's
+    accesses with the async proxy's (bulk copies), or mbarrier
+    initialisations with later accesses of the cluster.
+
+    ```mlir
+    wooly.async_fence "fence.proxy.async.shared::cta"
+    ```
+  }];
+  let arguments = (ins StrAttr:$fence);
+  let assemblyFormat = "$fence attr-dict";
+}
+
+def Wooly_GridDepControlOp : Wooly_Op<"griddepcontrol", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "programmatic dependent launch (`griddepcontrol`)";
+  let description = [{
+    `launch_dependents` allows the launch's dependent grids to start;
+    `wait` waits until the grids it depends on have completed and their
+    memory operations are visible. Without dependent grids (every launch of
+    the CPU backend), both have no effect.
+
+    ```mlir
+    wooly.griddepcontrol "wait"
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind);
+  let assemblyFormat = "$kind attr-dict";
+}
+
+def Wooly_ElectOp : Wooly_Op<"elect", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "elect one lane of a warp (`elect.sync`)";
+  let description = [{
+    Warp collective over the lanes of `mask`: `leader` is the lowest lane of
+    the mask that executes it, `is_leader` is true in that lane only.
+
+    ```mlir
+    %leader, %p = wooly.elect %mask
+    ```
+  }];
+  let arguments = (ins I32:$mask);
+  let results = (outs I32:$leader, I1:$is_leader);
+  let assemblyFormat = "$mask attr-dict";
+}
+
+def Wooly_StMatrixOp : Wooly_Op<"stmatrix", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "warp-collective store of 8x8 b16 matrices to shared memory (`stmatrix`)";
+  let description = [{
+    The inverse of `wooly.ldmatrix`: stores 1, 2 or 4 8x8 matrices of
+    16-bit elements; each lane supplies a row address (lanes 8i..8i+7 those
+    of matrix i) and one `i32` (two elements) per matrix; `trans` stores
+    each matrix transposed.
+
+    ```mlir
+    wooly.stmatrix %p, %a, %b trans : i32, i32, i32
+    ```
+  }];
+  let arguments = (ins Wooly_Addr:$addr, Variadic<I32>:$values, UnitAttr:$trans);
+  let assemblyFormat = "$addr `,` $values (`trans` $trans^)? attr-dict `:` type($addr) `,` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Textures and surfaces
 //===----------------------------------------------------------------------===//
 
