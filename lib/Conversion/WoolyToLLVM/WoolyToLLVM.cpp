@@ -55,6 +55,43 @@ using namespace mlir;
 using namespace mlir::wooly;
 using namespace mlir::wooly::common;
 
+// The ScalarType and AtomicOp values runtime calls receive are the
+// dialect's (ABI.h restates them for the runtime, which does not include
+// the dialect).
+#define WOOLY_SAME_VALUE(Enum, name, abi)                                      \
+  static_assert(uint32_t(Enum::name) == abi, #abi " differs from the "         \
+                                                  "dialect");
+WOOLY_SAME_VALUE(ScalarType, b16, WOOLY_ST_b16)
+WOOLY_SAME_VALUE(ScalarType, b32, WOOLY_ST_b32)
+WOOLY_SAME_VALUE(ScalarType, b64, WOOLY_ST_b64)
+WOOLY_SAME_VALUE(ScalarType, u8, WOOLY_ST_u8)
+WOOLY_SAME_VALUE(ScalarType, u32, WOOLY_ST_u32)
+WOOLY_SAME_VALUE(ScalarType, u64, WOOLY_ST_u64)
+WOOLY_SAME_VALUE(ScalarType, s8, WOOLY_ST_s8)
+WOOLY_SAME_VALUE(ScalarType, s32, WOOLY_ST_s32)
+WOOLY_SAME_VALUE(ScalarType, s64, WOOLY_ST_s64)
+WOOLY_SAME_VALUE(ScalarType, f16, WOOLY_ST_f16)
+WOOLY_SAME_VALUE(ScalarType, bf16, WOOLY_ST_bf16)
+WOOLY_SAME_VALUE(ScalarType, tf32, WOOLY_ST_tf32)
+WOOLY_SAME_VALUE(ScalarType, f32, WOOLY_ST_f32)
+WOOLY_SAME_VALUE(ScalarType, f64, WOOLY_ST_f64)
+WOOLY_SAME_VALUE(ScalarType, s4, WOOLY_ST_s4)
+WOOLY_SAME_VALUE(ScalarType, u4, WOOLY_ST_u4)
+WOOLY_SAME_VALUE(AtomicOp, add, WOOLY_AO_add)
+WOOLY_SAME_VALUE(AtomicOp, fadd, WOOLY_AO_fadd)
+WOOLY_SAME_VALUE(AtomicOp, umin, WOOLY_AO_umin)
+WOOLY_SAME_VALUE(AtomicOp, smin, WOOLY_AO_smin)
+WOOLY_SAME_VALUE(AtomicOp, fmin, WOOLY_AO_fmin)
+WOOLY_SAME_VALUE(AtomicOp, umax, WOOLY_AO_umax)
+WOOLY_SAME_VALUE(AtomicOp, smax, WOOLY_AO_smax)
+WOOLY_SAME_VALUE(AtomicOp, fmax, WOOLY_AO_fmax)
+WOOLY_SAME_VALUE(AtomicOp, inc, WOOLY_AO_inc)
+WOOLY_SAME_VALUE(AtomicOp, dec, WOOLY_AO_dec)
+WOOLY_SAME_VALUE(AtomicOp, and_, WOOLY_AO_and)
+WOOLY_SAME_VALUE(AtomicOp, or_, WOOLY_AO_or)
+WOOLY_SAME_VALUE(AtomicOp, xor_, WOOLY_AO_xor)
+#undef WOOLY_SAME_VALUE
+
 namespace {
 
 static_assert(unsigned(kAccessRead) == WOOLY_ACCESS_READ &&

@@ -102,49 +102,21 @@ char *bulkAddress(GpuThread *t, uint32_t space, uint64_t addr, uint32_t size,
   return reinterpret_cast<char *>(addr);
 }
 
-// AtomicOp and ScalarType values (WoolyEnums.td).
-enum : uint32_t {
-  AO_add = 0,
-  AO_fadd = 1,
-  AO_umin = 2,
-  AO_smin = 3,
-  AO_fmin = 4,
-  AO_umax = 5,
-  AO_smax = 6,
-  AO_fmax = 7,
-  AO_inc = 8,
-  AO_dec = 9,
-  AO_and = 10,
-  AO_or = 11,
-  AO_xor = 12,
-};
-enum : uint32_t {
-  ST_b32 = 3,
-  ST_b64 = 4,
-  ST_u32 = 8,
-  ST_u64 = 9,
-  ST_s32 = 12,
-  ST_s64 = 13,
-  ST_f16 = 14,
-  ST_bf16 = 16,
-  ST_f32 = 19,
-  ST_f64 = 20,
-};
-
 float wideHalf(uint16_t h, bool bf16);
 uint16_t narrowHalf(float f, bool bf16);
 
 /// `old op v` on raw element bits of `type`; false if unsupported.
 bool reduceElement(uint32_t op, uint32_t type, uint64_t old, uint64_t v,
                    uint64_t &out) {
-  bool f =
-      type == ST_f16 || type == ST_bf16 || type == ST_f32 || type == ST_f64;
+  bool f = type == WOOLY_ST_f16 || type == WOOLY_ST_bf16 ||
+           type == WOOLY_ST_f32 || type == WOOLY_ST_f64;
   if (f) {
     double a, b;
-    bool f16 = type == ST_f16 || type == ST_bf16, bf = type == ST_bf16;
-    if (type == ST_f64) {
+    bool f16 = type == WOOLY_ST_f16 || type == WOOLY_ST_bf16,
+         bf = type == WOOLY_ST_bf16;
+    if (type == WOOLY_ST_f64) {
       a = llvm::bit_cast<double>(old), b = llvm::bit_cast<double>(v);
-    } else if (type == ST_f32) {
+    } else if (type == WOOLY_ST_f32) {
       a = llvm::bit_cast<float>(uint32_t(old));
       b = llvm::bit_cast<float>(uint32_t(v));
     } else {
@@ -152,68 +124,69 @@ bool reduceElement(uint32_t op, uint32_t type, uint64_t old, uint64_t v,
       b = wideHalf(uint16_t(v), bf);
     }
     double r;
-    if (op == AO_fadd) {
+    if (op == WOOLY_AO_fadd) {
       // f32 and f64 additions round once; f16/bf16 sums of two halves
       // are exact in f32 and then rounded to the type once.
-      if (type == ST_f32)
+      if (type == WOOLY_ST_f32)
         r = double(float(a) + float(b));
       else
         r = a + b;
-    } else if (op == AO_fmin || op == AO_fmax) {
+    } else if (op == WOOLY_AO_fmin || op == WOOLY_AO_fmax) {
       bool nanA = std::isnan(a), nanB = std::isnan(b);
       if (nanA && nanB)
         r = a;
       else if (nanA || nanB)
         r = nanA ? b : a;
       else if (a == b)
-        r = (op == AO_fmin) == std::signbit(a) ? a : b;
+        r = (op == WOOLY_AO_fmin) == std::signbit(a) ? a : b;
       else
-        r = (op == AO_fmin) == (a < b) ? a : b;
+        r = (op == WOOLY_AO_fmin) == (a < b) ? a : b;
     } else {
       return false;
     }
-    if (type == ST_f64)
+    if (type == WOOLY_ST_f64)
       out = llvm::bit_cast<uint64_t>(r);
-    else if (type == ST_f32)
+    else if (type == WOOLY_ST_f32)
       out = llvm::bit_cast<uint32_t>(float(r));
     else
       out = f16 ? narrowHalf(float(r), bf) : 0;
     return true;
   }
-  bool is64 = type == ST_b64 || type == ST_u64 || type == ST_s64;
+  bool is64 =
+      type == WOOLY_ST_b64 || type == WOOLY_ST_u64 || type == WOOLY_ST_s64;
   uint64_t mask = is64 ? ~uint64_t(0) : 0xffffffffu;
   int64_t sa = is64 ? int64_t(old) : int64_t(int32_t(old));
   int64_t sb = is64 ? int64_t(v) : int64_t(int32_t(v));
   uint64_t ua = old & mask, ub = v & mask;
   switch (op) {
-  case AO_add:
+  case WOOLY_AO_add:
     out = ua + ub;
     break;
-  case AO_umin:
+  case WOOLY_AO_umin:
     out = std::min(ua, ub);
     break;
-  case AO_umax:
+  case WOOLY_AO_umax:
     out = std::max(ua, ub);
     break;
-  case AO_smin:
+  case WOOLY_AO_smin:
     out = uint64_t(std::min(sa, sb));
     break;
-  case AO_smax:
+  case WOOLY_AO_smax:
     out = uint64_t(std::max(sa, sb));
     break;
-  case AO_inc:
+  case WOOLY_AO_inc:
     out = ua >= ub ? 0 : ua + 1;
     break;
-  case AO_dec:
+  case WOOLY_AO_dec:
     out = ua == 0 || ua > ub ? ub : ua - 1;
     break;
-  case AO_and:
+  case WOOLY_AO_and:
     out = ua & ub;
     break;
-  case AO_or:
+  case WOOLY_AO_or:
     out = ua | ub;
     break;
-  case AO_xor:
+  case WOOLY_AO_xor:
     out = ua ^ ub;
     break;
   default:
@@ -241,13 +214,13 @@ uint16_t narrowHalf(float f, bool bf16) {
 
 unsigned elementBytes(uint32_t type) {
   switch (type) {
-  case ST_f16:
-  case ST_bf16:
+  case WOOLY_ST_f16:
+  case WOOLY_ST_bf16:
     return 2;
-  case ST_b64:
-  case ST_u64:
-  case ST_s64:
-  case ST_f64:
+  case WOOLY_ST_b64:
+  case WOOLY_ST_u64:
+  case WOOLY_ST_s64:
+  case WOOLY_ST_f64:
     return 8;
   default:
     return 4;

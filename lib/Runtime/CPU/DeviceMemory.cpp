@@ -293,11 +293,6 @@ Error DeviceMemory::unshare(uint64_t addr) {
   return Error::success();
 }
 
-bool DeviceMemory::isShared(uint64_t addr, uint64_t size) const {
-  std::optional<Allocation> a = find(addr, size);
-  return a && a->sharedGroup;
-}
-
 bool DeviceMemory::sameBytes(uint64_t a, uint64_t b, uint64_t size) const {
   std::shared_lock<std::shared_mutex> lock(mutex);
   auto ia = allocations.find(a), ib = allocations.find(b);
@@ -396,9 +391,10 @@ Error DeviceMemory::checkRange(uint64_t addr, uint64_t size,
 
 Error DeviceMemory::checkWritable(uint64_t addr, uint64_t size,
                                   const char *what) const {
-  if (Error e = checkRange(addr, size, what))
-    return e;
-  if (size && isShared(addr, size))
+  std::optional<Allocation> a = size ? find(addr, size) : std::nullopt;
+  if (!a)
+    return checkRange(addr, size, what);
+  if (a->sharedGroup)
     return llvm::createStringError(
         llvm::Twine(what) + " of " + llvm::Twine(size) +
         " bytes at device address 0x" + hex(addr) +

@@ -292,26 +292,7 @@ void detail::runBlockFibers(Worker &w) {
     if (progress || yielded || ran)
       continue;
     // Nobody can move: report who waits where.
-    std::string who;
-    for (uint32_t i = 0; i < n && who.size() < 300; ++i) {
-      GpuThread &t = w.threads[i];
-      if (t.status == ThreadStatus::AtBarrier)
-        who += " thread " + std::to_string(i) + " at a barrier;";
-      else if (t.status == ThreadStatus::AtIteration)
-        who += " thread " + std::to_string(i) + " at the end of its block;";
-      else if (t.status == ThreadStatus::AtMbarrier)
-        who += " thread " + std::to_string(i) +
-               " at an mbarrier wait (shared offset " +
-               std::to_string(t.mbarOffset) + ", phase parity " +
-               std::to_string(t.mbarParity) + ");";
-      else if (t.status == ThreadStatus::AtWarp)
-        who += " thread " + std::to_string(i) +
-               " at a warp collective (mask 0x" + hex(t.warpMask) + ");";
-    }
-    l.fail("kernel '" + l.kernel->name + "': deadlock in block (" +
-               std::to_string(w.block[0]) + "," + std::to_string(w.block[1]) +
-               "," + std::to_string(w.block[2]) + "):" + who,
-           w.linearBlock);
+    failDeadlock(w);
     return;
   }
 }

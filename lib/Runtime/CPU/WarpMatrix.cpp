@@ -109,21 +109,6 @@ uint16_t floatToHalf(float f) {
 
 namespace {
 
-// ScalarType values (include/Wooly/Dialect/Wooly/IR/WoolyEnums.td).
-enum : uint32_t {
-  ST_b16 = 2,
-  ST_u8 = 6,
-  ST_s8 = 10,
-  ST_s32 = 12,
-  ST_f16 = 14,
-  ST_bf16 = 16,
-  ST_tf32 = 18,
-  ST_f32 = 19,
-  ST_f64 = 20,
-  ST_s4 = 25,
-  ST_u4 = 26,
-};
-
 enum : uint32_t { LayoutRow = 0, LayoutCol = 1 };
 enum : uint32_t { RoleA = 0, RoleB = 1, RoleC = 2, RoleD = 3 };
 
@@ -137,27 +122,27 @@ const char *typeName(uint32_t t) {
     return "b32";
   case 4:
     return "b64";
-  case ST_u8:
+  case WOOLY_ST_u8:
     return "u8";
   case 7:
     return "u16";
   case 8:
     return "u32";
-  case ST_s8:
+  case WOOLY_ST_s8:
     return "s8";
   case 11:
     return "s16";
-  case ST_s32:
+  case WOOLY_ST_s32:
     return "s32";
-  case ST_f16:
+  case WOOLY_ST_f16:
     return "f16";
-  case ST_bf16:
+  case WOOLY_ST_bf16:
     return "bf16";
-  case ST_tf32:
+  case WOOLY_ST_tf32:
     return "tf32";
-  case ST_f32:
+  case WOOLY_ST_f32:
     return "f32";
-  case ST_f64:
+  case WOOLY_ST_f64:
     return "f64";
   case 21:
     return "e4m3";
@@ -296,21 +281,21 @@ RC mapLinear(unsigned l, unsigned i, unsigned cols) {
 
 unsigned typeBits(uint32_t t) {
   switch (t) {
-  case ST_s4:
-  case ST_u4:
+  case WOOLY_ST_s4:
+  case WOOLY_ST_u4:
     return 4;
-  case ST_u8:
-  case ST_s8:
+  case WOOLY_ST_u8:
+  case WOOLY_ST_s8:
     return 8;
-  case ST_f16:
-  case ST_bf16:
-  case ST_b16:
+  case WOOLY_ST_f16:
+  case WOOLY_ST_bf16:
+  case WOOLY_ST_b16:
     return 16;
-  case ST_tf32:
-  case ST_f32:
-  case ST_s32:
+  case WOOLY_ST_tf32:
+  case WOOLY_ST_f32:
+  case WOOLY_ST_s32:
     return 32;
-  case ST_f64:
+  case WOOLY_ST_f64:
     return 64;
   default:
     return 0;
@@ -415,11 +400,11 @@ struct MmaSpec {
 
 float toFloat(uint32_t type, uint64_t raw) {
   switch (type) {
-  case ST_f16:
+  case WOOLY_ST_f16:
     return halfToFloat(uint16_t(raw));
-  case ST_bf16:
+  case WOOLY_ST_bf16:
     return bf16ToFloat(uint16_t(raw));
-  case ST_tf32:
+  case WOOLY_ST_tf32:
     return floatOf(uint32_t(raw) & 0xffffe000u);
   default:
     return floatOf(uint32_t(raw));
@@ -428,13 +413,13 @@ float toFloat(uint32_t type, uint64_t raw) {
 
 int64_t toInt(uint32_t type, uint64_t raw) {
   switch (type) {
-  case ST_s8:
+  case WOOLY_ST_s8:
     return int8_t(uint8_t(raw));
-  case ST_u8:
+  case WOOLY_ST_u8:
     return uint8_t(raw);
-  case ST_s4:
+  case WOOLY_ST_s4:
     return int64_t(uint64_t(raw) << 60) >> 60;
-  case ST_u4:
+  case WOOLY_ST_u4:
     return raw & 0xf;
   default:
     return int32_t(uint32_t(raw));
@@ -463,7 +448,7 @@ Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
         D(i, j) = uint32_t(uint64_t(acc));
         continue;
       }
-      if (at == ST_f64) {
+      if (at == WOOLY_ST_f64) {
         double acc = doubleOf(C(i, j));
         for (unsigned k = 0; k < s.k; ++k)
           acc = std::fma(doubleOf(A(i, k)), doubleOf(B(k, j)), acc);
@@ -478,7 +463,7 @@ Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
         float p = toFloat(at, A(i, k)) * toFloat(s.b.type, B(k, j));
         acc = acc + p;
       }
-      if (dt == ST_f16) {
+      if (dt == WOOLY_ST_f16) {
         uint16_t h = floatToHalf(acc);
         if (satfinite && (h & 0x7fff) == 0x7c00)
           h = (h & 0x8000) | 0x7bff;
@@ -498,22 +483,22 @@ std::string mmaName(const char *what, uint32_t shapeCode, uint32_t types) {
          typeName(types >> 8 & 0xff) + "." + typeName(types >> 16 & 0xff);
 }
 
-bool isHalfLike(uint32_t t) { return t == ST_f16 || t == ST_bf16; }
-bool isInt8(uint32_t t) { return t == ST_s8 || t == ST_u8; }
-bool isInt4(uint32_t t) { return t == ST_s4 || t == ST_u4; }
+bool isHalfLike(uint32_t t) { return t == WOOLY_ST_f16 || t == WOOLY_ST_bf16; }
+bool isInt8(uint32_t t) { return t == WOOLY_ST_s8 || t == WOOLY_ST_u8; }
+bool isInt4(uint32_t t) { return t == WOOLY_ST_s4 || t == WOOLY_ST_u4; }
 /// The integer input types (s32 accumulators).
 bool isInt(uint32_t t) { return isInt8(t) || isInt4(t); }
 
 /// Accumulator type check for A/B type `ab` and C or D type `cd`.
 bool accumOk(uint32_t ab, uint32_t cd) {
-  if (ab == ST_f16)
-    return cd == ST_f16 || cd == ST_f32;
-  if (ab == ST_bf16 || ab == ST_tf32)
-    return cd == ST_f32;
+  if (ab == WOOLY_ST_f16)
+    return cd == WOOLY_ST_f16 || cd == WOOLY_ST_f32;
+  if (ab == WOOLY_ST_bf16 || ab == WOOLY_ST_tf32)
+    return cd == WOOLY_ST_f32;
   if (isInt(ab))
-    return cd == ST_s32;
-  if (ab == ST_f64)
-    return cd == ST_f64;
+    return cd == WOOLY_ST_s32;
+  if (ab == WOOLY_ST_f64)
+    return cd == WOOLY_ST_f64;
   return false;
 }
 
@@ -534,9 +519,9 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAh16x8, mb = mapBh8x8, mc = mapC16x8;
   } else if (code == shape(16, 8, 16) && isHalfLike(at)) {
     ma = mapAh16x16, mb = mapBh16x8, mc = mapC16x8;
-  } else if (code == shape(16, 8, 4) && at == ST_tf32) {
+  } else if (code == shape(16, 8, 4) && at == WOOLY_ST_tf32) {
     ma = mapAtf16x4, mb = mapBtf4x8, mc = mapC16x8;
-  } else if (code == shape(16, 8, 8) && at == ST_tf32) {
+  } else if (code == shape(16, 8, 8) && at == WOOLY_ST_tf32) {
     ma = mapAtf16x8, mb = mapBtf8x8, mc = mapC16x8;
   } else if (code == shape(16, 8, 16) && ints) {
     ma = mapAi16x16, mb = mapBi16x8, mc = mapC16x8;
@@ -544,13 +529,13 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAi16x32, mb = mapBi32x8, mc = mapC16x8;
   } else if (code == shape(8, 8, 16) && ints) {
     ma = mapAi8x16, mb = mapBi16x8, mc = mapC8x8;
-  } else if (code == shape(8, 8, 4) && at == ST_f64) {
+  } else if (code == shape(8, 8, 4) && at == WOOLY_ST_f64) {
     ma = mapAd8x4, mb = mapBd4x8, mc = mapC8x8;
-  } else if (code == shape(16, 8, 4) && at == ST_f64) {
+  } else if (code == shape(16, 8, 4) && at == WOOLY_ST_f64) {
     // sm_90's f64 shapes have the tf32 layouts (one double a register).
     ma = mapAtf16x4, mb = mapBtf4x8, mc = mapC16x8;
   } else if ((code == shape(16, 8, 8) || code == shape(16, 8, 16)) &&
-             at == ST_f64) {
+             at == WOOLY_ST_f64) {
     ma = mapAtf16x8, mb = mapBtf8x8, mc = mapC16x8;
   } else if (code == shape(8, 8, 32) && nibbles) {
     ma = mapAq8x32, mb = mapBq32x8, mc = mapC8x8;
@@ -578,34 +563,35 @@ bool wmmaFrag(uint32_t code, uint32_t role, uint32_t type, Frag &f) {
   bool sq = code == shape(16, 16, 16);
   if (role == RoleA || role == RoleB) {
     unsigned rows = role == RoleA ? m : k, cols = role == RoleA ? k : n;
-    if (big && type == ST_f16) {
+    if (big && type == WOOLY_ST_f16) {
       MapFn map = !sq ? mapLinear : role == RoleA ? mapAh16x16 : mapBh16x16;
       f = makeFrag(rows, cols, type, map, /*words=*/8);
       return true;
     }
-    if (big && (type == ST_bf16 || isInt8(type))) {
+    if (big && (type == WOOLY_ST_bf16 || isInt8(type))) {
       MapFn map = mapLinear;
-      if (sq && type == ST_bf16)
+      if (sq && type == WOOLY_ST_bf16)
         map = role == RoleA ? mapAh16x16 : mapBh16x16;
       else if (sq)
         map = role == RoleA ? mapAi16x16 : mapBi16x16;
       f = makeFrag(rows, cols, type, map);
       return true;
     }
-    if (code == shape(16, 16, 8) && type == ST_tf32) {
+    if (code == shape(16, 16, 8) && type == WOOLY_ST_tf32) {
       f = makeFrag(rows, cols, type, role == RoleA ? mapAtf16x8 : mapBtf8x16);
       return true;
     }
-    if (code == shape(8, 8, 4) && type == ST_f64) {
+    if (code == shape(8, 8, 4) && type == WOOLY_ST_f64) {
       f = makeFrag(rows, cols, type, role == RoleA ? mapAd8x4 : mapBd4x8);
       return true;
     }
     return false;
   }
   // C / D.
-  bool ok = (big && (type == ST_f16 || type == ST_f32 || type == ST_s32)) ||
-            (code == shape(16, 16, 8) && type == ST_f32) ||
-            (code == shape(8, 8, 4) && type == ST_f64);
+  bool ok = (big && (type == WOOLY_ST_f16 || type == WOOLY_ST_f32 ||
+                     type == WOOLY_ST_s32)) ||
+            (code == shape(16, 16, 8) && type == WOOLY_ST_f32) ||
+            (code == shape(8, 8, 4) && type == WOOLY_ST_f64);
   if (!ok)
     return false;
   MapFn map = sq || code == shape(16, 16, 8) ? mapC16x16
@@ -624,9 +610,9 @@ bool wmmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
   bool ints = isInt8(at) && isInt8(bt);
   if (!(at == bt || ints) || !accumOk(at, ct) || !accumOk(at, dt))
     return false;
-  if (code == shape(16, 16, 8) && at != ST_tf32)
+  if (code == shape(16, 16, 8) && at != WOOLY_ST_tf32)
     return false;
-  if (code == shape(8, 8, 4) && at != ST_f64)
+  if (code == shape(8, 8, 4) && at != WOOLY_ST_f64)
     return false;
   return wmmaFrag(code, RoleA, at, s.a) && wmmaFrag(code, RoleB, bt, s.b) &&
          wmmaFrag(code, RoleC, ct, s.c) && wmmaFrag(code, RoleD, dt, s.d);

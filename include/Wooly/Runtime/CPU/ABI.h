@@ -187,6 +187,45 @@ void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
                      const uint32_t *in, uint32_t nin, uint32_t *out,
                      uint32_t nout);
 
+/// The Wooly dialect's ScalarType and AtomicOp values
+/// (include/Wooly/Dialect/Wooly/IR/WoolyEnums.td), as runtime calls receive
+/// them: the element types of warp matrix operations and bulk reductions,
+/// and the reduction operations. The host lowering checks that they agree
+/// with the dialect (static_asserts in WoolyToLLVM.cpp).
+enum WoolyScalarType {
+  WOOLY_ST_b16 = 2,
+  WOOLY_ST_b32 = 3,
+  WOOLY_ST_b64 = 4,
+  WOOLY_ST_u8 = 6,
+  WOOLY_ST_u32 = 8,
+  WOOLY_ST_u64 = 9,
+  WOOLY_ST_s8 = 10,
+  WOOLY_ST_s32 = 12,
+  WOOLY_ST_s64 = 13,
+  WOOLY_ST_f16 = 14,
+  WOOLY_ST_bf16 = 16,
+  WOOLY_ST_tf32 = 18,
+  WOOLY_ST_f32 = 19,
+  WOOLY_ST_f64 = 20,
+  WOOLY_ST_s4 = 25,
+  WOOLY_ST_u4 = 26,
+};
+enum WoolyAtomicOp {
+  WOOLY_AO_add = 0,
+  WOOLY_AO_fadd = 1,
+  WOOLY_AO_umin = 2,
+  WOOLY_AO_smin = 3,
+  WOOLY_AO_fmin = 4,
+  WOOLY_AO_umax = 5,
+  WOOLY_AO_smax = 6,
+  WOOLY_AO_fmax = 7,
+  WOOLY_AO_inc = 8,
+  WOOLY_AO_dec = 9,
+  WOOLY_AO_and = 10,
+  WOOLY_AO_or = 11,
+  WOOLY_AO_xor = 12,
+};
+
 /// mbarrier objects (8 bytes of shared memory) as the CPU backend lays them
 /// out: bits 0-20 the pending arrival count, 21-41 the expected arrival
 /// count, 42-62 the transaction count (signed, in bytes), 63 the phase's

@@ -83,9 +83,6 @@ public:
   /// writable copy of the group's bytes, mapped over its range in one
   /// step); the group's last member gets its own pages back the same way.
   llvm::Error unshare(uint64_t addr);
-  /// Whether `[addr, addr + size)` lies in an allocation whose bytes are
-  /// shared (read-only).
-  bool isShared(uint64_t addr, uint64_t size) const;
   /// Compares the first `size` bytes of two allocations' memory.
   bool sameBytes(uint64_t a, uint64_t b, uint64_t size) const;
 
