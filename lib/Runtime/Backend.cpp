@@ -384,9 +384,7 @@ public:
   std::string name() const override { return device->name(); }
 
   bool supportsSwap() const override { return device->virtualMemory(); }
-  llvm::Error swapOut(uint64_t addr) override {
-    return device->swapOut(addr);
-  }
+  llvm::Error swapOut(uint64_t addr) override { return device->swapOut(addr); }
   llvm::Error swapIn(uint64_t addr) override { return device->swapIn(addr); }
   std::optional<uint64_t> freeDeviceMemory() override {
     if (auto info = device->memoryInfo())

@@ -810,8 +810,8 @@ llvm::Error Server::Impl::start() {
     else if (*free < options.deviceMemory) {
       deviceMemory = *free;
       capacityNote = " (--device-memory=" + bytesText(options.deviceMemory) +
-                     " is more than the device has free: " +
-                     bytesText(*free) + ")";
+                     " is more than the device has free: " + bytesText(*free) +
+                     ")";
     }
   }
   memory = std::make_unique<MemoryManager>(*backend, deviceMemory);
@@ -999,11 +999,11 @@ llvm::Error Server::Impl::start() {
       bytesText(deviceMemory) + capacityNote +
       (memory->swaps() ? " (oversubscribed: idle tenants' memory moves to "
                          "host memory when it is needed)"
-                       : backend->kind() == "cuda"
-                           ? " (not oversubscribed: --cuda-swap allocates so "
-                             "that idle tenants' memory can move out)"
-                           : " (not oversubscribed: swapping is not "
-                             "supported yet on this backend)") +
+       : backend->kind() == "cuda"
+           ? " (not oversubscribed: --cuda-swap allocates so "
+             "that idle tenants' memory can move out)"
+           : " (not oversubscribed: swapping is not "
+             "supported yet on this backend)") +
       ", scheduler " + scheduler->name() +
       (paceKernels ? " (pacing lower classes: their kernels are compiled "
                      "sliced)"

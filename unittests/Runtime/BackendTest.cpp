@@ -230,65 +230,65 @@ DONE:
 
 TEST(BackendTest, CpuSharedMemoryIsReadOnlyUntilUnshared) {
   for (const char *ptx : {kPtx, kSyncPtx, kFiberPtx}) {
-  for (unsigned workers : {1u, 2u}) {
-    BackendOptions options;
-    options.cpuWorkers = workers;
-    auto created = createBackend("cpu", options);
-    ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
-    Backend &b = **created;
-    ASSERT_TRUE(b.supportsSharing());
-    auto compiled = compileHost(ptx);
-    ASSERT_TRUE(compiled);
-    // The three ways a block runs: direct, region by region, fibers.
-    const KernelInfo *k = compiled->findKernel("inc");
-    ASSERT_TRUE(k);
-    EXPECT_EQ(k->needsFibers, ptx != kPtx);
-    EXPECT_EQ(k->regionSymbol.empty(), ptx != kSyncPtx);
-    auto module = b.loadModule(compiled, ptx);
-    ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
-    constexpr uint64_t kBytes = 3 * 4096 + 12;
-    std::vector<uint32_t> words(kBytes / 4);
-    for (size_t i = 0; i < words.size(); ++i)
-      words[i] = uint32_t(i * 2654435761u);
-    auto x = b.allocate(kBytes), y = b.allocate(kBytes);
-    ASSERT_TRUE(x && y);
-    ASSERT_FALSE(bool(b.copyToDevice(*x, words.data(), kBytes)));
-    ASSERT_FALSE(bool(b.copyToDevice(*y, words.data(), kBytes)));
-    auto same = b.sameBytes(*x, *y, kBytes);
-    ASSERT_TRUE(same && *same);
-    auto hx = b.contentHash(*x, kBytes), hy = b.contentHash(*y, kBytes);
-    ASSERT_TRUE(hx && hy);
-    EXPECT_EQ(*hx, *hy);
-    ASSERT_FALSE(bool(b.share(*y, *x)));
-    uint32_t one = 1;
-    EXPECT_NE(errorText(b.copyToDevice(*y, &one, 4)).find("shared read-only"),
-              std::string::npos);
-    EXPECT_NE(errorText(b.memset(*x, 0, 4)).find("shared read-only"),
-              std::string::npos);
-    LaunchConfig config;
-    config.block = {64, 1, 1};
-    std::string error = errorText(
-        b.launch(*module, "inc", config, incParams(*compiled, 64, *y)));
-    EXPECT_NE(error.find("invalid memory access at address 0x"),
-              std::string::npos)
-        << error;
-    std::vector<uint32_t> got(words.size());
-    ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *x, kBytes)));
-    EXPECT_EQ(got, words);
-    ASSERT_FALSE(bool(b.unshare(*y)));
-    ASSERT_FALSE(bool(
-        b.launch(*module, "inc", config, incParams(*compiled, 64, *y))));
-    ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *y, kBytes)));
-    for (size_t i = 0; i < words.size(); ++i)
-      ASSERT_EQ(got[i], words[i] + (i < 64 ? 1 : 0)) << i;
-    ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *x, kBytes)));
-    EXPECT_EQ(got, words);
-    // Both have their own pages again: x is writable.
-    EXPECT_FALSE(bool(b.copyToDevice(*x, &one, 4)));
-    EXPECT_FALSE(bool(b.free(*x)));
-    EXPECT_FALSE(bool(b.free(*y)));
-    EXPECT_FALSE(bool(b.unloadModule(*module)));
-  }
+    for (unsigned workers : {1u, 2u}) {
+      BackendOptions options;
+      options.cpuWorkers = workers;
+      auto created = createBackend("cpu", options);
+      ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+      Backend &b = **created;
+      ASSERT_TRUE(b.supportsSharing());
+      auto compiled = compileHost(ptx);
+      ASSERT_TRUE(compiled);
+      // The three ways a block runs: direct, region by region, fibers.
+      const KernelInfo *k = compiled->findKernel("inc");
+      ASSERT_TRUE(k);
+      EXPECT_EQ(k->needsFibers, ptx != kPtx);
+      EXPECT_EQ(k->regionSymbol.empty(), ptx != kSyncPtx);
+      auto module = b.loadModule(compiled, ptx);
+      ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+      constexpr uint64_t kBytes = 3 * 4096 + 12;
+      std::vector<uint32_t> words(kBytes / 4);
+      for (size_t i = 0; i < words.size(); ++i)
+        words[i] = uint32_t(i * 2654435761u);
+      auto x = b.allocate(kBytes), y = b.allocate(kBytes);
+      ASSERT_TRUE(x && y);
+      ASSERT_FALSE(bool(b.copyToDevice(*x, words.data(), kBytes)));
+      ASSERT_FALSE(bool(b.copyToDevice(*y, words.data(), kBytes)));
+      auto same = b.sameBytes(*x, *y, kBytes);
+      ASSERT_TRUE(same && *same);
+      auto hx = b.contentHash(*x, kBytes), hy = b.contentHash(*y, kBytes);
+      ASSERT_TRUE(hx && hy);
+      EXPECT_EQ(*hx, *hy);
+      ASSERT_FALSE(bool(b.share(*y, *x)));
+      uint32_t one = 1;
+      EXPECT_NE(errorText(b.copyToDevice(*y, &one, 4)).find("shared read-only"),
+                std::string::npos);
+      EXPECT_NE(errorText(b.memset(*x, 0, 4)).find("shared read-only"),
+                std::string::npos);
+      LaunchConfig config;
+      config.block = {64, 1, 1};
+      std::string error = errorText(
+          b.launch(*module, "inc", config, incParams(*compiled, 64, *y)));
+      EXPECT_NE(error.find("invalid memory access at address 0x"),
+                std::string::npos)
+          << error;
+      std::vector<uint32_t> got(words.size());
+      ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *x, kBytes)));
+      EXPECT_EQ(got, words);
+      ASSERT_FALSE(bool(b.unshare(*y)));
+      ASSERT_FALSE(
+          bool(b.launch(*module, "inc", config, incParams(*compiled, 64, *y))));
+      ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *y, kBytes)));
+      for (size_t i = 0; i < words.size(); ++i)
+        ASSERT_EQ(got[i], words[i] + (i < 64 ? 1 : 0)) << i;
+      ASSERT_FALSE(bool(b.copyFromDevice(got.data(), *x, kBytes)));
+      EXPECT_EQ(got, words);
+      // Both have their own pages again: x is writable.
+      EXPECT_FALSE(bool(b.copyToDevice(*x, &one, 4)));
+      EXPECT_FALSE(bool(b.free(*x)));
+      EXPECT_FALSE(bool(b.free(*y)));
+      EXPECT_FALSE(bool(b.unloadModule(*module)));
+    }
   }
 }
 

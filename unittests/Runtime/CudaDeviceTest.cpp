@@ -225,14 +225,12 @@ TEST(CudaDeviceTest, VirtualMemorySwapsAtTheSameAddress) {
   std::fill(got.begin(), got.end(), 0);
   ASSERT_FALSE(bool(d.copyFromDevice(got.data(), *a, kBytes)));
   EXPECT_EQ(got, bytes);
-  EXPECT_NE(errorText(d.swapIn(*a)).find("not swapped out"),
-            std::string::npos);
+  EXPECT_NE(errorText(d.swapIn(*a)).find("not swapped out"), std::string::npos);
   // Freed while swapped out: its range goes too.
   ASSERT_FALSE(bool(d.swapOut(*a)));
   ASSERT_FALSE(bool(d.free(*a)));
   EXPECT_EQ(live[0], before[0]);
   EXPECT_EQ(live[1], before[1]);
   EXPECT_EQ(live[2], before[2]);
-  EXPECT_NE(errorText(d.free(*a)).find("not an allocation"),
-            std::string::npos);
+  EXPECT_NE(errorText(d.free(*a)).find("not an allocation"), std::string::npos);
 }

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <sys/mman.h>
 #include <string>
+#include <sys/mman.h>
 #include <vector>
 
 #define API extern "C" __attribute__((visibility("default")))
@@ -134,7 +134,7 @@ API int cuMemGetAllocationGranularity(size_t *g, const void *, int) {
   *g = 2 << 20;
   return 0;
 }
-API int cuMemAddressReserve(unsigned long long *p, size_t n, size_t, 
+API int cuMemAddressReserve(unsigned long long *p, size_t n, size_t,
                             unsigned long long, unsigned long long) {
   void *m = mmap(nullptr, n, PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -161,9 +161,9 @@ API int cuMemRelease(unsigned long long) {
 }
 API int cuMemMap(unsigned long long p, size_t n, size_t, unsigned long long,
                  unsigned long long) {
-  void *m = mmap(reinterpret_cast<void *>(uintptr_t(p)), n,
-                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-                 -1, 0);
+  void *m =
+      mmap(reinterpret_cast<void *>(uintptr_t(p)), n, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (m == MAP_FAILED)
     return 2;
   ++fakeVmmLive[2];

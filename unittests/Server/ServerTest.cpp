@@ -2463,9 +2463,8 @@ TEST_F(ServerTest, IdenticalWeightsAreKeptOnceUntilWritten) {
   // t1 writes by memcpy, t2 by a kernel that writes its parameter, t3 by
   // a kernel that writes through a loaded pointer, t4 by a device-to-device
   // copy, t5 by a memset; t0 only reads.
-  std::vector<uint32_t> expect1 = weights, expect2 = weights,
-                        expect3 = weights, expect4 = weights,
-                        expect5 = weights;
+  std::vector<uint32_t> expect1 = weights, expect2 = weights, expect3 = weights,
+                        expect4 = weights, expect5 = weights;
   uint32_t patch[4] = {1, 2, 3, 4};
   ASSERT_TRUE(ts[1].c->copyToDevice(ts[1].w + 400, patch, 16).ok());
   std::copy(patch, patch + 4, expect1.begin() + 100);
@@ -2596,10 +2595,10 @@ TEST_F(ServerTest, CudaSwapKeepsEveryByte) {
   for (unsigned t = 0; t < kTenants; ++t)
     for (unsigned b = 0; b < kBuffers; ++b) {
       std::vector<uint32_t> got(kWords);
-      ASSERT_TRUE(ts[t]
-                      .c->copyFromDevice(got.data(), ts[t].buf[b],
-                                         kWords * 4ull)
-                      .ok());
+      ASSERT_TRUE(
+          ts[t]
+              .c->copyFromDevice(got.data(), ts[t].buf[b], kWords * 4ull)
+              .ok());
       uint32_t wrong = 0;
       for (uint32_t i = 0; i < kWords; ++i) {
         uint32_t want = b == 0 && i == 0 ? 0x02020202u : memPattern(t, b, i);

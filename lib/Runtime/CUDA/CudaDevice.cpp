@@ -262,9 +262,9 @@ public:
       return e;
     CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    llvm::Error e = check(api.cuMemMap(CUdeviceptr(addr), b.rounded, 0,
-                                       b.handle, 0),
-                          llvm::formatv("cuMemMap at 0x{0:x-}", addr));
+    llvm::Error e =
+        check(api.cuMemMap(CUdeviceptr(addr), b.rounded, 0, b.handle, 0),
+              llvm::formatv("cuMemMap at 0x{0:x-}", addr));
     if (!e) {
       e = check(api.cuMemSetAccess(CUdeviceptr(addr), b.rounded, &access, 1),
                 llvm::formatv("cuMemSetAccess at 0x{0:x-}", addr));
@@ -580,10 +580,10 @@ llvm::Error CudaDevice::enableVirtualMemory() {
     return e;
   CUmemAllocationProp prop = impl->allocationProp();
   size_t granularity = 0;
-  if (auto e = impl->check(api.cuMemGetAllocationGranularity(
-                               &granularity, &prop,
-                               CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                           "cuMemGetAllocationGranularity"))
+  if (auto e = impl->check(
+          api.cuMemGetAllocationGranularity(&granularity, &prop,
+                                            CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+          "cuMemGetAllocationGranularity"))
     return e;
   if (granularity == 0 || (granularity & (granularity - 1)))
     return llvm::createStringError(
@@ -625,8 +625,8 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
   Impl::VirtualBlock &b = **block;
   std::unique_ptr<uint8_t[]> host(new (std::nothrow) uint8_t[b.bytes]);
   if (!host)
-    return llvm::createStringError(llvm::formatv(
-        "out of host memory swapping out {0} bytes", b.bytes));
+    return llvm::createStringError(
+        llvm::formatv("out of host memory swapping out {0} bytes", b.bytes));
   if (auto e = copyFromDevice(host.get(), addr, b.bytes))
     return e;
   if (auto e = impl->mapOut(addr, b))
@@ -701,15 +701,15 @@ llvm::Error CudaDevice::free(uint64_t addr) {
     std::lock_guard<std::mutex> lock(impl->vmmMutex);
     auto it = impl->blocks.find(addr);
     if (it == impl->blocks.end())
-      return llvm::createStringError(llvm::formatv(
-          "free of 0x{0:x-}, which is not an allocation", addr));
+      return llvm::createStringError(
+          llvm::formatv("free of 0x{0:x-}, which is not an allocation", addr));
     Impl::VirtualBlock &b = it->second;
     if (b.handle)
       if (auto e = impl->mapOut(addr, b))
         return e;
-    llvm::Error e = impl->check(
-        impl->api.cuMemAddressFree(CUdeviceptr(addr), b.rounded),
-        llvm::formatv("cuMemAddressFree(0x{0:x-})", addr));
+    llvm::Error e =
+        impl->check(impl->api.cuMemAddressFree(CUdeviceptr(addr), b.rounded),
+                    llvm::formatv("cuMemAddressFree(0x{0:x-})", addr));
     impl->blocks.erase(it);
     return e;
   }
