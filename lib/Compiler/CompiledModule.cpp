@@ -71,6 +71,7 @@ std::string CompiledModule::serialize() const {
         {"fiberReason", k.fiberReason},
         {"regionSymbol", k.regionSymbol},
         {"regionFrameBytes", k.regionFrameBytes},
+        {"warpSymbol", k.warpSymbol},
         {"maxntid", llvm::json::Array(k.maxntid)},
         {"readOnlyParams", llvm::json::Array(k.readOnlyParams)},
         {"writesUnknownMemory", k.writesUnknownMemory},
@@ -148,6 +149,7 @@ Expected<CompiledModule> CompiledModule::deserialize(StringRef bytes) {
       k.fiberReason = str(*ko, "fiberReason");
       k.regionSymbol = str(*ko, "regionSymbol");
       k.regionFrameBytes = num(*ko, "regionFrameBytes");
+      k.warpSymbol = str(*ko, "warpSymbol");
       if (const llvm::json::Array *ro = ko->getArray("readOnlyParams"))
         for (const llvm::json::Value &b : *ro)
           k.readOnlyParams.push_back(b.getAsBoolean().value_or(false));

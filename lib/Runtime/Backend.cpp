@@ -352,6 +352,7 @@ private:
   static cpu::CpuDevice::Options deviceOptions(const BackendOptions &o) {
     cpu::CpuDevice::Options d;
     d.regions = o.cpuRegions;
+    d.warps = o.cpuWarps;
     d.workers = o.cpuWorkers;
     if (o.printfSink)
       d.printfSink = o.printfSink;

@@ -69,6 +69,10 @@ struct KernelInfo {
   /// for it; empty where there is none (the kernel then runs as fibers).
   std::string regionSymbol;
   uint64_t regionFrameBytes = 0;
+  /// Where the kernel has one, the symbol of its warp function
+  /// (`__wooly_warp_<name>`, ABI.h), which runs a whole warp's lanes
+  /// through the regions at once.
+  std::string warpSymbol;
   /// `.maxntid`/`.reqntid` (0 where absent).
   std::array<uint32_t, 3> maxntid{}, reqntid{};
   /// Analyses (include/Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h): for

@@ -167,6 +167,8 @@ struct BackendOptions {
   /// cpu: run kernels the compiler split into regions region by region
   /// (false: as fibers; CpuDevice::Options::regions).
   bool cpuRegions = true;
+  /// CpuDevice::Options::warps.
+  bool cpuWarps = true;
   /// cpu: receives device-side printf output (empty: stdout). The cuda
   /// backend's printf output is written by the driver, to stdout.
   std::function<void(llvm::StringRef)> printfSink;

@@ -146,6 +146,9 @@ struct HostState {
   llvm::StringSet<> needsFibers;
   /// For the kernels among them, regionSplitBlocker's answer.
   llvm::StringMap<std::string> fiberReasons;
+  /// Functions (their lowered symbols) with a shared-memory atomic, which
+  /// lowers to a plain load and store (emitSharedAtomic).
+  llvm::StringSet<> sharedAtomics;
 };
 
 std::string kernelSymbol(StringRef name) {
@@ -916,38 +919,88 @@ bool isBufferAlloca(Value p) {
   return true;
 }
 
+/// The most operations the warp function's loops may inline: the lane
+/// function's, once per region and once in `__wooly_regions_<k>`.
+constexpr size_t kWarpInlineBudget = 40000;
+
+/// One slot of a warp's region frame. Each lane has its copy of every slot;
+/// the 32 copies of a slot are neighbours (structure of arrays): lane `l`'s
+/// is at `frame + 32 * at + l * stride`, so that a loop over a warp's lanes
+/// (the warp function) reads and writes a slot as one vector.
+struct FrameSlot {
+  uint64_t at = 0, stride = 0;
+};
+
+/// A cut of a kernel's lane function: a barrier, or a warp collective whose
+/// input words, output words and mask the region left in the frame.
+struct RegionCut {
+  bool warp = false;
+  uint32_t kind = 0, nin = 0, nout = 0;
+  FrameSlot in, out;
+  /// The input words that are constants (a shuffle's mode, often its lane
+  /// and clamp too).
+  std::array<std::optional<uint32_t>, 4> word;
+};
+
+/// What buildLaneFunction made.
+struct RegionLayout {
+  /// Bytes of the frame per thread (a warp's frame is 32 times that).
+  uint64_t frameBytes = 0;
+  /// The slot of a warp collective's mask.
+  FrameSlot mask;
+  /// Cut `i` ends region `i` and region `i + 1` follows it.
+  SmallVector<RegionCut> cuts;
+};
+
+/// `frame + 32 * slot.at + lane * slot.stride` (`lane` an i64).
+Value slotAddress(OpBuilder &b, Location loc, Value frame, Value lane,
+                  FrameSlot slot) {
+  Type ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  Value base =
+      LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), frame,
+                          ArrayRef<LLVM::GEPArg>{int64_t(32 * slot.at)});
+  Value off = LLVM::MulOp::create(
+      b, loc, lane,
+      LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                               b.getI64IntegerAttr(int64_t(slot.stride))));
+  return LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{off});
+}
+
 /// For a kernel whose barriers and warp collectives can be split
-/// (regionSplitBlocker), builds `__wooly_regions_<k>(ctx, params)`: the
-/// kernel cut at each of them. A call runs one thread up to the next cut:
-/// it starts at region `ctx->resume` (a switch at the entry), returns with
-/// `ctx->resume` set to the next region (after a barrier; after a warp
-/// collective, whose request the runtime has recorded) or to
-/// WOOLY_REGION_EXITED at the end. Values that live across a cut are kept
-/// in the thread's frame (`ctx->regionFrame`): each stored where it is
-/// defined and loaded where it is used, as are the lowering's own buffers
-/// (a warp collective's operands and results); constants are made again
-/// where used. Returns the frame size, or nothing (and builds nothing)
-/// where the kernel cannot be split so (`.local` memory live across a
-/// cut, an entry point that waits in another way).
-std::optional<uint64_t> buildRegionFunction(ModuleOp module,
-                                            LLVM::LLVMFuncOp kernel,
-                                            ArrayAttr contextScope) {
+/// (regionSplitBlocker), builds `__wooly_lanes_<k>(ctx, params, region,
+/// lane, frame) -> next`: the kernel cut at each of them. A call runs one
+/// thread (`lane` of the warp whose frame is `frame`) from the start of
+/// `region` (0: the kernel's entry; i + 1: right after cut i) to its next
+/// cut, and returns the region that follows that cut, or
+/// WOOLY_REGION_EXITED at the end of the kernel or at `exit`. At a warp
+/// collective the region leaves its input words, output buffer and mask
+/// in the frame (RegionLayout::cuts); the caller completes it (the runtime,
+/// or the warp function). Values that live across a cut are kept in the
+/// frame: each stored where it is defined and loaded where it is used, as
+/// are the lowering's own buffers (a warp collective's operands and
+/// results); constants are made again where used. Returns the layout, or
+/// nothing (and builds nothing) where the kernel cannot be split so
+/// (`.local` memory live across a cut, an entry point that waits in
+/// another way).
+std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
+                                              LLVM::LLVMFuncOp kernel,
+                                              ArrayAttr contextScope) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(kernel);
   StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
   auto fn = cast<LLVM::LLVMFuncOp>(b.clone(*kernel.getOperation()));
-  fn.setSymName(("__wooly_regions_" + name).str());
+  fn.setSymName(("__wooly_lanes_" + name).str());
   for (NamedAttribute a : llvm::to_vector(fn->getDiscardableAttrs()))
     fn->removeAttr(a.getName());
   fn.setAlwaysInlineAttr(nullptr);
-  markContextArguments(b, kernel, fn);
   Location loc = fn.getLoc();
   Type ptrTy = LLVM::LLVMPointerType::get(ctx);
-  Type i32 = b.getI32Type();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
 
   // The cuts, each made the end of its block.
-  SmallVector<LLVM::CallOp> cuts;
+  SmallVector<LLVM::CallOp> cuts, exits;
   bool unsupported = false;
   fn.walk([&](LLVM::CallOp call) {
     std::optional<StringRef> callee = call.getCallee();
@@ -955,6 +1008,9 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       return;
     if (*callee == "__wooly_rt_barrier" || *callee == "__wooly_rt_warp")
       cuts.push_back(call);
+    else if (*callee == "__wooly_rt_exit" &&
+             isa_and_nonnull<LLVM::UnreachableOp>(call->getNextNode()))
+      exits.push_back(call);
     else if (*callee == "__wooly_rt_bar_red" ||
              *callee == "__wooly_rt_iteration_barrier" ||
              *callee == "__wooly_rt_nanosleep" ||
@@ -965,6 +1021,19 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
     fn.erase();
     return std::nullopt;
   }
+  // The new signature: (ctx, params, region, lane, frame) -> next region.
+  fn.setFunctionType(
+      LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, i32, i32, ptrTy}));
+  Block *entry = &fn.getBody().front();
+  fn->removeAttr(fn.getArgAttrsAttrName());
+  fn->removeAttr(fn.getResAttrsAttrName());
+  Value regionArg = entry->addArgument(i32, loc);
+  Value laneArg = entry->addArgument(i32, loc);
+  Value frame = entry->addArgument(ptrTy, loc);
+  markContextArguments(b, kernel, fn);
+  // Only the function reaches the frame while it runs.
+  fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+
   SmallVector<Block *> conts;
   for (LLVM::CallOp call : cuts) {
     Block *block = call->getBlock();
@@ -979,35 +1048,31 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
     for (Value v : liveness.getLiveIn(cont))
       across.insert(v);
 
-  Block *entry = &fn.getBody().front();
-  Value c = entry->getArgument(0);
-  // The new entry: the frame's address, then the switch to the region.
+  // The new entry: the slots' addresses, then the switch to the region.
   Block *first = entry->splitBlock(&entry->front());
   b.setInsertionPointToStart(entry);
-  auto field = [&](size_t offset, Type t) {
-    Value p = LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
-                                  ArrayRef<LLVM::GEPArg>{int32_t(offset)});
-    auto op = LLVM::LoadOp::create(b, loc, t, p);
-    op.setAliasScopesAttr(contextScope);
-    return Value(op);
-  };
-  Value frame = field(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
+  Value lane = LLVM::ZExtOp::create(b, loc, i64, laneArg);
   DataLayout layout(module);
-  uint64_t frameBytes = 0;
+  RegionLayout out;
+  DenseMap<Value, FrameSlot> slotOf;
   auto slot = [&](uint64_t size, uint64_t align) {
-    frameBytes = llvm::alignTo(frameBytes, std::max<uint64_t>(align, 1));
-    uint64_t at = frameBytes;
-    frameBytes += std::max<uint64_t>(size, 1);
-    return Value(LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), frame,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(at)}));
+    align = std::max<uint64_t>(align, 1);
+    FrameSlot s;
+    s.at = llvm::alignTo(out.frameBytes, align);
+    s.stride = llvm::alignTo(std::max<uint64_t>(size, 1), align);
+    out.frameBytes = s.at + s.stride;
+    b.setInsertionPointToEnd(entry);
+    Value p = slotAddress(b, loc, frame, lane, s);
+    slotOf[p] = s;
+    return p;
   };
   // The lowering's buffers move to the frame; other allocas stay, unless
   // they live across a cut. The input words of every warp collective share
   // one slot, as do their output words: a collective's inputs are stored
-  // right before its cut and read by the runtime at the cut, its outputs
-  // written at the cut and read right after it, so no two collectives' are
-  // ever in use at once, and a round of the block touches the same few
-  // cache lines of each frame whichever cut it ends at.
+  // right before its cut and read at the cut, its outputs written at the
+  // cut and read right after it, so no two collectives' are ever in use at
+  // once, and a round of the block touches the same few cache lines of
+  // each frame whichever cut it ends at.
   enum Role { None, In, Out };
   auto warpRole = [](Value p) {
     for (OpOperand &use : p.getUses())
@@ -1040,9 +1105,7 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       roleBytes[role] = std::max(roleBytes[role], size);
       continue;
     }
-    b.setInsertionPointAfter(frame.getDefiningOp());
-    Value p =
-        slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 16));
+    Value p = slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 4));
     across.remove(alloca.getResult());
     alloca.getResult().replaceAllUsesWith(p);
     alloca.erase();
@@ -1050,8 +1113,7 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
   for (Role role : {In, Out}) {
     if (roleAllocas[role].empty())
       continue;
-    b.setInsertionPointAfter(frame.getDefiningOp());
-    Value p = slot(roleBytes[role], 16);
+    Value p = slot(roleBytes[role], 4);
     for (LLVM::AllocaOp alloca : roleAllocas[role]) {
       across.remove(alloca.getResult());
       alloca.getResult().replaceAllUsesWith(p);
@@ -1061,7 +1123,7 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
   // Values across cuts: made again (constants) or kept in the frame.
   for (Value v : across) {
     if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == entry)
-      continue; // The context and the parameters: passed again.
+      continue; // The arguments: passed again.
     Operation *def = v.getDefiningOp();
     if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
         isMemoryEffectFree(def)) {
@@ -1072,7 +1134,6 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       continue;
     }
     Type t = v.getType();
-    b.setInsertionPointToEnd(entry);
     Value p = slot(layout.getTypeSize(t), layout.getTypeABIAlignment(t));
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : v.getUses())
@@ -1092,42 +1153,441 @@ std::optional<uint64_t> buildRegionFunction(ModuleOp module,
       use->set(load);
     }
   }
-  // Each cut returns with the next region; the end of the kernel with
-  // WOOLY_REGION_EXITED.
-  auto setResume = [&](uint32_t r) {
-    Value p = LLVM::GEPOp::create(
-        b, loc, ptrTy, b.getI8Type(), c,
-        ArrayRef<LLVM::GEPArg>{int32_t(offsetof(WoolyThreadCtx, resume))});
-    auto op = LLVM::StoreOp::create(
-        b, loc, LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(r)),
-        p);
-    op.setAliasScopesAttr(contextScope);
-  };
-  for (auto ret : llvm::to_vector(fn.getOps<LLVM::ReturnOp>())) {
-    b.setInsertionPoint(ret);
-    setResume(WOOLY_REGION_EXITED);
+  Value maskSlot;
+  if (llvm::any_of(cuts, [](LLVM::CallOp c) {
+        return c.getCallee() == "__wooly_rt_warp";
+      })) {
+    maskSlot = slot(4, 4);
+    out.mask = slotOf.lookup(maskSlot);
   }
+  auto ret = [&](uint32_t next) {
+    LLVM::ReturnOp::create(
+        b, loc,
+        ValueRange{LLVM::ConstantOp::create(b, loc, i32,
+                                            b.getI32IntegerAttr(next))});
+  };
+  // The end of the kernel and `exit` return WOOLY_REGION_EXITED.
+  for (auto r : llvm::to_vector(fn.getOps<LLVM::ReturnOp>())) {
+    b.setInsertionPoint(r);
+    ret(WOOLY_REGION_EXITED);
+    r.erase();
+  }
+  for (LLVM::CallOp call : exits) {
+    Operation *unreachable = call->getNextNode();
+    b.setInsertionPoint(call);
+    ret(WOOLY_REGION_EXITED);
+    unreachable->erase();
+    call.erase();
+  }
+  // Each cut returns the next region; a warp collective leaves its mask in
+  // the frame, and where its words are.
+  auto constant = [](Value v) -> std::optional<uint32_t> {
+    if (auto c = v.getDefiningOp<LLVM::ConstantOp>())
+      if (auto a = dyn_cast<IntegerAttr>(c.getValue()))
+        return uint32_t(a.getInt());
+    return std::nullopt;
+  };
   for (auto [i, call] : llvm::enumerate(cuts)) {
     Block *block = call->getBlock();
     Operation *br = block->getTerminator();
+    RegionCut cut;
+    if (call.getCallee() == "__wooly_rt_warp") {
+      std::optional<uint32_t> kind = constant(call.getOperand(1)),
+                              nin = constant(call.getOperand(4)),
+                              nout = constant(call.getOperand(6));
+      auto in = slotOf.find(call.getOperand(3)),
+           res = slotOf.find(call.getOperand(5));
+      if (!kind || !nin || !nout || in == slotOf.end() ||
+          res == slotOf.end()) {
+        fn.erase();
+        return std::nullopt;
+      }
+      cut = RegionCut{true, *kind, *nin, *nout, in->second, res->second, {}};
+      // The constant input words: the last store to each before the call.
+      Value buffer = call.getOperand(3);
+      std::array<bool, 4> seen{};
+      for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode()) {
+        auto store = dyn_cast<LLVM::StoreOp>(op);
+        if (!store)
+          continue;
+        Value addr = store.getAddr();
+        int64_t offset = 0;
+        if (auto gep = addr.getDefiningOp<LLVM::GEPOp>();
+            gep && gep.getBase() == buffer && gep.getDynamicIndices().empty() &&
+            gep.getRawConstantIndices().size() == 1 &&
+            gep.getElemType() == b.getI8Type()) {
+          offset = gep.getRawConstantIndices()[0];
+          addr = buffer;
+        }
+        if (addr != buffer || offset % 4 || offset < 0 || offset >= 16 ||
+            seen[offset / 4])
+          continue;
+        seen[offset / 4] = true;
+        cut.word[offset / 4] = constant(store.getValue());
+      }
+      b.setInsertionPoint(call);
+      LLVM::StoreOp::create(b, loc, call.getOperand(2), maskSlot)
+          .setAliasScopesAttr(contextScope);
+    }
+    call.erase(); // The caller completes the barrier or collective.
+    out.cuts.push_back(cut);
     b.setInsertionPoint(br);
-    setResume(uint32_t(i + 1));
-    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    ret(uint32_t(i + 1));
     br->erase();
-    if (call.getCallee() == "__wooly_rt_barrier")
-      call.erase(); // The runtime's round of the block is the barrier.
   }
   b.setInsertionPointToEnd(entry);
-  Value resume = field(offsetof(WoolyThreadCtx, resume), i32);
   SmallVector<int32_t> cases;
   SmallVector<ValueRange> operands;
   for (size_t i = 0; i < conts.size(); ++i) {
     cases.push_back(int32_t(i + 1));
     operands.push_back(ValueRange{});
   }
-  LLVM::SwitchOp::create(b, loc, resume, first, ValueRange{}, cases,
+  LLVM::SwitchOp::create(b, loc, regionArg, first, ValueRange{}, cases,
                          BlockRange(conts), operands);
-  return llvm::alignTo(frameBytes, 16);
+  out.frameBytes = llvm::alignTo(out.frameBytes, 16);
+  return out;
+}
+
+/// Emits, where `b` stands, what completes nothing but tells the runtime
+/// of thread `ctx`'s cut: if `next` follows a warp collective, the
+/// collective's request (`__wooly_rt_warp` records it; the runtime
+/// completes it). Continues in a new block, where `b` is left.
+void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
+                    Value next, Value frame, Value lane,
+                    const RegionLayout &layout, ArrayAttr contextScope) {
+  Type i32 = b.getI32Type();
+  auto c32 = [&](uint32_t v) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v));
+  };
+  Block *from = b.getInsertionBlock();
+  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
+  SmallVector<int32_t> cases;
+  SmallVector<Block *> dests;
+  for (auto [i, cut] : llvm::enumerate(layout.cuts)) {
+    if (!cut.warp)
+      continue;
+    Block *request = b.createBlock(&fn.getBody(), fn.getBody().end());
+    auto mask = LLVM::LoadOp::create(
+        b, loc, i32, slotAddress(b, loc, frame, lane, layout.mask));
+    mask.setAliasScopesAttr(contextScope);
+    LLVM::CallOp::create(
+        b, loc, TypeRange{}, FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
+        ValueRange{ctx, c32(cut.kind), mask,
+                   slotAddress(b, loc, frame, lane, cut.in), c32(cut.nin),
+                   slotAddress(b, loc, frame, lane, cut.out), c32(cut.nout)});
+    LLVM::BrOp::create(b, loc, ValueRange{}, done);
+    cases.push_back(int32_t(i + 1));
+    dests.push_back(request);
+  }
+  b.setInsertionPointToEnd(from);
+  SmallVector<ValueRange> operands(cases.size(), ValueRange{});
+  LLVM::SwitchOp::create(b, loc, next, done, ValueRange{}, cases,
+                         BlockRange(dests), operands);
+  b.setInsertionPointToStart(done);
+}
+
+/// Builds `__wooly_regions_<k>(ctx, params)`, which runs one thread from
+/// region `ctx->resume` to its next cut (`__wooly_lanes_<k>`), leaves the
+/// next region in `ctx->resume` and makes the request of a warp collective
+/// it stopped at. The thread's frame is its warp's (`ctx->regionFrame`).
+void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
+                         const RegionLayout &layout, ArrayAttr contextScope) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+  Location loc = kernel.getLoc();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  b.setInsertionPointAfter(kernel);
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, ("__wooly_regions_" + name).str(),
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptrTy, ptrTy}));
+  markContextArguments(b, kernel, fn);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value c = entry->getArgument(0), params = entry->getArgument(1);
+  auto field = [&](size_t offset) {
+    return Value(LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+  };
+  auto load = [&](size_t offset, Type t) {
+    auto op = LLVM::LoadOp::create(b, loc, t, field(offset));
+    op.setAliasScopesAttr(contextScope);
+    return Value(op);
+  };
+  Value region = load(offsetof(WoolyThreadCtx, resume), i32);
+  Value lane = load(offsetof(WoolyThreadCtx, laneid), i32);
+  Value frame = load(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
+  Value next =
+      LLVM::CallOp::create(b, loc, TypeRange{i32},
+                           FlatSymbolRefAttr::get(ctx, ("__wooly_lanes_" + name).str()),
+                           ValueRange{c, params, region, lane, frame})
+          .getResult();
+  LLVM::StoreOp::create(b, loc, next, field(offsetof(WoolyThreadCtx, resume)))
+      .setAliasScopesAttr(contextScope);
+  emitCutRequest(b, loc, fn, c, next, frame,
+                 LLVM::ZExtOp::create(b, loc, i64, lane), layout, contextScope);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+/// Emits `for (i = 0; i < 32; ++i) acc = body(i, acc)` (i an i64; `acc`
+/// may be null: no accumulator) where `b` stands, and leaves `b` after the
+/// loop. Returns the final `acc`.
+Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
+                   Value init,
+                   llvm::function_ref<Value(Value lane, Value acc)> body) {
+  Type i64 = b.getI64Type();
+  SmallVector<Type> types{i64};
+  SmallVector<Location> locs{loc};
+  if (init) {
+    types.push_back(init.getType());
+    locs.push_back(loc);
+  }
+  Block *from = b.getInsertionBlock();
+  Block *header = b.createBlock(&fn.getBody(), fn.getBody().end(), types, locs);
+  b.setInsertionPointToEnd(from);
+  auto c64 = [&](int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  SmallVector<Value> start{c64(0)};
+  if (init)
+    start.push_back(init);
+  LLVM::BrOp::create(b, loc, start, header);
+  b.setInsertionPointToStart(header);
+  Value lane = header->getArgument(0);
+  Value acc = body(lane, init ? header->getArgument(1) : Value());
+  Value lane1 = LLVM::AddOp::create(b, loc, lane, c64(1));
+  Value more =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, lane1, c64(32));
+  Block *end = b.getInsertionBlock();
+  SmallVector<Type> exitTypes(init ? 1 : 0, init ? init.getType() : Type());
+  SmallVector<Location> exitLocs(exitTypes.size(), loc);
+  Block *exit =
+      b.createBlock(&fn.getBody(), fn.getBody().end(), exitTypes, exitLocs);
+  b.setInsertionPointToEnd(end);
+  SmallVector<Value> again{lane1}, done;
+  if (init) {
+    again.push_back(acc);
+    done.push_back(acc);
+  }
+  LLVM::CondBrOp::create(b, loc, more, header, again, exit, done);
+  b.setInsertionPointToStart(exit);
+  return init ? exit->getArgument(0) : Value();
+}
+
+/// Builds `__wooly_warp_<k>(ctx, params, stride)`, for a block's runtime
+/// to run a whole warp at once: the 32 lanes (lane `l`'s context is
+/// `stride * l` bytes after lane 0's, `ctx`), all runnable at one region,
+/// each run to its next cut in lane order, as the runtime would run them
+/// one by one. Where they all stop at the same `shfl` with a full mask and
+/// `runAhead` (no thread of the kernel can tell in which order threads of
+/// different warps run between cuts: no atomics, no `printf`), the
+/// shuffle is completed here and the lanes go on to the next region; the
+/// warp's collective then completes before the other warps reach it,
+/// which the GPU allows. Returns with each lane's next region in
+/// `ctx->resume` and the request of a warp collective made, as
+/// `__wooly_regions_<k>` leaves one thread.
+void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
+                       const RegionLayout &layout, bool runAhead,
+                       ArrayAttr contextScope) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+  Location loc = kernel.getLoc();
+  Type ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i1 = b.getI1Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+  b.setInsertionPointAfter(kernel);
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, ("__wooly_warp_" + name).str(),
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptrTy, ptrTy, i64}));
+  markContextArguments(b, kernel, fn);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value ctx0 = entry->getArgument(0), params = entry->getArgument(1),
+        stride = entry->getArgument(2);
+  auto c32 = [&](uint32_t v) {
+    return Value(
+        LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v)));
+  };
+  auto laneCtx = [&](Value lane) {
+    return Value(LLVM::GEPOp::create(
+        b, loc, ptrTy, b.getI8Type(), ctx0,
+        ArrayRef<LLVM::GEPArg>{Value(LLVM::MulOp::create(b, loc, lane, stride))}));
+  };
+  auto field = [&](Value c, size_t offset) {
+    return Value(LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+  };
+  auto runtimeLoad = [&](Type t, Value p) {
+    auto op = LLVM::LoadOp::create(b, loc, t, p);
+    op.setAliasScopesAttr(contextScope);
+    return Value(op);
+  };
+  Value frame = runtimeLoad(ptrTy, field(ctx0, offsetof(WoolyThreadCtx,
+                                                         regionFrame)));
+  Value first =
+      runtimeLoad(i32, field(ctx0, offsetof(WoolyThreadCtx, resume)));
+  Value nexts = LLVM::AllocaOp::create(
+      b, loc, ptrTy, i32,
+      LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)), 16);
+  auto nextOf = [&](Value lane) {
+    return Value(LLVM::GEPOp::create(b, loc, ptrTy, i32, nexts,
+                                     ArrayRef<LLVM::GEPArg>{lane}));
+  };
+  size_t regions = layout.cuts.size() + 1;
+  Block *dispatch = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32},
+                                  {loc});
+  Block *check = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *finish = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *leave = b.createBlock(&fn.getBody(), fn.getBody().end());
+  b.setInsertionPointToEnd(entry);
+  LLVM::BrOp::create(b, loc, ValueRange{first}, dispatch);
+
+  // One loop over the lanes per region, each a call of the lane function
+  // with its region a constant.
+  SmallVector<int32_t> cases;
+  SmallVector<Block *> dests;
+  std::string lanes = ("__wooly_lanes_" + name).str();
+  for (size_t r = 0; r < regions; ++r) {
+    Block *body = b.createBlock(&fn.getBody(), fn.getBody().end());
+    cases.push_back(int32_t(r));
+    dests.push_back(body);
+    emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
+      Value next =
+          LLVM::CallOp::create(
+              b, loc, TypeRange{i32}, FlatSymbolRefAttr::get(ctx, lanes),
+              ValueRange{laneCtx(lane), params, c32(uint32_t(r)),
+                         LLVM::TruncOp::create(b, loc, i32, lane), frame})
+              .getResult();
+      LLVM::StoreOp::create(b, loc, next, nextOf(lane));
+      return Value();
+    });
+    LLVM::BrOp::create(b, loc, ValueRange{}, check);
+  }
+  b.setInsertionPointToEnd(dispatch);
+  LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave, ValueRange{},
+                         cases, BlockRange(dests),
+                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
+
+  // Whether every lane stopped at the same cut, and which.
+  b.setInsertionPointToStart(check);
+  Value next = LLVM::LoadOp::create(b, loc, i32, nextOf(LLVM::ConstantOp::create(
+                                                    b, loc, i64,
+                                                    b.getI64IntegerAttr(0))));
+  Value same = emitLaneLoop(
+      b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
+      [&](Value lane, Value acc) {
+        Value v = LLVM::LoadOp::create(b, loc, i32, nextOf(lane));
+        return Value(LLVM::AndOp::create(
+            b, loc, acc,
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, v, next)));
+      });
+  cases.clear();
+  dests.clear();
+  for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
+    const RegionCut &cut = cutRef;
+    if (!runAhead || !cut.warp || cut.kind != WOOLY_WARP_SHFL ||
+        cut.nin != 4 || cut.nout != 2)
+      continue;
+    Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end());
+    cases.push_back(int32_t(c + 1));
+    dests.push_back(shfl);
+    // Every lane's mask must name the whole warp...
+    Value full = emitLaneLoop(
+        b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
+        [&](Value lane, Value acc) {
+          Value m = runtimeLoad(i32, slotAddress(b, loc, frame, lane,
+                                                 layout.mask));
+          return Value(LLVM::AndOp::create(
+              b, loc, acc,
+              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
+                                   c32(~0u))));
+        });
+    Block *all = b.createBlock(&fn.getBody(), fn.getBody().end());
+    b.setInsertionPointToEnd(full.getParentBlock());
+    LLVM::CondBrOp::create(b, loc, full, all, ValueRange{}, finish,
+                           ValueRange{});
+    // ... then lane l reads the value of lane shflSource(l) (WarpOps.h),
+    // and the lanes go on from the next region.
+    b.setInsertionPointToStart(all);
+    emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
+      Value in = slotAddress(b, loc, frame, lane, cut.in);
+      auto word = [&](Value base, int64_t w) {
+        return runtimeLoad(
+            i32, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(4 * w)}));
+      };
+      auto op = [&](auto tag, Value x, Value y) {
+        return Value(decltype(tag)::create(b, loc, x, y));
+      };
+      auto icmp = [&](LLVM::ICmpPredicate p, Value x, Value y) {
+        return Value(LLVM::ICmpOp::create(b, loc, p, x, y));
+      };
+      auto select = [&](Value cond, Value x, Value y) {
+        return Value(LLVM::SelectOp::create(b, loc, cond, x, y));
+      };
+      Value l = LLVM::TruncOp::create(b, loc, i32, lane);
+      auto input = [&](int64_t w) {
+        return cut.word[w] ? c32(*cut.word[w]) : word(in, w);
+      };
+      Value mode = input(0), bw = input(2), cw = input(3);
+      Value bl = op(LLVM::AndOp(), bw, c32(31));
+      Value cval = op(LLVM::AndOp(), cw, c32(31));
+      Value seg = op(LLVM::AndOp(), op(LLVM::LShrOp(), cw, c32(8)), c32(31));
+      Value notSeg = op(LLVM::XOrOp(), seg, c32(~0u));
+      Value minLane = op(LLVM::AndOp(), l, seg);
+      Value maxLane = op(LLVM::OrOp(), minLane, op(LLVM::AndOp(), cval, notSeg));
+      using P = LLVM::ICmpPredicate;
+      Value jUp = op(LLVM::SubOp(), l, bl);
+      Value jDown = op(LLVM::AddOp(), l, bl);
+      Value jBfly = op(LLVM::XOrOp(), l, bl);
+      Value jIdx = op(LLVM::OrOp(), minLane, op(LLVM::AndOp(), bl, notSeg));
+      Value isUp = icmp(P::eq, mode, c32(0)), isDown = icmp(P::eq, mode, c32(1)),
+            isBfly = icmp(P::eq, mode, c32(2));
+      Value j = select(isUp, jUp, select(isDown, jDown, select(isBfly, jBfly, jIdx)));
+      Value pval = select(isUp, icmp(P::sge, j, maxLane), icmp(P::sle, j, maxLane));
+      Value src = LLVM::ZExtOp::create(b, loc, i64, select(pval, j, l));
+      Value value = word(slotAddress(b, loc, frame, src, cut.in), 1);
+      Value res = slotAddress(b, loc, frame, lane, cut.out);
+      LLVM::StoreOp::create(b, loc, value, res).setAliasScopesAttr(contextScope);
+      LLVM::StoreOp::create(
+          b, loc, LLVM::ZExtOp::create(b, loc, i32, pval),
+          LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
+                              ArrayRef<LLVM::GEPArg>{int32_t(4)}))
+          .setAliasScopesAttr(contextScope);
+      return Value();
+    });
+    LLVM::BrOp::create(b, loc, ValueRange{c32(uint32_t(c + 1))}, dispatch);
+  }
+  Block *decided = same.getParentBlock();
+  if (cases.empty()) {
+    b.setInsertionPointToEnd(decided);
+    LLVM::BrOp::create(b, loc, ValueRange{}, finish);
+  } else {
+    Block *uniform = b.createBlock(&fn.getBody(), fn.getBody().end());
+    LLVM::SwitchOp::create(b, loc, next, finish, ValueRange{}, cases,
+                           BlockRange(dests),
+                           SmallVector<ValueRange>(cases.size(), ValueRange{}));
+    b.setInsertionPointToEnd(decided);
+    LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{}, finish,
+                           ValueRange{});
+  }
+
+  // Each lane's next region and request, as the runtime expects them.
+  b.setInsertionPointToStart(finish);
+  emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
+    Value c = laneCtx(lane);
+    Value n = LLVM::LoadOp::create(b, loc, i32, nextOf(lane));
+    LLVM::StoreOp::create(b, loc, n, field(c, offsetof(WoolyThreadCtx, resume)))
+        .setAliasScopesAttr(contextScope);
+    emitCutRequest(b, loc, fn, c, n, frame, lane, layout, contextScope);
+    return Value();
+  });
+  LLVM::BrOp::create(b, loc, ValueRange{}, leave);
+  b.setInsertionPointToStart(leave);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1370,21 +1830,55 @@ void HostTargetInfo::finalizeModule(ModuleOp module) const {
     auto reason = fn->getAttrOfType<StringAttr>("wooly.fiber_reason");
     if (!reason || !reason.getValue().empty())
       continue;
-    if (std::optional<uint64_t> frame =
-            buildRegionFunction(module, fn, state.contextScope)) {
-      fn->setAttr(
-          "wooly.region_function",
-          StringAttr::get(
-              ctx, ("__wooly_regions_" +
-                    fn->getAttrOfType<StringAttr>("wooly.kernel").getValue())
-                       .str()));
-      fn->setAttr("wooly.region_frame_bytes",
-                  IntegerAttr::get(IntegerType::get(ctx, 64), *frame));
-    } else {
+    std::optional<RegionLayout> layout =
+        buildLaneFunction(module, fn, state.contextScope);
+    if (!layout) {
       fn->setAttr("wooly.fiber_reason",
                   StringAttr::get(ctx, "local memory live across a barrier "
                                        "or warp collective"));
+      continue;
     }
+    StringRef name = fn->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+    buildRegionFunction(module, fn, *layout, state.contextScope);
+    fn->setAttr("wooly.region_function",
+                StringAttr::get(ctx, ("__wooly_regions_" + name).str()));
+    fn->setAttr("wooly.region_frame_bytes",
+                IntegerAttr::get(IntegerType::get(ctx, 64), layout->frameBytes));
+    // The warp function, where no thread of the kernel leaves it but at its
+    // end (a device function may `exit`: a longjmp out of the middle of a
+    // warp). Its warps may run ahead of one another past a `shfl` where the
+    // order in which threads of different warps run cannot be seen:
+    // no atomics (shared ones are plain loads and stores), no `printf`.
+    bool calls = false, ordered = state.sharedAtomics.contains(fn.getName());
+    fn.walk([&](Operation *op) {
+      if (isa<LLVM::AtomicRMWOp, LLVM::AtomicCmpXchgOp>(op))
+        ordered = true;
+      auto call = dyn_cast<LLVM::CallOp>(op);
+      if (!call)
+        return;
+      std::optional<StringRef> callee = call.getCallee();
+      if (!callee) {
+        calls = true;
+        return;
+      }
+      if (*callee == "__wooly_rt_vprintf")
+        ordered = true;
+      auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(*callee);
+      if (!f || !f.isExternal())
+        calls = true;
+    });
+    if (calls)
+      continue;
+    // The lanes' loops inline the lane function once per region.
+    size_t ops = 0;
+    module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_lanes_" + name.str())
+        .walk([&](Operation *) { ++ops; });
+    if (ops * (layout->cuts.size() + 2) <= kWarpInlineBudget)
+      module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_lanes_" + name.str())
+          .setAlwaysInlineAttr(UnitAttr::get(ctx));
+    buildWarpFunction(module, fn, *layout, !ordered, state.contextScope);
+    fn->setAttr("wooly.warp_function",
+                StringAttr::get(ctx, ("__wooly_warp_" + name).str()));
   }
   module->setAttr("wooly.num_access_sites",
                   IntegerAttr::get(IntegerType::get(ctx, 64), state.nextSite));
@@ -1627,6 +2121,18 @@ Value HostTargetInfo::sharedAtomic(Emitter &pe, AtomicOp kind, Value p,
                                    ValueRange values) const {
   // As in emitter(): the builder is the atomic pattern's rewriter.
   HostEmitter e{static_cast<ConversionPatternRewriter &>(pe.rw), pe.loc, state};
+  for (Operation *f = pe.rw.getInsertionBlock()->getParentOp(); f;
+       f = f->getParentOp()) {
+    if (auto lowered = dyn_cast<LLVM::LLVMFuncOp>(f)) {
+      state.sharedAtomics.insert(lowered.getName());
+      break;
+    }
+    if (auto func = dyn_cast<FuncOp>(f)) {
+      state.sharedAtomics.insert(kernelSymbol(func.getSymName()));
+      state.sharedAtomics.insert(::functionSymbol(func.getSymName()));
+      break;
+    }
+  }
   return emitSharedAtomic(e, kind, p, values);
 }
 

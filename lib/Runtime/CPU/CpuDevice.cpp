@@ -157,6 +157,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.fn = entry.fn;
   l.blockFn = entry.blockFn;
   l.regionFn = options.regions ? entry.regionFn : nullptr;
+  l.warpFn = options.regions && options.warps ? entry.warpFn : nullptr;
   l.config = config;
   l.totalShared = uint32_t(shared);
   l.threadsPerBlock = uint32_t(threads);

@@ -37,6 +37,8 @@ struct LoadedModuleImpl {
     WoolyBlockFn blockFn = nullptr;
     /// Region function (`KernelInfo::regionSymbol`), where it has one.
     WoolyKernelFn regionFn = nullptr;
+    /// Warp function (`KernelInfo::warpSymbol`), where it has one.
+    WoolyWarpFn warpFn = nullptr;
   };
   std::vector<std::shared_ptr<const CompiledModule>> parts;
   llvm::orc::JITDylib *dylib = nullptr;

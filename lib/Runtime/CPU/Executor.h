@@ -135,6 +135,8 @@ struct LaunchState {
   WoolyBlockFn blockFn = nullptr;
   /// The kernel's region function, when it runs region by region.
   WoolyKernelFn regionFn = nullptr;
+  /// Its warp function, when whole warps run at once.
+  WoolyWarpFn warpFn = nullptr;
   LaunchConfig config;
   uint32_t totalShared = 0;
   uint32_t threadsPerBlock = 0;

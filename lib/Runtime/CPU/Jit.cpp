@@ -157,6 +157,12 @@ Error CpuDevice::Impl::addPart(LoadedModuleImpl &impl,
         return undo(regions.takeError());
       entry.regionFn = regions->toPtr<WoolyKernelFn>();
     }
+    if (!k.warpSymbol.empty()) {
+      auto warps = jit->lookup(*impl.dylib, k.warpSymbol);
+      if (!warps)
+        return undo(warps.takeError());
+      entry.warpFn = warps->toPtr<WoolyWarpFn>();
+    }
   }
   std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> globals;
   for (const GlobalInfo &g : m->globals) {

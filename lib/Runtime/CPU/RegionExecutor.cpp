@@ -103,8 +103,10 @@ void detail::runBlockRegions(Worker &w) {
       llvm::alignTo(std::max<uint64_t>(l.kernel->regionFrameBytes, 16), 64);
   if (w.threads.size() < n)
     w.threads.resize(n);
-  if (w.regionFrames.size() < n * frame + 64)
-    w.regionFrames.resize(n * frame + 64);
+  // Each warp's frame holds its 32 lanes' (ABI.h).
+  uint32_t warps = (n + 31) / 32;
+  if (w.regionFrames.size() < warps * 32 * frame + 64)
+    w.regionFrames.resize(warps * 32 * frame + 64);
   char *frames = reinterpret_cast<char *>(
       llvm::alignTo(reinterpret_cast<uintptr_t>(w.regionFrames.data()), 64));
   uint64_t localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
@@ -122,19 +124,19 @@ void detail::runBlockRegions(Worker &w) {
     t.ctx.shared = w.shared.data();
     t.ctx.siteCache = w.cache.data();
     t.status = ThreadStatus::Runnable;
-    t.ctx.regionFrame = frames + uint64_t(i) * frame;
+    t.ctx.regionFrame = frames + uint64_t(i / 32) * 32 * frame;
     t.ctx.resume = 0;
     // `.local` memory is on the worker's stack, under this frame, as in
     // direct mode.
     t.ctx.localLo = w.stackLo;
     t.ctx.localHi = localHi;
   }
-  uint32_t warps = (n + 31) / 32;
   w.regionLive.assign(warps, ~0u);
   if (n % 32)
     w.regionLive[warps - 1] = (1u << (n % 32)) - 1;
   w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
   WoolyKernelFn fn = l.regionFn;
+  WoolyWarpFn warpFn = l.warpFn;
   const char *params = l.params;
   uint32_t *live = w.regionLive.data();
   for (;;) {
@@ -165,8 +167,48 @@ void detail::runBlockRegions(Worker &w) {
     // The runnable threads from `w.next` on, in thread order, each up to
     // its next cut: a warp collective (`__wooly_rt_warp` has recorded it),
     // a barrier, or the end.
+    // After a thread's call: where it stopped.
+    auto settle = [&](GpuThread &t, uint32_t warp, uint32_t i) {
+      if (t.ctx.resume == WOOLY_REGION_EXITED) {
+        t.status = ThreadStatus::Exited;
+        live[warp] &= ~(1u << (i & 31));
+        ++w.exited;
+      } else if (t.status != ThreadStatus::AtWarp) {
+        t.status = ThreadStatus::AtBarrier;
+        ++w.atBarrier;
+      }
+    };
     for (uint32_t warp = w.next >> 5; warp < warps; ++warp) {
       uint32_t from = warp == (w.next >> 5) ? (w.next & 31) : 0;
+      GpuThread *lanes = &w.threads[warp * 32];
+      if (warpFn && from == 0 && live[warp] == ~0u) {
+        // A whole warp at one region: it runs in one call.
+        uint32_t region = lanes[0].ctx.resume, j = 0;
+        while (j < 32 && lanes[j].status == ThreadStatus::Runnable &&
+               lanes[j].ctx.resume == region)
+          ++j;
+        if (j == 32) {
+          w.next = warp * 32;
+          ran = true;
+          warpFn(&lanes[0].ctx, params, sizeof(GpuThread));
+          // settle() for each lane, the counts kept here.
+          uint32_t exited = 0, atBarrier = 0;
+          for (j = 0; j < 32; ++j) {
+            GpuThread &t = lanes[j];
+            if (t.ctx.resume == WOOLY_REGION_EXITED) {
+              t.status = ThreadStatus::Exited;
+              exited |= 1u << j;
+            } else if (t.status != ThreadStatus::AtWarp) {
+              t.status = ThreadStatus::AtBarrier;
+              ++atBarrier;
+            }
+          }
+          live[warp] &= ~exited;
+          w.exited += llvm::popcount(exited);
+          w.atBarrier += atBarrier;
+          continue;
+        }
+      }
       for (uint32_t m = live[warp] & (~0u << from); m; m &= m - 1) {
         uint32_t i = warp * 32 + llvm::countr_zero(m);
         GpuThread &t = w.threads[i];
@@ -175,14 +217,7 @@ void detail::runBlockRegions(Worker &w) {
         w.next = i;
         ran = true;
         fn(&t.ctx, params);
-        if (t.ctx.resume == WOOLY_REGION_EXITED) {
-          t.status = ThreadStatus::Exited;
-          live[warp] &= ~(1u << (i & 31));
-          ++w.exited;
-        } else if (t.status != ThreadStatus::AtWarp) {
-          t.status = ThreadStatus::AtBarrier;
-          ++w.atBarrier;
-        }
+        settle(t, warp, i);
       }
     }
     if (w.exited == n || l.stopped(w.linearBlock))

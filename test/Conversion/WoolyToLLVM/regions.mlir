@@ -1,37 +1,54 @@
 // RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file | FileCheck %s
 
-// A kernel whose barrier and shuffle lie in one chain of dominance also
-// gets a region function: a switch on ctx->resume (offset 136) at its
-// entry, the frame's address from ctx->regionFrame (offset 128), a value
-// that lives across a cut stored in the frame and loaded after it, each
-// cut returning with the next region, the end with WOOLY_REGION_EXITED.
+// A kernel whose barrier and shuffle lie in one chain of dominance is split
+// into regions: its lane function runs one thread of a warp from a region
+// (its third argument) to the next cut and returns the next region; the
+// warp function runs the 32 lanes of a warp, a loop per region, and
+// completes a uniform shuffle itself; the region function runs one thread
+// for the runtime, from ctx->resume (offset 136), with its lane
+// (ctx->laneid, offset 48) and its warp's frame (ctx->regionFrame, offset
+// 128), leaves the next region in ctx->resume and makes the request of the
+// warp collective it stopped at.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
 // CHECK-SAME: wooly.fiber_reason = ""
-// CHECK-SAME: wooly.region_frame_bytes = {{[0-9]+}} : i64, wooly.region_function = "__wooly_regions_k"
+// CHECK-SAME: wooly.region_frame_bytes = {{[0-9]+}} : i64, wooly.region_function = "__wooly_regions_k", wooly.warp_function = "__wooly_warp_k"
+// CHECK-LABEL: llvm.func @__wooly_warp_k(
+// CHECK: llvm.switch %{{.*}} : i32, ^{{.*}} [
+// CHECK-NEXT: 0: ^
+// CHECK-NEXT: 1: ^
+// CHECK-NEXT: 2: ^
+// CHECK: llvm.call @__wooly_lanes_k(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr) -> i32
+// CHECK: llvm.call @__wooly_rt_warp(
 // CHECK-LABEL: llvm.func @__wooly_regions_k(
-// CHECK: %[[FP:.*]] = llvm.getelementptr %[[CTX:arg[0-9]+]][128]
-// CHECK: %[[FRAME:.*]] = llvm.load %[[FP]]
-// CHECK: %[[RP:.*]] = llvm.getelementptr %[[CTX]][136]
+// CHECK: %[[RP:.*]] = llvm.getelementptr %[[CTX:arg[0-9]+]][136]
 // CHECK: %[[R:.*]] = llvm.load %[[RP]]
-// CHECK: llvm.switch %[[R]] : i32, ^[[FIRST:.*]] [
+// CHECK: %[[LP:.*]] = llvm.getelementptr %[[CTX]][48]
+// CHECK: %[[L:.*]] = llvm.load %[[LP]]
+// CHECK: %[[FP:.*]] = llvm.getelementptr %[[CTX]][128]
+// CHECK: %[[F:.*]] = llvm.load %[[FP]]
+// CHECK: %[[N:.*]] = llvm.call @__wooly_lanes_k(%[[CTX]], %{{.*}}, %[[R]], %[[L]], %[[F]])
+// CHECK: llvm.store %[[N]], %{{.*}}
+// CHECK: llvm.switch %[[N]] : i32, ^[[DONE:.*]] [
+// CHECK-NEXT: 2: ^[[REQUEST:[^ ]*]]
+// CHECK: ^[[REQUEST]]:
+// CHECK: llvm.call @__wooly_rt_warp(%[[CTX]],
+// CHECK-LABEL: llvm.func @__wooly_lanes_k(
+// CHECK: llvm.switch %arg2 : i32, ^[[FIRST:.*]] [
 // CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^,]*]],
 // CHECK-NEXT: 2: ^[[AFTER_SHFL:[^ ]*]]
+// CHECK: ^[[FIRST]]:
 // CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr
-// CHECK: llvm.getelementptr %[[CTX]][136]
-// CHECK-NEXT: llvm.mlir.constant(1 : i32)
-// CHECK-NEXT: llvm.store
-// CHECK-NEXT: llvm.return
+// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i32)
+// CHECK-NEXT: llvm.return %[[ONE]]
 // CHECK: ^[[AFTER_BARRIER]]:
-// CHECK: llvm.call @__wooly_rt_warp(
-// CHECK: llvm.getelementptr %[[CTX]][136]
-// CHECK-NEXT: llvm.mlir.constant(2 : i32)
-// CHECK-NEXT: llvm.store
-// CHECK-NEXT: llvm.return
+// CHECK-NOT: llvm.call @__wooly_rt_warp
+// CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32)
+// CHECK-NEXT: llvm.store %[[MASK]]
+// CHECK-NEXT: %[[TWO:.*]] = llvm.mlir.constant(2 : i32)
+// CHECK-NEXT: llvm.return %[[TWO]]
 // CHECK: ^[[AFTER_SHFL]]:
-// CHECK: llvm.getelementptr %[[CTX]][136]
-// CHECK-NEXT: llvm.mlir.constant(-1 : i32)
-// CHECK-NEXT: llvm.store
-// CHECK-NEXT: llvm.return
+// CHECK: %[[EXITED:.*]] = llvm.mlir.constant(-1 : i32)
+// CHECK-NEXT: llvm.return %[[EXITED]]
 wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
@@ -52,7 +69,7 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
 // CHECK-LABEL: llvm.func @__wooly_kernel_loop(
 // CHECK-SAME: wooly.fiber_reason = ""
 // CHECK-SAME: wooly.region_function = "__wooly_regions_loop"
-// CHECK-LABEL: llvm.func @__wooly_regions_loop(
+// CHECK-LABEL: llvm.func @__wooly_lanes_loop(
 // CHECK: llvm.switch %{{.*}} : i32, ^[[FIRST:.*]] [
 // CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^ ]*]]
 // CHECK: ^[[AFTER_BARRIER]]:

@@ -67,9 +67,11 @@ typedef struct WoolyThreadCtx {
   /// parameter buffer's size.
   uint64_t localLo, localHi;
   uint64_t paramBytes;
-  /// Region mode (`__wooly_regions_k`): the thread's frame, where values
-  /// live from one region to the next, and the region to run (0: the
-  /// first); on return, the region to run next, or WOOLY_REGION_EXITED.
+  /// Region mode (`__wooly_regions_k`): the frame of the thread's warp,
+  /// where values live from one region to the next (each slot holds the
+  /// warp's 32 lanes' copies side by side; `laneid` picks one), and the
+  /// region to run (0: the first); on return, the region to run next, or
+  /// WOOLY_REGION_EXITED.
   char *regionFrame;
   uint32_t resume;
   uint32_t reserved;
@@ -87,6 +89,14 @@ typedef void (*WoolyKernelFn)(WoolyThreadCtx *ctx, const char *params);
 /// `tid`, `laneid` and `warpid` in `ctx` (the other fields are the caller's).
 typedef void (*WoolyBlockFn)(WoolyThreadCtx *ctx, const char *params,
                              uint32_t start);
+
+/// A kernel split into regions (`__wooly_regions_k`) may also get
+/// `__wooly_warp_k`, which runs the 32 lanes of a warp at once: lane `l`'s
+/// context is `stride * l` bytes after `ctx` (lane 0's). Every lane must be
+/// runnable at the same region (`resume`); each runs to its next cut, and
+/// the lanes leave as `__wooly_regions_k` leaves one thread.
+typedef void (*WoolyWarpFn)(WoolyThreadCtx *ctx, const char *params,
+                            uint64_t stride);
 
 /// Flags of `__wooly_rt_check` and `__wooly_rt_space_oob`.
 enum {

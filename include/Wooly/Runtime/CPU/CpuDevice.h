@@ -71,6 +71,9 @@ public:
     /// split it (KernelInfo::regionSymbol), else as fibers; false: always
     /// as fibers (e.g. to compare the two).
     bool regions = true;
+    /// In region mode, run whole warps at once where the compiler built a
+    /// warp function (KernelInfo::warpSymbol); false: thread by thread.
+    bool warps = true;
   };
 
   CpuDevice();
