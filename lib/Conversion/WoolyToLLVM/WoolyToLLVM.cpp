@@ -32,6 +32,7 @@
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
+#include "Wooly/Runtime/CPU/WarpShuffle.h"
 
 #include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -937,17 +938,33 @@ struct RegionCut {
   bool warp = false;
   uint32_t kind = 0, nin = 0, nout = 0;
   FrameSlot in, out;
-  /// The input words that are constants (a shuffle's mode, often its lane
-  /// and clamp too).
-  std::array<std::optional<uint32_t>, 4> word;
+  /// Where the region left its input words: `staged` (the usual case),
+  /// each that is a constant (a shuffle's mode, often its lane and clamp)
+  /// only here, the others each in staging slot `RegionLayout::staging[i]`
+  /// (a word's 32 lanes side by side); or, when not, in `in` as the
+  /// runtime reads them. Whoever makes the request writes them there.
+  bool staged = false;
+  SmallVector<std::optional<uint32_t>, 4> word;
+  /// The mask, if a constant; else the region left it in RegionLayout::mask.
+  std::optional<uint32_t> mask;
+  /// Whether the next region reads the output words from the staging slots
+  /// `RegionLayout::results` rather than from `out`: whoever resumes a
+  /// thread whose collective the runtime completed (in `out`) first copies
+  /// them there.
+  bool resultsStaged = false;
 };
 
 /// What buildLaneFunction made.
 struct RegionLayout {
   /// Bytes of the frame per thread (a warp's frame is 32 times that).
   uint64_t frameBytes = 0;
-  /// The slot of a warp collective's mask.
+  /// The slot of a warp collective's mask, and those of its input words.
   FrameSlot mask;
+  SmallVector<FrameSlot> staging, results;
+  /// The lane function's accesses to the frame: each lane's own slots, so
+  /// a loop over the lanes has no dependence between lanes through them
+  /// (`llvm.loop.parallel_accesses`).
+  LLVM::AccessGroupAttr frameAccesses;
   /// Cut `i` ends region `i` and region `i + 1` follows it.
   SmallVector<RegionCut> cuts;
 };
@@ -1021,18 +1038,40 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
     fn.erase();
     return std::nullopt;
   }
-  // The new signature: (ctx, params, region, lane, frame) -> next region.
-  fn.setFunctionType(
-      LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, i32, i32, ptrTy}));
+  // The new signature: (ctx, params, region, lane, frame, warp's ctx) ->
+  // next region.
+  fn.setFunctionType(LLVM::LLVMFunctionType::get(
+      i32, {ptrTy, ptrTy, i32, i64, ptrTy, ptrTy}));
   Block *entry = &fn.getBody().front();
   fn->removeAttr(fn.getArgAttrsAttrName());
   fn->removeAttr(fn.getResAttrsAttrName());
   Value regionArg = entry->addArgument(i32, loc);
-  Value laneArg = entry->addArgument(i32, loc);
+  Value lane = entry->addArgument(i64, loc);
   Value frame = entry->addArgument(ptrTy, loc);
+  Value warpCtx = entry->addArgument(ptrTy, loc);
   markContextArguments(b, kernel, fn);
   // Only the function reaches the frame while it runs.
   fn.setArgAttr(4, LLVM::LLVMDialect::getNoAliasAttrName(), b.getUnitAttr());
+  // The context fields that are the same for every thread of a warp are
+  // read from the warp's first lane's context: in the warp function's loops
+  // they are then the same address for every lane, read once.
+  for (OpOperand &use : llvm::make_early_inc_range(entry->getArgument(0).getUses())) {
+    auto gep = dyn_cast<LLVM::GEPOp>(use.getOwner());
+    if (!gep || gep.getBase() != use.get() || !gep.getDynamicIndices().empty() ||
+        gep.getRawConstantIndices().size() != 1 ||
+        !llvm::all_of(gep->getUsers(),
+                      [](Operation *u) { return isa<LLVM::LoadOp>(u); }))
+      continue;
+    int64_t offset = gep.getRawConstantIndices()[0];
+    bool perLane =
+        offset < int64_t(offsetof(WoolyThreadCtx, ntid)) ||
+        offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
+        offset == int64_t(offsetof(WoolyThreadCtx, warpid)) ||
+        offset == int64_t(offsetof(WoolyThreadCtx, runtime)) ||
+        offset >= int64_t(offsetof(WoolyThreadCtx, resume));
+    if (!perLane)
+      use.set(warpCtx);
+  }
 
   SmallVector<Block *> conts;
   for (LLVM::CallOp call : cuts) {
@@ -1050,8 +1089,6 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
 
   // The new entry: the slots' addresses, then the switch to the region.
   Block *first = entry->splitBlock(&entry->front());
-  b.setInsertionPointToStart(entry);
-  Value lane = LLVM::ZExtOp::create(b, loc, i64, laneArg);
   DataLayout layout(module);
   RegionLayout out;
   DenseMap<Value, FrameSlot> slotOf;
@@ -1154,6 +1191,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
     }
   }
   Value maskSlot;
+  SmallVector<Value> staging, results;
   if (llvm::any_of(cuts, [](LLVM::CallOp c) {
         return c.getCallee() == "__wooly_rt_warp";
       })) {
@@ -1187,6 +1225,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
         return uint32_t(a.getInt());
     return std::nullopt;
   };
+  SmallVector<Value> outBuffers(cuts.size());
   for (auto [i, call] : llvm::enumerate(cuts)) {
     Block *block = call->getBlock();
     Operation *br = block->getTerminator();
@@ -1202,10 +1241,17 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
         fn.erase();
         return std::nullopt;
       }
-      cut = RegionCut{true, *kind, *nin, *nout, in->second, res->second, {}};
-      // The constant input words: the last store to each before the call.
+      cut.warp = true;
+      cut.kind = *kind;
+      cut.nin = *nin;
+      cut.nout = *nout;
+      cut.in = in->second;
+      cut.out = res->second;
+      outBuffers[i] = call.getOperand(5);
+      // The input words: the last store to each before the call (WarpCall
+      // stores them all right before it).
       Value buffer = call.getOperand(3);
-      std::array<bool, 4> seen{};
+      SmallVector<LLVM::StoreOp> stores(*nin);
       for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode()) {
         auto store = dyn_cast<LLVM::StoreOp>(op);
         if (!store)
@@ -1219,15 +1265,35 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
           offset = gep.getRawConstantIndices()[0];
           addr = buffer;
         }
-        if (addr != buffer || offset % 4 || offset < 0 || offset >= 16 ||
-            seen[offset / 4])
-          continue;
-        seen[offset / 4] = true;
-        cut.word[offset / 4] = constant(store.getValue());
+        if (addr == buffer && offset % 4 == 0 && offset >= 0 &&
+            offset / 4 < int64_t(*nin) && !stores[offset / 4] &&
+            store.getValue().getType() == i32)
+          stores[offset / 4] = store;
       }
-      b.setInsertionPoint(call);
-      LLVM::StoreOp::create(b, loc, call.getOperand(2), maskSlot)
-          .setAliasScopesAttr(contextScope);
+      cut.staged = llvm::all_of(stores, [](LLVM::StoreOp s) { return bool(s); });
+      if (cut.staged) {
+        cut.word.resize(*nin);
+        for (auto [w, store] : llvm::enumerate(stores)) {
+          cut.word[w] = constant(store.getValue());
+          if (cut.word[w]) {
+            store.erase();
+            continue;
+          }
+          while (out.staging.size() <= w) {
+            Value p = slot(4, 4);
+            out.staging.push_back(slotOf.lookup(p));
+            staging.push_back(p);
+          }
+          store.getAddrMutable().assign(staging[w]);
+          store.setAliasScopesAttr(contextScope);
+        }
+      }
+      cut.mask = constant(call.getOperand(2));
+      if (!cut.mask) {
+        b.setInsertionPoint(call);
+        LLVM::StoreOp::create(b, loc, call.getOperand(2), maskSlot)
+            .setAliasScopesAttr(contextScope);
+      }
     }
     call.erase(); // The caller completes the barrier or collective.
     out.cuts.push_back(cut);
@@ -1235,6 +1301,56 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
     ret(uint32_t(i + 1));
     br->erase();
   }
+  // The output words move to staging slots too where every read of a
+  // collective's output buffer is a 4-byte word at the start of the region
+  // after its cut.
+  DenseMap<Block *, size_t> cutBefore;
+  llvm::SetVector<Value> outputs;
+  for (auto [i, cont] : llvm::enumerate(conts))
+    if (out.cuts[i].warp) {
+      cutBefore[cont] = i;
+      outputs.insert(outBuffers[i]);
+    }
+  for (Value buffer : outputs) {
+    SmallVector<std::pair<LLVM::LoadOp, unsigned>> reads;
+    auto read = [&](Operation *op, int64_t offset) {
+      auto load = dyn_cast<LLVM::LoadOp>(op);
+      auto at = load ? cutBefore.find(load->getBlock()) : cutBefore.end();
+      if (at == cutBefore.end() || outBuffers[at->second] != buffer ||
+          offset % 4 || offset < 0 ||
+          offset / 4 >= int64_t(out.cuts[at->second].nout) ||
+          layout.getTypeSize(load.getType()) != 4)
+        return false;
+      reads.push_back({load, unsigned(offset / 4)});
+      return true;
+    };
+    bool all = llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+      auto gep = dyn_cast<LLVM::GEPOp>(user);
+      if (!gep)
+        return read(user, 0);
+      return gep.getBase() == buffer && gep.getDynamicIndices().empty() &&
+             gep.getRawConstantIndices().size() == 1 &&
+             gep.getElemType() == b.getI8Type() &&
+             llvm::all_of(gep->getUsers(), [&](Operation *u) {
+               return read(u, gep.getRawConstantIndices()[0]);
+             });
+    });
+    if (!all)
+      continue;
+    for (auto [load, word] : reads) {
+      while (out.results.size() <= word) {
+        Value p = slot(4, 4);
+        out.results.push_back(slotOf.lookup(p));
+        results.push_back(p);
+      }
+      load.getAddrMutable().assign(results[word]);
+      load.setAliasScopesAttr(contextScope);
+    }
+    for (auto [i, cut] : llvm::enumerate(out.cuts))
+      if (cut.warp && outBuffers[i] == buffer)
+        cut.resultsStaged = true;
+  }
+
   b.setInsertionPointToEnd(entry);
   SmallVector<int32_t> cases;
   SmallVector<ValueRange> operands;
@@ -1245,6 +1361,19 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   LLVM::SwitchOp::create(b, loc, regionArg, first, ValueRange{}, cases,
                          BlockRange(conts), operands);
   out.frameBytes = llvm::alignTo(out.frameBytes, 16);
+  out.frameAccesses = LLVM::AccessGroupAttr::get(ctx);
+  ArrayAttr groups = b.getArrayAttr({out.frameAccesses});
+  fn.walk([&](LLVM::AccessGroupOpInterface op) {
+    Value addr;
+    if (auto load = dyn_cast<LLVM::LoadOp>(op.getOperation()))
+      addr = load.getAddr();
+    else if (auto store = dyn_cast<LLVM::StoreOp>(op.getOperation()))
+      addr = store.getAddr();
+    while (auto gep = addr ? addr.getDefiningOp<LLVM::GEPOp>() : nullptr)
+      addr = gep.getBase();
+    if (addr && addr == frame)
+      op.setAccessGroups(groups);
+  });
   return out;
 }
 
@@ -1263,13 +1392,27 @@ void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
   Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
   SmallVector<int32_t> cases;
   SmallVector<Block *> dests;
-  for (auto [i, cut] : llvm::enumerate(layout.cuts)) {
+  for (auto [i, cutRef] : llvm::enumerate(layout.cuts)) {
+    const RegionCut &cut = cutRef;
     if (!cut.warp)
       continue;
     Block *request = b.createBlock(&fn.getBody(), fn.getBody().end());
-    auto mask = LLVM::LoadOp::create(
-        b, loc, i32, slotAddress(b, loc, frame, lane, layout.mask));
-    mask.setAliasScopesAttr(contextScope);
+    auto load = [&](FrameSlot slot) {
+      auto op = LLVM::LoadOp::create(b, loc, i32,
+                                     slotAddress(b, loc, frame, lane, slot));
+      op.setAliasScopesAttr(contextScope);
+      return Value(op);
+    };
+    Value mask = cut.mask ? Value(c32(*cut.mask)) : load(layout.mask);
+    if (cut.staged) {
+      Value in = slotAddress(b, loc, frame, lane, cut.in);
+      for (auto [w, word] : llvm::enumerate(cut.word)) {
+        Value v = word ? Value(c32(*word)) : load(layout.staging[w]);
+        Value p = LLVM::GEPOp::create(b, loc, in.getType(), b.getI8Type(), in,
+                                      ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
+        LLVM::StoreOp::create(b, loc, v, p).setAliasScopesAttr(contextScope);
+      }
+    }
     LLVM::CallOp::create(
         b, loc, TypeRange{}, FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
         ValueRange{ctx, c32(cut.kind), mask,
@@ -1283,6 +1426,50 @@ void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
   SmallVector<ValueRange> operands(cases.size(), ValueRange{});
   LLVM::SwitchOp::create(b, loc, next, done, ValueRange{}, cases,
                          BlockRange(dests), operands);
+  b.setInsertionPointToStart(done);
+}
+
+/// Emits, where `b` stands, what a thread needs before it resumes at
+/// `region` after a warp collective the runtime completed: its output
+/// words copied from the collective's buffer to the staging slots the
+/// region reads them from (RegionCut::resultsStaged). `copy(emit)` emits
+/// `emit(lane)` for each lane concerned. Continues in a new block, where
+/// `b` is left.
+void emitResultCopy(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
+                    Value region, Value frame, const RegionLayout &layout,
+                    ArrayAttr contextScope,
+                    llvm::function_ref<void(llvm::function_ref<void(Value)>)>
+                        copy) {
+  Type i32 = b.getI32Type();
+  Block *from = b.getInsertionBlock();
+  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
+  SmallVector<int32_t> cases;
+  SmallVector<Block *> dests;
+  for (auto [i, cutRef] : llvm::enumerate(layout.cuts)) {
+    const RegionCut &cut = cutRef;
+    if (!cut.resultsStaged)
+      continue;
+    Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
+    copy([&](Value lane) {
+      Value res = slotAddress(b, loc, frame, lane, cut.out);
+      for (uint32_t w = 0; w < cut.nout && w < layout.results.size(); ++w) {
+        Value p = LLVM::GEPOp::create(b, loc, res.getType(), b.getI8Type(), res,
+                                      ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
+        auto v = LLVM::LoadOp::create(b, loc, i32, p);
+        v.setAliasScopesAttr(contextScope);
+        LLVM::StoreOp::create(b, loc, v,
+                              slotAddress(b, loc, frame, lane, layout.results[w]))
+            .setAliasScopesAttr(contextScope);
+      }
+    });
+    LLVM::BrOp::create(b, loc, ValueRange{}, done);
+    cases.push_back(int32_t(i + 1));
+    dests.push_back(block);
+  }
+  b.setInsertionPointToEnd(from);
+  LLVM::SwitchOp::create(b, loc, region, done, ValueRange{}, cases,
+                         BlockRange(dests),
+                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
   b.setInsertionPointToStart(done);
 }
 
@@ -1317,17 +1504,19 @@ void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     return Value(op);
   };
   Value region = load(offsetof(WoolyThreadCtx, resume), i32);
-  Value lane = load(offsetof(WoolyThreadCtx, laneid), i32);
+  Value lane = LLVM::ZExtOp::create(
+      b, loc, i64, load(offsetof(WoolyThreadCtx, laneid), i32));
   Value frame = load(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
+  emitResultCopy(b, loc, fn, region, frame, layout, contextScope,
+                 [&](llvm::function_ref<void(Value)> emit) { emit(lane); });
   Value next =
       LLVM::CallOp::create(b, loc, TypeRange{i32},
                            FlatSymbolRefAttr::get(ctx, ("__wooly_lanes_" + name).str()),
-                           ValueRange{c, params, region, lane, frame})
+                           ValueRange{c, params, region, lane, frame, c})
           .getResult();
   LLVM::StoreOp::create(b, loc, next, field(offsetof(WoolyThreadCtx, resume)))
       .setAliasScopesAttr(contextScope);
-  emitCutRequest(b, loc, fn, c, next, frame,
-                 LLVM::ZExtOp::create(b, loc, i64, lane), layout, contextScope);
+  emitCutRequest(b, loc, fn, c, next, frame, lane, layout, contextScope);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
@@ -1336,7 +1525,8 @@ void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
 /// loop. Returns the final `acc`.
 Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
                    Value init,
-                   llvm::function_ref<Value(Value lane, Value acc)> body) {
+                   llvm::function_ref<Value(Value lane, Value acc)> body,
+                   LLVM::AccessGroupAttr parallel = {}) {
   Type i64 = b.getI64Type();
   SmallVector<Type> types{i64};
   SmallVector<Location> locs{loc};
@@ -1371,7 +1561,32 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
     again.push_back(acc);
     done.push_back(acc);
   }
-  LLVM::CondBrOp::create(b, loc, more, header, again, exit, done);
+  auto br = LLVM::CondBrOp::create(b, loc, more, header, again, exit, done);
+  // Not unrolled: the loop vectoriser should see it whole.
+  MLIRContext *ctx = b.getContext();
+  SmallVector<LLVM::AccessGroupAttr> groups;
+  if (parallel)
+    groups.push_back(parallel);
+  // A region's loop over the lanes is vectorised where it can be: LLVM's
+  // cost model, which cannot tell that 32 iterations are all there is,
+  // would keep most of them scalar.
+  LLVM::LoopVectorizeAttr vectorize;
+  if (parallel)
+    vectorize = LLVM::LoopVectorizeAttr::get(
+        ctx, b.getBoolAttr(false), {}, {}, b.getI32IntegerAttr(16), {}, {},
+        {});
+  // Each loop its own annotation (one loop ID each in LLVM, whose loop
+  // passes mark a loop done through its ID): told apart by a location.
+  auto where = cast<FusedLoc>(FusedLoc::get(
+      {loc},
+      b.getStringAttr(fn.getName() + " lane loop " +
+                      std::to_string(fn.getBody().getBlocks().size())),
+      ctx));
+  br.setLoopAnnotationAttr(LLVM::LoopAnnotationAttr::get(
+      ctx, {}, vectorize, {},
+      LLVM::LoopUnrollAttr::get(ctx, b.getBoolAttr(true), {}, {}, {}, {}, {},
+                                {}),
+      {}, {}, {}, {}, {}, {}, {}, {}, where, {}, groups));
   b.setInsertionPointToStart(exit);
   return init ? exit->getArgument(0) : Value();
 }
@@ -1387,7 +1602,9 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
 /// warp's collective then completes before the other warps reach it,
 /// which the GPU allows. Returns with each lane's next region in
 /// `ctx->resume` and the request of a warp collective made, as
-/// `__wooly_regions_<k>` leaves one thread.
+/// `__wooly_regions_<k>` leaves one thread. Returns that region where all
+/// lanes stopped at the same barrier or exited (WOOLY_REGION_EXITED), 0
+/// otherwise.
 void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                        const RegionLayout &layout, bool runAhead,
                        ArrayAttr contextScope) {
@@ -1400,8 +1617,7 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   b.setInsertionPointAfter(kernel);
   auto fn = LLVM::LLVMFuncOp::create(
       b, loc, ("__wooly_warp_" + name).str(),
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                  {ptrTy, ptrTy, i64}));
+      LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, i64}));
   markContextArguments(b, kernel, fn);
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
@@ -1440,9 +1656,19 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Block *dispatch = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32},
                                   {loc});
   Block *check = b.createBlock(&fn.getBody(), fn.getBody().end());
-  Block *finish = b.createBlock(&fn.getBody(), fn.getBody().end());
-  Block *leave = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *finish =
+      b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
+  Block *leave = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
+  // From the runtime, the lanes may resume after a collective it
+  // completed.
   b.setInsertionPointToEnd(entry);
+  emitResultCopy(b, loc, fn, first, frame, layout, contextScope,
+                 [&](llvm::function_ref<void(Value)> emit) {
+                   emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
+                     emit(lane);
+                     return Value();
+                   });
+                 });
   LLVM::BrOp::create(b, loc, ValueRange{first}, dispatch);
 
   // One loop over the lanes per region, each a call of the lane function
@@ -1458,17 +1684,17 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       Value next =
           LLVM::CallOp::create(
               b, loc, TypeRange{i32}, FlatSymbolRefAttr::get(ctx, lanes),
-              ValueRange{laneCtx(lane), params, c32(uint32_t(r)),
-                         LLVM::TruncOp::create(b, loc, i32, lane), frame})
+              ValueRange{laneCtx(lane), params, c32(uint32_t(r)), lane, frame,
+                         ctx0})
               .getResult();
       LLVM::StoreOp::create(b, loc, next, nextOf(lane));
       return Value();
-    });
+    }, layout.frameAccesses);
     LLVM::BrOp::create(b, loc, ValueRange{}, check);
   }
   b.setInsertionPointToEnd(dispatch);
-  LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave, ValueRange{},
-                         cases, BlockRange(dests),
+  LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave,
+                         ValueRange{c32(0)}, cases, BlockRange(dests),
                          SmallVector<ValueRange>(cases.size(), ValueRange{}));
 
   // Whether every lane stopped at the same cut, and which.
@@ -1489,36 +1715,74 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
     const RegionCut &cut = cutRef;
     if (!runAhead || !cut.warp || cut.kind != WOOLY_WARP_SHFL ||
-        cut.nin != 4 || cut.nout != 2)
+        cut.nin != 4 || cut.nout != 2 || (cut.mask && *cut.mask != ~0u))
       continue;
     Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(c + 1));
     dests.push_back(shfl);
     // Every lane's mask must name the whole warp...
-    Value full = emitLaneLoop(
-        b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
-        [&](Value lane, Value acc) {
-          Value m = runtimeLoad(i32, slotAddress(b, loc, frame, lane,
-                                                 layout.mask));
-          return Value(LLVM::AndOp::create(
-              b, loc, acc,
-              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
-                                   c32(~0u))));
-        });
-    Block *all = b.createBlock(&fn.getBody(), fn.getBody().end());
-    b.setInsertionPointToEnd(full.getParentBlock());
-    LLVM::CondBrOp::create(b, loc, full, all, ValueRange{}, finish,
-                           ValueRange{});
-    // ... then lane l reads the value of lane shflSource(l) (WarpOps.h),
-    // and the lanes go on from the next region.
-    b.setInsertionPointToStart(all);
+    if (!cut.mask) {
+      Value full = emitLaneLoop(
+          b, loc, fn,
+          LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
+          [&](Value lane, Value acc) {
+            Value m = runtimeLoad(
+                i32, slotAddress(b, loc, frame, lane, layout.mask));
+            return Value(LLVM::AndOp::create(
+                b, loc, acc,
+                LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
+                                     c32(~0u))));
+          });
+      Block *all = b.createBlock(&fn.getBody(), fn.getBody().end());
+      b.setInsertionPointToEnd(full.getParentBlock());
+      LLVM::CondBrOp::create(b, loc, full, all, ValueRange{}, finish,
+                             ValueRange{c32(0)});
+      b.setInsertionPointToStart(all);
+    }
+    // ... then lane l reads the value of lane shflSource(l)
+    // (WarpShuffle.h), and the lanes go on from the next region.
+    // Input word `w` of lane `l`, and lane `l`'s results.
+    auto word = [&](Value l, int64_t w) {
+      if (cut.staged && cut.word[w])
+        return c32(*cut.word[w]);
+      if (cut.staged)
+        return runtimeLoad(i32,
+                           slotAddress(b, loc, frame, l, layout.staging[w]));
+      Value in = slotAddress(b, loc, frame, l, cut.in);
+      return runtimeLoad(
+          i32, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), in,
+                                   ArrayRef<LLVM::GEPArg>{int32_t(4 * w)}));
+    };
+    auto result = [&](Value l, Value value, Value pval) {
+      Value res = slotAddress(b, loc, frame, l, cut.out);
+      Value at[2] = {
+          res, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
+                                   ArrayRef<LLVM::GEPArg>{int32_t(4)})};
+      if (cut.resultsStaged)
+        for (int w = 0; w < 2; ++w)
+          at[w] = slotAddress(b, loc, frame, l, layout.results[w]);
+      LLVM::StoreOp::create(b, loc, value, at[0])
+          .setAliasScopesAttr(contextScope);
+      LLVM::StoreOp::create(b, loc, pval, at[1])
+          .setAliasScopesAttr(contextScope);
+    };
+    if (cut.staged && cut.word[0] && cut.word[2] && cut.word[3]) {
+      // Mode, lane and clamp are constants: each lane's source is known
+      // here, and the 32 moves are straight-line code.
+      for (uint32_t l = 0; l < 32; ++l) {
+        bool pval;
+        uint32_t src = ::wooly::cpu::shflSource(l, *cut.word[0], *cut.word[2],
+                                              *cut.word[3], ~0u, pval);
+        auto lane = [&](uint32_t v) {
+          return Value(LLVM::ConstantOp::create(b, loc, i64,
+                                                b.getI64IntegerAttr(v)));
+        };
+        result(lane(l), word(lane(src), 1), c32(pval ? 1 : 0));
+      }
+      LLVM::BrOp::create(b, loc, ValueRange{c32(uint32_t(c + 1))}, dispatch);
+      continue;
+    }
     emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
-      Value in = slotAddress(b, loc, frame, lane, cut.in);
-      auto word = [&](Value base, int64_t w) {
-        return runtimeLoad(
-            i32, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(4 * w)}));
-      };
       auto op = [&](auto tag, Value x, Value y) {
         return Value(decltype(tag)::create(b, loc, x, y));
       };
@@ -1529,10 +1793,7 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
         return Value(LLVM::SelectOp::create(b, loc, cond, x, y));
       };
       Value l = LLVM::TruncOp::create(b, loc, i32, lane);
-      auto input = [&](int64_t w) {
-        return cut.word[w] ? c32(*cut.word[w]) : word(in, w);
-      };
-      Value mode = input(0), bw = input(2), cw = input(3);
+      Value mode = word(lane, 0), bw = word(lane, 2), cw = word(lane, 3);
       Value bl = op(LLVM::AndOp(), bw, c32(31));
       Value cval = op(LLVM::AndOp(), cw, c32(31));
       Value seg = op(LLVM::AndOp(), op(LLVM::LShrOp(), cw, c32(8)), c32(31));
@@ -1549,31 +1810,30 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       Value j = select(isUp, jUp, select(isDown, jDown, select(isBfly, jBfly, jIdx)));
       Value pval = select(isUp, icmp(P::sge, j, maxLane), icmp(P::sle, j, maxLane));
       Value src = LLVM::ZExtOp::create(b, loc, i64, select(pval, j, l));
-      Value value = word(slotAddress(b, loc, frame, src, cut.in), 1);
-      Value res = slotAddress(b, loc, frame, lane, cut.out);
-      LLVM::StoreOp::create(b, loc, value, res).setAliasScopesAttr(contextScope);
-      LLVM::StoreOp::create(
-          b, loc, LLVM::ZExtOp::create(b, loc, i32, pval),
-          LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
-                              ArrayRef<LLVM::GEPArg>{int32_t(4)}))
-          .setAliasScopesAttr(contextScope);
+      result(lane, word(src, 1), LLVM::ZExtOp::create(b, loc, i32, pval));
       return Value();
     });
     LLVM::BrOp::create(b, loc, ValueRange{c32(uint32_t(c + 1))}, dispatch);
   }
-  Block *decided = same.getParentBlock();
-  if (cases.empty()) {
-    b.setInsertionPointToEnd(decided);
-    LLVM::BrOp::create(b, loc, ValueRange{}, finish);
-  } else {
-    Block *uniform = b.createBlock(&fn.getBody(), fn.getBody().end());
-    LLVM::SwitchOp::create(b, loc, next, finish, ValueRange{}, cases,
-                           BlockRange(dests),
-                           SmallVector<ValueRange>(cases.size(), ValueRange{}));
-    b.setInsertionPointToEnd(decided);
-    LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{}, finish,
-                           ValueRange{});
+  // All lanes at one barrier, or all exited: the code to return.
+  SmallVector<SmallVector<Value>> caseArgs(cases.size());
+  Block *uniform = b.createBlock(&fn.getBody(), fn.getBody().end());
+  for (auto [c, cut] : llvm::enumerate(layout.cuts)) {
+    if (cut.warp)
+      continue;
+    cases.push_back(int32_t(c + 1));
+    dests.push_back(finish);
+    caseArgs.push_back({c32(uint32_t(c + 1))});
   }
+  cases.push_back(int32_t(WOOLY_REGION_EXITED));
+  dests.push_back(finish);
+  caseArgs.push_back({c32(WOOLY_REGION_EXITED)});
+  SmallVector<ValueRange> caseOperands(caseArgs.begin(), caseArgs.end());
+  LLVM::SwitchOp::create(b, loc, next, finish, ValueRange{c32(0)}, cases,
+                         BlockRange(dests), caseOperands);
+  b.setInsertionPointToEnd(same.getParentBlock());
+  LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{}, finish,
+                         ValueRange{c32(0)});
 
   // Each lane's next region and request, as the runtime expects them.
   b.setInsertionPointToStart(finish);
@@ -1585,9 +1845,9 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     emitCutRequest(b, loc, fn, c, n, frame, lane, layout, contextScope);
     return Value();
   });
-  LLVM::BrOp::create(b, loc, ValueRange{}, leave);
+  LLVM::BrOp::create(b, loc, ValueRange{finish->getArgument(0)}, leave);
   b.setInsertionPointToStart(leave);
-  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  LLVM::ReturnOp::create(b, loc, ValueRange{leave->getArgument(0)});
 }
 
 //===----------------------------------------------------------------------===//
@@ -2678,7 +2938,7 @@ WOOLY_HOST_ERASED_OP(GridDepControlOp)
 //===----------------------------------------------------------------------===//
 
 struct ConvertWoolyToLLVMPass
-    : wooly::impl::ConvertWoolyToLLVMBase<ConvertWoolyToLLVMPass> {
+    : mlir::wooly::impl::ConvertWoolyToLLVMBase<ConvertWoolyToLLVMPass> {
   using Base::Base;
 
   void runOnOperation() override {

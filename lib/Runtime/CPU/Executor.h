@@ -20,6 +20,7 @@
 #include "WarpOps.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <csetjmp>
@@ -332,6 +333,9 @@ struct alignas(64) Worker {
   std::vector<uint32_t> regionLive;
   /// The launch whose block-invariant context fields `threads` hold.
   uint64_t regionThreadsFor = 0;
+  /// The shared window, site cache, frames and `.local` top the contexts
+  /// in `threads` were last given (RegionExecutor.cpp).
+  std::array<const void *, 4> regionContextsAt{};
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;

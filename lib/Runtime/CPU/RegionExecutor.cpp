@@ -11,9 +11,18 @@
 // The threads need not meet the same cuts: a cut in a loop or in divergent
 // code is run exactly as the fibers would run it, so the results are the
 // same bit for bit, and a block where no thread can move is a deadlock, as
-// there. Values that live across a cut are in each thread's frame
-// (`ctx.regionFrame`). `exit` and faults `longjmp` back here, as in direct
-// mode.
+// there. Values that live across a cut are in the frame of the thread's
+// warp (`ctx.regionFrame`). Faults (and `exit` in a device function)
+// `longjmp` back here, as in direct mode.
+//
+// Where the compiler also built a warp function (KernelInfo::warpSymbol),
+// a warp whose 32 lanes are all runnable at the same region runs in one
+// call, lane by lane in the same order; it completes a uniform shuffle
+// itself where the kernel cannot tell (WoolyToLLVM.cpp). A block of whole
+// warps starts in lockstep: each round calls every warp's function, and
+// while all stop at the same barrier the next round follows at once, with
+// no thread's state touched; the first round where they differ settles
+// each thread that ran and goes on thread by thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,26 +119,34 @@ void detail::runBlockRegions(Worker &w) {
   char *frames = reinterpret_cast<char *>(
       llvm::alignTo(reinterpret_cast<uintptr_t>(w.regionFrames.data()), 64));
   uint64_t localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
-  if (w.regionThreadsFor != l.id) {
+  // The worker's memory the contexts point to: the same from block to
+  // block of a launch, written again only where it moved.
+  std::array<const void *, 4> where = {w.shared.data(), w.cache.data(),
+                                       frames,
+                                       reinterpret_cast<const void *>(localHi)};
+  if (w.regionThreadsFor != l.id || w.regionContextsAt != where) {
     // The first block of the launch on this worker: the whole context.
     initBlockThreads(w);
     w.regionThreadsFor = l.id;
+    w.regionContextsAt = where;
+    for (uint32_t i = 0; i < n; ++i) {
+      GpuThread &t = w.threads[i];
+      t.ctx.shared = w.shared.data();
+      t.ctx.siteCache = w.cache.data();
+      t.ctx.regionFrame = frames + uint64_t(i / 32) * 32 * frame;
+      // `.local` memory is on the worker's stack, under this frame, as in
+      // direct mode.
+      t.ctx.localLo = w.stackLo;
+      t.ctx.localHi = localHi;
+    }
   }
+  // The fields that change from block to block.
   for (uint32_t i = 0; i < n; ++i) {
     GpuThread &t = w.threads[i];
-    // The fields that change from block to block (initBlockCtx sets the
-    // rest, the same for every block of the launch on this worker).
     for (int d = 0; d < 3; ++d)
       t.ctx.ctaid[d] = uint32_t(w.block[d]);
-    t.ctx.shared = w.shared.data();
-    t.ctx.siteCache = w.cache.data();
     t.status = ThreadStatus::Runnable;
-    t.ctx.regionFrame = frames + uint64_t(i / 32) * 32 * frame;
     t.ctx.resume = 0;
-    // `.local` memory is on the worker's stack, under this frame, as in
-    // direct mode.
-    t.ctx.localLo = w.stackLo;
-    t.ctx.localHi = localHi;
   }
   w.regionLive.assign(warps, ~0u);
   if (n % 32)
@@ -139,6 +156,10 @@ void detail::runBlockRegions(Worker &w) {
   WoolyWarpFn warpFn = l.warpFn;
   const char *params = l.params;
   uint32_t *live = w.regionLive.data();
+  // Whole warps in lockstep (see the file's header): while every
+  // warp stops at the same barrier, the block needs nothing of the runtime
+  // between rounds: no thread's status changes.
+  bool lockstep = warpFn && n % 32 == 0;
   for (;;) {
     // One setjmp a pass: `exit`, a fault or an overflow comes back here
     // with the thread in `w.next`.
@@ -146,6 +167,37 @@ void detail::runBlockRegions(Worker &w) {
     int why = setjmp(w.jmp);
     if (why == kJmpFault)
       return;
+    if (lockstep) {
+      uint32_t warp = 0, region = 0;
+      for (; warp < warps; ++warp) {
+        uint32_t r =
+            warpFn(&w.threads[warp * 32].ctx, params, sizeof(GpuThread));
+        if (r == 0 || (warp && r != region))
+          break;
+        region = r;
+      }
+      if (warp == warps) {
+        if (region == WOOLY_REGION_EXITED || l.stopped(w.linearBlock))
+          return;
+        continue; // The barrier completes: the next round.
+      }
+      // The warps diverged: each thread of the warps that ran is where it
+      // stopped, the others where they were; the thread by thread pass
+      // goes on from the next warp.
+      lockstep = false;
+      for (uint32_t i = 0; i < (warp + 1) * 32; ++i) {
+        GpuThread &t = w.threads[i];
+        if (t.ctx.resume == WOOLY_REGION_EXITED) {
+          t.status = ThreadStatus::Exited;
+          live[i >> 5] &= ~(1u << (i & 31));
+          ++w.exited;
+        } else if (t.status != ThreadStatus::AtWarp) {
+          t.status = ThreadStatus::AtBarrier;
+          ++w.atBarrier;
+        }
+      }
+      w.next = (warp + 1) * 32;
+    }
     if (why == kJmpOverflow) {
       l.fail(llvm::formatv("kernel '{0}': stack overflow: the thread's "
                            "frames outgrew the worker's stack of {1} bytes "
@@ -156,7 +208,7 @@ void detail::runBlockRegions(Worker &w) {
              w.linearBlock);
       return;
     }
-    bool ran = false;
+    bool ran = w.next != 0; // Warps ran in lockstep.
     if (why == kJmpExit) {
       w.threads[w.next].status = ThreadStatus::Exited;
       live[w.next >> 5] &= ~(1u << (w.next & 31));

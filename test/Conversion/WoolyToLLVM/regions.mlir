@@ -2,34 +2,47 @@
 
 // A kernel whose barrier and shuffle lie in one chain of dominance is split
 // into regions: its lane function runs one thread of a warp from a region
-// (its third argument) to the next cut and returns the next region; the
-// warp function runs the 32 lanes of a warp, a loop per region, and
-// completes a uniform shuffle itself; the region function runs one thread
-// for the runtime, from ctx->resume (offset 136), with its lane
-// (ctx->laneid, offset 48) and its warp's frame (ctx->regionFrame, offset
-// 128), leaves the next region in ctx->resume and makes the request of the
-// warp collective it stopped at.
+// (its third argument) to the next cut and returns the next region, with
+// the values that live across cuts, the shuffle's input words that are
+// not constants and its results in the warp's frame (accesses in one
+// access group: each lane's own); the warp function runs the 32 lanes of a
+// warp, a vectorisable loop per region, and completes a uniform shuffle
+// itself; the region function runs one thread for the runtime, from
+// ctx->resume (offset 136), with its lane (ctx->laneid, offset 48) and its
+// warp's frame (ctx->regionFrame, offset 128): it copies the results of a
+// collective the runtime completed into the frame, leaves the next region
+// in ctx->resume and makes the request of the collective it stopped at.
 // CHECK-LABEL: llvm.func @__wooly_kernel_k(
 // CHECK-SAME: wooly.fiber_reason = ""
 // CHECK-SAME: wooly.region_frame_bytes = {{[0-9]+}} : i64, wooly.region_function = "__wooly_regions_k", wooly.warp_function = "__wooly_warp_k"
 // CHECK-LABEL: llvm.func @__wooly_warp_k(
 // CHECK: llvm.switch %{{.*}} : i32, ^{{.*}} [
+// CHECK-NEXT: 2: ^
+// CHECK-NEXT: ]
+// CHECK: llvm.switch %{{.*}} : i32, ^{{.*}} [
 // CHECK-NEXT: 0: ^
 // CHECK-NEXT: 1: ^
 // CHECK-NEXT: 2: ^
-// CHECK: llvm.call @__wooly_lanes_k(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr) -> i32
+// CHECK: llvm.call @__wooly_lanes_k(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %arg0) : (!llvm.ptr, !llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: llvm.cond_br {{.*}} {loop_annotation = #{{.*}}}
 // CHECK: llvm.call @__wooly_rt_warp(
 // CHECK-LABEL: llvm.func @__wooly_regions_k(
 // CHECK: %[[RP:.*]] = llvm.getelementptr %[[CTX:arg[0-9]+]][136]
 // CHECK: %[[R:.*]] = llvm.load %[[RP]]
 // CHECK: %[[LP:.*]] = llvm.getelementptr %[[CTX]][48]
-// CHECK: %[[L:.*]] = llvm.load %[[LP]]
+// CHECK: %[[L32:.*]] = llvm.load %[[LP]]
+// CHECK: %[[L:.*]] = llvm.zext %[[L32]]
 // CHECK: %[[FP:.*]] = llvm.getelementptr %[[CTX]][128]
 // CHECK: %[[F:.*]] = llvm.load %[[FP]]
-// CHECK: %[[N:.*]] = llvm.call @__wooly_lanes_k(%[[CTX]], %{{.*}}, %[[R]], %[[L]], %[[F]])
+// CHECK: llvm.switch %[[R]] : i32, ^[[CALL:.*]] [
+// CHECK-NEXT: 2: ^[[COPY:[^ ]*]]
+// CHECK: ^[[CALL]]:
+// CHECK: %[[N:.*]] = llvm.call @__wooly_lanes_k(%[[CTX]], %{{.*}}, %[[R]], %[[L]], %[[F]], %[[CTX]])
 // CHECK: llvm.store %[[N]], %{{.*}}
 // CHECK: llvm.switch %[[N]] : i32, ^[[DONE:.*]] [
 // CHECK-NEXT: 2: ^[[REQUEST:[^ ]*]]
+// CHECK: ^[[COPY]]:
+// CHECK: llvm.br ^[[CALL]]
 // CHECK: ^[[REQUEST]]:
 // CHECK: llvm.call @__wooly_rt_warp(%[[CTX]],
 // CHECK-LABEL: llvm.func @__wooly_lanes_k(
@@ -37,16 +50,15 @@
 // CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^,]*]],
 // CHECK-NEXT: 2: ^[[AFTER_SHFL:[^ ]*]]
 // CHECK: ^[[FIRST]]:
-// CHECK: llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr
-// CHECK: %[[ONE:.*]] = llvm.mlir.constant(1 : i32)
-// CHECK-NEXT: llvm.return %[[ONE]]
-// CHECK: ^[[AFTER_BARRIER]]:
+// CHECK: llvm.store %{{.*}}, %{{.*}} {access_groups = [#[[GROUP:.*]]], alias_scopes
+// CHECK: llvm.return %{{.*}} : i32
+// CHECK-NEXT: ^[[AFTER_BARRIER]]:
 // CHECK-NOT: llvm.call @__wooly_rt_warp
-// CHECK: %[[MASK:.*]] = llvm.mlir.constant(-1 : i32)
-// CHECK-NEXT: llvm.store %[[MASK]]
-// CHECK-NEXT: %[[TWO:.*]] = llvm.mlir.constant(2 : i32)
-// CHECK-NEXT: llvm.return %[[TWO]]
-// CHECK: ^[[AFTER_SHFL]]:
+// CHECK: llvm.store %{{.*}}, %{{.*}} {access_groups = [#[[GROUP]]]
+// CHECK-NOT: llvm.call @__wooly_rt_warp
+// CHECK: llvm.return %{{.*}} : i32
+// CHECK-NEXT: ^[[AFTER_SHFL]]:
+// CHECK-NEXT: llvm.load %{{.*}} {access_groups = [#[[GROUP]]]
 // CHECK: %[[EXITED:.*]] = llvm.mlir.constant(-1 : i32)
 // CHECK-NEXT: llvm.return %[[EXITED]]
 wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {

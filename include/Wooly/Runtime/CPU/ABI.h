@@ -94,9 +94,11 @@ typedef void (*WoolyBlockFn)(WoolyThreadCtx *ctx, const char *params,
 /// `__wooly_warp_k`, which runs the 32 lanes of a warp at once: lane `l`'s
 /// context is `stride * l` bytes after `ctx` (lane 0's). Every lane must be
 /// runnable at the same region (`resume`); each runs to its next cut, and
-/// the lanes leave as `__wooly_regions_k` leaves one thread.
-typedef void (*WoolyWarpFn)(WoolyThreadCtx *ctx, const char *params,
-                            uint64_t stride);
+/// the lanes leave as `__wooly_regions_k` leaves one thread. Returns the
+/// region that follows where all 32 stopped, if that is the same barrier,
+/// or WOOLY_REGION_EXITED if all exited; 0 otherwise.
+typedef uint32_t (*WoolyWarpFn)(WoolyThreadCtx *ctx, const char *params,
+                                uint64_t stride);
 
 /// Flags of `__wooly_rt_check` and `__wooly_rt_space_oob`.
 enum {
