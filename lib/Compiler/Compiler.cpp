@@ -238,8 +238,7 @@ void collectMetadata(mlir::ModuleOp module, CompiledModule &out,
     if (auto frame =
             fn->getAttrOfType<mlir::IntegerAttr>("wooly.region_frame_bytes"))
       k.regionFrameBytes = frame.getInt();
-    if (auto warps =
-            fn->getAttrOfType<mlir::StringAttr>("wooly.warp_function"))
+    if (auto warps = fn->getAttrOfType<mlir::StringAttr>("wooly.warp_function"))
       k.warpSymbol = warps.getValue().str();
     if (auto blockFn =
             fn->getAttrOfType<mlir::StringAttr>("wooly.block_function"))

@@ -1040,8 +1040,8 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   }
   // The new signature: (ctx, params, region, lane, frame, warp's ctx) ->
   // next region.
-  fn.setFunctionType(LLVM::LLVMFunctionType::get(
-      i32, {ptrTy, ptrTy, i32, i64, ptrTy, ptrTy}));
+  fn.setFunctionType(
+      LLVM::LLVMFunctionType::get(i32, {ptrTy, ptrTy, i32, i64, ptrTy, ptrTy}));
   Block *entry = &fn.getBody().front();
   fn->removeAttr(fn.getArgAttrsAttrName());
   fn->removeAttr(fn.getResAttrsAttrName());
@@ -1055,20 +1055,21 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   // The context fields that are the same for every thread of a warp are
   // read from the warp's first lane's context: in the warp function's loops
   // they are then the same address for every lane, read once.
-  for (OpOperand &use : llvm::make_early_inc_range(entry->getArgument(0).getUses())) {
+  for (OpOperand &use :
+       llvm::make_early_inc_range(entry->getArgument(0).getUses())) {
     auto gep = dyn_cast<LLVM::GEPOp>(use.getOwner());
-    if (!gep || gep.getBase() != use.get() || !gep.getDynamicIndices().empty() ||
+    if (!gep || gep.getBase() != use.get() ||
+        !gep.getDynamicIndices().empty() ||
         gep.getRawConstantIndices().size() != 1 ||
         !llvm::all_of(gep->getUsers(),
                       [](Operation *u) { return isa<LLVM::LoadOp>(u); }))
       continue;
     int64_t offset = gep.getRawConstantIndices()[0];
-    bool perLane =
-        offset < int64_t(offsetof(WoolyThreadCtx, ntid)) ||
-        offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
-        offset == int64_t(offsetof(WoolyThreadCtx, warpid)) ||
-        offset == int64_t(offsetof(WoolyThreadCtx, runtime)) ||
-        offset >= int64_t(offsetof(WoolyThreadCtx, resume));
+    bool perLane = offset < int64_t(offsetof(WoolyThreadCtx, ntid)) ||
+                   offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
+                   offset == int64_t(offsetof(WoolyThreadCtx, warpid)) ||
+                   offset == int64_t(offsetof(WoolyThreadCtx, runtime)) ||
+                   offset >= int64_t(offsetof(WoolyThreadCtx, resume));
     if (!perLane)
       use.set(warpCtx);
   }
@@ -1142,7 +1143,8 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       roleBytes[role] = std::max(roleBytes[role], size);
       continue;
     }
-    Value p = slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 4));
+    Value p =
+        slot(size, std::max<uint64_t>(alloca.getAlignment().value_or(1), 4));
     across.remove(alloca.getResult());
     alloca.getResult().replaceAllUsesWith(p);
     alloca.erase();
@@ -1199,10 +1201,9 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
     out.mask = slotOf.lookup(maskSlot);
   }
   auto ret = [&](uint32_t next) {
-    LLVM::ReturnOp::create(
-        b, loc,
-        ValueRange{LLVM::ConstantOp::create(b, loc, i32,
-                                            b.getI32IntegerAttr(next))});
+    LLVM::ReturnOp::create(b, loc,
+                           ValueRange{LLVM::ConstantOp::create(
+                               b, loc, i32, b.getI32IntegerAttr(next))});
   };
   // The end of the kernel and `exit` return WOOLY_REGION_EXITED.
   for (auto r : llvm::to_vector(fn.getOps<LLVM::ReturnOp>())) {
@@ -1236,8 +1237,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
                               nout = constant(call.getOperand(6));
       auto in = slotOf.find(call.getOperand(3)),
            res = slotOf.find(call.getOperand(5));
-      if (!kind || !nin || !nout || in == slotOf.end() ||
-          res == slotOf.end()) {
+      if (!kind || !nin || !nout || in == slotOf.end() || res == slotOf.end()) {
         fn.erase();
         return std::nullopt;
       }
@@ -1270,7 +1270,8 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
             store.getValue().getType() == i32)
           stores[offset / 4] = store;
       }
-      cut.staged = llvm::all_of(stores, [](LLVM::StoreOp s) { return bool(s); });
+      cut.staged =
+          llvm::all_of(stores, [](LLVM::StoreOp s) { return bool(s); });
       if (cut.staged) {
         cut.word.resize(*nin);
         for (auto [w, store] : llvm::enumerate(stores)) {
@@ -1377,56 +1378,71 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   return out;
 }
 
+/// Emits, where `b` stands, a switch on `region` to a block for each cut
+/// `i` that `which` selects (case `i + 1`: the region after it), built by
+/// `body(cut)`; all continue in a new block, where `b` is left.
+void emitCutSwitch(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
+                   Value region, const RegionLayout &layout,
+                   llvm::function_ref<bool(const RegionCut &)> which,
+                   llvm::function_ref<void(const RegionCut &)> body) {
+  Block *from = b.getInsertionBlock();
+  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
+  SmallVector<int32_t> cases;
+  SmallVector<Block *> dests;
+  for (auto [i, cut] : llvm::enumerate(layout.cuts)) {
+    if (!which(cut))
+      continue;
+    dests.push_back(b.createBlock(&fn.getBody(), fn.getBody().end()));
+    cases.push_back(int32_t(i + 1));
+    body(cut);
+    LLVM::BrOp::create(b, loc, ValueRange{}, done);
+  }
+  b.setInsertionPointToEnd(from);
+  LLVM::SwitchOp::create(b, loc, region, done, ValueRange{}, cases,
+                         BlockRange(dests),
+                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
+  b.setInsertionPointToStart(done);
+}
+
 /// Emits, where `b` stands, what completes nothing but tells the runtime
 /// of thread `ctx`'s cut: if `next` follows a warp collective, the
 /// collective's request (`__wooly_rt_warp` records it; the runtime
-/// completes it). Continues in a new block, where `b` is left.
+/// completes it), its input words first put where the runtime reads them.
+/// Continues in a new block, where `b` is left.
 void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
                     Value next, Value frame, Value lane,
                     const RegionLayout &layout, ArrayAttr contextScope) {
   Type i32 = b.getI32Type();
   auto c32 = [&](uint32_t v) {
-    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v));
+    return Value(LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v)));
   };
-  Block *from = b.getInsertionBlock();
-  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
-  SmallVector<int32_t> cases;
-  SmallVector<Block *> dests;
-  for (auto [i, cutRef] : llvm::enumerate(layout.cuts)) {
-    const RegionCut &cut = cutRef;
-    if (!cut.warp)
-      continue;
-    Block *request = b.createBlock(&fn.getBody(), fn.getBody().end());
-    auto load = [&](FrameSlot slot) {
-      auto op = LLVM::LoadOp::create(b, loc, i32,
-                                     slotAddress(b, loc, frame, lane, slot));
-      op.setAliasScopesAttr(contextScope);
-      return Value(op);
-    };
-    Value mask = cut.mask ? Value(c32(*cut.mask)) : load(layout.mask);
-    if (cut.staged) {
-      Value in = slotAddress(b, loc, frame, lane, cut.in);
-      for (auto [w, word] : llvm::enumerate(cut.word)) {
-        Value v = word ? Value(c32(*word)) : load(layout.staging[w]);
-        Value p = LLVM::GEPOp::create(b, loc, in.getType(), b.getI8Type(), in,
-                                      ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
-        LLVM::StoreOp::create(b, loc, v, p).setAliasScopesAttr(contextScope);
-      }
-    }
-    LLVM::CallOp::create(
-        b, loc, TypeRange{}, FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
-        ValueRange{ctx, c32(cut.kind), mask,
-                   slotAddress(b, loc, frame, lane, cut.in), c32(cut.nin),
-                   slotAddress(b, loc, frame, lane, cut.out), c32(cut.nout)});
-    LLVM::BrOp::create(b, loc, ValueRange{}, done);
-    cases.push_back(int32_t(i + 1));
-    dests.push_back(request);
-  }
-  b.setInsertionPointToEnd(from);
-  SmallVector<ValueRange> operands(cases.size(), ValueRange{});
-  LLVM::SwitchOp::create(b, loc, next, done, ValueRange{}, cases,
-                         BlockRange(dests), operands);
-  b.setInsertionPointToStart(done);
+  auto load = [&](FrameSlot slot) {
+    auto op = LLVM::LoadOp::create(b, loc, i32,
+                                   slotAddress(b, loc, frame, lane, slot));
+    op.setAliasScopesAttr(contextScope);
+    return Value(op);
+  };
+  emitCutSwitch(
+      b, loc, fn, next, layout, [](const RegionCut &cut) { return cut.warp; },
+      [&](const RegionCut &cut) {
+        Value mask = cut.mask ? c32(*cut.mask) : load(layout.mask);
+        Value in = slotAddress(b, loc, frame, lane, cut.in);
+        if (cut.staged)
+          for (auto [w, word] : llvm::enumerate(cut.word)) {
+            Value v = word ? c32(*word) : load(layout.staging[w]);
+            Value p =
+                LLVM::GEPOp::create(b, loc, in.getType(), b.getI8Type(), in,
+                                    ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
+            LLVM::StoreOp::create(b, loc, v, p)
+                .setAliasScopesAttr(contextScope);
+          }
+        LLVM::CallOp::create(
+            b, loc, TypeRange{},
+            FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
+            ValueRange{ctx, c32(cut.kind), mask, in, c32(cut.nin),
+                       slotAddress(b, loc, frame, lane, cut.out),
+                       c32(cut.nout)});
+      });
 }
 
 /// Emits, where `b` stands, what a thread needs before it resumes at
@@ -1435,42 +1451,29 @@ void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
 /// region reads them from (RegionCut::resultsStaged). `copy(emit)` emits
 /// `emit(lane)` for each lane concerned. Continues in a new block, where
 /// `b` is left.
-void emitResultCopy(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
-                    Value region, Value frame, const RegionLayout &layout,
-                    ArrayAttr contextScope,
-                    llvm::function_ref<void(llvm::function_ref<void(Value)>)>
-                        copy) {
+void emitResultCopy(
+    OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value region, Value frame,
+    const RegionLayout &layout, ArrayAttr contextScope,
+    llvm::function_ref<void(llvm::function_ref<void(Value)>)> copy) {
   Type i32 = b.getI32Type();
-  Block *from = b.getInsertionBlock();
-  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
-  SmallVector<int32_t> cases;
-  SmallVector<Block *> dests;
-  for (auto [i, cutRef] : llvm::enumerate(layout.cuts)) {
-    const RegionCut &cut = cutRef;
-    if (!cut.resultsStaged)
-      continue;
-    Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
-    copy([&](Value lane) {
-      Value res = slotAddress(b, loc, frame, lane, cut.out);
-      for (uint32_t w = 0; w < cut.nout && w < layout.results.size(); ++w) {
-        Value p = LLVM::GEPOp::create(b, loc, res.getType(), b.getI8Type(), res,
-                                      ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
-        auto v = LLVM::LoadOp::create(b, loc, i32, p);
-        v.setAliasScopesAttr(contextScope);
-        LLVM::StoreOp::create(b, loc, v,
-                              slotAddress(b, loc, frame, lane, layout.results[w]))
-            .setAliasScopesAttr(contextScope);
-      }
-    });
-    LLVM::BrOp::create(b, loc, ValueRange{}, done);
-    cases.push_back(int32_t(i + 1));
-    dests.push_back(block);
-  }
-  b.setInsertionPointToEnd(from);
-  LLVM::SwitchOp::create(b, loc, region, done, ValueRange{}, cases,
-                         BlockRange(dests),
-                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
-  b.setInsertionPointToStart(done);
+  emitCutSwitch(
+      b, loc, fn, region, layout,
+      [](const RegionCut &cut) { return cut.resultsStaged; },
+      [&](const RegionCut &cut) {
+        copy([&](Value lane) {
+          Value res = slotAddress(b, loc, frame, lane, cut.out);
+          for (uint32_t w = 0; w < cut.nout && w < layout.results.size(); ++w) {
+            Value p =
+                LLVM::GEPOp::create(b, loc, res.getType(), b.getI8Type(), res,
+                                    ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
+            auto v = LLVM::LoadOp::create(b, loc, i32, p);
+            v.setAliasScopesAttr(contextScope);
+            LLVM::StoreOp::create(
+                b, loc, v, slotAddress(b, loc, frame, lane, layout.results[w]))
+                .setAliasScopesAttr(contextScope);
+          }
+        });
+      });
 }
 
 /// Builds `__wooly_regions_<k>(ctx, params)`, which runs one thread from
@@ -1509,11 +1512,11 @@ void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value frame = load(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
   emitResultCopy(b, loc, fn, region, frame, layout, contextScope,
                  [&](llvm::function_ref<void(Value)> emit) { emit(lane); });
-  Value next =
-      LLVM::CallOp::create(b, loc, TypeRange{i32},
-                           FlatSymbolRefAttr::get(ctx, ("__wooly_lanes_" + name).str()),
-                           ValueRange{c, params, region, lane, frame, c})
-          .getResult();
+  Value next = LLVM::CallOp::create(
+                   b, loc, TypeRange{i32},
+                   FlatSymbolRefAttr::get(ctx, ("__wooly_lanes_" + name).str()),
+                   ValueRange{c, params, region, lane, frame, c})
+                   .getResult();
   LLVM::StoreOp::create(b, loc, next, field(offsetof(WoolyThreadCtx, resume)))
       .setAliasScopesAttr(contextScope);
   emitCutRequest(b, loc, fn, c, next, frame, lane, layout, contextScope);
@@ -1523,8 +1526,7 @@ void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
 /// Emits `for (i = 0; i < 32; ++i) acc = body(i, acc)` (i an i64; `acc`
 /// may be null: no accumulator) where `b` stands, and leaves `b` after the
 /// loop. Returns the final `acc`.
-Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
-                   Value init,
+Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value init,
                    llvm::function_ref<Value(Value lane, Value acc)> body,
                    LLVM::AccessGroupAttr parallel = {}) {
   Type i64 = b.getI64Type();
@@ -1573,8 +1575,7 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
   LLVM::LoopVectorizeAttr vectorize;
   if (parallel)
     vectorize = LLVM::LoopVectorizeAttr::get(
-        ctx, b.getBoolAttr(false), {}, {}, b.getI32IntegerAttr(16), {}, {},
-        {});
+        ctx, b.getBoolAttr(false), {}, {}, b.getI32IntegerAttr(16), {}, {}, {});
   // Each loop its own annotation (one loop ID each in LLVM, whose loop
   // passes mark a loop done through its ID): told apart by a location.
   auto where = cast<FusedLoc>(FusedLoc::get(
@@ -1624,13 +1625,13 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value ctx0 = entry->getArgument(0), params = entry->getArgument(1),
         stride = entry->getArgument(2);
   auto c32 = [&](uint32_t v) {
-    return Value(
-        LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v)));
+    return Value(LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(v)));
   };
   auto laneCtx = [&](Value lane) {
-    return Value(LLVM::GEPOp::create(
-        b, loc, ptrTy, b.getI8Type(), ctx0,
-        ArrayRef<LLVM::GEPArg>{Value(LLVM::MulOp::create(b, loc, lane, stride))}));
+    return Value(
+        LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), ctx0,
+                            ArrayRef<LLVM::GEPArg>{Value(
+                                LLVM::MulOp::create(b, loc, lane, stride))}));
   };
   auto field = [&](Value c, size_t offset) {
     return Value(LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), c,
@@ -1641,10 +1642,9 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     op.setAliasScopesAttr(contextScope);
     return Value(op);
   };
-  Value frame = runtimeLoad(ptrTy, field(ctx0, offsetof(WoolyThreadCtx,
-                                                         regionFrame)));
-  Value first =
-      runtimeLoad(i32, field(ctx0, offsetof(WoolyThreadCtx, resume)));
+  Value frame =
+      runtimeLoad(ptrTy, field(ctx0, offsetof(WoolyThreadCtx, regionFrame)));
+  Value first = runtimeLoad(i32, field(ctx0, offsetof(WoolyThreadCtx, resume)));
   Value nexts = LLVM::AllocaOp::create(
       b, loc, ptrTy, i32,
       LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)), 16);
@@ -1653,8 +1653,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                                      ArrayRef<LLVM::GEPArg>{lane}));
   };
   size_t regions = layout.cuts.size() + 1;
-  Block *dispatch = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32},
-                                  {loc});
+  Block *dispatch =
+      b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
   Block *check = b.createBlock(&fn.getBody(), fn.getBody().end());
   Block *finish =
       b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
@@ -1680,16 +1680,19 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     Block *body = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(r));
     dests.push_back(body);
-    emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
-      Value next =
-          LLVM::CallOp::create(
-              b, loc, TypeRange{i32}, FlatSymbolRefAttr::get(ctx, lanes),
-              ValueRange{laneCtx(lane), params, c32(uint32_t(r)), lane, frame,
-                         ctx0})
-              .getResult();
-      LLVM::StoreOp::create(b, loc, next, nextOf(lane));
-      return Value();
-    }, layout.frameAccesses);
+    emitLaneLoop(
+        b, loc, fn, Value(),
+        [&](Value lane, Value) {
+          Value next = LLVM::CallOp::create(b, loc, TypeRange{i32},
+                                            FlatSymbolRefAttr::get(ctx, lanes),
+                                            ValueRange{laneCtx(lane), params,
+                                                       c32(uint32_t(r)), lane,
+                                                       frame, ctx0})
+                           .getResult();
+          LLVM::StoreOp::create(b, loc, next, nextOf(lane));
+          return Value();
+        },
+        layout.frameAccesses);
     LLVM::BrOp::create(b, loc, ValueRange{}, check);
   }
   b.setInsertionPointToEnd(dispatch);
@@ -1699,9 +1702,9 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
 
   // Whether every lane stopped at the same cut, and which.
   b.setInsertionPointToStart(check);
-  Value next = LLVM::LoadOp::create(b, loc, i32, nextOf(LLVM::ConstantOp::create(
-                                                    b, loc, i64,
-                                                    b.getI64IntegerAttr(0))));
+  Value next = LLVM::LoadOp::create(
+      b, loc, i32,
+      nextOf(LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0))));
   Value same = emitLaneLoop(
       b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
       [&](Value lane, Value acc) {
@@ -1714,8 +1717,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   dests.clear();
   for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
     const RegionCut &cut = cutRef;
-    if (!runAhead || !cut.warp || cut.kind != WOOLY_WARP_SHFL ||
-        cut.nin != 4 || cut.nout != 2 || (cut.mask && *cut.mask != ~0u))
+    if (!runAhead || !cut.warp || cut.kind != WOOLY_WARP_SHFL || cut.nin != 4 ||
+        cut.nout != 2 || (cut.mask && *cut.mask != ~0u))
       continue;
     Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(c + 1));
@@ -1723,11 +1726,10 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     // Every lane's mask must name the whole warp...
     if (!cut.mask) {
       Value full = emitLaneLoop(
-          b, loc, fn,
-          LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
+          b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
           [&](Value lane, Value acc) {
-            Value m = runtimeLoad(
-                i32, slotAddress(b, loc, frame, lane, layout.mask));
+            Value m =
+                runtimeLoad(i32, slotAddress(b, loc, frame, lane, layout.mask));
             return Value(LLVM::AndOp::create(
                 b, loc, acc,
                 LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
@@ -1755,9 +1757,9 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     };
     auto result = [&](Value l, Value value, Value pval) {
       Value res = slotAddress(b, loc, frame, l, cut.out);
-      Value at[2] = {
-          res, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
-                                   ArrayRef<LLVM::GEPArg>{int32_t(4)})};
+      Value at[2] = {res,
+                     LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
+                                         ArrayRef<LLVM::GEPArg>{int32_t(4)})};
       if (cut.resultsStaged)
         for (int w = 0; w < 2; ++w)
           at[w] = slotAddress(b, loc, frame, l, layout.results[w]);
@@ -1772,10 +1774,10 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       for (uint32_t l = 0; l < 32; ++l) {
         bool pval;
         uint32_t src = ::wooly::cpu::shflSource(l, *cut.word[0], *cut.word[2],
-                                              *cut.word[3], ~0u, pval);
+                                                *cut.word[3], ~0u, pval);
         auto lane = [&](uint32_t v) {
-          return Value(LLVM::ConstantOp::create(b, loc, i64,
-                                                b.getI64IntegerAttr(v)));
+          return Value(
+              LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v)));
         };
         result(lane(l), word(lane(src), 1), c32(pval ? 1 : 0));
       }
@@ -1799,16 +1801,20 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       Value seg = op(LLVM::AndOp(), op(LLVM::LShrOp(), cw, c32(8)), c32(31));
       Value notSeg = op(LLVM::XOrOp(), seg, c32(~0u));
       Value minLane = op(LLVM::AndOp(), l, seg);
-      Value maxLane = op(LLVM::OrOp(), minLane, op(LLVM::AndOp(), cval, notSeg));
+      Value maxLane =
+          op(LLVM::OrOp(), minLane, op(LLVM::AndOp(), cval, notSeg));
       using P = LLVM::ICmpPredicate;
       Value jUp = op(LLVM::SubOp(), l, bl);
       Value jDown = op(LLVM::AddOp(), l, bl);
       Value jBfly = op(LLVM::XOrOp(), l, bl);
       Value jIdx = op(LLVM::OrOp(), minLane, op(LLVM::AndOp(), bl, notSeg));
-      Value isUp = icmp(P::eq, mode, c32(0)), isDown = icmp(P::eq, mode, c32(1)),
+      Value isUp = icmp(P::eq, mode, c32(0)),
+            isDown = icmp(P::eq, mode, c32(1)),
             isBfly = icmp(P::eq, mode, c32(2));
-      Value j = select(isUp, jUp, select(isDown, jDown, select(isBfly, jBfly, jIdx)));
-      Value pval = select(isUp, icmp(P::sge, j, maxLane), icmp(P::sle, j, maxLane));
+      Value j =
+          select(isUp, jUp, select(isDown, jDown, select(isBfly, jBfly, jIdx)));
+      Value pval =
+          select(isUp, icmp(P::sge, j, maxLane), icmp(P::sle, j, maxLane));
       Value src = LLVM::ZExtOp::create(b, loc, i64, select(pval, j, l));
       result(lane, word(src, 1), LLVM::ZExtOp::create(b, loc, i32, pval));
       return Value();
@@ -2102,8 +2108,9 @@ void HostTargetInfo::finalizeModule(ModuleOp module) const {
     buildRegionFunction(module, fn, *layout, state.contextScope);
     fn->setAttr("wooly.region_function",
                 StringAttr::get(ctx, ("__wooly_regions_" + name).str()));
-    fn->setAttr("wooly.region_frame_bytes",
-                IntegerAttr::get(IntegerType::get(ctx, 64), layout->frameBytes));
+    fn->setAttr(
+        "wooly.region_frame_bytes",
+        IntegerAttr::get(IntegerType::get(ctx, 64), layout->frameBytes));
     // The warp function, where no thread of the kernel leaves it but at its
     // end (a device function may `exit`: a longjmp out of the middle of a
     // warp). Its warps may run ahead of one another past a `shfl` where the

@@ -121,8 +121,7 @@ void detail::runBlockRegions(Worker &w) {
   uint64_t localHi = w.stackHi > w.stackLo ? stackTopHere() : ~uint64_t(0);
   // The worker's memory the contexts point to: the same from block to
   // block of a launch, written again only where it moved.
-  std::array<const void *, 4> where = {w.shared.data(), w.cache.data(),
-                                       frames,
+  std::array<const void *, 4> where = {w.shared.data(), w.cache.data(), frames,
                                        reinterpret_cast<const void *>(localHi)};
   if (w.regionThreadsFor != l.id || w.regionContextsAt != where) {
     // The first block of the launch on this worker: the whole context.
