@@ -39,6 +39,7 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -961,6 +962,10 @@ struct RegionLayout {
   /// The slot of a warp collective's mask, and those of its input words.
   FrameSlot mask;
   SmallVector<FrameSlot> staging, results;
+  /// For each region, the one region that can follow it (its only cut's,
+  /// or WOOLY_REGION_EXITED), where there is only one: then every lane
+  /// that runs it stops at the same place.
+  SmallVector<std::optional<uint32_t>> successor;
   /// The lane function's accesses to the frame: each lane's own slots, so
   /// a loop over the lanes has no dependence between lanes through them
   /// (`llvm.loop.parallel_accesses`).
@@ -1159,16 +1164,59 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       alloca.erase();
     }
   }
-  // Values across cuts: made again (constants) or kept in the frame.
+  // Values across cuts: made again where used, if they are the same for
+  // the whole warp and cheap (constants, and a few operations on them, on
+  // the parameters and on the warp's context fields, which nothing
+  // writes: in a loop over the lanes they are invariant), else kept in the
+  // frame.
+  Value params = entry->getArgument(1);
+  std::function<bool(Value, unsigned &)> uniform = [&](Value v,
+                                                       unsigned &budget) {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner() == entry && (v == params || v == warpCtx);
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getNumRegions() || def->getNumResults() != 1 ||
+        budget-- == 0)
+      return false;
+    if (auto load = dyn_cast<LLVM::LoadOp>(def)) {
+      if (load.getVolatile_() ||
+          load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
+        return false;
+      Value addr = load.getAddr();
+      while (auto gep = addr.getDefiningOp<LLVM::GEPOp>()) {
+        if (!gep.getDynamicIndices().empty())
+          return false;
+        addr = gep.getBase();
+      }
+      return addr == params || addr == warpCtx;
+    }
+    if (!isMemoryEffectFree(def))
+      return false;
+    return llvm::all_of(def->getOperands(),
+                        [&](Value x) { return uniform(x, budget); });
+  };
+  std::function<Value(Value, IRMapping &)> remake = [&](Value v,
+                                                        IRMapping &made) {
+    if (Value m = made.lookupOrNull(v); m)
+      return m;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return v;
+    for (Value x : def->getOperands())
+      remake(x, made);
+    Operation *copy = b.clone(*def, made);
+    return Value(copy->getResult(0));
+  };
   for (Value v : across) {
     if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == entry)
       continue; // The arguments: passed again.
     Operation *def = v.getDefiningOp();
-    if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
-        isMemoryEffectFree(def)) {
+    unsigned budget = 12;
+    if (uniform(v, budget)) {
       for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
         b.setInsertionPoint(use.getOwner());
-        use.set(b.clone(*def)->getResult(cast<OpResult>(v).getResultNumber()));
+        IRMapping made;
+        use.set(remake(v, made));
       }
       continue;
     }
@@ -1362,6 +1410,26 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   LLVM::SwitchOp::create(b, loc, regionArg, first, ValueRange{}, cases,
                          BlockRange(conts), operands);
   out.frameBytes = llvm::alignTo(out.frameBytes, 16);
+  // Where each region can end.
+  for (size_t r = 0; r <= conts.size(); ++r) {
+    std::optional<uint32_t> only;
+    bool several = false;
+    llvm::SmallPtrSet<Block *, 16> seen;
+    SmallVector<Block *> work{r ? conts[r - 1] : first};
+    while (!work.empty() && !several) {
+      Block *block = work.pop_back_val();
+      if (!seen.insert(block).second)
+        continue;
+      if (auto ret = dyn_cast<LLVM::ReturnOp>(block->getTerminator())) {
+        std::optional<uint32_t> next = constant(ret.getOperand(0));
+        several = !next || (only && *only != *next);
+        only = next;
+      }
+      for (Block *succ : block->getSuccessors())
+        work.push_back(succ);
+    }
+    out.successor.push_back(several ? std::nullopt : only);
+  }
   out.frameAccesses = LLVM::AccessGroupAttr::get(ctx);
   ArrayAttr groups = b.getArrayAttr({out.frameAccesses});
   fn.walk([&](LLVM::AccessGroupOpInterface op) {
@@ -1656,6 +1724,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Block *dispatch =
       b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
   Block *check = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *uniform =
+      b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
   Block *finish =
       b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
   Block *leave = b.createBlock(&fn.getBody(), fn.getBody().end(), {i32}, {loc});
@@ -1693,7 +1763,11 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
           return Value();
         },
         layout.frameAccesses);
-    LLVM::BrOp::create(b, loc, ValueRange{}, check);
+    // Where the region can end at one cut only, every lane is there.
+    if (std::optional<uint32_t> next = layout.successor[r])
+      LLVM::BrOp::create(b, loc, ValueRange{c32(*next)}, uniform);
+    else
+      LLVM::BrOp::create(b, loc, ValueRange{}, check);
   }
   b.setInsertionPointToEnd(dispatch);
   LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave,
@@ -1823,7 +1897,7 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   }
   // All lanes at one barrier, or all exited: the code to return.
   SmallVector<SmallVector<Value>> caseArgs(cases.size());
-  Block *uniform = b.createBlock(&fn.getBody(), fn.getBody().end());
+  b.setInsertionPointToStart(uniform);
   for (auto [c, cut] : llvm::enumerate(layout.cuts)) {
     if (cut.warp)
       continue;
@@ -1835,10 +1909,11 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   dests.push_back(finish);
   caseArgs.push_back({c32(WOOLY_REGION_EXITED)});
   SmallVector<ValueRange> caseOperands(caseArgs.begin(), caseArgs.end());
-  LLVM::SwitchOp::create(b, loc, next, finish, ValueRange{c32(0)}, cases,
-                         BlockRange(dests), caseOperands);
+  LLVM::SwitchOp::create(b, loc, uniform->getArgument(0), finish,
+                         ValueRange{c32(0)}, cases, BlockRange(dests),
+                         caseOperands);
   b.setInsertionPointToEnd(same.getParentBlock());
-  LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{}, finish,
+  LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{next}, finish,
                          ValueRange{c32(0)});
 
   // Each lane's next region and request, as the runtime expects them.

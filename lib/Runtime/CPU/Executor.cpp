@@ -18,8 +18,13 @@ using namespace wooly::cpu::detail;
 
 std::string detail::describeThread(const GpuThread *t) {
   const WoolyThreadCtx &c = t->ctx;
-  return llvm::formatv("block ({0},{1},{2}) thread ({3},{4},{5})", c.ctaid[0],
-                       c.ctaid[1], c.ctaid[2], c.tid[0], c.tid[1], c.tid[2])
+  // The block is the worker's: a lane of a warp in lockstep has only its
+  // warp's first lane's `ctaid` up to date (RegionExecutor.cpp).
+  uint64_t block[3] = {c.ctaid[0], c.ctaid[1], c.ctaid[2]};
+  if (t->worker)
+    std::copy(t->worker->block, t->worker->block + 3, block);
+  return llvm::formatv("block ({0},{1},{2}) thread ({3},{4},{5})", block[0],
+                       block[1], block[2], c.tid[0], c.tid[1], c.tid[2])
       .str();
 }
 

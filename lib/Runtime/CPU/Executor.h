@@ -336,6 +336,9 @@ struct alignas(64) Worker {
   /// The shared window, site cache, frames and `.local` top the contexts
   /// in `threads` were last given (RegionExecutor.cpp).
   std::array<const void *, 4> regionContextsAt{};
+  /// Whether every thread in `threads` is runnable (the last block ran to
+  /// its end in lockstep; RegionExecutor.cpp).
+  bool regionThreadsClean = false;
   // Fiber mode.
   bool fiberMode = false;
   std::vector<GpuThread> threads;

@@ -123,6 +123,13 @@ void detail::runBlockRegions(Worker &w) {
   // block of a launch, written again only where it moved.
   std::array<const void *, 4> where = {w.shared.data(), w.cache.data(), frames,
                                        reinterpret_cast<const void *>(localHi)};
+  WoolyWarpFn warpFn = l.warpFn;
+  // Whole warps in lockstep (see the file's header): while every warp
+  // stops at the same barrier, the block needs nothing of the runtime
+  // between rounds, and no thread's state changes. The warp functions read
+  // the block's fields from each warp's first lane's context: the other
+  // lanes' are brought up to date only if the block leaves lockstep.
+  bool lockstep = warpFn && n % 32 == 0;
   if (w.regionThreadsFor != l.id || w.regionContextsAt != where) {
     // The first block of the launch on this worker: the whole context.
     initBlockThreads(w);
@@ -138,27 +145,30 @@ void detail::runBlockRegions(Worker &w) {
       t.ctx.localLo = w.stackLo;
       t.ctx.localHi = localHi;
     }
+    w.regionThreadsClean = false;
   }
-  // The fields that change from block to block.
-  for (uint32_t i = 0; i < n; ++i) {
-    GpuThread &t = w.threads[i];
-    for (int d = 0; d < 3; ++d)
-      t.ctx.ctaid[d] = uint32_t(w.block[d]);
-    t.status = ThreadStatus::Runnable;
-    t.ctx.resume = 0;
-  }
+  // The fields that change from block to block: of every thread, or, for a
+  // block in lockstep after one that stayed in it (every thread is then
+  // runnable still), of each warp's first lane.
+  auto setUp = [&](uint32_t from, uint32_t step) {
+    for (uint32_t i = from; i < n; i += step) {
+      GpuThread &t = w.threads[i];
+      for (int d = 0; d < 3; ++d)
+        t.ctx.ctaid[d] = uint32_t(w.block[d]);
+      t.status = ThreadStatus::Runnable;
+      t.ctx.resume = 0;
+    }
+  };
+  bool clean = lockstep && w.regionThreadsClean;
+  setUp(0, clean ? 32 : 1);
+  w.regionThreadsClean = false;
   w.regionLive.assign(warps, ~0u);
   if (n % 32)
     w.regionLive[warps - 1] = (1u << (n % 32)) - 1;
   w.atWarp = w.atBarrier = w.atIteration = w.exited = 0;
   WoolyKernelFn fn = l.regionFn;
-  WoolyWarpFn warpFn = l.warpFn;
   const char *params = l.params;
   uint32_t *live = w.regionLive.data();
-  // Whole warps in lockstep (see the file's header): while every
-  // warp stops at the same barrier, the block needs nothing of the runtime
-  // between rounds: no thread's status changes.
-  bool lockstep = warpFn && n % 32 == 0;
   for (;;) {
     // One setjmp a pass: `exit`, a fault or an overflow comes back here
     // with the thread in `w.next`.
@@ -166,7 +176,7 @@ void detail::runBlockRegions(Worker &w) {
     int why = setjmp(w.jmp);
     if (why == kJmpFault)
       return;
-    if (lockstep) {
+    if (lockstep && why == 0) {
       uint32_t warp = 0, region = 0;
       for (; warp < warps; ++warp) {
         uint32_t r =
@@ -176,7 +186,11 @@ void detail::runBlockRegions(Worker &w) {
         region = r;
       }
       if (warp == warps) {
-        if (region == WOOLY_REGION_EXITED || l.stopped(w.linearBlock))
+        if (region == WOOLY_REGION_EXITED) {
+          w.regionThreadsClean = true; // No thread's status changed.
+          return;
+        }
+        if (l.stopped(w.linearBlock))
           return;
         continue; // The barrier completes: the next round.
       }
@@ -184,6 +198,17 @@ void detail::runBlockRegions(Worker &w) {
       // stopped, the others where they were; the thread by thread pass
       // goes on from the next warp.
       lockstep = false;
+      if (clean) {
+        // The other lanes' block fields, and where the warps that did not
+        // run this round are (their first lane knows).
+        for (uint32_t i = 0; i < n; ++i) {
+          GpuThread &t = w.threads[i];
+          for (int d = 0; d < 3; ++d)
+            t.ctx.ctaid[d] = uint32_t(w.block[d]);
+          if (i >= (warp + 1) * 32)
+            t.ctx.resume = w.threads[i & ~31u].ctx.resume;
+        }
+      }
       for (uint32_t i = 0; i < (warp + 1) * 32; ++i) {
         GpuThread &t = w.threads[i];
         if (t.ctx.resume == WOOLY_REGION_EXITED) {
