@@ -34,7 +34,8 @@ std::string mib(uint64_t bytes) {
 
 MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
     : backend(backend), cap(capacity), canSwap(backend.supportsSwap()),
-      canShare(backend.supportsSharing()) {
+      canShare(backend.supportsSharing()),
+      remapsToShare(backend.sharingRemaps()) {
   usage.capacity = capacity;
   tenantMap[kInternal].name = "(server)";
   tenantMap[kInternal].quota = UINT64_MAX;
@@ -299,6 +300,10 @@ void MemoryManager::removeMember(uint64_t addr, Block &b) {
 }
 
 llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
+  // The caller's op is one unit of the tenant's work; another may be a
+  // kernel reading the allocation that the backend is about to remap.
+  if (remapsToShare && tenantMap[b.tenant].busy > 1)
+    return llvm::make_error<MustWaitError>();
   // Its own copy is device memory like an allocation.
   if (!makeRoom(b.bytes, b.tenant)) {
     usage.outOfMemory++;
@@ -319,6 +324,10 @@ llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
 }
 
 std::string MemoryManager::findTwin(uint64_t addr, Block &b) {
+  // `addr` is remapped: not while other work of its tenant may read it (it
+  // stays a candidate: a later twin shares with it, unremapped).
+  if (remapsToShare && tenantMap[b.tenant].busy > 1)
+    return "";
   auto [begin, end] = candidates.equal_range({*b.hash, b.bytes});
   for (auto it = begin; it != end; ++it) {
     uint64_t other = it->second;
@@ -370,13 +379,13 @@ MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes,
   if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
     return std::pair<uint64_t, uint64_t>{0, 0};
   Block &b = e->second;
-  dropCandidate(e->first, b);
   if (b.group) {
     if (llvm::Error err = leaveGroup(e->first, b))
       return std::move(err);
     if (copied)
       *copied = true;
   }
+  dropCandidate(e->first, b);
   b.writers++;
   return std::pair<uint64_t, uint64_t>{e->first, b.bytes};
 }

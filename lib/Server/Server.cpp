@@ -561,8 +561,9 @@ public:
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   /// Deduplication: tells the memory manager which allocations `op` may
   /// write (private copies for shared ones); an error status when one
-  /// cannot get its copy.
-  pb::Status beginWrites(Op *op);
+  /// cannot get its copy. `mustWait` set: a copy must wait for the
+  /// tenant's other work (MustWaitError; nothing counted).
+  pb::Status beginWrites(Op *op, bool *mustWait);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
   /// preemption flag and counter (0: none, or its own), a contained one
@@ -2625,7 +2626,7 @@ void Server::Impl::submit(Op *op) {
     makeReady(op);
 }
 
-pb::Status Server::Impl::beginWrites(Op *op) {
+pb::Status Server::Impl::beginWrites(Op *op, bool *mustWait) {
   if (!memory->dedups())
     return pb::Status();
   uint64_t tenant = op->session->tenant->memId;
@@ -2642,6 +2643,11 @@ pb::Status Server::Impl::beginWrites(Op *op) {
     for (uint64_t base : op->writes)
       memory->endWrite(base);
     op->writes.clear();
+    if (e.isA<MustWaitError>()) {
+      llvm::consumeError(std::move(e));
+      *mustWait = true;
+      return pb::Status();
+    }
     return status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), op->seq);
   };
   // Counts a write to the allocation `addr` falls in; returns its base
@@ -2775,8 +2781,18 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   }
   if (op->type == Op::Type::Launch)
     op->kernel = op->slot->compiled->findKernel(op->kernelName);
-  if (pb::Status st = beginWrites(op); st.code() != pb::OK)
+  bool mustWait = false;
+  if (pb::Status st = beginWrites(op, &mustWait); st.code() != pb::OK)
     return cancel(std::move(st));
+  if (mustWait) {
+    // A copy on write that remaps memory the tenant's other work may be
+    // reading: the op lets its memory go and waits for that work.
+    memory->release(s.tenant->memId);
+    op->acquired = false;
+    memoryWaiters.push_back(op);
+    memoryWaiting = memoryWaiters.size();
+    return;
+  }
   if (op->type == Op::Type::SymbolIn || op->type == Op::Type::SymbolOut) {
     // The variable's address, resolved here: the executor reads only the
     // op (the module's tables belong to this thread).

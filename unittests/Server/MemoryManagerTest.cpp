@@ -323,6 +323,18 @@ void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
   mm.endWrite(w->first, whole ? std::optional<uint64_t>(h) : std::nullopt);
 }
 
+/// Tenants t0, t1, t2 (32 MiB quotas), each with one allocation of
+/// `bytes`.
+void threeTenants(MemoryManager &mm, uint64_t bytes, uint64_t (&t)[3],
+                  uint64_t (&addr)[3]) {
+  for (int i = 0; i < 3; ++i) {
+    t[i] = mm.addTenant("t" + std::to_string(i), 32 * kMiB);
+    auto a = mm.allocate(t[i], bytes);
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    addr[i] = *a;
+  }
+}
+
 std::vector<uint8_t> readBack(Backend &b, uint64_t addr, uint64_t bytes) {
   std::vector<uint8_t> v(bytes);
   EXPECT_FALSE(llvm::errorToBool(b.copyFromDevice(v.data(), addr, bytes)));
@@ -344,11 +356,8 @@ TEST(MemoryManagerTest, IdenticalBuffersShareOneCopyUntilWritten) {
   constexpr uint64_t kBytes = 8 * kMiB + 100; // not a whole number of pages
   std::vector<uint8_t> weights = patternOf(0x1000, kBytes);
   uint64_t t[3], addr[3];
+  threeTenants(mm, kBytes, t, addr);
   for (int i = 0; i < 3; ++i) {
-    t[i] = mm.addTenant("t" + std::to_string(i), 32 * kMiB);
-    auto a = mm.allocate(t[i], kBytes);
-    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    addr[i] = *a;
     fill(mm, *backend, t[i], addr[i], weights);
     EXPECT_EQ(mm.verify(), "");
   }
@@ -518,4 +527,80 @@ TEST(MemoryManagerTest, TenantsWithoutDedupNeverShare) {
   EXPECT_EQ(mm.device().saved, weights.size()) << "a and b share";
   EXPECT_EQ(mm.tenant(secret).shared, 0u);
   EXPECT_EQ(mm.verify(), "");
+}
+
+// On the cuda backend (the stand-in driver, with virtual memory
+// management) sharing and unsharing remap an allocation, which no kernel
+// may use meanwhile: a tenant with other work acquired does not have its
+// buffer remapped to share (it stays a candidate: a later twin shares
+// with it instead), and its copy on write waits (MustWaitError, nothing
+// changed) until its other work is released. Without virtual memory
+// management the cuda backend does not share at all.
+TEST(MemoryManagerTest, CudaRemapsOnlyWhileTheTenantHasNoOtherWork) {
+  BackendOptions o;
+  o.cudaDriverLibrary = FAKE_CUDA_FULL;
+  auto plain = createBackend("cuda", o);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE((*plain)->supportsSharing());
+  EXPECT_FALSE(MemoryManager(**plain, 64 * kMiB).dedups());
+  o.cudaVirtualMemory = true;
+  auto created = createBackend("cuda", o);
+  ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+  Backend &backend = **created;
+  ASSERT_TRUE(backend.supportsSharing() && backend.sharingRemaps());
+  MemoryManager mm(backend, 64 * kMiB);
+  ASSERT_TRUE(mm.dedups());
+  constexpr uint64_t kBytes = 4 * kMiB;
+  std::vector<uint8_t> weights = patternOf(0x2000, kBytes);
+  uint64_t t[3], addr[3];
+  threeTenants(mm, kBytes, t, addr);
+  // t0 fills its buffer; t1 fills its own while it has other work (two
+  // units acquired): it is not remapped.
+  fill(mm, backend, t[0], addr[0], weights);
+  ASSERT_EQ(mm.acquire(t[1]), Acquired::Yes);
+  ASSERT_EQ(mm.acquire(t[1]), Acquired::Yes);
+  fill(mm, backend, t[1], addr[1], weights);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  // t2, idle, shares with t0's (the first candidate); t0 is never
+  // remapped, only made read-only.
+  fill(mm, backend, t[2], addr[2], weights);
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.tenant(t[2]).shared, kBytes);
+  EXPECT_EQ(mm.tenant(t[1]).shared, 0u);
+
+  // t2 with other work: its copy on write waits, and nothing changes.
+  ASSERT_EQ(mm.acquire(t[2]), Acquired::Yes);
+  ASSERT_EQ(mm.acquire(t[2]), Acquired::Yes);
+  auto w = mm.beginWrite(t[2], addr[2] + 64, 1);
+  ASSERT_FALSE(bool(w));
+  EXPECT_TRUE(w.takeError().isA<MustWaitError>());
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.device().copiesOnWrite, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  // Its other work done, the copy is made.
+  mm.release(t[2]);
+  bool copied = false;
+  w = mm.beginWrite(t[2], addr[2] + 64, 1, &copied);
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  EXPECT_TRUE(copied);
+  std::vector<uint8_t> one(1, 0x77);
+  ASSERT_FALSE(
+      llvm::errorToBool(backend.copyToDevice(addr[2] + 64, one.data(), 1)));
+  mm.endWrite(w->first);
+  mm.release(t[2]);
+  mm.release(t[1]);
+  mm.release(t[1]);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.device().copiesOnWrite, 1u);
+  EXPECT_EQ(mm.verify(), "");
+  std::vector<uint8_t> written = weights;
+  written[64] = 0x77;
+  EXPECT_EQ(readBack(backend, addr[0], kBytes), weights);
+  EXPECT_EQ(readBack(backend, addr[1], kBytes), weights);
+  EXPECT_EQ(readBack(backend, addr[2], kBytes), written);
+  for (uint64_t a : addr)
+    ASSERT_FALSE(llvm::errorToBool(mm.free(a)));
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.device().physical, 0u);
 }

@@ -2612,6 +2612,83 @@ TEST_F(ServerTest, CudaSwapKeepsEveryByte) {
   EXPECT_LE(metric(m, "wooly_device_memory_used_bytes"), double(64 << 20));
 }
 
+// Deduplication on the cuda backend (the stand-in driver, whose physical
+// allocations can be mapped at several addresses and whose read-only
+// mappings refuse writes): with --cuda-swap, three tenants that copy in
+// the same weights keep one physical copy; a memcpy and a memset into it
+// give the writer a private copy at the same address while the others
+// still read the original bytes. Without --cuda-swap the backend cannot
+// share, and every tenant keeps its own copy.
+TEST_F(ServerTest, CudaKeepsIdenticalWeightsOnceUntilWritten) {
+  constexpr unsigned kTenants = 3;
+  constexpr uint32_t kWords = (4u << 20) / 4;
+  std::vector<uint32_t> weights(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    weights[i] = memPattern(5, 1, i);
+  for (bool vmm : {false, true}) {
+    SCOPED_TRACE(vmm ? "--cuda-swap" : "without --cuda-swap");
+    const char *old = getenv("LD_LIBRARY_PATH");
+    std::string saved = old ? old : "";
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    std::vector<std::string> args = {"--backend=cuda", "--device-memory=64MiB"};
+    if (vmm)
+      args.push_back("--cuda-swap");
+    logPath = dir + (vmm ? "/serve-vmm.log" : "/serve.log");
+    startServer(args);
+    if (old)
+      setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+    else
+      unsetenv("LD_LIBRARY_PATH");
+    std::vector<std::unique_ptr<Client>> cs(kTenants);
+    std::vector<uint64_t> w(kTenants);
+    for (unsigned t = 0; t < kTenants; ++t) {
+      cs[t] = connect("t" + std::to_string(t));
+      ASSERT_TRUE(cs[t]);
+      ASSERT_TRUE(cs[t]->malloc(kWords * 4ull, w[t]).ok()) << log();
+      ASSERT_TRUE(
+          cs[t]->copyToDevice(w[t], weights.data(), kWords * 4ull).ok());
+      Status st = cs[t]->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+    }
+    std::string m = fetchMetrics();
+    double kept = vmm ? double(kTenants - 1) * kWords * 4 : 0;
+    EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), kept) << m;
+    EXPECT_EQ(metric(m, "wooly_device_memory_used_bytes") -
+                  metric(m, "wooly_device_memory_internal_bytes"),
+              kTenants * kWords * 4.0 - kept);
+    auto read = [&](unsigned t) {
+      std::vector<uint32_t> got(kWords);
+      EXPECT_TRUE(cs[t]->copyFromDevice(got.data(), w[t], kWords * 4ull).ok());
+      return got;
+    };
+    for (unsigned t = 0; t < kTenants; ++t)
+      EXPECT_EQ(read(t), weights) << "t" << t;
+    // t1 writes by memcpy, t2 by memset; t0 only reads.
+    uint32_t patch[4] = {1, 2, 3, 4};
+    ASSERT_TRUE(cs[1]->copyToDevice(w[1] + 400, patch, 16).ok());
+    ASSERT_TRUE(cs[2]->memset(w[2] + 4096, 0xab, 8).ok());
+    for (unsigned t = 1; t < kTenants; ++t) {
+      Status st = cs[t]->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << "t" << t << ": " << st.str() << log();
+    }
+    std::vector<uint32_t> expect1 = weights, expect2 = weights;
+    std::copy(patch, patch + 4, expect1.begin() + 100);
+    expect2[1024] = expect2[1025] = 0xababababu;
+    EXPECT_EQ(read(0), weights);
+    EXPECT_EQ(read(1), expect1);
+    EXPECT_EQ(read(2), expect2);
+    m = fetchMetrics();
+    EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), vmm ? 2.0 : 0.0)
+        << m;
+    EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), 0.0);
+    EXPECT_EQ(metric(m, "wooly_device_memory_used_bytes") -
+                  metric(m, "wooly_device_memory_internal_bytes"),
+              kTenants * kWords * 4.0);
+    cs.clear();
+    stopServer();
+  }
+}
+
 // A tenant killed while its memory is swapped out, and one whose client
 // goes away while its launch waits for its memory to come back (the other
 // tenant's kernel holds the device): both sessions' memory returns, the

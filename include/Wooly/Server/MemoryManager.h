@@ -27,6 +27,11 @@
 //    which needs device memory like an allocation), and no allocation
 //    with a write in flight is ever shared. Shared allocations are not
 //    swapped out (moving one frees nothing while another maps it).
+//    Where the backend remaps an allocation to share or unshare it
+//    (Backend::sharingRemaps: cuda), that allocation is only remapped
+//    while its tenant has no other work acquired (no kernel of its can be
+//    reading it): it shares later otherwise, and a copy on write waits
+//    (beginWrite's MustWaitError) until the tenant's other work is done.
 //  - Module variables are reserved before the backend creates them
 //    (reservePinned: the sizes the module declares) and pinned (never
 //    swapped: the backend creates them inside the module), as is the
@@ -108,6 +113,21 @@ struct DeviceMemoryUsage {
   uint64_t outOfMemory = 0;
 };
 
+/// beginWrite's error when the copy on write must wait: the backend
+/// remaps the allocation to give it its own copy (Backend::sharingRemaps)
+/// and the tenant has other work acquired that may be reading it. Release
+/// the op's memory and try again when the tenant's other work is done.
+class MustWaitError : public llvm::ErrorInfo<MustWaitError> {
+public:
+  static inline char ID = 0;
+  void log(llvm::raw_ostream &os) const override {
+    os << "the copy on write waits for the tenant's other work";
+  }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
 /// What `acquire` found.
 enum class Acquired {
   /// The tenant's memory is resident, and stays so until `release`.
@@ -169,7 +189,8 @@ public:
   /// size ({0, 0} for memory the manager does not share: not an
   /// allocation of the tenant, module variables). Errors (still shared):
   /// no device memory for the copy, the backend's.
-  /// `copied` (optional): set when it made a private copy.
+  /// `copied` (optional): set when it made a private copy. MustWaitError:
+  /// the copy must wait for the tenant's other work (nothing changed).
   llvm::Expected<std::pair<uint64_t, uint64_t>>
   beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1,
              bool *copied = nullptr);
@@ -271,6 +292,9 @@ private:
   /// Candidates for sharing by (hash, size): their bases.
   std::multimap<std::pair<uint64_t, uint64_t>, uint64_t> candidates;
   const bool canShare;
+  /// Backend::sharingRemaps: share and unshare only while the block's
+  /// tenant has no other work acquired.
+  const bool remapsToShare;
   uint64_t nextGroup = 1;
   DeviceMemoryUsage usage;
   uint64_t nextTenant = 1, tick = 0;
