@@ -50,10 +50,13 @@
 //    runtime contains those by itself, per fault domain.
 //  - Memory: every byte of device memory goes through the MemoryManager
 //    (include/Wooly/Server/MemoryManager.h). An op that does device work
-//    acquires its tenant's memory when it becomes ready (bringing it back
-//    if it was moved out, or waiting in `memoryWaiters` while others'
-//    work keeps it out) and releases it when it completes; a tenant with
-//    none acquired is idle, and its memory may move out to make room.
+//    acquires its tenant's memory when it becomes ready (waiting in
+//    `memoryWaiters` while it is moved back on the swap thread, or while
+//    others' work keeps it out) and releases it when it completes; a
+//    tenant with none acquired is idle, and its memory may move out to
+//    make room. Swaps for acquisitions run on the swap thread, so the
+//    other tenants' work goes on meanwhile; evictions to make room for an
+//    allocation still run on the I/O thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -602,6 +605,8 @@ public:
   Session *sessionOf(const std::string &routingId);
   void teardown(Session &s, const char *why);
   void maybeErase(Session &s);
+  /// In open mode, forgets a tenant with no session and no memory left.
+  void forgetTenant(TenantState &t);
   bool inSessionMemory(Session &s, uint64_t addr, uint64_t bytes);
   SessionModule *findModule(Session &s, uint64_t handle);
   pb::Status checkStream(Session &s, uint64_t stream, uint64_t seq);
@@ -650,6 +655,11 @@ public:
 
   JobQueue execQueue, compileQueue;
   std::vector<std::thread> execThreads, compileThreads;
+  /// The swap thread (where memory can move): runs the swaps that
+  /// `MemoryManager::acquire` starts, so that the I/O thread and the other
+  /// tenants' work go on while a tenant's memory moves.
+  JobQueue swapQueue;
+  std::thread swapThread;
   unsigned numExecutors = 1, idleExecutors = 1;
 
   std::map<uint64_t, std::unique_ptr<Session>> sessions;
@@ -754,6 +764,9 @@ public:
 Server::Impl::~Impl() {
   execQueue.stop();
   compileQueue.stop();
+  swapQueue.stop();
+  if (swapThread.joinable())
+    swapThread.join();
   for (std::thread &t : execThreads)
     t.join();
   for (std::thread &t : compileThreads)
@@ -982,6 +995,35 @@ llvm::Error Server::Impl::start() {
   for (unsigned i = 0; i < nc; ++i)
     compileThreads.emplace_back(
         [this, i, n = numExecutors] { workerThread(n + i, compileQueue); });
+  if (memory->swaps()) {
+    swapThread = std::thread(
+        [this, n = numExecutors + nc] { workerThread(n, swapQueue); });
+    // Each swap on the swap thread; once it has run, the I/O thread ends
+    // it and retries the work that waits for memory.
+    memory->swapInBackground(
+        [this] {
+          swapQueue.push([this] {
+            memory->runSwap();
+            post([this] {
+              if (!memory->settleSwap())
+                return;
+              retryMemoryWaiters();
+              // Tenants of open mode whose last session ended while the
+              // swap moved their memory.
+              std::vector<TenantState *> idle;
+              {
+                std::lock_guard<std::mutex> lock(tenantsMutex);
+                for (auto &[name, t] : tenantStates)
+                  if (t->sessions == 0)
+                    idle.push_back(t.get());
+              }
+              for (TenantState *t : idle)
+                forgetTenant(*t);
+            });
+          });
+        },
+        std::chrono::milliseconds(options.swapDelayMs));
+  }
 
   if (!options.metrics.empty()) {
     auto ep = MetricsEndpoint::start(options.metrics,
@@ -3726,13 +3768,17 @@ void Server::Impl::maybeErase(Session &s) {
   }
   // In open mode any name makes a tenant: one that has nothing left is
   // forgotten, so that clients cannot grow the server without bound.
-  if (tenants.open && s.tenant->sessions == 0 &&
-      memory->removeTenant(s.tenant->memId)) {
-    scheduler->retire(&s.tenant->config, nowNanos());
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    tenantStates.erase(s.tenant->config.name);
-  }
+  forgetTenant(*s.tenant);
   sessions.erase(s.id);
+}
+
+void Server::Impl::forgetTenant(TenantState &t) {
+  // (Not while a swap moves its memory: then once that swap settles.)
+  if (tenants.open && t.sessions == 0 && memory->removeTenant(t.memId)) {
+    scheduler->retire(&t.config, nowNanos());
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    tenantStates.erase(t.config.name);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,8 +13,11 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace wooly;
@@ -603,4 +606,98 @@ TEST(MemoryManagerTest, CudaRemapsOnlyWhileTheTenantHasNoOtherWork) {
     ASSERT_FALSE(llvm::errorToBool(mm.free(a)));
   EXPECT_EQ(mm.verify(), "");
   EXPECT_EQ(mm.device().physical, 0u);
+}
+
+// Swaps off the caller's thread (swapInBackground, as wooly-serve runs
+// them on its swap thread), made to last with a pause before each
+// allocation moves: while a tenant's memory comes back, the tenants it
+// moves out and the tenant itself acquire nothing, another tenant
+// acquires, works, and allocates, and every counter stays exact at every
+// step. A tenant whose memory is about to move in is killed (its
+// allocations freed) mid-swap: they are freed, not moved, and the
+// counters are exact once it settles. Every byte survives.
+TEST(MemoryManagerTest, BackgroundSwapsLetOtherTenantsGoOn) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  ASSERT_TRUE(mm.swaps());
+  uint64_t a = mm.addTenant("a", 64 * kMiB), b = mm.addTenant("b", 64 * kMiB),
+           c = mm.addTenant("c", 64 * kMiB);
+  std::map<uint64_t, uint64_t> sizes; // every allocation's bytes
+  auto alloc = [&](uint64_t tenant, uint64_t bytes) {
+    auto r = mm.allocate(tenant, bytes);
+    EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    if (!r)
+      return uint64_t(0);
+    sizes[*r] = bytes;
+    fill(mm, *backend, tenant, *r, patternOf(*r, bytes));
+    return *r;
+  };
+  uint64_t a0 = alloc(a, 20 * kMiB), a1 = alloc(a, 20 * kMiB);
+  uint64_t b0 = alloc(b, 20 * kMiB), b1 = alloc(b, 20 * kMiB); // a moves out
+  uint64_t c0 = alloc(c, 2 * kMiB);
+  ASSERT_EQ(mm.tenant(a).swapped, 40 * kMiB);
+  std::atomic<int> starts{0};
+  mm.swapInBackground([&] { starts++; }, std::chrono::milliseconds(300));
+
+  // a's memory comes back: b moves out, on another thread (4 moves, 1.2 s).
+  EXPECT_EQ(mm.acquire(a), Acquired::Wait);
+  EXPECT_EQ(starts.load(), 1);
+  EXPECT_TRUE(mm.swapping());
+  std::thread swapper([&] { mm.runSwap(); });
+  EXPECT_EQ(mm.acquire(a), Acquired::Wait);
+  EXPECT_EQ(mm.acquire(b), Acquired::Wait) << "b's memory is moving out";
+  EXPECT_EQ(starts.load(), 1) << "one swap at a time";
+  // c goes on: it works on its memory and allocates more.
+  ASSERT_EQ(mm.acquire(c), Acquired::Yes);
+  std::vector<uint8_t> ones(2 * kMiB, 0x11);
+  fill(mm, *backend, c, c0, ones);
+  mm.release(c);
+  uint64_t c1 = alloc(c, 2 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_TRUE(mm.swapping()) << "c's work was done while the swap ran";
+  EXPECT_EQ(mm.device().swapIns, 0u);
+  swapper.join();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_FALSE(mm.swapping());
+  EXPECT_EQ(mm.verify(), "");
+  ASSERT_EQ(mm.acquire(a), Acquired::Yes);
+  EXPECT_EQ(mm.tenant(a).resident, 40 * kMiB);
+  EXPECT_EQ(mm.tenant(b).swapped, 40 * kMiB);
+  for (uint64_t x : {a0, a1})
+    EXPECT_EQ(readBack(*backend, x, sizes[x]), patternOf(x, sizes[x]));
+  mm.release(a);
+
+  // b's memory is to come back; b is killed before it has.
+  uint64_t swapInsBefore = mm.device().swapIns;
+  EXPECT_EQ(mm.acquire(b), Acquired::Wait);
+  std::thread swapper2([&] { mm.runSwap(); });
+  for (uint64_t x : {b0, b1})
+    ASSERT_FALSE(llvm::errorToBool(mm.free(x)));
+  EXPECT_TRUE(llvm::errorToBool(mm.free(b0))) << "freed once";
+  EXPECT_FALSE(mm.removeTenant(b)) << "its memory is still moving";
+  EXPECT_EQ(mm.verify(), "");
+  swapper2.join();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.tenant(b).used(), 0u);
+  EXPECT_EQ(mm.device().swapIns, swapInsBefore) << "freed, not moved in";
+  EXPECT_TRUE(mm.removeTenant(b));
+  // a and c (moved out for b, or not) come back with every byte.
+  mm.swapInBackground([&] { starts++; }); // no pause
+  for (uint64_t t : {a, c}) {
+    Acquired got = mm.acquire(t);
+    if (got == Acquired::Wait) {
+      mm.runSwap();
+      EXPECT_TRUE(mm.settleSwap());
+      got = mm.acquire(t);
+    }
+    ASSERT_EQ(got, Acquired::Yes);
+    mm.release(t);
+  }
+  EXPECT_EQ(readBack(*backend, c0, 2 * kMiB), ones);
+  for (uint64_t x : {a0, a1, c1})
+    EXPECT_EQ(readBack(*backend, x, sizes[x]), patternOf(x, sizes[x]));
+  EXPECT_EQ(mm.device().swapped, 0u);
+  EXPECT_EQ(mm.verify(), "");
 }

@@ -2689,6 +2689,140 @@ TEST_F(ServerTest, CudaKeepsIdenticalWeightsOnceUntilWritten) {
   }
 }
 
+// Swap traffic is pipelined with other tenants' work: a tenant's memory
+// comes back on the server's swap thread (made to last with
+// --swap-delay-ms: 0.7 s before each of the four allocations it moves),
+// and meanwhile another tenant's launches, copies and synchronisation
+// complete; the metrics show the swap still in flight when they have.
+// Then a tenant is killed while its memory moves back: once the swap
+// settles, its memory is gone from every counter, and the others' bytes
+// are intact.
+TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
+  constexpr uint32_t kWords = (20u << 20) / 4, kSmall = (1u << 20) / 4;
+  startServer({"--device-memory=64MiB", "--swap-delay-ms=700"});
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    uint64_t buf[2] = {};
+  };
+  Tenant a, b;
+  auto fill = [&](Tenant &x, unsigned t) {
+    x.c = connect(t ? "b" : "a");
+    ASSERT_TRUE(x.c);
+    for (unsigned i = 0; i < 2; ++i) {
+      ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.buf[i]).ok()) << log();
+      std::vector<uint32_t> p(kWords);
+      for (uint32_t w = 0; w < kWords; ++w)
+        p[w] = memPattern(t, i, w);
+      ASSERT_TRUE(x.c->copyToDevice(x.buf[i], p.data(), kWords * 4ull).ok());
+    }
+    Status st = x.c->deviceSynchronize();
+    ASSERT_TRUE(st.ok()) << st.str() << log();
+  };
+  auto check = [&](Tenant &x, unsigned t, uint32_t word0) {
+    for (unsigned i = 0; i < 2; ++i) {
+      std::vector<uint32_t> got(kWords);
+      ASSERT_TRUE(
+          x.c->copyFromDevice(got.data(), x.buf[i], kWords * 4ull).ok());
+      uint32_t wrong = 0;
+      for (uint32_t w = 0; w < kWords; ++w)
+        wrong += got[w] != (i == 0 && w == 0 ? word0 : memPattern(t, i, w));
+      EXPECT_EQ(wrong, 0u) << "tenant " << t << " buffer " << i;
+    }
+  };
+  fill(a, 0);
+  fill(b, 1); // a's memory moves out
+  auto c = connect("c");
+  ASSERT_TRUE(c);
+  Module m;
+  ASSERT_TRUE(c->loadModule(kMixModule, "mix", m).ok());
+  uint64_t cbuf = 0;
+  ASSERT_TRUE(c->malloc(kSmall * 4ull, cbuf).ok());
+  std::vector<uint32_t> cp(kSmall);
+  for (uint32_t w = 0; w < kSmall; ++w)
+    cp[w] = memPattern(2, 0, w);
+  ASSERT_TRUE(c->copyToDevice(cbuf, cp.data(), kSmall * 4ull).ok());
+  uint32_t key = 0;
+  auto mix = [&](uint32_t k) {
+    Params p(*m.findKernel("mix"));
+    p.add(cbuf).add(kSmall).add(k);
+    ASSERT_TRUE(c->launch(m.handle, "mix", {kSmall / 256}, {256}, 0,
+                          p.bytes.data(), p.bytes.size())
+                    .ok());
+    key ^= k;
+  };
+  mix(0x1234567u); // compiled before the swap
+  ASSERT_TRUE(c->deviceSynchronize().ok()) << log();
+  std::string mt = fetchMetrics();
+  ASSERT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"a\"}"),
+            40 << 20)
+      << mt;
+  double swapIns = metric(mt, "wooly_memory_swap_ins_total");
+
+  // a's memset needs its memory back: b's moves out, a's in (2.8 s).
+  ASSERT_TRUE(a.c->memset(a.buf[0], 0x3c, 4, 0, /*async=*/true).ok());
+  ASSERT_TRUE(a.c->flush().ok());
+  // Once it waits for its memory, the swap has started.
+  auto until = [&](const char *name, double want) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline &&
+           metric(fetchMetrics(), name) != want)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(metric(fetchMetrics(), name), want) << name;
+  };
+  until("wooly_memory_waiting_operations", 1);
+  for (uint32_t k : {0x9e3779b9u, 0x85ebca6bu, 0xc2b2ae35u})
+    mix(k);
+  Status st = c->deviceSynchronize();
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  std::vector<uint32_t> got(kSmall);
+  ASSERT_TRUE(c->copyFromDevice(got.data(), cbuf, kSmall * 4ull).ok());
+  uint32_t wrong = 0;
+  for (uint32_t w = 0; w < kSmall; ++w)
+    wrong += got[w] != (cp[w] ^ key);
+  EXPECT_EQ(wrong, 0u);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns)
+      << "c's work completed while a's memory was still moving\n"
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_memory_waiting_operations"), 1) << mt;
+  st = a.c->deviceSynchronize();
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  check(a, 0, 0x3c3c3c3cu);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns + 2) << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"b\"}"),
+            40 << 20);
+
+  // b's memset needs its memory back (c's and a's move out, least
+  // recently active first); b is killed before its memory has come back:
+  // it is freed instead, and b forgotten.
+  ASSERT_TRUE(b.c->memset(b.buf[0], 0x5a, 4, 0, /*async=*/true).ok());
+  ASSERT_TRUE(b.c->flush().ok());
+  until("wooly_memory_waiting_operations", 1);
+  b.c.reset();
+  until("wooly_tenant_memory_used_bytes{tenant=\"b\"}", -1); // forgotten
+  until("wooly_memory_waiting_operations", 0);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_device_memory_used_bytes"),
+            metric(mt, "wooly_device_memory_internal_bytes"))
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_device_memory_swapped_bytes"),
+            (40 << 20) + kSmall * 4)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns + 2)
+      << "b's memory was freed, not moved in\n"
+      << mt;
+  check(a, 0, 0x3c3c3c3cu); // back once more
+  got.assign(kSmall, 0);
+  ASSERT_TRUE(c->copyFromDevice(got.data(), cbuf, kSmall * 4ull).ok());
+  wrong = 0;
+  for (uint32_t w = 0; w < kSmall; ++w)
+    wrong += got[w] != (cp[w] ^ key);
+  EXPECT_EQ(wrong, 0u);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_device_memory_swapped_bytes"), 0) << mt;
+}
+
 // A tenant killed while its memory is swapped out, and one whose client
 // goes away while its launch waits for its memory to come back (the other
 // tenant's kernel holds the device): both sessions' memory returns, the

@@ -37,8 +37,11 @@
 //    swapped: the backend creates them inside the module), as is the
 //    server's own memory (tenant kInternal).
 //
-// Thread-safe: every call takes one mutex; swaps run under it, so that no
-// tenant can acquire memory while it moves.
+// Thread-safe: every call takes one mutex. Swaps run under it, so that no
+// tenant can acquire memory while it moves, except those of
+// `swapInBackground`: they run on a thread of the caller's, taking the
+// mutex only between allocations, while the tenants they move acquire
+// nothing and the others carry on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,10 +50,13 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -220,8 +226,32 @@ public:
   std::string noteRead(uint64_t tenant, uint64_t addr);
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
-  /// until `release`: swaps it in, moving idle tenants' memory out.
+  /// until `release`: swaps it in, moving idle tenants' memory out. With
+  /// `swapInBackground`, that swap is only started (Wait): it runs on the
+  /// caller's swap thread, and the tenant acquires once it settled.
   Acquired acquire(uint64_t tenant);
+
+  /// Swap traffic off the caller's thread: from now on, `acquire` plans
+  /// the swap a tenant's memory needs (the idle tenants to move out, then
+  /// the tenant to move in), marks those tenants as moving (they acquire
+  /// nothing until it settles: no running kernel can lose its memory),
+  /// and calls `start`, which must make another thread call `runSwap`.
+  /// One swap at a time. Meanwhile every other tenant allocates, frees
+  /// and acquires as usual; device memory the swap will take back
+  /// (`reserved`) counts as used. `delay`: a pause before each allocation
+  /// moves (tests: a swap that lasts).
+  void swapInBackground(std::function<void()> start,
+                        std::chrono::milliseconds delay = {});
+  /// Runs the swap `acquire` planned (the swap thread): copies without
+  /// the lock, counters updated as each allocation moves; an allocation
+  /// freed while it moved is freed when its move ends.
+  void runSwap();
+  /// After `runSwap` returned (the caller's thread, before it retries the
+  /// waiting work): ends the swap, so that the tenants it moved acquire
+  /// again. false: no swap had ended.
+  bool settleSwap();
+  /// Whether a swap is planned or running.
+  bool swapping() const;
   /// Ends one unit of work `acquire` admitted.
   void release(uint64_t tenant);
 
@@ -241,6 +271,9 @@ private:
   struct Block {
     uint64_t tenant = 0, bytes = 0;
     bool swapped = false, pinned = false;
+    /// The swap thread is moving it (nothing else touches it); freed when
+    /// that move ends.
+    bool moving = false, freeAfterMove = false;
     /// Deduplication: writes in flight; a content hash taken with none in
     /// flight and no write since (a candidate); the shared copy it maps
     /// (0: its own).
@@ -281,6 +314,43 @@ private:
   /// (`out`) or back; false when the backend failed one (those moved
   /// before it stay moved, and counted so).
   bool move(uint64_t tenant, bool out);
+  /// Moves the block at `addr` of the swap in flight out or in, on the
+  /// swap thread, without the lock while it moves; `ok` false: an earlier
+  /// one failed, so it only stops being moved. Returns `ok` and its own
+  /// success; counts it in `count` when it moved.
+  bool moveOnSwapThread(uint64_t addr, bool out, bool ok, unsigned &count);
+  /// Device memory in use, and what the swap in flight will take when it
+  /// ends (the lock is held).
+  uint64_t committed() const;
+  /// The blocks of `tenant` that `move` would move (the lock is held).
+  std::vector<uint64_t> movable(uint64_t tenant, bool out);
+  /// Counts block `b` (at `addr`) as moved (the lock is held).
+  void moved(uint64_t addr, Block &b, bool out, double seconds);
+  /// Counts an eviction of `tenant` (`out`) or a swap-in.
+  void counted(uint64_t tenant, bool out);
+  /// The idle tenants to move out, in order, so that `bytes` more fit (none
+  /// when they fit already); none at all when they cannot fit.
+  std::optional<std::vector<uint64_t>> victimsFor(uint64_t bytes,
+                                                  uint64_t requester);
+  /// Frees the block (the lock is held).
+  llvm::Error freeBlock(std::map<uint64_t, Block>::iterator it);
+
+  /// The swap `acquire` planned (swapInBackground).
+  struct SwapJob {
+    /// The tenants it moves out, and the one it brings back.
+    std::vector<uint64_t> victims;
+    uint64_t tenant = 0;
+    /// Their blocks, fixed when it is planned.
+    std::vector<uint64_t> out, in;
+    bool done = false;
+  };
+  std::function<void()> startSwap;
+  std::chrono::milliseconds swapDelay{0};
+  std::optional<SwapJob> swapJob;
+  /// Tenants whose memory the swap moves.
+  std::set<uint64_t> moving;
+  /// Bytes the swap in flight still moves in (`reserved`) and out.
+  uint64_t reserved = 0, pendingOut = 0;
 
   Backend &backend;
   const uint64_t cap;
