@@ -171,8 +171,10 @@ uint64_t MemoryManager::committed() const {
   return usage.physical + (reserved > pendingOut ? reserved - pendingOut : 0);
 }
 
-llvm::Expected<uint64_t>
-MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
+llvm::Expected<uint64_t> MemoryManager::allocate(uint64_t tenant,
+                                                 uint64_t bytes,
+                                                 uint64_t domain,
+                                                 bool mayWait) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
   if (it == tenantMap.end())
@@ -194,6 +196,18 @@ MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
                       "{1} of a device of {2}",
                       mib(bytes), mib(t.used()), mib(cap))
             .str());
+  }
+  if (mayWait && startSwap && committed() > cap - bytes) {
+    // Idle tenants' memory moves out on the swap thread; the caller tries
+    // again once that swap (or the one in flight, which may leave room or
+    // hold what could move) has settled.
+    if (swapJob)
+      return llvm::make_error<MustWaitError>();
+    if (std::optional<std::vector<uint64_t>> victims =
+            victimsFor(bytes, tenant)) {
+      planSwap(*victims, std::nullopt);
+      return llvm::make_error<MustWaitError>();
+    }
   }
   if (!makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
@@ -543,26 +557,7 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
           victimsFor(t.swapped, tenant);
       if (!victims)
         return Acquired::Wait;
-      // The blocks it moves are fixed now, and the swap's alone.
-      SwapJob job;
-      job.victims = *victims;
-      job.tenant = tenant;
-      for (uint64_t id : *victims)
-        for (uint64_t addr : movable(id, /*out=*/true)) {
-          job.out.push_back(addr);
-          pendingOut += blocks[addr].bytes;
-        }
-      job.in = movable(tenant, /*out=*/false);
-      for (uint64_t addr : job.out)
-        blocks[addr].moving = true;
-      for (uint64_t addr : job.in) {
-        blocks[addr].moving = true;
-        reserved += blocks[addr].bytes;
-      }
-      swapJob = std::move(job);
-      moving.insert(victims->begin(), victims->end());
-      moving.insert(tenant);
-      startSwap();
+      planSwap(*victims, tenant);
       return Acquired::Wait;
     }
     if (!makeRoom(t.swapped, tenant))
@@ -573,6 +568,32 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
   t.busy++;
   t.lastActive = ++tick;
   return Acquired::Yes;
+}
+
+void MemoryManager::planSwap(const std::vector<uint64_t> &victims,
+                             std::optional<uint64_t> tenant) {
+  // The blocks it moves are fixed now, and the swap's alone.
+  SwapJob job;
+  job.victims = victims;
+  for (uint64_t id : victims)
+    for (uint64_t addr : movable(id, /*out=*/true)) {
+      job.out.push_back(addr);
+      pendingOut += blocks[addr].bytes;
+    }
+  if (tenant) {
+    job.tenant = *tenant;
+    job.in = movable(*tenant, /*out=*/false);
+    moving.insert(*tenant);
+  }
+  for (uint64_t addr : job.out)
+    blocks[addr].moving = true;
+  for (uint64_t addr : job.in) {
+    blocks[addr].moving = true;
+    reserved += blocks[addr].bytes;
+  }
+  moving.insert(victims.begin(), victims.end());
+  swapJob = std::move(job);
+  startSwap();
 }
 
 void MemoryManager::swapInBackground(std::function<void()> start,

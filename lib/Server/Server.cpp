@@ -54,9 +54,11 @@
 //    `memoryWaiters` while it is moved back on the swap thread, or while
 //    others' work keeps it out) and releases it when it completes; a
 //    tenant with none acquired is idle, and its memory may move out to
-//    make room. Swaps for acquisitions run on the swap thread, so the
-//    other tenants' work goes on meanwhile; evictions to make room for an
-//    allocation still run on the I/O thread.
+//    make room. Swaps for acquisitions and for mallocs (whose reply then
+//    waits in `pendingMallocs`) run on the swap thread, so the other
+//    tenants' work goes on meanwhile; the evictions for module variables,
+//    copies on write and the server's own memory still run on the I/O
+//    thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -680,6 +682,14 @@ public:
   bool retryingWaiters = false;
   /// Makes the ops of `memoryWaiters` ready that can now be.
   void retryMemoryWaiters();
+  /// A malloc call: allocates and replies, or waits in `pendingMallocs`
+  /// while idle tenants' memory moves out for it on the swap thread.
+  struct PendingMalloc {
+    std::string routingId;
+    uint64_t session = 0, bytes = 0, seq = 0;
+  };
+  std::deque<PendingMalloc> pendingMallocs;
+  void allocateFor(PendingMalloc m);
 
   // Device metrics (I/O thread; read under `tenantsMutex`).
   Clock::time_point startTime = Clock::now(), busySince;
@@ -1007,6 +1017,8 @@ llvm::Error Server::Impl::start() {
             post([this] {
               if (!memory->settleSwap())
                 return;
+              for (PendingMalloc &m : std::exchange(pendingMallocs, {}))
+                allocateFor(std::move(m));
               retryMemoryWaiters();
               // Tenants of open mode whose last session ended while the
               // swap moved their memory.
@@ -1872,14 +1884,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     // Within the quota, on the device (idle tenants' memory may move out
     // to make room), in the session's memory domain: no other session's
     // kernel reaches it.
-    auto addr = memory->allocate(t.memId, bytes, s->id);
-    if (!addr)
-      return fail(
-          status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()), seq));
-    s->allocations[*addr] = bytes;
-    pb::Reply r = simpleReply();
-    r.mutable_allocated()->set_address(*addr);
-    return reply(routingId, r);
+    // Where idle tenants' memory must move out first, that runs on the swap
+    // thread and the reply waits for it (pendingMallocs).
+    return allocateFor(PendingMalloc{routingId, s->id, bytes, seq});
   }
   case pb::Call::kFree: {
     uint64_t addr = call.free().address();
@@ -3570,6 +3577,32 @@ void Server::Impl::complete(Op *first) {
     finishOp(op, work);
   }
   retryMemoryWaiters();
+}
+
+void Server::Impl::allocateFor(PendingMalloc m) {
+  auto it = sessions.find(m.session);
+  if (it == sessions.end() || it->second->dead)
+    return; // The client is gone: nothing was allocated.
+  Session &s = *it->second;
+  auto addr = memory->allocate(s.tenant->memId, m.bytes, s.id,
+                               /*mayWait=*/true);
+  if (!addr) {
+    llvm::Error e = addr.takeError();
+    if (e.isA<MustWaitError>()) {
+      llvm::consumeError(std::move(e));
+      pendingMallocs.push_back(std::move(m));
+      return;
+    }
+    s.tenant->metrics.errors++;
+    return replyStatus(
+        m.routingId, m.seq,
+        status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), m.seq));
+  }
+  s.allocations[*addr] = m.bytes;
+  pb::Reply r;
+  r.set_seq(m.seq);
+  r.mutable_allocated()->set_address(*addr);
+  reply(m.routingId, r);
 }
 
 void Server::Impl::retryMemoryWaiters() {

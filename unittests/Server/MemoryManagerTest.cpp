@@ -700,4 +700,27 @@ TEST(MemoryManagerTest, BackgroundSwapsLetOtherTenantsGoOn) {
     EXPECT_EQ(readBack(*backend, x, sizes[x]), patternOf(x, sizes[x]));
   EXPECT_EQ(mm.device().swapped, 0u);
   EXPECT_EQ(mm.verify(), "");
+
+  // An allocation that needs idle memory moved out (mayWait): the swap
+  // starts, the call waits (MustWaitError, nothing allocated) until it
+  // settles, then succeeds; without mayWait it moves memory at once.
+  uint64_t d = mm.addTenant("d", 64 * kMiB);
+  uint64_t physical = mm.device().physical;
+  auto r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_FALSE(bool(r));
+  EXPECT_TRUE(r.takeError().isA<MustWaitError>());
+  EXPECT_TRUE(mm.swapping());
+  EXPECT_EQ(mm.device().physical, physical);
+  r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_FALSE(bool(r));
+  EXPECT_TRUE(r.takeError().isA<MustWaitError>()) << "the swap is in flight";
+  EXPECT_EQ(mm.verify(), "");
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(mm.tenant(a).swapped, 40 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  ASSERT_FALSE(llvm::errorToBool(mm.free(*r)));
+  EXPECT_EQ(mm.verify(), "");
 }

@@ -2696,7 +2696,8 @@ TEST_F(ServerTest, CudaKeepsIdenticalWeightsOnceUntilWritten) {
 // complete; the metrics show the swap still in flight when they have.
 // Then a tenant is killed while its memory moves back: once the swap
 // settles, its memory is gone from every counter, and the others' bytes
-// are intact.
+// are intact. Then a tenant's malloc that needs an idle tenant's memory
+// moved out waits for that swap, while the other tenant works on.
 TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
   constexpr uint32_t kWords = (20u << 20) / 4, kSmall = (1u << 20) / 4;
   startServer({"--device-memory=64MiB", "--swap-delay-ms=700"});
@@ -2750,6 +2751,15 @@ TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
                     .ok());
     key ^= k;
   };
+  // c's buffer holds its pattern XOR every key applied.
+  auto checkC = [&] {
+    std::vector<uint32_t> now(kSmall);
+    ASSERT_TRUE(c->copyFromDevice(now.data(), cbuf, kSmall * 4ull).ok());
+    uint32_t bad = 0;
+    for (uint32_t w = 0; w < kSmall; ++w)
+      bad += now[w] != (cp[w] ^ key);
+    EXPECT_EQ(bad, 0u);
+  };
   mix(0x1234567u); // compiled before the swap
   ASSERT_TRUE(c->deviceSynchronize().ok()) << log();
   std::string mt = fetchMetrics();
@@ -2774,12 +2784,7 @@ TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
     mix(k);
   Status st = c->deviceSynchronize();
   ASSERT_TRUE(st.ok()) << st.str() << log();
-  std::vector<uint32_t> got(kSmall);
-  ASSERT_TRUE(c->copyFromDevice(got.data(), cbuf, kSmall * 4ull).ok());
-  uint32_t wrong = 0;
-  for (uint32_t w = 0; w < kSmall; ++w)
-    wrong += got[w] != (cp[w] ^ key);
-  EXPECT_EQ(wrong, 0u);
+  checkC();
   mt = fetchMetrics();
   EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns)
       << "c's work completed while a's memory was still moving\n"
@@ -2813,14 +2818,42 @@ TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
       << "b's memory was freed, not moved in\n"
       << mt;
   check(a, 0, 0x3c3c3c3cu); // back once more
-  got.assign(kSmall, 0);
-  ASSERT_TRUE(c->copyFromDevice(got.data(), cbuf, kSmall * 4ull).ok());
-  wrong = 0;
-  for (uint32_t w = 0; w < kSmall; ++w)
-    wrong += got[w] != (cp[w] ^ key);
-  EXPECT_EQ(wrong, 0u);
+  checkC();
   mt = fetchMetrics();
   EXPECT_EQ(metric(mt, "wooly_device_memory_swapped_bytes"), 0) << mt;
+
+  // d's malloc needs room: a's memory (least recently active) moves out on
+  // the swap thread, and d's reply waits for it, while c works.
+  double outs = metric(mt, "wooly_memory_swap_outs_total");
+  auto d = connect("d");
+  ASSERT_TRUE(d);
+  std::atomic<bool> allocated{false};
+  uint64_t pd = 0;
+  Status dst;
+  std::thread mallocD([&] {
+    dst = d->malloc(40 << 20, pd);
+    allocated = true;
+  });
+  until("wooly_memory_swap_outs_total", outs + 1); // one of a's two moved
+  mix(0x27d4eb2fu);
+  st = c->deviceSynchronize();
+  EXPECT_TRUE(st.ok()) << st.str();
+  checkC();
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_outs_total"), outs + 1)
+      << "c's work completed while a's memory moved out for d\n"
+      << mt;
+  EXPECT_FALSE(allocated.load());
+  mallocD.join();
+  EXPECT_TRUE(dst.ok()) << dst.str() << log();
+  EXPECT_NE(pd, 0u);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"a\"}"),
+            40 << 20)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_resident_bytes{tenant=\"d\"}"),
+            40 << 20);
+  check(a, 0, 0x3c3c3c3cu);
 }
 
 // A tenant killed while its memory is swapped out, and one whose client

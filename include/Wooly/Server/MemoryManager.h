@@ -119,15 +119,18 @@ struct DeviceMemoryUsage {
   uint64_t outOfMemory = 0;
 };
 
-/// beginWrite's error when the copy on write must wait: the backend
+/// The error of a call that must be made again later, having changed
+/// nothing. beginWrite: the copy on write must wait, because the backend
 /// remaps the allocation to give it its own copy (Backend::sharingRemaps)
-/// and the tenant has other work acquired that may be reading it. Release
+/// and the tenant has other work acquired that may be reading it: release
 /// the op's memory and try again when the tenant's other work is done.
+/// allocate (`mayWait`): idle tenants' memory moves out on the swap
+/// thread first: try again once the swap has settled.
 class MustWaitError : public llvm::ErrorInfo<MustWaitError> {
 public:
   static inline char ID = 0;
   void log(llvm::raw_ostream &os) const override {
-    os << "the copy on write waits for the tenant's other work";
+    os << "the call waits for other work or a swap to end";
   }
   std::error_code convertToErrorCode() const override {
     return llvm::inconvertibleErrorCode();
@@ -173,8 +176,12 @@ public:
   /// (Backend::allocateIn), moving idle tenants' memory out when it does
   /// not fit. Errors (nothing changed): 0 bytes, past the quota, larger
   /// than the device, nothing left to evict, the backend's own.
+  /// `mayWait` (with swapInBackground): where idle tenants' memory must
+  /// move out first, that starts on the swap thread (or a swap is in
+  /// flight) and the call fails with MustWaitError: try again once the
+  /// swap has settled.
   llvm::Expected<uint64_t> allocate(uint64_t tenant, uint64_t bytes,
-                                    uint64_t domain = 0);
+                                    uint64_t domain = 0, bool mayWait = false);
   /// Frees an allocation made by `allocate` (resident or swapped).
   llvm::Error free(uint64_t addr);
   /// Reserves `bytes` for `tenant` that the backend creates itself (a
@@ -332,6 +339,10 @@ private:
   /// when they fit already); none at all when they cannot fit.
   std::optional<std::vector<uint64_t>> victimsFor(uint64_t bytes,
                                                   uint64_t requester);
+  /// Starts a swap (swapInBackground) that moves `victims` out and then
+  /// `tenant`, if any, in (the lock is held).
+  void planSwap(const std::vector<uint64_t> &victims,
+                std::optional<uint64_t> tenant);
   /// Frees the block (the lock is held).
   llvm::Error freeBlock(std::map<uint64_t, Block>::iterator it);
 
