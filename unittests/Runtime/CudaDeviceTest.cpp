@@ -13,6 +13,8 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -347,4 +349,52 @@ TEST(CudaDeviceTest, VirtualMemorySharesOneReadOnlyCopy) {
   ASSERT_FALSE(bool(d.free(a[1])));
   EXPECT_EQ(live[1], created);
   EXPECT_EQ(live[3], physical);
+}
+
+// A swap's copy runs without the device's lock: while a slow swap-out
+// (the stand-in driver's copies to the host made to take 600 ms) is in
+// flight, another thread allocates, copies, reads and frees other memory,
+// and is done before the swap is.
+TEST(CudaDeviceTest, SwapCopiesLetOtherCallsProceed) {
+  auto opened = CudaDevice::open(0, FAKE_CUDA_FULL);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  CudaDevice &d = **opened;
+  ASSERT_FALSE(bool(d.enableVirtualMemory()));
+  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
+  auto slow = reinterpret_cast<void (*)(unsigned)>(
+      lib ? dlsym(lib, "fakeCudaSlowCopies") : nullptr);
+  ASSERT_TRUE(slow);
+  constexpr uint64_t kBytes = 4 << 20;
+  auto big = d.allocate(kBytes), other = d.allocate(64);
+  ASSERT_TRUE(big && other);
+  std::vector<uint8_t> bytes(kBytes);
+  for (uint64_t i = 0; i < kBytes; ++i)
+    bytes[i] = uint8_t(i * 31 + (i >> 9));
+  ASSERT_FALSE(bool(d.copyToDevice(*big, bytes.data(), kBytes)));
+  slow(600);
+  std::atomic<bool> swapped{false};
+  std::thread swapper([&] {
+    EXPECT_FALSE(bool(d.swapOut(*big)));
+    swapped = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  uint8_t in[64], out[64] = {};
+  for (int i = 0; i < 64; ++i)
+    in[i] = uint8_t(i + 1);
+  EXPECT_FALSE(bool(d.copyToDevice(*other, in, 64)));
+  EXPECT_FALSE(bool(d.copyFromDevice(out, *other, 64)));
+  EXPECT_EQ(std::memcmp(in, out, 64), 0);
+  auto more = d.allocate(64);
+  ASSERT_TRUE(bool(more));
+  EXPECT_FALSE(bool(d.free(*more)));
+  EXPECT_NE(errorText(d.free(*big)).find("being swapped"), std::string::npos);
+  EXPECT_FALSE(swapped.load()) << "the other calls did not wait for the swap";
+  swapper.join();
+  slow(0);
+  ASSERT_FALSE(bool(d.swapIn(*big)));
+  std::vector<uint8_t> got(kBytes);
+  ASSERT_FALSE(bool(d.copyFromDevice(got.data(), *big, kBytes)));
+  EXPECT_EQ(got, bytes);
+  EXPECT_FALSE(bool(d.free(*big)));
+  EXPECT_FALSE(bool(d.free(*other)));
 }

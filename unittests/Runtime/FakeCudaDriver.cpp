@@ -14,6 +14,8 @@
 
 #include "FakeCudaDriver.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -270,9 +273,14 @@ API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
   return 0;
 }
+/// Tests: copies to the host of 1 MiB or more take this long (a slow link).
+static std::atomic<unsigned> slowCopyMs{0};
+API void fakeCudaSlowCopies(unsigned ms) { slowCopyMs = ms; }
 API int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
   if (!accessible(s, n, PROT_READ))
     return 700;
+  if (n >= (1 << 20) && slowCopyMs)
+    std::this_thread::sleep_for(std::chrono::milliseconds(slowCopyMs));
   std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(s)), n);
   return 0;
 }

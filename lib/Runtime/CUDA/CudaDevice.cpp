@@ -249,6 +249,8 @@ public:
     CUmemGenericAllocationHandle handle = 0;
     std::unique_ptr<uint8_t[]> host; // set while swapped out
     uint64_t shared = 0;
+    /// A swap copies its bytes (without `vmmMutex`).
+    bool moving = false;
   };
   /// One physical allocation that several allocations map read-only.
   struct SharedCopy {
@@ -696,6 +698,9 @@ swapBlock(CudaDevice &d, CudaDevice::Impl &impl, uint64_t addr, bool out) {
         out ? "swap-out of 0x{0:x-}, which is not a resident allocation"
             : "swap-in of 0x{0:x-}, which is not swapped out",
         addr));
+  if (it->second.moving)
+    return llvm::createStringError(
+        llvm::formatv("swap of 0x{0:x-}, which is being swapped", addr));
   // Moving one member of a shared copy out would free nothing.
   if (it->second.shared)
     return llvm::createStringError(
@@ -705,8 +710,11 @@ swapBlock(CudaDevice &d, CudaDevice::Impl &impl, uint64_t addr, bool out) {
   return &it->second;
 }
 
+// The copies of a swap run without `vmmMutex` (other threads' copies,
+// allocations and frees go on meanwhile); the block is marked `moving`,
+// which keeps other swaps, frees and sharing off it.
 llvm::Error CudaDevice::swapOut(uint64_t addr) {
-  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  std::unique_lock<std::mutex> lock(impl->vmmMutex);
   auto block = swapBlock(*this, *impl, addr, /*out=*/true);
   if (!block)
     return block.takeError();
@@ -715,7 +723,12 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
   if (!host)
     return llvm::createStringError(
         llvm::formatv("out of host memory swapping out {0} bytes", b.bytes));
-  if (auto e = copyFromDevice(host.get(), addr, b.bytes))
+  b.moving = true;
+  lock.unlock();
+  llvm::Error e = copyFromDevice(host.get(), addr, b.bytes);
+  lock.lock();
+  b.moving = false;
+  if (e)
     return e;
   if (auto e = impl->mapOut(addr, b))
     return e;
@@ -724,14 +737,19 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
 }
 
 llvm::Error CudaDevice::swapIn(uint64_t addr) {
-  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  std::unique_lock<std::mutex> lock(impl->vmmMutex);
   auto block = swapBlock(*this, *impl, addr, /*out=*/false);
   if (!block)
     return block.takeError();
   Impl::VirtualBlock &b = **block;
   if (auto e = impl->mapIn(addr, b))
     return e;
-  if (auto e = copyIn(*impl, addr, b.host.get(), b.bytes)) {
+  b.moving = true;
+  lock.unlock();
+  llvm::Error e = copyIn(*impl, addr, b.host.get(), b.bytes);
+  lock.lock();
+  b.moving = false;
+  if (e) {
     // Back out: it stays swapped out, with its bytes on the host.
     llvm::consumeError(impl->mapOut(addr, b));
     return e;
@@ -755,10 +773,11 @@ llvm::Error CudaDevice::share(uint64_t addr, uint64_t with) {
                       "allocations",
                       addr, with));
   Impl::VirtualBlock &a = it->second, &w = wit->second;
-  if (a.bytes != w.bytes || a.host || w.host || a.shared)
+  if (a.bytes != w.bytes || a.host || w.host || a.shared || a.moving ||
+      w.moving)
     return llvm::createStringError(llvm::formatv(
-        "sharing 0x{0:x-} with 0x{1:x-}: sizes differ, one is swapped out, "
-        "or it is shared already",
+        "sharing 0x{0:x-} with 0x{1:x-}: sizes differ, one is swapped out "
+        "(or moving), or it is shared already",
         addr, with));
   // `with` becomes read-only in place (its kernels may be reading it); its
   // memory becomes the shared copy.
@@ -897,6 +916,9 @@ llvm::Error CudaDevice::free(uint64_t addr) {
       return llvm::createStringError(
           llvm::formatv("free of 0x{0:x-}, which is not an allocation", addr));
     Impl::VirtualBlock &b = it->second;
+    if (b.moving)
+      return llvm::createStringError(
+          llvm::formatv("free of 0x{0:x-}, which is being swapped", addr));
     if (b.shared) {
       // The copy stays with its other members.
       if (auto e =

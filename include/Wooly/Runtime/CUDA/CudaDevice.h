@@ -96,6 +96,9 @@ public:
   bool virtualMemory() const;
   /// Copies an allocation's bytes to host memory and releases its physical
   /// memory (the address range stays reserved); on error nothing changed.
+  /// The copies of `swapOut` and `swapIn` do not hold the device's lock:
+  /// other threads' calls on other memory go on meanwhile (a free, swap or
+  /// share of this allocation is refused until it ends).
   llvm::Error swapOut(uint64_t addr);
   /// Maps new physical memory at a swapped-out allocation's address and
   /// copies its bytes back; on error it stays swapped out.
