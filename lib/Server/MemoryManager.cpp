@@ -155,6 +155,21 @@ MemoryManager::victimsFor(uint64_t bytes, uint64_t requester) {
   return std::nullopt;
 }
 
+bool MemoryManager::waitForRoom(uint64_t bytes, uint64_t requester) {
+  if (!startSwap || bytes > cap || committed() <= cap - bytes)
+    return false;
+  // The caller tries again once the swap has settled: the one in flight
+  // (which may leave room, or hold what could move), or one moving idle
+  // tenants out now.
+  if (swapJob)
+    return true;
+  std::optional<std::vector<uint64_t>> victims = victimsFor(bytes, requester);
+  if (!victims)
+    return false;
+  planSwap(*victims, std::nullopt);
+  return true;
+}
+
 bool MemoryManager::makeRoom(uint64_t bytes, uint64_t requester) {
   std::optional<std::vector<uint64_t>> victims = victimsFor(bytes, requester);
   if (!victims)
@@ -197,18 +212,8 @@ llvm::Expected<uint64_t> MemoryManager::allocate(uint64_t tenant,
                       mib(bytes), mib(t.used()), mib(cap))
             .str());
   }
-  if (mayWait && startSwap && committed() > cap - bytes) {
-    // Idle tenants' memory moves out on the swap thread; the caller tries
-    // again once that swap (or the one in flight, which may leave room or
-    // hold what could move) has settled.
-    if (swapJob)
-      return llvm::make_error<MustWaitError>();
-    if (std::optional<std::vector<uint64_t>> victims =
-            victimsFor(bytes, tenant)) {
-      planSwap(*victims, std::nullopt);
-      return llvm::make_error<MustWaitError>();
-    }
-  }
+  if (mayWait && waitForRoom(bytes, tenant))
+    return llvm::make_error<MustWaitError>();
   if (!makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(
@@ -365,7 +370,10 @@ llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
   // kernel reading the allocation that the backend is about to remap.
   if (remapsToShare && tenantMap[b.tenant].busy > 1)
     return llvm::make_error<MustWaitError>();
-  // Its own copy is device memory like an allocation.
+  // Its own copy is device memory like an allocation (the write waits
+  // while idle tenants' memory moves out for it on the swap thread).
+  if (waitForRoom(b.bytes, b.tenant))
+    return llvm::make_error<MustWaitError>();
   if (!makeRoom(b.bytes, b.tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(

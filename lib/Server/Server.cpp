@@ -54,11 +54,11 @@
 //    `memoryWaiters` while it is moved back on the swap thread, or while
 //    others' work keeps it out) and releases it when it completes; a
 //    tenant with none acquired is idle, and its memory may move out to
-//    make room. Swaps for acquisitions and for mallocs (whose reply then
-//    waits in `pendingMallocs`) run on the swap thread, so the other
-//    tenants' work goes on meanwhile; the evictions for module variables,
-//    copies on write and the server's own memory still run on the I/O
-//    thread.
+//    make room. Swaps for acquisitions, for mallocs (whose reply then
+//    waits in `pendingMallocs`) and for copies on write (the op waits in
+//    `memoryWaiters`) run on the swap thread, so the other tenants' work
+//    goes on meanwhile; the evictions for module variables and the
+//    server's own memory still run on the I/O thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its

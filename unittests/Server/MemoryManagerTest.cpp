@@ -103,12 +103,26 @@ void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
 // failed allocation changes nothing, and a tenant holding work has all of
 // its memory resident. At the end every byte is what was written, at the
 // address it was written to.
-TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
+// `background`: swaps as wooly-serve runs them (swapInBackground), each
+// run at a random later step, so that allocations, frees (of memory the
+// swap is to move), work and writes fall between a swap's start and its
+// end; allocations may wait for one (mayWait).
+void randomOrders(bool background) {
   auto backend = cpuBackend();
   ASSERT_TRUE(backend);
   ASSERT_TRUE(backend->supportsSwap());
   MemoryManager mm(*backend, 64 * kMiB);
   std::mt19937_64 rng(1234);
+  if (background)
+    mm.swapInBackground([] {});
+  unsigned waited = 0, deferred = 0;
+  // Runs the swap in flight, if any, to its end.
+  auto settle = [&] {
+    if (!mm.swapping())
+      return;
+    mm.runSwap();
+    EXPECT_TRUE(mm.settleSwap());
+  };
   std::vector<Model> tenants(8);
   for (size_t i = 0; i < tenants.size(); ++i) {
     tenants[i].quota = 32 * kMiB;
@@ -129,8 +143,9 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       if (seed)
         bytes = seed == 1 ? 3 * kMiB + 5 : seed * 4096;
       std::vector<uint64_t> before = snapshot(mm);
-      auto a = mm.allocate(t.id, bytes);
+      auto a = mm.allocate(t.id, bytes, 0, background && rng() % 2);
       if (!a) {
+        waited += a.errorIsA<MustWaitError>();
         llvm::consumeError(a.takeError());
         EXPECT_EQ(snapshot(mm), before) << "a refused allocation changed "
                                            "something, step "
@@ -153,7 +168,9 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
         std::vector<uint64_t> before = snapshot(mm);
         auto w = mm.beginWrite(t.id, it->first + off, 1);
         if (!w) {
-          // No room for a private copy: refused, nothing changed.
+          // No room for a private copy (or it waits for a swap): refused,
+          // nothing changed.
+          waited += w.errorIsA<MustWaitError>();
           llvm::consumeError(w.takeError());
           EXPECT_EQ(snapshot(mm), before) << "step " << step;
           ++refused;
@@ -207,12 +224,19 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       mm.removePinned(it->first);
       pinned.erase(it);
     }
+    if (background && rng() % 3 == 0)
+      settle();
     ASSERT_EQ(mm.verify(), "") << "step " << step;
     DeviceMemoryUsage d = mm.device();
     ASSERT_LE(d.physical, d.capacity) << "step " << step;
     for (const Model &m : tenants) {
       TenantMemory v = mm.tenant(m.id);
-      ASSERT_EQ(v.allocations, m.sum()) << v.name << " at step " << step;
+      // Memory freed while a swap is to move it goes when it has moved.
+      if (mm.swapping()) {
+        ASSERT_GE(v.allocations, m.sum()) << v.name << " at step " << step;
+        deferred += v.allocations > m.sum();
+      } else
+        ASSERT_EQ(v.allocations, m.sum()) << v.name << " at step " << step;
       ASSERT_LE(v.used(), m.quota);
       ASSERT_EQ(v.busy, m.busy);
     }
@@ -224,7 +248,13 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
   EXPECT_GT(d.swapIns, 0u);
   EXPECT_GT(d.dedupShares, 10u);
   EXPECT_GT(d.copiesOnWrite, 0u);
+  if (background) {
+    EXPECT_GT(waited, 0u);
+    EXPECT_GT(deferred, 0u)
+        << "no memory was freed while a swap was to move it";
+  }
   // Every byte, once each tenant's memory is back.
+  settle();
   for (Model &t : tenants) {
     while (t.busy) {
       mm.release(t.id);
@@ -232,7 +262,12 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
     }
   }
   for (Model &t : tenants) {
-    ASSERT_EQ(mm.acquire(t.id), Acquired::Yes) << mm.tenant(t.id).name;
+    Acquired got = mm.acquire(t.id);
+    if (got == Acquired::Wait) {
+      settle();
+      got = mm.acquire(t.id);
+    }
+    ASSERT_EQ(got, Acquired::Yes) << mm.tenant(t.id).name;
     for (auto &[addr, bytes] : t.allocations) {
       std::vector<uint8_t> got(bytes);
       ASSERT_FALSE(bool(backend->copyFromDevice(got.data(), addr, bytes)));
@@ -249,6 +284,14 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
   EXPECT_EQ(mm.verify(), "");
   EXPECT_EQ(mm.device().physical, 0u);
   EXPECT_EQ(mm.device().swapped, 0u);
+}
+
+TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
+  randomOrders(/*background=*/false);
+}
+
+TEST(MemoryManagerTest, RandomOrdersWithSwapsInBackground) {
+  randomOrders(/*background=*/true);
 }
 
 // When nothing can move out (every other tenant is working), an
@@ -722,5 +765,61 @@ TEST(MemoryManagerTest, BackgroundSwapsLetOtherTenantsGoOn) {
   EXPECT_EQ(mm.tenant(a).swapped, 40 * kMiB);
   EXPECT_EQ(mm.verify(), "");
   ASSERT_FALSE(llvm::errorToBool(mm.free(*r)));
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// With swaps on the swap thread, a copy on write that needs room does not
+// move memory on the caller's thread: beginWrite starts the swap that
+// moves an idle tenant out and fails with MustWaitError (still shared,
+// nothing changed); once the swap settled, the copy is made.
+TEST(MemoryManagerTest, CopyOnWriteWaitsForRoomOnTheSwapThread) {
+  constexpr uint64_t kBytes = 20 * kMiB;
+  auto backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  uint64_t t0 = mm.addTenant("t0", 0), t1 = mm.addTenant("t1", 0),
+           idle = mm.addTenant("idle", 0);
+  std::vector<uint8_t> weights = patternOf(0x3000, kBytes);
+  auto w0 = mm.allocate(t0, kBytes), w1 = mm.allocate(t1, kBytes);
+  ASSERT_TRUE(w0 && w1);
+  fill(mm, *backend, t0, *w0, weights);
+  fill(mm, *backend, t1, *w1, weights);
+  ASSERT_EQ(mm.device().saved, kBytes);
+  auto v = mm.allocate(idle, 40 * kMiB); // 60 MiB in use
+  ASSERT_TRUE(bool(v));
+  fill(mm, *backend, idle, *v, patternOf(*v, 40 * kMiB));
+  mm.swapInBackground([] {});
+  ASSERT_EQ(mm.acquire(t1), Acquired::Yes);
+  auto w = mm.beginWrite(t1, *w1 + 8, 1);
+  ASSERT_FALSE(bool(w));
+  EXPECT_TRUE(w.takeError().isA<MustWaitError>());
+  EXPECT_TRUE(mm.swapping());
+  EXPECT_EQ(mm.device().saved, kBytes) << "still shared";
+  EXPECT_EQ(mm.verify(), "");
+  mm.release(t1); // as the server does while the op waits
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.tenant(idle).swapped, 40 * kMiB);
+  ASSERT_EQ(mm.acquire(t1), Acquired::Yes);
+  bool copied = false;
+  w = mm.beginWrite(t1, *w1 + 8, 1, &copied);
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  EXPECT_TRUE(copied);
+  std::vector<uint8_t> one(1, 0x99);
+  ASSERT_FALSE(
+      llvm::errorToBool(backend->copyToDevice(*w1 + 8, one.data(), 1)));
+  mm.endWrite(w->first);
+  mm.release(t1);
+  EXPECT_EQ(mm.verify(), "");
+  std::vector<uint8_t> written = weights;
+  written[8] = 0x99;
+  EXPECT_EQ(readBack(*backend, *w0, kBytes), weights);
+  EXPECT_EQ(readBack(*backend, *w1, kBytes), written);
+  ASSERT_EQ(mm.acquire(idle), Acquired::Wait); // comes back on the swap thread
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  ASSERT_EQ(mm.acquire(idle), Acquired::Yes);
+  EXPECT_EQ(readBack(*backend, *v, 40 * kMiB), patternOf(*v, 40 * kMiB));
+  mm.release(idle);
   EXPECT_EQ(mm.verify(), "");
 }

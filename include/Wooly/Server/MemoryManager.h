@@ -124,8 +124,9 @@ struct DeviceMemoryUsage {
 /// remaps the allocation to give it its own copy (Backend::sharingRemaps)
 /// and the tenant has other work acquired that may be reading it: release
 /// the op's memory and try again when the tenant's other work is done.
-/// allocate (`mayWait`): idle tenants' memory moves out on the swap
-/// thread first: try again once the swap has settled.
+/// allocate (`mayWait`), and a copy on write that needs room (with
+/// swapInBackground): idle tenants' memory moves out on the swap thread
+/// first: try again once the swap has settled.
 class MustWaitError : public llvm::ErrorInfo<MustWaitError> {
 public:
   static inline char ID = 0;
@@ -203,7 +204,9 @@ public:
   /// allocation of the tenant, module variables). Errors (still shared):
   /// no device memory for the copy, the backend's.
   /// `copied` (optional): set when it made a private copy. MustWaitError:
-  /// the copy must wait for the tenant's other work (nothing changed).
+  /// the copy must wait for the tenant's other work, or (with
+  /// swapInBackground) for idle tenants' memory to move out to make room
+  /// for it (nothing changed).
   llvm::Expected<std::pair<uint64_t, uint64_t>>
   beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1,
              bool *copied = nullptr);
@@ -339,6 +342,11 @@ private:
   /// when they fit already); none at all when they cannot fit.
   std::optional<std::vector<uint64_t>> victimsFor(uint64_t bytes,
                                                   uint64_t requester);
+  /// With swapInBackground, where `bytes` more do not fit: starts a swap
+  /// that moves idle tenants other than `requester` out for them, or finds
+  /// one in flight, and returns true (the caller waits for it to settle).
+  /// false: they fit, or no swap would make them fit (the lock is held).
+  bool waitForRoom(uint64_t bytes, uint64_t requester);
   /// Starts a swap (swapInBackground) that moves `victims` out and then
   /// `tenant`, if any, in (the lock is held).
   void planSwap(const std::vector<uint64_t> &victims,
