@@ -281,7 +281,7 @@ llvm::Error MemoryManager::freeBlock(std::map<uint64_t, Block>::iterator it) {
 }
 
 llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
-                                         uint64_t bytes) {
+                                         uint64_t bytes, bool mayWait) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
   if (it == tenantMap.end() || blocks.count(key))
@@ -293,6 +293,9 @@ llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
                       "'{1}''s quota: {2} of {3} in use",
                       mib(bytes), t.name, mib(t.used()), mib(t.quota))
             .str());
+  if (mayWait && bytes <= cap && t.used() <= cap - bytes &&
+      waitForRoom(bytes, tenant))
+    return llvm::make_error<MustWaitError>();
   if (bytes > cap || t.used() > cap - bytes || !makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(

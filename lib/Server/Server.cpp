@@ -56,9 +56,10 @@
 //    tenant with none acquired is idle, and its memory may move out to
 //    make room. Swaps for acquisitions, for mallocs (whose reply then
 //    waits in `pendingMallocs`) and for copies on write (the op waits in
-//    `memoryWaiters`) run on the swap thread, so the other tenants' work
-//    goes on meanwhile; the evictions for module variables and the
-//    server's own memory still run on the I/O thread.
+//    `memoryWaiters`) and for module variables (the load waits in
+//    `pendingModuleLoads`) run on the swap thread, so the other tenants'
+//    work goes on meanwhile; the evictions for the server's own memory
+//    still run on the I/O thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -689,6 +690,12 @@ public:
     uint64_t session = 0, bytes = 0, seq = 0;
   };
   std::deque<PendingMalloc> pendingMallocs;
+  /// Module loads whose variables wait for room (moduleLoaded).
+  struct PendingModuleLoad {
+    uint64_t session = 0, seq = 0;
+    std::shared_ptr<ModuleImage> image;
+  };
+  std::deque<PendingModuleLoad> pendingModuleLoads;
   void allocateFor(PendingMalloc m);
 
   // Device metrics (I/O thread; read under `tenantsMutex`).
@@ -1019,6 +1026,16 @@ llvm::Error Server::Impl::start() {
                 return;
               for (PendingMalloc &m : std::exchange(pendingMallocs, {}))
                 allocateFor(std::move(m));
+              for (PendingModuleLoad &l :
+                   std::exchange(pendingModuleLoads, {})) {
+                l.image->users--;
+                if (auto it = sessions.find(l.session);
+                    it != sessions.end() && !it->second->dead)
+                  moduleLoaded(*it->second, l.seq, l.image);
+                else if (l.image->users == 0 &&
+                         l.image->state != ModuleImage::State::Inspecting)
+                  images.erase(l.image->hash);
+              }
               retryMemoryWaiters();
               // Tenants of open mode whose last session ended while the
               // swap moved their memory.
@@ -1589,10 +1606,20 @@ void Server::Impl::moduleLoaded(Session &s, uint64_t seq,
   if (variableBytes) {
     variablesKey = (1ull << 63) | nextVariablesKey++;
     if (llvm::Error e =
-            memory->reservePinned(s.tenant->memId, variablesKey, variableBytes))
+            memory->reservePinned(s.tenant->memId, variablesKey, variableBytes,
+                                  /*mayWait=*/true)) {
+      if (e.isA<MustWaitError>()) {
+        // Idle tenants' memory moves out for them on the swap thread: the
+        // load ends once that swap has settled.
+        llvm::consumeError(std::move(e));
+        image->users++; // the compiled image stays cached meanwhile
+        pendingModuleLoads.push_back({s.id, seq, image});
+        return;
+      }
       return replyStatus(
           s.routingId, seq,
           status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), seq));
+    }
   }
   auto m = std::make_unique<SessionModule>();
   m->handle = s.nextHandle++;

@@ -107,15 +107,27 @@ void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
 // run at a random later step, so that allocations, frees (of memory the
 // swap is to move), work and writes fall between a swap's start and its
 // end; allocations may wait for one (mayWait).
-void randomOrders(bool background) {
+/// Returns how many calls waited for a swap, and how many frees came while
+/// a swap was to move the memory (background).
+void randomOrders(bool background, uint64_t seed, unsigned *waitedOut,
+                  unsigned *deferredOut) {
   auto backend = cpuBackend();
   ASSERT_TRUE(backend);
   ASSERT_TRUE(backend->supportsSwap());
   MemoryManager mm(*backend, 64 * kMiB);
-  std::mt19937_64 rng(1234);
+  std::mt19937_64 rng(seed);
   if (background)
     mm.swapInBackground([] {});
   unsigned waited = 0, deferred = 0;
+  // Frees one of `t`'s allocations, at random.
+  auto freeOne = [&](Model &t) {
+    auto it = t.allocations.begin();
+    std::advance(it, rng() % t.allocations.size());
+    EXPECT_FALSE(bool(mm.free(it->first)));
+    t.seeds.erase(it->first);
+    t.writes.erase(it->first);
+    t.allocations.erase(it);
+  };
   // Runs the swap in flight, if any, to its end.
   auto settle = [&] {
     if (!mm.swapping())
@@ -182,16 +194,18 @@ void randomOrders(bool background) {
         mm.release(t.id);
       }
     } else if (action < 65) {
-      if (!t.allocations.empty()) {
-        auto it = t.allocations.begin();
-        std::advance(it, rng() % t.allocations.size());
-        EXPECT_FALSE(bool(mm.free(it->first)));
-        t.seeds.erase(it->first);
-        t.writes.erase(it->first);
-        t.allocations.erase(it);
-      }
+      if (!t.allocations.empty())
+        freeOne(t);
     } else if (action < 82) {
       Acquired a = mm.acquire(t.id);
+      if (a == Acquired::Wait && background && !t.allocations.empty() &&
+          rng() % 2) {
+        // Its memory is to come back (or others' move): it goes away
+        // meanwhile, its allocations freed.
+        freeOne(t);
+        // Still counted: the swap frees it when its move ends.
+        deferred += mm.tenant(t.id).allocations > t.sum();
+      }
       if (a == Acquired::Yes) {
         ++t.busy;
         // Its memory is all there while it works.
@@ -224,7 +238,7 @@ void randomOrders(bool background) {
       mm.removePinned(it->first);
       pinned.erase(it);
     }
-    if (background && rng() % 3 == 0)
+    if (background && rng() % 6 == 0)
       settle();
     ASSERT_EQ(mm.verify(), "") << "step " << step;
     DeviceMemoryUsage d = mm.device();
@@ -232,10 +246,9 @@ void randomOrders(bool background) {
     for (const Model &m : tenants) {
       TenantMemory v = mm.tenant(m.id);
       // Memory freed while a swap is to move it goes when it has moved.
-      if (mm.swapping()) {
+      if (mm.swapping())
         ASSERT_GE(v.allocations, m.sum()) << v.name << " at step " << step;
-        deferred += v.allocations > m.sum();
-      } else
+      else
         ASSERT_EQ(v.allocations, m.sum()) << v.name << " at step " << step;
       ASSERT_LE(v.used(), m.quota);
       ASSERT_EQ(v.busy, m.busy);
@@ -248,11 +261,8 @@ void randomOrders(bool background) {
   EXPECT_GT(d.swapIns, 0u);
   EXPECT_GT(d.dedupShares, 10u);
   EXPECT_GT(d.copiesOnWrite, 0u);
-  if (background) {
-    EXPECT_GT(waited, 0u);
-    EXPECT_GT(deferred, 0u)
-        << "no memory was freed while a swap was to move it";
-  }
+  *waitedOut += waited;
+  *deferredOut += deferred;
   // Every byte, once each tenant's memory is back.
   settle();
   for (Model &t : tenants) {
@@ -287,11 +297,17 @@ void randomOrders(bool background) {
 }
 
 TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
-  randomOrders(/*background=*/false);
+  unsigned waited = 0, deferred = 0;
+  randomOrders(/*background=*/false, 1234, &waited, &deferred);
+  EXPECT_EQ(waited + deferred, 0u);
 }
 
 TEST(MemoryManagerTest, RandomOrdersWithSwapsInBackground) {
-  randomOrders(/*background=*/true);
+  unsigned waited = 0, deferred = 0;
+  for (uint64_t seed : {1234u, 99u, 7u})
+    randomOrders(/*background=*/true, seed, &waited, &deferred);
+  EXPECT_GT(waited, 0u);
+  EXPECT_GT(deferred, 0u) << "no memory was freed while a swap was to move it";
 }
 
 // When nothing can move out (every other tenant is working), an
@@ -821,5 +837,33 @@ TEST(MemoryManagerTest, CopyOnWriteWaitsForRoomOnTheSwapThread) {
   ASSERT_EQ(mm.acquire(idle), Acquired::Yes);
   EXPECT_EQ(readBack(*backend, *v, 40 * kMiB), patternOf(*v, 40 * kMiB));
   mm.release(idle);
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// With swaps on the swap thread, module variables that need room
+// (reservePinned with mayWait) wait for the swap that moves an idle
+// tenant out, then are reserved.
+TEST(MemoryManagerTest, ModuleVariablesWaitForRoomOnTheSwapThread) {
+  auto backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  uint64_t x = mm.addTenant("x", 0), y = mm.addTenant("y", 0);
+  auto big = mm.allocate(x, 56 * kMiB);
+  ASSERT_TRUE(bool(big));
+  mm.swapInBackground([] {});
+  constexpr uint64_t kKey = 1ull << 63;
+  llvm::Error e = mm.reservePinned(y, kKey, 16 * kMiB, /*mayWait=*/true);
+  EXPECT_TRUE(e.isA<MustWaitError>());
+  llvm::consumeError(std::move(e));
+  EXPECT_EQ(mm.tenant(y).pinned, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.tenant(x).swapped, 56 * kMiB);
+  EXPECT_FALSE(llvm::errorToBool(mm.reservePinned(y, kKey, 16 * kMiB, true)));
+  EXPECT_EQ(mm.tenant(y).pinned, 16 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  mm.removePinned(kKey);
+  ASSERT_FALSE(llvm::errorToBool(mm.free(*big)));
   EXPECT_EQ(mm.verify(), "");
 }

@@ -2856,6 +2856,46 @@ TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
   check(a, 0, 0x3c3c3c3cu);
 }
 
+// A module whose variables need room waits while an idle tenant's memory
+// moves out for them on the swap thread, then loads; the idle tenant's
+// bytes come back intact.
+TEST_F(ServerTest, ModuleVariablesWaitForRoom) {
+  startServer({"--device-memory=64MiB"});
+  auto x = connect("x"), y = connect("y"), z = connect("z");
+  ASSERT_TRUE(x && y && z);
+  constexpr uint32_t kWords = (40u << 20) / 4;
+  uint64_t px = 0, pz = 0;
+  ASSERT_TRUE(x->malloc(kWords * 4ull, px).ok());
+  std::vector<uint32_t> p(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    p[i] = memPattern(3, 0, i);
+  ASSERT_TRUE(x->copyToDevice(px, p.data(), kWords * 4ull).ok());
+  ASSERT_TRUE(x->deviceSynchronize().ok());
+  // 60 MiB in use: the variables need x's (least recently active) out.
+  ASSERT_TRUE(z->malloc(20 << 20, pz).ok());
+  ASSERT_TRUE(z->memset(pz, 1, 20 << 20).ok());
+  const char *ptx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .global .align 4 .b8 table[16777216];
+.visible .entry nop() { ret; }
+)";
+  Module m;
+  Status st = y->loadModule(ptx, "vars", m);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  std::string mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"x\"}"),
+            40 << 20)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_resident_bytes{tenant=\"y\"}"),
+            16 << 20)
+      << mt;
+  std::vector<uint32_t> got(kWords);
+  ASSERT_TRUE(x->copyFromDevice(got.data(), px, kWords * 4ull).ok());
+  EXPECT_TRUE(got == p);
+}
+
 // A tenant killed while its memory is swapped out, and one whose client
 // goes away while its launch waits for its memory to come back (the other
 // tenant's kernel holds the device): both sessions' memory returns, the

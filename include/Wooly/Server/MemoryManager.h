@@ -124,9 +124,9 @@ struct DeviceMemoryUsage {
 /// remaps the allocation to give it its own copy (Backend::sharingRemaps)
 /// and the tenant has other work acquired that may be reading it: release
 /// the op's memory and try again when the tenant's other work is done.
-/// allocate (`mayWait`), and a copy on write that needs room (with
-/// swapInBackground): idle tenants' memory moves out on the swap thread
-/// first: try again once the swap has settled.
+/// allocate and reservePinned (`mayWait`), and a copy on write that needs
+/// room (with swapInBackground): idle tenants' memory moves out on the
+/// swap thread first: try again once the swap has settled.
 class MustWaitError : public llvm::ErrorInfo<MustWaitError> {
 public:
   static inline char ID = 0;
@@ -190,7 +190,10 @@ public:
   /// that is not a device address (e.g. with bit 63 set). Moves idle
   /// tenants' memory out to make room. Errors (nothing changed): past the
   /// quota, nothing left to evict, a key in use.
-  llvm::Error reservePinned(uint64_t tenant, uint64_t key, uint64_t bytes);
+  /// `mayWait`: as allocate's (MustWaitError while idle tenants' memory
+  /// moves out on the swap thread).
+  llvm::Error reservePinned(uint64_t tenant, uint64_t key, uint64_t bytes,
+                            bool mayWait = false);
   /// Returns what `reservePinned` reserved under `key` (the module was
   /// unloaded); no-op for an unknown key.
   void removePinned(uint64_t key);
