@@ -54,12 +54,11 @@
 //    `memoryWaiters` while it is moved back on the swap thread, or while
 //    others' work keeps it out) and releases it when it completes; a
 //    tenant with none acquired is idle, and its memory may move out to
-//    make room. Swaps for acquisitions, for mallocs (whose reply then
-//    waits in `pendingMallocs`) and for copies on write (the op waits in
-//    `memoryWaiters`) and for module variables (the load waits in
-//    `pendingModuleLoads`) run on the swap thread, so the other tenants'
-//    work goes on meanwhile; the evictions for the server's own memory
-//    still run on the I/O thread.
+//    make room. The swaps for acquisitions, mallocs (whose reply waits in
+//    `pendingMallocs`), copies on write (the op waits in `memoryWaiters`)
+//    and module variables (the load waits in `pendingModuleLoads`) run on
+//    the swap thread, so the other tenants' work goes on meanwhile; the
+//    evictions for the server's own memory still run on the I/O thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -568,7 +567,8 @@ public:
   /// Deduplication: tells the memory manager which allocations `op` may
   /// write (private copies for shared ones); an error status when one
   /// cannot get its copy. `mustWait` set: a copy must wait for the
-  /// tenant's other work (MustWaitError; nothing counted).
+  /// tenant's other work, or for room made on the swap thread
+  /// (MustWaitError; nothing counted).
   pb::Status beginWrites(Op *op, bool *mustWait);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
@@ -2862,7 +2862,8 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
     return cancel(std::move(st));
   if (mustWait) {
     // A copy on write that remaps memory the tenant's other work may be
-    // reading: the op lets its memory go and waits for that work.
+    // reading, or that needs room made on the swap thread: the op lets its
+    // memory go and waits for that work or that swap.
     memory->release(s.tenant->memId);
     op->acquired = false;
     memoryWaiters.push_back(op);
