@@ -39,9 +39,11 @@
 //
 // Thread-safe: every call takes one mutex. Swaps run under it, so that no
 // tenant can acquire memory while it moves, except those of
-// `swapInBackground`: they run on a thread of the caller's, taking the
-// mutex only between allocations, while the tenants they move acquire
-// nothing and the others carry on.
+// `swapInBackground` (wooly-serve's): they run on a thread of the
+// caller's, taking the mutex only between allocations, while the tenants
+// they move acquire nothing and the others carry on; the calls that need
+// them wait (Acquired::Wait, MustWaitError) and are made again once the
+// swap has settled.
 //
 //===----------------------------------------------------------------------===//
 
@@ -246,13 +248,15 @@ public:
 
   /// Swap traffic off the caller's thread: from now on, `acquire` plans
   /// the swap a tenant's memory needs (the idle tenants to move out, then
-  /// the tenant to move in), marks those tenants as moving (they acquire
-  /// nothing until it settles: no running kernel can lose its memory),
-  /// and calls `start`, which must make another thread call `runSwap`.
-  /// One swap at a time. Meanwhile every other tenant allocates, frees
-  /// and acquires as usual; device memory the swap will take back
-  /// (`reserved`) counts as used. `delay`: a pause before each allocation
-  /// moves (tests: a swap that lasts).
+  /// the tenant to move in), and so do `allocate` and `reservePinned`
+  /// with `mayWait` and a copy on write (`beginWrite`) that need room (the
+  /// idle tenants to move out), failing with MustWaitError; it marks
+  /// those tenants as moving (they acquire nothing until it settles: no
+  /// running kernel can lose its memory), and calls `start`, which must
+  /// make another thread call `runSwap`. One swap at a time. Meanwhile
+  /// every other tenant allocates, frees and acquires as usual; device
+  /// memory the swap will take back counts as used (`committed`). `delay`:
+  /// a pause before each allocation moves (tests: a swap that lasts).
   void swapInBackground(std::function<void()> start,
                         std::chrono::milliseconds delay = {});
   /// Runs the swap `acquire` planned (the swap thread): copies without
