@@ -20,6 +20,10 @@
 //     physical memory and the savings, the time of each fill against
 //     memcpy of SIZE, and of a copy on write (a tenant's first write into
 //     a shared copy).
+//  4. through wooly-serve: while one tenant's memory comes back (on the
+//     server's swap thread, each move made longer with --swap-delay-ms),
+//     how many launches + synchronisations of another tenant complete, and
+//     how long they take, against the same with no swap in flight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +36,13 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <sys/mman.h>
+#include <thread>
 
 using namespace wooly;
 using bench::Clock;
@@ -119,79 +126,141 @@ void swapBandwidth(const std::vector<uint64_t> &sizes, int reps) {
   }
 }
 
-void firstLaunchWait(const std::string &serve, uint64_t size, int reps) {
-  std::string dir = bench::makeTempDir("wooly-memory-bench");
-  std::string endpoint = "ipc://" + dir + "/serve.sock";
-  pid_t pid =
-      bench::startServe(serve,
-                        {"--listen=" + endpoint,
-                         "--device-memory=" + std::to_string(size + size / 2),
-                         "--kernel-timeout-ms=0"},
-                        dir + "/serve.log");
-  auto connect = [&](const char *tenant) {
+/// A wooly-serve of the bench's own (stopped at the end), and its clients.
+struct Serve {
+  std::string dir, endpoint;
+  pid_t pid = -1;
+  Serve(const std::string &serve, std::vector<std::string> args) {
+    dir = bench::makeTempDir("wooly-memory-bench");
+    endpoint = "ipc://" + dir + "/serve.sock";
+    args.push_back("--listen=" + endpoint);
+    args.push_back("--kernel-timeout-ms=0");
+    pid = bench::startServe(serve, args, dir + "/serve.log");
+  }
+  ~Serve() {
+    bench::stopServe(pid);
+    std::string cmd = "rm -rf '" + dir + "'";
+    (void)!std::system(cmd.c_str());
+  }
+  std::unique_ptr<client::Client> connect(const char *tenant) {
     client::Options o;
     o.server = endpoint;
     o.tenant = tenant;
     o.connectTimeoutMs = 20000;
     client::Status st;
     auto c = client::Client::connect(o, st);
-    if (!c) {
-      bench::stopServe(pid);
-      die("connect: " + st.str());
-    }
+    if (!c)
+      fail("connect", st);
     return c;
-  };
-  auto ok = [&](client::Status st, const char *what) {
-    if (!st.ok()) {
-      bench::stopServe(pid);
-      die(std::string(what) + ": " + st.str());
-    }
-  };
-  auto a = connect("a"), b = connect("b");
-  client::Module m;
-  ok(a->loadModule(vecAddPtx(), "elementwise", m), "load");
-  uint64_t pa = 0, pb = 0;
-  ok(a->malloc(size, pa), "malloc a");
-  ok(a->memset(pa, 0x5a, size), "memset a");
-  const client::KernelLayout *k = m.findKernel("vec_add");
-  if (!k)
-    die("no vec_add in the corpus' elementwise.sm_90.ptx");
-  std::vector<uint8_t> params(k->paramBufferSize);
-  int32_t n = 256;
-  uint64_t x = pa, y = pa + 1024, z = pa + 2048;
-  std::memcpy(params.data() + k->paramOffsets[0], &n, 4);
-  std::memcpy(params.data() + k->paramOffsets[1], &x, 8);
-  std::memcpy(params.data() + k->paramOffsets[2], &y, 8);
-  std::memcpy(params.data() + k->paramOffsets[3], &z, 8);
-  auto launchA = [&] {
-    auto t = Clock::now();
-    ok(a->launch(m.handle, "vec_add", {1}, {256}, 0, params.data(),
-                 params.size()),
-       "launch");
-    ok(a->deviceSynchronize(), "sync");
-    return ms(t);
-  };
-  launchA(); // compiles the kernel
-  std::vector<double> resident, swapped;
-  for (int r = 0; r < reps; ++r)
-    resident.push_back(launchA());
-  ok(b->malloc(size, pb), "malloc b"); // moves a's memory out
-  for (int r = 0; r < reps; ++r) {
-    // b works (a's memory moves out), then a launches.
-    ok(b->memset(pb, uint8_t(r), 4096), "memset b");
-    ok(b->deviceSynchronize(), "sync b");
-    swapped.push_back(launchA());
   }
-  a.reset();
-  b.reset();
-  bench::stopServe(pid);
+  void ok(client::Status st, const char *what) {
+    if (!st.ok())
+      fail(what, st);
+  }
+  [[noreturn]] void fail(const char *what, const client::Status &st) {
+    bench::stopServe(pid);
+    die(std::string(what) + ": " + st.str());
+  }
+};
+
+/// A small kernel run by one tenant: vec_add over 256 floats inside its
+/// buffer at `buf`, launched and synchronised.
+struct SmallLaunch {
+  Serve &serve;
+  client::Client &c;
+  client::Module m;
+  std::vector<uint8_t> params;
+  SmallLaunch(Serve &serve, client::Client &c, uint64_t buf)
+      : serve(serve), c(c) {
+    serve.ok(c.loadModule(vecAddPtx(), "elementwise", m), "load");
+    const client::KernelLayout *k = m.findKernel("vec_add");
+    if (!k)
+      die("no vec_add in the corpus' elementwise.sm_90.ptx");
+    params.resize(k->paramBufferSize);
+    int32_t n = 256;
+    uint64_t x = buf, y = buf + 1024, z = buf + 2048;
+    std::memcpy(params.data() + k->paramOffsets[0], &n, 4);
+    std::memcpy(params.data() + k->paramOffsets[1], &x, 8);
+    std::memcpy(params.data() + k->paramOffsets[2], &y, 8);
+    std::memcpy(params.data() + k->paramOffsets[3], &z, 8);
+    run(); // compiles the kernel
+  }
+  /// Its time in ms.
+  double run() {
+    auto t = Clock::now();
+    serve.ok(c.launch(m.handle, "vec_add", {1}, {256}, 0, params.data(),
+                      params.size()),
+             "launch");
+    serve.ok(c.deviceSynchronize(), "sync");
+    return ms(t);
+  }
+};
+
+void firstLaunchWait(const std::string &serveBin, uint64_t size, int reps) {
+  std::vector<double> resident, swapped;
+  {
+    Serve serve(serveBin,
+                {"--device-memory=" + std::to_string(size + size / 2)});
+    auto a = serve.connect("a"), b = serve.connect("b");
+    uint64_t pa = 0, pb = 0;
+    serve.ok(a->malloc(size, pa), "malloc a");
+    serve.ok(a->memset(pa, 0x5a, size), "memset a");
+    SmallLaunch launchA(serve, *a, pa);
+    for (int r = 0; r < reps; ++r)
+      resident.push_back(launchA.run());
+    serve.ok(b->malloc(size, pb), "malloc b"); // moves a's memory out
+    for (int r = 0; r < reps; ++r) {
+      // b works (a's memory moves out), then a launches.
+      serve.ok(b->memset(pb, uint8_t(r), 4096), "memset b");
+      serve.ok(b->deviceSynchronize(), "sync b");
+      swapped.push_back(launchA.run());
+    }
+  }
   auto [cp, fresh] = memcpyMs(size, reps);
   double res = bench::median(resident), sw = bench::median(swapped);
   std::printf("%8llu %12.3f %14.3f %10.3f %10.2f %14.4f\n",
               (unsigned long long)(size / kMiB), res, sw, sw - res, cp,
               (sw - res) / cp);
-  std::string cmd = "rm -rf '" + dir + "'";
-  (void)!std::system(cmd.c_str());
+}
+
+/// Section 4: while tenant a's memory comes back (b's moving out for it,
+/// on the server's swap thread, each move made to last `delayMs` more
+/// with --swap-delay-ms, as a slow link would), tenant c launches small
+/// kernels again and again: how many complete during the swap, and how
+/// long each takes, against c's launches with no swap in flight.
+void launchesDuringSwap(const std::string &serveBin, uint64_t size,
+                        unsigned delayMs, int reps) {
+  Serve serve(serveBin, {"--device-memory=" + std::to_string(size + size / 2),
+                         "--swap-delay-ms=" + std::to_string(delayMs)});
+  auto a = serve.connect("a"), b = serve.connect("b"), c = serve.connect("c");
+  uint64_t pa = 0, pb = 0, pc = 0;
+  serve.ok(a->malloc(size, pa), "malloc a");
+  serve.ok(a->memset(pa, 0x5a, size), "memset a");
+  serve.ok(b->malloc(size, pb), "malloc b"); // moves a's memory out
+  serve.ok(b->memset(pb, 0x33, size), "memset b");
+  serve.ok(c->malloc(1 << 20, pc), "malloc c");
+  SmallLaunch launchC(serve, *c, pc);
+  std::vector<double> idle, during;
+  for (int r = 0; r < reps; ++r)
+    idle.push_back(launchC.run());
+  // a's memset needs its memory back; it waits on a thread of its own.
+  std::atomic<bool> back{false};
+  double swapMs = 0;
+  serve.ok(a->memset(pa, 0x11, 4096, 0, /*async=*/true), "memset a");
+  auto start = Clock::now();
+  serve.ok(a->flush(), "flush a");
+  std::thread waiter([&] {
+    serve.ok(a->deviceSynchronize(), "sync a");
+    swapMs = ms(start);
+    back = true;
+  });
+  while (!back)
+    during.push_back(launchC.run());
+  waiter.join();
+  double longest = *std::max_element(during.begin(), during.end());
+  std::printf("%8llu %10u %10.1f %10zu %12.3f %12.3f %12.3f\n",
+              (unsigned long long)(size / kMiB), delayMs, swapMs, during.size(),
+              bench::median(idle), bench::median(during), longest);
 }
 
 /// Section 3 for `tenants` tenants sharing `size` bytes of weights.
@@ -284,5 +353,17 @@ int main(int argc, char **argv) {
               "cow ms", "memcpy ms", "fill/cpy", "cow/cpy");
   for (unsigned n : {1u, 2u, 4u, 8u})
     dedup(dedupSize, n, reps);
+  unsigned delayMs =
+      unsigned(std::stoul(option(argc, argv, "swap-delay-ms", "100")));
+  std::printf("\n4. another tenant's launches while a tenant's memory moves "
+              "back (wooly-serve, cpu, --device-memory = 1.5 x size, "
+              "--swap-delay-ms: each of the 2 moves lasts that much more): "
+              "swap = a's wait for its memory; c's launch + synchronise "
+              "with no swap (median of %d) and during it\n",
+              reps);
+  std::printf("%8s %10s %10s %10s %12s %12s %12s\n", "MiB", "delay ms",
+              "swap ms", "c launches", "c idle ms", "c during ms", "c max ms");
+  for (uint64_t size : sizes)
+    launchesDuringSwap(serve, size, delayMs, reps);
   return 0;
 }

@@ -387,6 +387,18 @@ public:
   bool supportsSwap() const override { return device->virtualMemory(); }
   llvm::Error swapOut(uint64_t addr) override { return device->swapOut(addr); }
   llvm::Error swapIn(uint64_t addr) override { return device->swapIn(addr); }
+  bool supportsSharing() const override { return device->virtualMemory(); }
+  bool sharingRemaps() const override { return true; }
+  llvm::Error share(uint64_t addr, uint64_t with) override {
+    if (llvm::Error e = device->makeCurrent())
+      return e;
+    return device->share(addr, with);
+  }
+  llvm::Error unshare(uint64_t addr) override {
+    if (llvm::Error e = device->makeCurrent())
+      return e;
+    return device->unshare(addr);
+  }
   std::optional<uint64_t> freeDeviceMemory() override {
     if (auto info = device->memoryInfo())
       return info->first;

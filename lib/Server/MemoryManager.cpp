@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <thread>
+#include <tuple>
 
 using namespace wooly;
 using namespace wooly::server;
@@ -34,7 +36,8 @@ std::string mib(uint64_t bytes) {
 
 MemoryManager::MemoryManager(Backend &backend, uint64_t capacity)
     : backend(backend), cap(capacity), canSwap(backend.supportsSwap()),
-      canShare(backend.supportsSharing()) {
+      canShare(backend.supportsSharing()),
+      remapsToShare(backend.sharingRemaps()) {
   usage.capacity = capacity;
   tenantMap[kInternal].name = "(server)";
   tenantMap[kInternal].quota = UINT64_MAX;
@@ -57,19 +60,56 @@ uint64_t MemoryManager::addTenant(std::string name, uint64_t quota,
 bool MemoryManager::removeTenant(uint64_t tenant) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
-  if (tenant == kInternal || it == tenantMap.end() || it->second.used())
+  if (tenant == kInternal || it == tenantMap.end() || it->second.used() ||
+      moving.count(tenant))
     return false;
   tenantMap.erase(it);
   return true;
 }
 
-bool MemoryManager::move(uint64_t tenant, bool out) {
-  TenantMemory &t = tenantMap[tenant];
-  bool movedAny = false;
-  for (auto &[addr, b] : blocks) {
+void MemoryManager::moved(uint64_t addr, Block &b, bool out, double seconds) {
+  TenantMemory &t = tenantMap[b.tenant];
+  b.swapped = out;
+  // From `from` to `to`, on the tenant's and on the device's counters.
+  uint64_t &from = out ? t.resident : t.swapped;
+  uint64_t &to = out ? t.swapped : t.resident;
+  from -= b.bytes;
+  to += b.bytes;
+  uint64_t &devFrom = out ? usage.physical : usage.swapped;
+  uint64_t &devTo = out ? usage.swapped : usage.physical;
+  devFrom -= b.bytes;
+  devTo += b.bytes;
+  (out ? usage.swapOuts : usage.swapIns)++;
+  (out ? usage.swapOutBytes : usage.swapInBytes) += b.bytes;
+  (out ? usage.swapOutSeconds : usage.swapInSeconds) += seconds;
+}
+
+std::vector<uint64_t> MemoryManager::movable(uint64_t tenant, bool out) {
+  std::vector<uint64_t> addrs;
+  for (auto &[addr, b] : blocks)
     // A shared copy stays: moving one member out would free nothing.
-    if (b.tenant != tenant || b.pinned || b.group || b.swapped == out)
-      continue;
+    if (b.tenant == tenant && !b.pinned && !b.group && b.swapped != out &&
+        !b.moving)
+      addrs.push_back(addr);
+  return addrs;
+}
+
+void MemoryManager::counted(uint64_t tenant, bool out) {
+  auto it = tenantMap.find(tenant);
+  if (it == tenantMap.end())
+    return;
+  TenantMemory &t = it->second;
+  if (out) {
+    t.evictions++;
+    usage.evictions++;
+  } else {
+    t.swapIns++;
+  }
+}
+
+bool MemoryManager::move(uint64_t tenant, bool out) {
+  std::vector<uint64_t> addrs = movable(tenant, out);
+  for (uint64_t addr : addrs) {
     auto start = Clock::now();
     if (llvm::Error e = out ? backend.swapOut(addr) : backend.swapIn(addr)) {
       // Host memory ran out (or its mappings): what moved stays moved,
@@ -77,64 +117,79 @@ bool MemoryManager::move(uint64_t tenant, bool out) {
       llvm::consumeError(std::move(e));
       return false;
     }
-    double seconds = secondsSince(start);
-    b.swapped = out;
-    // From `from` to `to`, on the tenant's and on the device's counters.
-    uint64_t &from = out ? t.resident : t.swapped;
-    uint64_t &to = out ? t.swapped : t.resident;
-    from -= b.bytes;
-    to += b.bytes;
-    uint64_t &devFrom = out ? usage.physical : usage.swapped;
-    uint64_t &devTo = out ? usage.swapped : usage.physical;
-    devFrom -= b.bytes;
-    devTo += b.bytes;
-    (out ? usage.swapOuts : usage.swapIns)++;
-    (out ? usage.swapOutBytes : usage.swapInBytes) += b.bytes;
-    (out ? usage.swapOutSeconds : usage.swapInSeconds) += seconds;
-    movedAny = true;
+    moved(addr, blocks[addr], out, secondsSince(start));
   }
-  if (movedAny && out) {
-    t.evictions++;
-    usage.evictions++;
-  } else if (movedAny) {
-    t.swapIns++;
+  if (!addrs.empty())
+    counted(tenant, out);
+  return true;
+}
+
+std::optional<std::vector<uint64_t>>
+MemoryManager::victimsFor(uint64_t bytes, uint64_t requester) {
+  if (bytes > cap)
+    return std::nullopt;
+  uint64_t committed = this->committed();
+  if (committed <= cap - bytes)
+    return std::vector<uint64_t>();
+  if (!canSwap)
+    return std::nullopt;
+  // Idle tenants with something to move, least recently active first
+  // (none whose memory a swap in flight moves).
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> idle; // when, id, own
+  for (auto &[id, t] : tenantMap) {
+    uint64_t own = t.resident - t.pinned - t.shared;
+    if (id == kInternal || id == requester || t.busy || own == 0 ||
+        moving.count(id))
+      continue;
+    idle.push_back({t.lastActive, id, own});
   }
+  std::sort(idle.begin(), idle.end());
+  std::vector<uint64_t> victims;
+  for (auto &[when, id, own] : idle) {
+    victims.push_back(id);
+    committed -= own;
+    if (committed <= cap - bytes)
+      return victims;
+  }
+  // Nothing moves unless enough can move.
+  return std::nullopt;
+}
+
+bool MemoryManager::waitForRoom(uint64_t bytes, uint64_t requester) {
+  if (!startSwap || bytes > cap || committed() <= cap - bytes)
+    return false;
+  // The caller tries again once the swap has settled: the one in flight
+  // (which may leave room, or hold what could move), or one moving idle
+  // tenants out now.
+  if (swapJob)
+    return true;
+  std::optional<std::vector<uint64_t>> victims = victimsFor(bytes, requester);
+  if (!victims)
+    return false;
+  planSwap(*victims, std::nullopt);
   return true;
 }
 
 bool MemoryManager::makeRoom(uint64_t bytes, uint64_t requester) {
-  if (bytes > cap)
+  std::optional<std::vector<uint64_t>> victims = victimsFor(bytes, requester);
+  if (!victims)
     return false;
-  auto fits = [&] { return usage.physical <= cap - bytes; };
-  if (fits())
-    return true;
-  if (!canSwap)
-    return false;
-  // Idle tenants with something to move, least recently active first.
-  std::vector<std::pair<uint64_t, uint64_t>> idle; // lastActive, id
-  uint64_t movable = 0;
-  for (auto &[id, t] : tenantMap) {
-    uint64_t own = t.resident - t.pinned - t.shared;
-    if (id == kInternal || id == requester || t.busy || own == 0)
-      continue;
-    idle.push_back({t.lastActive, id});
-    movable += own;
-  }
-  // Nothing moves unless enough can move.
-  if (usage.physical - movable > cap - bytes)
-    return false;
-  std::sort(idle.begin(), idle.end());
-  for (auto &[when, id] : idle) {
+  for (uint64_t id : *victims)
     if (!move(id, /*out=*/true))
       return false;
-    if (fits())
-      return true;
-  }
-  return fits();
+  return committed() <= cap - bytes;
 }
 
-llvm::Expected<uint64_t>
-MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
+uint64_t MemoryManager::committed() const {
+  // The swap in flight moves `pendingOut` out, then `reserved` in: its
+  // peak is now or at its end.
+  return usage.physical + (reserved > pendingOut ? reserved - pendingOut : 0);
+}
+
+llvm::Expected<uint64_t> MemoryManager::allocate(uint64_t tenant,
+                                                 uint64_t bytes,
+                                                 uint64_t domain,
+                                                 bool mayWait) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
   if (it == tenantMap.end())
@@ -157,6 +212,8 @@ MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
                       mib(bytes), mib(t.used()), mib(cap))
             .str());
   }
+  if (mayWait && waitForRoom(bytes, tenant))
+    return llvm::make_error<MustWaitError>();
   if (!makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(
@@ -184,10 +241,20 @@ MemoryManager::allocate(uint64_t tenant, uint64_t bytes, uint64_t domain) {
 llvm::Error MemoryManager::free(uint64_t addr) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = blocks.find(addr);
-  if (it == blocks.end() || it->second.pinned)
+  if (it == blocks.end() || it->second.pinned || it->second.freeAfterMove)
     return llvm::createStringError(
         llvm::formatv("free of {0:x}, which is not a managed allocation", addr)
             .str());
+  if (it->second.moving) {
+    // The swap thread is moving it: it frees it when the move ends.
+    it->second.freeAfterMove = true;
+    return llvm::Error::success();
+  }
+  return freeBlock(it);
+}
+
+llvm::Error MemoryManager::freeBlock(std::map<uint64_t, Block>::iterator it) {
+  uint64_t addr = it->first;
   // The backend frees a swapped allocation's host copy too.
   if (llvm::Error e = backend.free(addr))
     return e;
@@ -214,7 +281,7 @@ llvm::Error MemoryManager::free(uint64_t addr) {
 }
 
 llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
-                                         uint64_t bytes) {
+                                         uint64_t bytes, bool mayWait) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
   if (it == tenantMap.end() || blocks.count(key))
@@ -226,6 +293,9 @@ llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
                       "'{1}''s quota: {2} of {3} in use",
                       mib(bytes), t.name, mib(t.used()), mib(t.quota))
             .str());
+  if (mayWait && bytes <= cap && t.used() <= cap - bytes &&
+      waitForRoom(bytes, tenant))
+    return llvm::make_error<MustWaitError>();
   if (bytes > cap || t.used() > cap - bytes || !makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(
@@ -299,7 +369,14 @@ void MemoryManager::removeMember(uint64_t addr, Block &b) {
 }
 
 llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
-  // Its own copy is device memory like an allocation.
+  // The caller's op is one unit of the tenant's work; another may be a
+  // kernel reading the allocation that the backend is about to remap.
+  if (remapsToShare && tenantMap[b.tenant].busy > 1)
+    return llvm::make_error<MustWaitError>();
+  // Its own copy is device memory like an allocation (the write waits
+  // while idle tenants' memory moves out for it on the swap thread).
+  if (waitForRoom(b.bytes, b.tenant))
+    return llvm::make_error<MustWaitError>();
   if (!makeRoom(b.bytes, b.tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(
@@ -319,13 +396,17 @@ llvm::Error MemoryManager::leaveGroup(uint64_t addr, Block &b) {
 }
 
 std::string MemoryManager::findTwin(uint64_t addr, Block &b) {
+  // `addr` is remapped: not while other work of its tenant may read it (it
+  // stays a candidate: a later twin shares with it, unremapped).
+  if (remapsToShare && tenantMap[b.tenant].busy > 1)
+    return "";
   auto [begin, end] = candidates.equal_range({*b.hash, b.bytes});
   for (auto it = begin; it != end; ++it) {
     uint64_t other = it->second;
     if (other == addr)
       continue;
     Block &o = blocks[other];
-    if (o.swapped || o.writers)
+    if (o.swapped || o.writers || o.moving)
       continue;
     // The hash found it; the bytes decide.
     llvm::Expected<bool> same = backend.sameBytes(addr, other, b.bytes);
@@ -370,13 +451,13 @@ MemoryManager::beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes,
   if (!e || e->second.tenant != tenant || e->second.tenant == kInternal)
     return std::pair<uint64_t, uint64_t>{0, 0};
   Block &b = e->second;
-  dropCandidate(e->first, b);
   if (b.group) {
     if (llvm::Error err = leaveGroup(e->first, b))
       return std::move(err);
     if (copied)
       *copied = true;
   }
+  dropCandidate(e->first, b);
   b.writers++;
   return std::pair<uint64_t, uint64_t>{e->first, b.bytes};
 }
@@ -459,6 +540,9 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
   if (it == tenantMap.end())
     return Acquired::Never;
   TenantMemory &t = it->second;
+  // A swap in flight moves its memory (out or in): not until it settles.
+  if (moving.count(tenant))
+    return Acquired::Wait;
   if (t.swapped) {
     // It fits at all only where the memory that can never move (others'
     // pinned, the server's) leaves room.
@@ -475,6 +559,18 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
       usage.outOfMemory++;
       return Acquired::Never;
     }
+    if (startSwap) {
+      // One swap in flight at a time, on the caller's swap thread: the
+      // tenant waits, the others go on.
+      if (swapJob)
+        return Acquired::Wait;
+      std::optional<std::vector<uint64_t>> victims =
+          victimsFor(t.swapped, tenant);
+      if (!victims)
+        return Acquired::Wait;
+      planSwap(*victims, tenant);
+      return Acquired::Wait;
+    }
     if (!makeRoom(t.swapped, tenant))
       return Acquired::Wait;
     if (!move(tenant, /*out=*/false))
@@ -483,6 +579,124 @@ Acquired MemoryManager::acquire(uint64_t tenant) {
   t.busy++;
   t.lastActive = ++tick;
   return Acquired::Yes;
+}
+
+void MemoryManager::planSwap(const std::vector<uint64_t> &victims,
+                             std::optional<uint64_t> tenant) {
+  // The blocks it moves are fixed now, and the swap's alone.
+  SwapJob job;
+  job.victims = victims;
+  for (uint64_t id : victims)
+    for (uint64_t addr : movable(id, /*out=*/true)) {
+      job.out.push_back(addr);
+      pendingOut += blocks[addr].bytes;
+    }
+  if (tenant) {
+    job.tenant = *tenant;
+    job.in = movable(*tenant, /*out=*/false);
+    moving.insert(*tenant);
+  }
+  for (uint64_t addr : job.out)
+    blocks[addr].moving = true;
+  for (uint64_t addr : job.in) {
+    blocks[addr].moving = true;
+    reserved += blocks[addr].bytes;
+  }
+  moving.insert(victims.begin(), victims.end());
+  swapJob = std::move(job);
+  startSwap();
+}
+
+void MemoryManager::swapInBackground(std::function<void()> start,
+                                     std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mutex);
+  startSwap = std::move(start);
+  swapDelay = delay;
+}
+
+bool MemoryManager::moveOnSwapThread(uint64_t addr, bool out, bool ok,
+                                     unsigned &count) {
+  {
+    // Freed before its turn (its tenant went away): it does not move.
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = blocks.find(addr);
+    if (it->second.freeAfterMove) {
+      uint64_t &pending = out ? pendingOut : reserved;
+      pending -= std::min(pending, it->second.bytes);
+      it->second.moving = false;
+      llvm::consumeError(freeBlock(it));
+      return ok;
+    }
+  }
+  // The copy runs without the lock: other tenants allocate, free and
+  // acquire meanwhile. The block is the swap's alone while `moving`.
+  llvm::Error e = llvm::Error::success();
+  double seconds = 0;
+  if (ok) {
+    if (swapDelay.count())
+      std::this_thread::sleep_for(swapDelay);
+    auto start = Clock::now();
+    e = out ? backend.swapOut(addr) : backend.swapIn(addr);
+    seconds = secondsSince(start);
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = blocks.find(addr);
+  Block &b = it->second;
+  b.moving = false;
+  if (ok && !e) {
+    moved(addr, b, out, seconds);
+    count++;
+    uint64_t &pending = out ? pendingOut : reserved;
+    pending -= std::min(pending, b.bytes);
+  } else if (e) {
+    // Host memory ran out (or its mappings): what moved stays moved, and
+    // is counted so; the rest stays where it is.
+    llvm::consumeError(std::move(e));
+    ok = false;
+  }
+  if (b.freeAfterMove)
+    llvm::consumeError(freeBlock(it));
+  return ok;
+}
+
+void MemoryManager::runSwap() {
+  SwapJob job;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!swapJob || swapJob->done)
+      return;
+    job = *swapJob;
+  }
+  // Out first, then in: device memory never holds more than the capacity.
+  bool ok = true;
+  unsigned movedOut = 0, movedIn = 0;
+  for (uint64_t addr : job.out)
+    ok = moveOnSwapThread(addr, /*out=*/true, ok, movedOut);
+  bool in = ok;
+  for (uint64_t addr : job.in)
+    in = moveOnSwapThread(addr, /*out=*/false, in, movedIn);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (movedOut)
+    for (uint64_t id : job.victims)
+      counted(id, /*out=*/true);
+  if (movedIn)
+    counted(job.tenant, /*out=*/false);
+  swapJob->done = true;
+}
+
+bool MemoryManager::settleSwap() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!swapJob || !swapJob->done)
+    return false;
+  swapJob.reset();
+  moving.clear();
+  reserved = pendingOut = 0;
+  return true;
+}
+
+bool MemoryManager::swapping() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return swapJob.has_value();
 }
 
 void MemoryManager::release(uint64_t tenant) {
@@ -573,6 +787,13 @@ std::string MemoryManager::verify() const {
             llvm::formatv("shared copy {0}: member {1:x} is not in it\n", id, m)
                 .str();
     }
+  }
+  if (!swapJob) {
+    if (reserved || pendingOut || !moving.empty())
+      out += "no swap in flight, but memory counted as moving\n";
+    for (auto &[addr, b] : blocks)
+      if (b.moving || b.freeAfterMove)
+        out += llvm::formatv("block {0:x} moving with no swap\n", addr).str();
   }
   if (usage.physical > cap)
     out += llvm::formatv("physical {0} exceeds the capacity {1}\n",

@@ -50,10 +50,15 @@
 //    runtime contains those by itself, per fault domain.
 //  - Memory: every byte of device memory goes through the MemoryManager
 //    (include/Wooly/Server/MemoryManager.h). An op that does device work
-//    acquires its tenant's memory when it becomes ready (bringing it back
-//    if it was moved out, or waiting in `memoryWaiters` while others'
-//    work keeps it out) and releases it when it completes; a tenant with
-//    none acquired is idle, and its memory may move out to make room.
+//    acquires its tenant's memory when it becomes ready (waiting in
+//    `memoryWaiters` while it is moved back on the swap thread, or while
+//    others' work keeps it out) and releases it when it completes; a
+//    tenant with none acquired is idle, and its memory may move out to
+//    make room. The swaps for acquisitions, mallocs (whose reply waits in
+//    `pendingMallocs`), copies on write (the op waits in `memoryWaiters`)
+//    and module variables (the load waits in `pendingModuleLoads`) run on
+//    the swap thread, so the other tenants' work goes on meanwhile; the
+//    evictions for the server's own memory still run on the I/O thread.
 //  - A client that dies is noticed through the socket monitor (the
 //    connection's file descriptor closes): its session is torn down, queued
 //    work dropped, running work finished, then its memory freed and its
@@ -561,8 +566,10 @@ public:
   void makeReady(Op *op, std::deque<Op *> *work = nullptr);
   /// Deduplication: tells the memory manager which allocations `op` may
   /// write (private copies for shared ones); an error status when one
-  /// cannot get its copy.
-  pb::Status beginWrites(Op *op);
+  /// cannot get its copy. `mustWait` set: a copy must wait for the
+  /// tenant's other work, or for room made on the swap thread
+  /// (MustWaitError; nothing counted).
+  pb::Status beginWrites(Op *op, bool *mustWait);
   void dispatch();
   /// Runs a dispatch on the calling executor; a sliced launch with its
   /// preemption flag and counter (0: none, or its own), a contained one
@@ -601,6 +608,8 @@ public:
   Session *sessionOf(const std::string &routingId);
   void teardown(Session &s, const char *why);
   void maybeErase(Session &s);
+  /// In open mode, forgets a tenant with no session and no memory left.
+  void forgetTenant(TenantState &t);
   bool inSessionMemory(Session &s, uint64_t addr, uint64_t bytes);
   SessionModule *findModule(Session &s, uint64_t handle);
   pb::Status checkStream(Session &s, uint64_t stream, uint64_t seq);
@@ -649,6 +658,11 @@ public:
 
   JobQueue execQueue, compileQueue;
   std::vector<std::thread> execThreads, compileThreads;
+  /// The swap thread (where memory can move): runs the swaps that
+  /// `MemoryManager::acquire` starts, so that the I/O thread and the other
+  /// tenants' work go on while a tenant's memory moves.
+  JobQueue swapQueue;
+  std::thread swapThread;
   unsigned numExecutors = 1, idleExecutors = 1;
 
   std::map<uint64_t, std::unique_ptr<Session>> sessions;
@@ -669,6 +683,20 @@ public:
   bool retryingWaiters = false;
   /// Makes the ops of `memoryWaiters` ready that can now be.
   void retryMemoryWaiters();
+  /// A malloc call: allocates and replies, or waits in `pendingMallocs`
+  /// while idle tenants' memory moves out for it on the swap thread.
+  struct PendingMalloc {
+    std::string routingId;
+    uint64_t session = 0, bytes = 0, seq = 0;
+  };
+  std::deque<PendingMalloc> pendingMallocs;
+  /// Module loads whose variables wait for room (moduleLoaded).
+  struct PendingModuleLoad {
+    uint64_t session = 0, seq = 0;
+    std::shared_ptr<ModuleImage> image;
+  };
+  std::deque<PendingModuleLoad> pendingModuleLoads;
+  void allocateFor(PendingMalloc m);
 
   // Device metrics (I/O thread; read under `tenantsMutex`).
   Clock::time_point startTime = Clock::now(), busySince;
@@ -753,6 +781,9 @@ public:
 Server::Impl::~Impl() {
   execQueue.stop();
   compileQueue.stop();
+  swapQueue.stop();
+  if (swapThread.joinable())
+    swapThread.join();
   for (std::thread &t : execThreads)
     t.join();
   for (std::thread &t : compileThreads)
@@ -981,6 +1012,47 @@ llvm::Error Server::Impl::start() {
   for (unsigned i = 0; i < nc; ++i)
     compileThreads.emplace_back(
         [this, i, n = numExecutors] { workerThread(n + i, compileQueue); });
+  if (memory->swaps()) {
+    swapThread = std::thread(
+        [this, n = numExecutors + nc] { workerThread(n, swapQueue); });
+    // Each swap on the swap thread; once it has run, the I/O thread ends
+    // it and retries the work that waits for memory.
+    memory->swapInBackground(
+        [this] {
+          swapQueue.push([this] {
+            memory->runSwap();
+            post([this] {
+              if (!memory->settleSwap())
+                return;
+              for (PendingMalloc &m : std::exchange(pendingMallocs, {}))
+                allocateFor(std::move(m));
+              for (PendingModuleLoad &l :
+                   std::exchange(pendingModuleLoads, {})) {
+                l.image->users--;
+                if (auto it = sessions.find(l.session);
+                    it != sessions.end() && !it->second->dead)
+                  moduleLoaded(*it->second, l.seq, l.image);
+                else if (l.image->users == 0 &&
+                         l.image->state != ModuleImage::State::Inspecting)
+                  images.erase(l.image->hash);
+              }
+              retryMemoryWaiters();
+              // Tenants of open mode whose last session ended while the
+              // swap moved their memory.
+              std::vector<TenantState *> idle;
+              {
+                std::lock_guard<std::mutex> lock(tenantsMutex);
+                for (auto &[name, t] : tenantStates)
+                  if (t->sessions == 0)
+                    idle.push_back(t.get());
+              }
+              for (TenantState *t : idle)
+                forgetTenant(*t);
+            });
+          });
+        },
+        std::chrono::milliseconds(options.swapDelayMs));
+  }
 
   if (!options.metrics.empty()) {
     auto ep = MetricsEndpoint::start(options.metrics,
@@ -1534,10 +1606,20 @@ void Server::Impl::moduleLoaded(Session &s, uint64_t seq,
   if (variableBytes) {
     variablesKey = (1ull << 63) | nextVariablesKey++;
     if (llvm::Error e =
-            memory->reservePinned(s.tenant->memId, variablesKey, variableBytes))
+            memory->reservePinned(s.tenant->memId, variablesKey, variableBytes,
+                                  /*mayWait=*/true)) {
+      if (e.isA<MustWaitError>()) {
+        // Idle tenants' memory moves out for them on the swap thread: the
+        // load ends once that swap has settled.
+        llvm::consumeError(std::move(e));
+        image->users++; // the compiled image stays cached meanwhile
+        pendingModuleLoads.push_back({s.id, seq, image});
+        return;
+      }
       return replyStatus(
           s.routingId, seq,
           status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), seq));
+    }
   }
   auto m = std::make_unique<SessionModule>();
   m->handle = s.nextHandle++;
@@ -1829,14 +1911,9 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     // Within the quota, on the device (idle tenants' memory may move out
     // to make room), in the session's memory domain: no other session's
     // kernel reaches it.
-    auto addr = memory->allocate(t.memId, bytes, s->id);
-    if (!addr)
-      return fail(
-          status(pb::OUT_OF_MEMORY, llvm::toString(addr.takeError()), seq));
-    s->allocations[*addr] = bytes;
-    pb::Reply r = simpleReply();
-    r.mutable_allocated()->set_address(*addr);
-    return reply(routingId, r);
+    // Where idle tenants' memory must move out first, that runs on the swap
+    // thread and the reply waits for it (pendingMallocs).
+    return allocateFor(PendingMalloc{routingId, s->id, bytes, seq});
   }
   case pb::Call::kFree: {
     uint64_t addr = call.free().address();
@@ -2625,7 +2702,7 @@ void Server::Impl::submit(Op *op) {
     makeReady(op);
 }
 
-pb::Status Server::Impl::beginWrites(Op *op) {
+pb::Status Server::Impl::beginWrites(Op *op, bool *mustWait) {
   if (!memory->dedups())
     return pb::Status();
   uint64_t tenant = op->session->tenant->memId;
@@ -2642,6 +2719,11 @@ pb::Status Server::Impl::beginWrites(Op *op) {
     for (uint64_t base : op->writes)
       memory->endWrite(base);
     op->writes.clear();
+    if (e.isA<MustWaitError>()) {
+      llvm::consumeError(std::move(e));
+      *mustWait = true;
+      return pb::Status();
+    }
     return status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), op->seq);
   };
   // Counts a write to the allocation `addr` falls in; returns its base
@@ -2775,8 +2857,19 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   }
   if (op->type == Op::Type::Launch)
     op->kernel = op->slot->compiled->findKernel(op->kernelName);
-  if (pb::Status st = beginWrites(op); st.code() != pb::OK)
+  bool mustWait = false;
+  if (pb::Status st = beginWrites(op, &mustWait); st.code() != pb::OK)
     return cancel(std::move(st));
+  if (mustWait) {
+    // A copy on write that remaps memory the tenant's other work may be
+    // reading, or that needs room made on the swap thread: the op lets its
+    // memory go and waits for that work or that swap.
+    memory->release(s.tenant->memId);
+    op->acquired = false;
+    memoryWaiters.push_back(op);
+    memoryWaiting = memoryWaiters.size();
+    return;
+  }
   if (op->type == Op::Type::SymbolIn || op->type == Op::Type::SymbolOut) {
     // The variable's address, resolved here: the executor reads only the
     // op (the module's tables belong to this thread).
@@ -3514,6 +3607,32 @@ void Server::Impl::complete(Op *first) {
   retryMemoryWaiters();
 }
 
+void Server::Impl::allocateFor(PendingMalloc m) {
+  auto it = sessions.find(m.session);
+  if (it == sessions.end() || it->second->dead)
+    return; // The client is gone: nothing was allocated.
+  Session &s = *it->second;
+  auto addr = memory->allocate(s.tenant->memId, m.bytes, s.id,
+                               /*mayWait=*/true);
+  if (!addr) {
+    llvm::Error e = addr.takeError();
+    if (e.isA<MustWaitError>()) {
+      llvm::consumeError(std::move(e));
+      pendingMallocs.push_back(std::move(m));
+      return;
+    }
+    s.tenant->metrics.errors++;
+    return replyStatus(
+        m.routingId, m.seq,
+        status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), m.seq));
+  }
+  s.allocations[*addr] = m.bytes;
+  pb::Reply r;
+  r.set_seq(m.seq);
+  r.mutable_allocated()->set_address(*addr);
+  reply(m.routingId, r);
+}
+
 void Server::Impl::retryMemoryWaiters() {
   if (retryingWaiters || memoryWaiters.empty())
     return;
@@ -3710,13 +3829,17 @@ void Server::Impl::maybeErase(Session &s) {
   }
   // In open mode any name makes a tenant: one that has nothing left is
   // forgotten, so that clients cannot grow the server without bound.
-  if (tenants.open && s.tenant->sessions == 0 &&
-      memory->removeTenant(s.tenant->memId)) {
-    scheduler->retire(&s.tenant->config, nowNanos());
-    std::lock_guard<std::mutex> lock(tenantsMutex);
-    tenantStates.erase(s.tenant->config.name);
-  }
+  forgetTenant(*s.tenant);
   sessions.erase(s.id);
+}
+
+void Server::Impl::forgetTenant(TenantState &t) {
+  // (Not while a swap moves its memory: then once that swap settles.)
+  if (tenants.open && t.sessions == 0 && memory->removeTenant(t.memId)) {
+    scheduler->retire(&t.config, nowNanos());
+    std::lock_guard<std::mutex> lock(tenantsMutex);
+    tenantStates.erase(t.config.name);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -58,9 +58,15 @@ static cl::opt<bool> cudaSwap(
     cl::desc("cuda: allocate device memory with the virtual memory "
              "management API (cuMemAddressReserve/cuMemCreate/cuMemMap), so "
              "that idle tenants' memory can move to host memory and back "
-             "at the same addresses (oversubscription). Allocations and "
-             "frees then synchronise with the device"),
+             "at the same addresses (oversubscription), and identical "
+             "read-only buffers share one physical copy (deduplication). "
+             "Allocations and frees then synchronise with the device"),
     cl::init(false), cl::cat(cat));
+static cl::opt<unsigned> swapDelayMs(
+    "swap-delay-ms",
+    cl::desc("Testing: pause this long before moving each allocation in or "
+             "out, so that a swap lasts"),
+    cl::init(0), cl::Hidden, cl::cat(cat));
 static cl::opt<unsigned>
     executors("executors",
               cl::desc("Threads running launches and copies (default: one "
@@ -195,6 +201,7 @@ int main(int argc, char **argv) {
   o.compileThreads = compileThreads;
   o.cpuWorkers = cpuWorkers;
   o.cudaSwap = cudaSwap;
+  o.swapDelayMs = swapDelayMs;
   o.drainTimeoutMs = drainTimeout;
   o.scheduler = scheduler;
   o.pacing = pacing;

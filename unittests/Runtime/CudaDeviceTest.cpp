@@ -13,6 +13,8 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -233,4 +235,166 @@ TEST(CudaDeviceTest, VirtualMemorySwapsAtTheSameAddress) {
   EXPECT_EQ(live[1], before[1]);
   EXPECT_EQ(live[2], before[2]);
   EXPECT_NE(errorText(d.free(*a)).find("not an allocation"), std::string::npos);
+}
+
+namespace {
+/// The stand-in driver's own cuMemcpyHtoD, which checks the access of the
+/// mappings it writes (read-only ones refuse).
+int fakeCopyToDevice(uint64_t dst, const void *src, size_t bytes) {
+  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
+  auto fn =
+      lib ? reinterpret_cast<int (*)(unsigned long long, const void *, size_t)>(
+                dlsym(lib, "cuMemcpyHtoD_v2"))
+          : nullptr;
+  return fn ? fn(dst, src, bytes) : -1;
+}
+} // namespace
+
+// Deduplication with virtual memory management: allocations of equal bytes
+// map one physical allocation, read-only, each at its own address. Physical
+// memory is counted once; writes fail while shared (in CudaDevice, and in
+// the driver: the mappings are read-only); a swap refuses them; unsharing
+// gives one member a private copy at the same address while the others
+// keep reading the original bytes; the last member left gets the memory as
+// its own, writable. Without virtual memory management, sharing is refused.
+TEST(CudaDeviceTest, VirtualMemorySharesOneReadOnlyCopy) {
+  auto opened = CudaDevice::open(0, FAKE_CUDA_FULL);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  CudaDevice &d = **opened;
+  auto plain = d.allocate(64);
+  ASSERT_TRUE(bool(plain));
+  EXPECT_NE(errorText(d.share(*plain, *plain))
+                .find("needs virtual memory management"),
+            std::string::npos);
+  ASSERT_FALSE(bool(d.free(*plain)));
+  ASSERT_FALSE(bool(d.enableVirtualMemory()));
+  const unsigned long long *live = fakeVmm();
+  ASSERT_TRUE(live);
+  unsigned long long created = live[1], physical = live[3];
+  constexpr uint64_t kBytes = 3 << 20, kRounded = 4 << 20; // 2 MiB granules
+  std::vector<uint8_t> bytes(kBytes), got(kBytes);
+  for (uint64_t i = 0; i < kBytes; ++i)
+    bytes[i] = uint8_t(i * 13 + (i >> 11));
+  uint64_t a[3];
+  for (uint64_t &x : a) {
+    auto r = d.allocate(kBytes);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    x = *r;
+    ASSERT_FALSE(bool(d.copyToDevice(x, bytes.data(), kBytes)));
+  }
+  EXPECT_EQ(live[1], created + 3);
+  EXPECT_EQ(live[3], physical + 3 * kRounded);
+  auto readBack = [&](uint64_t addr) {
+    std::fill(got.begin(), got.end(), 0);
+    EXPECT_FALSE(bool(d.copyFromDevice(got.data(), addr, kBytes)));
+    return got;
+  };
+
+  ASSERT_FALSE(bool(d.share(a[1], a[0])));
+  ASSERT_FALSE(bool(d.share(a[2], a[0])));
+  EXPECT_EQ(live[1], created + 1) << "one physical copy for three";
+  EXPECT_EQ(live[3], physical + kRounded);
+  for (uint64_t x : a)
+    EXPECT_EQ(readBack(x), bytes);
+  EXPECT_NE(errorText(d.share(a[1], a[0])).find("shared already"),
+            std::string::npos);
+  // Every write fails, and changes nothing.
+  uint8_t patch[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_NE(errorText(d.copyToDevice(a[1] + 100, patch, 8))
+                .find("shared read-only with other tenants"),
+            std::string::npos);
+  EXPECT_NE(errorText(d.memset(a[0], 0, 8)).find("shared read-only"),
+            std::string::npos);
+  EXPECT_NE(
+      errorText(d.copyDeviceToDevice(a[2], a[0], 8)).find("shared read-only"),
+      std::string::npos);
+  EXPECT_EQ(fakeCopyToDevice(a[1] + 100, patch, 8), 700)
+      << "the driver's mapping is read-only";
+  EXPECT_NE(errorText(d.swapOut(a[0])).find("shared with other allocations"),
+            std::string::npos);
+  EXPECT_NE(errorText(d.swapOut(a[2])).find("shared with other allocations"),
+            std::string::npos);
+  for (uint64_t x : a)
+    EXPECT_EQ(readBack(x), bytes);
+
+  // a[1] gets a private copy at its address, and writes it.
+  ASSERT_FALSE(bool(d.unshare(a[1])));
+  EXPECT_EQ(live[1], created + 2);
+  EXPECT_EQ(live[3], physical + 2 * kRounded);
+  EXPECT_EQ(readBack(a[1]), bytes);
+  ASSERT_FALSE(bool(d.copyToDevice(a[1] + 100, patch, 8)));
+  std::vector<uint8_t> patched = bytes;
+  std::copy(patch, patch + 8, patched.begin() + 100);
+  EXPECT_EQ(readBack(a[1]), patched);
+  EXPECT_EQ(readBack(a[0]), bytes);
+  EXPECT_EQ(readBack(a[2]), bytes);
+  EXPECT_NE(errorText(d.memset(a[2], 0, 8)).find("shared read-only"),
+            std::string::npos);
+  EXPECT_NE(errorText(d.unshare(a[1])).find("not a shared allocation"),
+            std::string::npos);
+
+  // a[2] goes: a[0], left alone, keeps the copy's memory, writable.
+  ASSERT_FALSE(bool(d.free(a[2])));
+  EXPECT_EQ(live[1], created + 2);
+  EXPECT_EQ(readBack(a[0]), bytes);
+  ASSERT_FALSE(bool(d.memset(a[0] + 8, 0xee, 4)));
+  std::vector<uint8_t> set = bytes;
+  std::fill(set.begin() + 8, set.begin() + 12, 0xee);
+  EXPECT_EQ(readBack(a[0]), set);
+  EXPECT_EQ(readBack(a[1]), patched);
+  ASSERT_FALSE(bool(d.swapOut(a[0])));
+  ASSERT_FALSE(bool(d.swapIn(a[0])));
+  EXPECT_EQ(readBack(a[0]), set);
+  ASSERT_FALSE(bool(d.free(a[0])));
+  ASSERT_FALSE(bool(d.free(a[1])));
+  EXPECT_EQ(live[1], created);
+  EXPECT_EQ(live[3], physical);
+}
+
+// A swap's copy runs without the device's lock: while a slow swap-out
+// (the stand-in driver's copies to the host made to take 600 ms) is in
+// flight, another thread allocates, copies, reads and frees other memory,
+// and is done before the swap is.
+TEST(CudaDeviceTest, SwapCopiesLetOtherCallsProceed) {
+  auto opened = CudaDevice::open(0, FAKE_CUDA_FULL);
+  ASSERT_TRUE(bool(opened)) << llvm::toString(opened.takeError());
+  CudaDevice &d = **opened;
+  ASSERT_FALSE(bool(d.enableVirtualMemory()));
+  void *lib = dlopen(FAKE_CUDA_FULL, RTLD_NOW | RTLD_NOLOAD);
+  auto slow = reinterpret_cast<void (*)(unsigned)>(
+      lib ? dlsym(lib, "fakeCudaSlowCopies") : nullptr);
+  ASSERT_TRUE(slow);
+  constexpr uint64_t kBytes = 4 << 20;
+  auto big = d.allocate(kBytes), other = d.allocate(64);
+  ASSERT_TRUE(big && other);
+  std::vector<uint8_t> bytes(kBytes);
+  for (uint64_t i = 0; i < kBytes; ++i)
+    bytes[i] = uint8_t(i * 31 + (i >> 9));
+  ASSERT_FALSE(bool(d.copyToDevice(*big, bytes.data(), kBytes)));
+  slow(600);
+  std::atomic<bool> swapped{false};
+  std::thread swapper([&] {
+    EXPECT_FALSE(bool(d.swapOut(*big)));
+    swapped = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  uint8_t in[64], out[64] = {};
+  for (int i = 0; i < 64; ++i)
+    in[i] = uint8_t(i + 1);
+  EXPECT_FALSE(bool(d.copyToDevice(*other, in, 64)));
+  EXPECT_FALSE(bool(d.copyFromDevice(out, *other, 64)));
+  EXPECT_EQ(std::memcmp(in, out, 64), 0);
+  auto more = d.allocate(64);
+  ASSERT_TRUE(bool(more));
+  EXPECT_FALSE(bool(d.free(*more)));
+  EXPECT_NE(errorText(d.free(*big)).find("being swapped"), std::string::npos);
+  EXPECT_FALSE(swapped.load()) << "the other calls did not wait for the swap";
+  swapper.join();
+  slow(0);
+  ASSERT_FALSE(bool(d.swapIn(*big)));
+  std::vector<uint8_t> got(kBytes);
+  ASSERT_FALSE(bool(d.copyFromDevice(got.data(), *big, kBytes)));
+  EXPECT_EQ(got, bytes);
+  EXPECT_FALSE(bool(d.free(*big)));
+  EXPECT_FALSE(bool(d.free(*other)));
 }

@@ -14,11 +14,17 @@
 
 #include "FakeCudaDriver.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 #define API extern "C" __attribute__((visibility("default")))
@@ -124,12 +130,46 @@ API int cuMemAllocAsync(unsigned long long *p, size_t n, void *) {
 }
 API int cuMemFreeAsync(unsigned long long p, void *) { return cuMemFree_v2(p); }
 /// Virtual memory management: a reservation is a PROT_NONE host mapping,
-/// a physical allocation a handle of its size, mapping it makes fresh
-/// (zero) pages accessible, unmapping makes the range inaccessible again
-/// (physical memory keeps no bytes once unmapped: Wooly copies out first).
-/// Counters let tests see what was reserved, created and mapped.
-static unsigned long long fakeVmmLive[3]; // reserved, created, mapped
+/// a physical allocation (cuMemCreate) a memfd of its size that keeps its
+/// bytes while its handle lives or a mapping holds it, and cuMemMap maps
+/// it (MAP_SHARED, so every address that maps one handle sees the same
+/// bytes) with no access, as CUDA does, until cuMemSetAccess grants read
+/// (CU_MEM_ACCESS_FLAGS_PROT_READ) or read and write. Copies and memsets
+/// check the access of the mappings they touch: one into memory that is
+/// not writable, or out of memory that is not readable, fails with
+/// CUDA_ERROR_ILLEGAL_ADDRESS instead of touching it. Unmapping makes the
+/// range inaccessible again. Counters let tests see what was reserved,
+/// created (handles, and their bytes) and mapped.
+static unsigned long long fakeVmmLive[4]; // reserved, created, mapped, bytes
 API const unsigned long long *fakeCudaVmmLive() { return fakeVmmLive; }
+namespace {
+struct Physical {
+  int fd;
+  size_t bytes;
+};
+struct Mapping {
+  size_t bytes;
+  int prot;
+};
+std::mutex vmmMutex;
+std::map<unsigned long long, Physical> physicals; // by handle
+std::map<unsigned long long, Mapping> mappings;   // by address
+unsigned long long nextHandle = 1;
+
+/// Whether `[p, p + n)` may be accessed with `prot` (PROT_READ or
+/// PROT_WRITE): memory outside every mapping is the stand-in's other
+/// memory (cuMemAlloc, module variables), always accessible.
+bool accessible(unsigned long long p, size_t n, int prot) {
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  auto it = mappings.upper_bound(p);
+  if (it != mappings.begin())
+    --it;
+  for (; it != mappings.end() && it->first < p + n; ++it)
+    if (it->first + it->second.bytes > p && !(it->second.prot & prot))
+      return false;
+  return true;
+}
+} // namespace
 API int cuMemGetAllocationGranularity(size_t *g, const void *, int) {
   *g = 2 << 20;
   return 0;
@@ -151,30 +191,72 @@ API int cuMemAddressFree(unsigned long long p, size_t n) {
 }
 API int cuMemCreate(unsigned long long *h, size_t n, const void *,
                     unsigned long long) {
-  *h = n;
+  int fd = memfd_create("fake-cuda-physical", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, off_t(n)) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return 2;
+  }
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  *h = nextHandle++;
+  physicals[*h] = Physical{fd, n};
   ++fakeVmmLive[1];
+  fakeVmmLive[3] += n;
   return 0;
 }
-API int cuMemRelease(unsigned long long) {
+/// The memory itself lives on while a mapping holds it (the memfd's pages
+/// stay with its mappings), as CUDA's does.
+API int cuMemRelease(unsigned long long h) {
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  auto it = physicals.find(h);
+  if (it == physicals.end())
+    return 1;
+  close(it->second.fd);
+  fakeVmmLive[3] -= it->second.bytes;
+  physicals.erase(it);
   --fakeVmmLive[1];
   return 0;
 }
-API int cuMemMap(unsigned long long p, size_t n, size_t, unsigned long long,
-                 unsigned long long) {
-  void *m =
-      mmap(reinterpret_cast<void *>(uintptr_t(p)), n, PROT_READ | PROT_WRITE,
-           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+API int cuMemMap(unsigned long long p, size_t n, size_t offset,
+                 unsigned long long h, unsigned long long) {
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  auto it = physicals.find(h);
+  if (it == physicals.end() || offset + n > it->second.bytes ||
+      mappings.count(p))
+    return 1;
+  void *m = mmap(reinterpret_cast<void *>(uintptr_t(p)), n, PROT_NONE,
+                 MAP_SHARED | MAP_FIXED, it->second.fd, off_t(offset));
   if (m == MAP_FAILED)
     return 2;
+  mappings[p] = Mapping{n, PROT_NONE};
   ++fakeVmmLive[2];
   return 0;
 }
-API int cuMemSetAccess(unsigned long long, size_t, const void *, size_t) {
+API int cuMemSetAccess(unsigned long long p, size_t n, const int *desc,
+                       size_t count) {
+  // CUmemAccessDesc: {location type, location id, flags}.
+  if (count != 1)
+    return 1;
+  int flags = desc[2];
+  int prot = flags == 3   ? PROT_READ | PROT_WRITE
+             : flags == 1 ? PROT_READ
+                          : PROT_NONE;
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  auto it = mappings.find(p);
+  if (it == mappings.end() || it->second.bytes != n ||
+      mprotect(reinterpret_cast<void *>(uintptr_t(p)), n, prot) != 0)
+    return 1;
+  it->second.prot = prot;
   return 0;
 }
 API int cuMemUnmap(unsigned long long p, size_t n) {
+  std::lock_guard<std::mutex> lock(vmmMutex);
+  auto it = mappings.find(p);
+  if (it == mappings.end() || it->second.bytes != n)
+    return 1;
   mmap(reinterpret_cast<void *>(uintptr_t(p)), n, PROT_NONE,
        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  mappings.erase(it);
   --fakeVmmLive[2];
   return 0;
 }
@@ -186,14 +268,25 @@ API int cuMemGetInfo_v2(size_t *freeBytes, size_t *totalBytes) {
   return 0;
 }
 API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+  if (!accessible(d, n, PROT_WRITE))
+    return 700;
   std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
   return 0;
 }
+/// Tests: copies to the host of 1 MiB or more take this long (a slow link).
+static std::atomic<unsigned> slowCopyMs{0};
+API void fakeCudaSlowCopies(unsigned ms) { slowCopyMs = ms; }
 API int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+  if (!accessible(s, n, PROT_READ))
+    return 700;
+  if (n >= (1 << 20) && slowCopyMs)
+    std::this_thread::sleep_for(std::chrono::milliseconds(slowCopyMs));
   std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(s)), n);
   return 0;
 }
 API int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
+  if (!accessible(d, n, PROT_WRITE))
+    return 700;
   std::memset(reinterpret_cast<void *>(uintptr_t(d)), v, n);
   return 0;
 }
@@ -218,6 +311,8 @@ API int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *) {
 }
 API int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s,
                              size_t n, void *) {
+  if (!accessible(s, n, PROT_READ) || !accessible(d, n, PROT_WRITE))
+    return 700;
   std::memmove(reinterpret_cast<void *>(uintptr_t(d)),
                reinterpret_cast<const void *>(uintptr_t(s)), n);
   return 0;

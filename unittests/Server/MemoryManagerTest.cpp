@@ -13,8 +13,11 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace wooly;
@@ -100,12 +103,38 @@ void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
 // failed allocation changes nothing, and a tenant holding work has all of
 // its memory resident. At the end every byte is what was written, at the
 // address it was written to.
-TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
+// `background`: swaps as wooly-serve runs them (swapInBackground), each
+// run at a random later step, so that allocations, frees (of memory the
+// swap is to move), work and writes fall between a swap's start and its
+// end; allocations may wait for one (mayWait).
+/// Returns how many calls waited for a swap, and how many frees came while
+/// a swap was to move the memory (background).
+void randomOrders(bool background, uint64_t seed, unsigned *waitedOut,
+                  unsigned *deferredOut) {
   auto backend = cpuBackend();
   ASSERT_TRUE(backend);
   ASSERT_TRUE(backend->supportsSwap());
   MemoryManager mm(*backend, 64 * kMiB);
-  std::mt19937_64 rng(1234);
+  std::mt19937_64 rng(seed);
+  if (background)
+    mm.swapInBackground([] {});
+  unsigned waited = 0, deferred = 0;
+  // Frees one of `t`'s allocations, at random.
+  auto freeOne = [&](Model &t) {
+    auto it = t.allocations.begin();
+    std::advance(it, rng() % t.allocations.size());
+    EXPECT_FALSE(bool(mm.free(it->first)));
+    t.seeds.erase(it->first);
+    t.writes.erase(it->first);
+    t.allocations.erase(it);
+  };
+  // Runs the swap in flight, if any, to its end.
+  auto settle = [&] {
+    if (!mm.swapping())
+      return;
+    mm.runSwap();
+    EXPECT_TRUE(mm.settleSwap());
+  };
   std::vector<Model> tenants(8);
   for (size_t i = 0; i < tenants.size(); ++i) {
     tenants[i].quota = 32 * kMiB;
@@ -126,8 +155,9 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       if (seed)
         bytes = seed == 1 ? 3 * kMiB + 5 : seed * 4096;
       std::vector<uint64_t> before = snapshot(mm);
-      auto a = mm.allocate(t.id, bytes);
+      auto a = mm.allocate(t.id, bytes, 0, background && rng() % 2);
       if (!a) {
+        waited += a.errorIsA<MustWaitError>();
         llvm::consumeError(a.takeError());
         EXPECT_EQ(snapshot(mm), before) << "a refused allocation changed "
                                            "something, step "
@@ -150,7 +180,9 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
         std::vector<uint64_t> before = snapshot(mm);
         auto w = mm.beginWrite(t.id, it->first + off, 1);
         if (!w) {
-          // No room for a private copy: refused, nothing changed.
+          // No room for a private copy (or it waits for a swap): refused,
+          // nothing changed.
+          waited += w.errorIsA<MustWaitError>();
           llvm::consumeError(w.takeError());
           EXPECT_EQ(snapshot(mm), before) << "step " << step;
           ++refused;
@@ -162,16 +194,18 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
         mm.release(t.id);
       }
     } else if (action < 65) {
-      if (!t.allocations.empty()) {
-        auto it = t.allocations.begin();
-        std::advance(it, rng() % t.allocations.size());
-        EXPECT_FALSE(bool(mm.free(it->first)));
-        t.seeds.erase(it->first);
-        t.writes.erase(it->first);
-        t.allocations.erase(it);
-      }
+      if (!t.allocations.empty())
+        freeOne(t);
     } else if (action < 82) {
       Acquired a = mm.acquire(t.id);
+      if (a == Acquired::Wait && background && !t.allocations.empty() &&
+          rng() % 2) {
+        // Its memory is to come back (or others' move): it goes away
+        // meanwhile, its allocations freed.
+        freeOne(t);
+        // Still counted: the swap frees it when its move ends.
+        deferred += mm.tenant(t.id).allocations > t.sum();
+      }
       if (a == Acquired::Yes) {
         ++t.busy;
         // Its memory is all there while it works.
@@ -204,12 +238,18 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
       mm.removePinned(it->first);
       pinned.erase(it);
     }
+    if (background && rng() % 6 == 0)
+      settle();
     ASSERT_EQ(mm.verify(), "") << "step " << step;
     DeviceMemoryUsage d = mm.device();
     ASSERT_LE(d.physical, d.capacity) << "step " << step;
     for (const Model &m : tenants) {
       TenantMemory v = mm.tenant(m.id);
-      ASSERT_EQ(v.allocations, m.sum()) << v.name << " at step " << step;
+      // Memory freed while a swap is to move it goes when it has moved.
+      if (mm.swapping())
+        ASSERT_GE(v.allocations, m.sum()) << v.name << " at step " << step;
+      else
+        ASSERT_EQ(v.allocations, m.sum()) << v.name << " at step " << step;
       ASSERT_LE(v.used(), m.quota);
       ASSERT_EQ(v.busy, m.busy);
     }
@@ -221,7 +261,10 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
   EXPECT_GT(d.swapIns, 0u);
   EXPECT_GT(d.dedupShares, 10u);
   EXPECT_GT(d.copiesOnWrite, 0u);
+  *waitedOut += waited;
+  *deferredOut += deferred;
   // Every byte, once each tenant's memory is back.
+  settle();
   for (Model &t : tenants) {
     while (t.busy) {
       mm.release(t.id);
@@ -229,7 +272,12 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
     }
   }
   for (Model &t : tenants) {
-    ASSERT_EQ(mm.acquire(t.id), Acquired::Yes) << mm.tenant(t.id).name;
+    Acquired got = mm.acquire(t.id);
+    if (got == Acquired::Wait) {
+      settle();
+      got = mm.acquire(t.id);
+    }
+    ASSERT_EQ(got, Acquired::Yes) << mm.tenant(t.id).name;
     for (auto &[addr, bytes] : t.allocations) {
       std::vector<uint8_t> got(bytes);
       ASSERT_FALSE(bool(backend->copyFromDevice(got.data(), addr, bytes)));
@@ -246,6 +294,20 @@ TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
   EXPECT_EQ(mm.verify(), "");
   EXPECT_EQ(mm.device().physical, 0u);
   EXPECT_EQ(mm.device().swapped, 0u);
+}
+
+TEST(MemoryManagerTest, RandomOrdersKeepEveryCounterExact) {
+  unsigned waited = 0, deferred = 0;
+  randomOrders(/*background=*/false, 1234, &waited, &deferred);
+  EXPECT_EQ(waited + deferred, 0u);
+}
+
+TEST(MemoryManagerTest, RandomOrdersWithSwapsInBackground) {
+  unsigned waited = 0, deferred = 0;
+  for (uint64_t seed : {1234u, 99u, 7u})
+    randomOrders(/*background=*/true, seed, &waited, &deferred);
+  EXPECT_GT(waited, 0u);
+  EXPECT_GT(deferred, 0u) << "no memory was freed while a swap was to move it";
 }
 
 // When nothing can move out (every other tenant is working), an
@@ -323,6 +385,18 @@ void fill(MemoryManager &mm, Backend &b, uint64_t tenant, uint64_t addr,
   mm.endWrite(w->first, whole ? std::optional<uint64_t>(h) : std::nullopt);
 }
 
+/// Tenants t0, t1, t2 (32 MiB quotas), each with one allocation of
+/// `bytes`.
+void threeTenants(MemoryManager &mm, uint64_t bytes, uint64_t (&t)[3],
+                  uint64_t (&addr)[3]) {
+  for (int i = 0; i < 3; ++i) {
+    t[i] = mm.addTenant("t" + std::to_string(i), 32 * kMiB);
+    auto a = mm.allocate(t[i], bytes);
+    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
+    addr[i] = *a;
+  }
+}
+
 std::vector<uint8_t> readBack(Backend &b, uint64_t addr, uint64_t bytes) {
   std::vector<uint8_t> v(bytes);
   EXPECT_FALSE(llvm::errorToBool(b.copyFromDevice(v.data(), addr, bytes)));
@@ -344,11 +418,8 @@ TEST(MemoryManagerTest, IdenticalBuffersShareOneCopyUntilWritten) {
   constexpr uint64_t kBytes = 8 * kMiB + 100; // not a whole number of pages
   std::vector<uint8_t> weights = patternOf(0x1000, kBytes);
   uint64_t t[3], addr[3];
+  threeTenants(mm, kBytes, t, addr);
   for (int i = 0; i < 3; ++i) {
-    t[i] = mm.addTenant("t" + std::to_string(i), 32 * kMiB);
-    auto a = mm.allocate(t[i], kBytes);
-    ASSERT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    addr[i] = *a;
     fill(mm, *backend, t[i], addr[i], weights);
     EXPECT_EQ(mm.verify(), "");
   }
@@ -517,5 +588,282 @@ TEST(MemoryManagerTest, TenantsWithoutDedupNeverShare) {
   fill(mm, *backend, b, *wb, weights);
   EXPECT_EQ(mm.device().saved, weights.size()) << "a and b share";
   EXPECT_EQ(mm.tenant(secret).shared, 0u);
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// On the cuda backend (the stand-in driver, with virtual memory
+// management) sharing and unsharing remap an allocation, which no kernel
+// may use meanwhile: a tenant with other work acquired does not have its
+// buffer remapped to share (it stays a candidate: a later twin shares
+// with it instead), and its copy on write waits (MustWaitError, nothing
+// changed) until its other work is released. Without virtual memory
+// management the cuda backend does not share at all.
+TEST(MemoryManagerTest, CudaRemapsOnlyWhileTheTenantHasNoOtherWork) {
+  BackendOptions o;
+  o.cudaDriverLibrary = FAKE_CUDA_FULL;
+  auto plain = createBackend("cuda", o);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_FALSE((*plain)->supportsSharing());
+  EXPECT_FALSE(MemoryManager(**plain, 64 * kMiB).dedups());
+  o.cudaVirtualMemory = true;
+  auto created = createBackend("cuda", o);
+  ASSERT_TRUE(bool(created)) << llvm::toString(created.takeError());
+  Backend &backend = **created;
+  ASSERT_TRUE(backend.supportsSharing() && backend.sharingRemaps());
+  MemoryManager mm(backend, 64 * kMiB);
+  ASSERT_TRUE(mm.dedups());
+  constexpr uint64_t kBytes = 4 * kMiB;
+  std::vector<uint8_t> weights = patternOf(0x2000, kBytes);
+  uint64_t t[3], addr[3];
+  threeTenants(mm, kBytes, t, addr);
+  // t0 fills its buffer; t1 fills its own while it has other work (two
+  // units acquired): it is not remapped.
+  fill(mm, backend, t[0], addr[0], weights);
+  ASSERT_EQ(mm.acquire(t[1]), Acquired::Yes);
+  ASSERT_EQ(mm.acquire(t[1]), Acquired::Yes);
+  fill(mm, backend, t[1], addr[1], weights);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  // t2, idle, shares with t0's (the first candidate); t0 is never
+  // remapped, only made read-only.
+  fill(mm, backend, t[2], addr[2], weights);
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.tenant(t[2]).shared, kBytes);
+  EXPECT_EQ(mm.tenant(t[1]).shared, 0u);
+
+  // t2 with other work: its copy on write waits, and nothing changes.
+  ASSERT_EQ(mm.acquire(t[2]), Acquired::Yes);
+  ASSERT_EQ(mm.acquire(t[2]), Acquired::Yes);
+  auto w = mm.beginWrite(t[2], addr[2] + 64, 1);
+  ASSERT_FALSE(bool(w));
+  EXPECT_TRUE(w.takeError().isA<MustWaitError>());
+  EXPECT_EQ(mm.device().saved, kBytes);
+  EXPECT_EQ(mm.device().copiesOnWrite, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  // Its other work done, the copy is made.
+  mm.release(t[2]);
+  bool copied = false;
+  w = mm.beginWrite(t[2], addr[2] + 64, 1, &copied);
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  EXPECT_TRUE(copied);
+  std::vector<uint8_t> one(1, 0x77);
+  ASSERT_FALSE(
+      llvm::errorToBool(backend.copyToDevice(addr[2] + 64, one.data(), 1)));
+  mm.endWrite(w->first);
+  mm.release(t[2]);
+  mm.release(t[1]);
+  mm.release(t[1]);
+  EXPECT_EQ(mm.device().saved, 0u);
+  EXPECT_EQ(mm.device().copiesOnWrite, 1u);
+  EXPECT_EQ(mm.verify(), "");
+  std::vector<uint8_t> written = weights;
+  written[64] = 0x77;
+  EXPECT_EQ(readBack(backend, addr[0], kBytes), weights);
+  EXPECT_EQ(readBack(backend, addr[1], kBytes), weights);
+  EXPECT_EQ(readBack(backend, addr[2], kBytes), written);
+  for (uint64_t a : addr)
+    ASSERT_FALSE(llvm::errorToBool(mm.free(a)));
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.device().physical, 0u);
+}
+
+// Swaps off the caller's thread (swapInBackground, as wooly-serve runs
+// them on its swap thread), made to last with a pause before each
+// allocation moves: while a tenant's memory comes back, the tenants it
+// moves out and the tenant itself acquire nothing, another tenant
+// acquires, works, and allocates, and every counter stays exact at every
+// step. A tenant whose memory is about to move in is killed (its
+// allocations freed) mid-swap: they are freed, not moved, and the
+// counters are exact once it settles. Every byte survives.
+TEST(MemoryManagerTest, BackgroundSwapsLetOtherTenantsGoOn) {
+  std::unique_ptr<Backend> backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  ASSERT_TRUE(mm.swaps());
+  uint64_t a = mm.addTenant("a", 64 * kMiB), b = mm.addTenant("b", 64 * kMiB),
+           c = mm.addTenant("c", 64 * kMiB);
+  std::map<uint64_t, uint64_t> sizes; // every allocation's bytes
+  auto alloc = [&](uint64_t tenant, uint64_t bytes) {
+    auto r = mm.allocate(tenant, bytes);
+    EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    if (!r)
+      return uint64_t(0);
+    sizes[*r] = bytes;
+    fill(mm, *backend, tenant, *r, patternOf(*r, bytes));
+    return *r;
+  };
+  uint64_t a0 = alloc(a, 20 * kMiB), a1 = alloc(a, 20 * kMiB);
+  uint64_t b0 = alloc(b, 20 * kMiB), b1 = alloc(b, 20 * kMiB); // a moves out
+  uint64_t c0 = alloc(c, 2 * kMiB);
+  ASSERT_EQ(mm.tenant(a).swapped, 40 * kMiB);
+  std::atomic<int> starts{0};
+  mm.swapInBackground([&] { starts++; }, std::chrono::milliseconds(300));
+
+  // a's memory comes back: b moves out, on another thread (4 moves, 1.2 s).
+  EXPECT_EQ(mm.acquire(a), Acquired::Wait);
+  EXPECT_EQ(starts.load(), 1);
+  EXPECT_TRUE(mm.swapping());
+  std::thread swapper([&] { mm.runSwap(); });
+  EXPECT_EQ(mm.acquire(a), Acquired::Wait);
+  EXPECT_EQ(mm.acquire(b), Acquired::Wait) << "b's memory is moving out";
+  EXPECT_EQ(starts.load(), 1) << "one swap at a time";
+  // c goes on: it works on its memory and allocates more.
+  ASSERT_EQ(mm.acquire(c), Acquired::Yes);
+  std::vector<uint8_t> ones(2 * kMiB, 0x11);
+  fill(mm, *backend, c, c0, ones);
+  mm.release(c);
+  uint64_t c1 = alloc(c, 2 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_TRUE(mm.swapping()) << "c's work was done while the swap ran";
+  EXPECT_EQ(mm.device().swapIns, 0u);
+  swapper.join();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_FALSE(mm.swapping());
+  EXPECT_EQ(mm.verify(), "");
+  ASSERT_EQ(mm.acquire(a), Acquired::Yes);
+  EXPECT_EQ(mm.tenant(a).resident, 40 * kMiB);
+  EXPECT_EQ(mm.tenant(b).swapped, 40 * kMiB);
+  for (uint64_t x : {a0, a1})
+    EXPECT_EQ(readBack(*backend, x, sizes[x]), patternOf(x, sizes[x]));
+  mm.release(a);
+
+  // b's memory is to come back; b is killed before it has.
+  uint64_t swapInsBefore = mm.device().swapIns;
+  EXPECT_EQ(mm.acquire(b), Acquired::Wait);
+  std::thread swapper2([&] { mm.runSwap(); });
+  for (uint64_t x : {b0, b1})
+    ASSERT_FALSE(llvm::errorToBool(mm.free(x)));
+  EXPECT_TRUE(llvm::errorToBool(mm.free(b0))) << "freed once";
+  EXPECT_FALSE(mm.removeTenant(b)) << "its memory is still moving";
+  EXPECT_EQ(mm.verify(), "");
+  swapper2.join();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.verify(), "");
+  EXPECT_EQ(mm.tenant(b).used(), 0u);
+  EXPECT_EQ(mm.device().swapIns, swapInsBefore) << "freed, not moved in";
+  EXPECT_TRUE(mm.removeTenant(b));
+  // a and c (moved out for b, or not) come back with every byte.
+  mm.swapInBackground([&] { starts++; }); // no pause
+  for (uint64_t t : {a, c}) {
+    Acquired got = mm.acquire(t);
+    if (got == Acquired::Wait) {
+      mm.runSwap();
+      EXPECT_TRUE(mm.settleSwap());
+      got = mm.acquire(t);
+    }
+    ASSERT_EQ(got, Acquired::Yes);
+    mm.release(t);
+  }
+  EXPECT_EQ(readBack(*backend, c0, 2 * kMiB), ones);
+  for (uint64_t x : {a0, a1, c1})
+    EXPECT_EQ(readBack(*backend, x, sizes[x]), patternOf(x, sizes[x]));
+  EXPECT_EQ(mm.device().swapped, 0u);
+  EXPECT_EQ(mm.verify(), "");
+
+  // An allocation that needs idle memory moved out (mayWait): the swap
+  // starts, the call waits (MustWaitError, nothing allocated) until it
+  // settles, then succeeds; without mayWait it moves memory at once.
+  uint64_t d = mm.addTenant("d", 64 * kMiB);
+  uint64_t physical = mm.device().physical;
+  auto r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_FALSE(bool(r));
+  EXPECT_TRUE(r.takeError().isA<MustWaitError>());
+  EXPECT_TRUE(mm.swapping());
+  EXPECT_EQ(mm.device().physical, physical);
+  r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_FALSE(bool(r));
+  EXPECT_TRUE(r.takeError().isA<MustWaitError>()) << "the swap is in flight";
+  EXPECT_EQ(mm.verify(), "");
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  r = mm.allocate(d, 40 * kMiB, 0, /*mayWait=*/true);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(mm.tenant(a).swapped, 40 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  ASSERT_FALSE(llvm::errorToBool(mm.free(*r)));
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// With swaps on the swap thread, a copy on write that needs room does not
+// move memory on the caller's thread: beginWrite starts the swap that
+// moves an idle tenant out and fails with MustWaitError (still shared,
+// nothing changed); once the swap settled, the copy is made.
+TEST(MemoryManagerTest, CopyOnWriteWaitsForRoomOnTheSwapThread) {
+  constexpr uint64_t kBytes = 20 * kMiB;
+  auto backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  uint64_t t0 = mm.addTenant("t0", 0), t1 = mm.addTenant("t1", 0),
+           idle = mm.addTenant("idle", 0);
+  std::vector<uint8_t> weights = patternOf(0x3000, kBytes);
+  auto w0 = mm.allocate(t0, kBytes), w1 = mm.allocate(t1, kBytes);
+  ASSERT_TRUE(w0 && w1);
+  fill(mm, *backend, t0, *w0, weights);
+  fill(mm, *backend, t1, *w1, weights);
+  ASSERT_EQ(mm.device().saved, kBytes);
+  auto v = mm.allocate(idle, 40 * kMiB); // 60 MiB in use
+  ASSERT_TRUE(bool(v));
+  fill(mm, *backend, idle, *v, patternOf(*v, 40 * kMiB));
+  mm.swapInBackground([] {});
+  ASSERT_EQ(mm.acquire(t1), Acquired::Yes);
+  auto w = mm.beginWrite(t1, *w1 + 8, 1);
+  ASSERT_FALSE(bool(w));
+  EXPECT_TRUE(w.takeError().isA<MustWaitError>());
+  EXPECT_TRUE(mm.swapping());
+  EXPECT_EQ(mm.device().saved, kBytes) << "still shared";
+  EXPECT_EQ(mm.verify(), "");
+  mm.release(t1); // as the server does while the op waits
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.tenant(idle).swapped, 40 * kMiB);
+  ASSERT_EQ(mm.acquire(t1), Acquired::Yes);
+  bool copied = false;
+  w = mm.beginWrite(t1, *w1 + 8, 1, &copied);
+  ASSERT_TRUE(bool(w)) << llvm::toString(w.takeError());
+  EXPECT_TRUE(copied);
+  std::vector<uint8_t> one(1, 0x99);
+  ASSERT_FALSE(
+      llvm::errorToBool(backend->copyToDevice(*w1 + 8, one.data(), 1)));
+  mm.endWrite(w->first);
+  mm.release(t1);
+  EXPECT_EQ(mm.verify(), "");
+  std::vector<uint8_t> written = weights;
+  written[8] = 0x99;
+  EXPECT_EQ(readBack(*backend, *w0, kBytes), weights);
+  EXPECT_EQ(readBack(*backend, *w1, kBytes), written);
+  ASSERT_EQ(mm.acquire(idle), Acquired::Wait); // comes back on the swap thread
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  ASSERT_EQ(mm.acquire(idle), Acquired::Yes);
+  EXPECT_EQ(readBack(*backend, *v, 40 * kMiB), patternOf(*v, 40 * kMiB));
+  mm.release(idle);
+  EXPECT_EQ(mm.verify(), "");
+}
+
+// With swaps on the swap thread, module variables that need room
+// (reservePinned with mayWait) wait for the swap that moves an idle
+// tenant out, then are reserved.
+TEST(MemoryManagerTest, ModuleVariablesWaitForRoomOnTheSwapThread) {
+  auto backend = cpuBackend();
+  ASSERT_TRUE(backend);
+  MemoryManager mm(*backend, 64 * kMiB);
+  uint64_t x = mm.addTenant("x", 0), y = mm.addTenant("y", 0);
+  auto big = mm.allocate(x, 56 * kMiB);
+  ASSERT_TRUE(bool(big));
+  mm.swapInBackground([] {});
+  constexpr uint64_t kKey = 1ull << 63;
+  llvm::Error e = mm.reservePinned(y, kKey, 16 * kMiB, /*mayWait=*/true);
+  EXPECT_TRUE(e.isA<MustWaitError>());
+  llvm::consumeError(std::move(e));
+  EXPECT_EQ(mm.tenant(y).pinned, 0u);
+  EXPECT_EQ(mm.verify(), "");
+  mm.runSwap();
+  EXPECT_TRUE(mm.settleSwap());
+  EXPECT_EQ(mm.tenant(x).swapped, 56 * kMiB);
+  EXPECT_FALSE(llvm::errorToBool(mm.reservePinned(y, kKey, 16 * kMiB, true)));
+  EXPECT_EQ(mm.tenant(y).pinned, 16 * kMiB);
+  EXPECT_EQ(mm.verify(), "");
+  mm.removePinned(kKey);
+  ASSERT_FALSE(llvm::errorToBool(mm.free(*big)));
   EXPECT_EQ(mm.verify(), "");
 }

@@ -2612,6 +2612,290 @@ TEST_F(ServerTest, CudaSwapKeepsEveryByte) {
   EXPECT_LE(metric(m, "wooly_device_memory_used_bytes"), double(64 << 20));
 }
 
+// Deduplication on the cuda backend (the stand-in driver, whose physical
+// allocations can be mapped at several addresses and whose read-only
+// mappings refuse writes): with --cuda-swap, three tenants that copy in
+// the same weights keep one physical copy; a memcpy and a memset into it
+// give the writer a private copy at the same address while the others
+// still read the original bytes. Without --cuda-swap the backend cannot
+// share, and every tenant keeps its own copy.
+TEST_F(ServerTest, CudaKeepsIdenticalWeightsOnceUntilWritten) {
+  constexpr unsigned kTenants = 3;
+  constexpr uint32_t kWords = (4u << 20) / 4;
+  std::vector<uint32_t> weights(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    weights[i] = memPattern(5, 1, i);
+  for (bool vmm : {false, true}) {
+    SCOPED_TRACE(vmm ? "--cuda-swap" : "without --cuda-swap");
+    const char *old = getenv("LD_LIBRARY_PATH");
+    std::string saved = old ? old : "";
+    setenv("LD_LIBRARY_PATH", FAKE_CUDA_DIR, 1);
+    std::vector<std::string> args = {"--backend=cuda", "--device-memory=64MiB"};
+    if (vmm)
+      args.push_back("--cuda-swap");
+    logPath = dir + (vmm ? "/serve-vmm.log" : "/serve.log");
+    startServer(args);
+    if (old)
+      setenv("LD_LIBRARY_PATH", saved.c_str(), 1);
+    else
+      unsetenv("LD_LIBRARY_PATH");
+    std::vector<std::unique_ptr<Client>> cs(kTenants);
+    std::vector<uint64_t> w(kTenants);
+    for (unsigned t = 0; t < kTenants; ++t) {
+      cs[t] = connect("t" + std::to_string(t));
+      ASSERT_TRUE(cs[t]);
+      ASSERT_TRUE(cs[t]->malloc(kWords * 4ull, w[t]).ok()) << log();
+      ASSERT_TRUE(
+          cs[t]->copyToDevice(w[t], weights.data(), kWords * 4ull).ok());
+      Status st = cs[t]->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << st.str() << log();
+    }
+    std::string m = fetchMetrics();
+    double kept = vmm ? double(kTenants - 1) * kWords * 4 : 0;
+    EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), kept) << m;
+    EXPECT_EQ(metric(m, "wooly_device_memory_used_bytes") -
+                  metric(m, "wooly_device_memory_internal_bytes"),
+              kTenants * kWords * 4.0 - kept);
+    auto read = [&](unsigned t) {
+      std::vector<uint32_t> got(kWords);
+      EXPECT_TRUE(cs[t]->copyFromDevice(got.data(), w[t], kWords * 4ull).ok());
+      return got;
+    };
+    for (unsigned t = 0; t < kTenants; ++t)
+      EXPECT_EQ(read(t), weights) << "t" << t;
+    // t1 writes by memcpy, t2 by memset; t0 only reads.
+    uint32_t patch[4] = {1, 2, 3, 4};
+    ASSERT_TRUE(cs[1]->copyToDevice(w[1] + 400, patch, 16).ok());
+    ASSERT_TRUE(cs[2]->memset(w[2] + 4096, 0xab, 8).ok());
+    for (unsigned t = 1; t < kTenants; ++t) {
+      Status st = cs[t]->deviceSynchronize();
+      ASSERT_TRUE(st.ok()) << "t" << t << ": " << st.str() << log();
+    }
+    std::vector<uint32_t> expect1 = weights, expect2 = weights;
+    std::copy(patch, patch + 4, expect1.begin() + 100);
+    expect2[1024] = expect2[1025] = 0xababababu;
+    EXPECT_EQ(read(0), weights);
+    EXPECT_EQ(read(1), expect1);
+    EXPECT_EQ(read(2), expect2);
+    m = fetchMetrics();
+    EXPECT_EQ(metric(m, "wooly_memory_copies_on_write_total"), vmm ? 2.0 : 0.0)
+        << m;
+    EXPECT_EQ(metric(m, "wooly_device_memory_dedup_saved_bytes"), 0.0);
+    EXPECT_EQ(metric(m, "wooly_device_memory_used_bytes") -
+                  metric(m, "wooly_device_memory_internal_bytes"),
+              kTenants * kWords * 4.0);
+    cs.clear();
+    stopServer();
+  }
+}
+
+// Swap traffic is pipelined with other tenants' work: a tenant's memory
+// comes back on the server's swap thread (made to last with
+// --swap-delay-ms: 0.7 s before each of the four allocations it moves),
+// and meanwhile another tenant's launches, copies and synchronisation
+// complete; the metrics show the swap still in flight when they have.
+// Then a tenant is killed while its memory moves back: once the swap
+// settles, its memory is gone from every counter, and the others' bytes
+// are intact. Then a tenant's malloc that needs an idle tenant's memory
+// moved out waits for that swap, while the other tenant works on.
+TEST_F(ServerTest, OtherTenantsWorkWhileMemoryMoves) {
+  constexpr uint32_t kWords = (20u << 20) / 4, kSmall = (1u << 20) / 4;
+  startServer({"--device-memory=64MiB", "--swap-delay-ms=700"});
+  struct Tenant {
+    std::unique_ptr<Client> c;
+    uint64_t buf[2] = {};
+  };
+  Tenant a, b;
+  auto fill = [&](Tenant &x, unsigned t) {
+    x.c = connect(t ? "b" : "a");
+    ASSERT_TRUE(x.c);
+    for (unsigned i = 0; i < 2; ++i) {
+      ASSERT_TRUE(x.c->malloc(kWords * 4ull, x.buf[i]).ok()) << log();
+      std::vector<uint32_t> p(kWords);
+      for (uint32_t w = 0; w < kWords; ++w)
+        p[w] = memPattern(t, i, w);
+      ASSERT_TRUE(x.c->copyToDevice(x.buf[i], p.data(), kWords * 4ull).ok());
+    }
+    Status st = x.c->deviceSynchronize();
+    ASSERT_TRUE(st.ok()) << st.str() << log();
+  };
+  auto check = [&](Tenant &x, unsigned t, uint32_t word0) {
+    for (unsigned i = 0; i < 2; ++i) {
+      std::vector<uint32_t> got(kWords);
+      ASSERT_TRUE(
+          x.c->copyFromDevice(got.data(), x.buf[i], kWords * 4ull).ok());
+      uint32_t wrong = 0;
+      for (uint32_t w = 0; w < kWords; ++w)
+        wrong += got[w] != (i == 0 && w == 0 ? word0 : memPattern(t, i, w));
+      EXPECT_EQ(wrong, 0u) << "tenant " << t << " buffer " << i;
+    }
+  };
+  fill(a, 0);
+  fill(b, 1); // a's memory moves out
+  auto c = connect("c");
+  ASSERT_TRUE(c);
+  Module m;
+  ASSERT_TRUE(c->loadModule(kMixModule, "mix", m).ok());
+  uint64_t cbuf = 0;
+  ASSERT_TRUE(c->malloc(kSmall * 4ull, cbuf).ok());
+  std::vector<uint32_t> cp(kSmall);
+  for (uint32_t w = 0; w < kSmall; ++w)
+    cp[w] = memPattern(2, 0, w);
+  ASSERT_TRUE(c->copyToDevice(cbuf, cp.data(), kSmall * 4ull).ok());
+  uint32_t key = 0;
+  auto mix = [&](uint32_t k) {
+    Params p(*m.findKernel("mix"));
+    p.add(cbuf).add(kSmall).add(k);
+    ASSERT_TRUE(c->launch(m.handle, "mix", {kSmall / 256}, {256}, 0,
+                          p.bytes.data(), p.bytes.size())
+                    .ok());
+    key ^= k;
+  };
+  // c's buffer holds its pattern XOR every key applied.
+  auto checkC = [&] {
+    std::vector<uint32_t> now(kSmall);
+    ASSERT_TRUE(c->copyFromDevice(now.data(), cbuf, kSmall * 4ull).ok());
+    uint32_t bad = 0;
+    for (uint32_t w = 0; w < kSmall; ++w)
+      bad += now[w] != (cp[w] ^ key);
+    EXPECT_EQ(bad, 0u);
+  };
+  mix(0x1234567u); // compiled before the swap
+  ASSERT_TRUE(c->deviceSynchronize().ok()) << log();
+  std::string mt = fetchMetrics();
+  ASSERT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"a\"}"),
+            40 << 20)
+      << mt;
+  double swapIns = metric(mt, "wooly_memory_swap_ins_total");
+
+  // a's memset needs its memory back: b's moves out, a's in (2.8 s).
+  ASSERT_TRUE(a.c->memset(a.buf[0], 0x3c, 4, 0, /*async=*/true).ok());
+  ASSERT_TRUE(a.c->flush().ok());
+  // Once it waits for its memory, the swap has started.
+  auto until = [&](const char *name, double want) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline &&
+           metric(fetchMetrics(), name) != want)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(metric(fetchMetrics(), name), want) << name;
+  };
+  until("wooly_memory_waiting_operations", 1);
+  for (uint32_t k : {0x9e3779b9u, 0x85ebca6bu, 0xc2b2ae35u})
+    mix(k);
+  Status st = c->deviceSynchronize();
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  checkC();
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns)
+      << "c's work completed while a's memory was still moving\n"
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_memory_waiting_operations"), 1) << mt;
+  st = a.c->deviceSynchronize();
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  check(a, 0, 0x3c3c3c3cu);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns + 2) << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"b\"}"),
+            40 << 20);
+
+  // b's memset needs its memory back (c's and a's move out, least
+  // recently active first); b is killed before its memory has come back:
+  // it is freed instead, and b forgotten.
+  ASSERT_TRUE(b.c->memset(b.buf[0], 0x5a, 4, 0, /*async=*/true).ok());
+  ASSERT_TRUE(b.c->flush().ok());
+  until("wooly_memory_waiting_operations", 1);
+  b.c.reset();
+  until("wooly_tenant_memory_used_bytes{tenant=\"b\"}", -1); // forgotten
+  until("wooly_memory_waiting_operations", 0);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_device_memory_used_bytes"),
+            metric(mt, "wooly_device_memory_internal_bytes"))
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_device_memory_swapped_bytes"),
+            (40 << 20) + kSmall * 4)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_ins_total"), swapIns + 2)
+      << "b's memory was freed, not moved in\n"
+      << mt;
+  check(a, 0, 0x3c3c3c3cu); // back once more
+  checkC();
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_device_memory_swapped_bytes"), 0) << mt;
+
+  // d's malloc needs room: a's memory (least recently active) moves out on
+  // the swap thread, and d's reply waits for it, while c works.
+  double outs = metric(mt, "wooly_memory_swap_outs_total");
+  auto d = connect("d");
+  ASSERT_TRUE(d);
+  std::atomic<bool> allocated{false};
+  uint64_t pd = 0;
+  Status dst;
+  std::thread mallocD([&] {
+    dst = d->malloc(40 << 20, pd);
+    allocated = true;
+  });
+  until("wooly_memory_swap_outs_total", outs + 1); // one of a's two moved
+  mix(0x27d4eb2fu);
+  st = c->deviceSynchronize();
+  EXPECT_TRUE(st.ok()) << st.str();
+  checkC();
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_memory_swap_outs_total"), outs + 1)
+      << "c's work completed while a's memory moved out for d\n"
+      << mt;
+  EXPECT_FALSE(allocated.load());
+  mallocD.join();
+  EXPECT_TRUE(dst.ok()) << dst.str() << log();
+  EXPECT_NE(pd, 0u);
+  mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"a\"}"),
+            40 << 20)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_resident_bytes{tenant=\"d\"}"),
+            40 << 20);
+  check(a, 0, 0x3c3c3c3cu);
+}
+
+// A module whose variables need room waits while an idle tenant's memory
+// moves out for them on the swap thread, then loads; the idle tenant's
+// bytes come back intact.
+TEST_F(ServerTest, ModuleVariablesWaitForRoom) {
+  startServer({"--device-memory=64MiB"});
+  auto x = connect("x"), y = connect("y"), z = connect("z");
+  ASSERT_TRUE(x && y && z);
+  constexpr uint32_t kWords = (40u << 20) / 4;
+  uint64_t px = 0, pz = 0;
+  ASSERT_TRUE(x->malloc(kWords * 4ull, px).ok());
+  std::vector<uint32_t> p(kWords);
+  for (uint32_t i = 0; i < kWords; ++i)
+    p[i] = memPattern(3, 0, i);
+  ASSERT_TRUE(x->copyToDevice(px, p.data(), kWords * 4ull).ok());
+  ASSERT_TRUE(x->deviceSynchronize().ok());
+  // 60 MiB in use: the variables need x's (least recently active) out.
+  ASSERT_TRUE(z->malloc(20 << 20, pz).ok());
+  ASSERT_TRUE(z->memset(pz, 1, 20 << 20).ok());
+  const char *ptx = R"(
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .global .align 4 .b8 table[16777216];
+.visible .entry nop() { ret; }
+)";
+  Module m;
+  Status st = y->loadModule(ptx, "vars", m);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  std::string mt = fetchMetrics();
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_swapped_bytes{tenant=\"x\"}"),
+            40 << 20)
+      << mt;
+  EXPECT_EQ(metric(mt, "wooly_tenant_memory_resident_bytes{tenant=\"y\"}"),
+            16 << 20)
+      << mt;
+  std::vector<uint32_t> got(kWords);
+  ASSERT_TRUE(x->copyFromDevice(got.data(), px, kWords * 4ull).ok());
+  EXPECT_TRUE(got == p);
+}
+
 // A tenant killed while its memory is swapped out, and one whose client
 // goes away while its launch waits for its memory to come back (the other
 // tenant's kernel holds the device): both sessions' memory returns, the

@@ -253,8 +253,16 @@ public:
   virtual llvm::Error swapIn(uint64_t addr);
   /// Deduplication: whether two allocations of equal bytes can share one
   /// physical copy, each at its own address (`share`, `unshare`): cpu
-  /// (memfd pages mapped read-only at both addresses). Not cuda yet.
+  /// (memfd pages mapped read-only at both addresses), cuda with
+  /// BackendOptions::cudaVirtualMemory (one cuMemCreate allocation mapped
+  /// read-only at both addresses); not cuda without it.
   virtual bool supportsSharing() const { return false; }
+  /// Whether `share(addr, ...)` and `unshare(addr)` leave `addr` unmapped
+  /// for a moment, so that no kernel may use that allocation meanwhile
+  /// (cuda: cuMemUnmap, then cuMemMap). false: the mapping is replaced in
+  /// one step, safe while kernels read it (cpu). `with` of `share` is never
+  /// remapped, only made read-only.
+  virtual bool sharingRemaps() const { return false; }
   /// Makes the allocation at `addr` map the memory of `with` (same size,
   /// bytes the caller found equal) instead of its own, read-only for
   /// both: copies and memsets into either fail until `unshare`. Neither

@@ -27,13 +27,23 @@
 //    which needs device memory like an allocation), and no allocation
 //    with a write in flight is ever shared. Shared allocations are not
 //    swapped out (moving one frees nothing while another maps it).
+//    Where the backend remaps an allocation to share or unshare it
+//    (Backend::sharingRemaps: cuda), that allocation is only remapped
+//    while its tenant has no other work acquired (no kernel of its can be
+//    reading it): it shares later otherwise, and a copy on write waits
+//    (beginWrite's MustWaitError) until the tenant's other work is done.
 //  - Module variables are reserved before the backend creates them
 //    (reservePinned: the sizes the module declares) and pinned (never
 //    swapped: the backend creates them inside the module), as is the
 //    server's own memory (tenant kInternal).
 //
-// Thread-safe: every call takes one mutex; swaps run under it, so that no
-// tenant can acquire memory while it moves.
+// Thread-safe: every call takes one mutex. Swaps run under it, so that no
+// tenant can acquire memory while it moves, except those of
+// `swapInBackground` (wooly-serve's): they run on a thread of the
+// caller's, taking the mutex only between allocations, while the tenants
+// they move acquire nothing and the others carry on; the calls that need
+// them wait (Acquired::Wait, MustWaitError) and are made again once the
+// swap has settled.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,10 +52,13 @@
 
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,6 +121,25 @@ struct DeviceMemoryUsage {
   uint64_t outOfMemory = 0;
 };
 
+/// The error of a call that must be made again later, having changed
+/// nothing. beginWrite: the copy on write must wait, because the backend
+/// remaps the allocation to give it its own copy (Backend::sharingRemaps)
+/// and the tenant has other work acquired that may be reading it: release
+/// the op's memory and try again when the tenant's other work is done.
+/// allocate and reservePinned (`mayWait`), and a copy on write that needs
+/// room (with swapInBackground): idle tenants' memory moves out on the
+/// swap thread first: try again once the swap has settled.
+class MustWaitError : public llvm::ErrorInfo<MustWaitError> {
+public:
+  static inline char ID = 0;
+  void log(llvm::raw_ostream &os) const override {
+    os << "the call waits for other work or a swap to end";
+  }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
 /// What `acquire` found.
 enum class Acquired {
   /// The tenant's memory is resident, and stays so until `release`.
@@ -147,8 +179,12 @@ public:
   /// (Backend::allocateIn), moving idle tenants' memory out when it does
   /// not fit. Errors (nothing changed): 0 bytes, past the quota, larger
   /// than the device, nothing left to evict, the backend's own.
+  /// `mayWait` (with swapInBackground): where idle tenants' memory must
+  /// move out first, that starts on the swap thread (or a swap is in
+  /// flight) and the call fails with MustWaitError: try again once the
+  /// swap has settled.
   llvm::Expected<uint64_t> allocate(uint64_t tenant, uint64_t bytes,
-                                    uint64_t domain = 0);
+                                    uint64_t domain = 0, bool mayWait = false);
   /// Frees an allocation made by `allocate` (resident or swapped).
   llvm::Error free(uint64_t addr);
   /// Reserves `bytes` for `tenant` that the backend creates itself (a
@@ -156,7 +192,10 @@ public:
   /// that is not a device address (e.g. with bit 63 set). Moves idle
   /// tenants' memory out to make room. Errors (nothing changed): past the
   /// quota, nothing left to evict, a key in use.
-  llvm::Error reservePinned(uint64_t tenant, uint64_t key, uint64_t bytes);
+  /// `mayWait`: as allocate's (MustWaitError while idle tenants' memory
+  /// moves out on the swap thread).
+  llvm::Error reservePinned(uint64_t tenant, uint64_t key, uint64_t bytes,
+                            bool mayWait = false);
   /// Returns what `reservePinned` reserved under `key` (the module was
   /// unloaded); no-op for an unknown key.
   void removePinned(uint64_t key);
@@ -169,7 +208,10 @@ public:
   /// size ({0, 0} for memory the manager does not share: not an
   /// allocation of the tenant, module variables). Errors (still shared):
   /// no device memory for the copy, the backend's.
-  /// `copied` (optional): set when it made a private copy.
+  /// `copied` (optional): set when it made a private copy. MustWaitError:
+  /// the copy must wait for the tenant's other work, or (with
+  /// swapInBackground) for idle tenants' memory to move out to make room
+  /// for it (nothing changed).
   llvm::Expected<std::pair<uint64_t, uint64_t>>
   beginWrite(uint64_t tenant, uint64_t addr, uint64_t bytes = 1,
              bool *copied = nullptr);
@@ -199,8 +241,34 @@ public:
   std::string noteRead(uint64_t tenant, uint64_t addr);
 
   /// Makes `tenant`'s memory resident for one unit of work and keeps it so
-  /// until `release`: swaps it in, moving idle tenants' memory out.
+  /// until `release`: swaps it in, moving idle tenants' memory out. With
+  /// `swapInBackground`, that swap is only started (Wait): it runs on the
+  /// caller's swap thread, and the tenant acquires once it settled.
   Acquired acquire(uint64_t tenant);
+
+  /// Swap traffic off the caller's thread: from now on, `acquire` plans
+  /// the swap a tenant's memory needs (the idle tenants to move out, then
+  /// the tenant to move in), and so do `allocate` and `reservePinned`
+  /// with `mayWait` and a copy on write (`beginWrite`) that need room (the
+  /// idle tenants to move out), failing with MustWaitError; it marks
+  /// those tenants as moving (they acquire nothing until it settles: no
+  /// running kernel can lose its memory), and calls `start`, which must
+  /// make another thread call `runSwap`. One swap at a time. Meanwhile
+  /// every other tenant allocates, frees and acquires as usual; device
+  /// memory the swap will take back counts as used (`committed`). `delay`:
+  /// a pause before each allocation moves (tests: a swap that lasts).
+  void swapInBackground(std::function<void()> start,
+                        std::chrono::milliseconds delay = {});
+  /// Runs the swap `acquire` planned (the swap thread): copies without
+  /// the lock, counters updated as each allocation moves; an allocation
+  /// freed while it moved is freed when its move ends.
+  void runSwap();
+  /// After `runSwap` returned (the caller's thread, before it retries the
+  /// waiting work): ends the swap, so that the tenants it moved acquire
+  /// again. false: no swap had ended.
+  bool settleSwap();
+  /// Whether a swap is planned or running.
+  bool swapping() const;
   /// Ends one unit of work `acquire` admitted.
   void release(uint64_t tenant);
 
@@ -220,6 +288,9 @@ private:
   struct Block {
     uint64_t tenant = 0, bytes = 0;
     bool swapped = false, pinned = false;
+    /// The swap thread is moving it (nothing else touches it); freed when
+    /// that move ends.
+    bool moving = false, freeAfterMove = false;
     /// Deduplication: writes in flight; a content hash taken with none in
     /// flight and no write since (a candidate); the shared copy it maps
     /// (0: its own).
@@ -260,6 +331,52 @@ private:
   /// (`out`) or back; false when the backend failed one (those moved
   /// before it stay moved, and counted so).
   bool move(uint64_t tenant, bool out);
+  /// Moves the block at `addr` of the swap in flight out or in, on the
+  /// swap thread, without the lock while it moves; `ok` false: an earlier
+  /// one failed, so it only stops being moved. Returns `ok` and its own
+  /// success; counts it in `count` when it moved.
+  bool moveOnSwapThread(uint64_t addr, bool out, bool ok, unsigned &count);
+  /// Device memory in use, and what the swap in flight will take when it
+  /// ends (the lock is held).
+  uint64_t committed() const;
+  /// The blocks of `tenant` that `move` would move (the lock is held).
+  std::vector<uint64_t> movable(uint64_t tenant, bool out);
+  /// Counts block `b` (at `addr`) as moved (the lock is held).
+  void moved(uint64_t addr, Block &b, bool out, double seconds);
+  /// Counts an eviction of `tenant` (`out`) or a swap-in.
+  void counted(uint64_t tenant, bool out);
+  /// The idle tenants to move out, in order, so that `bytes` more fit (none
+  /// when they fit already); none at all when they cannot fit.
+  std::optional<std::vector<uint64_t>> victimsFor(uint64_t bytes,
+                                                  uint64_t requester);
+  /// With swapInBackground, where `bytes` more do not fit: starts a swap
+  /// that moves idle tenants other than `requester` out for them, or finds
+  /// one in flight, and returns true (the caller waits for it to settle).
+  /// false: they fit, or no swap would make them fit (the lock is held).
+  bool waitForRoom(uint64_t bytes, uint64_t requester);
+  /// Starts a swap (swapInBackground) that moves `victims` out and then
+  /// `tenant`, if any, in (the lock is held).
+  void planSwap(const std::vector<uint64_t> &victims,
+                std::optional<uint64_t> tenant);
+  /// Frees the block (the lock is held).
+  llvm::Error freeBlock(std::map<uint64_t, Block>::iterator it);
+
+  /// The swap `acquire` planned (swapInBackground).
+  struct SwapJob {
+    /// The tenants it moves out, and the one it brings back.
+    std::vector<uint64_t> victims;
+    uint64_t tenant = 0;
+    /// Their blocks, fixed when it is planned.
+    std::vector<uint64_t> out, in;
+    bool done = false;
+  };
+  std::function<void()> startSwap;
+  std::chrono::milliseconds swapDelay{0};
+  std::optional<SwapJob> swapJob;
+  /// Tenants whose memory the swap moves.
+  std::set<uint64_t> moving;
+  /// Bytes the swap in flight still moves in (`reserved`) and out.
+  uint64_t reserved = 0, pendingOut = 0;
 
   Backend &backend;
   const uint64_t cap;
@@ -271,6 +388,9 @@ private:
   /// Candidates for sharing by (hash, size): their bases.
   std::multimap<std::pair<uint64_t, uint64_t>, uint64_t> candidates;
   const bool canShare;
+  /// Backend::sharingRemaps: share and unshare only while the block's
+  /// tenant has no other work acquired.
+  const bool remapsToShare;
   uint64_t nextGroup = 1;
   DeviceMemoryUsage usage;
   uint64_t nextTenant = 1, tick = 0;

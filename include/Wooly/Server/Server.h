@@ -47,6 +47,9 @@ struct ServerOptions {
   /// management API, so that idle tenants' memory can move to host memory
   /// (BackendOptions::cudaVirtualMemory).
   bool cudaSwap = false;
+  /// Testing: a pause before each allocation a swap moves, so that a swap
+  /// lasts long enough to observe other tenants' work going on meanwhile.
+  unsigned swapDelayMs = 0;
   /// The scheduling policy: `wooly` (include/Wooly/Server/Scheduler.h) or
   /// `fifo`.
   std::string scheduler = "wooly";

@@ -68,6 +68,7 @@ struct CUmemAccessDesc {
 };
 constexpr int CU_MEM_LOCATION_TYPE_DEVICE = 1;
 constexpr int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
+constexpr int CU_MEM_ACCESS_FLAGS_PROT_READ = 1;
 constexpr int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
 constexpr int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
 
@@ -238,15 +239,28 @@ public:
   /// Virtual memory management (enableVirtualMemory): each allocation is
   /// a reserved address range of whole granules with physical memory
   /// mapped in (`handle`), or moved out to host memory (`host`).
+  /// Deduplication: an allocation in a shared copy (`shared`, an id of
+  /// `copies`) maps that copy's physical memory, read-only, instead of
+  /// its own (`handle` is then the copy's, which the copy owns).
   bool vmm = false;
   uint64_t granularity = 0;
   struct VirtualBlock {
     uint64_t bytes = 0, rounded = 0;
     CUmemGenericAllocationHandle handle = 0;
     std::unique_ptr<uint8_t[]> host; // set while swapped out
+    uint64_t shared = 0;
+    /// A swap copies its bytes (without `vmmMutex`).
+    bool moving = false;
+  };
+  /// One physical allocation that several allocations map read-only.
+  struct SharedCopy {
+    CUmemGenericAllocationHandle handle = 0;
+    std::vector<uint64_t> members;
   };
   std::mutex vmmMutex;
   std::map<uint64_t, VirtualBlock> blocks;
+  std::map<uint64_t, SharedCopy> copies;
+  uint64_t nextCopy = 1;
 
   CUmemAllocationProp allocationProp() const {
     CUmemAllocationProp prop{};
@@ -254,23 +268,33 @@ public:
     prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal};
     return prop;
   }
+  /// Sets the device's access to the mapping at `addr`: read and write, or
+  /// read only.
+  llvm::Error setAccess(uint64_t addr, uint64_t rounded, bool writable) {
+    CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
+                           writable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                    : CU_MEM_ACCESS_FLAGS_PROT_READ};
+    return check(api.cuMemSetAccess(CUdeviceptr(addr), rounded, &access, 1),
+                 llvm::formatv("cuMemSetAccess at 0x{0:x-}", addr));
+  }
+  /// Maps physical memory `handle` at `addr` with that access.
+  llvm::Error map(uint64_t addr, uint64_t rounded,
+                  CUmemGenericAllocationHandle handle, bool writable) {
+    if (auto e = check(api.cuMemMap(CUdeviceptr(addr), rounded, 0, handle, 0),
+                       llvm::formatv("cuMemMap at 0x{0:x-}", addr)))
+      return e;
+    llvm::Error e = setAccess(addr, rounded, writable);
+    if (e)
+      api.cuMemUnmap(CUdeviceptr(addr), rounded);
+    return e;
+  }
   /// Physical memory for `b` at `addr`, readable and writable.
   llvm::Error mapIn(uint64_t addr, VirtualBlock &b) {
     CUmemAllocationProp prop = allocationProp();
     if (auto e = check(api.cuMemCreate(&b.handle, b.rounded, &prop, 0),
                        llvm::formatv("cuMemCreate of {0} bytes", b.rounded)))
       return e;
-    CUmemAccessDesc access{{CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
-                           CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    llvm::Error e =
-        check(api.cuMemMap(CUdeviceptr(addr), b.rounded, 0, b.handle, 0),
-              llvm::formatv("cuMemMap at 0x{0:x-}", addr));
-    if (!e) {
-      e = check(api.cuMemSetAccess(CUdeviceptr(addr), b.rounded, &access, 1),
-                llvm::formatv("cuMemSetAccess at 0x{0:x-}", addr));
-      if (e)
-        api.cuMemUnmap(CUdeviceptr(addr), b.rounded);
-    }
+    llvm::Error e = map(addr, b.rounded, b.handle, /*writable=*/true);
     if (e) {
       api.cuMemRelease(b.handle);
       b.handle = 0;
@@ -285,6 +309,51 @@ public:
     llvm::Error e = check(api.cuMemRelease(b.handle), "cuMemRelease");
     b.handle = 0;
     return e;
+  }
+  /// Takes `addr` (unmapped from its shared copy already) out of its copy.
+  /// The last member left keeps the copy's memory as its own, made
+  /// writable again in place (no remapping: its kernels may be reading
+  /// it); where that fails it stays read-only, alone, its bytes intact.
+  void leaveCopy(uint64_t addr, VirtualBlock &b) {
+    auto it = copies.find(b.shared);
+    b.shared = 0;
+    b.handle = 0;
+    if (it == copies.end())
+      return;
+    SharedCopy &c = it->second;
+    llvm::erase(c.members, addr);
+    if (c.members.empty()) {
+      api.cuMemRelease(c.handle);
+      copies.erase(it);
+      return;
+    }
+    if (c.members.size() > 1)
+      return;
+    VirtualBlock &last = blocks[c.members.front()];
+    if (llvm::Error e = setAccess(c.members.front(), last.rounded, true)) {
+      llvm::consumeError(std::move(e));
+      return;
+    }
+    last.shared = 0;
+    copies.erase(it);
+  }
+  /// An error if `[addr, addr + bytes)` touches an allocation whose bytes
+  /// are a shared copy (read-only until `unshare`).
+  llvm::Error checkWritable(uint64_t addr, uint64_t bytes, const char *what) {
+    if (!vmm || bytes == 0)
+      return llvm::Error::success();
+    std::lock_guard<std::mutex> lock(vmmMutex);
+    auto it = blocks.upper_bound(addr);
+    if (it != blocks.begin())
+      --it;
+    for (; it != blocks.end() && it->first < addr + bytes; ++it)
+      if (it->second.shared && it->first + it->second.rounded > addr)
+        return llvm::createStringError(llvm::formatv(
+            "{0} of {1} bytes at device address 0x{2:x-}: the allocation's "
+            "bytes are shared read-only with other tenants (deduplicated); "
+            "it must be given its own copy first",
+            what, bytes, addr));
+    return llvm::Error::success();
   }
 
   ~Impl() {
@@ -303,10 +372,13 @@ public:
     for (auto &[addr, b] : blocks) {
       if (b.handle) {
         api.cuMemUnmap(CUdeviceptr(addr), b.rounded);
-        api.cuMemRelease(b.handle);
+        if (!b.shared)
+          api.cuMemRelease(b.handle);
       }
       api.cuMemAddressFree(CUdeviceptr(addr), b.rounded);
     }
+    for (auto &[id, c] : copies)
+      api.cuMemRelease(c.handle);
     if (contextRetained)
       api.cuDevicePrimaryCtxRelease(device);
     // The driver library stays loaded: unloading libcuda is not supported
@@ -548,6 +620,18 @@ static llvm::Error onLane(CudaDevice::Impl &impl, const llvm::Twine &what,
   return impl.wait(*lane, what);
 }
 
+/// Copies host memory to the device (no check that it may be written).
+static llvm::Error copyIn(CudaDevice::Impl &impl, uint64_t dst, const void *src,
+                          uint64_t bytes) {
+  if (bytes == 0)
+    return llvm::Error::success();
+  return onLane(
+      impl, llvm::formatv("cuMemcpyHtoD of {0} bytes to 0x{1:x-}", bytes, dst),
+      [&](CUstream s) {
+        return impl.api.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s);
+      });
+}
+
 llvm::Error CudaDevice::enableVirtualMemory() {
   DriverApi &api = impl->api;
   StringRef libName = impl->libraryName;
@@ -614,11 +698,23 @@ swapBlock(CudaDevice &d, CudaDevice::Impl &impl, uint64_t addr, bool out) {
         out ? "swap-out of 0x{0:x-}, which is not a resident allocation"
             : "swap-in of 0x{0:x-}, which is not swapped out",
         addr));
+  if (it->second.moving)
+    return llvm::createStringError(
+        llvm::formatv("swap of 0x{0:x-}, which is being swapped", addr));
+  // Moving one member of a shared copy out would free nothing.
+  if (it->second.shared)
+    return llvm::createStringError(
+        llvm::formatv("swap-out of 0x{0:x-}, whose bytes are shared with "
+                      "other allocations (deduplicated)",
+                      addr));
   return &it->second;
 }
 
+// The copies of a swap run without `vmmMutex` (other threads' copies,
+// allocations and frees go on meanwhile); the block is marked `moving`,
+// which keeps other swaps, frees and sharing off it.
 llvm::Error CudaDevice::swapOut(uint64_t addr) {
-  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  std::unique_lock<std::mutex> lock(impl->vmmMutex);
   auto block = swapBlock(*this, *impl, addr, /*out=*/true);
   if (!block)
     return block.takeError();
@@ -627,7 +723,12 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
   if (!host)
     return llvm::createStringError(
         llvm::formatv("out of host memory swapping out {0} bytes", b.bytes));
-  if (auto e = copyFromDevice(host.get(), addr, b.bytes))
+  b.moving = true;
+  lock.unlock();
+  llvm::Error e = copyFromDevice(host.get(), addr, b.bytes);
+  lock.lock();
+  b.moving = false;
+  if (e)
     return e;
   if (auto e = impl->mapOut(addr, b))
     return e;
@@ -636,19 +737,130 @@ llvm::Error CudaDevice::swapOut(uint64_t addr) {
 }
 
 llvm::Error CudaDevice::swapIn(uint64_t addr) {
-  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  std::unique_lock<std::mutex> lock(impl->vmmMutex);
   auto block = swapBlock(*this, *impl, addr, /*out=*/false);
   if (!block)
     return block.takeError();
   Impl::VirtualBlock &b = **block;
   if (auto e = impl->mapIn(addr, b))
     return e;
-  if (auto e = copyToDevice(addr, b.host.get(), b.bytes)) {
+  b.moving = true;
+  lock.unlock();
+  llvm::Error e = copyIn(*impl, addr, b.host.get(), b.bytes);
+  lock.lock();
+  b.moving = false;
+  if (e) {
     // Back out: it stays swapped out, with its bytes on the host.
     llvm::consumeError(impl->mapOut(addr, b));
     return e;
   }
   b.host.reset();
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::share(uint64_t addr, uint64_t with) {
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  if (!impl->vmm)
+    return llvm::createStringError(
+        "deduplication on the cuda backend needs virtual memory management "
+        "(enableVirtualMemory; wooly-serve --cuda-swap)");
+  if (auto e = makeCurrent())
+    return e;
+  auto it = impl->blocks.find(addr), wit = impl->blocks.find(with);
+  if (it == impl->blocks.end() || wit == impl->blocks.end() || addr == with)
+    return llvm::createStringError(
+        llvm::formatv("sharing 0x{0:x-} with 0x{1:x-}: not two distinct "
+                      "allocations",
+                      addr, with));
+  Impl::VirtualBlock &a = it->second, &w = wit->second;
+  if (a.bytes != w.bytes || a.host || w.host || a.shared || a.moving ||
+      w.moving)
+    return llvm::createStringError(llvm::formatv(
+        "sharing 0x{0:x-} with 0x{1:x-}: sizes differ, one is swapped out "
+        "(or moving), or it is shared already",
+        addr, with));
+  // `with` becomes read-only in place (its kernels may be reading it); its
+  // memory becomes the shared copy.
+  bool newCopy = !w.shared;
+  if (newCopy)
+    if (auto e = impl->setAccess(with, w.rounded, /*writable=*/false))
+      return e;
+  auto undo = [&] {
+    if (newCopy)
+      llvm::consumeError(impl->setAccess(with, w.rounded, true));
+  };
+  // `addr` maps the copy instead of its own memory, which keeps its bytes
+  // until released: on a failure it goes back.
+  if (auto e = impl->check(impl->api.cuMemUnmap(CUdeviceptr(addr), a.rounded),
+                           llvm::formatv("cuMemUnmap at 0x{0:x-}", addr))) {
+    undo();
+    return e;
+  }
+  if (auto e = impl->map(addr, a.rounded, w.handle, /*writable=*/false)) {
+    llvm::consumeError(impl->map(addr, a.rounded, a.handle, true));
+    undo();
+    return e;
+  }
+  llvm::consumeError(
+      impl->check(impl->api.cuMemRelease(a.handle), "cuMemRelease"));
+  if (newCopy) {
+    w.shared = impl->nextCopy++;
+    impl->copies[w.shared] = Impl::SharedCopy{w.handle, {with}};
+  }
+  impl->copies[w.shared].members.push_back(addr);
+  a.shared = w.shared;
+  a.handle = w.handle;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::unshare(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(impl->vmmMutex);
+  auto it = impl->blocks.find(addr);
+  if (it == impl->blocks.end() || !it->second.shared)
+    return llvm::createStringError(llvm::formatv(
+        "unsharing 0x{0:x-}, which is not a shared allocation", addr));
+  if (auto e = makeCurrent())
+    return e;
+  Impl::VirtualBlock &b = it->second;
+  auto cit = impl->copies.find(b.shared);
+  if (cit->second.members.size() == 1) {
+    // Alone in its copy (making it writable failed when the others
+    // left): the copy's memory becomes its own.
+    if (auto e = impl->setAccess(addr, b.rounded, /*writable=*/true))
+      return e;
+    b.shared = 0;
+    impl->copies.erase(cit);
+    return llvm::Error::success();
+  }
+  // Another member, from which the bytes are copied.
+  uint64_t from = cit->second.members.front() != addr
+                      ? cit->second.members.front()
+                      : cit->second.members.back();
+  CUmemGenericAllocationHandle shared = b.handle;
+  Impl::VirtualBlock own;
+  own.rounded = b.rounded;
+  if (auto e = impl->check(impl->api.cuMemUnmap(CUdeviceptr(addr), b.rounded),
+                           llvm::formatv("cuMemUnmap at 0x{0:x-}", addr)))
+    return e;
+  llvm::Error e = impl->mapIn(addr, own);
+  if (!e)
+    e = onLane(*impl,
+               llvm::formatv("cuMemcpyDtoD of {0} bytes from 0x{1:x-} to "
+                             "0x{2:x-}",
+                             b.bytes, from, addr),
+               [&](CUstream s) {
+                 return impl->api.cuMemcpyDtoDAsync(
+                     CUdeviceptr(addr), CUdeviceptr(from), b.bytes, s);
+               });
+  if (e) {
+    // Back to the shared copy: it stays shared.
+    if (own.handle)
+      llvm::consumeError(impl->mapOut(addr, own));
+    llvm::consumeError(impl->map(addr, b.rounded, shared, false));
+    return e;
+  }
+  impl->leaveCopy(addr, b);
+  b.handle = own.handle;
   return llvm::Error::success();
 }
 
@@ -704,9 +916,20 @@ llvm::Error CudaDevice::free(uint64_t addr) {
       return llvm::createStringError(
           llvm::formatv("free of 0x{0:x-}, which is not an allocation", addr));
     Impl::VirtualBlock &b = it->second;
-    if (b.handle)
+    if (b.moving)
+      return llvm::createStringError(
+          llvm::formatv("free of 0x{0:x-}, which is being swapped", addr));
+    if (b.shared) {
+      // The copy stays with its other members.
+      if (auto e =
+              impl->check(impl->api.cuMemUnmap(CUdeviceptr(addr), b.rounded),
+                          llvm::formatv("cuMemUnmap at 0x{0:x-}", addr)))
+        return e;
+      impl->leaveCopy(addr, b);
+    } else if (b.handle) {
       if (auto e = impl->mapOut(addr, b))
         return e;
+    }
     llvm::Error e =
         impl->check(impl->api.cuMemAddressFree(CUdeviceptr(addr), b.rounded),
                     llvm::formatv("cuMemAddressFree(0x{0:x-})", addr));
@@ -724,13 +947,9 @@ llvm::Error CudaDevice::free(uint64_t addr) {
 
 llvm::Error CudaDevice::copyToDevice(uint64_t dst, const void *src,
                                      uint64_t bytes) {
-  if (bytes == 0)
-    return llvm::Error::success();
-  return onLane(
-      *impl, llvm::formatv("cuMemcpyHtoD of {0} bytes to 0x{1:x-}", bytes, dst),
-      [&](CUstream s) {
-        return impl->api.cuMemcpyHtoDAsync(CUdeviceptr(dst), src, bytes, s);
-      });
+  if (auto e = impl->checkWritable(dst, bytes, "copy to device"))
+    return e;
+  return copyIn(*impl, dst, src, bytes);
 }
 
 llvm::Error CudaDevice::copyFromDevice(void *dst, uint64_t src,
@@ -747,6 +966,9 @@ llvm::Error CudaDevice::copyFromDevice(void *dst, uint64_t src,
 
 llvm::Error CudaDevice::copyDeviceToDevice(uint64_t dst, uint64_t src,
                                            uint64_t bytes) {
+  if (auto e =
+          impl->checkWritable(dst, bytes, "device-to-device copy destination"))
+    return e;
   if (bytes == 0)
     return llvm::Error::success();
   // cuMemcpyDtoD does not promise memmove's result for overlapping ranges.
@@ -776,6 +998,8 @@ llvm::Error CudaDevice::copyDeviceToDevice(uint64_t dst, uint64_t src,
 }
 
 llvm::Error CudaDevice::memset(uint64_t dst, uint8_t value, uint64_t bytes) {
+  if (auto e = impl->checkWritable(dst, bytes, "memset"))
+    return e;
   if (bytes == 0)
     return llvm::Error::success();
   return onLane(

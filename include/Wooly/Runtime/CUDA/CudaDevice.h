@@ -96,11 +96,32 @@ public:
   bool virtualMemory() const;
   /// Copies an allocation's bytes to host memory and releases its physical
   /// memory (the address range stays reserved); on error nothing changed.
+  /// The copies of `swapOut` and `swapIn` do not hold the device's lock:
+  /// other threads' calls on other memory go on meanwhile (a free, swap or
+  /// share of this allocation is refused until it ends).
   llvm::Error swapOut(uint64_t addr);
   /// Maps new physical memory at a swapped-out allocation's address and
   /// copies its bytes back; on error it stays swapped out.
   llvm::Error swapIn(uint64_t addr);
+  /// Deduplication (virtual memory management only): the allocation at
+  /// `addr` maps the physical memory of `with` (same size, bytes the
+  /// caller found equal) at its own address instead of its own memory,
+  /// which is released; both become read-only (CU_MEM_ACCESS_FLAGS_PROT_
+  /// READ): copies and memsets into either fail, and neither can be
+  /// swapped out, until `unshare`. `with` is not remapped (only its access
+  /// changes); `addr` is unmapped for a moment, so no kernel may use it
+  /// meanwhile. On error nothing changed.
+  llvm::Error share(uint64_t addr, uint64_t with);
+  /// Gives a shared allocation new physical memory with a copy of its
+  /// bytes, mapped at its address (unmapped for a moment: no kernel may
+  /// use it meanwhile), writable. The last member left of a copy gets the
+  /// copy's memory as its own, made writable in place. On error it stays
+  /// shared.
+  llvm::Error unshare(uint64_t addr);
+  /// Frees an allocation (the physical memory of a shared one stays with
+  /// the others that map it).
   llvm::Error free(uint64_t addr);
+  /// Copies and memsets into a shared allocation (`share`) fail.
   llvm::Error copyToDevice(uint64_t dst, const void *src, uint64_t bytes);
   llvm::Error copyFromDevice(void *dst, uint64_t src, uint64_t bytes);
   /// Copies device memory; overlapping ranges give memmove's result.
