@@ -28,6 +28,7 @@ struct CUgraphExec_st;
 struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
+struct CUarray_st;
 
 namespace wooly::cuabi {
 
@@ -225,6 +226,91 @@ struct cudaPointerAttributes {
 struct cudaChannelFormatDesc {
   int x, y, z, w;
   int f;
+};
+
+// CUDA arrays, texture and surface objects. A cudaArray_t is a CUarray
+// (NVIDIA's runtime hands out the driver's handle; so does Wooly's).
+using cudaArray_t = ::CUarray_st *;
+using cudaArray_const_t = const ::CUarray_st *;
+using cudaTextureObject_t = unsigned long long;
+using cudaSurfaceObject_t = unsigned long long;
+enum : int {
+  cudaChannelFormatKindSigned = 0,
+  cudaChannelFormatKindUnsigned = 1,
+  cudaChannelFormatKindFloat = 2,
+};
+/// cudaMallocArray / cudaMalloc3DArray flags.
+enum : unsigned {
+  cudaArrayLayered = 0x01,
+  cudaArraySurfaceLoadStore = 0x02,
+  cudaArrayCubemap = 0x04,
+  cudaArrayTextureGather = 0x08,
+};
+struct cudaExtent {
+  size_t width, height, depth;
+};
+struct cudaPos {
+  size_t x, y, z;
+};
+struct cudaPitchedPtr {
+  void *ptr;
+  size_t pitch, xsize, ysize;
+};
+struct cudaMemcpy3DParms {
+  cudaArray_t srcArray;
+  cudaPos srcPos;
+  cudaPitchedPtr srcPtr;
+  cudaArray_t dstArray;
+  cudaPos dstPos;
+  cudaPitchedPtr dstPtr;
+  cudaExtent extent;
+  cudaMemcpyKind kind;
+};
+enum cudaResourceType : int {
+  cudaResourceTypeArray = 0,
+  cudaResourceTypeMipmappedArray = 1,
+  cudaResourceTypeLinear = 2,
+  cudaResourceTypePitch2D = 3,
+};
+struct cudaResourceDesc {
+  cudaResourceType resType;
+  union {
+    struct {
+      cudaArray_t array;
+    } array;
+    struct {
+      void *mipmap;
+    } mipmap;
+    struct {
+      void *devPtr;
+      cudaChannelFormatDesc desc;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      void *devPtr;
+      cudaChannelFormatDesc desc;
+      size_t width, height, pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+};
+struct cudaTextureDesc {
+  int addressMode[3];
+  int filterMode;
+  int readMode;
+  int sRGB;
+  float borderColor[4];
+  int normalizedCoords;
+  unsigned int maxAnisotropy;
+  int mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  int disableTrilinearOptimization;
+  int seamlessCubemap;
 };
 
 /// union cudaLaunchAttributeValue is 64 bytes; only the ids Wooly reads are

@@ -105,6 +105,7 @@ struct State {
   std::unordered_set<CUfunc_st *> functions;
   std::unordered_set<CUstream_st *> streams;
   std::unordered_set<CUevent_st *> events;
+  std::unordered_set<CUarray_st *> arrays;
   /// Device ranges (allocations and module variables): start -> size.
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
@@ -256,6 +257,9 @@ void dropObjects(State &s) {
     delete st;
   for (CUevent_st *e : s.events)
     delete e;
+  for (CUarray_st *a : s.arrays)
+    delete a;
+  s.arrays.clear();
   s.modules.clear();
   s.functions.clear();
   s.streams.clear();
@@ -408,6 +412,85 @@ CUresult driverGraphLaunch(uint64_t graph, CUstream stream) {
 CUresult driverGraphDestroy(uint64_t graph) {
   LOCKED_READY(s);
   CHECK_STATUS("cudaGraphExecDestroy", s.client->graphDestroy(graph));
+  return CUDA_SUCCESS;
+}
+
+CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
+                           uint64_t height, uint64_t depth, unsigned flags,
+                           CUresult badFormat, CUarray_st **array) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (const char *why = wooly::channelFormatError(format)) {
+    log(1, "cannot create a CUDA array: %s", why);
+    return badFormat;
+  }
+  constexpr unsigned kKnown = cudaArrayLayered | cudaArraySurfaceLoadStore |
+                              cudaArrayCubemap | cudaArrayTextureGather;
+  if (flags & ~kKnown) {
+    log(1,
+        "CUDA array flags 0x%x are not supported yet (sparse, deferred "
+        "mapping, color attachment)",
+        flags & ~kKnown);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  constexpr uint64_t kMaxExtent = uint64_t(1) << 30;
+  if (!width || width > kMaxExtent || height > kMaxExtent ||
+      depth > kMaxExtent ||
+      ((flags & cudaArrayCubemap) &&
+       (depth % 6 || !depth || width != height)) ||
+      ((flags & cudaArrayLayered) && !depth))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto a = std::make_unique<CUarray_st>();
+  a->format = format;
+  a->width = width;
+  a->height = height;
+  a->depth = depth;
+  a->flags = flags;
+  LOCKED_READY(s);
+  uint64_t address = 0;
+  CHECK_STATUS("cudaMallocArray", s.client->malloc(a->bytes(), address));
+  a->address = address;
+  s.deviceRanges[address] = a->bytes();
+  *array = a.release();
+  s.arrays.insert(*array);
+  return CUDA_SUCCESS;
+}
+
+CUresult driverArrayDestroy(CUarray_st *array) {
+  LOCKED_READY(s);
+  if (!s.arrays.count(array))
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_STATUS("cudaFreeArray", s.client->free(array->address));
+  s.deviceRanges.erase(array->address);
+  s.arrays.erase(array);
+  delete array;
+  return CUDA_SUCCESS;
+}
+
+bool driverIsArray(const CUarray_st *array) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.arrays.count(const_cast<CUarray_st *>(array)) != 0;
+}
+
+CUresult driverTextureCreate(const wooly::ResourceDesc &resource,
+                             const wooly::TextureDesc &texture, bool surface,
+                             uint64_t *handle,
+                             const client::TextureExtras &extras) {
+  if (!handle)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  CHECK_STATUS(
+      surface ? "cudaCreateSurfaceObject" : "cudaCreateTextureObject",
+      s.client->textureCreate(resource, texture, surface, *handle, extras));
+  return CUDA_SUCCESS;
+}
+
+CUresult driverTextureDestroy(uint64_t handle, bool surface) {
+  LOCKED_READY(s);
+  CHECK_STATUS(surface ? "cudaDestroySurfaceObject"
+                       : "cudaDestroyTextureObject",
+               s.client->textureDestroy(handle, surface));
   return CUDA_SUCCESS;
 }
 

@@ -119,14 +119,6 @@ cudaError_t fromDriver(CUresult r) {
 
 } // namespace wooly::capture
 
-#define RT_API extern "C" __attribute__((visibility("default")))
-#define RETURN_IF(r)                                                           \
-  do {                                                                         \
-    CUresult r_ = (r);                                                         \
-    if (r_ != CUDA_SUCCESS)                                                    \
-      return fromDriver(r_);                                                   \
-  } while (0)
-
 //===----------------------------------------------------------------------===//
 // Implicit initialisation: the runtime opens the session on first use
 //===----------------------------------------------------------------------===//
@@ -150,13 +142,6 @@ cudaError_t ensureInit() {
 }
 
 } // namespace wooly::capture
-
-#define INIT()                                                                 \
-  do {                                                                         \
-    cudaError_t e_ = ensureInit();                                             \
-    if (e_ != cudaSuccess)                                                     \
-      return setError(e_);                                                     \
-  } while (0)
 
 //===----------------------------------------------------------------------===//
 // Registration
@@ -1461,9 +1446,6 @@ RT_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
 // Per-thread default stream variants (the per-thread default stream is the
 // session's legacy default stream; see capture/README.md).
 //===----------------------------------------------------------------------===//
-
-#define WOOLY_ALIAS(name, target)                                              \
-  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
 
 WOOLY_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel)
 WOOLY_ALIAS(cudaLaunchKernel_ptsz, cudaLaunchKernel)

@@ -55,28 +55,10 @@ llvm::Error invalid(const llvm::Twine &why) {
   return llvm::createStringError(why);
 }
 
-/// Checks a channel format: 1, 2 or 4 channels of equal width (8, 16 or 32
-/// bits; floats 16 or 32).
+/// Checks a channel format (channelFormatError).
 llvm::Error checkFormat(const ChannelFormat &f) {
-  unsigned n = f.channels();
-  if (n == 0 || n == 3)
-    return invalid("a texel format has 1, 2 or 4 channels");
-  for (unsigned c = 0; c < 4; ++c) {
-    int b = f.bits[c];
-    if (c >= n) {
-      if (b != 0)
-        return invalid("a texel format's channels come first");
-      continue;
-    }
-    if (b != f.bits[0] || (b != 8 && b != 16 && b != 32))
-      return invalid("a texel format's channels have 8, 16 or 32 bits, all "
-                     "the same");
-    if (f.kind == ChannelKind::Float && b == 8)
-      return invalid("float channels have 16 or 32 bits");
-  }
-  if (f.kind != ChannelKind::Signed && f.kind != ChannelKind::Unsigned &&
-      f.kind != ChannelKind::Float)
-    return invalid("unknown channel kind");
+  if (const char *why = channelFormatError(f))
+    return invalid(why);
   return llvm::Error::success();
 }
 } // namespace
