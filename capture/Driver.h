@@ -15,7 +15,9 @@
 #include "Wooly/Runtime/Texture.h"
 
 #include <cstdint>
+#include <mutex>
 #include <string_view>
+#include <unordered_map>
 
 #define WOOLY_DRIVER_PRIVATE __attribute__((visibility("default")))
 
@@ -93,6 +95,40 @@ driverTextureCreate(const wooly::ResourceDesc &resource,
                     const wooly::client::TextureExtras &extras = {});
 WOOLY_DRIVER_PRIVATE cuabi::CUresult driverTextureDestroy(uint64_t handle,
                                                           bool surface);
+/// The descriptors texture and surface objects were created with, as the
+/// API that created them took them (`Res`, `Tex`: cudaResourceDesc and
+/// cudaTextureDesc, or CUDA_RESOURCE_DESC and CUDA_TEXTURE_DESC), for the
+/// calls that give them back (cudaGetTextureObjectResourceDesc, ...).
+template <typename Res, typename Tex> class TextureRecords {
+public:
+  struct Record {
+    bool surface = false;
+    Res resource;
+    Tex texture;
+  };
+  void add(uint64_t handle, const Record &r) {
+    std::lock_guard<std::mutex> lock(mu);
+    records[handle] = r;
+  }
+  void erase(uint64_t handle) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.erase(handle);
+  }
+  /// The record of `handle` if it is a live object of that kind.
+  bool find(uint64_t handle, bool surface, Record &out) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = records.find(handle);
+    if (it == records.end() || it->second.surface != surface)
+      return false;
+    out = it->second;
+    return true;
+  }
+
+private:
+  std::mutex mu;
+  std::unordered_map<uint64_t, Record> records;
+};
+
 /// A sentence describing `code` (cuGetErrorString, cudaGetErrorString), or
 /// null for an unknown code.
 WOOLY_DRIVER_PRIVATE const char *resultDescription(int code);

@@ -25,9 +25,6 @@
 #include "Runtime.h"
 
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
-#include <utility>
 
 using namespace wooly::cuabi;
 using namespace wooly::capture;
@@ -42,21 +39,12 @@ cudaError_t cudaMallocPitch(void **, size_t *, size_t, size_t);
 
 namespace {
 
-/// The descriptors each texture and surface object was created with, for
-/// cudaGetTextureObjectResourceDesc and friends.
-struct Recorded {
-  bool surface = false;
-  cudaResourceDesc resource;
-  cudaTextureDesc texture;
-};
-struct Objects {
-  std::mutex mu;
-  std::unordered_map<uint64_t, Recorded> byHandle;
-};
+using Records = TextureRecords<cudaResourceDesc, cudaTextureDesc>;
+using Recorded = Records::Record;
 
-Objects &objects() {
-  static Objects *o = new Objects; // never destroyed: atexit handlers use it
-  return *o;
+Records &records() {
+  static Records *r = new Records; // never destroyed: atexit handlers use it
+  return *r;
 }
 
 /// Creates a texture (or surface) object and records its descriptors.
@@ -66,9 +54,7 @@ cudaError_t createObject(unsigned long long *object,
                          const wooly::client::TextureExtras &extras = {}) {
   uint64_t handle = 0;
   RETURN_IF(driverTextureCreate(r, d, rec.surface, &handle, extras));
-  Objects &o = objects();
-  std::lock_guard<std::mutex> lock(o.mu);
-  o.byHandle[handle] = rec;
+  records().add(handle, rec);
   *object = handle;
   return cudaSuccess;
 }
@@ -78,22 +64,8 @@ cudaError_t destroyObject(unsigned long long object, bool surface) {
     return cudaSuccess;
   INIT();
   RETURN_IF(driverTextureDestroy(object, surface));
-  Objects &o = objects();
-  std::lock_guard<std::mutex> lock(o.mu);
-  o.byHandle.erase(object);
+  records().erase(object);
   return cudaSuccess;
-}
-
-/// The descriptors `object` was created with (false: not a live object of
-/// that kind).
-bool recorded(unsigned long long object, bool surface, Recorded &out) {
-  Objects &o = objects();
-  std::lock_guard<std::mutex> lock(o.mu);
-  auto it = o.byHandle.find(object);
-  if (it == o.byHandle.end() || it->second.surface != surface)
-    return false;
-  out = it->second;
-  return true;
 }
 
 cudaError_t notSupported(const char *call, const char *what) {
@@ -536,7 +508,7 @@ RT_API cudaError_t cudaDestroyTextureObject(cudaTextureObject_t object) {
 RT_API cudaError_t cudaGetTextureObjectResourceDesc(
     cudaResourceDesc *desc, cudaTextureObject_t object) {
   Recorded rec;
-  if (!desc || !recorded(object, false, rec))
+  if (!desc || !records().find(object, false, rec))
     return setError(cudaErrorInvalidValue);
   *desc = rec.resource;
   return cudaSuccess;
@@ -545,7 +517,7 @@ RT_API cudaError_t cudaGetTextureObjectResourceDesc(
 RT_API cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc *desc,
                                                    cudaTextureObject_t object) {
   Recorded rec;
-  if (!desc || !recorded(object, false, rec))
+  if (!desc || !records().find(object, false, rec))
     return setError(cudaErrorInvalidValue);
   *desc = rec.texture;
   return cudaSuccess;
@@ -575,7 +547,7 @@ RT_API cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t object) {
 RT_API cudaError_t cudaGetSurfaceObjectResourceDesc(
     cudaResourceDesc *desc, cudaSurfaceObject_t object) {
   Recorded rec;
-  if (!desc || !recorded(object, true, rec))
+  if (!desc || !records().find(object, true, rec))
     return setError(cudaErrorInvalidValue);
   *desc = rec.resource;
   return cudaSuccess;
