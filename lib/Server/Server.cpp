@@ -3809,6 +3809,7 @@ void Server::Impl::maybeErase(Session &s) {
   if (!s.dead || s.liveOps)
     return;
   uint64_t freed = 0;
+  size_t objects = s.textures.size();
   for (auto [handle, surface] : s.textures)
     llvm::consumeError(surface ? backend->destroySurfaceObject(handle)
                                : backend->destroyTextureObject(handle));
@@ -3824,8 +3825,13 @@ void Server::Impl::maybeErase(Session &s) {
         m->image->state != ModuleImage::State::Inspecting)
       images.erase(m->image->hash);
   }
-  log(llvm::formatv("session {0} closed: {1} returned to the device", s.id,
-                    bytesText(freed))
+  log(llvm::formatv("session {0} closed: {1} returned to the device{2}", s.id,
+                    bytesText(freed),
+                    objects ? llvm::formatv("; {0} texture or surface "
+                                            "object{1} destroyed",
+                                            objects, objects == 1 ? "" : "s")
+                                  .str()
+                            : std::string())
           .str());
   // The session counts for its tenant until here: a dead session with work
   // still in flight keeps using its TenantState.

@@ -355,6 +355,68 @@ TEST_F(ServerTest, ForeignHandlesAndAddressesAreRefused) {
   EXPECT_EQ(back, data);
 }
 
+// Texture and surface objects belong to the session that made them: another
+// session can neither make one over its memory nor destroy one; features
+// that are not supported yet are refused as such; a session's objects are
+// destroyed when it ends.
+TEST_F(ServerTest, TextureObjectsBelongToTheirSession) {
+  startServer();
+  auto a = connect("alice");
+  auto b = connect("bob");
+  ASSERT_TRUE(a && b);
+  // A 16 x 16 float4 CUDA array: an allocation laid out row after row.
+  wooly::ResourceDesc r;
+  r.kind = wooly::ResourceDesc::Kind::Array;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+      32;
+  r.format.kind = wooly::ChannelKind::Float;
+  r.width = r.height = 16;
+  ASSERT_TRUE(a->malloc(16 * 16 * 16, r.address).ok());
+  wooly::TextureDesc t;
+  t.filterMode = wooly::FilterMode::Linear;
+  uint64_t tex = 0, surf = 0;
+  ASSERT_TRUE(a->textureCreate(r, t, false, tex).ok());
+  ASSERT_TRUE(a->textureCreate(r, t, true, surf).ok());
+  EXPECT_NE(tex, surf);
+
+  uint64_t other = 0;
+  EXPECT_EQ(b->textureCreate(r, t, false, other).code, Code::InvalidAddress);
+  EXPECT_EQ(b->textureDestroy(tex, false).code, Code::InvalidHandle);
+  EXPECT_EQ(b->textureDestroy(surf, true).code, Code::InvalidHandle);
+  // The wrong kind, and texels past the allocation.
+  EXPECT_EQ(a->textureDestroy(tex, true).code, Code::InvalidHandle);
+  wooly::ResourceDesc tooBig = r;
+  tooBig.height = 17;
+  EXPECT_EQ(a->textureCreate(tooBig, t, false, other).code, Code::InvalidValue);
+  // Not supported yet, and said so.
+  wooly::client::TextureExtras anisotropic;
+  anisotropic.maxAnisotropy = 8;
+  Status st = a->textureCreate(r, t, false, other, anisotropic);
+  EXPECT_EQ(st.code, Code::Unsupported);
+  EXPECT_NE(st.message.find("anisotropic filtering"), std::string::npos)
+      << st.str();
+  wooly::ResourceDesc mip = r;
+  mip.kind = wooly::ResourceDesc::Kind::MipmappedArray;
+  EXPECT_EQ(a->textureCreate(mip, t, false, other).code, Code::Unsupported);
+  EXPECT_NE(log().find("cannot create a texture object: a mipmapped array is "
+                       "not supported yet"),
+            std::string::npos)
+      << log();
+
+  EXPECT_TRUE(a->textureDestroy(tex, false).ok());
+  EXPECT_EQ(a->textureDestroy(tex, false).code, Code::InvalidHandle);
+  // The surface is left to the end of the session.
+  a.reset();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline &&
+         log().find("1 texture or surface object destroyed") ==
+             std::string::npos)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(log().find("1 texture or surface object destroyed"),
+            std::string::npos)
+      << log();
+}
+
 // A tenant's allocations stay within its quota; memInfo shows its view.
 TEST_F(ServerTest, QuotaIsEnforced) {
   std::ofstream(dir + "/tenants.yaml") << "tenants:\n"
