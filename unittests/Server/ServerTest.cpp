@@ -417,6 +417,67 @@ TEST_F(ServerTest, TextureObjectsBelongToTheirSession) {
       << log();
 }
 
+// A texture object made while its tenant's memory is moved out (the tenant
+// idle, another one needing the room), sampled once the memory is back:
+// point sampling at texel centres gives the texels bit for bit.
+TEST_F(ServerTest, TextureOverMovedOutMemory) {
+  std::ofstream(dir + "/tenants.yaml")
+      << "tenants:\n  - name: t0\n    token: \"k\"\n    memory: 48MiB\n"
+         "  - name: t1\n    token: \"k\"\n    memory: 48MiB\n";
+  startServer({"--device-memory=64MiB", "--tenants=" + dir + "/tenants.yaml"});
+  auto a = connect("t0", "k");
+  auto b = connect("t1", "k");
+  ASSERT_TRUE(a && b);
+  const int w = 16, h = 16, n = w * h;
+  std::vector<float> texels(n * 4);
+  for (size_t i = 0; i < texels.size(); ++i)
+    texels[i] = float(i) * 0.25f - 100.0f;
+  wooly::ResourceDesc r;
+  r.kind = wooly::ResourceDesc::Kind::Array;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+      32;
+  r.format.kind = wooly::ChannelKind::Float;
+  r.width = w;
+  r.height = h;
+  ASSERT_TRUE(a->malloc(n * 16, r.address).ok());
+  ASSERT_TRUE(a->copyToDevice(r.address, texels.data(), n * 16).ok());
+  uint64_t big = 0, bBig = 0;
+  ASSERT_TRUE(a->malloc(40 << 20, big).ok());
+  ASSERT_TRUE(a->deviceSynchronize().ok());
+  Status st = b->malloc(40 << 20, bBig);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  EXPECT_GT(metric(fetchMetrics(),
+                   "wooly_tenant_memory_swapped_bytes{tenant=\"t0\"}"),
+            0);
+
+  uint64_t tex = 0;
+  st = a->textureCreate(r, wooly::TextureDesc(), false, tex);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  Module m;
+  ASSERT_TRUE(a->loadModule(corpus("texture.sm_90.ptx"), "texture", m).ok());
+  std::vector<float> coords;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      coords.push_back(float(x) + 0.5f);
+      coords.push_back(float(y) + 0.5f);
+    }
+  uint64_t dc = 0, dout = 0;
+  ASSERT_TRUE(a->malloc(n * 8, dc).ok());
+  ASSERT_TRUE(a->malloc(n * 16, dout).ok());
+  ASSERT_TRUE(a->copyToDevice(dc, coords.data(), n * 8).ok());
+  const KernelLayout *k = m.findKernel("tex2d_sample");
+  ASSERT_NE(k, nullptr);
+  Params p(*k);
+  p.add(tex).add(dout).add(dc).add(int32_t(n));
+  ASSERT_TRUE(a->launch(m.handle, "tex2d_sample", {uint32_t(n / 64)}, {64}, 0,
+                        p.bytes.data(), p.bytes.size())
+                  .ok());
+  std::vector<float> back(n * 4);
+  st = a->copyFromDevice(back.data(), dout, n * 16);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  EXPECT_EQ(std::memcmp(back.data(), texels.data(), n * 16), 0);
+}
+
 // A tenant's allocations stay within its quota; memInfo shows its view.
 TEST_F(ServerTest, QuotaIsEnforced) {
   std::ofstream(dir + "/tenants.yaml") << "tenants:\n"

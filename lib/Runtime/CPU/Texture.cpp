@@ -137,7 +137,9 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
     if (unsigned(t.filterMode) > 1 || unsigned(t.readMode) > 1)
       return invalid("unknown filter or read mode");
   }
-  std::optional<Allocation> a = memory.find(r.address, o.span);
+  // Texels that are swapped out (their tenant idle) are fine: a kernel that
+  // samples them runs once they are back, and each use checks them.
+  std::optional<Allocation> a = memory.find(r.address, o.span, true);
   if (!a || (domain && a->domain != domain))
     return invalid("the texels (" + llvm::Twine(o.span) + " bytes at 0x" +
                    llvm::Twine::utohexstr(r.address) +
