@@ -2664,6 +2664,20 @@ TEST_F(ServerTest, CudaCapacityIsTheDevicesFreeMemory) {
     uint64_t free = 0, total = 0;
     ASSERT_TRUE(c->memInfo(free, total).ok());
     EXPECT_EQ(total, 3ull << 30);
+    // Texture objects are not supported yet on the cuda backend, and the
+    // server says so (a CUDA array is an allocation like any other).
+    wooly::ResourceDesc r;
+    r.kind = wooly::ResourceDesc::Kind::Linear;
+    r.format.bits[0] = 32;
+    r.format.kind = wooly::ChannelKind::Float;
+    r.width = 64;
+    ASSERT_TRUE(c->malloc(256, r.address).ok());
+    uint64_t tex = 0;
+    Status st = c->textureCreate(r, wooly::TextureDesc(), false, tex);
+    EXPECT_EQ(st.code, Code::Unsupported) << st.str();
+    EXPECT_NE(st.message.find("not supported yet on the cuda backend"),
+              std::string::npos)
+        << st.str();
     c.reset();
     stopServer();
   }
