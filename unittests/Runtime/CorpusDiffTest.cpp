@@ -2410,6 +2410,19 @@ TEST_P(TextureDiff, invalid_objects_fault) {
   auto bad = device().createTextureObject(big, desc(t));
   EXPECT_FALSE(bool(bad));
   llvm::consumeError(bad.takeError());
+  // Extents whose bytes overflow 64 bits (2^30 x 2^30 x 2^30 float4
+  // texels) must not wrap into a small span.
+  for (ResourceDesc::Kind kind :
+       {ResourceDesc::Kind::Array, ResourceDesc::Kind::Pitch2D}) {
+    ResourceDesc huge = r;
+    huge.kind = kind;
+    huge.width = huge.height = uint64_t(1) << 30;
+    huge.depth = kind == ResourceDesc::Kind::Array ? uint64_t(1) << 30 : 0;
+    huge.pitch = uint64_t(1) << 34;
+    auto wrapped = device().createTextureObject(huge, desc(t));
+    EXPECT_FALSE(bool(wrapped));
+    llvm::consumeError(wrapped.takeError());
+  }
   // Memory freed under a live object.
   auto mem = device().memory().allocate(256);
   ASSERT_TRUE(bool(mem));

@@ -120,6 +120,14 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
   case ResourceDesc::Kind::MipmappedArray:
     return invalid("mipmapped arrays are not supported yet");
   }
+  // The descriptor may come from outside (a wooly-serve client): extents
+  // whose bytes overflow 64 bits would wrap the span checked below and at
+  // every use, so they are refused (no allocation is that large).
+  constexpr unsigned __int128 kMaxSpan = uint64_t(1) << 48;
+  unsigned __int128 rows = (unsigned __int128)o.extent[1] * o.extent[2];
+  if ((unsigned __int128)o.rowBytes * rows > kMaxSpan ||
+      (unsigned __int128)r.width * elem > kMaxSpan)
+    return invalid("the texels would span more than 2^48 bytes");
   if (surface && r.kind != ResourceDesc::Kind::Array)
     return invalid("a surface object needs a CUDA array");
   if (!surface) {
