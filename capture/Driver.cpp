@@ -440,6 +440,11 @@ CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
        (depth % 6 || !depth || width != height)) ||
       ((flags & cudaArrayLayered) && !depth))
     return CUDA_ERROR_INVALID_VALUE;
+  // (Each extent is below 2^30 and a texel at most 16 bytes.)
+  unsigned __int128 bytes = (unsigned __int128)width * (height ? height : 1) *
+                            (depth ? depth : 1) * format.elementBytes();
+  if (bytes > (uint64_t(1) << 48))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   auto a = std::make_unique<CUarray_st>();
   a->format = format;
   a->width = width;
@@ -1675,15 +1680,10 @@ bool copySide(State &s, CUmemorytype type, const void *host, CUdeviceptr device,
   if (type == CU_MEMORYTYPE_ARRAY) {
     if (!s.arrays.count(array))
       return false;
-    const CUarray_st &a = *array;
-    if (x > a.rowBytes() || width > a.rowBytes() - x || y > a.rows() ||
-        height > a.rows() - y || z > a.slices() || depth > a.slices() - z)
-      return false;
     out.device = true;
-    out.pitch = a.rowBytes();
-    out.slicePitch = a.rowBytes() * a.rows();
-    out.at = a.address + z * out.slicePitch + y * out.pitch + x;
-    return true;
+    out.pitch = array->rowBytes();
+    out.slicePitch = array->rowBytes() * array->rows();
+    return array->at(x, y, z, width, height, depth, out.at);
   }
   uint64_t base;
   if (type == CU_MEMORYTYPE_HOST) {
@@ -2265,3 +2265,10 @@ WOOLY_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
 WOOLY_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
 WOOLY_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
 WOOLY_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)
+WOOLY_ALIAS(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2)
+WOOLY_ALIAS(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned_v2)
+WOOLY_ALIAS(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync_v2)
+WOOLY_ALIAS(cuMemcpy3D_v2_ptds, cuMemcpy3D_v2)
+WOOLY_ALIAS(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync_v2)
+WOOLY_ALIAS(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA_v2)
+WOOLY_ALIAS(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH_v2)

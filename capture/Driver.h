@@ -33,6 +33,17 @@ struct CUarray_st {
   uint64_t rows() const { return height ? height : 1; }
   uint64_t slices() const { return depth ? depth : 1; }
   uint64_t bytes() const { return rowBytes() * rows() * slices(); }
+  /// The device address of byte `xBytes` of row `y` of slice `z`; false
+  /// when [xBytes, xBytes + widthBytes) x [y, y + height) x [z, z + depth)
+  /// is not inside the array.
+  bool at(uint64_t xBytes, uint64_t y, uint64_t z, uint64_t widthBytes,
+          uint64_t height, uint64_t depth, uint64_t &out) const {
+    if (xBytes > rowBytes() || widthBytes > rowBytes() - xBytes || y > rows() ||
+        height > rows() - y || z > slices() || depth > slices() - z)
+      return false;
+    out = address + (z * rows() + y) * rowBytes() + xBytes;
+    return true;
+  }
 };
 
 namespace wooly::capture {

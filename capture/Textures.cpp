@@ -112,17 +112,13 @@ CUarray_st *arrayOf(cudaArray_const_t a) {
   return const_cast<CUarray_st *>(a);
 }
 
-/// Where texel row `y` of slice `z` of `a` starts, `xBytes` into it; null
-/// when [xBytes, xBytes + widthBytes) x [y, y + height) x [z, z + depth)
-/// is not inside the array.
+/// CUarray_st::at as a pointer (null when outside the array).
 char *arrayAt(const CUarray_st &a, uint64_t xBytes, uint64_t y, uint64_t z,
               uint64_t widthBytes, uint64_t height, uint64_t depth) {
-  if (xBytes > a.rowBytes() || widthBytes > a.rowBytes() - xBytes ||
-      y > a.rows() || height > a.rows() - y || z > a.slices() ||
-      depth > a.slices() - z)
+  uint64_t address = 0;
+  if (!a.at(xBytes, y, z, widthBytes, height, depth, address))
     return nullptr;
-  return reinterpret_cast<char *>(a.address +
-                                  (z * a.rows() + y) * a.rowBytes() + xBytes);
+  return reinterpret_cast<char *>(address);
 }
 
 /// A 2D copy followed, for the synchronous calls, by the stream's end.
@@ -299,22 +295,49 @@ RT_API cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch,
                          kind, stream, true);
 }
 
+namespace {
+/// cudaMemcpyToArray and cudaMemcpyFromArray (deprecated, still used):
+/// `count` bytes from (wOffset, hOffset) of `array` on, row after row.
+cudaError_t copyLinear(cudaArray_const_t array, size_t wOffset, size_t hOffset,
+                       void *host, size_t count, cudaMemcpyKind kind,
+                       bool toArray, cudaStream_t stream, bool async) {
+  char *at = nullptr;
+  if (cudaError_t e = linearAt(array, wOffset, hOffset, count, at))
+    return e;
+  return toArray
+             ? copy2D(at, count, host, count, count, 1, kind, stream, async)
+             : copy2D(host, count, at, count, count, 1, kind, stream, async);
+}
+} // namespace
+
 RT_API cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset,
                                      size_t hOffset, const void *src,
                                      size_t count, cudaMemcpyKind kind) {
-  char *to = nullptr;
-  if (cudaError_t e = linearAt(dst, wOffset, hOffset, count, to))
-    return e;
-  return copy2D(to, count, src, count, count, 1, kind, nullptr, false);
+  return copyLinear(dst, wOffset, hOffset, const_cast<void *>(src), count, kind,
+                    true, nullptr, false);
+}
+
+RT_API cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset,
+                                          size_t hOffset, const void *src,
+                                          size_t count, cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+  return copyLinear(dst, wOffset, hOffset, const_cast<void *>(src), count, kind,
+                    true, stream, true);
 }
 
 RT_API cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src,
                                        size_t wOffset, size_t hOffset,
                                        size_t count, cudaMemcpyKind kind) {
-  char *from = nullptr;
-  if (cudaError_t e = linearAt(src, wOffset, hOffset, count, from))
-    return e;
-  return copy2D(dst, count, from, count, count, 1, kind, nullptr, false);
+  return copyLinear(src, wOffset, hOffset, dst, count, kind, false, nullptr,
+                    false);
+}
+
+RT_API cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src,
+                                            size_t wOffset, size_t hOffset,
+                                            size_t count, cudaMemcpyKind kind,
+                                            cudaStream_t stream) {
+  return copyLinear(src, wOffset, hOffset, dst, count, kind, false, stream,
+                    true);
 }
 
 RT_API cudaError_t cudaMemcpy2DArrayToArray(
@@ -559,6 +582,8 @@ WOOLY_ALIAS(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray)
 WOOLY_ALIAS(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync)
 WOOLY_ALIAS(cudaMemcpyToArray_ptds, cudaMemcpyToArray)
 WOOLY_ALIAS(cudaMemcpyFromArray_ptds, cudaMemcpyFromArray)
+WOOLY_ALIAS(cudaMemcpyToArrayAsync_ptsz, cudaMemcpyToArrayAsync)
+WOOLY_ALIAS(cudaMemcpyFromArrayAsync_ptsz, cudaMemcpyFromArrayAsync)
 WOOLY_ALIAS(cudaMemcpy2DArrayToArray_ptds, cudaMemcpy2DArrayToArray)
 WOOLY_ALIAS(cudaMemcpy3D_ptds, cudaMemcpy3D)
 WOOLY_ALIAS(cudaMemcpy3DAsync_ptsz, cudaMemcpy3DAsync)

@@ -1539,8 +1539,9 @@ void Server::Impl::textureCreate(Session &s, const pb::Call &call) {
       (!c.surface() &&
        (pt.address_mode_size() != 3 || pt.border_color_size() != 4)))
     return fail(pb::MALFORMED, "a texture descriptor of the wrong shape");
-  auto unsupported = [&](const char *what) {
-    return fail(pb::UNSUPPORTED, std::string(what) + " is not supported yet");
+  auto unsupported = [&](const char *feature) {
+    return fail(pb::UNSUPPORTED,
+                std::string(feature) + " is not supported yet");
   };
   if (pr.kind() == uint32_t(ResourceDesc::Kind::MipmappedArray))
     return unsupported("a mipmapped array");

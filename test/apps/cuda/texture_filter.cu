@@ -409,6 +409,54 @@ void volume() {
   CHECK(cudaFreeArray(array));
 }
 
+/// cudaMemcpyToArray / FromArray (row after row from an offset, the
+/// asynchronous ones too) and cudaMemcpy2DArrayToArray. (CUDA deprecates
+/// the first ones; programs still call them.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+void arrayCopies() {
+  const int w = 8, h = 4, n = w * h;
+  std::vector<float> v(n), patch(12), back(n, -1.0f);
+  for (int i = 0; i < n; ++i)
+    v[i] = float(i);
+  for (int i = 0; i < 12; ++i)
+    patch[i] = 100.0f + float(i);
+  cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
+  cudaArray_t a, b;
+  CHECK(cudaMallocArray(&a, &f, w, h));
+  CHECK(cudaMallocArray(&b, &f, w, h));
+  CHECK(cudaMemcpyToArray(a, 0, 0, v.data(), n * 4, cudaMemcpyHostToDevice));
+  // 12 floats from row 1, float 5 on: the rest of row 1 and on into row 2.
+  CHECK(cudaMemcpyToArrayAsync(a, 5 * 4, 1, patch.data(), 12 * 4,
+                               cudaMemcpyHostToDevice, 0));
+  for (int i = 0; i < 12; ++i)
+    v[w + 5 + i] = patch[i];
+  // Rows 1-2, floats 2-6, into b at (1, 0); the rest of b stays 0.
+  CHECK(cudaMemcpy2DArrayToArray(b, 1 * 4, 0, a, 2 * 4, 1, 5 * 4, 2,
+                                 cudaMemcpyDeviceToDevice));
+  CHECK(
+      cudaMemcpyFromArray(back.data(), a, 0, 0, n * 4, cudaMemcpyDeviceToHost));
+  EXPECT(back == v, "cudaMemcpyToArray(Async) / FromArray lost texels");
+  std::vector<float> want(n, 0.0f), got(n, -1.0f);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 5; ++x)
+      want[y * w + 1 + x] = v[(1 + y) * w + 2 + x];
+  CHECK(cudaMemcpyFromArrayAsync(got.data(), b, 0, 0, n * 4,
+                                 cudaMemcpyDeviceToHost, 0));
+  CHECK(cudaStreamSynchronize(0));
+  EXPECT(got == want, "cudaMemcpy2DArrayToArray copied the wrong texels");
+  // Past the array's end: refused.
+  cudaError_t e =
+      cudaMemcpyToArray(a, 4, h - 1, v.data(), w * 4, cudaMemcpyHostToDevice);
+  EXPECT(e == cudaErrorInvalidValue, "a copy past the array was accepted");
+  cudaGetLastError();
+  std::printf("array copies: a[2][4] = %g, b[1][5] = %g\n", back[2 * w + 4],
+              got[w + 5]);
+  CHECK(cudaFreeArray(a));
+  CHECK(cudaFreeArray(b));
+}
+#pragma GCC diagnostic pop
+
 /// What Wooly does not support yet fails with cudaErrorNotSupported.
 void unsupported() {
   cudaChannelFormatDesc f = cudaCreateChannelDesc<float4>();
@@ -536,6 +584,7 @@ int main(int argc, char **argv) {
     pitch2D();
     linearFetch();
     volume();
+    arrayCopies();
     unsupported();
     forged();
   }
