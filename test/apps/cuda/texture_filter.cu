@@ -5,7 +5,8 @@
 // mirror, border; normalized and texel coordinates), a surface object
 // written by a filter kernel, cudaMemcpy2DFromArray; a pitch-linear texture
 // over cudaMallocPitch memory; a linear-memory texture (tex1Dfetch); a 3D
-// array through cudaMalloc3DArray and cudaMemcpy3D; the descriptor getters.
+// array through cudaMalloc3DArray and cudaMemcpy3D; layered and cubemap
+// arrays; the array copies; the descriptor getters.
 // Every sample is compared bit for bit with the C++ reference of the
 // hardware's filtering that Wooly's CorpusDiff tests use
 // (unittests/Runtime/TextureReference.h).
@@ -56,6 +57,23 @@ __global__ void sample3D(cudaTextureObject_t tex, float4 *out,
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     out[i] = tex3D<float4>(tex, coords[i].x, coords[i].y, coords[i].z);
+}
+
+/// coords[i] = (x, y, layer, unused).
+__global__ void sampleLayered(cudaTextureObject_t tex, float4 *out,
+                              const float4 *coords, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] =
+        tex2DLayered<float4>(tex, coords[i].x, coords[i].y, int(coords[i].z));
+}
+
+/// coords[i] = a direction (x, y, z, unused).
+__global__ void sampleCube(cudaTextureObject_t tex, float4 *out,
+                           const float4 *coords, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = texCubemap<float4>(tex, coords[i].x, coords[i].y, coords[i].z);
 }
 
 __global__ void fetch1D(cudaTextureObject_t tex, float *out, int n) {
@@ -409,6 +427,85 @@ void volume() {
   CHECK(cudaFreeArray(array));
 }
 
+/// A layered array (cudaArrayLayered): linear filtering within the layer a
+/// sample names, layers clamped; and a cubemap (cudaArrayCubemap) sampled
+/// along the six axes, each the centre of its face (point sampling: texel
+/// (2, 2) of the 4 x 4 face).
+void layeredAndCube() {
+  const int w = 6, h = 5, layers = 3, n = 200;
+  RefTex ref = image(w, h, layers, 4, 18);
+  cudaChannelFormatDesc f = cudaCreateChannelDesc<float4>();
+  cudaArray_t array;
+  CHECK(cudaMalloc3DArray(&array, &f, make_cudaExtent(w, h, layers),
+                          cudaArrayLayered));
+  cudaMemcpy3DParms p;
+  std::memset(&p, 0, sizeof p);
+  p.srcPtr = make_cudaPitchedPtr(ref.texels.data(), w * sizeof(float4), w, h);
+  p.dstArray = array;
+  p.extent = make_cudaExtent(w, h, layers);
+  p.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&p));
+  ref.linear = true;
+  cudaResourceDesc r = arrayResource(array);
+  cudaTextureDesc td = textureDesc(ref); // clamp, texel coordinates
+  cudaTextureObject_t tex;
+  CHECK(cudaCreateTextureObject(&tex, &r, &td, nullptr));
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> u(-1.5f, 7.5f);
+  std::vector<float> c(n * 4);
+  for (int i = 0; i < n; ++i) {
+    c[4 * i] = u(rng);
+    c[4 * i + 1] = u(rng);
+    c[4 * i + 2] = float(int(rng() % 5) - 1); // layers -1..3: clamped
+    c[4 * i + 3] = 0.0f;
+  }
+  std::vector<float> got = runSamples(sampleLayered, tex, c, n);
+  std::vector<std::array<float, 4>> want;
+  for (int i = 0; i < n; ++i) {
+    int layer = std::min(std::max(int(c[4 * i + 2]), 0), layers - 1);
+    RefTex one = ref;
+    one.d = 1;
+    one.texels.assign(ref.texels.begin() + size_t(layer) * w * h * 4,
+                      ref.texels.begin() + size_t(layer + 1) * w * h * 4);
+    want.push_back(one.sample(c[4 * i], c[4 * i + 1], 0, 2));
+  }
+  compare("layered linear", got, want, 4);
+  std::printf("layered array (cudaArrayLayered) linear: %d samples match\n", n);
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFreeArray(array));
+
+  const int face = 4;
+  RefTex cube = image(face, face, 6, 4, 20);
+  CHECK(cudaMalloc3DArray(&array, &f, make_cudaExtent(face, face, 6),
+                          cudaArrayCubemap));
+  std::memset(&p, 0, sizeof p);
+  p.srcPtr = make_cudaPitchedPtr(cube.texels.data(), face * sizeof(float4),
+                                 face, face);
+  p.dstArray = array;
+  p.extent = make_cudaExtent(face, face, 6);
+  p.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&p));
+  r = arrayResource(array);
+  std::memset(&td, 0, sizeof td);
+  td.normalizedCoords = 1; // cubemaps take directions
+  CHECK(cudaCreateTextureObject(&tex, &r, &td, nullptr));
+  // +x, -x, +y, -y, +z, -z: faces 0 to 5.
+  std::vector<float> dirs = {1, 0,  0, 0, -1, 0, 0, 0, 0, 1, 0,  0,
+                             0, -1, 0, 0, 0,  0, 1, 0, 0, 0, -1, 0};
+  got = runSamples(sampleCube, tex, dirs, 6);
+  want.clear();
+  for (int k = 0; k < 6; ++k) {
+    std::array<float, 4> t;
+    for (int ch = 0; ch < 4; ++ch)
+      t[ch] = cube.texels[((k * face + 2) * face + 2) * 4 + ch];
+    want.push_back(t);
+  }
+  compare("cubemap face centres", got, want, 4);
+  std::printf("cubemap (cudaArrayCubemap): the 6 face centres match\n");
+  CHECK(cudaDestroyTextureObject(tex));
+  CHECK(cudaFreeArray(array));
+}
+
 /// cudaMemcpyToArray / FromArray (row after row from an offset, the
 /// asynchronous ones too) and cudaMemcpy2DArrayToArray. (CUDA deprecates
 /// the first ones; programs still call them.)
@@ -584,6 +681,7 @@ int main(int argc, char **argv) {
     pitch2D();
     linearFetch();
     volume();
+    layeredAndCube();
     arrayCopies();
     unsupported();
     forged();
