@@ -2151,17 +2151,8 @@ TEST_P(TextureDiff, tex2d_unorm8_srgb) {
   for (uint8_t &b : bytes)
     b = uint8_t(rng());
   for (bool srgb : {false, true}) {
-    RefTex t;
-    t.w = w;
-    t.h = h;
+    RefTex t = unorm8Tex(w, h, bytes, srgb);
     t.linear = true;
-    for (size_t k = 0; k < bytes.size(); ++k) {
-      double v = double(bytes[k]) / 255.0;
-      if (srgb && k % 4 != 3)
-        v = v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
-      t.texels.push_back(srgb && k % 4 != 3 ? float(v)
-                                            : float(bytes[k]) / 255.0f);
-    }
     ResourceDesc r;
     r.kind = ResourceDesc::Kind::Array;
     r.address = up(bytes).addr;

@@ -108,6 +108,25 @@ struct RefTex {
   }
 };
 
+/// A w x h texture of 8-bit RGBA texels (`bytes`, 4 a texel) read as
+/// normalized floats, as the hardware converts them: v / 255, and with
+/// `srgb` the colour channels (not alpha) through the sRGB curve, from the
+/// 8-bit code (an exact quotient, not the rounded float).
+inline RefTex unorm8Tex(int w, int h, const std::vector<uint8_t> &bytes,
+                        bool srgb) {
+  RefTex t;
+  t.w = w;
+  t.h = h;
+  for (size_t k = 0; k < bytes.size(); ++k) {
+    double v = double(bytes[k]) / 255.0;
+    if (srgb && k % 4 != 3)
+      v = v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+    t.texels.push_back(srgb && k % 4 != 3 ? float(v)
+                                          : float(bytes[k]) / 255.0f);
+  }
+  return t;
+}
+
 /// The float4 array format (4 x 32-bit float channels).
 inline ChannelFormat float4Format() {
   ChannelFormat f;

@@ -283,6 +283,38 @@ void surfaceFilter() {
   CHECK(cudaFreeArray(out));
 }
 
+/// What image code does most: an 8-bit RGBA image (uchar4 array) read as
+/// normalized floats with linear filtering, in linear colour and as sRGB.
+void rgba8() {
+  const int w = 21, h = 13;
+  std::mt19937 rng(23);
+  std::vector<uint8_t> bytes(size_t(w) * h * 4);
+  for (uint8_t &b : bytes)
+    b = uint8_t(rng());
+  cudaChannelFormatDesc f = cudaCreateChannelDesc<uchar4>();
+  cudaArray_t array;
+  CHECK(cudaMallocArray(&array, &f, w, h));
+  CHECK(cudaMemcpy2DToArray(array, 0, 0, bytes.data(), w * 4, w * 4, h,
+                            cudaMemcpyHostToDevice));
+  for (bool srgb : {false, true}) {
+    RefTex ref = wooly::texref::unorm8Tex(w, h, bytes, srgb);
+    ref.linear = true;
+    ref.normalized = true;
+    ref.mode[0] = ref.mode[1] = AddressMode::Wrap;
+    cudaResourceDesc r = arrayResource(array);
+    cudaTextureDesc td = textureDesc(ref);
+    td.readMode = cudaReadModeNormalizedFloat;
+    td.sRGB = srgb;
+    cudaTextureObject_t tex;
+    CHECK(cudaCreateTextureObject(&tex, &r, &td, nullptr));
+    const char *what = srgb ? "rgba8 sRGB linear wrap" : "rgba8 linear wrap";
+    check2D(what, tex, ref, srgb ? 24 : 25);
+    std::printf("%s: 400 samples match\n", what);
+    CHECK(cudaDestroyTextureObject(tex));
+  }
+  CHECK(cudaFreeArray(array));
+}
+
 /// A one-channel texture over cudaMallocPitch memory.
 void pitch2D() {
   RefTex ref = image(50, 19, 1, 1, 13);
@@ -678,6 +710,7 @@ int main(int argc, char **argv) {
   } else {
     addressModes();
     surfaceFilter();
+    rgba8();
     pitch2D();
     linearFetch();
     volume();
