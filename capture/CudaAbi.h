@@ -28,6 +28,7 @@ struct CUgraphExec_st;
 struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
+struct CUarray_st;
 
 namespace wooly::cuabi {
 
@@ -227,6 +228,91 @@ struct cudaChannelFormatDesc {
   int f;
 };
 
+// CUDA arrays, texture and surface objects. A cudaArray_t is a CUarray
+// (NVIDIA's runtime hands out the driver's handle; so does Wooly's).
+using cudaArray_t = ::CUarray_st *;
+using cudaArray_const_t = const ::CUarray_st *;
+using cudaTextureObject_t = unsigned long long;
+using cudaSurfaceObject_t = unsigned long long;
+enum : int {
+  cudaChannelFormatKindSigned = 0,
+  cudaChannelFormatKindUnsigned = 1,
+  cudaChannelFormatKindFloat = 2,
+};
+/// cudaMallocArray / cudaMalloc3DArray flags.
+enum : unsigned {
+  cudaArrayLayered = 0x01,
+  cudaArraySurfaceLoadStore = 0x02,
+  cudaArrayCubemap = 0x04,
+  cudaArrayTextureGather = 0x08,
+};
+struct cudaExtent {
+  size_t width, height, depth;
+};
+struct cudaPos {
+  size_t x, y, z;
+};
+struct cudaPitchedPtr {
+  void *ptr;
+  size_t pitch, xsize, ysize;
+};
+struct cudaMemcpy3DParms {
+  cudaArray_t srcArray;
+  cudaPos srcPos;
+  cudaPitchedPtr srcPtr;
+  cudaArray_t dstArray;
+  cudaPos dstPos;
+  cudaPitchedPtr dstPtr;
+  cudaExtent extent;
+  cudaMemcpyKind kind;
+};
+enum cudaResourceType : int {
+  cudaResourceTypeArray = 0,
+  cudaResourceTypeMipmappedArray = 1,
+  cudaResourceTypeLinear = 2,
+  cudaResourceTypePitch2D = 3,
+};
+struct cudaResourceDesc {
+  cudaResourceType resType;
+  union {
+    struct {
+      cudaArray_t array;
+    } array;
+    struct {
+      void *mipmap;
+    } mipmap;
+    struct {
+      void *devPtr;
+      cudaChannelFormatDesc desc;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      void *devPtr;
+      cudaChannelFormatDesc desc;
+      size_t width, height, pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+};
+struct cudaTextureDesc {
+  int addressMode[3];
+  int filterMode;
+  int readMode;
+  int sRGB;
+  float borderColor[4];
+  int normalizedCoords;
+  unsigned int maxAnisotropy;
+  int mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  int disableTrilinearOptimization;
+  int seamlessCubemap;
+};
+
 /// union cudaLaunchAttributeValue is 64 bytes; only the ids Wooly reads are
 /// named.
 enum cudaLaunchAttributeID : int {
@@ -373,6 +459,115 @@ enum CUmemorytype : int {
   CU_MEMORYTYPE_ARRAY = 3,
   CU_MEMORYTYPE_UNIFIED = 4,
 };
+// Driver arrays, copies, texture and surface objects (CUarray is
+// cudaArray_t, declared above).
+using CUarray = ::CUarray_st *;
+using CUtexObject = unsigned long long;
+using CUsurfObject = unsigned long long;
+/// CUarray_format: the ones Wooly takes (the others are normalized-integer,
+/// NV12 and block-compressed formats: not supported yet).
+enum CUarray_format : int {
+  CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+  CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+  CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+  CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+  CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+  CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+  CU_AD_FORMAT_HALF = 0x10,
+  CU_AD_FORMAT_FLOAT = 0x20,
+};
+struct CUDA_ARRAY_DESCRIPTOR {
+  size_t Width, Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+struct CUDA_ARRAY3D_DESCRIPTOR {
+  size_t Width, Height, Depth;
+  CUarray_format Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
+};
+struct CUDA_MEMCPY2D {
+  size_t srcXInBytes, srcY;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
+struct CUDA_MEMCPY3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
+/// CUresourcetype has cudaResourceType's values.
+struct CUDA_RESOURCE_DESC {
+  int resType;
+  union {
+    struct {
+      CUarray hArray;
+    } array;
+    struct {
+      void *hMipmappedArray;
+    } mipmap;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t width, height, pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+};
+/// CUDA_TEXTURE_DESC::flags.
+enum : unsigned {
+  CU_TRSF_READ_AS_INTEGER = 0x01,
+  CU_TRSF_NORMALIZED_COORDINATES = 0x02,
+  CU_TRSF_SRGB = 0x10,
+  CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION = 0x20,
+  CU_TRSF_SEAMLESS_CUBEMAP = 0x40,
+};
+struct CUDA_TEXTURE_DESC {
+  int addressMode[3];
+  int filterMode;
+  unsigned int flags;
+  unsigned int maxAnisotropy;
+  int mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  float borderColor[4];
+  int reserved[12];
+};
+
 enum CUpointer_attribute : int {
   CU_POINTER_ATTRIBUTE_CONTEXT = 1,
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,

@@ -105,6 +105,7 @@ struct State {
   std::unordered_set<CUfunc_st *> functions;
   std::unordered_set<CUstream_st *> streams;
   std::unordered_set<CUevent_st *> events;
+  std::unordered_set<CUarray_st *> arrays;
   /// Device ranges (allocations and module variables): start -> size.
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
@@ -256,6 +257,9 @@ void dropObjects(State &s) {
     delete st;
   for (CUevent_st *e : s.events)
     delete e;
+  for (CUarray_st *a : s.arrays)
+    delete a;
+  s.arrays.clear();
   s.modules.clear();
   s.functions.clear();
   s.streams.clear();
@@ -408,6 +412,90 @@ CUresult driverGraphLaunch(uint64_t graph, CUstream stream) {
 CUresult driverGraphDestroy(uint64_t graph) {
   LOCKED_READY(s);
   CHECK_STATUS("cudaGraphExecDestroy", s.client->graphDestroy(graph));
+  return CUDA_SUCCESS;
+}
+
+CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
+                           uint64_t height, uint64_t depth, unsigned flags,
+                           CUresult badFormat, CUarray_st **array) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (const char *why = wooly::channelFormatError(format)) {
+    log(1, "cannot create a CUDA array: %s", why);
+    return badFormat;
+  }
+  constexpr unsigned kKnown = cudaArrayLayered | cudaArraySurfaceLoadStore |
+                              cudaArrayCubemap | cudaArrayTextureGather;
+  if (flags & ~kKnown) {
+    log(1,
+        "CUDA array flags 0x%x are not supported yet (sparse, deferred "
+        "mapping, color attachment)",
+        flags & ~kKnown);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  constexpr uint64_t kMaxExtent = uint64_t(1) << 30;
+  if (!width || width > kMaxExtent || height > kMaxExtent ||
+      depth > kMaxExtent ||
+      ((flags & cudaArrayCubemap) &&
+       (depth % 6 || !depth || width != height)) ||
+      ((flags & cudaArrayLayered) && !depth))
+    return CUDA_ERROR_INVALID_VALUE;
+  // (Each extent is below 2^30 and a texel at most 16 bytes.)
+  unsigned __int128 bytes = (unsigned __int128)width * (height ? height : 1) *
+                            (depth ? depth : 1) * format.elementBytes();
+  if (bytes > (uint64_t(1) << 48))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  auto a = std::make_unique<CUarray_st>();
+  a->format = format;
+  a->width = width;
+  a->height = height;
+  a->depth = depth;
+  a->flags = flags;
+  LOCKED_READY(s);
+  uint64_t address = 0;
+  CHECK_STATUS("cudaMallocArray", s.client->malloc(a->bytes(), address));
+  a->address = address;
+  s.deviceRanges[address] = a->bytes();
+  *array = a.release();
+  s.arrays.insert(*array);
+  return CUDA_SUCCESS;
+}
+
+CUresult driverArrayDestroy(CUarray_st *array) {
+  LOCKED_READY(s);
+  if (!s.arrays.count(array))
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_STATUS("cudaFreeArray", s.client->free(array->address));
+  s.deviceRanges.erase(array->address);
+  s.arrays.erase(array);
+  delete array;
+  return CUDA_SUCCESS;
+}
+
+bool driverIsArray(const CUarray_st *array) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.arrays.count(const_cast<CUarray_st *>(array)) != 0;
+}
+
+CUresult driverTextureCreate(const wooly::ResourceDesc &resource,
+                             const wooly::TextureDesc &texture, bool surface,
+                             uint64_t *handle,
+                             const client::TextureExtras &extras) {
+  if (!handle)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  CHECK_STATUS(
+      surface ? "cudaCreateSurfaceObject" : "cudaCreateTextureObject",
+      s.client->textureCreate(resource, texture, surface, *handle, extras));
+  return CUDA_SUCCESS;
+}
+
+CUresult driverTextureDestroy(uint64_t handle, bool surface) {
+  LOCKED_READY(s);
+  CHECK_STATUS(surface ? "cudaDestroySurfaceObject"
+                       : "cudaDestroyTextureObject",
+               s.client->textureDestroy(handle, surface));
   return CUDA_SUCCESS;
 }
 
@@ -1207,6 +1295,23 @@ WOOLY_CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   return CUDA_SUCCESS;
 }
 
+/// Rows 256-byte aligned, as the runtime's cudaMallocPitch.
+WOOLY_CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
+                                         size_t widthBytes, size_t height,
+                                         unsigned elementBytes) {
+  if (!pitch || (elementBytes != 4 && elementBytes != 8 && elementBytes != 16))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (widthBytes > SIZE_MAX - 255)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t p = (widthBytes + 255) & ~size_t(255);
+  if (height && p > SIZE_MAX / height)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = cuMemAlloc_v2(dptr, p * height);
+  if (r == CUDA_SUCCESS)
+    *pitch = p;
+  return r;
+}
+
 WOOLY_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (!dptr)
     return CUDA_SUCCESS;
@@ -1489,6 +1594,466 @@ WOOLY_CU_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value,
 }
 
 //===----------------------------------------------------------------------===//
+// Arrays, 2D and 3D copies, texture and surface objects
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Wooly's channel format of a driver array format; false for the formats
+/// that are not supported yet (normalized integer, NV12, block compressed)
+/// and for a channel count other than 1, 2 or 4.
+bool channelFormat(CUarray_format format, unsigned channels,
+                   wooly::ChannelFormat &f) {
+  int bits = 0;
+  wooly::ChannelKind kind = wooly::ChannelKind::Unsigned;
+  switch (format) {
+  case CU_AD_FORMAT_UNSIGNED_INT8:
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+  case CU_AD_FORMAT_UNSIGNED_INT32:
+    bits = 8 << (format - CU_AD_FORMAT_UNSIGNED_INT8);
+    break;
+  case CU_AD_FORMAT_SIGNED_INT8:
+  case CU_AD_FORMAT_SIGNED_INT16:
+  case CU_AD_FORMAT_SIGNED_INT32:
+    bits = 8 << (format - CU_AD_FORMAT_SIGNED_INT8);
+    kind = wooly::ChannelKind::Signed;
+    break;
+  case CU_AD_FORMAT_HALF:
+  case CU_AD_FORMAT_FLOAT:
+    bits = format == CU_AD_FORMAT_HALF ? 16 : 32;
+    kind = wooly::ChannelKind::Float;
+    break;
+  }
+  if (!bits || (channels != 1 && channels != 2 && channels != 4))
+    return false;
+  f = wooly::ChannelFormat();
+  for (unsigned c = 0; c < channels; ++c)
+    f.bits[c] = bits;
+  f.kind = kind;
+  return true;
+}
+
+/// The driver's format of a channel format (which `channelFormat` made).
+CUarray_format arrayFormat(const wooly::ChannelFormat &f) {
+  int log2 = f.bits[0] == 8 ? 0 : f.bits[0] == 16 ? 1 : 2;
+  switch (f.kind) {
+  case wooly::ChannelKind::Signed:
+    return CUarray_format(CU_AD_FORMAT_SIGNED_INT8 + log2);
+  case wooly::ChannelKind::Float:
+    return log2 == 1 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+  case wooly::ChannelKind::Unsigned:
+    break;
+  }
+  return CUarray_format(CU_AD_FORMAT_UNSIGNED_INT8 + log2);
+}
+
+CUresult arrayCreate(CUarray *array, size_t width, size_t height, size_t depth,
+                     CUarray_format format, unsigned channels, unsigned flags,
+                     const char *call) {
+  wooly::ChannelFormat f;
+  if (!channelFormat(format, channels, f)) {
+    log(1,
+        "%s: array format 0x%x with %u channels is not supported yet (Wooly "
+        "takes 8, 16 and 32-bit integers, halves and floats; 1, 2 or 4 "
+        "channels)",
+        call, unsigned(format), channels);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return wooly::capture::driverArrayCreate(f, width, height, depth, flags,
+                                           CUDA_ERROR_INVALID_VALUE, array);
+}
+
+/// One side of a 2D or 3D copy: host or device memory, where its first byte
+/// is, and its row and slice pitches.
+struct CopySide {
+  bool device = false;
+  uint64_t at = 0;
+  size_t pitch = 0, slicePitch = 0;
+};
+
+/// The side of a copy at (x bytes, y, z) of its memory, for a copy of
+/// `width` bytes x `height` x `depth`; false when it is not valid.
+bool copySide(State &s, CUmemorytype type, const void *host, CUdeviceptr device,
+              CUarray array, size_t x, size_t y, size_t z, size_t pitch,
+              size_t rows, size_t width, size_t height, size_t depth,
+              CopySide &out) {
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    if (!s.arrays.count(array))
+      return false;
+    out.device = true;
+    out.pitch = array->rowBytes();
+    out.slicePitch = array->rowBytes() * array->rows();
+    return array->at(x, y, z, width, height, depth, out.at);
+  }
+  uint64_t base;
+  if (type == CU_MEMORYTYPE_HOST) {
+    base = reinterpret_cast<uint64_t>(host);
+  } else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) {
+    base = device;
+    out.device = type == CU_MEMORYTYPE_DEVICE || isDevicePointer(s, device);
+  } else {
+    return false;
+  }
+  if (!base || (height > 1 && pitch < width) || (depth > 1 && rows < height))
+    return false;
+  out.pitch = pitch;
+  out.slicePitch = pitch * rows;
+  out.at = base + z * out.slicePitch + y * pitch + x;
+  return true;
+}
+
+/// Copies `depth` slices of `height` rows of `width` bytes in stream order
+/// (a copy from the device is a round trip per slice: its rows' span comes
+/// back at once and is spread here); `async`: without waiting for the
+/// stream at the end.
+CUresult copyBox(State &s, const CopySide &dst, const CopySide &src,
+                 size_t width, size_t height, size_t depth, uint64_t stream,
+                 bool async, const char *call) {
+  if (!width || !height || !depth)
+    return CUDA_SUCCESS;
+  bool contiguous = dst.pitch == width && src.pitch == width;
+  size_t rowsAtOnce = contiguous ? height : 1;
+  for (size_t z = 0; z < depth; ++z) {
+    uint64_t d0 = dst.at + z * dst.slicePitch, s0 = src.at + z * src.slicePitch;
+    if (src.device && !dst.device) {
+      // Bounded: a span over 64 MiB goes row by row.
+      size_t span = (height - 1) * src.pitch + width;
+      bool whole = height == 1 || src.pitch <= (64u << 20) / (height - 1);
+      std::vector<char> rows(whole ? span : width);
+      for (size_t y = 0; y < height; y += whole ? height : 1) {
+        CHECK_STATUS(call,
+                     s.client->copyFromDevice(rows.data(), s0 + y * src.pitch,
+                                              rows.size(), stream));
+        for (size_t r = 0; r < (whole ? height : 1); ++r)
+          std::memcpy(reinterpret_cast<char *>(d0 + (y + r) * dst.pitch),
+                      rows.data() + r * src.pitch, width);
+      }
+      continue;
+    }
+    if (!src.device && !dst.device) {
+      CHECK_STATUS(call, s.client->streamSynchronize(stream));
+      for (size_t y = 0; y < height; ++y)
+        std::memmove(reinterpret_cast<void *>(d0 + y * dst.pitch),
+                     reinterpret_cast<const void *>(s0 + y * src.pitch), width);
+      continue;
+    }
+    for (size_t y = 0; y < height; y += rowsAtOnce) {
+      uint64_t d = d0 + y * dst.pitch, from = s0 + y * src.pitch;
+      size_t n = width * rowsAtOnce;
+      CHECK_STATUS(
+          call, src.device
+                    ? s.client->copyDeviceToDevice(d, from, n, stream, true)
+                    : s.client->copyToDevice(d, reinterpret_cast<void *>(from),
+                                             n, stream, true));
+    }
+  }
+  if (!async)
+    CHECK_STATUS(call, s.client->streamSynchronize(stream));
+  return CUDA_SUCCESS;
+}
+
+CUresult memcpy3D(const CUDA_MEMCPY3D *p, CUstream stream, bool async,
+                  const char *call) {
+  if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  size_t height = p->Height ? p->Height : 1, depth = p->Depth ? p->Depth : 1;
+  CopySide src, dst;
+  if (!copySide(s, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
+                p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight,
+                p->WidthInBytes, height, depth, src) ||
+      !copySide(s, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
+                p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight,
+                p->WidthInBytes, height, depth, dst))
+    return CUDA_ERROR_INVALID_VALUE;
+  return copyBox(s, dst, src, p->WidthInBytes, height, depth, handle, async,
+                 call);
+}
+
+CUresult memcpy2D(const CUDA_MEMCPY2D *p, CUstream stream, bool async,
+                  const char *call) {
+  if (!p)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D q;
+  std::memset(&q, 0, sizeof q);
+  q.srcXInBytes = p->srcXInBytes;
+  q.srcY = p->srcY;
+  q.srcMemoryType = p->srcMemoryType;
+  q.srcHost = p->srcHost;
+  q.srcDevice = p->srcDevice;
+  q.srcArray = p->srcArray;
+  q.srcPitch = p->srcPitch;
+  q.dstXInBytes = p->dstXInBytes;
+  q.dstY = p->dstY;
+  q.dstMemoryType = p->dstMemoryType;
+  q.dstHost = p->dstHost;
+  q.dstDevice = p->dstDevice;
+  q.dstArray = p->dstArray;
+  q.dstPitch = p->dstPitch;
+  q.WidthInBytes = p->WidthInBytes;
+  q.Height = p->Height;
+  q.Depth = 1;
+  return memcpy3D(&q, stream, async, call);
+}
+
+using DriverRecords =
+    wooly::capture::TextureRecords<CUDA_RESOURCE_DESC, CUDA_TEXTURE_DESC>;
+/// The descriptors of the objects made through the driver API.
+DriverRecords &driverRecords() {
+  static DriverRecords *r = new DriverRecords; // never destroyed
+  return *r;
+}
+
+/// Creates an object on the server and records its descriptors.
+CUresult createObject(unsigned long long *object, const wooly::ResourceDesc &r,
+                      const wooly::TextureDesc &d,
+                      const DriverRecords::Record &rec,
+                      const wooly::client::TextureExtras &extras = {}) {
+  uint64_t handle = 0;
+  if (CUresult e = wooly::capture::driverTextureCreate(r, d, rec.surface,
+                                                       &handle, extras))
+    return e;
+  driverRecords().add(handle, rec);
+  *object = handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult destroyObject(unsigned long long object, bool surface) {
+  if (CUresult e = wooly::capture::driverTextureDestroy(object, surface))
+    return e;
+  driverRecords().erase(object);
+  return CUDA_SUCCESS;
+}
+
+/// Wooly's resource descriptor of `r`.
+CUresult resourceOf(const CUDA_RESOURCE_DESC &r, wooly::ResourceDesc &out) {
+  if (r.flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (r.resType) {
+  case 0: { // CU_RESOURCE_TYPE_ARRAY
+    if (!wooly::capture::driverIsArray(r.res.array.hArray))
+      return CUDA_ERROR_INVALID_HANDLE;
+    const CUarray_st &a = *r.res.array.hArray;
+    out.kind = wooly::ResourceDesc::Kind::Array;
+    out.address = a.address;
+    out.format = a.format;
+    out.width = a.width;
+    out.height = a.height;
+    out.depth = a.depth;
+    out.layered = a.flags & cudaArrayLayered;
+    out.cubemap = a.flags & cudaArrayCubemap;
+    return CUDA_SUCCESS;
+  }
+  case 1: // CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: the server refuses it
+    out.kind = wooly::ResourceDesc::Kind::MipmappedArray;
+    return CUDA_SUCCESS;
+  case 2:   // CU_RESOURCE_TYPE_LINEAR
+  case 3: { // CU_RESOURCE_TYPE_PITCH2D
+    bool linear = r.resType == 2;
+    CUarray_format format = linear ? r.res.linear.format : r.res.pitch2D.format;
+    unsigned channels =
+        linear ? r.res.linear.numChannels : r.res.pitch2D.numChannels;
+    if (!channelFormat(format, channels, out.format)) {
+      log(1,
+          "cuTexObjectCreate: format 0x%x with %u channels is not "
+          "supported yet",
+          unsigned(format), channels);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (linear) {
+      out.kind = wooly::ResourceDesc::Kind::Linear;
+      out.address = r.res.linear.devPtr;
+      out.width = r.res.linear.sizeInBytes / out.format.elementBytes();
+    } else {
+      out.kind = wooly::ResourceDesc::Kind::Pitch2D;
+      out.address = r.res.pitch2D.devPtr;
+      out.width = r.res.pitch2D.width;
+      out.height = r.res.pitch2D.height;
+      out.pitch = r.res.pitch2D.pitchInBytes;
+    }
+    return CUDA_SUCCESS;
+  }
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+} // namespace
+
+WOOLY_CU_API CUresult cuArrayCreate_v2(CUarray *array,
+                                       const CUDA_ARRAY_DESCRIPTOR *d) {
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  return arrayCreate(array, d->Width, d->Height, 0, d->Format, d->NumChannels,
+                     0, "cuArrayCreate");
+}
+
+WOOLY_CU_API CUresult cuArray3DCreate_v2(CUarray *array,
+                                         const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  return arrayCreate(array, d->Width, d->Height, d->Depth, d->Format,
+                     d->NumChannels, d->Flags, "cuArray3DCreate");
+}
+
+WOOLY_CU_API CUresult cuArrayDestroy(CUarray array) {
+  return wooly::capture::driverArrayDestroy(array);
+}
+
+WOOLY_CU_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d,
+                                                CUarray array) {
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!wooly::capture::driverIsArray(array))
+    return CUDA_ERROR_INVALID_HANDLE;
+  d->Width = array->width;
+  d->Height = array->height;
+  d->Depth = array->depth;
+  d->Format = arrayFormat(array->format);
+  d->NumChannels = array->format.channels();
+  d->Flags = array->flags;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *d,
+                                              CUarray array) {
+  CUDA_ARRAY3D_DESCRIPTOR d3;
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = cuArray3DGetDescriptor_v2(&d3, array);
+  if (r == CUDA_SUCCESS)
+    *d = CUDA_ARRAY_DESCRIPTOR{d3.Width, d3.Height, d3.Format, d3.NumChannels};
+  return r;
+}
+
+WOOLY_CU_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) {
+  return memcpy2D(p, nullptr, false, "cuMemcpy2D");
+}
+WOOLY_CU_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p) {
+  return memcpy2D(p, nullptr, false, "cuMemcpy2DUnaligned");
+}
+WOOLY_CU_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p,
+                                         CUstream stream) {
+  return memcpy2D(p, stream, true, "cuMemcpy2DAsync");
+}
+WOOLY_CU_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p) {
+  return memcpy3D(p, nullptr, false, "cuMemcpy3D");
+}
+WOOLY_CU_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p,
+                                         CUstream stream) {
+  return memcpy3D(p, stream, true, "cuMemcpy3DAsync");
+}
+
+WOOLY_CU_API CUresult cuMemcpyHtoA_v2(CUarray dst, size_t offset,
+                                      const void *src, size_t bytes) {
+  // The array's rows are contiguous.
+  if (!wooly::capture::driverIsArray(dst))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (offset > dst->bytes() || bytes > dst->bytes() - offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  return copyH2D(dst->address + offset, src, bytes, nullptr, false,
+                 "cuMemcpyHtoA");
+}
+
+WOOLY_CU_API CUresult cuMemcpyAtoH_v2(void *dst, CUarray src, size_t offset,
+                                      size_t bytes) {
+  if (!wooly::capture::driverIsArray(src))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (offset > src->bytes() || bytes > src->bytes() - offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  return copyD2H(dst, src->address + offset, bytes, nullptr, "cuMemcpyAtoH");
+}
+
+WOOLY_CU_API CUresult cuTexObjectCreate(CUtexObject *object,
+                                        const CUDA_RESOURCE_DESC *resource,
+                                        const CUDA_TEXTURE_DESC *texture,
+                                        const void *view) {
+  if (!object || !resource || !texture)
+    return CUDA_ERROR_INVALID_VALUE;
+  wooly::ResourceDesc r;
+  if (CUresult e = resourceOf(*resource, r))
+    return e;
+  const CUDA_TEXTURE_DESC &t = *texture;
+  wooly::TextureDesc d;
+  for (int i = 0; i < 3; ++i) {
+    if (t.addressMode[i] < 0 || t.addressMode[i] > 3)
+      return CUDA_ERROR_INVALID_VALUE;
+    d.addressMode[i] = wooly::AddressMode(t.addressMode[i]);
+  }
+  if (t.filterMode < 0 || t.filterMode > 1)
+    return CUDA_ERROR_INVALID_VALUE;
+  d.filterMode = wooly::FilterMode(t.filterMode);
+  // The driver reads 8- and 16-bit integers as normalized floats unless
+  // told otherwise.
+  bool integers = r.format.kind != wooly::ChannelKind::Float;
+  d.readMode =
+      integers && r.format.bits[0] != 32 && !(t.flags & CU_TRSF_READ_AS_INTEGER)
+          ? wooly::ReadMode::NormalizedFloat
+          : wooly::ReadMode::ElementType;
+  d.sRGB = t.flags & CU_TRSF_SRGB;
+  d.normalizedCoords = t.flags & CU_TRSF_NORMALIZED_COORDINATES;
+  std::memcpy(d.borderColor, t.borderColor, sizeof d.borderColor);
+  wooly::client::TextureExtras extras;
+  extras.maxAnisotropy = t.maxAnisotropy;
+  extras.seamlessCubemap = t.flags & CU_TRSF_SEAMLESS_CUBEMAP;
+  extras.resourceView = view != nullptr;
+  DriverRecords::Record rec;
+  rec.resource = *resource;
+  rec.texture = *texture;
+  return createObject(object, r, d, rec, extras);
+}
+
+WOOLY_CU_API CUresult cuTexObjectDestroy(CUtexObject object) {
+  return destroyObject(object, false);
+}
+
+WOOLY_CU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *desc,
+                                                 CUtexObject object) {
+  DriverRecords::Record rec;
+  if (!desc || !driverRecords().find(object, false, rec))
+    return CUDA_ERROR_INVALID_VALUE;
+  *desc = rec.resource;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *desc,
+                                                CUtexObject object) {
+  DriverRecords::Record rec;
+  if (!desc || !driverRecords().find(object, false, rec))
+    return CUDA_ERROR_INVALID_VALUE;
+  *desc = rec.texture;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuSurfObjectCreate(CUsurfObject *object,
+                                         const CUDA_RESOURCE_DESC *resource) {
+  if (!object || !resource || resource->resType != 0 /* array */)
+    return CUDA_ERROR_INVALID_VALUE;
+  wooly::ResourceDesc r;
+  if (CUresult e = resourceOf(*resource, r))
+    return e;
+  DriverRecords::Record rec;
+  rec.surface = true;
+  rec.resource = *resource;
+  std::memset(&rec.texture, 0, sizeof rec.texture);
+  return createObject(object, r, wooly::TextureDesc(), rec);
+}
+
+WOOLY_CU_API CUresult cuSurfObjectDestroy(CUsurfObject object) {
+  return destroyObject(object, true);
+}
+
+WOOLY_CU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *desc,
+                                                  CUsurfObject object) {
+  DriverRecords::Record rec;
+  if (!desc || !driverRecords().find(object, true, rec))
+    return CUDA_ERROR_INVALID_VALUE;
+  *desc = rec.resource;
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
 // Streams
 //===----------------------------------------------------------------------===//
 
@@ -1700,3 +2265,10 @@ WOOLY_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
 WOOLY_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
 WOOLY_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
 WOOLY_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)
+WOOLY_ALIAS(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2)
+WOOLY_ALIAS(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned_v2)
+WOOLY_ALIAS(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync_v2)
+WOOLY_ALIAS(cuMemcpy3D_v2_ptds, cuMemcpy3D_v2)
+WOOLY_ALIAS(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync_v2)
+WOOLY_ALIAS(cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA_v2)
+WOOLY_ALIAS(cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH_v2)

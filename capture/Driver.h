@@ -11,10 +11,40 @@
 
 #include "CudaAbi.h"
 
+#include "Wooly/Client/Client.h"
+#include "Wooly/Runtime/Texture.h"
+
 #include <cstdint>
+#include <mutex>
 #include <string_view>
+#include <unordered_map>
 
 #define WOOLY_DRIVER_PRIVATE __attribute__((visibility("default")))
+
+/// A CUDA array (CUarray, cudaArray_t): an allocation of the session whose
+/// texels lie row after row, tightly packed (Wooly/Runtime/Texture.h), and
+/// its format and extents (CUDA's: 0 for an absent height or depth).
+struct CUarray_st {
+  uint64_t address = 0;
+  wooly::ChannelFormat format;
+  uint64_t width = 0, height = 0, depth = 0;
+  unsigned flags = 0;
+  uint64_t rowBytes() const { return width * format.elementBytes(); }
+  uint64_t rows() const { return height ? height : 1; }
+  uint64_t slices() const { return depth ? depth : 1; }
+  uint64_t bytes() const { return rowBytes() * rows() * slices(); }
+  /// The device address of byte `xBytes` of row `y` of slice `z`; false
+  /// when [xBytes, xBytes + widthBytes) x [y, y + height) x [z, z + depth)
+  /// is not inside the array.
+  bool at(uint64_t xBytes, uint64_t y, uint64_t z, uint64_t widthBytes,
+          uint64_t height, uint64_t depth, uint64_t &out) const {
+    if (xBytes > rowBytes() || widthBytes > rowBytes() - xBytes || y > rows() ||
+        height > rows() - y || z > slices() || depth > slices() - z)
+      return false;
+    out = address + (z * rows() + y) * rowBytes() + xBytes;
+    return true;
+  }
+};
 
 namespace wooly::capture {
 
@@ -57,6 +87,59 @@ driverGraphCreate(const GraphCall *calls, size_t count, uint64_t *graph);
 WOOLY_DRIVER_PRIVATE cuabi::CUresult driverGraphLaunch(uint64_t graph,
                                                        cuabi::CUstream stream);
 WOOLY_DRIVER_PRIVATE cuabi::CUresult driverGraphDestroy(uint64_t graph);
+/// Allocates a CUDA array of `format` (checked) and these extents;
+/// `flags` are cudaArrayLayered, cudaArrayCubemap, cudaArraySurfaceLoadStore
+/// and cudaArrayTextureGather (others: CUDA_ERROR_NOT_SUPPORTED).
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
+                  uint64_t height, uint64_t depth, unsigned flags,
+                  cuabi::CUresult badFormat, CUarray_st **array);
+WOOLY_DRIVER_PRIVATE cuabi::CUresult driverArrayDestroy(CUarray_st *array);
+/// Whether `array` is a live array of the session.
+WOOLY_DRIVER_PRIVATE bool driverIsArray(const CUarray_st *array);
+/// Creates a texture object (a surface object with `surface`) on the
+/// server; `handle` is what kernels take.
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverTextureCreate(const wooly::ResourceDesc &resource,
+                    const wooly::TextureDesc &texture, bool surface,
+                    uint64_t *handle,
+                    const wooly::client::TextureExtras &extras = {});
+WOOLY_DRIVER_PRIVATE cuabi::CUresult driverTextureDestroy(uint64_t handle,
+                                                          bool surface);
+/// The descriptors texture and surface objects were created with, as the
+/// API that created them took them (`Res`, `Tex`: cudaResourceDesc and
+/// cudaTextureDesc, or CUDA_RESOURCE_DESC and CUDA_TEXTURE_DESC), for the
+/// calls that give them back (cudaGetTextureObjectResourceDesc, ...).
+template <typename Res, typename Tex> class TextureRecords {
+public:
+  struct Record {
+    bool surface = false;
+    Res resource;
+    Tex texture;
+  };
+  void add(uint64_t handle, const Record &r) {
+    std::lock_guard<std::mutex> lock(mu);
+    records[handle] = r;
+  }
+  void erase(uint64_t handle) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.erase(handle);
+  }
+  /// The record of `handle` if it is a live object of that kind.
+  bool find(uint64_t handle, bool surface, Record &out) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = records.find(handle);
+    if (it == records.end() || it->second.surface != surface)
+      return false;
+    out = it->second;
+    return true;
+  }
+
+private:
+  std::mutex mu;
+  std::unordered_map<uint64_t, Record> records;
+};
+
 /// A sentence describing `code` (cuGetErrorString, cudaGetErrorString), or
 /// null for an unknown code.
 WOOLY_DRIVER_PRIVATE const char *resultDescription(int code);

@@ -49,8 +49,6 @@ CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
 }
 
-#define RT_API extern "C" __attribute__((visibility("default")))
-
 struct CUgraphNode_st {
   cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
   CUgraph_st *graph = nullptr;
@@ -882,9 +880,6 @@ RT_API cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(g.mu);
   return g.execs.count(exec) ? cudaSuccess : setError(cudaErrorInvalidValue);
 }
-
-#define WOOLY_ALIAS(name, target)                                              \
-  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
 
 WOOLY_ALIAS(cudaGraphLaunch_ptsz, cudaGraphLaunch)
 WOOLY_ALIAS(cudaGraphUpload_ptsz, cudaGraphUpload)

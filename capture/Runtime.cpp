@@ -75,6 +75,7 @@ CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuMemcpyDtoHAsync_v2(void *, CUdeviceptr, size_t, CUstream);
 CUresult cuMemcpyDtoD_v2(CUdeviceptr, CUdeviceptr, size_t);
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *, CUstream);
 CUresult cuMemsetD8_v2(CUdeviceptr, unsigned char, size_t);
 CUresult cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream);
 CUresult cuStreamCreateWithPriority(CUstream *, unsigned, int);
@@ -119,14 +120,6 @@ cudaError_t fromDriver(CUresult r) {
 
 } // namespace wooly::capture
 
-#define RT_API extern "C" __attribute__((visibility("default")))
-#define RETURN_IF(r)                                                           \
-  do {                                                                         \
-    CUresult r_ = (r);                                                         \
-    if (r_ != CUDA_SUCCESS)                                                    \
-      return fromDriver(r_);                                                   \
-  } while (0)
-
 //===----------------------------------------------------------------------===//
 // Implicit initialisation: the runtime opens the session on first use
 //===----------------------------------------------------------------------===//
@@ -150,13 +143,6 @@ cudaError_t ensureInit() {
 }
 
 } // namespace wooly::capture
-
-#define INIT()                                                                 \
-  do {                                                                         \
-    cudaError_t e_ = ensureInit();                                             \
-    if (e_ != cudaSuccess)                                                     \
-      return setError(e_);                                                     \
-  } while (0)
 
 //===----------------------------------------------------------------------===//
 // Registration
@@ -1147,39 +1133,55 @@ RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                      cudaMemcpyKind kind, cudaStream_t stream) {
   if (width > dpitch || width > spitch)
     return setError(cudaErrorInvalidPitchValue);
-  // Contiguous rows are one copy; otherwise one copy per row (batched when
-  // asynchronous), except from the device, where each copy is a round
-  // trip: the rows' whole span comes back in one and is spread here.
-  if (dpitch == width && spitch == width)
-    return wooly::capture::memcpy(dst, src, width * height, kind, stream, true);
-  // (Bounded: a span over 64 MiB, or one that would overflow, goes row by
-  // row.)
-  if (height > 1 && width > 0 && spitch <= (64u << 20) / (height - 1)) {
-    size_t span = (height - 1) * spitch + width;
-    bool fromDevice =
-        kind == cudaMemcpyDeviceToHost ||
-        (kind == cudaMemcpyDefault && driverIsDevicePointer(src, span) &&
-         !driverIsDevicePointer(dst, 1));
-    if (fromDevice && !isCapturing(stream)) {
-      std::vector<char> rows(span);
-      cudaError_t e = wooly::capture::memcpy(
-          rows.data(), src, span, cudaMemcpyDeviceToHost, stream, true);
+  INIT();
+  if (isCapturing(stream)) {
+    // One captured copy per row.
+    for (size_t row = 0; row < height; ++row) {
+      cudaError_t e =
+          wooly::capture::memcpy(static_cast<char *>(dst) + row * dpitch,
+                                 static_cast<const char *>(src) + row * spitch,
+                                 width, kind, stream, true);
       if (e != cudaSuccess)
         return e;
-      for (size_t row = 0; row < height; ++row)
-        std::memcpy(static_cast<char *>(dst) + row * dpitch,
-                    rows.data() + row * spitch, width);
-      return cudaSuccess;
     }
+    return cudaSuccess;
   }
-  for (size_t row = 0; row < height; ++row) {
-    cudaError_t e =
-        wooly::capture::memcpy(static_cast<char *>(dst) + row * dpitch,
-                               static_cast<const char *>(src) + row * spitch,
-                               width, kind, stream, true);
-    if (e != cudaSuccess)
-      return e;
+  // The driver's 2D copy (contiguous rows are one copy; from the device,
+  // one round trip).
+  if (unsigned(kind) > unsigned(cudaMemcpyDefault))
+    return setError(cudaErrorInvalidMemcpyDirection);
+  CUmemorytype from = CU_MEMORYTYPE_UNIFIED, to = CU_MEMORYTYPE_UNIFIED;
+  switch (kind) {
+  case cudaMemcpyHostToHost:
+    from = to = CU_MEMORYTYPE_HOST;
+    break;
+  case cudaMemcpyHostToDevice:
+    from = CU_MEMORYTYPE_HOST;
+    to = CU_MEMORYTYPE_DEVICE;
+    break;
+  case cudaMemcpyDeviceToHost:
+    from = CU_MEMORYTYPE_DEVICE;
+    to = CU_MEMORYTYPE_HOST;
+    break;
+  case cudaMemcpyDeviceToDevice:
+    from = to = CU_MEMORYTYPE_DEVICE;
+    break;
+  case cudaMemcpyDefault:
+    break;
   }
+  CUDA_MEMCPY2D p;
+  std::memset(&p, 0, sizeof p);
+  p.srcMemoryType = from;
+  p.srcHost = src;
+  p.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+  p.srcPitch = spitch;
+  p.dstMemoryType = to;
+  p.dstHost = dst;
+  p.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+  p.dstPitch = dpitch;
+  p.WidthInBytes = width;
+  p.Height = height;
+  RETURN_IF(cuMemcpy2DAsync_v2(&p, stream));
   return cudaSuccess;
 }
 
@@ -1461,9 +1463,6 @@ RT_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
 // Per-thread default stream variants (the per-thread default stream is the
 // session's legacy default stream; see capture/README.md).
 //===----------------------------------------------------------------------===//
-
-#define WOOLY_ALIAS(name, target)                                              \
-  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
 
 WOOLY_ALIAS(__cudaLaunchKernel_ptsz, __cudaLaunchKernel)
 WOOLY_ALIAS(cudaLaunchKernel_ptsz, cudaLaunchKernel)

@@ -10,6 +10,27 @@
 
 #include "CudaAbi.h"
 
+/// An exported runtime entry point.
+#define RT_API extern "C" __attribute__((visibility("default")))
+/// Returns the runtime error of a failed driver call (recorded as the
+/// thread's last error).
+#define RETURN_IF(r)                                                           \
+  do {                                                                         \
+    ::wooly::cuabi::CUresult r_ = (r);                                         \
+    if (r_ != ::wooly::cuabi::CUDA_SUCCESS)                                    \
+      return fromDriver(r_);                                                   \
+  } while (0)
+/// Opens the session on first use, or returns why it cannot be opened.
+#define INIT()                                                                 \
+  do {                                                                         \
+    cudaError_t e_ = ensureInit();                                             \
+    if (e_ != ::wooly::cuabi::cudaSuccess)                                     \
+      return setError(e_);                                                     \
+  } while (0)
+/// Exports `name` as another name of `target` (the _ptsz/_ptds variants).
+#define WOOLY_ALIAS(name, target)                                              \
+  extern "C" __attribute__((visibility("default"), alias(#target))) void name();
+
 namespace wooly::capture {
 
 using cuabi::cudaError_t;

@@ -485,6 +485,45 @@ std::vector<std::pair<std::string, Seed>> seeds() {
   add("sync-not-last").call(hello()).batch({mallocOf(64), [](pb::Call &c) {
                                               c.mutable_ping();
                                             }});
+  // Texture and surface objects over a 16 x 16 float4 array, one that is
+  // not supported yet, and destroys of a guessed handle (0x100000001, a
+  // fresh backend's first) as texture and as surface.
+  auto texture = [](bool surface, uint32_t anisotropy) {
+    return [=](pb::Call &c) {
+      pb::TextureCreate *t = c.mutable_texture_create();
+      pb::TextureResource *r = t->mutable_resource();
+      r->set_kind(0);
+      r->set_address(alloc(0));
+      for (int i = 0; i < 4; ++i)
+        r->add_channel_bits(32);
+      r->set_channel_kind(2);
+      r->set_width(16);
+      r->set_height(16);
+      pb::TextureSampling *s = t->mutable_sampling();
+      for (int i = 0; i < 3; ++i)
+        s->add_address_mode(uint32_t(i));
+      s->set_filter_mode(1);
+      for (int i = 0; i < 4; ++i)
+        s->add_border_color(0.5f);
+      s->set_max_anisotropy(anisotropy);
+      t->set_surface(surface);
+    };
+  };
+  auto destroy = [](bool surface) {
+    return [=](pb::Call &c) {
+      c.mutable_texture_destroy()->set_handle(0x100000001ull);
+      c.mutable_texture_destroy()->set_surface(surface);
+    };
+  };
+  add("textures")
+      .call(hello())
+      .call(mallocOf(16 * 16 * 16))
+      .call(texture(false, 0))
+      .call(texture(true, 0))
+      .call(texture(false, 8))
+      .call(destroy(false))
+      .call(destroy(true))
+      .call(freeOf(alloc(0)));
   return all;
 }
 

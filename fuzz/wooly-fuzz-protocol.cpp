@@ -23,8 +23,9 @@
 //    allocation this connection made: bits 32-47 pick the allocation
 //    (modulo their number, in the order the Malloc replies came) and the
 //    low 32 bits are added to its address. Free.address, the copies' and
-//    Memset's dst and src, and every 8-byte-aligned word of a Launch's
-//    params are resolved this way (in a GraphCreate's calls too).
+//    Memset's dst and src, TextureCreate's resource address, and every
+//    8-byte-aligned word of a Launch's params are resolved this way (in a
+//    GraphCreate's calls too).
 //  - A ModuleLoad with its text in a payload frame but an empty hash gets
 //    the text's SHA-256, so that mutated PTX reaches the compiler.
 //
@@ -246,6 +247,10 @@ bool resolveCall(pb::Call &call, const std::vector<uint64_t> &allocations) {
       }
     }
     return changed;
+  }
+  case pb::Call::kTextureCreate: {
+    pb::TextureResource *r = call.mutable_texture_create()->mutable_resource();
+    return field(r->address(), [&](uint64_t v) { r->set_address(v); });
   }
   case pb::Call::kGraphCreate: {
     bool changed = false;

@@ -855,6 +855,51 @@ Status Client::eventCreate(uint64_t &event) {
       *impl, [](pb::Call &c) { c.mutable_event_create(); }, readHandle(event));
 }
 
+Status Client::textureCreate(const ResourceDesc &resource,
+                             const TextureDesc &texture, bool surface,
+                             uint64_t &handle, const TextureExtras &extras) {
+  auto fill = [&](pb::Call &c) {
+    pb::TextureCreate *m = c.mutable_texture_create();
+    pb::TextureResource *r = m->mutable_resource();
+    r->set_kind(uint32_t(resource.kind));
+    r->set_address(resource.address);
+    for (int bits : resource.format.bits)
+      r->add_channel_bits(bits);
+    r->set_channel_kind(uint32_t(resource.format.kind));
+    r->set_width(resource.width);
+    r->set_height(resource.height);
+    r->set_depth(resource.depth);
+    r->set_pitch(resource.pitch);
+    r->set_layered(resource.layered);
+    r->set_cubemap(resource.cubemap);
+    pb::TextureSampling *t = m->mutable_sampling();
+    for (AddressMode mode : texture.addressMode)
+      t->add_address_mode(uint32_t(mode));
+    t->set_filter_mode(uint32_t(texture.filterMode));
+    t->set_read_mode(uint32_t(texture.readMode));
+    t->set_srgb(texture.sRGB);
+    for (float v : texture.borderColor)
+      t->add_border_color(v);
+    t->set_normalized_coords(texture.normalizedCoords);
+    t->set_max_anisotropy(extras.maxAnisotropy);
+    t->set_seamless_cubemap(extras.seamlessCubemap);
+    m->set_surface(surface);
+    m->set_resource_view(extras.resourceView);
+  };
+  return sync(*impl, fill, readHandle(handle));
+}
+
+Status Client::textureDestroy(uint64_t handle, bool surface) {
+  return sync(
+      *impl,
+      [&](pb::Call &c) {
+        pb::TextureDestroy *m = c.mutable_texture_destroy();
+        m->set_handle(handle);
+        m->set_surface(surface);
+      },
+      noReply);
+}
+
 Status Client::eventDestroy(uint64_t event) {
   return sync(
       *impl, [&](pb::Call &c) { c.mutable_event_destroy()->set_event(event); },

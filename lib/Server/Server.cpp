@@ -326,6 +326,8 @@ struct Op : WorkItem {
     Marker,
     Free,
     Unload,
+    /// Destroys the texture object `dst` (a surface object's when `value`).
+    DestroyTexture,
   };
   Type type = Type::Marker;
   Session *session = nullptr;
@@ -478,6 +480,9 @@ struct Session {
   std::map<uint64_t, std::unique_ptr<SessionModule>> modules;
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
+  /// Texture and surface objects (the backend's handles): whether each is
+  /// a surface.
+  std::map<uint64_t, bool> textures;
   /// CUDA graphs: the asynchronous calls a GraphLaunch replays.
   struct Graph {
     std::vector<pb::Call> calls;
@@ -554,6 +559,7 @@ public:
   // Calls.
   void hello(const std::string &routingId, int fd, pb::Call &call);
   void moduleLoad(Session &s, pb::Call &call, Frame &text);
+  void textureCreate(Session &s, const pb::Call &call);
   void finishInspect(const std::shared_ptr<ModuleImage> &image);
   void moduleLoaded(Session &s, uint64_t seq,
                     const std::shared_ptr<ModuleImage> &image);
@@ -1581,6 +1587,93 @@ void Server::Impl::moduleLoad(Session &s, pb::Call &call, Frame &text) {
   moduleLoaded(s, seq, image);
 }
 
+void Server::Impl::textureCreate(Session &s, const pb::Call &call) {
+  const pb::TextureCreate &c = call.texture_create();
+  const pb::TextureResource &pr = c.resource();
+  const pb::TextureSampling &pt = c.sampling();
+  const char *what = c.surface() ? "surface" : "texture";
+  auto fail = [&](pb::ErrorCode code, const std::string &why) {
+    s.tenant->metrics.errors++;
+    log(llvm::formatv("session {0} (tenant '{1}'): cannot create a {2} "
+                      "object: {3}",
+                      s.id, s.tenant->config.name, what, why)
+            .str());
+    replyStatus(s.routingId, call.seq(), status(code, why, call.seq()));
+  };
+  // Counted like events: a client cannot grow the backend's table without
+  // bound.
+  if (s.textures.size() >= s.limits.events)
+    return fail(pb::LIMIT_EXCEEDED,
+                llvm::formatv("a session may hold at most {0} texture and "
+                              "surface objects",
+                              s.limits.events));
+  if (pr.channel_bits_size() != 4 ||
+      (!c.surface() &&
+       (pt.address_mode_size() != 3 || pt.border_color_size() != 4)))
+    return fail(pb::MALFORMED, "a texture descriptor of the wrong shape");
+  auto unsupported = [&](const char *feature) {
+    return fail(pb::UNSUPPORTED,
+                std::string(feature) + " is not supported yet");
+  };
+  if (pr.kind() == uint32_t(ResourceDesc::Kind::MipmappedArray))
+    return unsupported("a mipmapped array");
+  if (pr.channel_kind() > 3)
+    return unsupported("a channel kind other than signed, unsigned or float "
+                       "(normalized integer, NV12, block compressed)");
+  if (c.resource_view())
+    return unsupported("a resource view (cudaResourceViewDesc)");
+  if (!c.surface() && pt.max_anisotropy() > 1)
+    return unsupported("anisotropic filtering (maxAnisotropy > 1)");
+  if (!c.surface() && pt.seamless_cubemap() && pr.cubemap())
+    return unsupported("seamless cubemap filtering");
+  ResourceDesc r;
+  r.kind = ResourceDesc::Kind(std::min<uint32_t>(pr.kind(), 255));
+  r.address = pr.address();
+  for (int i = 0; i < 4; ++i)
+    r.format.bits[i] = pr.channel_bits(i);
+  r.format.kind = ChannelKind(std::min<uint32_t>(pr.channel_kind(), 255));
+  r.width = pr.width();
+  r.height = pr.height();
+  r.depth = pr.depth();
+  r.pitch = pr.pitch();
+  r.layered = pr.layered();
+  r.cubemap = pr.cubemap();
+  if (!inSessionMemory(s, r.address, 1))
+    return fail(pb::INVALID_ADDRESS,
+                llvm::formatv("the texels at {0:x} are not in one of this "
+                              "session's allocations",
+                              r.address));
+  TextureDesc t;
+  if (!c.surface()) {
+    for (int i = 0; i < 3; ++i)
+      t.addressMode[i] =
+          AddressMode(std::min<uint32_t>(pt.address_mode(i), 255));
+    t.filterMode = FilterMode(std::min<uint32_t>(pt.filter_mode(), 255));
+    t.readMode = ReadMode(std::min<uint32_t>(pt.read_mode(), 255));
+    t.sRGB = pt.srgb();
+    for (int i = 0; i < 4; ++i)
+      t.borderColor[i] = pt.border_color(i);
+    t.normalizedCoords = pt.normalized_coords();
+  }
+  // In the session's memory domain: only its own kernels can use it, and
+  // its texels must be its own memory (the backend checks both).
+  llvm::Expected<uint64_t> h = c.surface()
+                                   ? backend->createSurfaceObject(r, s.id)
+                                   : backend->createTextureObject(r, t, s.id);
+  if (!h) {
+    std::string why = llvm::toString(h.takeError());
+    return fail(llvm::StringRef(why).contains("not supported")
+                    ? pb::UNSUPPORTED
+                    : pb::INVALID_VALUE,
+                why);
+  }
+  s.textures[*h] = c.surface();
+  pb::Reply reply0;
+  reply0.set_seq(call.seq());
+  reply0.mutable_handle()->set_handle(*h);
+  reply(s.routingId, reply0);
+}
+
 void Server::Impl::finishInspect(const std::shared_ptr<ModuleImage> &image) {
   auto waiting = std::move(image->waiting);
   for (auto [sid, seq] : waiting) {
@@ -1762,6 +1855,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   case pb::Call::kStreamWaitEvent:
   case pb::Call::kFree:
   case pb::Call::kModuleUnload:
+  case pb::Call::kTextureDestroy:
     // Every call that queues an operation.
     queues = true;
     break;
@@ -2169,6 +2263,28 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     pb::Reply r = simpleReply();
     r.mutable_handle()->set_handle(h);
     return reply(routingId, r);
+  }
+  case pb::Call::kTextureCreate:
+    return textureCreate(*s, call);
+  case pb::Call::kTextureDestroy: {
+    const pb::TextureDestroy &d = call.texture_destroy();
+    auto it = s->textures.find(d.handle());
+    if (it == s->textures.end() || it->second != d.surface())
+      return fail(
+          status(pb::INVALID_HANDLE,
+                 llvm::formatv("{0:x} is not a {1} object of this "
+                               "session",
+                               d.handle(), d.surface() ? "surface" : "texture"),
+                 seq));
+    // Later calls can no longer name it; it goes once the session's earlier
+    // work (kernels that may sample it) is done.
+    s->textures.erase(it);
+    Op *op = newOp(*s, Op::Type::DestroyTexture, 0, seq);
+    op->dst = d.handle();
+    op->value = d.surface();
+    op->reply = true;
+    chain(op, /*deviceWide=*/true);
+    return submit(op);
   }
   case pb::Call::kStreamDestroy: {
     uint64_t h = call.stream_destroy().stream();
@@ -2808,6 +2924,13 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
   // return what the session can no longer name.
   if (op->type == Op::Type::Free) {
     if (llvm::Error e = memory->free(op->dst))
+      op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
+    return done();
+  }
+  if (op->type == Op::Type::DestroyTexture) {
+    llvm::Error e = op->value ? backend->destroySurfaceObject(op->dst)
+                              : backend->destroyTextureObject(op->dst);
+    if (e)
       op->result = status(pb::INTERNAL, llvm::toString(std::move(e)), op->seq);
     return done();
   }
@@ -3806,6 +3929,10 @@ void Server::Impl::maybeErase(Session &s) {
   if (!s.dead || s.liveOps)
     return;
   uint64_t freed = 0;
+  size_t objects = s.textures.size();
+  for (auto [handle, surface] : s.textures)
+    llvm::consumeError(surface ? backend->destroySurfaceObject(handle)
+                               : backend->destroyTextureObject(handle));
   for (auto &[addr, bytes] : s.allocations) {
     llvm::consumeError(memory->free(addr));
     freed += bytes;
@@ -3818,8 +3945,13 @@ void Server::Impl::maybeErase(Session &s) {
         m->image->state != ModuleImage::State::Inspecting)
       images.erase(m->image->hash);
   }
-  log(llvm::formatv("session {0} closed: {1} returned to the device", s.id,
-                    bytesText(freed))
+  log(llvm::formatv("session {0} closed: {1} returned to the device{2}", s.id,
+                    bytesText(freed),
+                    objects ? llvm::formatv("; {0} texture or surface "
+                                            "object{1} destroyed",
+                                            objects, objects == 1 ? "" : "s")
+                                  .str()
+                            : std::string())
           .str());
   // The session counts for its tenant until here: a dead session with work
   // still in flight keeps using its TenantState.

@@ -15,6 +15,21 @@
 #include <cstddef>
 
 #if WOOLY_HAVE_CUDA_HEADERS
+// Flags that NVIDIA's headers define as macros: ours are read before those
+// headers are included (the macros would replace their names).
+namespace {
+namespace ours = wooly::cuabi;
+constexpr unsigned kOurFlags[] = {ours::cudaArrayLayered,
+                                  ours::cudaArraySurfaceLoadStore,
+                                  ours::cudaArrayCubemap,
+                                  ours::cudaArrayTextureGather,
+                                  ours::CU_TRSF_READ_AS_INTEGER,
+                                  ours::CU_TRSF_NORMALIZED_COORDINATES,
+                                  ours::CU_TRSF_SRGB,
+                                  ours::CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION,
+                                  ours::CU_TRSF_SEAMLESS_CUBEMAP};
+} // namespace
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -57,6 +72,40 @@ SAME_FIELD(cudaPointerAttributes, devicePointer)
 SAME_FIELD(cudaPointerAttributes, hostPointer)
 
 SAME_LAYOUT(cudaChannelFormatDesc)
+SAME_LAYOUT(cudaExtent)
+SAME_LAYOUT(cudaPos)
+SAME_LAYOUT(cudaPitchedPtr)
+SAME_LAYOUT(cudaMemcpy3DParms)
+SAME_FIELD(cudaMemcpy3DParms, dstArray)
+SAME_FIELD(cudaMemcpy3DParms, extent)
+SAME_FIELD(cudaMemcpy3DParms, kind)
+SAME_LAYOUT(cudaResourceDesc)
+SAME_FIELD(cudaResourceDesc, res.pitch2D.desc)
+SAME_FIELD(cudaResourceDesc, res.pitch2D.pitchInBytes)
+SAME_FIELD(cudaResourceDesc, res.linear.sizeInBytes)
+SAME_FIELD(cudaResourceDesc, flags)
+SAME_LAYOUT(cudaTextureDesc)
+SAME_FIELD(cudaTextureDesc, borderColor)
+SAME_FIELD(cudaTextureDesc, normalizedCoords)
+SAME_FIELD(cudaTextureDesc, seamlessCubemap)
+SAME_LAYOUT(CUDA_ARRAY_DESCRIPTOR)
+SAME_FIELD(CUDA_ARRAY_DESCRIPTOR, NumChannels)
+SAME_LAYOUT(CUDA_ARRAY3D_DESCRIPTOR)
+SAME_FIELD(CUDA_ARRAY3D_DESCRIPTOR, Flags)
+SAME_LAYOUT(CUDA_MEMCPY2D)
+SAME_FIELD(CUDA_MEMCPY2D, dstMemoryType)
+SAME_FIELD(CUDA_MEMCPY2D, WidthInBytes)
+SAME_LAYOUT(CUDA_MEMCPY3D)
+SAME_FIELD(CUDA_MEMCPY3D, srcHeight)
+SAME_FIELD(CUDA_MEMCPY3D, dstArray)
+SAME_FIELD(CUDA_MEMCPY3D, Depth)
+SAME_LAYOUT(CUDA_RESOURCE_DESC)
+SAME_FIELD(CUDA_RESOURCE_DESC, res.linear.sizeInBytes)
+SAME_FIELD(CUDA_RESOURCE_DESC, res.pitch2D.pitchInBytes)
+SAME_FIELD(CUDA_RESOURCE_DESC, flags)
+SAME_LAYOUT(CUDA_TEXTURE_DESC)
+SAME_FIELD(CUDA_TEXTURE_DESC, flags)
+SAME_FIELD(CUDA_TEXTURE_DESC, borderColor)
 SAME_LAYOUT(cudaLaunchAttribute)
 SAME_FIELD(cudaLaunchAttribute, val)
 SAME_LAYOUT(cudaLaunchConfig_t)
@@ -131,6 +180,33 @@ static_assert(wabi::cudaLaunchAttributePriority ==
 static_assert(wabi::cudaGraphNodeTypeEventRecord ==
                   (int)::cudaGraphNodeTypeEventRecord,
               "");
+// Arrays, copies and texture objects.
+static_assert(kOurFlags[0] == cudaArrayLayered &&
+                  kOurFlags[0] == CUDA_ARRAY3D_LAYERED &&
+                  kOurFlags[1] == cudaArraySurfaceLoadStore &&
+                  kOurFlags[1] == CUDA_ARRAY3D_SURFACE_LDST &&
+                  kOurFlags[2] == cudaArrayCubemap &&
+                  kOurFlags[2] == CUDA_ARRAY3D_CUBEMAP &&
+                  kOurFlags[3] == cudaArrayTextureGather &&
+                  kOurFlags[3] == CUDA_ARRAY3D_TEXTURE_GATHER,
+              "array flags");
+static_assert(kOurFlags[4] == CU_TRSF_READ_AS_INTEGER &&
+                  kOurFlags[5] == CU_TRSF_NORMALIZED_COORDINATES &&
+                  kOurFlags[6] == CU_TRSF_SRGB &&
+                  kOurFlags[7] == CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION &&
+                  kOurFlags[8] == CU_TRSF_SEAMLESS_CUBEMAP,
+              "texture flags");
+#define SAME_VALUE(ours, theirs)                                               \
+  static_assert(int(wabi::ours) == int(theirs), #ours);
+SAME_VALUE(cudaResourceTypePitch2D, ::cudaResourceTypePitch2D)
+SAME_VALUE(cudaResourceTypePitch2D, CU_RESOURCE_TYPE_PITCH2D)
+SAME_VALUE(cudaResourceTypeMipmappedArray, CU_RESOURCE_TYPE_MIPMAPPED_ARRAY)
+SAME_VALUE(cudaChannelFormatKindFloat, ::cudaChannelFormatKindFloat)
+SAME_VALUE(CU_AD_FORMAT_UNSIGNED_INT32, ::CU_AD_FORMAT_UNSIGNED_INT32)
+SAME_VALUE(CU_AD_FORMAT_SIGNED_INT32, ::CU_AD_FORMAT_SIGNED_INT32)
+SAME_VALUE(CU_AD_FORMAT_HALF, ::CU_AD_FORMAT_HALF)
+SAME_VALUE(CU_AD_FORMAT_FLOAT, ::CU_AD_FORMAT_FLOAT)
+SAME_VALUE(CU_MEMORYTYPE_ARRAY, ::CU_MEMORYTYPE_ARRAY)
 static_assert(wabi::kCudaVersion == CUDA_VERSION, "");
 #endif
 

@@ -24,6 +24,7 @@
 #include "Wooly/Runtime/CPU/CpuDevice.h"
 
 #include "Strategies.h"
+#include "TextureReference.h"
 
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -51,6 +52,7 @@
 
 using namespace wooly;
 using namespace wooly::cpu;
+using namespace wooly::texref;
 
 namespace {
 
@@ -1982,138 +1984,9 @@ TEST_P(CorpusDiff, poly_eval) {
 }
 
 //===----------------------------------------------------------------------===//
-// texture.cu: texture and surface objects. The references sample as the
-// CUDA programming guide's "Texture Fetching" appendix says: point sampling
-// takes texel floor(x); linear filtering takes texels i = floor(x - 0.5)
-// and i + 1 with weight a = frac(x - 0.5) rounded to 1/256 (9-bit fixed
-// point, 8 fractional bits), (1-a)(1-b) T[i,j] + a(1-b) T[i+1,j] +
-// (1-a) b T[i,j+1] + a b T[i+1,j+1] in f32; wrap/mirror/clamp/border per
-// texel index (wrap and mirror with normalized coordinates only).
+// texture.cu: texture and surface objects, against the reference sampler
+// of TextureReference.h (RefTex).
 //===----------------------------------------------------------------------===//
-
-/// A float texture of up to 4 channels (the missing ones read 0, alpha 1)
-/// with its sampling state, and the reference sampler.
-struct RefTex {
-  int w = 1, h = 1, d = 1, chans = 4;
-  std::vector<float> texels; // w*h*d texels of `chans` floats
-  AddressMode mode[3] = {AddressMode::Clamp, AddressMode::Clamp,
-                         AddressMode::Clamp};
-  bool linear = false, normalized = false;
-  float border[4] = {0, 0, 0, 0};
-
-  /// Addresses index `i` of a dimension of `n` texels; false: the border.
-  bool addr(int64_t &i, int n, AddressMode m) const {
-    if (!normalized && (m == AddressMode::Wrap || m == AddressMode::Mirror))
-      m = AddressMode::Clamp;
-    if (m == AddressMode::Wrap) {
-      i = ((i % n) + n) % n;
-    } else if (m == AddressMode::Mirror) {
-      int64_t p = ((i % (2 * n)) + 2 * n) % (2 * n);
-      i = p < n ? p : 2 * n - 1 - p;
-    } else if (m == AddressMode::Border) {
-      return i >= 0 && i < n;
-    } else {
-      i = std::min<int64_t>(std::max<int64_t>(i, 0), n - 1);
-    }
-    return true;
-  }
-  std::array<float, 4> texel(int64_t i, int64_t j, int64_t k) const {
-    if (!addr(i, w, mode[0]) || !addr(j, h, mode[1]) || !addr(k, d, mode[2]))
-      return {border[0], border[1], border[2], border[3]};
-    std::array<float, 4> t{0, 0, 0, 1};
-    for (int c = 0; c < chans; ++c)
-      t[c] = texels[((k * h + j) * w + i) * chans + c];
-    return t;
-  }
-  /// (index, weight of the next texel) of coordinate `x` over `n` texels.
-  std::pair<int64_t, float> lin(float x, int n) const {
-    if (normalized)
-      x = x * float(n);
-    float xb = x - 0.5f;
-    float fl = std::floor(xb);
-    return {int64_t(fl), std::nearbyint((xb - fl) * 256.0f) / 256.0f};
-  }
-  int64_t pt(float x, int n) const {
-    return int64_t(std::floor(normalized ? x * float(n) : x));
-  }
-  /// tex1D/tex2D/tex3D at (x, y, z) with `dims` coordinates.
-  std::array<float, 4> sample(float x, float y, float z, int dims) const {
-    if (!linear)
-      return texel(pt(x, w), dims > 1 ? pt(y, h) : 0, dims > 2 ? pt(z, d) : 0);
-    auto [i, a] = lin(x, w);
-    auto [j, b] = dims > 1 ? lin(y, h) : std::pair<int64_t, float>{0, 0.0f};
-    auto [k, g] = dims > 2 ? lin(z, d) : std::pair<int64_t, float>{0, 0.0f};
-    std::array<float, 4> r{};
-    bool first = true;
-    for (int dz = 0; dz < (dims > 2 ? 2 : 1); ++dz)
-      for (int dy = 0; dy < (dims > 1 ? 2 : 1); ++dy)
-        for (int dx = 0; dx < 2; ++dx) {
-          float wgt = dx ? a : 1.0f - a;
-          if (dims > 1)
-            wgt = wgt * (dy ? b : 1.0f - b);
-          if (dims > 2)
-            wgt = wgt * (dz ? g : 1.0f - g);
-          std::array<float, 4> t = texel(i + dx, j + dy, k + dz);
-          for (int c = 0; c < 4; ++c)
-            r[c] = first ? wgt * t[c] : r[c] + wgt * t[c];
-          first = false;
-        }
-    return r;
-  }
-  /// tex2Dgather's component `comp` of the 2x2 footprint at (x, y).
-  std::array<float, 4> gather(float x, float y, int comp) const {
-    int64_t i = lin(x, w).first, j = lin(y, h).first;
-    return {texel(i, j + 1, 0)[comp], texel(i + 1, j + 1, 0)[comp],
-            texel(i + 1, j, 0)[comp], texel(i, j, 0)[comp]};
-  }
-};
-
-/// The float4 array format (4 x 32-bit float channels).
-ChannelFormat float4Format() {
-  ChannelFormat f;
-  f.bits[0] = f.bits[1] = f.bits[2] = f.bits[3] = 32;
-  f.kind = ChannelKind::Float;
-  return f;
-}
-
-/// Coordinates for a texture of `w` x `h` texels: texel centres, edges,
-/// points just around them and random ones, in texels or normalized.
-std::vector<float> texCoords(int w, int h, bool normalized, uint32_t seed,
-                             int n) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> ux(-2.5f, float(w) + 2.5f),
-      uy(-2.5f, float(h) + 2.5f);
-  std::vector<float> c;
-  const float special[] = {0.0f,
-                           0.5f,
-                           1.0f,
-                           0.25f,
-                           0.75f,
-                           1.5f,
-                           -0.5f,
-                           2.001f,
-                           1.999f,
-                           0.5f + 1.0f / 512.0f,
-                           0.5f + 3.0f / 512.0f,
-                           -1.0f,
-                           3.0f};
-  for (float sx : special)
-    for (float sy : special) {
-      c.push_back(sx);
-      c.push_back(sy);
-    }
-  while (int(c.size()) < 2 * n) {
-    c.push_back(ux(rng));
-    c.push_back(uy(rng));
-  }
-  c.resize(2 * n);
-  if (normalized)
-    for (size_t k = 0; k < c.size(); k += 2) {
-      c[k] /= float(w);
-      c[k + 1] /= float(h);
-    }
-  return c;
-}
 
 class TextureDiff : public CorpusDiff {
 protected:
@@ -2278,17 +2151,8 @@ TEST_P(TextureDiff, tex2d_unorm8_srgb) {
   for (uint8_t &b : bytes)
     b = uint8_t(rng());
   for (bool srgb : {false, true}) {
-    RefTex t;
-    t.w = w;
-    t.h = h;
+    RefTex t = unorm8Tex(w, h, bytes, srgb);
     t.linear = true;
-    for (size_t k = 0; k < bytes.size(); ++k) {
-      double v = double(bytes[k]) / 255.0;
-      if (srgb && k % 4 != 3)
-        v = v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
-      t.texels.push_back(srgb && k % 4 != 3 ? float(v)
-                                            : float(bytes[k]) / 255.0f);
-    }
     ResourceDesc r;
     r.kind = ResourceDesc::Kind::Array;
     r.address = up(bytes).addr;
@@ -2537,6 +2401,19 @@ TEST_P(TextureDiff, invalid_objects_fault) {
   auto bad = device().createTextureObject(big, desc(t));
   EXPECT_FALSE(bool(bad));
   llvm::consumeError(bad.takeError());
+  // Extents whose bytes overflow 64 bits (2^30 x 2^30 x 2^30 float4
+  // texels) must not wrap into a small span.
+  for (ResourceDesc::Kind kind :
+       {ResourceDesc::Kind::Array, ResourceDesc::Kind::Pitch2D}) {
+    ResourceDesc huge = r;
+    huge.kind = kind;
+    huge.width = huge.height = uint64_t(1) << 30;
+    huge.depth = kind == ResourceDesc::Kind::Array ? uint64_t(1) << 30 : 0;
+    huge.pitch = uint64_t(1) << 34;
+    auto wrapped = device().createTextureObject(huge, desc(t));
+    EXPECT_FALSE(bool(wrapped));
+    llvm::consumeError(wrapped.takeError());
+  }
   // Memory freed under a live object.
   auto mem = device().memory().allocate(256);
   ASSERT_TRUE(bool(mem));

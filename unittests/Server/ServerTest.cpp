@@ -355,6 +355,129 @@ TEST_F(ServerTest, ForeignHandlesAndAddressesAreRefused) {
   EXPECT_EQ(back, data);
 }
 
+// Texture and surface objects belong to the session that made them: another
+// session can neither make one over its memory nor destroy one; features
+// that are not supported yet are refused as such; a session's objects are
+// destroyed when it ends.
+TEST_F(ServerTest, TextureObjectsBelongToTheirSession) {
+  startServer();
+  auto a = connect("alice");
+  auto b = connect("bob");
+  ASSERT_TRUE(a && b);
+  // A 16 x 16 float4 CUDA array: an allocation laid out row after row.
+  wooly::ResourceDesc r;
+  r.kind = wooly::ResourceDesc::Kind::Array;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+      32;
+  r.format.kind = wooly::ChannelKind::Float;
+  r.width = r.height = 16;
+  ASSERT_TRUE(a->malloc(16 * 16 * 16, r.address).ok());
+  wooly::TextureDesc t;
+  t.filterMode = wooly::FilterMode::Linear;
+  uint64_t tex = 0, surf = 0;
+  ASSERT_TRUE(a->textureCreate(r, t, false, tex).ok());
+  ASSERT_TRUE(a->textureCreate(r, t, true, surf).ok());
+  EXPECT_NE(tex, surf);
+
+  uint64_t other = 0;
+  EXPECT_EQ(b->textureCreate(r, t, false, other).code, Code::InvalidAddress);
+  EXPECT_EQ(b->textureDestroy(tex, false).code, Code::InvalidHandle);
+  EXPECT_EQ(b->textureDestroy(surf, true).code, Code::InvalidHandle);
+  // The wrong kind, and texels past the allocation.
+  EXPECT_EQ(a->textureDestroy(tex, true).code, Code::InvalidHandle);
+  wooly::ResourceDesc tooBig = r;
+  tooBig.height = 17;
+  EXPECT_EQ(a->textureCreate(tooBig, t, false, other).code, Code::InvalidValue);
+  // Not supported yet, and said so.
+  wooly::client::TextureExtras anisotropic;
+  anisotropic.maxAnisotropy = 8;
+  Status st = a->textureCreate(r, t, false, other, anisotropic);
+  EXPECT_EQ(st.code, Code::Unsupported);
+  EXPECT_NE(st.message.find("anisotropic filtering"), std::string::npos)
+      << st.str();
+  wooly::ResourceDesc mip = r;
+  mip.kind = wooly::ResourceDesc::Kind::MipmappedArray;
+  EXPECT_EQ(a->textureCreate(mip, t, false, other).code, Code::Unsupported);
+  EXPECT_NE(log().find("cannot create a texture object: a mipmapped array is "
+                       "not supported yet"),
+            std::string::npos)
+      << log();
+
+  EXPECT_TRUE(a->textureDestroy(tex, false).ok());
+  EXPECT_EQ(a->textureDestroy(tex, false).code, Code::InvalidHandle);
+  // The surface is left to the end of the session.
+  a.reset();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline &&
+         log().find("1 texture or surface object destroyed") ==
+             std::string::npos)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(log().find("1 texture or surface object destroyed"),
+            std::string::npos)
+      << log();
+}
+
+// A texture object made while its tenant's memory is moved out (the tenant
+// idle, another one needing the room), sampled once the memory is back:
+// point sampling at texel centres gives the texels bit for bit.
+TEST_F(ServerTest, TextureOverMovedOutMemory) {
+  std::ofstream(dir + "/tenants.yaml")
+      << "tenants:\n  - name: t0\n    token: \"k\"\n    memory: 48MiB\n"
+         "  - name: t1\n    token: \"k\"\n    memory: 48MiB\n";
+  startServer({"--device-memory=64MiB", "--tenants=" + dir + "/tenants.yaml"});
+  auto a = connect("t0", "k");
+  auto b = connect("t1", "k");
+  ASSERT_TRUE(a && b);
+  const int w = 16, h = 16, n = w * h;
+  std::vector<float> texels(n * 4);
+  for (size_t i = 0; i < texels.size(); ++i)
+    texels[i] = float(i) * 0.25f - 100.0f;
+  wooly::ResourceDesc r;
+  r.kind = wooly::ResourceDesc::Kind::Array;
+  r.format.bits[0] = r.format.bits[1] = r.format.bits[2] = r.format.bits[3] =
+      32;
+  r.format.kind = wooly::ChannelKind::Float;
+  r.width = w;
+  r.height = h;
+  ASSERT_TRUE(a->malloc(n * 16, r.address).ok());
+  ASSERT_TRUE(a->copyToDevice(r.address, texels.data(), n * 16).ok());
+  uint64_t big = 0, bBig = 0;
+  ASSERT_TRUE(a->malloc(40 << 20, big).ok());
+  ASSERT_TRUE(a->deviceSynchronize().ok());
+  Status st = b->malloc(40 << 20, bBig);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  EXPECT_GT(metric(fetchMetrics(),
+                   "wooly_tenant_memory_swapped_bytes{tenant=\"t0\"}"),
+            0);
+
+  uint64_t tex = 0;
+  st = a->textureCreate(r, wooly::TextureDesc(), false, tex);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  Module m;
+  ASSERT_TRUE(a->loadModule(corpus("texture.sm_90.ptx"), "texture", m).ok());
+  std::vector<float> coords;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      coords.push_back(float(x) + 0.5f);
+      coords.push_back(float(y) + 0.5f);
+    }
+  uint64_t dc = 0, dout = 0;
+  ASSERT_TRUE(a->malloc(n * 8, dc).ok());
+  ASSERT_TRUE(a->malloc(n * 16, dout).ok());
+  ASSERT_TRUE(a->copyToDevice(dc, coords.data(), n * 8).ok());
+  const KernelLayout *k = m.findKernel("tex2d_sample");
+  ASSERT_NE(k, nullptr);
+  Params p(*k);
+  p.add(tex).add(dout).add(dc).add(int32_t(n));
+  ASSERT_TRUE(a->launch(m.handle, "tex2d_sample", {uint32_t(n / 64)}, {64}, 0,
+                        p.bytes.data(), p.bytes.size())
+                  .ok());
+  std::vector<float> back(n * 4);
+  st = a->copyFromDevice(back.data(), dout, n * 16);
+  ASSERT_TRUE(st.ok()) << st.str() << log();
+  EXPECT_EQ(std::memcmp(back.data(), texels.data(), n * 16), 0);
+}
+
 // A tenant's allocations stay within its quota; memInfo shows its view.
 TEST_F(ServerTest, QuotaIsEnforced) {
   std::ofstream(dir + "/tenants.yaml") << "tenants:\n"
@@ -2541,6 +2664,20 @@ TEST_F(ServerTest, CudaCapacityIsTheDevicesFreeMemory) {
     uint64_t free = 0, total = 0;
     ASSERT_TRUE(c->memInfo(free, total).ok());
     EXPECT_EQ(total, 3ull << 30);
+    // Texture objects are not supported yet on the cuda backend, and the
+    // server says so (a CUDA array is an allocation like any other).
+    wooly::ResourceDesc r;
+    r.kind = wooly::ResourceDesc::Kind::Linear;
+    r.format.bits[0] = 32;
+    r.format.kind = wooly::ChannelKind::Float;
+    r.width = 64;
+    ASSERT_TRUE(c->malloc(256, r.address).ok());
+    uint64_t tex = 0;
+    Status st = c->textureCreate(r, wooly::TextureDesc(), false, tex);
+    EXPECT_EQ(st.code, Code::Unsupported) << st.str();
+    EXPECT_NE(st.message.find("not supported yet on the cuda backend"),
+              std::string::npos)
+        << st.str();
     c.reset();
     stopServer();
   }

@@ -24,6 +24,8 @@
 #ifndef WOOLY_CLIENT_CLIENT_H
 #define WOOLY_CLIENT_CLIENT_H
 
+#include "Wooly/Runtime/Texture.h"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -173,6 +175,15 @@ struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
 };
 
+/// What a program may ask of a texture object beyond TextureDesc
+/// (Client::textureCreate): sent so that the server refuses it, as not
+/// supported yet.
+struct TextureExtras {
+  unsigned maxAnisotropy = 0;
+  bool seamlessCubemap = false;
+  bool resourceView = false;
+};
+
 /// A connection and its session.
 class Client {
 public:
@@ -241,6 +252,17 @@ public:
   /// Ok when the stream's work is done, NotReady otherwise.
   Status streamQuery(uint64_t stream);
   Status streamWaitEvent(uint64_t stream, uint64_t event);
+
+  /// Creates a texture object over `resource` (a CUDA array: an
+  /// allocation laid out as Wooly/Runtime/Texture.h says), or with
+  /// `surface` a surface object over an array (`texture` unused); `handle`
+  /// is what the session's kernels take as their cudaTextureObject_t /
+  /// cudaSurfaceObject_t.
+  Status textureCreate(const ResourceDesc &resource, const TextureDesc &texture,
+                       bool surface, uint64_t &handle,
+                       const TextureExtras &extras = {});
+  /// Destroys one (once the session's earlier work is done).
+  Status textureDestroy(uint64_t handle, bool surface);
 
   Status eventCreate(uint64_t &event);
   Status eventDestroy(uint64_t event);

@@ -45,6 +45,32 @@ struct ChannelFormat {
   }
 };
 
+/// Why `f` is not a texel format (null when it is one): 1, 2 or 4 channels
+/// of equal width (8, 16 or 32 bits; floats 16 or 32), signed, unsigned or
+/// float. Checked by the backends and, before they send anything, by
+/// Wooly's CUDA libraries.
+inline const char *channelFormatError(const ChannelFormat &f) {
+  unsigned n = f.channels();
+  if (n == 0 || n == 3)
+    return "a texel format has 1, 2 or 4 channels";
+  for (unsigned c = 0; c < 4; ++c) {
+    int b = f.bits[c];
+    if (c >= n) {
+      if (b != 0)
+        return "a texel format's channels come first";
+      continue;
+    }
+    if (b != f.bits[0] || (b != 8 && b != 16 && b != 32))
+      return "a texel format's channels have 8, 16 or 32 bits, all the same";
+    if (f.kind == ChannelKind::Float && b == 8)
+      return "float channels have 16 or 32 bits";
+  }
+  if (f.kind != ChannelKind::Signed && f.kind != ChannelKind::Unsigned &&
+      f.kind != ChannelKind::Float)
+    return "unknown channel kind";
+  return nullptr;
+}
+
 /// cudaResourceDesc, for the kinds Wooly takes.
 struct ResourceDesc {
   enum class Kind : uint8_t {

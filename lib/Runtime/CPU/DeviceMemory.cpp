@@ -322,15 +322,15 @@ void DeviceMemory::unregisterGlobal(uint64_t base) {
   allocations.erase(base);
 }
 
-std::optional<Allocation> DeviceMemory::find(uint64_t addr,
-                                             uint64_t size) const {
+std::optional<Allocation> DeviceMemory::find(uint64_t addr, uint64_t size,
+                                             bool swappedToo) const {
   std::shared_lock<std::shared_mutex> lock(mutex);
   auto it = allocations.upper_bound(addr);
   if (it == allocations.begin())
     return std::nullopt;
   --it;
   const Allocation &a = it->second;
-  if (a.swapped)
+  if (a.swapped && !swappedToo)
     return std::nullopt;
   uint64_t off = addr - a.base;
   if (off < a.size && size <= a.size - off)

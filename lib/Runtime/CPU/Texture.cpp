@@ -55,28 +55,10 @@ llvm::Error invalid(const llvm::Twine &why) {
   return llvm::createStringError(why);
 }
 
-/// Checks a channel format: 1, 2 or 4 channels of equal width (8, 16 or 32
-/// bits; floats 16 or 32).
+/// Checks a channel format (channelFormatError).
 llvm::Error checkFormat(const ChannelFormat &f) {
-  unsigned n = f.channels();
-  if (n == 0 || n == 3)
-    return invalid("a texel format has 1, 2 or 4 channels");
-  for (unsigned c = 0; c < 4; ++c) {
-    int b = f.bits[c];
-    if (c >= n) {
-      if (b != 0)
-        return invalid("a texel format's channels come first");
-      continue;
-    }
-    if (b != f.bits[0] || (b != 8 && b != 16 && b != 32))
-      return invalid("a texel format's channels have 8, 16 or 32 bits, all "
-                     "the same");
-    if (f.kind == ChannelKind::Float && b == 8)
-      return invalid("float channels have 16 or 32 bits");
-  }
-  if (f.kind != ChannelKind::Signed && f.kind != ChannelKind::Unsigned &&
-      f.kind != ChannelKind::Float)
-    return invalid("unknown channel kind");
+  if (const char *why = channelFormatError(f))
+    return invalid(why);
   return llvm::Error::success();
 }
 } // namespace
@@ -138,6 +120,14 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
   case ResourceDesc::Kind::MipmappedArray:
     return invalid("mipmapped arrays are not supported yet");
   }
+  // The descriptor may come from outside (a wooly-serve client): extents
+  // whose bytes overflow 64 bits would wrap the span checked below and at
+  // every use, so they are refused (no allocation is that large).
+  constexpr unsigned __int128 kMaxSpan = uint64_t(1) << 48;
+  unsigned __int128 rows = (unsigned __int128)o.extent[1] * o.extent[2];
+  if ((unsigned __int128)o.rowBytes * rows > kMaxSpan ||
+      (unsigned __int128)r.width * elem > kMaxSpan)
+    return invalid("the texels would span more than 2^48 bytes");
   if (surface && r.kind != ResourceDesc::Kind::Array)
     return invalid("a surface object needs a CUDA array");
   if (!surface) {
@@ -155,7 +145,9 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
     if (unsigned(t.filterMode) > 1 || unsigned(t.readMode) > 1)
       return invalid("unknown filter or read mode");
   }
-  std::optional<Allocation> a = memory.find(r.address, o.span);
+  // Texels that are swapped out (their tenant idle) are fine: a kernel that
+  // samples them runs once they are back, and each use checks them.
+  std::optional<Allocation> a = memory.find(r.address, o.span, true);
   if (!a || (domain && a->domain != domain))
     return invalid("the texels (" + llvm::Twine(o.span) + " bytes at 0x" +
                    llvm::Twine::utohexstr(r.address) +

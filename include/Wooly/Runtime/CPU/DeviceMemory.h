@@ -100,8 +100,10 @@ public:
   void setGlobalDomain(uint64_t base, uint64_t domain);
   void unregisterGlobal(uint64_t base);
 
-  /// The allocation containing `[addr, addr + size)`, if any.
-  std::optional<Allocation> find(uint64_t addr, uint64_t size) const;
+  /// The allocation containing `[addr, addr + size)`, if any; one that is
+  /// swapped out only with `swappedToo` (its address range stays its own).
+  std::optional<Allocation> find(uint64_t addr, uint64_t size,
+                                 bool swappedToo = false) const;
   /// The allocation nearest to `addr` (for error messages).
   std::optional<Allocation> nearest(uint64_t addr) const;
 
