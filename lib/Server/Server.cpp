@@ -1993,7 +1993,6 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
   }
   case pb::Call::kMalloc: {
     uint64_t bytes = call.malloc().bytes();
-    TenantState &t = *s->tenant;
     if (bytes == 0)
       return fail(status(pb::INVALID_VALUE, "cannot allocate 0 bytes", seq));
     if (s->allocations.size() >= s->limits.allocations)
