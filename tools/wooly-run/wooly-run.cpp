@@ -99,6 +99,12 @@ static cl::opt<bool>
            cl::desc("CPU backend: run kernels that synchronise as fibers, also "
                     "where the compiler split them into regions"),
            cl::cat(runCat));
+static cl::opt<bool> warpFunctions(
+    "warp-functions", cl::init(true),
+    cl::desc("CPU backend: run whole warps through a kernel's regions at once "
+             "where the compiler built a warp function (false: thread by "
+             "thread, e.g. to compare the two)"),
+    cl::cat(runCat));
 static cl::opt<unsigned> repeat("repeat", cl::init(1),
                                 cl::desc("Launch the kernel N times"),
                                 cl::cat(runCat));
@@ -411,6 +417,7 @@ int main(int argc, char **argv) {
   BackendOptions backendOptions;
   backendOptions.cpuWorkers = workers;
   backendOptions.cpuRegions = !fibers;
+  backendOptions.cpuWarps = warpFunctions;
   auto created = createBackend(backend, backendOptions);
   if (!created)
     return fail(llvm::toString(created.takeError()));

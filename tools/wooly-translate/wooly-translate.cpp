@@ -124,8 +124,9 @@ struct Options {
   cl::opt<bool> kernelModes{
       "kernel-modes",
       cl::desc("--target=host: instead of the object, print how each "
-               "kernel runs on the CPU backend (direct, region, or fibers "
-               "and why)"),
+               "kernel runs on the CPU backend (direct, region - with a "
+               "warp function where whole warps can run at once - or "
+               "fibers and why)"),
       cl::cat(compileCat)};
 };
 } // namespace
@@ -185,7 +186,8 @@ static int compileMain(const Options &o) {
       if (!k.needsFibers)
         llvm::outs() << "direct\n";
       else if (!k.regionSymbol.empty())
-        llvm::outs() << "region\n";
+        llvm::outs() << (k.warpSymbol.empty() ? "region\n"
+                                              : "region, warp function\n");
       else
         llvm::outs() << "fibers: " << k.fiberReason << "\n";
     }

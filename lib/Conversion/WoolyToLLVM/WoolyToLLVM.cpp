@@ -32,7 +32,6 @@
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
-#include "Wooly/Runtime/CPU/WarpShuffle.h"
 
 #include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -47,6 +46,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cstddef>
+#include <map>
 
 namespace mlir::wooly {
 #define GEN_PASS_DEF_CONVERTWOOLYTOLLVM
@@ -921,8 +921,8 @@ bool isBufferAlloca(Value p) {
   return true;
 }
 
-/// The most operations the warp function's loops may inline: the lane
-/// function's, once per region and once in `__wooly_regions_<k>`.
+/// The most operations the warp function's loops may inline: those of the
+/// lane functions of every region (buildRegionLaneFunctions).
 constexpr size_t kWarpInlineBudget = 40000;
 
 /// One slot of a warp's region frame. Each lane has its copy of every slot;
@@ -1014,6 +1014,9 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
   auto fn = cast<LLVM::LLVMFuncOp>(b.clone(*kernel.getOperation()));
   fn.setSymName(("__wooly_lanes_" + name).str());
+  // Called by __wooly_regions_<k> alone (the warp function calls its
+  // per-region copies): LLVM inlines it there and drops it.
+  fn.setLinkage(LLVM::Linkage::Internal);
   for (NamedAttribute a : llvm::to_vector(fn->getDiscardableAttrs()))
     fn->removeAttr(a.getName());
   fn.setAlwaysInlineAttr(nullptr);
@@ -1446,32 +1449,6 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   return out;
 }
 
-/// Emits, where `b` stands, a switch on `region` to a block for each cut
-/// `i` that `which` selects (case `i + 1`: the region after it), built by
-/// `body(cut)`; all continue in a new block, where `b` is left.
-void emitCutSwitch(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn,
-                   Value region, const RegionLayout &layout,
-                   llvm::function_ref<bool(const RegionCut &)> which,
-                   llvm::function_ref<void(const RegionCut &)> body) {
-  Block *from = b.getInsertionBlock();
-  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
-  SmallVector<int32_t> cases;
-  SmallVector<Block *> dests;
-  for (auto [i, cut] : llvm::enumerate(layout.cuts)) {
-    if (!which(cut))
-      continue;
-    dests.push_back(b.createBlock(&fn.getBody(), fn.getBody().end()));
-    cases.push_back(int32_t(i + 1));
-    body(cut);
-    LLVM::BrOp::create(b, loc, ValueRange{}, done);
-  }
-  b.setInsertionPointToEnd(from);
-  LLVM::SwitchOp::create(b, loc, region, done, ValueRange{}, cases,
-                         BlockRange(dests),
-                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
-  b.setInsertionPointToStart(done);
-}
-
 /// Emits, where `b` stands, what completes nothing but tells the runtime
 /// of thread `ctx`'s cut: if `next` follows a warp collective, the
 /// collective's request (`__wooly_rt_warp` records it; the runtime
@@ -1490,27 +1467,70 @@ void emitCutRequest(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value ctx,
     op.setAliasScopesAttr(contextScope);
     return Value(op);
   };
-  emitCutSwitch(
-      b, loc, fn, next, layout, [](const RegionCut &cut) { return cut.warp; },
-      [&](const RegionCut &cut) {
-        Value mask = cut.mask ? c32(*cut.mask) : load(layout.mask);
-        Value in = slotAddress(b, loc, frame, lane, cut.in);
-        if (cut.staged)
-          for (auto [w, word] : llvm::enumerate(cut.word)) {
-            Value v = word ? c32(*word) : load(layout.staging[w]);
-            Value p =
-                LLVM::GEPOp::create(b, loc, in.getType(), b.getI8Type(), in,
-                                    ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
-            LLVM::StoreOp::create(b, loc, v, p)
-                .setAliasScopesAttr(contextScope);
-          }
-        LLVM::CallOp::create(
-            b, loc, TypeRange{},
-            FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
-            ValueRange{ctx, c32(cut.kind), mask, in, c32(cut.nin),
-                       slotAddress(b, loc, frame, lane, cut.out),
-                       c32(cut.nout)});
-      });
+  // Collectives that differ only in their constant words and masks share
+  // a block, which takes those as arguments.
+  using Key = std::tuple<uint32_t, uint32_t, uint32_t, bool, uint64_t, uint64_t,
+                         bool, uint64_t>;
+  struct Group {
+    const RegionCut *cut;
+    Block *block;
+  };
+  std::map<Key, Group> groups;
+  Block *from = b.getInsertionBlock();
+  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
+  SmallVector<int32_t> cases;
+  SmallVector<Block *> dests;
+  SmallVector<SmallVector<Value>> args;
+  for (auto [i, cutRef] : llvm::enumerate(layout.cuts)) {
+    const RegionCut &cut = cutRef;
+    if (!cut.warp)
+      continue;
+    uint64_t constant = 0;
+    for (auto [w, word] : llvm::enumerate(cut.word))
+      if (word)
+        constant |= uint64_t(1) << std::min<size_t>(w, 63);
+    Key key{cut.kind,  cut.nin,    cut.nout,       cut.staged,
+            cut.in.at, cut.out.at, bool(cut.mask), constant};
+    auto [at, fresh] = groups.try_emplace(key, Group{&cut, nullptr});
+    SmallVector<Value> operands;
+    b.setInsertionPointToEnd(from);
+    for (const std::optional<uint32_t> &word : cut.word)
+      if (word)
+        operands.push_back(c32(*word));
+    if (cut.mask)
+      operands.push_back(c32(*cut.mask));
+    if (fresh) {
+      SmallVector<Type> types(operands.size(), i32);
+      at->second.block =
+          b.createBlock(&fn.getBody(), fn.getBody().end(), types,
+                        SmallVector<Location>(types.size(), loc));
+      Block *block = at->second.block;
+      unsigned arg = 0;
+      Value in = slotAddress(b, loc, frame, lane, cut.in);
+      if (cut.staged)
+        for (auto [w, word] : llvm::enumerate(cut.word)) {
+          Value v = word ? block->getArgument(arg++) : load(layout.staging[w]);
+          Value p = LLVM::GEPOp::create(b, loc, in.getType(), b.getI8Type(), in,
+                                        ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
+          LLVM::StoreOp::create(b, loc, v, p).setAliasScopesAttr(contextScope);
+        }
+      Value mask = cut.mask ? block->getArgument(arg++) : load(layout.mask);
+      LLVM::CallOp::create(
+          b, loc, TypeRange{},
+          FlatSymbolRefAttr::get(b.getContext(), "__wooly_rt_warp"),
+          ValueRange{ctx, c32(cut.kind), mask, in, c32(cut.nin),
+                     slotAddress(b, loc, frame, lane, cut.out), c32(cut.nout)});
+      LLVM::BrOp::create(b, loc, ValueRange{}, done);
+    }
+    cases.push_back(int32_t(i + 1));
+    dests.push_back(at->second.block);
+    args.push_back(operands);
+  }
+  b.setInsertionPointToEnd(from);
+  LLVM::SwitchOp::create(b, loc, next, done, ValueRange{}, cases,
+                         BlockRange(dests),
+                         SmallVector<ValueRange>(args.begin(), args.end()));
+  b.setInsertionPointToStart(done);
 }
 
 /// Emits, where `b` stands, what a thread needs before it resumes at
@@ -1523,25 +1543,42 @@ void emitResultCopy(
     OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value region, Value frame,
     const RegionLayout &layout, ArrayAttr contextScope,
     llvm::function_ref<void(llvm::function_ref<void(Value)>)> copy) {
+  // Every collective's outputs are in the same buffer (`out`), and their
+  // staging slots are the same: one copy of as many words as the largest
+  // has serves them all.
   Type i32 = b.getI32Type();
-  emitCutSwitch(
-      b, loc, fn, region, layout,
-      [](const RegionCut &cut) { return cut.resultsStaged; },
-      [&](const RegionCut &cut) {
-        copy([&](Value lane) {
-          Value res = slotAddress(b, loc, frame, lane, cut.out);
-          for (uint32_t w = 0; w < cut.nout && w < layout.results.size(); ++w) {
-            Value p =
-                LLVM::GEPOp::create(b, loc, res.getType(), b.getI8Type(), res,
+  const RegionCut *staged = nullptr;
+  uint32_t words = 0;
+  SmallVector<int32_t> cases;
+  for (auto [i, cut] : llvm::enumerate(layout.cuts))
+    if (cut.resultsStaged) {
+      staged = &cut;
+      words = std::max(words, cut.nout);
+      cases.push_back(int32_t(i + 1));
+    }
+  if (!staged)
+    return;
+  Block *from = b.getInsertionBlock();
+  Block *done = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
+  copy([&](Value lane) {
+    Value res = slotAddress(b, loc, frame, lane, staged->out);
+    for (uint32_t w = 0; w < words && w < layout.results.size(); ++w) {
+      Value p = LLVM::GEPOp::create(b, loc, res.getType(), b.getI8Type(), res,
                                     ArrayRef<LLVM::GEPArg>{int32_t(4 * w)});
-            auto v = LLVM::LoadOp::create(b, loc, i32, p);
-            v.setAliasScopesAttr(contextScope);
-            LLVM::StoreOp::create(
-                b, loc, v, slotAddress(b, loc, frame, lane, layout.results[w]))
-                .setAliasScopesAttr(contextScope);
-          }
-        });
-      });
+      auto v = LLVM::LoadOp::create(b, loc, i32, p);
+      v.setAliasScopesAttr(contextScope);
+      LLVM::StoreOp::create(b, loc, v,
+                            slotAddress(b, loc, frame, lane, layout.results[w]))
+          .setAliasScopesAttr(contextScope);
+    }
+  });
+  LLVM::BrOp::create(b, loc, ValueRange{}, done);
+  b.setInsertionPointToEnd(from);
+  LLVM::SwitchOp::create(b, loc, region, done, ValueRange{}, cases,
+                         SmallVector<Block *>(cases.size(), block),
+                         SmallVector<ValueRange>(cases.size(), ValueRange{}));
+  b.setInsertionPointToStart(done);
 }
 
 /// Builds `__wooly_regions_<k>(ctx, params)`, which runs one thread from
@@ -1632,18 +1669,11 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value init,
     done.push_back(acc);
   }
   auto br = LLVM::CondBrOp::create(b, loc, more, header, again, exit, done);
-  // Not unrolled: the loop vectoriser should see it whole.
+  // The lanes' accesses to their frame are independent.
   MLIRContext *ctx = b.getContext();
   SmallVector<LLVM::AccessGroupAttr> groups;
   if (parallel)
     groups.push_back(parallel);
-  // A region's loop over the lanes is vectorised where it can be: LLVM's
-  // cost model, which cannot tell that 32 iterations are all there is,
-  // would keep most of them scalar.
-  LLVM::LoopVectorizeAttr vectorize;
-  if (parallel)
-    vectorize = LLVM::LoopVectorizeAttr::get(
-        ctx, b.getBoolAttr(false), {}, {}, b.getI32IntegerAttr(16), {}, {}, {});
   // Each loop its own annotation (one loop ID each in LLVM, whose loop
   // passes mark a loop done through its ID): told apart by a location.
   auto where = cast<FusedLoc>(FusedLoc::get(
@@ -1651,13 +1681,75 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value init,
       b.getStringAttr(fn.getName() + " lane loop " +
                       std::to_string(fn.getBody().getBlocks().size())),
       ctx));
-  br.setLoopAnnotationAttr(LLVM::LoopAnnotationAttr::get(
-      ctx, {}, vectorize, {},
-      LLVM::LoopUnrollAttr::get(ctx, b.getBoolAttr(true), {}, {}, {}, {}, {},
-                                {}),
-      {}, {}, {}, {}, {}, {}, {}, {}, where, {}, groups));
+  // Vectorised where LLVM finds it worth it, but neither unrolled nor
+  // interleaved: a warp function has a loop per region, and their copies
+  // would cost more compile time than they gain (wooly-cpu-bench: within
+  // 7%).
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, b.getBoolAttr(true), {}, {}, {},
+                                          {}, {}, {});
+  auto interleave = LLVM::LoopInterleaveAttr::get(ctx, b.getI32IntegerAttr(1));
+  br.setLoopAnnotationAttr(
+      LLVM::LoopAnnotationAttr::get(ctx, {}, {}, interleave, unroll, {}, {}, {},
+                                    {}, {}, {}, {}, {}, where, {}, groups));
   b.setInsertionPointToStart(exit);
   return init ? exit->getArgument(0) : Value();
+}
+
+/// Builds `__wooly_lanes_<k>_<r>`, the lane function for region `r` alone
+/// (its switch made a branch, the code no lane can reach from there
+/// removed), for each region, to be inlined into the warp function's loops
+/// where they fit in kWarpInlineBudget; returns their names.
+SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
+                                                  LLVM::LLVMFuncOp kernel,
+                                                  const RegionLayout &layout) {
+  StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
+  auto lanes =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(("__wooly_lanes_" + name).str());
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(lanes);
+  SmallVector<std::string> names;
+  SmallVector<LLVM::LLVMFuncOp> fns;
+  size_t ops = 0;
+  for (size_t r = 0; r <= layout.cuts.size(); ++r) {
+    auto fn = cast<LLVM::LLVMFuncOp>(b.clone(*lanes.getOperation()));
+    names.push_back(("__wooly_lanes_" + name + "_" + Twine(r)).str());
+    fn.setSymName(names.back());
+    fn.setLinkage(LLVM::Linkage::Internal);
+    Block *entry = &fn.getBody().front();
+    auto dispatch = cast<LLVM::SwitchOp>(entry->getTerminator());
+    Block *to = r ? dispatch.getCaseDestinations()[r - 1]
+                  : dispatch.getDefaultDestination();
+    b.setInsertionPoint(dispatch);
+    LLVM::BrOp::create(b, dispatch.getLoc(), ValueRange{}, to);
+    dispatch.erase();
+    b.setInsertionPointAfter(fn);
+    llvm::SmallPtrSet<Block *, 32> reachable;
+    SmallVector<Block *> work{entry};
+    while (!work.empty()) {
+      Block *block = work.pop_back_val();
+      if (reachable.insert(block).second)
+        llvm::append_range(work, block->getSuccessors());
+    }
+    SmallVector<Block *> dead;
+    for (Block &block : fn.getBody())
+      if (!reachable.contains(&block))
+        dead.push_back(&block);
+    for (Block *block : dead)
+      block->dropAllDefinedValueUses();
+    for (Block *block : dead)
+      block->erase();
+    // The entry's slot addresses this region does not use.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+      if (op.use_empty() && isMemoryEffectFree(&op) &&
+          !op.hasTrait<OpTrait::IsTerminator>())
+        op.erase();
+    fn.walk([&](Operation *) { ++ops; });
+    fns.push_back(fn);
+  }
+  if (ops <= kWarpInlineBudget)
+    for (LLVM::LLVMFuncOp fn : fns)
+      fn.setAlwaysInlineAttr(b.getUnitAttr());
+  return names;
 }
 
 /// Builds `__wooly_warp_<k>(ctx, params, stride)`, for a block's runtime
@@ -1677,6 +1769,8 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value init,
 void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                        const RegionLayout &layout, bool runAhead,
                        ArrayAttr contextScope) {
+  SmallVector<std::string> regionLanes =
+      buildRegionLaneFunctions(module, kernel, layout);
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
@@ -1745,7 +1839,6 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   // with its region a constant.
   SmallVector<int32_t> cases;
   SmallVector<Block *> dests;
-  std::string lanes = ("__wooly_lanes_" + name).str();
   for (size_t r = 0; r < regions; ++r) {
     Block *body = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(r));
@@ -1753,11 +1846,11 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     emitLaneLoop(
         b, loc, fn, Value(),
         [&](Value lane, Value) {
-          Value next = LLVM::CallOp::create(b, loc, TypeRange{i32},
-                                            FlatSymbolRefAttr::get(ctx, lanes),
-                                            ValueRange{laneCtx(lane), params,
-                                                       c32(uint32_t(r)), lane,
-                                                       frame, ctx0})
+          Value next = LLVM::CallOp::create(
+                           b, loc, TypeRange{i32},
+                           FlatSymbolRefAttr::get(ctx, regionLanes[r]),
+                           ValueRange{laneCtx(lane), params, c32(uint32_t(r)),
+                                      lane, frame, ctx0})
                            .getResult();
           LLVM::StoreOp::create(b, loc, next, nextOf(lane));
           return Value();
@@ -1787,47 +1880,84 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
             b, loc, acc,
             LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, v, next)));
       });
+  // The shuffles completed here: one block for all of them, which takes the
+  // region that follows, each input word (a constant, or in its staging
+  // slot) and whether the mask is a constant (the whole warp) as arguments.
   cases.clear();
   dests.clear();
+  SmallVector<SmallVector<Value>> caseArgs;
+  const RegionCut *shape = nullptr;
+  auto inline_ = [&](const RegionCut &cut) {
+    return runAhead && cut.warp && cut.kind == WOOLY_WARP_SHFL &&
+           cut.nin == 4 && cut.nout == 2 && cut.staged &&
+           (!cut.mask || *cut.mask == ~0u) &&
+           (!shape || (shape->out.at == cut.out.at &&
+                       shape->resultsStaged == cut.resultsStaged));
+  };
+  // Arguments: next region, then (word, is constant) for words 0-3, then
+  // whether the mask is a constant.
+  SmallVector<Type> shflTypes{i32};
+  for (int w = 0; w < 4; ++w)
+    shflTypes.append({i32, i1});
+  shflTypes.push_back(i1);
+  Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end(), shflTypes,
+                              SmallVector<Location>(shflTypes.size(), loc));
+  b.setInsertionPointToStart(uniform);
   for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
     const RegionCut &cut = cutRef;
-    if (!runAhead || !cut.warp || cut.kind != WOOLY_WARP_SHFL || cut.nin != 4 ||
-        cut.nout != 2 || (cut.mask && *cut.mask != ~0u))
+    if (!inline_(cut))
       continue;
-    Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end());
+    shape = &cut;
     cases.push_back(int32_t(c + 1));
     dests.push_back(shfl);
-    // Every lane's mask must name the whole warp...
-    if (!cut.mask) {
-      Value full = emitLaneLoop(
-          b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
-          [&](Value lane, Value acc) {
-            Value m =
-                runtimeLoad(i32, slotAddress(b, loc, frame, lane, layout.mask));
-            return Value(LLVM::AndOp::create(
-                b, loc, acc,
-                LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
-                                     c32(~0u))));
-          });
-      Block *all = b.createBlock(&fn.getBody(), fn.getBody().end());
-      b.setInsertionPointToEnd(full.getParentBlock());
-      LLVM::CondBrOp::create(b, loc, full, all, ValueRange{}, finish,
-                             ValueRange{c32(0)});
-      b.setInsertionPointToStart(all);
+    SmallVector<Value> args{c32(uint32_t(c + 1))};
+    for (int w = 0; w < 4; ++w) {
+      args.push_back(c32(cut.word[w].value_or(0)));
+      args.push_back(LLVM::ConstantOp::create(
+          b, loc, i1, b.getBoolAttr(bool(cut.word[w]))));
     }
+    args.push_back(
+        LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(bool(cut.mask))));
+    caseArgs.push_back(args);
+  }
+  if (!shape) {
+    shfl->erase();
+  } else {
+    const RegionCut &cut = *shape;
+    b.setInsertionPointToStart(shfl);
+    Value afterShfl = shfl->getArgument(0);
+    // Every lane's mask must name the whole warp...
+    Block *all = b.createBlock(&fn.getBody(), fn.getBody().end());
+    Block *check = b.createBlock(&fn.getBody(), fn.getBody().end());
+    b.setInsertionPointToEnd(shfl);
+    LLVM::CondBrOp::create(b, loc, shfl->getArgument(9), all, ValueRange{},
+                           check, ValueRange{});
+    b.setInsertionPointToStart(check);
+    Value full = emitLaneLoop(
+        b, loc, fn, LLVM::ConstantOp::create(b, loc, i1, b.getBoolAttr(true)),
+        [&](Value lane, Value acc) {
+          Value m =
+              runtimeLoad(i32, slotAddress(b, loc, frame, lane, layout.mask));
+          return Value(LLVM::AndOp::create(
+              b, loc, acc,
+              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, m,
+                                   c32(~0u))));
+        });
+    LLVM::CondBrOp::create(b, loc, full, all, ValueRange{}, finish,
+                           ValueRange{c32(0)});
     // ... then lane l reads the value of lane shflSource(l)
-    // (WarpShuffle.h), and the lanes go on from the next region.
-    // Input word `w` of lane `l`, and lane `l`'s results.
+    // (lib/Runtime/CPU/WarpOps.h), and the lanes go on from the next
+    // region.
+    b.setInsertionPointToStart(all);
+    // Input word `w` of lane `l`.
     auto word = [&](Value l, int64_t w) {
-      if (cut.staged && cut.word[w])
-        return c32(*cut.word[w]);
-      if (cut.staged)
-        return runtimeLoad(i32,
-                           slotAddress(b, loc, frame, l, layout.staging[w]));
-      Value in = slotAddress(b, loc, frame, l, cut.in);
-      return runtimeLoad(
-          i32, LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), in,
-                                   ArrayRef<LLVM::GEPArg>{int32_t(4 * w)}));
+      Value constant = shfl->getArgument(1 + 2 * w);
+      if (size_t(w) >= layout.staging.size())
+        return constant; // No shuffle leaves it in the frame.
+      Value staged =
+          runtimeLoad(i32, slotAddress(b, loc, frame, l, layout.staging[w]));
+      return Value(LLVM::SelectOp::create(b, loc, shfl->getArgument(2 + 2 * w),
+                                          constant, staged));
     };
     auto result = [&](Value l, Value value, Value pval) {
       Value res = slotAddress(b, loc, frame, l, cut.out);
@@ -1842,22 +1972,6 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       LLVM::StoreOp::create(b, loc, pval, at[1])
           .setAliasScopesAttr(contextScope);
     };
-    if (cut.staged && cut.word[0] && cut.word[2] && cut.word[3]) {
-      // Mode, lane and clamp are constants: each lane's source is known
-      // here, and the 32 moves are straight-line code.
-      for (uint32_t l = 0; l < 32; ++l) {
-        bool pval;
-        uint32_t src = ::wooly::cpu::shflSource(l, *cut.word[0], *cut.word[2],
-                                                *cut.word[3], ~0u, pval);
-        auto lane = [&](uint32_t v) {
-          return Value(
-              LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v)));
-        };
-        result(lane(l), word(lane(src), 1), c32(pval ? 1 : 0));
-      }
-      LLVM::BrOp::create(b, loc, ValueRange{c32(uint32_t(c + 1))}, dispatch);
-      continue;
-    }
     emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
       auto op = [&](auto tag, Value x, Value y) {
         return Value(decltype(tag)::create(b, loc, x, y));
@@ -1893,11 +2007,10 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       result(lane, word(src, 1), LLVM::ZExtOp::create(b, loc, i32, pval));
       return Value();
     });
-    LLVM::BrOp::create(b, loc, ValueRange{c32(uint32_t(c + 1))}, dispatch);
+    LLVM::BrOp::create(b, loc, ValueRange{afterShfl}, dispatch);
   }
   // All lanes at one barrier, or all exited: the code to return.
-  SmallVector<SmallVector<Value>> caseArgs(cases.size());
-  b.setInsertionPointToStart(uniform);
+  b.setInsertionPointToEnd(uniform);
   for (auto [c, cut] : llvm::enumerate(layout.cuts)) {
     if (cut.warp)
       continue;
@@ -2211,13 +2324,6 @@ void HostTargetInfo::finalizeModule(ModuleOp module) const {
     });
     if (calls)
       continue;
-    // The lanes' loops inline the lane function once per region.
-    size_t ops = 0;
-    module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_lanes_" + name.str())
-        .walk([&](Operation *) { ++ops; });
-    if (ops * (layout->cuts.size() + 2) <= kWarpInlineBudget)
-      module.lookupSymbol<LLVM::LLVMFuncOp>("__wooly_lanes_" + name.str())
-          .setAlwaysInlineAttr(UnitAttr::get(ctx));
     buildWarpFunction(module, fn, *layout, !ordered, state.contextScope);
     fn->setAttr("wooly.warp_function",
                 StringAttr::get(ctx, ("__wooly_warp_" + name).str()));

@@ -23,7 +23,7 @@
 // CHECK-NEXT: 0: ^
 // CHECK-NEXT: 1: ^
 // CHECK-NEXT: 2: ^
-// CHECK: llvm.call @__wooly_lanes_k(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %arg0) : (!llvm.ptr, !llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: llvm.call @__wooly_lanes_k_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %arg0) : (!llvm.ptr, !llvm.ptr, i32, i64, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK: llvm.cond_br {{.*}} {loop_annotation = #{{.*}}}
 // CHECK: llvm.call @__wooly_rt_warp(
 // CHECK-LABEL: llvm.func @__wooly_regions_k(
@@ -40,12 +40,17 @@
 // CHECK: %[[N:.*]] = llvm.call @__wooly_lanes_k(%[[CTX]], %{{.*}}, %[[R]], %[[L]], %[[F]], %[[CTX]])
 // CHECK: llvm.store %[[N]], %{{.*}}
 // CHECK: llvm.switch %[[N]] : i32, ^[[DONE:.*]] [
-// CHECK-NEXT: 2: ^[[REQUEST:[^ ]*]]
+// CHECK-NEXT: 2: ^[[REQUEST:[^(]*]](
 // CHECK: ^[[COPY]]:
 // CHECK: llvm.br ^[[CALL]]
-// CHECK: ^[[REQUEST]]:
-// CHECK: llvm.call @__wooly_rt_warp(%[[CTX]],
-// CHECK-LABEL: llvm.func @__wooly_lanes_k(
+// The request of the shuffle: its constant words (mode, lane, clamp) and
+// mask come as the block's arguments, the value from its staging slot.
+// CHECK: ^[[REQUEST]](%[[MODE:.*]]: i32, %[[LANE:.*]]: i32, %[[CLAMP:.*]]: i32, %[[MASK:.*]]: i32):
+// CHECK: llvm.store %[[MODE]]
+// CHECK: llvm.store %[[LANE]]
+// CHECK: llvm.store %[[CLAMP]]
+// CHECK: llvm.call @__wooly_rt_warp(%[[CTX]], %{{.*}}, %[[MASK]],
+// CHECK-LABEL: llvm.func internal @__wooly_lanes_k(
 // CHECK: llvm.switch %arg2 : i32, ^[[FIRST:.*]] [
 // CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^,]*]],
 // CHECK-NEXT: 2: ^[[AFTER_SHFL:[^ ]*]]
@@ -81,7 +86,7 @@ wooly.func @k(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
 // CHECK-LABEL: llvm.func @__wooly_kernel_loop(
 // CHECK-SAME: wooly.fiber_reason = ""
 // CHECK-SAME: wooly.region_function = "__wooly_regions_loop"
-// CHECK-LABEL: llvm.func @__wooly_lanes_loop(
+// CHECK-LABEL: llvm.func internal @__wooly_lanes_loop(
 // CHECK: llvm.switch %{{.*}} : i32, ^[[FIRST:.*]] [
 // CHECK-NEXT: 1: ^[[AFTER_BARRIER:[^ ]*]]
 // CHECK: ^[[AFTER_BARRIER]]:
