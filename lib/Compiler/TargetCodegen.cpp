@@ -22,6 +22,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -196,6 +197,18 @@ public:
   }
   llvm::CodeGenFileType fileType() const override {
     return llvm::CodeGenFileType::AssemblyFile;
+  }
+  /// fp8 `mma.sync` (sm_89 and later; written as inline PTX) needs PTX ISA
+  /// 8.7 (8.4 for m16n8k32 with f32 accumulators): such modules declare it
+  /// instead of 8.1 (CUDA 12.8+ ptxas).
+  Error finish(std::string code, CompiledModule &out) const override {
+    static const llvm::Regex fp8Mma(
+        "mma\\.sync\\.aligned\\.[^ ]*\\.e[45]m[23]\\.");
+    size_t version = code.find(".version 8.1\n");
+    if (version != std::string::npos && fp8Mma.match(code))
+      code.replace(version, 12, ".version 8.7");
+    out.binary = std::move(code);
+    return Error::success();
   }
 
 private:
