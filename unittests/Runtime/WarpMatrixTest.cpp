@@ -974,6 +974,50 @@ TEST(WarpMatrixTest, WmmaLayoutMatchesMma) {
   }
 }
 
+// Sub-byte wmma fragments (s4/u4 m8n8k32, b1 m8n8k128) have the layouts of
+// mma.m8n8k32 / mma.m8n8k128; in memory, element 0 of a row is in the low
+// bits of its byte.
+TEST(WarpMatrixTest, WmmaSubByteLayouts) {
+  struct Case {
+    uint32_t role, type, shape;
+    unsigned bits, stride, elems;
+    bool col;
+    Table rc;
+  };
+  const Case cases[] = {
+      {0, U4, shapeCode(8, 8, 32), 4, 64, 8, false, aInt4M8},
+      {1, S4, shapeCode(8, 8, 32), 4, 48, 8, true, bInt4K32},
+      {0, B1, shapeCode(8, 8, 128), 1, 256, 32, false, aBitM8},
+      {1, B1, shapeCode(8, 8, 128), 1, 384, 32, true, bBitK128},
+  };
+  std::mt19937 rng(180);
+  for (const Case &c : cases) {
+    SCOPED_TRACE("role " + std::to_string(c.role) + " type " +
+                 std::to_string(c.type));
+    HostMatrix buf(8, 8, 1, c.stride, c.col);
+    for (char &x : buf.data)
+      x = char(rng());
+    unsigned calls = 0;
+    WarpMemory mem = checkedMemory({&buf}, &calls);
+    std::vector<uint32_t> frag[32];
+    std::string error;
+    ASSERT_TRUE(
+        wmmaLoad(c.role, buf, c.shape, c.type, false, 1, mem, frag, error))
+        << error;
+    for (unsigned l = 0; l < 32; ++l)
+      for (unsigned i = 0; i < c.elems; ++i) {
+        RowCol rc = c.rc(l, i);
+        uint64_t bit = (c.col ? uint64_t(rc.second) * c.stride + rc.first
+                              : uint64_t(rc.first) * c.stride + rc.second) *
+                       c.bits;
+        uint32_t want =
+            (uint8_t(buf.data[bit / 8]) >> (bit % 8)) & ((1u << c.bits) - 1);
+        EXPECT_EQ((frag[l][0] >> (i * c.bits)) & ((1u << c.bits) - 1), want)
+            << "lane " << l << " element " << i;
+      }
+  }
+}
+
 TEST(WarpMatrixTest, WmmaBadAddress) {
   HostMatrix A(16, 16, 2, 16, false);
   unsigned calls = 0;
