@@ -22,6 +22,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -196,6 +197,24 @@ public:
   }
   llvm::CodeGenFileType fileType() const override {
     return llvm::CodeGenFileType::AssemblyFile;
+  }
+  /// fp8 `mma.sync` (sm_89 and later; written as inline PTX) needs PTX ISA
+  /// 8.7 (8.4 for m16n8k32 with f32 accumulators): such modules declare at
+  /// least 8.7 (CUDA 12.8+ ptxas) instead of 8.1 (or LLVM's minimum).
+  Error finish(std::string code, CompiledModule &out) const override {
+    static const llvm::Regex fp8Mma(
+        "mma\\.sync\\.aligned\\.[^ ]*\\.e[45]m[23]\\.");
+    static const llvm::Regex version("\\.version ([0-9]+)\\.([0-9]+)\n");
+    llvm::SmallVector<StringRef, 3> m;
+    unsigned major = 0, minor = 0;
+    if (fp8Mma.match(code) && version.match(code, &m) &&
+        !m[1].getAsInteger(10, major) && !m[2].getAsInteger(10, minor) &&
+        major * 10 + minor < 87) {
+      size_t at = m[0].data() - code.data();
+      code.replace(at, m[0].size(), ".version 8.7\n");
+    }
+    out.binary = std::move(code);
+    return Error::success();
   }
 
 private:

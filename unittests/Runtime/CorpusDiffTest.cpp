@@ -1810,6 +1810,151 @@ TEST_P(CorpusDiff, int8_gemm) {
 }
 
 //===----------------------------------------------------------------------===//
+// mma3.cu: s4 and b1 wmma tiles, b1 mma.sync m16n8k256, f16 mma.m8n8k4
+// (quad pairs) and fp8 mma.sync (integer and single-bit products exact;
+// f16/fp8 products exact in f32, added to C in k order)
+//===----------------------------------------------------------------------===//
+
+/// Element `i` of packed `bits`-bit elements (element 0 in the low bits).
+uint32_t packedElem(const std::vector<uint8_t> &v, size_t i, unsigned bits) {
+  size_t bit = i * bits;
+  return (v[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
+}
+
+TEST_P(CorpusDiff, wmma_s4_gemm) {
+  const int M = 16, N = 24, K = 64;
+  auto A = randI<uint8_t>(M * K / 2, 0, 255, 140);
+  auto B = randI<uint8_t>(N * K / 2, 0, 255, 141);
+  auto C = randI<int32_t>(M * N, -100000, 100000, 142);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("mma3"), "wmma_s4_gemm", {N / 8, M / 8, 1}, {32, 1, 1},
+                     0, {M, N, K, bA, bB, bC}));
+  auto s4 = [](uint32_t x) { return int32_t(x << 28) >> 28; };
+  std::vector<int32_t> want(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int32_t acc = C[i * N + j];
+      for (int k = 0; k < K; ++k)
+        acc +=
+            s4(packedElem(A, i * K + k, 4)) * s4(packedElem(B, j * K + k, 4));
+      want[i * N + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<int32_t>(bC), want));
+}
+
+TEST_P(CorpusDiff, wmma_b1_gemm) {
+  const int M = 16, N = 8, K = 256;
+  for (int useAnd : {0, 1}) {
+    auto A = randI<uint8_t>(M * K / 8, 0, 255, 143 + useAnd);
+    auto B = randI<uint8_t>(N * K / 8, 0, 255, 145 + useAnd);
+    auto C = randI<int32_t>(M * N, -1000, 1000, 147);
+    Buf bA = up(A), bB = up(B), bC = up(C);
+    ASSERT_TRUE(launch(ptx("mma3"), "wmma_b1_gemm", {N / 8, M / 8, 1},
+                       {32, 1, 1}, 0, {M, N, K, bA, bB, bC, useAnd}));
+    std::vector<int32_t> want(M * N);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        int32_t acc = C[i * N + j];
+        for (int k = 0; k < K; ++k) {
+          uint32_t x = packedElem(A, i * K + k, 1),
+                   y = packedElem(B, j * K + k, 1);
+          acc += int32_t(useAnd ? x & y : x ^ y);
+        }
+        want[i * N + j] = acc;
+      }
+    EXPECT_TRUE(sameBits(down<int32_t>(bC), want)) << "useAnd " << useAnd;
+  }
+}
+
+TEST_P(CorpusDiff, mma_b1_k256) {
+  for (int useAnd : {0, 1}) {
+    auto A = randI<uint8_t>(16 * 256 / 8, 0, 255, 150 + useAnd);
+    auto B = randI<uint8_t>(8 * 256 / 8, 0, 255, 152 + useAnd);
+    auto C = randI<int32_t>(16 * 8, INT32_MAX - 200, INT32_MAX, 154);
+    Buf bA = up(A), bB = up(B), bC = up(C);
+    ASSERT_TRUE(launch(ptx("mma3"), "mma_b1_k256", {1, 1, 1}, {32, 1, 1}, 0,
+                       {bA, bB, bC, useAnd}));
+    std::vector<int32_t> want(16 * 8);
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        uint32_t acc = uint32_t(C[i * 8 + j]); // wraps past INT32_MAX
+        for (int k = 0; k < 256; ++k) {
+          uint32_t x = packedElem(A, i * 256 + k, 1),
+                   y = packedElem(B, j * 256 + k, 1);
+          acc += useAnd ? x & y : x ^ y;
+        }
+        want[i * 8 + j] = int32_t(acc);
+      }
+    EXPECT_TRUE(sameBits(down<int32_t>(bC), want)) << "useAnd " << useAnd;
+  }
+}
+
+TEST_P(CorpusDiff, mma_quadpair) {
+  auto fa = randF(4 * 32, -4, 4, 155), fb = randF(4 * 32, -4, 4, 156);
+  auto C = randF(4 * 64, -8, 8, 157);
+  std::vector<uint16_t> A(fa.size()), B(fb.size());
+  for (size_t i = 0; i < A.size(); ++i)
+    A[i] = halfBits(fa[i]);
+  for (size_t i = 0; i < B.size(); ++i)
+    B[i] = halfBits(fb[i]);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(launch(ptx("mma3"), "mma_quadpair", {1, 1, 1}, {32, 1, 1}, 0,
+                     {bA, bB, bC}));
+  std::vector<float> want(C.size());
+  for (int q = 0; q < 4; ++q)
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float acc = C[64 * q + i * 8 + j];
+        for (int k = 0; k < 4; ++k) {
+          // B is stored column-major: element (k, j) at j * 4 + k.
+          float p = halfToFloat(A[32 * q + i * 4 + k]) *
+                    halfToFloat(B[32 * q + j * 4 + k]);
+          acc = acc + p;
+        }
+        want[64 * q + i * 8 + j] = acc;
+      }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+/// A finite e4m3 (bias 7) or e5m2 (bias 15) value.
+float fp8Value(uint8_t b, bool e4m3) {
+  int man = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  int e = (b & 0x7f) >> man;
+  double f = double(b & ((1 << man) - 1)) / double(1 << man);
+  double v = e ? std::ldexp(1.0 + f, e - bias) : std::ldexp(f, 1 - bias);
+  return float(b & 0x80 ? -v : v);
+}
+
+TEST_P(CorpusDiff, mma_fp8) {
+  if (GetParam().arch == "sm_80")
+    GTEST_SKIP() << "fp8 mma is sm_89's: the sm_80 build traps";
+  auto A = randI<uint8_t>(16 * 32, 0, 255, 158);
+  auto B = randI<uint8_t>(8 * 32, 0, 255, 159);
+  for (uint8_t &x : A) // finite e4m3: not S.1111.111
+    if ((x & 0x7f) == 0x7f)
+      x &= 0xfe;
+  for (uint8_t &x : B) // finite e5m2: exponent below 31
+    if ((x & 0x7c) == 0x7c)
+      x &= 0xbf;
+  auto C = randF(16 * 8, -100, 100, 160);
+  Buf bA = up(A), bB = up(B), bC = up(C);
+  ASSERT_TRUE(
+      launch(ptx("mma3"), "mma_fp8", {1, 1, 1}, {32, 1, 1}, 0, {bA, bB, bC}));
+  std::vector<float> want(C.size());
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float acc = C[i * 8 + j];
+      for (int k = 0; k < 32; ++k) {
+        float p =
+            fp8Value(A[i * 32 + k], true) * fp8Value(B[j * 32 + k], false);
+        acc = acc + p;
+      }
+      want[i * 8 + j] = acc;
+    }
+  EXPECT_TRUE(sameBits(down<float>(bC), want));
+}
+
+//===----------------------------------------------------------------------===//
 // gridsync.cu: cooperative launches, grid.sync()
 //===----------------------------------------------------------------------===//
 

@@ -32,7 +32,8 @@ namespace {
 
 // ScalarType values.
 constexpr uint32_t U8 = 6, S8 = 10, S32 = 12, F16 = 14, BF16 = 16, TF32 = 18,
-                   F32 = 19, F64 = 20, S4 = 25, U4 = 26;
+                   F32 = 19, F64 = 20, E4M3 = 21, E5M2 = 22, S4 = 25, U4 = 26,
+                   B1 = 29;
 
 constexpr uint32_t shapeCode(unsigned m, unsigned n, unsigned k) {
   return m | n << 8 | k << 16;
@@ -251,8 +252,22 @@ unsigned wordsOf(const FragTable &f) { return (f.elems * f.bits + 31) / 32; }
 // Reference products
 //===----------------------------------------------------------------------===//
 
+/// e4m3 / e5m2 to float from the formats' definitions: (-1)^s * 2^(e -
+/// bias) * 1.m, or 2^(1 - bias) * 0.m for e = 0 (finite encodings only).
+float fromFp8(uint32_t type, uint8_t b) {
+  int manBits = type == E4M3 ? 3 : 2, bias = type == E4M3 ? 7 : 15;
+  int e = (b & 0x7f) >> manBits;
+  double frac = double(b & ((1 << manBits) - 1)) / double(1 << manBits);
+  double v = e ? std::pow(2.0, e - bias) * (1.0 + frac)
+               : std::pow(2.0, 1 - bias) * frac;
+  return float((b & 0x80) ? -v : v);
+}
+
 float elemToFloat(uint32_t type, uint64_t raw) {
   switch (type) {
+  case E4M3:
+  case E5M2:
+    return fromFp8(type, uint8_t(raw));
   case F16:
     return fromHalf(uint16_t(raw));
   case BF16:
@@ -265,17 +280,24 @@ float elemToFloat(uint32_t type, uint64_t raw) {
 }
 
 /// D = A*B + C with f32 accumulation in k order, starting from C.
-std::vector<uint64_t> refMatmul(unsigned M, unsigned N, unsigned K,
-                                uint32_t types, bool satfinite,
-                                const std::vector<uint64_t> &A,
-                                const std::vector<uint64_t> &B,
-                                const std::vector<uint64_t> &C) {
+std::vector<uint64_t>
+refMatmul(unsigned M, unsigned N, unsigned K, uint32_t types, bool satfinite,
+          const std::vector<uint64_t> &A, const std::vector<uint64_t> &B,
+          const std::vector<uint64_t> &C, unsigned bitOp = 0) {
   uint32_t at = types & 0xff, bt = types >> 8 & 0xff, ct = types >> 16 & 0xff,
            dt = types >> 24;
   std::vector<uint64_t> D(M * N);
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < N; ++j) {
-      if (at == S8 || at == U8 || at == S4 || at == U4) {
+      if (at == B1) {
+        // .xor.popc (bitOp 1) / .and.popc (2): C + popc(row op column).
+        uint32_t acc = uint32_t(C[i * N + j]);
+        for (unsigned k = 0; k < K; ++k) {
+          bool x = A[i * K + k] & 1, y = B[k * N + j] & 1;
+          acc += bitOp == 2 ? (x && y) : (x != y);
+        }
+        D[i * N + j] = acc;
+      } else if (at == S8 || at == U8 || at == S4 || at == U4) {
         auto val = [](uint32_t t, uint64_t r) -> int64_t {
           if (t == S4)
             return int64_t(uint64_t(r) << 60) >> 60;
@@ -330,6 +352,16 @@ uint64_t randomElem(uint32_t type, std::mt19937 &rng) {
   case S4:
   case U4:
     return rng() & 0xf;
+  case B1:
+    return rng() & 1;
+  case E4M3: { // finite: not S.1111.111
+    uint32_t b = rng() & 0xff;
+    return (b & 0x7f) == 0x7f ? b & 0xfe : b;
+  }
+  case E5M2: { // finite: exponent below 31
+    uint32_t b = rng() & 0xff;
+    return (b & 0x7c) == 0x7c ? b & 0xbf : b;
+  }
   case S32:
     return uint32_t(int32_t(rng() % 20001) - 10000);
   }
@@ -344,7 +376,7 @@ struct MmaCase {
 
 /// Runs one mma.sync through resolveMatrixOp and compares D bit for bit.
 void checkMma(const MmaCase &mc, bool satfinite, uint32_t seed,
-              std::vector<uint64_t> *Cover = nullptr) {
+              std::vector<uint64_t> *Cover = nullptr, unsigned bitOp = 0) {
   SCOPED_TRACE("mma m" + std::to_string(mc.M) + "n" + std::to_string(mc.N) +
                "k" + std::to_string(mc.K) + " types " +
                std::to_string(mc.types));
@@ -372,7 +404,7 @@ void checkMma(const MmaCase &mc, bool satfinite, uint32_t seed,
     packFrag(c, l, C, mc.N, fc);
     w.in[l] = {shapeCode(mc.M, mc.N, mc.K),
                mc.types,
-               0u | 1u << 1 | (satfinite ? 4u : 0u),
+               0u | 1u << 1 | (satfinite ? 4u : 0u) | bitOp << 3,
                uint32_t(fa.size()),
                uint32_t(fb.size()),
                uint32_t(fc.size())};
@@ -383,7 +415,7 @@ void checkMma(const MmaCase &mc, bool satfinite, uint32_t seed,
   std::string error;
   ASSERT_TRUE(w.run(WOOLY_WARP_MMA, wordsOf(d), WarpMemory(), error)) << error;
   std::vector<uint64_t> ref =
-      refMatmul(mc.M, mc.N, mc.K, mc.types, satfinite, A, B, C);
+      refMatmul(mc.M, mc.N, mc.K, mc.types, satfinite, A, B, C, bitOp);
   std::vector<bool> seen(mc.M * mc.N, false);
   for (unsigned l = 0; l < 32; ++l)
     for (unsigned i = 0; i < d.elems; ++i) {
@@ -450,6 +482,160 @@ TEST(WarpMatrixTest, MmaInt4) {
       }
 }
 
+// .b1 (PTX ISA, "Matrix Fragments for mma.m8n8k128 / m16n8k128 /
+// m16n8k256"): 32 elements per register. m8n8k128 A: row groupID, col
+// threadID_in_group * 32 + i; m16n8k128 A: row groupID (+8 for i >= 32),
+// col threadID_in_group * 32 + i % 32; m16n8k256 A: rows as m16n8k128 for
+// i % 64, cols + 128 for i >= 64. B: row threadID_in_group * 32 + i % 32
+// (+128 for i >= 32 in k256), col groupID.
+RowCol aBitM8(unsigned lane, unsigned i) {
+  return {lane >> 2, (lane % 4) * 32 + i};
+}
+RowCol aBitK128(unsigned lane, unsigned i) {
+  return {i < 32 ? lane >> 2 : (lane >> 2) + 8, (lane % 4) * 32 + i % 32};
+}
+RowCol aBitK256(unsigned lane, unsigned i) {
+  return {(i % 64) < 32 ? lane >> 2 : (lane >> 2) + 8,
+          (lane % 4) * 32 + i % 32 + (i >= 64 ? 128 : 0)};
+}
+RowCol bBitK128(unsigned lane, unsigned i) {
+  return {(lane % 4) * 32 + i, lane >> 2};
+}
+RowCol bBitK256(unsigned lane, unsigned i) {
+  return {(lane % 4) * 32 + i % 32 + (i >= 32 ? 128 : 0), lane >> 2};
+}
+
+TEST(WarpMatrixTest, MmaSingleBit) {
+  FragTable c16{4, 32, accum16x8}, c8{2, 32, accum8x8};
+  for (unsigned op : {1u, 2u}) {
+    checkMma({8, 8, 128, typeCode(S32, B1, B1, S32), FragTable{32, 1, aBitM8},
+              FragTable{32, 1, bBitK128}, c8},
+             false, 110 + op, nullptr, op);
+    checkMma({16, 8, 128, typeCode(S32, B1, B1, S32),
+              FragTable{64, 1, aBitK128}, FragTable{32, 1, bBitK128}, c16},
+             false, 120 + op, nullptr, op);
+    checkMma({16, 8, 256, typeCode(S32, B1, B1, S32),
+              FragTable{128, 1, aBitK256}, FragTable{64, 1, bBitK256}, c16},
+             false, 130 + op, nullptr, op);
+  }
+  // C near INT32_MAX wraps.
+  std::vector<uint64_t> C(16 * 8, uint32_t(INT32_MAX - 3));
+  checkMma({16, 8, 256, typeCode(S32, B1, B1, S32), FragTable{128, 1, aBitK256},
+            FragTable{64, 1, bBitK256}, c16},
+           false, 140, &C, 1);
+}
+
+TEST(WarpMatrixTest, MmaFp8) {
+  // The s8 fragment layouts (PTX ISA m16n8k16 / m16n8k32 tables list
+  // .e4m3/.e5m2 with .s8/.u8).
+  FragTable c{4, 32, accum16x8};
+  FragTable a32{16, 8, aInt8K32}, b32{8, 8, bInt8K32};
+  FragTable a16{8, 8, aInt8K16}, b16{4, 8, bInt8K16};
+  unsigned seed = 150;
+  for (uint32_t at : {E4M3, E5M2})
+    for (uint32_t bt : {E4M3, E5M2})
+      for (uint32_t acc : {F32, F16}) {
+        checkMma({16, 8, 32, typeCode(acc, at, bt, acc), a32, b32, c}, false,
+                 ++seed);
+        checkMma({16, 8, 16, typeCode(acc, at, bt, acc), a16, b16, c}, false,
+                 ++seed);
+      }
+}
+
+// mma.m8n8k4 with .f16 inputs (PTX ISA, "Matrix Fragments for mma.m8n8k4
+// with .f16 floating point type"): computation q by lanes 4q..4q+3 (low
+// group) and 16+4q..16+4q+3 (high group). A row-major: row laneid % 4 (+4
+// high), col i; column-major: row i (+4 high), col laneid % 4. B row-major:
+// row laneid % 4, col i (+4 high); column-major: row i, col laneid % 4 (+4
+// high). C/D .f16: row laneid % 4 (+4 high), col i; .f32: row X (+4 high)
+// with X = (laneid & 0b1) + (i & 0b10), col (i & 0b100) + (laneid & 0b10) +
+// (i & 0b1).
+void checkQuadPair(bool colA, bool colB, uint32_t ct, uint32_t dt,
+                   uint32_t seed) {
+  SCOPED_TRACE("m8n8k4 layouts " + std::to_string(colA) + std::to_string(colB) +
+               " c " + std::to_string(ct) + " d " + std::to_string(dt));
+  std::mt19937 rng(seed);
+  auto high = [](unsigned l) { return l >= 16 ? 4u : 0u; };
+  auto aRC = [&](unsigned l, unsigned i) -> RowCol {
+    return colA ? RowCol{i % 4 + high(l), l % 4} : RowCol{l % 4 + high(l), i};
+  };
+  auto bRC = [&](unsigned l, unsigned i) -> RowCol {
+    return colB ? RowCol{i, l % 4 + high(l)} : RowCol{l % 4, i + high(l)};
+  };
+  auto cRC = [&](unsigned l, unsigned i, uint32_t t) -> RowCol {
+    if (t == F16)
+      return {l % 4 + high(l), i};
+    return {(l & 1) + (i & 2) + high(l), (i & 4) + (l & 2) + (i & 1)};
+  };
+  std::vector<uint64_t> A[4], B[4], C[4];
+  for (unsigned q = 0; q < 4; ++q) {
+    A[q].resize(32);
+    B[q].resize(32);
+    C[q].resize(64);
+    for (auto &x : A[q])
+      x = randomElem(F16, rng);
+    for (auto &x : B[q])
+      x = randomElem(F16, rng);
+    for (auto &x : C[q])
+      x = randomElem(ct, rng);
+  }
+  unsigned cWords = ct == F16 ? 4 : 8, dWords = dt == F16 ? 4 : 8;
+  Warp w;
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned q = (l / 4) % 4;
+    uint32_t fa[2] = {0, 0}, fb[2] = {0, 0};
+    std::vector<uint32_t> fc(cWords, 0);
+    for (unsigned i = 0; i < 4; ++i) {
+      RowCol a = aRC(l, i), b = bRC(l, i);
+      fa[i / 2] |= uint32_t(A[q][a.first * 4 + a.second]) << (16 * (i % 2));
+      fb[i / 2] |= uint32_t(B[q][b.first * 8 + b.second]) << (16 * (i % 2));
+    }
+    for (unsigned i = 0; i < 8; ++i) {
+      RowCol c = cRC(l, i, ct);
+      uint64_t v = C[q][c.first * 8 + c.second];
+      if (ct == F16)
+        fc[i / 2] |= uint32_t(v) << (16 * (i % 2));
+      else
+        fc[i] = uint32_t(v);
+    }
+    w.in[l] = {shapeCode(8, 8, 4),
+               typeCode(dt, F16, F16, ct),
+               (colA ? 1u : 0u) | (colB ? 2u : 0u),
+               2,
+               2,
+               cWords};
+    w.in[l].insert(w.in[l].end(), fa, fa + 2);
+    w.in[l].insert(w.in[l].end(), fb, fb + 2);
+    w.in[l].insert(w.in[l].end(), fc.begin(), fc.end());
+  }
+  std::string error;
+  ASSERT_TRUE(w.run(WOOLY_WARP_MMA, dWords, WarpMemory(), error)) << error;
+  for (unsigned q = 0; q < 4; ++q) {
+    std::vector<uint64_t> ref =
+        refMatmul(8, 8, 4, typeCode(dt, F16, F16, ct), false, A[q], B[q], C[q]);
+    for (unsigned l = 0; l < 32; ++l) {
+      if ((l / 4) % 4 != q)
+        continue;
+      for (unsigned i = 0; i < 8; ++i) {
+        RowCol d = cRC(l, i, dt);
+        uint64_t got = dt == F16 ? (w.out[l][i / 2] >> (16 * (i % 2))) & 0xffff
+                                 : w.out[l][i];
+        EXPECT_EQ(got, ref[d.first * 8 + d.second])
+            << "computation " << q << " lane " << l << " d" << i;
+      }
+    }
+  }
+}
+
+TEST(WarpMatrixTest, MmaQuadPairs) {
+  unsigned seed = 170;
+  for (unsigned layouts = 0; layouts < 4; ++layouts) {
+    checkQuadPair(layouts & 1, layouts & 2, F16, F16, ++seed);
+    checkQuadPair(layouts & 1, layouts & 2, F16, F32, ++seed);
+    checkQuadPair(layouts & 1, layouts & 2, F32, F32, ++seed);
+  }
+}
+
 TEST(WarpMatrixTest, MmaInt8Saturation) {
   // C near INT32_MAX / INT32_MIN: wraps without .satfinite, clamps with it.
   FragTable a{16, 8, aInt8K32}, b{8, 8, bInt8K32}, c{4, 32, accum16x8};
@@ -502,7 +688,7 @@ TEST(WarpMatrixTest, Unsupported) {
   Warp w;
   for (unsigned l = 0; l < 32; ++l)
     w.in[l] = {shapeCode(8, 8, 4),
-               typeCode(F32, F16, F16, F32),
+               typeCode(F32, BF16, BF16, F32),
                2,
                4,
                2,
@@ -788,6 +974,50 @@ TEST(WarpMatrixTest, WmmaLayoutMatchesMma) {
   }
 }
 
+// Sub-byte wmma fragments (s4/u4 m8n8k32, b1 m8n8k128) have the layouts of
+// mma.m8n8k32 / mma.m8n8k128; in memory, element 0 of a row is in the low
+// bits of its byte.
+TEST(WarpMatrixTest, WmmaSubByteLayouts) {
+  struct Case {
+    uint32_t role, type, shape;
+    unsigned bits, stride, elems;
+    bool col;
+    Table rc;
+  };
+  const Case cases[] = {
+      {0, U4, shapeCode(8, 8, 32), 4, 64, 8, false, aInt4M8},
+      {1, S4, shapeCode(8, 8, 32), 4, 48, 8, true, bInt4K32},
+      {0, B1, shapeCode(8, 8, 128), 1, 256, 32, false, aBitM8},
+      {1, B1, shapeCode(8, 8, 128), 1, 384, 32, true, bBitK128},
+  };
+  std::mt19937 rng(180);
+  for (const Case &c : cases) {
+    SCOPED_TRACE("role " + std::to_string(c.role) + " type " +
+                 std::to_string(c.type));
+    HostMatrix buf(8, 8, 1, c.stride, c.col);
+    for (char &x : buf.data)
+      x = char(rng());
+    unsigned calls = 0;
+    WarpMemory mem = checkedMemory({&buf}, &calls);
+    std::vector<uint32_t> frag[32];
+    std::string error;
+    ASSERT_TRUE(
+        wmmaLoad(c.role, buf, c.shape, c.type, false, 1, mem, frag, error))
+        << error;
+    for (unsigned l = 0; l < 32; ++l)
+      for (unsigned i = 0; i < c.elems; ++i) {
+        RowCol rc = c.rc(l, i);
+        uint64_t bit = (c.col ? uint64_t(rc.second) * c.stride + rc.first
+                              : uint64_t(rc.first) * c.stride + rc.second) *
+                       c.bits;
+        uint32_t want =
+            (uint8_t(buf.data[bit / 8]) >> (bit % 8)) & ((1u << c.bits) - 1);
+        EXPECT_EQ((frag[l][0] >> (i * c.bits)) & ((1u << c.bits) - 1), want)
+            << "lane " << l << " element " << i;
+      }
+  }
+}
+
 TEST(WarpMatrixTest, WmmaBadAddress) {
   HostMatrix A(16, 16, 2, 16, false);
   unsigned calls = 0;
@@ -799,7 +1029,7 @@ TEST(WarpMatrixTest, WmmaBadAddress) {
   EXPECT_EQ(error, "out of bounds");
   // An unsupported fragment.
   EXPECT_FALSE(
-      wmmaLoad(0, A, shapeCode(8, 8, 32), S4, true, 1, mem, fa, error));
+      wmmaLoad(0, A, shapeCode(8, 8, 32), F16, true, 1, mem, fa, error));
   EXPECT_NE(error.find("not supported"), std::string::npos) << error;
 }
 

@@ -79,6 +79,9 @@ WOOLY_SAME_VALUE(ScalarType, f32, WOOLY_ST_f32)
 WOOLY_SAME_VALUE(ScalarType, f64, WOOLY_ST_f64)
 WOOLY_SAME_VALUE(ScalarType, s4, WOOLY_ST_s4)
 WOOLY_SAME_VALUE(ScalarType, u4, WOOLY_ST_u4)
+WOOLY_SAME_VALUE(ScalarType, e4m3, WOOLY_ST_e4m3)
+WOOLY_SAME_VALUE(ScalarType, e5m2, WOOLY_ST_e5m2)
+WOOLY_SAME_VALUE(ScalarType, b1, WOOLY_ST_b1)
 WOOLY_SAME_VALUE(AtomicOp, add, WOOLY_AO_add)
 WOOLY_SAME_VALUE(AtomicOp, fadd, WOOLY_AO_fadd)
 WOOLY_SAME_VALUE(AtomicOp, umin, WOOLY_AO_umin)
@@ -528,7 +531,8 @@ LogicalResult marshalMma(Op op, typename Op::Adaptor adaptor, WarpCall &w) {
   w.addConst(uint32_t(op.getAType()) | uint32_t(op.getBType()) << 8 |
              uint32_t(op.getCType()) << 16 | uint32_t(op.getDType()) << 24);
   w.addConst(uint32_t(op.getLayoutA()) | uint32_t(op.getLayoutB()) << 1 |
-             (op.getSatfinite() ? 4u : 0u));
+             (op.getSatfinite() ? 4u : 0u) |
+             (op.getBitOp() ? (uint32_t(*op.getBitOp()) + 1) << 3 : 0u));
   w.addConst(wordCount(adaptor.getA().getTypes()));
   w.addConst(wordCount(adaptor.getB().getTypes()));
   w.addConst(wordCount(adaptor.getC().getTypes()));

@@ -812,6 +812,11 @@ static MmaPtxOperands mmaPtxOperands(Op op, typename Op::Adaptor adaptor) {
   return m;
 }
 
+/// `.xor.popc` / `.and.popc` of a single-bit product, or nothing.
+static std::string bitOpSuffix(std::optional<MmaBitOp> bitOp) {
+  return bitOp ? "." + stringifyMmaBitOp(*bitOp).str() + ".popc" : "";
+}
+
 /// `wooly.mma_sync` as `mma.sync.aligned...` itself.
 static LogicalResult lowerMmaPtx(MmaOp op, MmaOp::Adaptor adaptor,
                                  ConversionPatternRewriter &rw) {
@@ -824,7 +829,8 @@ static LogicalResult lowerMmaPtx(MmaOp op, MmaOp::Adaptor adaptor,
                     stringifyScalarType(op.getDType()).str() + "." +
                     stringifyScalarType(op.getAType()).str() + "." +
                     stringifyScalarType(op.getBType()).str() + "." +
-                    stringifyScalarType(op.getCType()).str() + " " + m.text;
+                    stringifyScalarType(op.getCType()).str() +
+                    bitOpSuffix(op.getBitOp()) + " " + m.text;
   rw.replaceOp(
       op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
   return success();
@@ -841,10 +847,11 @@ static LogicalResult lowerWmmaMmaPtx(WmmaMmaOp op, WmmaMmaOp::Adaptor adaptor,
     types += "." + stringifyScalarType(op.getAType()).str() + "." +
              stringifyScalarType(op.getBType()).str();
   types += "." + stringifyScalarType(op.getCType()).str();
-  std::string ptx =
-      "wmma.mma.sync.aligned." + stringifyLayout(op.getLayoutA()).str() + "." +
-      stringifyLayout(op.getLayoutB()).str() + "." + op.getShape().str() +
-      types + (op.getSatfinite() ? ".satfinite" : "") + " " + m.text;
+  std::string ptx = "wmma.mma" + bitOpSuffix(op.getBitOp()) + ".sync.aligned." +
+                    stringifyLayout(op.getLayoutA()).str() + "." +
+                    stringifyLayout(op.getLayoutB()).str() + "." +
+                    op.getShape().str() + types +
+                    (op.getSatfinite() ? ".satfinite" : "") + " " + m.text;
   rw.replaceOp(
       op, matrixPtx(e, op.getResultTypes(), m.operands, ptx, m.constraints));
   return success();
@@ -1714,6 +1721,9 @@ static std::pair<StringRef, unsigned> firstGPUWith(Operation *op) {
     // f64 beyond m8n8k4 is sm_90's.
     if (m.getAType() == ScalarType::f64 && m.getShape() != "m8n8k4")
       return {"mma.sync .f64 m16n8kK", 90};
+    // fp8 inputs are sm_89's.
+    if (m.getAType() == ScalarType::e4m3 || m.getAType() == ScalarType::e5m2)
+      return {"mma.sync .e4m3/.e5m2", 89};
     return {"mma.sync", 80};
   }
   return {"", 0};

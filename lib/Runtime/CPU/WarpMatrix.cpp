@@ -26,10 +26,17 @@
 // The f16 A/B fragments of wmma have 8 registers (16 halves) although a lane
 // owns only 8 distinct elements of a 16x16 matrix: wmma.load fills elements
 // 8-15 with a copy of 0-7 and wmma.mma reads elements 0-7.
+// m8n8k32 (s4/u4) and m8n8k128 (b1) use the layouts of mma.m8n8k32 and
+// mma.m8n8k128; in memory, sub-byte elements are packed from the low bits
+// of each byte (element 0 of a row in bit 0, or bits 0-3).
 // For m32n8k16 and m8n32k16 (whose real layouts we do not know) element i
 // of lane l is element p = 32 * i + l of the matrix in row-major order
 // (again repeated to fill f16 A/B fragments). Any consistent layout is a
 // correct implementation of wmma.
+// `mma.m8n8k4` with f16 inputs (sm_70's quad pairs) is four independent
+// 8x8x4 products, each by the lanes 4q..4q+3 and 16+4q..16+4q+3, with the
+// fragment layouts of the PTX ISA for each of A's and B's layouts
+// (`resolveQuadPairMma`).
 //
 // Arithmetic
 // ----------
@@ -42,8 +49,13 @@
 //   from that f32 sum. NaN results are the canonical GPU NaN (0x7fffffff,
 //   0x7fff).
 // - f64: d = fma(a_k, b_k, d) in increasing k order, starting from C.
-// - s8/u8 and s4/u4 (mma.sync only) -> s32: exact sum in 64 bits; wrapped
-//   to 32 bits, or clamped to [INT32_MIN, INT32_MAX] with .satfinite.
+// - e4m3/e5m2 inputs (mma.sync m16n8k16/m16n8k32, sm_89): as f16 inputs
+//   (each product is exact in f32; e4m3's only NaN is S.1111.111, e5m2 has
+//   infinities), accumulated in f32 from C in k order.
+// - s8/u8 and s4/u4 -> s32: exact sum in 64 bits; wrapped to 32 bits, or
+//   clamped to [INT32_MIN, INT32_MAX] with .satfinite.
+// - b1 -> s32 (.xor.popc / .and.popc): C plus the number of k where
+//   a(i, k) xor (and) b(k, j) is 1, wrapped to 32 bits.
 // - .satfinite on floating-point wmma: +-inf results become +-MAX_NORM of
 //   the destination type; NaN stays NaN.
 //
@@ -152,6 +164,8 @@ const char *typeName(uint32_t t) {
     return "s4";
   case 26:
     return "u4";
+  case WOOLY_ST_b1:
+    return "b1";
   default:
     return "?";
   }
@@ -160,7 +174,7 @@ const char *typeName(uint32_t t) {
 std::string shapeName(uint32_t code) {
   return "m" + std::to_string(code & 0xff) + "n" +
          std::to_string((code >> 8) & 0xff) + "k" +
-         std::to_string((code >> 16) & 0xff);
+         std::to_string((code >> 16));
 }
 
 constexpr uint32_t shape(unsigned m, unsigned n, unsigned k) {
@@ -239,6 +253,22 @@ RC mapBq32x8(unsigned l, unsigned i, unsigned) { // s4/u4 m8n8k32, m16n8k32
 RC mapBq64x8(unsigned l, unsigned i, unsigned) { // s4/u4 m16n8k64
   return {8 * T(l) + (i & 7) + 32 * (i >> 3), G(l)};
 }
+// b1: 32 elements per register.
+RC mapAb8x128(unsigned l, unsigned i, unsigned) { // b1 m8n8k128
+  return {G(l), 32 * T(l) + i};
+}
+RC mapAb16x128(unsigned l, unsigned i, unsigned) { // b1 m16n8k128
+  return {G(l) + 8 * (i >> 5), 32 * T(l) + (i & 31)};
+}
+RC mapAb16x256(unsigned l, unsigned i, unsigned) { // b1 m16n8k256
+  return {G(l) + 8 * ((i >> 5) & 1), 32 * T(l) + (i & 31) + 128 * (i >> 6)};
+}
+RC mapBb128x8(unsigned l, unsigned i, unsigned) { // b1 m8n8k128, m16n8k128
+  return {32 * T(l) + i, G(l)};
+}
+RC mapBb256x8(unsigned l, unsigned i, unsigned) { // b1 m16n8k256
+  return {32 * T(l) + (i & 31) + 128 * (i >> 5), G(l)};
+}
 RC mapAd8x4(unsigned l, unsigned, unsigned) { // f64 m8n8k4
   return {G(l), T(l)};
 }
@@ -281,11 +311,15 @@ RC mapLinear(unsigned l, unsigned i, unsigned cols) {
 
 unsigned typeBits(uint32_t t) {
   switch (t) {
+  case WOOLY_ST_b1:
+    return 1;
   case WOOLY_ST_s4:
   case WOOLY_ST_u4:
     return 4;
   case WOOLY_ST_u8:
   case WOOLY_ST_s8:
+  case WOOLY_ST_e4m3:
+  case WOOLY_ST_e5m2:
     return 8;
   case WOOLY_ST_f16:
   case WOOLY_ST_bf16:
@@ -398,8 +432,30 @@ struct MmaSpec {
   Frag a, b, c, d;
 };
 
+/// e4m3 (bias 7, no infinities, NaN = S.1111.111) and e5m2 (bias 15,
+/// IEEE-style infinities and NaNs) to f32, exactly.
+float fp8ToFloat(uint32_t type, uint8_t b) {
+  bool e4 = type == WOOLY_ST_e4m3;
+  unsigned manBits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+  unsigned e = (b & 0x7f) >> manBits, m = b & ((1u << manBits) - 1);
+  float v;
+  if (e4 && e == 15 && m == 7)
+    v = std::numeric_limits<float>::quiet_NaN();
+  else if (!e4 && e == 31)
+    v = m ? std::numeric_limits<float>::quiet_NaN()
+          : std::numeric_limits<float>::infinity();
+  else if (e == 0)
+    v = std::ldexp(float(m), 1 - int(bias) - int(manBits));
+  else
+    v = std::ldexp(float(m | 1u << manBits), int(e) - int(bias) - int(manBits));
+  return (b & 0x80) ? -v : v;
+}
+
 float toFloat(uint32_t type, uint64_t raw) {
   switch (type) {
+  case WOOLY_ST_e4m3:
+  case WOOLY_ST_e5m2:
+    return fp8ToFloat(type, uint8_t(raw));
   case WOOLY_ST_f16:
     return halfToFloat(uint16_t(raw));
   case WOOLY_ST_bf16:
@@ -428,13 +484,24 @@ int64_t toInt(uint32_t type, uint64_t raw) {
 
 bool isInt(uint32_t t);
 
+/// Single-bit products (the flags' bits 3-4).
+enum : uint32_t { BitOpNone = 0, BitOpXor = 1, BitOpAnd = 2 };
+
 /// D = A * B + C on whole matrices (see the file comment for the order).
 Matrix multiply(const MmaSpec &s, Matrix &A, Matrix &B, Matrix &C,
-                bool satfinite) {
+                bool satfinite, uint32_t bitOp = BitOpNone) {
   Matrix D(s.m, s.n);
   uint32_t at = s.a.type, dt = s.d.type;
   for (unsigned i = 0; i < s.m; ++i)
     for (unsigned j = 0; j < s.n; ++j) {
+      if (at == WOOLY_ST_b1) {
+        uint32_t acc = uint32_t(C(i, j));
+        for (unsigned k = 0; k < s.k; ++k)
+          acc += uint32_t(bitOp == BitOpAnd ? A(i, k) & B(k, j)
+                                            : A(i, k) ^ B(k, j));
+        D(i, j) = acc;
+        continue;
+      }
       if (isInt(at)) {
         int64_t acc = toInt(s.c.type, C(i, j));
         for (unsigned k = 0; k < s.k; ++k)
@@ -486,16 +553,17 @@ std::string mmaName(const char *what, uint32_t shapeCode, uint32_t types) {
 bool isHalfLike(uint32_t t) { return t == WOOLY_ST_f16 || t == WOOLY_ST_bf16; }
 bool isInt8(uint32_t t) { return t == WOOLY_ST_s8 || t == WOOLY_ST_u8; }
 bool isInt4(uint32_t t) { return t == WOOLY_ST_s4 || t == WOOLY_ST_u4; }
+bool isFp8(uint32_t t) { return t == WOOLY_ST_e4m3 || t == WOOLY_ST_e5m2; }
 /// The integer input types (s32 accumulators).
 bool isInt(uint32_t t) { return isInt8(t) || isInt4(t); }
 
 /// Accumulator type check for A/B type `ab` and C or D type `cd`.
 bool accumOk(uint32_t ab, uint32_t cd) {
-  if (ab == WOOLY_ST_f16)
+  if (ab == WOOLY_ST_f16 || isFp8(ab))
     return cd == WOOLY_ST_f16 || cd == WOOLY_ST_f32;
   if (ab == WOOLY_ST_bf16 || ab == WOOLY_ST_tf32)
     return cd == WOOLY_ST_f32;
-  if (isInt(ab))
+  if (isInt(ab) || ab == WOOLY_ST_b1)
     return cd == WOOLY_ST_s32;
   if (ab == WOOLY_ST_f64)
     return cd == WOOLY_ST_f64;
@@ -509,10 +577,13 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
            dt = types >> 24 & 0xff;
   s.m = code & 0xff;
   s.n = code >> 8 & 0xff;
-  s.k = code >> 16 & 0xff;
+  s.k = code >> 16;
   bool ints = isInt8(at) && isInt8(bt);
   bool nibbles = isInt4(at) && isInt4(bt);
-  if (!(at == bt || ints || nibbles) || !accumOk(at, ct) || !accumOk(at, dt))
+  bool fp8 = isFp8(at) && isFp8(bt);
+  bool bits = at == WOOLY_ST_b1;
+  if (!(at == bt || ints || nibbles || fp8) || !accumOk(at, ct) ||
+      !accumOk(at, dt))
     return false;
   MapFn ma = nullptr, mb = nullptr, mc = nullptr;
   if (code == shape(16, 8, 8) && isHalfLike(at)) {
@@ -543,6 +614,17 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
     ma = mapAq16x32, mb = mapBq32x8, mc = mapC16x8;
   } else if (code == shape(16, 8, 64) && nibbles) {
     ma = mapAq16x64, mb = mapBq64x8, mc = mapC16x8;
+  } else if (code == shape(16, 8, 16) && fp8) {
+    // fp8 fragments have the s8 layouts (PTX ISA, m16n8k16/m16n8k32).
+    ma = mapAi16x16, mb = mapBi16x8, mc = mapC16x8;
+  } else if (code == shape(16, 8, 32) && fp8) {
+    ma = mapAi16x32, mb = mapBi32x8, mc = mapC16x8;
+  } else if (code == shape(8, 8, 128) && bits) {
+    ma = mapAb8x128, mb = mapBb128x8, mc = mapC8x8;
+  } else if (code == shape(16, 8, 128) && bits) {
+    ma = mapAb16x128, mb = mapBb128x8, mc = mapC16x8;
+  } else if (code == shape(16, 8, 256) && bits) {
+    ma = mapAb16x256, mb = mapBb256x8, mc = mapC16x8;
   } else {
     return false;
   }
@@ -557,7 +639,7 @@ bool mmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
 /// only depend on their own type, so unknown types may be 0 when only one
 /// fragment is needed).
 bool wmmaFrag(uint32_t code, uint32_t role, uint32_t type, Frag &f) {
-  unsigned m = code & 0xff, n = code >> 8 & 0xff, k = code >> 16 & 0xff;
+  unsigned m = code & 0xff, n = code >> 8 & 0xff, k = code >> 16;
   bool big = code == shape(16, 16, 16) || code == shape(32, 8, 16) ||
              code == shape(8, 32, 16);
   bool sq = code == shape(16, 16, 16);
@@ -585,18 +667,28 @@ bool wmmaFrag(uint32_t code, uint32_t role, uint32_t type, Frag &f) {
       f = makeFrag(rows, cols, type, role == RoleA ? mapAd8x4 : mapBd4x8);
       return true;
     }
+    if (code == shape(8, 8, 32) && isInt4(type)) {
+      f = makeFrag(rows, cols, type, role == RoleA ? mapAq8x32 : mapBq32x8);
+      return true;
+    }
+    if (code == shape(8, 8, 128) && type == WOOLY_ST_b1) {
+      f = makeFrag(rows, cols, type, role == RoleA ? mapAb8x128 : mapBb128x8);
+      return true;
+    }
     return false;
   }
+  bool small = code == shape(8, 8, 32) || code == shape(8, 8, 128);
   // C / D.
   bool ok = (big && (type == WOOLY_ST_f16 || type == WOOLY_ST_f32 ||
                      type == WOOLY_ST_s32)) ||
             (code == shape(16, 16, 8) && type == WOOLY_ST_f32) ||
-            (code == shape(8, 8, 4) && type == WOOLY_ST_f64);
+            (code == shape(8, 8, 4) && type == WOOLY_ST_f64) ||
+            (small && type == WOOLY_ST_s32);
   if (!ok)
     return false;
-  MapFn map = sq || code == shape(16, 16, 8) ? mapC16x16
-              : code == shape(8, 8, 4)       ? mapC8x8
-                                             : mapLinear;
+  MapFn map = sq || code == shape(16, 16, 8)    ? mapC16x16
+              : code == shape(8, 8, 4) || small ? mapC8x8
+                                                : mapLinear;
   f = makeFrag(m, n, type, map);
   return true;
 }
@@ -606,9 +698,10 @@ bool wmmaSpec(uint32_t code, uint32_t types, MmaSpec &s) {
            dt = types >> 24 & 0xff;
   s.m = code & 0xff;
   s.n = code >> 8 & 0xff;
-  s.k = code >> 16 & 0xff;
+  s.k = code >> 16;
   bool ints = isInt8(at) && isInt8(bt);
-  if (!(at == bt || ints) || !accumOk(at, ct) || !accumOk(at, dt))
+  bool nibbles = isInt4(at) && isInt4(bt);
+  if (!(at == bt || ints || nibbles) || !accumOk(at, ct) || !accumOk(at, dt))
     return false;
   if (code == shape(16, 16, 8) && at != WOOLY_ST_tf32)
     return false;
@@ -644,6 +737,77 @@ bool uniform(WarpLane lanes[32], unsigned w, const char *what,
   return true;
 }
 
+/// mma.m8n8k4 with f16 inputs: see the file comment. Lane l holds, with
+/// t = l % 4 and h = 4 for l >= 16 (else 0), in computation (l / 4) % 4:
+/// A row-major (t + h, i), column-major (i + h, t); B row-major (t, i + h),
+/// column-major (i, t + h); f16 C/D (t + h, i); f32 C/D ((l & 1) + (i & 2)
+/// + h, (i & 4) + (l & 2) + (i & 1)).
+RC quadA(unsigned l, unsigned i, bool col) {
+  unsigned t = l & 3, h = l >= 16 ? 4 : 0;
+  return col ? RC{i + h, t} : RC{t + h, i};
+}
+RC quadB(unsigned l, unsigned i, bool col) {
+  unsigned t = l & 3, h = l >= 16 ? 4 : 0;
+  return col ? RC{i, t + h} : RC{t, i + h};
+}
+RC quadC(unsigned l, unsigned i, bool f32) {
+  unsigned h = l >= 16 ? 4 : 0;
+  return f32 ? RC{(l & 1) + (i & 2) + h, (i & 4) + (l & 2) + (i & 1)}
+             : RC{(l & 3) + h, i};
+}
+
+bool resolveQuadPairMma(WarpLane lanes[32], uint32_t types, uint32_t flags,
+                        unsigned na, unsigned nb, unsigned nc,
+                        std::string &error) {
+  uint32_t ct = types >> 16 & 0xff, dt = types >> 24 & 0xff;
+  const char *what = "mma.sync";
+  MmaSpec s;
+  s.m = s.n = 8;
+  s.k = 4;
+  s.a.type = s.b.type = WOOLY_ST_f16;
+  s.c.type = ct;
+  s.d.type = dt;
+  unsigned cw = ct == WOOLY_ST_f32 ? 8 : 4, dw = dt == WOOLY_ST_f32 ? 8 : 4;
+  if (na != 2 || nb != 2 || nc != cw) {
+    error = mmaName(what, shape(8, 8, 4), types) + ": fragments of " +
+            std::to_string(na) + ", " + std::to_string(nb) + " and " +
+            std::to_string(nc) + " words, expected 2, 2 and " +
+            std::to_string(cw);
+    return false;
+  }
+  if (!checkCounts(lanes, 6 + 4 + cw, dw, what, error))
+    return false;
+  bool colA = flags & 1, colB = flags >> 1 & 1;
+  unsigned cbits = typeBits(ct), dbits = typeBits(dt);
+  for (unsigned q = 0; q < 4; ++q) {
+    Matrix A(8, 4), B(4, 8), C(8, 8);
+    unsigned ls[8];
+    for (unsigned j = 0; j < 8; ++j)
+      ls[j] = 4 * q + (j & 3) + (j >= 4 ? 16 : 0);
+    for (unsigned l : ls) {
+      const uint32_t *in = lanes[l].in + 6;
+      for (unsigned i = 0; i < 4; ++i) {
+        RC a = quadA(l, i, colA), b = quadB(l, i, colB);
+        A(a.r, a.c) = getElem(in, 16, i);
+        B(b.r, b.c) = getElem(in + 2, 16, i);
+      }
+      for (unsigned i = 0; i < 8; ++i) {
+        RC c = quadC(l, i, ct == WOOLY_ST_f32);
+        C(c.r, c.c) = getElem(in + 4, cbits, i);
+      }
+    }
+    Matrix D = multiply(s, A, B, C, /*satfinite=*/false);
+    for (unsigned l : ls) {
+      std::memset(lanes[l].out, 0, dw * 4);
+      for (unsigned i = 0; i < 8; ++i) {
+        RC d = quadC(l, i, dt == WOOLY_ST_f32);
+        setElem(lanes[l].out, dbits, i, D(d.r, d.c));
+      }
+    }
+  }
+  return true;
+}
+
 bool resolveMma(uint32_t kind, WarpLane lanes[32], std::string &error) {
   const char *what = kind == WOOLY_WARP_MMA ? "mma.sync" : "wmma.mma";
   for (unsigned l = 0; l < 32; ++l)
@@ -657,6 +821,21 @@ bool resolveMma(uint32_t kind, WarpLane lanes[32], std::string &error) {
   const uint32_t *in = lanes[0].in;
   uint32_t code = in[0], types = in[1], flags = in[2];
   unsigned na = in[3], nb = in[4], nc = in[5];
+  uint32_t at = types & 0xff, bt = types >> 8 & 0xff, ct = types >> 16 & 0xff,
+           dt = types >> 24 & 0xff;
+  auto half = [](uint32_t t) { return t == WOOLY_ST_f16 || t == WOOLY_ST_f32; };
+  // f16 m8n8k4 (f32 C needs an f32 D): sm_70's quad pairs, any layouts.
+  if (kind == WOOLY_WARP_MMA && code == shape(8, 8, 4) && at == WOOLY_ST_f16 &&
+      bt == WOOLY_ST_f16 && half(ct) && half(dt) &&
+      !(ct == WOOLY_ST_f32 && dt == WOOLY_ST_f16) && !(flags >> 2))
+    return resolveQuadPairMma(lanes, types, flags, na, nb, nc, error);
+  uint32_t bitOp = flags >> 3 & 3;
+  if ((at == WOOLY_ST_b1) != (bitOp != BitOpNone)) {
+    error = mmaName(what, code, types) +
+            (bitOp ? ": .popc needs .b1 inputs"
+                   : ": .b1 inputs need .xor.popc or .and.popc");
+    return false;
+  }
   MmaSpec s;
   bool ok = kind == WOOLY_WARP_MMA ? mmaSpec(code, types, s)
                                    : wmmaSpec(code, types, s);
@@ -688,7 +867,7 @@ bool resolveMma(uint32_t kind, WarpLane lanes[32], std::string &error) {
   Matrix A = gather(s.a, lanes, 6);
   Matrix B = gather(s.b, lanes, 6 + na);
   Matrix C = gather(s.c, lanes, 6 + na + nb);
-  Matrix D = multiply(s, A, B, C, satfinite);
+  Matrix D = multiply(s, A, B, C, satfinite, bitOp);
   uint32_t *outs[32];
   for (unsigned l = 0; l < 32; ++l)
     outs[l] = lanes[l].out;
@@ -814,15 +993,29 @@ bool resolveStMatrix(WarpLane lanes[32], const WarpMemory &memory,
 //===----------------------------------------------------------------------===//
 
 /// The memory layout of a wmma matrix: element (r, c) lies at element
-/// offset r * stride + c (row) or c * stride + r (col) from `addr`.
+/// offset r * stride + c (row) or c * stride + r (col) from `addr`;
+/// sub-byte elements (s4/u4, b1) are packed from the low bits of a byte.
 struct WmmaMemory {
   uint64_t addr;
   uint64_t stride;
   bool col;
-  unsigned bytes;
+  unsigned bits;
+  /// Offset in bits of element (r, c) from `addr`.
+  uint64_t bitOffset(unsigned r, unsigned c) const {
+    return (col ? uint64_t(c) * stride + r : uint64_t(r) * stride + c) * bits;
+  }
   uint64_t offset(unsigned r, unsigned c) const {
-    return addr + ((col ? uint64_t(c) * stride + r : uint64_t(r) * stride + c) *
-                   bytes);
+    return addr + bitOffset(r, c) / 8;
+  }
+  uint64_t read(unsigned r, unsigned c) const {
+    uint64_t v = 0;
+    if (bits >= 8) {
+      std::memcpy(&v, reinterpret_cast<const void *>(offset(r, c)), bits / 8);
+      return v;
+    }
+    uint8_t byte;
+    std::memcpy(&byte, reinterpret_cast<const void *>(offset(r, c)), 1);
+    return (byte >> (bitOffset(r, c) % 8)) & ((1u << bits) - 1);
   }
 };
 
@@ -834,8 +1027,10 @@ bool checkWmmaAccess(const WmmaMemory &mem, const Frag &f, bool write,
   unsigned len = mem.col ? f.rows : f.cols;
   for (unsigned i = 0; i < lines; ++i) {
     uint64_t start = mem.col ? mem.offset(0, i) : mem.offset(i, 0);
+    uint64_t first = mem.col ? mem.bitOffset(0, i) : mem.bitOffset(i, 0);
+    uint64_t bytes = (first % 8 + uint64_t(len) * mem.bits + 7) / 8;
     if (memory.checkGeneric &&
-        !memory.checkGeneric(start, uint64_t(len) * mem.bytes, write, error)) {
+        !memory.checkGeneric(start, bytes, write, error)) {
       if (error.empty())
         error = std::string(what) + ": invalid address";
       return false;
@@ -883,18 +1078,13 @@ bool resolveWmmaLoad(WarpLane lanes[32], const WarpMemory &memory,
   if (!checkCounts(lanes, 8, f.words, "wmma.load", error))
     return false;
   bool col = layout == LayoutCol;
-  WmmaMemory mem{addr, stride ? stride : (col ? f.rows : f.cols), col,
-                 f.bits / 8};
+  WmmaMemory mem{addr, stride ? stride : (col ? f.rows : f.cols), col, f.bits};
   if (!checkWmmaAccess(mem, f, false, memory, "wmma.load", error))
     return false;
   Matrix m(f.rows, f.cols);
   for (unsigned r = 0; r < f.rows; ++r)
-    for (unsigned c = 0; c < f.cols; ++c) {
-      uint64_t v = 0;
-      std::memcpy(&v, reinterpret_cast<const void *>(mem.offset(r, c)),
-                  mem.bytes);
-      m(r, c) = v;
-    }
+    for (unsigned c = 0; c < f.cols; ++c)
+      m(r, c) = mem.read(r, c);
   uint32_t *outs[32];
   for (unsigned l = 0; l < 32; ++l)
     outs[l] = lanes[l].out;
@@ -919,15 +1109,14 @@ bool resolveWmmaStore(WarpLane lanes[32], const WarpMemory &memory,
   if (!checkCounts(lanes, 7 + f.words, 0, "wmma.store", error))
     return false;
   bool col = layout == LayoutCol;
-  WmmaMemory mem{addr, stride ? stride : (col ? f.rows : f.cols), col,
-                 f.bits / 8};
+  WmmaMemory mem{addr, stride ? stride : (col ? f.rows : f.cols), col, f.bits};
   if (!checkWmmaAccess(mem, f, true, memory, "wmma.store", error))
     return false;
   Matrix m = gather(f, lanes, 7);
   for (unsigned r = 0; r < f.rows; ++r)
     for (unsigned c = 0; c < f.cols; ++c) {
       uint64_t v = m(r, c);
-      std::memcpy(reinterpret_cast<void *>(mem.offset(r, c)), &v, mem.bytes);
+      std::memcpy(reinterpret_cast<void *>(mem.offset(r, c)), &v, mem.bits / 8);
     }
   return true;
 }

@@ -73,6 +73,29 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
       return t.type;
     return i32;
   };
+  // Single-bit products (`.b1` A and B): `.xor.popc` or `.and.popc`.
+  MmaBitOpAttr bitOp;
+  bool popc = inst.has("popc"), isXor = inst.has("xor"),
+       isAnd = inst.has("and");
+  if (popc || isXor || isAnd) {
+    if (!popc || isXor == isAnd)
+      return error(inst.loc, "'" + inst.opcode +
+                                 "': single-bit products take '.xor.popc' "
+                                 "or '.and.popc'");
+    bitOp =
+        MmaBitOpAttr::get(ctx, isXor ? MmaBitOp::xor_popc : MmaBitOp::and_popc);
+  }
+  bool product =
+      op == Opcode::Mma || (!inst.mods.empty() && inst.mods[0] == "mma");
+  bool single = llvm::any_of(
+      types, [](const PtxType &t) { return t.scalar == ScalarType::b1; });
+  if (bitOp && !product)
+    return error(inst.loc, "'.popc' is a modifier of products only");
+  if (product && single != bool(bitOp))
+    return error(inst.loc, "'" + inst.opcode + "': " +
+                               (single ? "'.b1' products need '.xor.popc' or "
+                                         "'.and.popc'"
+                                       : "'.popc' needs '.b1' inputs"));
   if (op == Opcode::Mma) {
     if (layouts.size() != 2 || types.size() != 4 ||
         failed(expectOperands(inst, 4)))
@@ -89,7 +112,7 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     auto mma = MmaOp::create(b, curLoc, dt, b.getStringAttr(shape), layouts[0],
                              layouts[1], types[0].scalar, types[1].scalar,
                              types[2].scalar, types[3].scalar, a, bb, c,
-                             inst.has("satfinite"));
+                             inst.has("satfinite"), bitOp);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();
@@ -165,9 +188,10 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     if (d.kind != OK::Vector)
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(dty));
-    auto mma = WmmaMmaOp::create(b, curLoc, dt, layouts[0], layouts[1],
-                                 b.getStringAttr(shape), dty.scalar, aty, bty,
-                                 cty.scalar, a, bb, c, inst.has("satfinite"));
+    auto mma =
+        WmmaMmaOp::create(b, curLoc, dt, layouts[0], layouts[1],
+                          b.getStringAttr(shape), dty.scalar, aty, bty,
+                          cty.scalar, a, bb, c, inst.has("satfinite"), bitOp);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();

@@ -49,7 +49,9 @@ const InstructionInfo *Importer::lookupInstruction(StringRef opcode) {
       addModifiers(info, unsupported, ModifierKind::Unsupported);
       if (maxTypes)
         for (uint32_t i = 0; i <= getMaxEnumValForScalarType(); ++i)
-          if (auto s = symbolizeScalarType(i))
+          if (auto s = symbolizeScalarType(i);
+              s && (*s != ScalarType::b1 || opcode == Opcode::Mma ||
+                    opcode == Opcode::Wmma))
             info.modifiers.insert(stringifyScalarType(*s), ModifierKind::Type);
     };
 #define PTX_INSTRUCTION(Id, Spelling, Handler, Flags, MaxTypes, Modifiers,     \

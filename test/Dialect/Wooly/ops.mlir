@@ -362,6 +362,22 @@ wooly.func @matrix(%d: i32, %s: i64, %n: i32, %r: i32, %f: f32) {
 
 // -----
 
+// Single-bit products (`.xor.popc` / `.and.popc`).
+
+// CHECK-LABEL: wooly.func @bits(
+// CHECK: mma_sync "m16n8k128" row col s32 b1 b1 s32 popc xor (
+// CHECK: wmma_mma row col "m8n8k128" s32 b1 b1 s32 popc and (
+wooly.func @bits(%r: i32) {
+  %0:4 = wooly.mma_sync "m16n8k128" row col s32 b1 b1 s32 popc xor
+      (%r, %r) (%r) (%r, %r, %r, %r)
+      : (i32, i32) (i32) (i32, i32, i32, i32) -> i32, i32, i32, i32
+  %1:2 = wooly.wmma_mma row col "m8n8k128" s32 b1 b1 s32 popc and (%r) (%r) (%r, %r)
+      : (i32) (i32) (i32, i32) -> i32, i32
+  wooly.ret
+}
+
+// -----
+
 // Miscellaneous: sleep, prefetch, cache policies.
 
 // CHECK-LABEL: wooly.func @misc(

@@ -176,7 +176,8 @@ enum WoolyWarpKind {
   /// out = count words.
   WOOLY_WARP_LDMATRIX = 6,
   /// `mma.sync`: in = {shape code, types (a | b<<8 | c<<16 | d<<24, as
-  /// ScalarType), layouts (a | b<<1 | satfinite<<2), na, nb, nc, then
+  /// ScalarType), flags (layout a | layout b<<1 | satfinite<<2 | single-bit
+  /// operation<<3: 0 none, 1 .xor.popc, 2 .and.popc), na, nb, nc, then
   /// na + nb + nc words of fragments (64-bit elements take two words)};
   /// out = the D fragment's words.
   WOOLY_WARP_MMA = 7,
@@ -194,7 +195,7 @@ enum WoolyWarpKind {
   /// count words}; no output.
   WOOLY_WARP_STMATRIX = 12,
 };
-/// Shape codes of `mma`/`wmma`: `m | n << 8 | k << 16`.
+/// Shape codes of `mma`/`wmma`: `m | n << 8 | k << 16` (k up to 256).
 void __wooly_rt_warp(WoolyThreadCtx *ctx, uint32_t kind, uint32_t mask,
                      const uint32_t *in, uint32_t nin, uint32_t *out,
                      uint32_t nout);
@@ -219,8 +220,11 @@ enum WoolyScalarType {
   WOOLY_ST_tf32 = 18,
   WOOLY_ST_f32 = 19,
   WOOLY_ST_f64 = 20,
+  WOOLY_ST_e4m3 = 21,
+  WOOLY_ST_e5m2 = 22,
   WOOLY_ST_s4 = 25,
   WOOLY_ST_u4 = 26,
+  WOOLY_ST_b1 = 29,
 };
 enum WoolyAtomicOp {
   WOOLY_AO_add = 0,

@@ -605,6 +605,7 @@ Type mlir::wooly::getStorageType(MLIRContext *ctx, ScalarType t) {
   Builder b(ctx);
   switch (t) {
   case ScalarType::pred:
+  case ScalarType::b1:
     return b.getI1Type();
   case ScalarType::b8:
   case ScalarType::u8:

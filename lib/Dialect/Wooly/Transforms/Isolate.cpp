@@ -103,6 +103,8 @@ using vblocks::typeBytes;
 /// Bits of one element of a wmma fragment's matrix in memory.
 unsigned scalarBits(ScalarType t) {
   switch (t) {
+  case ScalarType::b1:
+    return 1;
   case ScalarType::s4:
   case ScalarType::u4:
     return 4;

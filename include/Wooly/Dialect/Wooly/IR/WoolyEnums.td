@@ -143,7 +143,12 @@ def Wooly_ScalarType : Wooly_I32Enum<"ScalarType", "PTX fundamental type", [
   I32EnumAttrCase<"f64", 20>, I32EnumAttrCase<"e4m3", 21>, I32EnumAttrCase<"e5m2", 22>,
   I32EnumAttrCase<"e4m3x2", 23>, I32EnumAttrCase<"e5m2x2", 24>,
   I32EnumAttrCase<"s4", 25>, I32EnumAttrCase<"u4", 26>, I32EnumAttrCase<"s8x4", 27>,
-  I32EnumAttrCase<"u8x4", 28>]>;
+  I32EnumAttrCase<"u8x4", 28>, I32EnumAttrCase<"b1", 29>]>;
+
+// The logical operation of single-bit mma/wmma (`.xor.popc`, `.and.popc`):
+// D = C + popc(op(row of A, column of B)).
+def Wooly_MmaBitOp : Wooly_I32Enum<"MmaBitOp", "single-bit mma operation", [
+  I32EnumAttrCase<"xor_popc", 0, "xor">, I32EnumAttrCase<"and_popc", 1, "and">]>;
 
 def Wooly_TexGeometry : Wooly_I32Enum<"TexGeometry", "texture or surface geometry", [
   I32EnumAttrCase<"dim1", 0>, I32EnumAttrCase<"dim2", 1>, I32EnumAttrCase<"dim3", 2>,

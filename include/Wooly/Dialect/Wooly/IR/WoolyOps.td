@@ -1201,7 +1201,10 @@ def Wooly_MmaOp : Wooly_Op<"mma_sync", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     `D = A * B + C` for one warp, with the fragment distribution of the PTX
     ISA for `shape` (e.g. `m16n8k16`) and the element types `d_type a_type
-    b_type c_type`. Fragments are the packed registers PTX uses.
+    b_type c_type`. Fragments are the packed registers PTX uses. Single-bit
+    (`b1`) products take `bit_op` (`popc xor` / `popc and`): each element
+    of D is C plus the population count of the xor (and) of a row of A and
+    a column of B.
 
     ```mlir
     %d0, %d1, %d2, %d3 = wooly.mma_sync "m16n8k16" row col f32 bf16 bf16 f32
@@ -1213,10 +1216,12 @@ def Wooly_MmaOp : Wooly_Op<"mma_sync", [Pure, AttrSizedOperandSegments]> {
                        Wooly_ScalarType:$d_type, Wooly_ScalarType:$a_type,
                        Wooly_ScalarType:$b_type, Wooly_ScalarType:$c_type,
                        Variadic<AnyType>:$a, Variadic<AnyType>:$b,
-                       Variadic<AnyType>:$c, UnitAttr:$satfinite);
+                       Variadic<AnyType>:$c, UnitAttr:$satfinite,
+                       OptionalAttr<Wooly_MmaBitOp>:$bit_op);
   let results = (outs Variadic<AnyType>:$d);
   let assemblyFormat = [{
     $shape $layout_a $layout_b $d_type $a_type $b_type $c_type (`satfinite` $satfinite^)?
+    (`popc` $bit_op^)?
     ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
     `:` `(` type($a) `)` `(` type($b) `)` `(` type($c) `)` `->` type($d)
   }];
@@ -1277,10 +1282,11 @@ def Wooly_WmmaMmaOp : Wooly_Op<"wmma_mma", [Pure, AttrSizedOperandSegments]> {
                        Wooly_ScalarType:$d_type, Wooly_ScalarType:$a_type,
                        Wooly_ScalarType:$b_type, Wooly_ScalarType:$c_type,
                        Variadic<AnyType>:$a, Variadic<AnyType>:$b, Variadic<AnyType>:$c,
-                       UnitAttr:$satfinite);
+                       UnitAttr:$satfinite, OptionalAttr<Wooly_MmaBitOp>:$bit_op);
   let results = (outs Variadic<AnyType>:$d);
   let assemblyFormat = [{
     $layout_a $layout_b $shape $d_type $a_type $b_type $c_type (`satfinite` $satfinite^)?
+    (`popc` $bit_op^)?
     ` ` `(` $a `)` `(` $b `)` `(` $c `)` attr-dict
     `:` `(` type($a) `)` `(` type($b) `)` `(` type($c) `)` `->` type($d)
   }];
