@@ -28,6 +28,7 @@
 #include "llvm/Support/StringSaver.h"
 
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -490,13 +491,15 @@ private:
     std::pair<VarInfo *, bool> try_emplace(StringRef name, VarInfo info) {
       auto [slot, inserted] = index.insert(name, nullptr);
       if (inserted)
-        *slot = storage.emplace_back(std::make_unique<VarInfo>(info)).get();
+        *slot = &storage.emplace_back(info);
       return {*slot, inserted};
     }
 
   private:
     ShortStringMap<VarInfo *> index;
-    std::vector<std::unique_ptr<VarInfo>> storage;
+    /// A deque: entries stay put, and come in chunks, not one allocation
+    /// each.
+    std::deque<VarInfo> storage;
   };
 
   struct Scope {

@@ -12,7 +12,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SourceMgr.h"
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +107,62 @@ struct Statement {
   Statement &operator=(Statement &&) noexcept = default;
 };
 
+/// The statements of a function body, in chunks of 64: a statement stays at
+/// its address while the list grows (the importer keys labels by it), and
+/// one allocation serves 64 statements (a std::deque allocates one per
+/// statement of this size).
+class StatementList {
+  static constexpr size_t kChunk = 64;
+
+public:
+  template <typename List, typename T> class Iterator {
+  public:
+    Iterator(List *list, size_t i) : list(list), i(i) {}
+    T &operator*() const { return (*list)[i]; }
+    T *operator->() const { return &(*list)[i]; }
+    Iterator &operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator==(const Iterator &o) const { return i == o.i; }
+    bool operator!=(const Iterator &o) const { return i != o.i; }
+
+  private:
+    List *list;
+    size_t i;
+  };
+  using iterator = Iterator<StatementList, Statement>;
+  using const_iterator = Iterator<const StatementList, const Statement>;
+
+  /// Appends a default statement and returns it.
+  Statement &emplace_back() {
+    if (count == chunks.size() * kChunk)
+      chunks.push_back(std::make_unique<Statement[]>(kChunk));
+    ++count;
+    return back();
+  }
+  /// Drops the last statement (its slot is reused, so it is reset).
+  void pop_back() {
+    back() = Statement();
+    --count;
+  }
+  Statement &back() { return (*this)[count - 1]; }
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  Statement &operator[](size_t i) { return chunks[i / kChunk][i % kChunk]; }
+  const Statement &operator[](size_t i) const {
+    return chunks[i / kChunk][i % kChunk];
+  }
+  iterator begin() { return {this, 0}; }
+  iterator end() { return {this, count}; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, count}; }
+
+private:
+  std::vector<std::unique_ptr<Statement[]>> chunks;
+  size_t count = 0;
+};
+
 /// `.callprototype` signature.
 struct Prototype {
   std::vector<VarDecl> results, params;
@@ -123,7 +178,7 @@ struct Function {
   std::optional<int64_t> minnctapersm, maxnreg;
   bool noreturn = false;
   bool hasBody = false;
-  std::deque<Statement> body; ///< deque: no moves while it grows
+  StatementList body;
   const char *loc = nullptr;
 };
 

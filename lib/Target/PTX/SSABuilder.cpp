@@ -43,15 +43,28 @@ Value SSABuilder::resolve(Value v) {
 }
 
 void SSABuilder::writeVariable(Var var, Block *block, Value value) {
-  currentDef[{block, var}] = value;
+  LastDef &last = lastDef[var];
+  if (last.block != block) {
+    if (last.block)
+      currentDef[{last.block, var}] = last.value;
+    last.block = block;
+  }
+  last.value = value;
+}
+
+Value *SSABuilder::findDef(Var var, Block *block) {
+  LastDef &last = lastDef[var];
+  if (last.block == block)
+    return &last.value;
+  auto it = currentDef.find({block, var});
+  return it == currentDef.end() ? nullptr : &it->second;
 }
 
 Value SSABuilder::readVariable(Var var, Block *block) {
-  auto it = currentDef.find({block, var});
-  if (it != currentDef.end()) {
-    Value v = resolve(it->second);
-    if (v != it->second)
-      it->second = v;
+  if (Value *def = findDef(var, block)) {
+    Value v = resolve(*def);
+    if (v != *def)
+      *def = v;
     return v;
   }
   Value v = readVariableRecursive(var, block);
@@ -79,9 +92,8 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
   Value val;
   Location loc = UnknownLoc::get(types[var].getContext());
   while (true) {
-    auto it = currentDef.find({block, var});
-    if (it != currentDef.end()) {
-      val = resolve(it->second);
+    if (Value *def = findDef(var, block)) {
+      val = resolve(*def);
       break;
     }
     chain.push_back(block);
@@ -132,9 +144,8 @@ Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
     Block *b = pred;
     Value v;
     for (unsigned steps = 0; steps < kMaxChain; ++steps) {
-      auto it = currentDef.find({b, var});
-      if (it != currentDef.end()) {
-        v = resolve(it->second);
+      if (Value *def = findDef(var, b)) {
+        v = resolve(*def);
         break;
       }
       if (!sealed.contains(b) || !b->hasOneUse())
@@ -257,6 +268,8 @@ void SSABuilder::finalize(Region &region) {
   }
   replaced.clear();
   currentDef.clear();
+  for (LastDef &last : lastDef)
+    last = LastDef();
   incompletePhis.clear();
   incoming.clear();
   phiUsers.clear();

@@ -45,6 +45,7 @@ public:
   /// Adds a variable of `type` and returns its id.
   Var addVariable(Type type) {
     types.push_back(type);
+    lastDef.emplace_back();
     return types.size() - 1;
   }
   /// Returns the type of `var`.
@@ -80,9 +81,22 @@ private:
   Value tryRemoveTrivialPhi(BlockArgument phi);
   /// Follows the replacements of removed phis.
   Value resolve(Value v);
+  /// The value `var` holds at the end of `block` so far, or null when it
+  /// has none there yet. Valid until the next write.
+  Value *findDef(Var var, Block *block);
 
   llvm::function_ref<Value(Type)> undef;
   llvm::SmallVector<Type> types;
+  /// The last write of each variable: its block and value. Most reads are
+  /// of the block written last, and most variables are written in one
+  /// block, so they need no map entry; a write in another block moves the
+  /// previous one to `currentDef`.
+  struct LastDef {
+    Block *block = nullptr;
+    Value value;
+  };
+  llvm::SmallVector<LastDef> lastDef;
+  /// The other blocks' values of each variable.
   llvm::DenseMap<std::pair<Block *, Var>, Value> currentDef;
   llvm::DenseSet<Block *> sealed;
   llvm::DenseMap<Block *, llvm::SmallVector<std::pair<Var, BlockArgument>>>
