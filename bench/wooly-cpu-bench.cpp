@@ -155,8 +155,8 @@ struct Arg {
 
 /// One table row.
 struct Case {
-  std::string label;  // Shown in the table.
-  std::string file;   // PTX file, in the corpus or (`own`) bench/kernels.
+  std::string label; // Shown in the table.
+  std::string file;  // PTX file, in the corpus or (`own`) bench/kernels.
   bool own = false;
   std::string kernel; // Kernel name.
   LaunchConfig config;
