@@ -105,6 +105,34 @@ bool resolveFullWarps(Worker &w) {
 }
 } // namespace
 
+namespace {
+/// After threads [from, to) of the block returned from the generated code:
+/// each where it stopped - exited, at a warp collective (whose request
+/// `__wooly_rt_warp` has counted) or at the barrier. The counts are kept
+/// here and added once.
+void settleThreads(Worker &w, uint32_t from, uint32_t to) {
+  uint32_t *live = w.regionLive.data();
+  uint32_t exited = 0, atBarrier = 0, gone = 0;
+  for (uint32_t i = from; i < to; ++i) {
+    GpuThread &t = w.threads[i];
+    if (t.ctx.resume == WOOLY_REGION_EXITED) {
+      t.status = ThreadStatus::Exited;
+      gone |= 1u << (i & 31);
+      ++exited;
+    } else if (t.status != ThreadStatus::AtWarp) {
+      t.status = ThreadStatus::AtBarrier;
+      ++atBarrier;
+    }
+    if ((i & 31) == 31 || i + 1 == to) {
+      live[i >> 5] &= ~gone;
+      gone = 0;
+    }
+  }
+  w.exited += exited;
+  w.atBarrier += atBarrier;
+}
+} // namespace
+
 void detail::runBlockRegions(Worker &w) {
   LaunchState &l = *w.launch;
   uint32_t n = l.threadsPerBlock;
@@ -209,17 +237,7 @@ void detail::runBlockRegions(Worker &w) {
             t.ctx.resume = w.threads[i & ~31u].ctx.resume;
         }
       }
-      for (uint32_t i = 0; i < (warp + 1) * 32; ++i) {
-        GpuThread &t = w.threads[i];
-        if (t.ctx.resume == WOOLY_REGION_EXITED) {
-          t.status = ThreadStatus::Exited;
-          live[i >> 5] &= ~(1u << (i & 31));
-          ++w.exited;
-        } else if (t.status != ThreadStatus::AtWarp) {
-          t.status = ThreadStatus::AtBarrier;
-          ++w.atBarrier;
-        }
-      }
+      settleThreads(w, 0, (warp + 1) * 32);
       w.next = (warp + 1) * 32;
     }
     if (why == kJmpOverflow) {
@@ -243,17 +261,6 @@ void detail::runBlockRegions(Worker &w) {
     // The runnable threads from `w.next` on, in thread order, each up to
     // its next cut: a warp collective (`__wooly_rt_warp` has recorded it),
     // a barrier, or the end.
-    // After a thread's call: where it stopped.
-    auto settle = [&](GpuThread &t, uint32_t warp, uint32_t i) {
-      if (t.ctx.resume == WOOLY_REGION_EXITED) {
-        t.status = ThreadStatus::Exited;
-        live[warp] &= ~(1u << (i & 31));
-        ++w.exited;
-      } else if (t.status != ThreadStatus::AtWarp) {
-        t.status = ThreadStatus::AtBarrier;
-        ++w.atBarrier;
-      }
-    };
     for (uint32_t warp = w.next >> 5; warp < warps; ++warp) {
       uint32_t from = warp == (w.next >> 5) ? (w.next & 31) : 0;
       GpuThread *lanes = &w.threads[warp * 32];
@@ -267,21 +274,7 @@ void detail::runBlockRegions(Worker &w) {
           w.next = warp * 32;
           ran = true;
           warpFn(&lanes[0].ctx, params, sizeof(GpuThread));
-          // settle() for each lane, the counts kept here.
-          uint32_t exited = 0, atBarrier = 0;
-          for (j = 0; j < 32; ++j) {
-            GpuThread &t = lanes[j];
-            if (t.ctx.resume == WOOLY_REGION_EXITED) {
-              t.status = ThreadStatus::Exited;
-              exited |= 1u << j;
-            } else if (t.status != ThreadStatus::AtWarp) {
-              t.status = ThreadStatus::AtBarrier;
-              ++atBarrier;
-            }
-          }
-          live[warp] &= ~exited;
-          w.exited += llvm::popcount(exited);
-          w.atBarrier += atBarrier;
+          settleThreads(w, warp * 32, warp * 32 + 32);
           continue;
         }
       }
@@ -293,7 +286,7 @@ void detail::runBlockRegions(Worker &w) {
         w.next = i;
         ran = true;
         fn(&t.ctx, params);
-        settle(t, warp, i);
+        settleThreads(w, i, i + 1);
       }
     }
     if (w.exited == n || l.stopped(w.linearBlock))
