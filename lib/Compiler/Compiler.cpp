@@ -375,8 +375,10 @@ Expected<CompiledModule> wooly::compile(const CompileInput &input,
       mlir::translateModuleToLLVMIR(*module, llvmCtx, input.name);
   if (!llvmModule)
     return failWith("translation to LLVM IR failed");
+  unsigned threads =
+      options.threads ? options.threads : detail::defaultCompileThreads();
   if (Error e = detail::compileLLVMModule(**codegen, **tm, *llvmModule,
-                                          options.optLevel, out))
+                                          options.optLevel, out, threads))
     return llvm::createStringError(input.name + ": " +
                                    llvm::toString(std::move(e)));
   return out;

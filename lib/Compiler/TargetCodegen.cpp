@@ -79,11 +79,9 @@ detail::createTargetMachine(StringRef tripleName, StringRef cpu,
   return std::move(tm);
 }
 
-namespace {
-/// Optimises `m` at `optLevel` with LLVM's default pipeline and the
-/// target's own passes.
-void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
-              const TargetCodegen &targetCodegen) {
+void detail::optimizeModule(llvm::Module &m, llvm::TargetMachine &tm,
+                            unsigned optLevel,
+                            const TargetCodegen &targetCodegen) {
   if (optLevel == 0)
     return;
   llvm::LoopAnalysisManager lam;
@@ -104,6 +102,19 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
   mpm.run(m, mam);
 }
 
+Expected<std::string> detail::emitCode(llvm::TargetMachine &tm, llvm::Module &m,
+                                       llvm::CodeGenFileType fileType) {
+  llvm::SmallVector<char, 0> code;
+  llvm::raw_svector_ostream os(code);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, fileType))
+    return llvm::createStringError("the backend cannot emit code for " +
+                                   tm.getTargetCPU());
+  codegen.run(m);
+  return std::string(code.begin(), code.end());
+}
+
+namespace {
 /// `host`: the CPU backend's lowering and a native ELF object for the host
 /// CPU and its features.
 class HostCodegen : public TargetCodegen {
@@ -198,6 +209,33 @@ public:
   llvm::CodeGenFileType fileType() const override {
     return llvm::CodeGenFileType::AssemblyFile;
   }
+  /// Local symbols get the names NVPTX's backend would give them (`.` and
+  /// other characters PTX does not allow become `_$_`) before the module is
+  /// split: the parts refer to them by these names, as declarations the
+  /// backend would not rename.
+  Error prepareModule(llvm::Module &module) const override {
+    auto clean = [](llvm::GlobalValue &g) {
+      if (!g.hasLocalLinkage())
+        return;
+      std::string name;
+      for (char c : g.getName())
+        if (llvm::isAlnum(c) || c == '_' || c == '$')
+          name += c;
+        else
+          name += "_$_";
+      g.setName(name);
+    };
+    for (llvm::GlobalVariable &g : module.globals())
+      clean(g);
+    for (llvm::Function &f : module.functions())
+      clean(f);
+    return Error::success();
+  }
+  bool joinsParts() const override { return true; }
+  Expected<std::string>
+  joinParts(llvm::ArrayRef<std::string> parts) const override {
+    return joinPTXParts(parts);
+  }
   /// fp8 `mma.sync` (sm_89 and later; written as inline PTX) needs PTX ISA
   /// 8.7 (8.4 for m16n8k32 with f32 accumulators): such modules declare at
   /// least 8.7 (CUDA 12.8+ ptxas) instead of 8.1 (or LLVM's minimum).
@@ -238,19 +276,28 @@ detail::createTargetCodegen(const Target &target,
 
 Error detail::compileLLVMModule(const TargetCodegen &targetCodegen,
                                 llvm::TargetMachine &tm, llvm::Module &module,
-                                unsigned optLevel, CompiledModule &out) {
+                                unsigned optLevel, CompiledModule &out,
+                                unsigned threads) {
   module.setTargetTriple(tm.getTargetTriple());
   module.setDataLayout(tm.createDataLayout());
   if (Error e = targetCodegen.prepareModule(module))
     return e;
-  optimize(module, tm, optLevel, targetCodegen);
-
-  llvm::SmallVector<char, 0> code;
-  llvm::raw_svector_ostream os(code);
-  llvm::legacy::PassManager codegen;
-  if (tm.addPassesToEmitFile(codegen, os, nullptr, targetCodegen.fileType()))
-    return llvm::createStringError("the backend cannot emit code for " +
-                                   tm.getTargetCPU());
-  codegen.run(module);
-  return targetCodegen.finish(std::string(code.begin(), code.end()), out);
+  // Several kernels: in parallel, below LLVM IR (SplitCodegen.cpp).
+  if (targetCodegen.joinsParts())
+    if (std::optional<std::vector<ModulePart>> parts =
+            splitModuleByRoots(module)) {
+      Expected<std::vector<std::string>> outputs =
+          compileModuleParts(targetCodegen, *parts, optLevel, threads);
+      if (!outputs)
+        return outputs.takeError();
+      Expected<std::string> joined = targetCodegen.joinParts(*outputs);
+      if (!joined)
+        return joined.takeError();
+      return targetCodegen.finish(std::move(*joined), out);
+    }
+  optimizeModule(module, tm, optLevel, targetCodegen);
+  Expected<std::string> code = emitCode(tm, module, targetCodegen.fileType());
+  if (!code)
+    return code.takeError();
+  return targetCodegen.finish(std::move(*code), out);
 }

@@ -24,10 +24,12 @@
 
 #include "Wooly/Compiler/Compiler.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/CodeGen.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,16 @@ public:
     out.binary = std::move(code);
     return llvm::Error::success();
   }
+  /// True when the code generator's outputs for the parts of a module
+  /// (splitModuleByRoots) can be joined into one (`joinParts`): its kernels
+  /// are then compiled in parallel.
+  virtual bool joinsParts() const { return false; }
+  /// Joins the outputs of the parts of a module, in part order, into the
+  /// output of the whole module.
+  virtual llvm::Expected<std::string>
+  joinParts(llvm::ArrayRef<std::string> parts) const {
+    return llvm::createStringError("this target does not join parts");
+  }
 
 protected:
   explicit TargetCodegen(const CompileOptions &options) : options(options) {}
@@ -106,10 +118,72 @@ createTargetMachine(llvm::StringRef triple, llvm::StringRef cpu,
 /// Compiles the translated `module` with `targetCodegen` and its TargetMachine
 /// `tm`: sets the triple and data layout, prepares, optimises at
 /// `optLevel`, generates code and finishes `out` (binary and
-/// backend-reported kernel metadata).
+/// backend-reported kernel metadata). When the target joins parts and the
+/// module has several kernels, its parts (splitModuleByRoots) are optimised
+/// and code-generated on up to `threads` threads (1: on this one) and
+/// joined; the output does not depend on `threads`.
 llvm::Error compileLLVMModule(const TargetCodegen &targetCodegen,
                               llvm::TargetMachine &tm, llvm::Module &module,
-                              unsigned optLevel, CompiledModule &out);
+                              unsigned optLevel, CompiledModule &out,
+                              unsigned threads = 1);
+
+/// Runs LLVM's default optimisation pipeline at `optLevel` (nothing at 0)
+/// with the target's own passes on `m`.
+void optimizeModule(llvm::Module &m, llvm::TargetMachine &tm, unsigned optLevel,
+                    const TargetCodegen &targetCodegen);
+
+/// Generates `fileType` code for `m` with `tm`.
+llvm::Expected<std::string> emitCode(llvm::TargetMachine &tm, llvm::Module &m,
+                                     llvm::CodeGenFileType fileType);
+
+//===----------------------------------------------------------------------===//
+// A module's kernels in parallel (SplitCodegen.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One part of a split module, as bitcode (to be read into a context of its
+/// own).
+struct ModulePart {
+  std::string bitcode;
+  /// False for the part that holds only module variables: it is not
+  /// optimised (the optimiser would drop the variables no function there
+  /// uses).
+  bool optimize = true;
+};
+
+/// Splits `module` into parts that compile independently: one per kernel
+/// and per non-local function no kernel reaches (its root), in module order,
+/// each with the functions its root reaches, then one with the module
+/// variables that are not internal to one part. The parts depend on the
+/// module alone. std::nullopt when there are fewer than two kernels or
+/// the module has what a split does not handle (module inline asm, aliases,
+/// `llvm.*` variables, functions in variable initializers). Private
+/// symbols of `module` become internal.
+std::optional<std::vector<ModulePart>> splitModuleByRoots(llvm::Module &module);
+
+/// Reads part number `index` into a context of its own, optimises it at
+/// `optLevel` (when `part.optimize`), renames the local symbols the
+/// optimiser created `<name>$p<index>`, and generates code with `tm`.
+llvm::Expected<std::string>
+compileModulePart(const TargetCodegen &targetCodegen, llvm::TargetMachine &tm,
+                  const ModulePart &part, unsigned index, unsigned optLevel);
+
+/// Compiles `parts` on up to `threads` threads, each with a TargetMachine of
+/// its own; the outputs in part order.
+llvm::Expected<std::vector<std::string>>
+compileModuleParts(const TargetCodegen &targetCodegen,
+                   llvm::ArrayRef<ModulePart> parts, unsigned optLevel,
+                   unsigned threads);
+
+/// The threads a compilation uses by default: the hardware's, at most 8.
+unsigned defaultCompileThreads();
+
+/// Joins the PTX of the parts of a module into one PTX module: the header
+/// once, each function declaration once, each variable defined once (the
+/// parts' `.extern` declarations of it dropped), the variables before the
+/// functions, the functions in part order. An error when the parts disagree
+/// (headers, two definitions of a symbol) or a part's text is not the shape
+/// the NVPTX backend writes.
+llvm::Expected<std::string> joinPTXParts(llvm::ArrayRef<std::string> parts);
 
 //===----------------------------------------------------------------------===//
 // AMDGPU (AMDGPU.cpp)

@@ -121,6 +121,12 @@ struct Options {
   cl::opt<std::string> lld{
       "lld", cl::desc("The linker (default: ld.lld-22 or ld.lld on PATH)"),
       cl::value_desc("path"), cl::cat(compileCat)};
+  cl::opt<unsigned> compileThreads{
+      "compile-threads",
+      cl::desc("sm_XX: compile the kernels of a module on N threads (0: "
+               "the hardware's, at most 8; 1: one after the other); the "
+               "output is the same whatever N"),
+      cl::value_desc("N"), cl::init(0), cl::cat(compileCat)};
   cl::opt<bool> kernelModes{
       "kernel-modes",
       cl::desc("--target=host: instead of the object, print how each "
@@ -142,6 +148,7 @@ static int compileMain(const Options &o) {
     opts.kernels.emplace(o.kernels.begin(), o.kernels.end());
   opts.lldPath = o.lld;
   opts.passes = o.passes;
+  opts.threads = o.compileThreads;
   const std::string &input = o.input, &output = o.output;
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(input);
   if (!buf) {

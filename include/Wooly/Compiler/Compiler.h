@@ -57,6 +57,14 @@ struct CompileOptions {
   /// AMDGPU only: the ld.lld executable that links code objects. Empty:
   /// `ld.lld-<LLVM major>` or `ld.lld` on PATH, else LLVM's bin directory.
   std::string lldPath;
+  /// NVPTX: the threads that optimise and code-generate the kernels of a
+  /// module with several kernels, each kernel (with the device functions it
+  /// reaches) a part of its own, joined into one PTX module (0: the
+  /// hardware's, at most 8; 1: the parts one after the other on the calling
+  /// thread). The output is the same bytes whatever the number, so it is
+  /// not part of the cache key. A module with one kernel is compiled whole;
+  /// the host and AMDGPU targets compile every module whole.
+  unsigned threads = 0;
 };
 
 /// The input of a compilation: PTX text or Wooly IR (MLIR text).
