@@ -6,7 +6,12 @@
 // subprocess, output to /dev/null, so its time includes process start-up),
 // a CompileCache hit, and (`--amdgpu`, on by default) one full `compile()`
 // of the same PTX for `gfx942` (ROCDL lowering + LLVM AMDGPU codegen + the
-// ld.lld subprocess that links the code object). Prints one table row per
+// ld.lld subprocess that links the code object). With `--serial` (on by
+// default) each run also times `compile()` with CompileOptions::threads = 1
+// (the kernels of a module one after the other) beside the default
+// (`--compile-threads`), with the process's CPU time of both, and the load
+// average before and after: on a shared machine the wall-time speed-up of the
+// parallel compile is only meaningful next to them. Prints one table row per
 // file, a median row and whether the targets are met. See
 // bench/README.md.
 //
@@ -23,6 +28,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -59,6 +66,17 @@ static cl::opt<std::string> corpusDir("corpus",
                                       cl::desc("Directory of the corpus PTX"),
                                       cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
                                       cl::cat(benchCategory));
+
+static cl::opt<unsigned> threads(
+    "compile-threads",
+    cl::desc("CompileOptions::threads of the timed compiles (0: the default, "
+             "the hardware's threads up to 8)"),
+    cl::init(0), cl::cat(benchCategory));
+static cl::opt<bool>
+    serial("serial",
+           cl::desc("Also time compile() with threads=1, interleaved, and "
+                    "report the speed-up and the CPU time of both"),
+           cl::init(true), cl::cat(benchCategory));
 
 using namespace wooly::bench;
 
@@ -110,11 +128,32 @@ double runPtxas(const std::string &path, std::string &error) {
   return seconds(t0, t1);
 }
 
+/// The CPU time (user + system) of this process's threads so far (not of
+/// its children: ptxas is not counted).
+double cpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/// The first line of /proc/loadavg, or "?".
+std::string loadAverage() {
+  auto buf = llvm::MemoryBuffer::getFileAsStream("/proc/loadavg");
+  if (!buf)
+    return "?";
+  return (*buf)->getBuffer().split('\n').first.str();
+}
+
 struct Row {
   std::string file;
   uint64_t bytes = 0;
   size_t kernels = 0;
   double oursMs = 0, ptxasMs = 0, hitUs = 0;
+  /// With --serial: compile() with threads=1, and the CPU time of the
+  /// timed compile (threads as given) and of the serial one; negative when
+  /// not measured.
+  double serialMs = -1, oursCpuMs = -1, serialCpuMs = -1;
   /// gfx942 compile time; negative when not measured (refused for AMD).
   double amdMs = -1;
 };
@@ -133,6 +172,10 @@ int main(int argc, char **argv) {
   Target sm90 = check(Target::parse("sm_90"), "target");
   Target gfx942 = check(Target::parse("gfx942"), "target");
   CompileOptions options;
+  options.threads = threads;
+  CompileOptions serialOptions;
+  serialOptions.threads = 1;
+  std::string loadBefore = loadAverage();
 
   auto files = corpusFiles(corpusDir);
   if (files.size() > numFiles)
@@ -181,13 +224,26 @@ int main(int argc, char **argv) {
       }
     }
     // Interleave ours and ptxas so that both see the same machine state.
-    std::vector<double> ours, theirs, amdTimes;
+    std::vector<double> ours, theirs, amdTimes, serialTimes, oursCpu, serialCpu;
     for (unsigned r = 0; r < reps; ++r) {
+      double c0 = cpuSeconds();
       auto t0 = Clock::now();
       CompiledModule m =
           check(compile(input, sm90, options), "compile " + name);
       auto t1 = Clock::now();
+      oursCpu.push_back(cpuSeconds() - c0);
       ours.push_back(seconds(t0, t1));
+      if (serial) {
+        double c1 = cpuSeconds();
+        auto t2 = Clock::now();
+        CompiledModule one =
+            check(compile(input, sm90, serialOptions), "compile " + name);
+        serialTimes.push_back(seconds(t2, Clock::now()));
+        serialCpu.push_back(cpuSeconds() - c1);
+        if (one.binary != m.binary)
+          die(name + ": threads=1 and threads=" + std::to_string(threads) +
+              " give different PTX");
+      }
       theirs.push_back(runPtxas(path, ptxasError));
       if (!ptxasError.empty())
         die(name + ": " + ptxasError);
@@ -201,6 +257,11 @@ int main(int argc, char **argv) {
     row.ptxasMs = median(theirs) * 1e3;
     if (timeAMD)
       row.amdMs = median(amdTimes) * 1e3;
+    row.oursCpuMs = median(oursCpu) * 1e3;
+    if (serial) {
+      row.serialMs = median(serialTimes) * 1e3;
+      row.serialCpuMs = median(serialCpu) * 1e3;
+    }
 
     // CompileCache: one miss, then 101 hits.
     check(cache.getOrCompile(input, sm90, options), "cache miss " + name);
@@ -270,6 +331,38 @@ int main(int argc, char **argv) {
               cell(col[7].empty() ? -1 : median(col[7]), 8, 2).c_str());
   for (const std::string &n : notes)
     std::printf("note: %s\n", n.c_str());
+
+  // The parallel compile against threads=1, per file.
+  std::printf("\ncompile() with threads=%u (%s) vs. threads=1, same runs; "
+              "CPU: this process's user+system time of one compile (all its "
+              "threads)\n",
+              unsigned(threads), threads == 0 ? "the default" : "as given");
+  std::printf("load average before: %s; after: %s\n", loadBefore.c_str(),
+              loadAverage().c_str());
+  std::printf("%-28s %7s %10s %10s %8s %10s %10s\n", "file", "kernels",
+              "N-thr ms", "1-thr ms", "1/N", "N-thr cpu", "1-thr cpu");
+  std::vector<double> tcol[5];
+  for (const Row &r : rows) {
+    double speedup = r.serialMs < 0 ? -1 : r.serialMs / r.oursMs;
+    std::printf("%-28s %7zu %10.2f %s %s %10.2f %s\n", r.file.c_str(),
+                r.kernels, r.oursMs, cell(r.serialMs, 10, 2).c_str(),
+                cell(speedup, 8, 2).c_str(), r.oursCpuMs,
+                cell(r.serialCpuMs, 10, 2).c_str());
+    tcol[0].push_back(r.oursMs);
+    tcol[2].push_back(r.oursCpuMs);
+    if (r.serialMs >= 0) {
+      tcol[1].push_back(r.serialMs);
+      tcol[3].push_back(speedup);
+      tcol[4].push_back(r.serialCpuMs);
+    }
+  }
+  auto med = [&](const std::vector<double> &v, int width) {
+    return cell(v.empty() ? -1 : median(v), width, 2);
+  };
+  std::printf("%-28s %7s %s %s %s %s %s\n", "median", "",
+              med(tcol[0], 10).c_str(), med(tcol[1], 10).c_str(),
+              med(tcol[3], 8).c_str(), med(tcol[2], 10).c_str(),
+              med(tcol[4], 10).c_str());
 
   double medRatio = median(col[3]), medHit = median(col[5]);
   double maxHit = *std::max_element(col[5].begin(), col[5].end());

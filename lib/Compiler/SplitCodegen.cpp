@@ -10,9 +10,10 @@
 // The parts:
 //
 //   roots   each kernel, and each non-local function no kernel reaches, in
-//           module order. A root's part defines it and every function it
-//           reaches; a device function reached from several roots is
-//           defined in each of their parts, keeping its name in the first
+//           module order, in at most 8 groups of consecutive roots of about
+//           the same size (instructions). A group's part defines its roots
+//           and every function they reach; a device function reached from
+//           several parts is defined in each, keeping its name in the first
 //           and renamed `<name>$p<part>` (internal) in the others, so that
 //           the optimiser may change each copy as it likes.
 //   globals a module variable that is internal and used by the functions of
@@ -109,30 +110,35 @@ void dropUnusedDeclarations(llvm::Module &m) {
 
 std::string partSuffix(unsigned part) { return "$p" + std::to_string(part); }
 
-/// Compiles the parts of `parts` from `next` on until none is left, with its
-/// own TargetMachine; the output or error of part i goes to results[i].
+/// Compiles the parts of `parts` from `next` on until none is left; the
+/// output of part i goes to outputs[i], or its error to errors[i]. Each part
+/// gets a TargetMachine of its own: the backend keeps state across the
+/// modules a TargetMachine compiles (NVPTX numbers call sequences and
+/// prototypes on), which would make a part's output depend on the parts
+/// compiled before it on the same thread.
 void compileParts(const TargetCodegen &targetCodegen,
                   llvm::ArrayRef<ModulePart> parts, unsigned optLevel,
-                  std::atomic<size_t> &next,
-                  std::vector<Expected<std::string>> &results) {
-  std::unique_ptr<llvm::TargetMachine> tm;
+                  std::atomic<size_t> &next, std::vector<std::string> &outputs,
+                  std::vector<std::string> &errors) {
   for (size_t i = next++; i < parts.size(); i = next++) {
+    Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+        targetCodegen.createTargetMachine();
     if (!tm) {
-      Expected<std::unique_ptr<llvm::TargetMachine>> created =
-          targetCodegen.createTargetMachine();
-      if (!created) {
-        results[i] = created.takeError();
-        continue;
-      }
-      tm = std::move(*created);
+      errors[i] = llvm::toString(tm.takeError());
+      continue;
     }
-    results[i] = compileModulePart(targetCodegen, *tm, parts[i], i, optLevel);
+    Expected<std::string> out =
+        compileModulePart(targetCodegen, **tm, parts[i], i, optLevel);
+    if (out)
+      outputs[i] = std::move(*out);
+    else
+      errors[i] = llvm::toString(out.takeError());
   }
 }
 } // namespace
 
 std::optional<std::vector<ModulePart>>
-detail::splitModuleByRoots(llvm::Module &m) {
+detail::splitModuleByRoots(llvm::Module &m, unsigned maxParts) {
   if (!m.getModuleInlineAsm().empty() || !m.aliases().empty() ||
       !m.ifuncs().empty())
     return std::nullopt;
@@ -165,7 +171,7 @@ detail::splitModuleByRoots(llvm::Module &m) {
     llvm::SetVector<const llvm::Function *> fns;
     fns.insert(root);
     for (size_t i = 0; i < fns.size(); ++i)
-      for (const llvm::GlobalValue *r : refs[fns[i]])
+      for (const llvm::GlobalValue *r : refs.find(fns[i])->second)
         if (auto *f = llvm::dyn_cast<llvm::Function>(r))
           if (!f->isDeclaration())
             fns.insert(f);
@@ -195,28 +201,57 @@ detail::splitModuleByRoots(llvm::Module &m) {
     if (g.hasPrivateLinkage())
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
 
+  // Consecutive roots in at most `maxParts` groups of about the same
+  // number of instructions (what they reach): a part costs a pipeline and
+  // a code generator of its own, so there are not more than threads can
+  // use. A root goes to the group its middle instruction falls in.
+  std::vector<llvm::SetVector<const llvm::Function *>> rootFns;
+  std::vector<uint64_t> weights;
+  uint64_t total = 0;
+  for (const llvm::Function *root : roots) {
+    rootFns.push_back(closure(root));
+    uint64_t w = 1;
+    for (const llvm::Function *f : rootFns.back())
+      w += f->getInstructionCount();
+    weights.push_back(w);
+    total += w;
+  }
+  uint64_t numGroups = std::min<uint64_t>(roots.size(), std::max(1u, maxParts));
   std::vector<llvm::SetVector<const llvm::Function *>> partFns;
+  uint64_t before = 0;
+  int64_t lastGroup = -1;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    int64_t group =
+        int64_t((2 * before + weights[r]) * numGroups / (2 * total));
+    before += weights[r];
+    if (group != lastGroup)
+      partFns.emplace_back();
+    lastGroup = group;
+    for (const llvm::Function *f : rootFns[r])
+      partFns.back().insert(f);
+  }
+  size_t numParts = partFns.size();
+
   llvm::DenseMap<const llvm::Function *, unsigned> firstPart;
   llvm::DenseMap<const llvm::GlobalVariable *, llvm::SmallVector<unsigned, 2>>
       varParts;
-  for (unsigned p = 0; p < roots.size(); ++p) {
-    partFns.push_back(closure(roots[p]));
+  for (unsigned p = 0; p < numParts; ++p) {
     llvm::SmallPtrSet<const llvm::GlobalVariable *, 16> vars;
-    for (const llvm::Function *f : partFns.back()) {
+    for (const llvm::Function *f : partFns[p]) {
       firstPart.try_emplace(f, p);
-      for (const llvm::GlobalValue *r : refs[f])
+      for (const llvm::GlobalValue *r : refs.find(f)->second)
         if (auto *g = llvm::dyn_cast<llvm::GlobalVariable>(r))
           if (vars.insert(g).second)
             varParts[g].push_back(p);
     }
   }
-  // The part that defines each variable; roots.size(): the variables' part.
+  // The part that defines each variable; numParts: the variables' part.
   auto owner = [&](const llvm::GlobalVariable *g) -> unsigned {
     auto it = varParts.find(g);
     if (g->hasLocalLinkage() && it != varParts.end() &&
         it->second.size() == 1 && !initRefs.contains(g))
       return it->second.front();
-    return roots.size();
+    return numParts;
   };
 
   std::vector<ModulePart> parts;
@@ -228,7 +263,7 @@ detail::splitModuleByRoots(llvm::Module &m) {
     llvm::WriteBitcodeToFile(part, os);
     parts.push_back(std::move(out));
   };
-  for (unsigned p = 0; p < roots.size(); ++p) {
+  for (unsigned p = 0; p < numParts; ++p) {
     llvm::ValueToValueMapTy vmap;
     std::unique_ptr<llvm::Module> part =
         llvm::CloneModule(m, vmap, [&](const llvm::GlobalValue *gv) {
@@ -250,14 +285,14 @@ detail::splitModuleByRoots(llvm::Module &m) {
   // The variables no part defines.
   bool anyShared =
       llvm::any_of(m.globals(), [&](const llvm::GlobalVariable &g) {
-        return owner(&g) == roots.size();
+        return owner(&g) == numParts;
       });
   if (anyShared) {
     llvm::ValueToValueMapTy vmap;
     std::unique_ptr<llvm::Module> part =
         llvm::CloneModule(m, vmap, [&](const llvm::GlobalValue *gv) {
           auto *g = llvm::dyn_cast<llvm::GlobalVariable>(gv);
-          return g && owner(g) == roots.size();
+          return g && owner(g) == numParts;
         });
     // No function here uses its variables: only the module's own
     // declarations (dynamic `.shared`) are kept besides them.
@@ -265,7 +300,7 @@ detail::splitModuleByRoots(llvm::Module &m) {
       if (f.use_empty())
         f.eraseFromParent();
     for (llvm::GlobalVariable &g : m.globals())
-      if (!g.isDeclaration() && owner(&g) != roots.size())
+      if (!g.isDeclaration() && owner(&g) != numParts)
         llvm::cast<llvm::GlobalVariable>(vmap[&g])->eraseFromParent();
     ModulePart out;
     out.optimize = false;
@@ -301,34 +336,27 @@ Expected<std::vector<std::string>>
 detail::compileModuleParts(const TargetCodegen &targetCodegen,
                            llvm::ArrayRef<ModulePart> parts, unsigned optLevel,
                            unsigned threads) {
-  std::vector<Expected<std::string>> results;
-  results.reserve(parts.size());
-  for (size_t i = 0; i < parts.size(); ++i)
-    results.emplace_back(std::string());
+  std::vector<std::string> outputs(parts.size()), errors(parts.size());
   std::atomic<size_t> next{0};
   unsigned workers =
       std::max(1u, std::min<unsigned>(threads, unsigned(parts.size())));
   if (workers == 1) {
-    compileParts(targetCodegen, parts, optLevel, next, results);
+    compileParts(targetCodegen, parts, optLevel, next, outputs, errors);
   } else {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(workers));
     for (unsigned w = 0; w < workers; ++w)
-      pool.async(
-          [&] { compileParts(targetCodegen, parts, optLevel, next, results); });
+      pool.async([&] {
+        compileParts(targetCodegen, parts, optLevel, next, outputs, errors);
+      });
     pool.wait();
   }
-  std::vector<std::string> out;
-  Error errors = Error::success();
-  for (Expected<std::string> &r : results) {
-    if (!r) {
-      errors = llvm::joinErrors(std::move(errors), r.takeError());
-      continue;
-    }
-    out.push_back(std::move(*r));
-  }
-  if (errors)
-    return std::move(errors);
-  return out;
+  std::string message;
+  for (const std::string &e : errors)
+    if (!e.empty())
+      message += (message.empty() ? "" : "\n") + e;
+  if (!message.empty())
+    return llvm::createStringError(message);
+  return outputs;
 }
 
 unsigned detail::defaultCompileThreads() {

@@ -150,15 +150,17 @@ struct ModulePart {
   bool optimize = true;
 };
 
-/// Splits `module` into parts that compile independently: one per kernel
-/// and per non-local function no kernel reaches (its root), in module order,
-/// each with the functions its root reaches, then one with the module
-/// variables that are not internal to one part. The parts depend on the
-/// module alone. std::nullopt when there are fewer than two kernels or
-/// the module has what a split does not handle (module inline asm, aliases,
-/// `llvm.*` variables, functions in variable initializers). Private
-/// symbols of `module` become internal.
-std::optional<std::vector<ModulePart>> splitModuleByRoots(llvm::Module &module);
+/// Splits `module` into parts that compile independently: its roots (each
+/// kernel and each non-local function no kernel reaches), in module order,
+/// in at most `maxParts` groups of consecutive roots of about the same
+/// number of instructions, each part with the functions its roots reach;
+/// then one part with the module variables that are not internal to one
+/// part. The parts depend on the module alone. std::nullopt when there are
+/// fewer than two kernels or the module has what a split does not handle
+/// (module inline asm, aliases, `llvm.*` variables, functions in variable
+/// initializers). Private symbols of `module` become internal.
+std::optional<std::vector<ModulePart>>
+splitModuleByRoots(llvm::Module &module, unsigned maxParts = 8);
 
 /// Reads part number `index` into a context of its own, optimises it at
 /// `optLevel` (when `part.optimize`), renames the local symbols the
@@ -167,8 +169,8 @@ llvm::Expected<std::string>
 compileModulePart(const TargetCodegen &targetCodegen, llvm::TargetMachine &tm,
                   const ModulePart &part, unsigned index, unsigned optLevel);
 
-/// Compiles `parts` on up to `threads` threads, each with a TargetMachine of
-/// its own; the outputs in part order.
+/// Compiles `parts` on up to `threads` threads, each part with a
+/// TargetMachine of its own; the outputs in part order.
 llvm::Expected<std::vector<std::string>>
 compileModuleParts(const TargetCodegen &targetCodegen,
                    llvm::ArrayRef<ModulePart> parts, unsigned optLevel,
