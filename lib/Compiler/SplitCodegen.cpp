@@ -139,6 +139,12 @@ void compileParts(const TargetCodegen &targetCodegen,
 
 std::optional<std::vector<ModulePart>>
 detail::splitModuleByRoots(llvm::Module &m, unsigned maxParts) {
+  // One kernel (the common small module): nothing else to look at.
+  unsigned numKernels = llvm::count_if(m, [](const llvm::Function &f) {
+    return !f.isDeclaration() && isKernel(f);
+  });
+  if (numKernels < 2)
+    return std::nullopt;
   if (!m.getModuleInlineAsm().empty() || !m.aliases().empty() ||
       !m.ifuncs().empty())
     return std::nullopt;
@@ -180,15 +186,10 @@ detail::splitModuleByRoots(llvm::Module &m, unsigned maxParts) {
 
   // Kernels first, then the non-local functions no kernel reaches.
   llvm::SmallPtrSet<const llvm::Function *, 32> reached;
-  unsigned numKernels = 0;
   for (const llvm::Function &f : m)
-    if (!f.isDeclaration() && isKernel(f)) {
-      ++numKernels;
+    if (!f.isDeclaration() && isKernel(f))
       for (const llvm::Function *g : closure(&f))
         reached.insert(g);
-    }
-  if (numKernels < 2)
-    return std::nullopt;
   std::vector<const llvm::Function *> roots;
   for (const llvm::Function &f : m)
     if (!f.isDeclaration() &&

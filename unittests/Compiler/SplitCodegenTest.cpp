@@ -107,6 +107,19 @@ TEST(SplitCodegen, ThreadCountDoesNotChangeThePTX) {
   }
 }
 
+// The output does not depend on the thread count: neither does the key.
+TEST(SplitCodegen, ThreadsAreNotPartOfTheCacheKey) {
+  CompileInput in{CompileInput::Kind::PTX,
+                  readSource("test/Target/NVPTX/Inputs/split-kernels.ptx"),
+                  "in.ptx"};
+  Target sm90 = llvm::cantFail(Target::parse("sm_90"));
+  CompileOptions one, four;
+  one.threads = 1;
+  four.threads = 4;
+  EXPECT_EQ(cacheKey(in, sm90, one), cacheKey(in, sm90, four));
+  EXPECT_EQ(cacheKey(in, sm90, one), cacheKey(in, sm90, {}));
+}
+
 // split-kernels.ptx: the recursive device function both `writer` and
 // `reader` call is defined once a part (the first copy keeps its name);
 // `counter`, written by one kernel and read by two, is one module variable
