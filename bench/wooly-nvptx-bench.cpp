@@ -39,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifndef WOOLY_SOURCE_DIR
@@ -137,6 +138,27 @@ double cpuSeconds() {
          double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+/// How many cores this process gets now: `n` threads each spin the same
+/// loop one thread spins alone; n x (time alone) / (time of the n). 1 on a
+/// machine with no idle core, `n` on an idle one with `n` cores.
+double coresAvailable(unsigned n) {
+  auto spin = [] {
+    volatile uint64_t x = 0;
+    for (uint64_t i = 0; i < 100000000; ++i)
+      x = x + i;
+  };
+  auto t0 = Clock::now();
+  spin();
+  double alone = seconds(t0, Clock::now());
+  std::vector<std::thread> threads;
+  auto t1 = Clock::now();
+  for (unsigned i = 0; i < n; ++i)
+    threads.emplace_back(spin);
+  for (std::thread &t : threads)
+    t.join();
+  return n * alone / seconds(t1, Clock::now());
+}
+
 /// The first line of /proc/loadavg, or "?".
 std::string loadAverage() {
   auto buf = llvm::MemoryBuffer::getFileAsStream("/proc/loadavg");
@@ -176,6 +198,8 @@ int main(int argc, char **argv) {
   CompileOptions serialOptions;
   serialOptions.threads = 1;
   std::string loadBefore = loadAverage();
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  double coresBefore = coresAvailable(hw);
 
   auto files = corpusFiles(corpusDir);
   if (files.size() > numFiles)
@@ -339,6 +363,9 @@ int main(int argc, char **argv) {
               unsigned(threads), threads == 0 ? "the default" : "as given");
   std::printf("load average before: %s; after: %s\n", loadBefore.c_str(),
               loadAverage().c_str());
+  std::printf("cores this process got of %u (%u threads spinning vs. one): "
+              "%.2f before, %.2f after\n",
+              hw, hw, coresBefore, coresAvailable(hw));
   std::printf("%-28s %7s %10s %10s %8s %10s %10s\n", "file", "kernels",
               "N-thr ms", "1-thr ms", "1/N", "N-thr cpu", "1-thr cpu");
   std::vector<double> tcol[5];
