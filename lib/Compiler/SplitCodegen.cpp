@@ -1,5 +1,4 @@
-//===- SplitCodegen.cpp - A module's kernels compiled in parallel -*- C++
-//-*-===//
+//===- SplitCodegen.cpp - A module's kernels in parallel --------*- C++ -*-===//
 //
 // Below LLVM IR, a module with several kernels is split into parts that are
 // optimised and code-generated independently, on a thread pool, and their
