@@ -105,3 +105,18 @@ extern "C" __global__ void narrow_rows(const int *in, int *out, int w) {
   v += __shfl_down_sync(0xffffffffu, v, 3);
   out[y * w + x] = v;
 }
+
+// Shuffles whose mode, lane and width are constants, in every mode and in
+// segments narrower than the warp: each is completed by the warp function
+// as a fixed permutation of the lanes' values.
+extern "C" __global__ void shfl_constant_modes(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  v += __shfl_up_sync(0xffffffffu, v, 3, 16);
+  v ^= __shfl_down_sync(0xffffffffu, v, 5, 8);
+  v += __shfl_sync(0xffffffffu, v, 7, 32);
+  v -= __shfl_sync(0xffffffffu, v, 21, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 16);
+  v ^= __shfl_down_sync(0xffffffffu, v, 31);
+  out[i] = v;
+}
