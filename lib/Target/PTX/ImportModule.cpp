@@ -204,6 +204,12 @@ LogicalResult Importer::declareFunction(Function &f) {
   SmallVector<Type> args, results;
   SmallVector<Attribute> argAttrs, resAttrs;
   for (auto &p : f.params) {
+    if (p.type == "texref" || p.type == "surfref" || p.type == "samplerref")
+      return error(p.loc, "texture, sampler and surface references as "
+                          "parameters ('.param ." +
+                              p.type +
+                              "') are not supported yet; module-scope "
+                              "'.global .texref'/'.surfref' are");
     auto t = paramType(p);
     if (!t)
       return error(p.loc, "unsupported parameter type '." + p.type + "'");
