@@ -2431,6 +2431,8 @@ WOOLY_CU_API CUresult cuTexRefGetFormat(CUarray_format *format, int *channels,
     return CUDA_ERROR_INVALID_VALUE;
   return readRef(ref, [&](CUtexref_st &r) {
     if (r.resource.resType == 0) {
+      if (!state().arrays.count(r.resource.res.array.hArray))
+        return CUDA_ERROR_INVALID_VALUE; // destroyed since
       const CUarray_st &a = *r.resource.res.array.hArray;
       *format = arrayFormat(a.format);
       if (channels)
