@@ -1,8 +1,9 @@
 //===- ImportTexture.cpp - PTX texture and surface instructions -*- C++ -*-===//
 //
 // tex, tld4, txq, suld, sust, sured and suq on texture and surface objects
-// (64-bit handles in registers). Module-scope `.texref`/`.surfref`/
-// `.samplerref` (the removed texture-reference API) and the independent
+// (64-bit handles in registers) and on module-scope `.texref`/`.surfref`
+// (unified mode), whose handle is loaded from the module variable the
+// importer makes of them (importTexref). `.samplerref` and the independent
 // sampler mode are located "not supported yet" errors.
 //
 //===----------------------------------------------------------------------===//
@@ -63,7 +64,7 @@ unsigned vectorWidth(const Instruction &inst) {
 LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
   Type f32 = b.getF32Type(), i32 = intType(32), i64 = intType(64);
   // The texture or surface object of `[handle, {...}]` (or `[handle]`): a
-  // 64-bit register; a module-scope `.texref`/`.surfref` is refused.
+  // 64-bit register, or a module-scope `.texref`/`.surfref`.
   auto handleOf = [&](const Operand &a) -> Value {
     if (a.kind != OK::Address || a.name.empty() || a.imm) {
       (void)error(a.loc, "expected a texture or surface operand "
@@ -71,9 +72,12 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
       return {};
     }
     if (!a.name.starts_with("%") && !lookup(a.name)) {
-      (void)error(a.loc, "texture and surface references ('.texref', "
-                         "'.surfref': '" +
-                             a.name + "') are not supported yet");
+      StringRef sym = symbolName(a.name);
+      if (texrefs.count(sym))
+        return loadTexref(sym);
+      (void)error(a.loc, "'" + a.name +
+                             "' is neither a register holding a texture or "
+                             "surface object nor a '.texref'/'.surfref'");
       return {};
     }
     Operand reg;

@@ -351,6 +351,16 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
     }
     if (op.name == "WARP_SZ")
       return coerce(constInt(intType(32), 32), t);
+    // `mov.u64 %rd, tex`: a texture or surface reference's handle, for
+    // indirect texture access (its address is never exposed).
+    if (StringRef sym = symbolName(op.name); texrefs.count(sym)) {
+      if (op.imm || widthOf(t) != 64) {
+        (void)error(op.loc, "a texture or surface reference is read as a "
+                            "64-bit handle");
+        return {};
+      }
+      return coerce(loadTexref(sym), t);
+    }
     if (StringRef sym = symbolName(op.name);
         globals.count(sym) || funcs.count(sym)) {
       Type at = widthOf(t) == 32 ? intType(32) : intType(64);
@@ -470,6 +480,11 @@ Value Importer::address(const Operand &op, Type &type,
     }
     type = var->type.isInteger(32) ? intType(32) : intType(64);
     base = coerce(ssa->readVariable(var->id, cur), type);
+  } else if (StringRef sym = symbolName(op.name); texrefs.count(sym)) {
+    (void)error(op.loc, "texture or surface reference '" + op.name +
+                            "' used as a memory address (only texture and "
+                            "surface instructions and 'mov' take it)");
+    return {};
   } else if (StringRef sym = symbolName(op.name);
              globals.count(sym) || funcs.count(sym)) {
     type = addrType();

@@ -214,6 +214,7 @@ private:
   // Module level.
   /// Raises a state-space variable to a `wooly.global` named `name`.
   LogicalResult importGlobal(const VarDecl &d, StringRef name);
+  LogicalResult importTexref(const VarDecl &d, StringRef name);
   /// Declares `f` (or checks it against its earlier declaration).
   LogicalResult declareFunction(Function &f);
   /// Raises the body of `f`, declared before.
@@ -457,6 +458,12 @@ private:
   llvm::StringMap<FuncOp> funcs;
   llvm::StringSet<> definedFuncs;
   llvm::StringMap<GlobalOp> globals;
+  /// Module-scope texture and surface references (`.texref`/`.surfref`):
+  /// 64-bit module variables holding a texture or surface object's handle,
+  /// which the host binds (true: a surface).
+  llvm::StringMap<bool> texrefs;
+  /// Loads the handle held by the texture or surface reference `sym`.
+  Value loadTexref(StringRef sym);
 
   // Per function.
   /// The function being raised, its SSA builder, the current and the entry
