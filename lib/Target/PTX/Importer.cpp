@@ -434,6 +434,8 @@ LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
     unsigned w = widthOf(v.getType());
     if (!n || !w || w % n)
       return error(op.loc, "vector destination does not split the value");
+    if (n == 1) // `{%r}`, as ptxas accepts for a scalar.
+      return write(op.elems[0], v, signExtend);
     SmallVector<Type> types(n, intType(w / n));
     auto parts = UnpackOp::create(b, curLoc, types, bitcast(v, intType(w)));
     for (unsigned i = 0; i < n; ++i)
