@@ -1172,14 +1172,25 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       alloca.erase();
     }
   }
-  // Values across cuts: made again where used, if they are the same for
-  // the whole warp and cheap (constants, and a few operations on them, on
-  // the parameters and on the warp's context fields, which nothing
-  // writes: in a loop over the lanes they are invariant), else kept in the
-  // frame.
-  Value params = entry->getArgument(1);
-  std::function<bool(Value, unsigned &)> uniform = [&](Value v,
-                                                       unsigned &budget) {
+  // Values across cuts: made again where used, if they are cheap and
+  // nothing writes what they are made of: constants, the parameters, the
+  // warp's context fields (all of these the same for the whole warp: in a
+  // loop over the lanes they are invariant), the lane's own ids in its
+  // context (`%tid`, `%laneid`, `%warpid`, set before the launch), and a
+  // few operations on them. Made again, they keep what LLVM knows of them
+  // (that `tid * 4` is a multiple of 4, that the lanes' `tid` are
+  // consecutive) where a frame slot would hide it. The others are kept in
+  // the frame.
+  Value params = entry->getArgument(1), laneCtx = entry->getArgument(0);
+  auto laneId = [](int64_t offset) {
+    return (offset >= int64_t(offsetof(WoolyThreadCtx, tid)) &&
+            offset < int64_t(offsetof(WoolyThreadCtx, ntid)) &&
+            offset % 4 == 0) ||
+           offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
+           offset == int64_t(offsetof(WoolyThreadCtx, warpid));
+  };
+  std::function<bool(Value, unsigned &)> remakeable = [&](Value v,
+                                                          unsigned &budget) {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getOwner() == entry && (v == params || v == warpCtx);
     Operation *def = v.getDefiningOp();
@@ -1191,17 +1202,25 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
           load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
         return false;
       Value addr = load.getAddr();
+      std::optional<int64_t> offset = 0;
       while (auto gep = addr.getDefiningOp<LLVM::GEPOp>()) {
         if (!gep.getDynamicIndices().empty())
           return false;
+        if (gep.getElemType() == b.getI8Type() &&
+            gep.getRawConstantIndices().size() == 1 && offset)
+          *offset += gep.getRawConstantIndices()[0];
+        else
+          offset.reset();
         addr = gep.getBase();
       }
+      if (addr == laneCtx)
+        return offset && laneId(*offset);
       return addr == params || addr == warpCtx;
     }
     if (!isMemoryEffectFree(def))
       return false;
     return llvm::all_of(def->getOperands(),
-                        [&](Value x) { return uniform(x, budget); });
+                        [&](Value x) { return remakeable(x, budget); });
   };
   std::function<Value(Value, IRMapping &)> remake = [&](Value v,
                                                         IRMapping &made) {
@@ -1220,7 +1239,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       continue; // The arguments: passed again.
     Operation *def = v.getDefiningOp();
     unsigned budget = 12;
-    if (uniform(v, budget)) {
+    if (remakeable(v, budget)) {
       for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
         b.setInsertionPoint(use.getOwner());
         IRMapping made;
