@@ -280,6 +280,7 @@ LogicalResult Importer::importBody(Function &f) {
   retVars.clear();
   carryVar.reset();
   constants.clear();
+  intConstants.clear();
   lastConstant = nullptr;
   pendingPragma = {};
 

@@ -88,16 +88,21 @@ Value Importer::checked(Value v) {
 //===----------------------------------------------------------------------===//
 
 std::optional<PtxType> Importer::ptxType(StringRef n) {
+  if (const std::optional<PtxType> *known = ptxTypes.find(n))
+    return *known;
   PtxType t;
   auto sc = symbolizeScalarType(n);
-  if (!sc)
+  if (!sc) {
+    ptxTypes.insert(n, std::nullopt);
     return std::nullopt;
+  }
   t.scalar = *sc;
   char k = n[0];
   t.isSigned = k == 's';
   t.isFloat = k == 'f' || n.starts_with("bf") || n == "tf32" ||
               n.starts_with("e4") || n.starts_with("e5");
   t.type = getStorageType(ctx, *sc);
+  ptxTypes.insert(n, t);
   return t;
 }
 
@@ -115,7 +120,7 @@ std::optional<PtxType> Importer::instrType(const Instruction &inst, int which) {
 
 LogicalResult Importer::checkOperandSize(const Operand &op, const VarInfo &var,
                                          Type t) {
-  if (relaxedSizes || widthOf(var.type) == widthOf(t))
+  if (relaxedSizes || var.type == t || widthOf(var.type) == widthOf(t))
     return success();
   return error(op.loc,
                "register '" + op.name + "' has " + Twine(widthOf(var.type)) +

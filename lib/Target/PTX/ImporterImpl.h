@@ -204,6 +204,9 @@ private:
   // Types.
   /// Returns the properties of PTX type `name` (`u32`), if it is one.
   std::optional<PtxType> ptxType(StringRef name);
+  /// ptxType() of the modifiers seen so far (asked for every modifier of
+  /// most instructions).
+  ShortStringMap<std::optional<PtxType>> ptxTypes;
   /// Returns the `which`-th type modifier of `inst` (0 = first).
   std::optional<PtxType> instrType(const Instruction &inst, int which = 0);
   /// Returns the integer type of `bits` bits.
@@ -232,9 +235,14 @@ private:
   /// The integer constant `v` of type `t`, sign-extended or truncated to
   /// the width of `t`.
   Value constInt(Type t, int64_t v) {
-    return constant(
-        b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
-                                .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    // Looked up by type and value first: building the attribute is a
+    // lookup in the context's uniquer.
+    auto [it, inserted] = intConstants.try_emplace({t, v}, Value());
+    if (inserted)
+      it->second = constant(
+          b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                  .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    return it->second;
   }
   /// The float constant `v` of type `t`.
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
@@ -557,6 +565,8 @@ private:
   void assign(SSABuilder::Var id, Value v);
   /// The constants of the function (see constant()) and the last one.
   llvm::DenseMap<Attribute, Value> constants;
+  /// The integer constants of the function by type and value (constInt()).
+  llvm::DenseMap<std::pair<Type, int64_t>, Value> intConstants;
   Operation *lastConstant = nullptr;
   /// A `.pragma` waiting for the next branch.
   StringRef pendingPragma;
