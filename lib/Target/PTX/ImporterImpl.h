@@ -209,6 +209,21 @@ private:
   ShortStringMap<std::optional<PtxType>> ptxTypes;
   /// Returns the `which`-th type modifier of `inst` (0 = first).
   std::optional<PtxType> instrType(const Instruction &inst, int which = 0);
+  /// Creates an op of type `OpTy` at `curLoc` (as `OpTy::create(b, curLoc,
+  /// args...)` does, but the op's name is found by its TypeID, not by
+  /// hashing its name string).
+  template <typename OpTy, typename... Args> OpTy make(Args &&...args) {
+    OperationState state(curLoc, opName<OpTy>());
+    OpTy::build(b, state, std::forward<Args>(args)...);
+    return cast<OpTy>(b.create(state));
+  }
+  /// The registered name of `OpTy`.
+  template <typename OpTy> OperationName opName() {
+    std::optional<RegisteredOperationName> name =
+        RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
+    assert(name && "op of a dialect that is not loaded");
+    return *name;
+  }
   /// Returns the integer type of `bits` bits.
   Type intType(unsigned bits) { return b.getIntegerType(bits); }
   /// Returns the type of addresses (`.address_size`).
