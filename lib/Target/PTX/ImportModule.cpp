@@ -420,7 +420,9 @@ LogicalResult Importer::declareVariables(Statement &s) {
         return success();
       };
       if (d.rangeCount >= 0 && d.vecWidth <= 1 && d.space == "reg") {
-        if (!scopes.back().addRange(d.name, RegRange{d.rangeCount, *t}))
+        if (!scopes.back()
+                 .ranges.try_emplace(d.name, RegRange{d.rangeCount, *t})
+                 .second)
           return error(d.loc, "redeclaration of '" + d.name + "<...>'");
       } else if (d.rangeCount >= 0) {
         // Vector and .param ranges are expanded eagerly: keep them small.

@@ -527,53 +527,26 @@ private:
 
   struct Scope {
     VarTable vars;
-    /// Register ranges by prefix (`%r` for `%r<10>`), and the same in
-    /// order of declaration (the entries do not move).
+    /// Register ranges by prefix (`%r` for `%r<10>`).
     llvm::StringMap<RegRange> ranges;
-    llvm::SmallVector<const llvm::StringMapEntry<RegRange> *, 8> rangeList;
-
-    /// Declares the range `prefix<count>`; false if it exists.
-    bool addRange(StringRef prefix, RegRange range) {
-      auto [it, inserted] = ranges.try_emplace(prefix, range);
-      if (inserted)
-        rangeList.push_back(&*it);
-      return inserted;
-    }
 
     /// Returns the range that declares `name`, if any: `name` is a prefix
-    /// followed by a decimal index below the range's count (the longest
-    /// such prefix).
+    /// followed by a decimal index below the range's count.
     const RegRange *rangeOf(StringRef name) const {
       if (ranges.empty())
         return nullptr;
-      auto valid = [&](StringRef digits, const RegRange &r) {
-        uint64_t n;
-        return !digits.empty() &&
-               llvm::all_of(digits, [](char c) { return llvm::isDigit(c); }) &&
-               !(digits.size() > 1 && digits[0] == '0') &&
-               !digits.getAsInteger(10, n) &&
-               n < static_cast<uint64_t>(r.count);
-      };
-      if (rangeList.size() <= 16) {
-        // A function declares a few ranges (%r, %rd, %f, %p, ...): compare
-        // with each rather than hash every split of the name.
-        const RegRange *best = nullptr;
-        size_t bestSize = 0;
-        for (const auto *e : rangeList) {
-          StringRef prefix = e->getKey();
-          if ((!best || prefix.size() > bestSize) && name.starts_with(prefix) &&
-              valid(name.drop_front(prefix.size()), e->getValue())) {
-            best = &e->getValue();
-            bestSize = prefix.size();
-          }
-        }
-        return best;
-      }
       // Try each split into prefix and all-digit suffix.
       for (size_t i = name.size(); i > 0 && llvm::isDigit(name[i - 1]); --i) {
         auto it = ranges.find(name.take_front(i - 1));
-        if (it != ranges.end() && valid(name.drop_front(i - 1), it->second))
-          return &it->second;
+        if (it == ranges.end())
+          continue;
+        StringRef digits = name.drop_front(i - 1);
+        uint64_t n;
+        if ((digits.size() > 1 && digits[0] == '0') ||
+            digits.getAsInteger(10, n) ||
+            n >= static_cast<uint64_t>(it->second.count))
+          continue;
+        return &it->second;
       }
       return nullptr;
     }
