@@ -336,6 +336,7 @@ LogicalResult Importer::importBody(Function &f) {
   retVars.clear();
   carryVar.reset();
   constants.clear();
+  intConstants.clear();
   lastConstant = nullptr;
   pendingPragma = {};
 
@@ -371,9 +372,8 @@ LogicalResult Importer::importBody(Function &f) {
         return failure();
       Type et = ssa->getType(ids[0]);
       SmallVector<Type> parts(ids.size(), intType(widthOf(et)));
-      auto split =
-          UnpackOp::create(b, curLoc, parts,
-                           bitcast(entry->getArgument(i), intType(widthOf(t))));
+      auto split = make<UnpackOp>(
+          parts, bitcast(entry->getArgument(i), intType(widthOf(t))));
       for (auto [k, id] : llvm::enumerate(ids))
         ssa->writeVariable(id, entry, coerce(split.getResult(k), et));
       continue;

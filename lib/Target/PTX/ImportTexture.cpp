@@ -186,7 +186,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
                           : inst.has("b") ? TexComponent::b
                           : inst.has("a") ? TexComponent::a
                                           : TexComponent::r;
-      auto t = Tld4Op::create(b, curLoc, results, comp, d, handle, coords);
+      auto t = make<Tld4Op>(results, comp, d, handle, coords);
       return writeVec(inst.operands[0], t.getResults());
     }
     Value lod;
@@ -208,8 +208,8 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
         }
       }
     }
-    auto t = TexOp::create(b, curLoc, results, *g, d, c->scalar, handle, layer,
-                           coords, lod, gx, gy);
+    auto t = make<TexOp>(results, *g, d, c->scalar, handle, layer, coords, lod,
+                         gx, gy);
     return writeVec(inst.operands[0], t.getResults());
   }
   case Opcode::Txq:
@@ -235,8 +235,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     Value lod;
     if (level && !(lod = read(inst.operands[2], i32)))
       return failure();
-    Value r =
-        TexQueryOp::create(b, curLoc, i32, *q, op == Opcode::Suq, handle, lod);
+    Value r = make<TexQueryOp>(i32, *q, op == Opcode::Suq, handle, lod);
     return write(inst.operands[0], r);
   }
   default:
@@ -294,8 +293,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     Value v = read(data, intType(bits));
     if (!v)
       return failure();
-    SuredOp::create(b, curLoc, *kind, t->scalar, *g, clamp, handle, layer,
-                    coords, v);
+    make<SuredOp>(*kind, t->scalar, *g, clamp, handle, layer, coords, v);
     return success();
   }
 
@@ -311,8 +309,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     if (formatted)
       return error(inst.loc, "suld.p is not PTX");
     SmallVector<Type, 4> results(vec, et);
-    auto ld = SuldOp::create(b, curLoc, results, *g, st, clamp, handle, layer,
-                             coords);
+    auto ld = make<SuldOp>(results, *g, st, clamp, handle, layer, coords);
     if (vec == 1)
       return write(data, ld.getResult(0));
     return writeVec(data, ld.getResults());
@@ -337,7 +334,6 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
       values.push_back(v);
     }
   }
-  SustOp::create(b, curLoc, *g, st, clamp, formatted, handle, layer, coords,
-                 values);
+  make<SustOp>(*g, st, clamp, formatted, handle, layer, coords, values);
   return success();
 }
