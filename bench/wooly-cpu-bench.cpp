@@ -168,6 +168,9 @@ struct Case {
   uint64_t elements = 0;              // Elements of the problem.
   double bytes = 0;                   // Bytes read + written by one run.
   std::function<void(uint8_t *)> cpp; // The C++ version (writes cppOut).
+  /// Where the C++ version splits into independent parts: part `i` of `n`
+  /// (run on `n` threads to show how far the machine itself scales).
+  std::function<void(uint8_t *, unsigned i, unsigned n)> cppPart;
   /// Compares the backend's output with the C++ output where they may
   /// differ by rounding: returns what differs, or "" (empty: bit for bit).
   std::function<std::string(const uint8_t *got, const uint8_t *want,
@@ -220,8 +223,18 @@ std::vector<Case> makeCases() {
     c.threads = c.elements = uint64_t(n);
     c.bytes = 12.0 * n;
     c.cppOut.resize(uint64_t(n) * 4);
-    c.cpp = [a = std::move(a), b = std::move(b), n](uint8_t *out) {
-      cppVecAdd(n, a.data(), b.data(), reinterpret_cast<float *>(out));
+    auto inputs =
+        std::make_shared<std::pair<std::vector<float>, std::vector<float>>>(
+            std::move(a), std::move(b));
+    c.cpp = [inputs, n](uint8_t *out) {
+      cppVecAdd(n, inputs->first.data(), inputs->second.data(),
+                reinterpret_cast<float *>(out));
+    };
+    c.cppPart = [inputs, n](uint8_t *out, unsigned i, unsigned parts) {
+      int lo = int(int64_t(n) * i / parts),
+          hi = int(int64_t(n) * (i + 1) / parts);
+      cppVecAdd(hi - lo, inputs->first.data() + lo, inputs->second.data() + lo,
+                reinterpret_cast<float *>(out) + lo);
     };
     cases.push_back(std::move(c));
   }
@@ -381,6 +394,8 @@ struct Row {
   /// block): unlike wall time, not inflated when other processes share the
   /// cores.
   double cpuMs1 = 0, cpuMsCpp = 0;
+  /// The C++ version split over all hardware threads (0: not splittable).
+  double msCppAll = 0;
   double bytes = 0;
   double compileMs = 0, hitUs = 0;
 };
@@ -480,6 +495,29 @@ double timeCpp(Case &c, double &cpuSeconds) {
   return median(times);
 }
 
+/// The median wall time of `c.cppPart` run on `parts` threads at once.
+double timeCppParts(Case &c, unsigned parts) {
+  std::vector<uint8_t> out(c.cppOut.size());
+  auto run = [&] {
+    std::vector<std::thread> threads;
+    for (unsigned i = 0; i < parts; ++i)
+      threads.emplace_back([&, i] { c.cppPart(out.data(), i, parts); });
+    for (std::thread &t : threads)
+      t.join();
+  };
+  run(); // Warm-up.
+  if (out != c.cppOut)
+    die(c.label + ": the C++ version split over threads differs from the "
+                  "one-thread version");
+  std::vector<double> times;
+  for (unsigned r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    run();
+    times.push_back(seconds(t0, Clock::now()));
+  }
+  return median(times);
+}
+
 std::string readFile(const std::string &path) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
@@ -562,6 +600,8 @@ int main(int argc, char **argv) {
     double cpuCpp = 0;
     row.msCpp = timeCpp(c, cpuCpp) * 1e3;
     row.cpuMsCpp = cpuCpp * 1e3;
+    if (c.cppPart)
+      row.msCppAll = timeCppParts(c, allWorkers) * 1e3;
     LoadedModule *m1 = check(dev1.loadModule(module), "loadModule");
     LoadedModule *mAll = check(devAll.loadModule(module), "loadModule");
     double cpu1 = 0;
@@ -597,12 +637,20 @@ int main(int argc, char **argv) {
   // loop: what the ratio is when other processes share the cores (wall
   // times then include time the thread waited for one).
   std::printf("\nthread CPU time, 1 worker (not inflated by other load); "
-              "all/1w = speedup of all workers over one (wall)\n");
-  std::printf("%-17s %10s %10s %9s %8s\n", "kernel", "1w cpu ms", "C++ cpu ms",
-              "cpu b/c", "all/1w");
-  for (const Row &r : rows)
-    std::printf("%-17s %10.2f %10.2f %9.2f %8.2f\n", r.label.c_str(), r.cpuMs1,
+              "all/1w = speedup of all workers over one (wall); C++ all/1 = "
+              "the same for the C++ loop split over %u threads, where it "
+              "splits (what the machine's memory allows)\n",
+              allWorkers);
+  std::printf("%-17s %10s %10s %9s %8s %10s\n", "kernel", "1w cpu ms",
+              "C++ cpu ms", "cpu b/c", "all/1w", "C++ all/1");
+  for (const Row &r : rows) {
+    std::printf("%-17s %10.2f %10.2f %9.2f %8.2f", r.label.c_str(), r.cpuMs1,
                 r.cpuMsCpp, r.cpuMs1 / r.cpuMsCpp, r.ms1 / r.msAll);
+    if (r.msCppAll > 0)
+      std::printf(" %10.2f\n", r.msCpp / r.msCppAll);
+    else
+      std::printf(" %10s\n", "-");
+  }
 
   bool anyFibers = false;
   for (const Row &r : rows)

@@ -71,6 +71,11 @@ static llvm::cl::opt<bool> cpuTime(
                    "the wall clock (for a machine other work shares: time "
                    "spent waiting for a core is not counted)"),
     llvm::cl::init(false), llvm::cl::cat(benchCategory));
+static llvm::cl::opt<bool> importOnly(
+    "import-only",
+    llvm::cl::desc("Time only the import, not the reparse (to profile the "
+                   "importer alone)"),
+    llvm::cl::init(false), llvm::cl::cat(benchCategory));
 static llvm::cl::opt<bool> printLocations(
     "print-locations",
     llvm::cl::desc("Print (and so reparse) the IR with its locations"),
@@ -332,6 +337,8 @@ bool measure(const Input &in, Row &row) {
       llvm::report_fatal_error("import failed on repetition");
     return t;
   });
+  if (importOnly)
+    return true;
 
   DialectRegistry registry;
   wooly::registerAllDialects(registry);
@@ -373,7 +380,7 @@ void printTable(const std::vector<Row> &rows) {
                 r.name.substr(0, 34).c_str(), r.ptxBytes / 1024.0,
                 r.irBytes / 1024.0, r.instructions, r.importSec * 1e3,
                 r.instructions / r.importSec, r.reparseSec * 1e3,
-                r.importSec / r.reparseSec);
+                r.reparseSec > 0 ? r.importSec / r.reparseSec : 0.0);
 }
 
 } // namespace
@@ -466,8 +473,9 @@ int main(int argc, char **argv) {
     std::printf("\ntargets on %s:\n", big.name.c_str());
     std::printf("  import >= 1M instr/s:             %.0f instr/s  %s\n", rate,
                 rate >= 1e6 ? "MET" : "NOT MET");
-    std::printf("  import time <= 0.8 x reparse:     ratio %.2f   %s\n", ratio,
-                ratio <= 0.8 ? "MET" : "NOT MET");
+    if (!importOnly)
+      std::printf("  import time <= 0.8 x reparse:     ratio %.2f   %s\n",
+                  ratio, ratio <= 0.8 ? "MET" : "NOT MET");
   }
   return 0;
 }

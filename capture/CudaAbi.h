@@ -29,6 +29,7 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUarray_st;
+struct CUtexref_st;
 
 namespace wooly::cuabi {
 
@@ -462,6 +463,12 @@ enum CUmemorytype : int {
 // Driver arrays, copies, texture and surface objects (CUarray is
 // cudaArray_t, declared above).
 using CUarray = ::CUarray_st *;
+/// CUtexref and CUsurfref (the deprecated reference API): a module's
+/// `.texref`/`.surfref` (one struct for both in Wooly).
+using CUtexref = ::CUtexref_st *;
+using CUsurfref = ::CUtexref_st *;
+/// cuTexRefSetArray's flag (the only one).
+enum : unsigned { CU_TRSA_OVERRIDE_FORMAT = 0x01 };
 using CUtexObject = unsigned long long;
 using CUsurfObject = unsigned long long;
 /// CUarray_format: the ones Wooly takes (the others are normalized-integer,

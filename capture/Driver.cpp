@@ -53,6 +53,10 @@ namespace client = wooly::client;
 
 WOOLY_CU_API CUresult cuStreamSynchronize(CUstream stream);
 
+namespace {
+CUresult bindReferences(CUfunction f);
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Objects behind the handles
 //===----------------------------------------------------------------------===//
@@ -69,10 +73,34 @@ struct CUfunc_st {
   int maxDynamicShared = 48 * 1024;
 };
 
+/// A texture or surface reference of a module (cuModuleGetTexRef,
+/// cuModuleGetSurfRef): the module variable that the importer makes of a
+/// PTX `.texref`/`.surfref`, which holds the handle of the object bound to
+/// it; the state the cuTexRefSet* calls accumulate, as an object's
+/// descriptors; and the object last made from them.
+struct CUtexref_st {
+  CUmod_st *module = nullptr;
+  bool surface = false;
+  /// The module variable's address.
+  uint64_t variable = 0;
+  /// What is bound (resType -1: nothing yet) and how it is sampled.
+  CUDA_RESOURCE_DESC resource;
+  CUDA_TEXTURE_DESC texture;
+  /// cuTexRefSetFormat's format, for linear and pitch-linear memory.
+  CUarray_format format = CU_AD_FORMAT_FLOAT;
+  unsigned channels = 1;
+  /// The state changed since `object` was made (bound at the next launch
+  /// of the module's kernels).
+  bool dirty = false;
+  /// The object whose handle the variable holds (0: none).
+  unsigned long long object = 0;
+};
+
 struct CUmod_st {
   uint64_t handle = 0;
   client::Module info;
   std::unordered_map<std::string, std::unique_ptr<CUfunc_st>> functions;
+  std::unordered_map<std::string, std::unique_ptr<CUtexref_st>> refs;
 };
 
 struct CUstream_st {
@@ -106,6 +134,7 @@ struct State {
   std::unordered_set<CUstream_st *> streams;
   std::unordered_set<CUevent_st *> events;
   std::unordered_set<CUarray_st *> arrays;
+  std::unordered_set<CUtexref_st *> refs;
   /// Device ranges (allocations and module variables): start -> size.
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
@@ -1013,6 +1042,12 @@ WOOLY_CU_API CUresult cuModuleUnload(CUmodule module) {
   CHECK_STATUS("cuModuleUnload", s.client->unloadModule(module->handle));
   for (auto &[name, f] : module->functions)
     s.functions.erase(f.get());
+  // The objects made for its references go with it.
+  for (auto &[name, r] : module->refs) {
+    if (r->object)
+      (void)s.client->textureDestroy(r->object, r->surface);
+    s.refs.erase(r.get());
+  }
   s.modules.erase(module);
   delete module;
   return CUDA_SUCCESS;
@@ -1245,6 +1280,8 @@ WOOLY_CU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                      unsigned bz, unsigned shared,
                                      CUstream stream, void **params,
                                      void **extra) {
+  if (CUresult e = bindReferences(f))
+    return e;
   LOCKED_READY(s);
   return launchLocked(s, f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params,
                       extra);
@@ -2051,6 +2088,362 @@ WOOLY_CU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *desc,
     return CUDA_ERROR_INVALID_VALUE;
   *desc = rec.resource;
   return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// Texture and surface references (deprecated, driver API only)
+//===----------------------------------------------------------------------===//
+//
+// A reference is a module variable holding an object's handle. The
+// cuTexRefSet*/cuSurfRefSetArray calls only record state; the next launch of
+// a kernel of the module makes an object from it (cuTexObjectCreate's own
+// checks and descriptors) and writes its handle into the variable with a
+// synchronous copy before the launch is sent. A rebind (an object was made
+// before) first waits for the device (cuCtxSynchronize), so launches queued
+// earlier, on any stream, finish with the object they were launched with;
+// then the old object is destroyed. So a rebind costs a synchronisation, as
+// binding a texture reference did on NVIDIA's own driver for most uses.
+
+namespace {
+
+/// The reference `r`, if it is one of the session's.
+bool isRef(State &s, CUtexref_st *r) { return r && s.refs.count(r); }
+
+/// Finds or makes the reference `name` of `module`.
+CUresult getRef(CUtexref_st **out, CUmodule module, const char *name,
+                bool surface) {
+  if (!out || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.modules.count(module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  auto it = module->refs.find(name);
+  if (it != module->refs.end()) {
+    if (it->second->surface != surface)
+      return CUDA_ERROR_NOT_FOUND;
+    *out = it->second.get();
+    return CUDA_SUCCESS;
+  }
+  uint64_t address = 0, size = 0;
+  client::Status st = s.client->getSymbol(module->handle, name, address, size);
+  if (st.code == client::Code::NotFound)
+    return CUDA_ERROR_NOT_FOUND;
+  CHECK_STATUS(surface ? "cuModuleGetSurfRef" : "cuModuleGetTexRef", st);
+  if (size != 8) // not a reference (the importer makes them 64-bit)
+    return CUDA_ERROR_NOT_FOUND;
+  s.deviceRanges[address] = size;
+  auto r = std::make_unique<CUtexref_st>();
+  r->module = module;
+  r->surface = surface;
+  r->variable = address;
+  std::memset(&r->resource, 0, sizeof r->resource);
+  r->resource.resType = -1;
+  std::memset(&r->texture, 0, sizeof r->texture);
+  *out = r.get();
+  s.refs.insert(r.get());
+  module->refs.emplace(name, std::move(r));
+  return CUDA_SUCCESS;
+}
+
+/// Runs `change` on the texture reference `r` (a surface reference is
+/// refused unless `surfaceToo`) and marks it for binding when it has a
+/// resource.
+template <typename F>
+CUresult changeRef(CUtexref_st *r, F change, bool surfaceToo = false) {
+  LOCKED_READY(s);
+  if (!isRef(s, r) || (r->surface && !surfaceToo))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult e = change(*r))
+    return e;
+  r->dirty = r->resource.resType >= 0;
+  return CUDA_SUCCESS;
+}
+
+/// Reads the reference `r` under the lock.
+template <typename F> CUresult readRef(CUtexref_st *r, F read) {
+  LOCKED_READY(s);
+  if (!isRef(s, r))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return read(*r);
+}
+
+CUresult bindReferences(CUfunction f) {
+  std::vector<CUtexref_st *> dirty;
+  {
+    LOCKED_READY(s);
+    if (!s.functions.count(f))
+      return CUDA_SUCCESS; // the launch says so
+    for (auto &[name, r] : f->module->refs)
+      if (r->dirty)
+        dirty.push_back(r.get());
+  }
+  for (CUtexref_st *r : dirty) {
+    if (r->object)
+      if (CUresult e = cuCtxSynchronize())
+        return e;
+    unsigned long long object = 0;
+    CUresult e = r->surface ? cuSurfObjectCreate(&object, &r->resource)
+                            : cuTexObjectCreate(&object, &r->resource,
+                                                &r->texture, nullptr);
+    if (e)
+      return e;
+    if ((e = cuMemcpyHtoD_v2(r->variable, &object, sizeof object))) {
+      (void)(r->surface ? cuSurfObjectDestroy(object)
+                        : cuTexObjectDestroy(object));
+      return e;
+    }
+    if (r->object)
+      (void)(r->surface ? cuSurfObjectDestroy(r->object)
+                        : cuTexObjectDestroy(r->object));
+    r->object = object;
+    r->dirty = false;
+  }
+  return CUDA_SUCCESS;
+}
+
+} // namespace
+
+WOOLY_CU_API CUresult cuModuleGetTexRef(CUtexref *ref, CUmodule module,
+                                        const char *name) {
+  return getRef(ref, module, name, false);
+}
+
+WOOLY_CU_API CUresult cuModuleGetSurfRef(CUsurfref *ref, CUmodule module,
+                                         const char *name) {
+  return getRef(ref, module, name, true);
+}
+
+WOOLY_CU_API CUresult cuTexRefSetArray(CUtexref ref, CUarray array,
+                                       unsigned flags) {
+  if (flags != CU_TRSA_OVERRIDE_FORMAT)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!wooly::capture::driverIsArray(array))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    std::memset(&r.resource, 0, sizeof r.resource);
+    r.resource.resType = 0; // CU_RESOURCE_TYPE_ARRAY
+    r.resource.res.array.hArray = array;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuSurfRefSetArray(CUsurfref ref, CUarray array,
+                                        unsigned flags) {
+  if (flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!wooly::capture::driverIsArray(array))
+    return CUDA_ERROR_INVALID_HANDLE;
+  return changeRef(
+      ref,
+      [&](CUtexref_st &r) {
+        if (!r.surface)
+          return CUDA_ERROR_INVALID_HANDLE;
+        std::memset(&r.resource, 0, sizeof r.resource);
+        r.resource.resType = 0;
+        r.resource.res.array.hArray = array;
+        return CUDA_SUCCESS;
+      },
+      /*surfaceToo=*/true);
+}
+
+WOOLY_CU_API CUresult cuSurfRefGetArray(CUarray *array, CUsurfref ref) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    if (!r.surface || r.resource.resType != 0)
+      return CUDA_ERROR_INVALID_VALUE;
+    *array = r.resource.res.array.hArray;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetAddress_v2(size_t *byteOffset, CUtexref ref,
+                                            CUdeviceptr address, size_t bytes) {
+  return changeRef(ref, [&](CUtexref_st &r) {
+    std::memset(&r.resource, 0, sizeof r.resource);
+    r.resource.resType = 2; // CU_RESOURCE_TYPE_LINEAR
+    r.resource.res.linear.devPtr = address;
+    r.resource.res.linear.format = r.format;
+    r.resource.res.linear.numChannels = r.channels;
+    r.resource.res.linear.sizeInBytes = bytes;
+    // Wooly's textures take any address: no offset to apply.
+    if (byteOffset)
+      *byteOffset = 0;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetAddress2D_v3(CUtexref ref,
+                                              const CUDA_ARRAY_DESCRIPTOR *d,
+                                              CUdeviceptr address,
+                                              size_t pitch) {
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    std::memset(&r.resource, 0, sizeof r.resource);
+    r.resource.resType = 3; // CU_RESOURCE_TYPE_PITCH2D
+    r.resource.res.pitch2D.devPtr = address;
+    r.resource.res.pitch2D.format = d->Format;
+    r.resource.res.pitch2D.numChannels = d->NumChannels;
+    r.resource.res.pitch2D.width = d->Width;
+    r.resource.res.pitch2D.height = d->Height;
+    r.resource.res.pitch2D.pitchInBytes = pitch;
+    r.format = d->Format;
+    r.channels = d->NumChannels;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetFormat(CUtexref ref, CUarray_format format,
+                                        int channels) {
+  if (channels != 1 && channels != 2 && channels != 4)
+    return CUDA_ERROR_INVALID_VALUE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    r.format = format;
+    r.channels = unsigned(channels);
+    if (r.resource.resType == 2) {
+      r.resource.res.linear.format = format;
+      r.resource.res.linear.numChannels = r.channels;
+    } else if (r.resource.resType == 3) {
+      r.resource.res.pitch2D.format = format;
+      r.resource.res.pitch2D.numChannels = r.channels;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetAddressMode(CUtexref ref, int dim, int mode) {
+  if (dim < 0 || dim > 2 || mode < 0 || mode > 3)
+    return CUDA_ERROR_INVALID_VALUE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    r.texture.addressMode[dim] = mode;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetFilterMode(CUtexref ref, int mode) {
+  if (mode < 0 || mode > 1)
+    return CUDA_ERROR_INVALID_VALUE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    r.texture.filterMode = mode;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetFlags(CUtexref ref, unsigned flags) {
+  return changeRef(ref, [&](CUtexref_st &r) {
+    r.texture.flags = flags;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetBorderColor(CUtexref ref, const float *color) {
+  if (!color)
+    return CUDA_ERROR_INVALID_VALUE;
+  return changeRef(ref, [&](CUtexref_st &r) {
+    std::memcpy(r.texture.borderColor, color, sizeof r.texture.borderColor);
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefSetMaxAnisotropy(CUtexref ref, unsigned value) {
+  // More than 1 is refused when the object is made (not supported yet).
+  return changeRef(ref, [&](CUtexref_st &r) {
+    r.texture.maxAnisotropy = value;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetAddress_v2(CUdeviceptr *address,
+                                            CUtexref ref) {
+  if (!address)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    if (r.resource.resType == 2)
+      *address = r.resource.res.linear.devPtr;
+    else if (r.resource.resType == 3)
+      *address = r.resource.res.pitch2D.devPtr;
+    else
+      return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetArray(CUarray *array, CUtexref ref) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    if (r.surface || r.resource.resType != 0)
+      return CUDA_ERROR_INVALID_VALUE;
+    *array = r.resource.res.array.hArray;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetAddressMode(int *mode, CUtexref ref, int dim) {
+  if (!mode || dim < 0 || dim > 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    *mode = r.texture.addressMode[dim];
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetFilterMode(int *mode, CUtexref ref) {
+  if (!mode)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    *mode = r.texture.filterMode;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetFlags(unsigned *flags, CUtexref ref) {
+  if (!flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    *flags = r.texture.flags;
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetBorderColor(float *color, CUtexref ref) {
+  if (!color)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    std::memcpy(color, r.texture.borderColor, sizeof r.texture.borderColor);
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetMaxAnisotropy(int *value, CUtexref ref) {
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    *value = int(r.texture.maxAnisotropy);
+    return CUDA_SUCCESS;
+  });
+}
+
+WOOLY_CU_API CUresult cuTexRefGetFormat(CUarray_format *format, int *channels,
+                                        CUtexref ref) {
+  if (!format)
+    return CUDA_ERROR_INVALID_VALUE;
+  return readRef(ref, [&](CUtexref_st &r) {
+    if (r.resource.resType == 0) {
+      if (!state().arrays.count(r.resource.res.array.hArray))
+        return CUDA_ERROR_INVALID_VALUE; // destroyed since
+      const CUarray_st &a = *r.resource.res.array.hArray;
+      *format = arrayFormat(a.format);
+      if (channels)
+        *channels = int(a.format.channels());
+      return CUDA_SUCCESS;
+    }
+    *format = r.format;
+    if (channels)
+      *channels = int(r.channels);
+    return CUDA_SUCCESS;
+  });
 }
 
 //===----------------------------------------------------------------------===//

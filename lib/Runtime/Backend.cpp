@@ -69,6 +69,18 @@ llvm::Error Backend::destroySurfaceObject(uint64_t) {
   return noTextures(*this);
 }
 
+llvm::Error Backend::bindReference(BackendModule *module, llvm::StringRef name,
+                                   uint64_t handle) {
+  auto var = globalAddress(module, name);
+  if (!var)
+    return var.takeError();
+  if (var->second != sizeof handle)
+    return llvm::createStringError("'" + name +
+                                   "' is not a texture or surface reference "
+                                   "(a 64-bit module variable)");
+  return copyToDevice(var->first, &handle, sizeof handle);
+}
+
 llvm::Error Backend::swapOut(uint64_t) {
   return llvm::createStringError("the " + kind() +
                                  " backend cannot swap memory out");

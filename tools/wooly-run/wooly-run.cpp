@@ -8,6 +8,9 @@
 //       --arg=n:u32:1024 --arg=a:f32:2.0 --arg=x:f32[1024]:random:seed=1
 //       --arg=y:f32[1024]:zero --print=y
 //
+// `--texref`/`--surfref` bind a module's texture and surface references
+// (PTX `.texref`/`.surfref`) to objects over CUDA arrays it creates.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Compiler/Compiler.h"
@@ -74,6 +77,24 @@ static cl::list<std::string> argOpts(
              "  NAME:TYPE[COUNT]:INIT    (the same);\n"
              "                           INIT is zero, random[:seed=N], "
              "iota, fill=V or file=PATH"),
+    cl::cat(runCat));
+static cl::list<std::string> texrefOpts(
+    "texref",
+    cl::desc("NAME:TYPE[W[xH[xD]]]:INIT[,OPTION...]: bind the module's "
+             "texture reference NAME (a PTX .texref) to a texture over a "
+             "CUDA array of TYPE (u8..u32, s8..s32, f16, f32; TYPExN for N "
+             "= 2 or 4 channels) filled as a buffer's INIT; OPTIONs: "
+             "filter=point|linear, address=wrap|clamp|mirror|border (every "
+             "dimension), border=V (every channel), normalized (normalized "
+             "coordinates), read=float (8- and 16-bit integers read as "
+             "normalized floats), srgb"),
+    cl::cat(runCat));
+static cl::list<std::string> surfrefOpts(
+    "surfref",
+    cl::desc("NAME:TYPE[W[xH[xD]]]:INIT: bind the module's surface "
+             "reference NAME (a PTX .surfref) to a surface over a CUDA "
+             "array (TYPE and INIT as for --texref); the array is printed "
+             "after the launch like a buffer"),
     cl::cat(runCat));
 static cl::list<std::string>
     printOpts("print",
@@ -306,6 +327,114 @@ llvm::Expected<Arg> parseArg(StringRef spec) {
               "' (zero, random[:seed=N], iota, fill=V, file=PATH)");
 }
 
+/// One `--texref` or `--surfref`: a CUDA array and the object bound to
+/// the reference.
+struct Reference {
+  std::string name;
+  bool surface = false;
+  Arg texels; // the array's contents, as a buffer
+  ResourceDesc resource;
+  TextureDesc texture;
+};
+
+llvm::Expected<Reference> parseReference(StringRef spec, bool surface) {
+  Reference r;
+  r.surface = surface;
+  StringRef flag = surface ? "--surfref=" : "--texref=";
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(flag + spec + ": " + why);
+  };
+  auto [name, rest] = spec.split(':');
+  auto [typeText, tail] = rest.split(':');
+  size_t lb = typeText.find('[');
+  if (name.empty() || lb == StringRef::npos || !typeText.ends_with("]"))
+    return fail("expected NAME:TYPE[W[xH[xD]]]:INIT[,OPTION...]");
+  auto [init, options] = tail.split(',');
+  // The element type and the number of channels.
+  StringRef base = typeText.take_front(lb);
+  unsigned channels = 1;
+  if (size_t x = base.find('x'); x != StringRef::npos) {
+    if (base.drop_front(x + 1).getAsInteger(10, channels) ||
+        (channels != 1 && channels != 2 && channels != 4))
+      return fail("1, 2 or 4 channels");
+    base = base.take_front(x);
+  }
+  auto t = parseType(base);
+  if (!t)
+    return fail(llvm::toString(t.takeError()));
+  if (t->bytes == 8 || t->kind == 'b')
+    return fail("texel channels are u8..u32, s8..s32, f16 or f32");
+  // The extents.
+  llvm::SmallVector<StringRef, 3> dims;
+  typeText.slice(lb + 1, typeText.size() - 1).split(dims, 'x');
+  uint64_t extent[3] = {0, 0, 0};
+  if (dims.empty() || dims.size() > 3)
+    return fail("expected extents W, WxH or WxHxD");
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (d.getAsInteger(0, extent[i]) || extent[i] == 0)
+      return fail("bad extent '" + d + "'");
+  uint64_t texels = extent[0] * std::max<uint64_t>(extent[1], 1) *
+                    std::max<uint64_t>(extent[2], 1);
+  auto filled = parseArg(
+      llvm::formatv("{0}:{1}[{2}]:{3}", name, base, texels * channels, init)
+          .str());
+  if (!filled)
+    return fail(llvm::toString(filled.takeError()));
+  r.name = name.str();
+  r.texels = std::move(*filled);
+  ResourceDesc &res = r.resource;
+  res.kind = ResourceDesc::Kind::Array;
+  res.width = extent[0];
+  res.height = extent[1];
+  res.depth = extent[2];
+  for (unsigned c = 0; c < channels; ++c)
+    res.format.bits[c] = int(t->bytes * 8);
+  res.format.kind = t->kind == 'f'   ? ChannelKind::Float
+                    : t->kind == 's' ? ChannelKind::Signed
+                                     : ChannelKind::Unsigned;
+  if (const char *why = channelFormatError(res.format))
+    return fail(why);
+  // The texture's state.
+  llvm::SmallVector<StringRef, 4> opts;
+  if (!options.empty())
+    options.split(opts, ',');
+  if (surface && !opts.empty())
+    return fail("a surface takes no options");
+  TextureDesc &d = r.texture;
+  for (StringRef o : opts) {
+    auto [key, value] = o.split('=');
+    if (key == "filter" && (value == "point" || value == "linear")) {
+      d.filterMode = value == "point" ? FilterMode::Point : FilterMode::Linear;
+    } else if (key == "address") {
+      std::optional<AddressMode> m =
+          value == "wrap"     ? std::optional(AddressMode::Wrap)
+          : value == "clamp"  ? std::optional(AddressMode::Clamp)
+          : value == "mirror" ? std::optional(AddressMode::Mirror)
+          : value == "border" ? std::optional(AddressMode::Border)
+                              : std::nullopt;
+      if (!m)
+        return fail("unknown address mode '" + value + "'");
+      for (AddressMode &a : d.addressMode)
+        a = *m;
+    } else if (key == "border") {
+      double v;
+      if (value.getAsDouble(v))
+        return fail("bad border value '" + value + "'");
+      for (float &c : d.borderColor)
+        c = float(v);
+    } else if (o == "normalized") {
+      d.normalizedCoords = true;
+    } else if (o == "read=float") {
+      d.readMode = ReadMode::NormalizedFloat;
+    } else if (o == "srgb") {
+      d.sRGB = true;
+    } else {
+      return fail("unknown option '" + o + "'");
+    }
+  }
+  return r;
+}
+
 bool parseDims(StringRef text, std::array<uint32_t, 3> &dims) {
   llvm::SmallVector<StringRef> parts;
   text.split(parts, ',');
@@ -452,6 +581,33 @@ int main(int argc, char **argv) {
     std::memcpy(params.data() + info->paramOffsets[i], src, n);
   }
 
+  // Texture and surface references: a CUDA array each, an object over it,
+  // its handle written into the reference's module variable.
+  std::vector<Reference> refs;
+  for (auto [specs, surface] :
+       {std::pair(&texrefOpts, false), std::pair(&surfrefOpts, true)})
+    for (const std::string &spec : *specs) {
+      auto r = parseReference(spec, surface);
+      if (!r)
+        return fail(llvm::toString(r.takeError()));
+      refs.push_back(std::move(*r));
+    }
+  for (Reference &r : refs) {
+    Arg &a = r.texels;
+    auto addr = device.allocate(a.bytes.size());
+    if (!addr)
+      return fail(llvm::toString(addr.takeError()));
+    a.device = r.resource.address = *addr;
+    if (auto e = device.copyToDevice(a.device, a.bytes.data(), a.bytes.size()))
+      return fail(llvm::toString(std::move(e)));
+    auto handle = r.surface ? device.createSurfaceObject(r.resource)
+                            : device.createTextureObject(r.resource, r.texture);
+    if (!handle)
+      return fail(r.name + ": " + llvm::toString(handle.takeError()));
+    if (auto e = device.bindReference(*loaded, r.name, *handle))
+      return fail(r.name + ": " + llvm::toString(std::move(e)));
+  }
+
   LaunchConfig config;
   if (!parseDims(gridOpt, config.grid))
     return fail("bad --grid '" + gridOpt + "'");
@@ -509,6 +665,14 @@ int main(int argc, char **argv) {
             device.copyFromDevice(a.bytes.data(), a.device, a.bytes.size()))
       return fail(llvm::toString(std::move(e)));
   }
+  // A surface's array is printed and saved like a buffer.
+  for (Reference &r : refs)
+    if (r.surface) {
+      if (auto e = device.copyFromDevice(r.texels.bytes.data(), r.texels.device,
+                                         r.texels.bytes.size()))
+        return fail(llvm::toString(std::move(e)));
+      args.push_back(std::move(r.texels));
+    }
   if (!saveDir.empty()) {
     if (std::error_code ec = llvm::sys::fs::create_directories(saveDir))
       return fail("cannot create '" + saveDir + "': " + ec.message());

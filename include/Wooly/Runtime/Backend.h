@@ -335,6 +335,13 @@ public:
   virtual llvm::Expected<std::pair<uint64_t, uint64_t>>
   globalAddress(BackendModule *module, llvm::StringRef name) = 0;
 
+  /// Binds the texture or surface reference `name` of `module` (a PTX
+  /// `.texref`/`.surfref`, which the importer makes a 64-bit module
+  /// variable) to the texture or surface object `handle`: writes the handle
+  /// into the variable, so that the launches after this one use it.
+  llvm::Error bindReference(BackendModule *module, llvm::StringRef name,
+                            uint64_t handle);
+
   /// Runs kernel `kernelName` of `module` to completion. `params` is the
   /// CUDA parameter buffer (see `KernelInfo::paramOffsets`).
   virtual llvm::Error launch(BackendModule *module, llvm::StringRef kernelName,

@@ -150,8 +150,18 @@ GPUTargetInfo::createGlobal(OpBuilder &b, GlobalOp g, uint64_t align) const {
                                LLVM::Linkage::External, g.getSymName(),
                                Attribute(), align, as),
         /*declaration=*/true};
-  LLVM::Linkage linkage =
-      visible ? LLVM::Linkage::External : LLVM::Linkage::Internal;
+  // A `.global` or `.const` variable is the host's to read and write
+  // (cuModuleGetGlobal, cudaMemcpyToSymbol: nvcc declares `__device__` and
+  // `__constant__` variables without `.visible` outside -rdc, and `static`
+  // ones never): with internal linkage, LLVM would take one that no kernel
+  // stores to for its initializer and fold its loads to it. Shared and
+  // local variables, and those declared in a function body, are the
+  // module's alone.
+  bool hostAccessible = (g.getSpace() == StateSpace::global ||
+                         g.getSpace() == StateSpace::constant) &&
+                        !g->hasAttr("wooly.function_scope");
+  LLVM::Linkage linkage = visible || hostAccessible ? LLVM::Linkage::External
+                                                    : LLVM::Linkage::Internal;
   if (g.getLinkage() && *g.getLinkage() == Linkage::weak)
     linkage = LLVM::Linkage::Weak;
   Attribute value = shared ? Attribute() : common::denseInitializer(g, count);

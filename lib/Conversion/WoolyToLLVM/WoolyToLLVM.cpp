@@ -32,6 +32,7 @@
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
+#include "Wooly/Runtime/CPU/WarpShuffle.h"
 
 #include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -1171,14 +1172,25 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       alloca.erase();
     }
   }
-  // Values across cuts: made again where used, if they are the same for
-  // the whole warp and cheap (constants, and a few operations on them, on
-  // the parameters and on the warp's context fields, which nothing
-  // writes: in a loop over the lanes they are invariant), else kept in the
-  // frame.
-  Value params = entry->getArgument(1);
-  std::function<bool(Value, unsigned &)> uniform = [&](Value v,
-                                                       unsigned &budget) {
+  // Values across cuts: made again where used, if they are cheap and
+  // nothing writes what they are made of: constants, the parameters, the
+  // warp's context fields (all of these the same for the whole warp: in a
+  // loop over the lanes they are invariant), the lane's own ids in its
+  // context (`%tid`, `%laneid`, `%warpid`, set before the launch), and a
+  // few operations on them. Made again, they keep what LLVM knows of them
+  // (that `tid * 4` is a multiple of 4, that the lanes' `tid` are
+  // consecutive) where a frame slot would hide it. The others are kept in
+  // the frame.
+  Value params = entry->getArgument(1), laneCtx = entry->getArgument(0);
+  auto laneId = [](int64_t offset) {
+    return (offset >= int64_t(offsetof(WoolyThreadCtx, tid)) &&
+            offset < int64_t(offsetof(WoolyThreadCtx, ntid)) &&
+            offset % 4 == 0) ||
+           offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
+           offset == int64_t(offsetof(WoolyThreadCtx, warpid));
+  };
+  std::function<bool(Value, unsigned &)> remakeable = [&](Value v,
+                                                          unsigned &budget) {
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getOwner() == entry && (v == params || v == warpCtx);
     Operation *def = v.getDefiningOp();
@@ -1190,17 +1202,25 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
           load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
         return false;
       Value addr = load.getAddr();
+      std::optional<int64_t> offset = 0;
       while (auto gep = addr.getDefiningOp<LLVM::GEPOp>()) {
         if (!gep.getDynamicIndices().empty())
           return false;
+        if (gep.getElemType() == b.getI8Type() &&
+            gep.getRawConstantIndices().size() == 1 && offset)
+          *offset += gep.getRawConstantIndices()[0];
+        else
+          offset.reset();
         addr = gep.getBase();
       }
+      if (addr == laneCtx)
+        return offset && laneId(*offset);
       return addr == params || addr == warpCtx;
     }
     if (!isMemoryEffectFree(def))
       return false;
     return llvm::all_of(def->getOperands(),
-                        [&](Value x) { return uniform(x, budget); });
+                        [&](Value x) { return remakeable(x, budget); });
   };
   std::function<Value(Value, IRMapping &)> remake = [&](Value v,
                                                         IRMapping &made) {
@@ -1219,7 +1239,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       continue; // The arguments: passed again.
     Operation *def = v.getDefiningOp();
     unsigned budget = 12;
-    if (uniform(v, budget)) {
+    if (remakeable(v, budget)) {
       for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
         b.setInsertionPoint(use.getOwner());
         IRMapping made;
@@ -1765,11 +1785,12 @@ SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
 /// different warps run between cuts: no atomics, no `printf`), the
 /// shuffle is completed here and the lanes go on to the next region; the
 /// warp's collective then completes before the other warps reach it,
-/// which the GPU allows. Returns with each lane's next region in
-/// `ctx->resume` and the request of a warp collective made, as
-/// `__wooly_regions_<k>` leaves one thread. Returns that region where all
-/// lanes stopped at the same barrier or exited (WOOLY_REGION_EXITED), 0
-/// otherwise.
+/// which the GPU allows. Where all lanes stopped at the same barrier or
+/// exited, returns that region (or WOOLY_REGION_EXITED) with only the
+/// first lane's `ctx->resume` set to it: the runtime gives it to the
+/// other lanes when it needs them. Otherwise returns 0 with each lane's
+/// next region in its `ctx->resume` and the request of a warp collective
+/// made, as `__wooly_regions_<k>` leaves one thread.
 void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                        const RegionLayout &layout, bool runAhead,
                        ArrayAttr contextScope) {
@@ -1906,9 +1927,67 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   shflTypes.push_back(i1);
   Block *shfl = b.createBlock(&fn.getBody(), fn.getBody().end(), shflTypes,
                               SmallVector<Location>(shflTypes.size(), loc));
+  // A shuffle whose mode, lane and clamp operands are constants, with the
+  // whole warp in its constant mask, is a fixed permutation of the lanes'
+  // values: a block of its own moves them as one vector, where the input
+  // and result words lie side by side in the frame.
+  auto permutable = [&](const RegionCut &cut) {
+    auto packed = [](const FrameSlot &s) { return s.stride == 4; };
+    return runAhead && cut.warp && cut.kind == WOOLY_WARP_SHFL &&
+           cut.nin == 4 && cut.nout == 2 && cut.staged && cut.mask &&
+           *cut.mask == ~0u && cut.word[0] && cut.word[2] && cut.word[3] &&
+           (cut.word[1] ||
+            (layout.staging.size() > 1 && packed(layout.staging[1]))) &&
+           cut.resultsStaged && llvm::all_of(layout.results, packed);
+  };
+  auto buildPermutation = [&](const RegionCut &cut, uint32_t after) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
+    auto v32 = VectorType::get({32}, i32);
+    SmallVector<int32_t> source(32);
+    SmallVector<int32_t> pvals(32);
+    for (uint32_t l = 0; l < 32; ++l) {
+      bool pval = false;
+      source[l] = int32_t(::wooly::cpu::shflSource(
+          l, *cut.word[0], *cut.word[2], *cut.word[3], ~0u, pval));
+      pvals[l] = pval;
+    }
+    Value lane0 = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
+    auto store = [&](Value v, const FrameSlot &slot) {
+      LLVM::StoreOp::create(b, loc, v, slotAddress(b, loc, frame, lane0, slot),
+                            /*alignment=*/4)
+          .setAliasScopesAttr(contextScope);
+    };
+    Value values;
+    if (cut.word[1]) {
+      values = LLVM::ConstantOp::create(
+          b, loc, v32,
+          DenseElementsAttr::get(v32, b.getI32IntegerAttr(*cut.word[1])));
+    } else {
+      auto load = LLVM::LoadOp::create(
+          b, loc, v32, slotAddress(b, loc, frame, lane0, layout.staging[1]),
+          /*alignment=*/4);
+      load.setAliasScopesAttr(contextScope);
+      values = LLVM::ShuffleVectorOp::create(b, loc, load, load, source);
+    }
+    store(values, layout.results[0]);
+    if (layout.results.size() > 1)
+      store(LLVM::ConstantOp::create(
+                b, loc, v32,
+                DenseElementsAttr::get(v32, ArrayRef<int32_t>(pvals))),
+            layout.results[1]);
+    LLVM::BrOp::create(b, loc, ValueRange{c32(after)}, dispatch);
+    return block;
+  };
   b.setInsertionPointToStart(uniform);
   for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
     const RegionCut &cut = cutRef;
+    if (permutable(cut)) {
+      cases.push_back(int32_t(c + 1));
+      dests.push_back(buildPermutation(cut, uint32_t(c + 1)));
+      caseArgs.push_back({});
+      continue;
+    }
     if (!inline_(cut))
       continue;
     shape = &cut;
@@ -1968,13 +2047,16 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       Value at[2] = {res,
                      LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), res,
                                          ArrayRef<LLVM::GEPArg>{int32_t(4)})};
+      // Staged results: only the words some region reads have a slot.
+      int words = cut.resultsStaged ? int(layout.results.size()) : 2;
       if (cut.resultsStaged)
-        for (int w = 0; w < 2; ++w)
+        for (int w = 0; w < words; ++w)
           at[w] = slotAddress(b, loc, frame, l, layout.results[w]);
       LLVM::StoreOp::create(b, loc, value, at[0])
           .setAliasScopesAttr(contextScope);
-      LLVM::StoreOp::create(b, loc, pval, at[1])
-          .setAliasScopesAttr(contextScope);
+      if (words > 1)
+        LLVM::StoreOp::create(b, loc, pval, at[1])
+            .setAliasScopesAttr(contextScope);
     };
     emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
       auto op = [&](auto tag, Value x, Value y) {
@@ -2033,8 +2115,24 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{next}, finish,
                          ValueRange{c32(0)});
 
-  // Each lane's next region and request, as the runtime expects them.
+  // All lanes at one barrier or exited: only the first lane's context says
+  // where (the runtime knows the others are there too from the region
+  // returned). Otherwise each lane's next region and request, as the
+  // runtime expects them.
   b.setInsertionPointToStart(finish);
+  Block *lanes = b.createBlock(&fn.getBody(), fn.getBody().end());
+  Block *firstOnly = b.createBlock(&fn.getBody(), fn.getBody().end());
+  b.setInsertionPointToEnd(finish);
+  LLVM::CondBrOp::create(b, loc,
+                         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne,
+                                              finish->getArgument(0), c32(0)),
+                         firstOnly, lanes);
+  b.setInsertionPointToStart(firstOnly);
+  LLVM::StoreOp::create(b, loc, finish->getArgument(0),
+                        field(ctx0, offsetof(WoolyThreadCtx, resume)))
+      .setAliasScopesAttr(contextScope);
+  LLVM::BrOp::create(b, loc, ValueRange{finish->getArgument(0)}, leave);
+  b.setInsertionPointToStart(lanes);
   emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
     Value c = laneCtx(lane);
     Value n = LLVM::LoadOp::create(b, loc, i32, nextOf(lane));

@@ -83,6 +83,7 @@ public:
 
   /// Forgets the module variables of `m` in device memory.
   void unregisterGlobals(detail::LoadedModuleImpl &m);
+  void writePerfMap(llvm::orc::JITDylib &dylib, llvm::StringRef binary);
 
   /// CpuDevice::unloadModule.
   llvm::Error unload(LoadedModule *handle);

@@ -12,8 +12,13 @@
 
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Object/SymbolSize.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <mutex>
 
@@ -136,6 +141,7 @@ Error CpuDevice::Impl::addPart(LoadedModuleImpl &impl,
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(m->binary, "wooly");
   if (Error e = jit->addObjectFile(tracker, std::move(buffer)))
     return undo(std::move(e));
+  writePerfMap(*impl.dylib, m->binary);
   llvm::StringMap<LoadedModuleImpl::Kernel> kernels;
   for (const KernelInfo &k : m->kernels) {
     LoadedModuleImpl::Kernel &entry = kernels[k.name];
@@ -180,6 +186,51 @@ Error CpuDevice::Impl::addPart(LoadedModuleImpl &impl,
       memory.registerGlobal(range.first, range.second, name, impl.domain);
   impl.parts.push_back(std::move(m));
   return Error::success();
+}
+
+// With WOOLY_PERF_MAP set, each function of a loaded part is appended to
+// /tmp/perf-<pid>.map, the file `perf report` reads to name JIT code
+// ("<start> <size> <name>" in hex). Only for profiling: the functions are
+// looked up (and so materialized) eagerly, and the lines stay in the file
+// after the module is unloaded.
+void CpuDevice::Impl::writePerfMap(llvm::orc::JITDylib &dylib,
+                                   StringRef binary) {
+  static const bool enabled =
+      llvm::sys::Process::GetEnv("WOOLY_PERF_MAP").has_value();
+  if (!enabled)
+    return;
+  auto obj = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(binary, "wooly"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return;
+  }
+  std::string path = "/tmp/perf-" +
+                     std::to_string(llvm::sys::Process::getProcessId()) +
+                     ".map";
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Append);
+  if (ec)
+    return;
+  for (auto &[sym, size] : llvm::object::computeSymbolSizes(**obj)) {
+    auto type = sym.getType();
+    auto name = sym.getName();
+    if (!type || *type != llvm::object::SymbolRef::ST_Function || !name ||
+        name->empty() || !size) {
+      if (!type)
+        llvm::consumeError(type.takeError());
+      if (!name)
+        llvm::consumeError(name.takeError());
+      continue;
+    }
+    auto addr = jit->lookup(dylib, *name);
+    if (!addr) {
+      llvm::consumeError(addr.takeError());
+      continue;
+    }
+    os << llvm::format_hex_no_prefix(addr->getValue(), 1) << ' '
+       << llvm::format_hex_no_prefix(size, 1) << ' ' << *name << '\n';
+  }
 }
 
 void CpuDevice::Impl::unregisterGlobals(LoadedModuleImpl &m) {

@@ -21,8 +21,9 @@
 // itself where the kernel cannot tell (WoolyToLLVM.cpp). A block of whole
 // warps starts in lockstep: each round calls every warp's function, and
 // while all stop at the same barrier the next round follows at once, with
-// no thread's state touched; the first round where they differ settles
-// each thread that ran and goes on thread by thread.
+// no thread's state touched but each warp's first lane's `resume`; the
+// first round where they differ gives the other lanes theirs, settles each
+// thread that ran and goes on thread by thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -205,10 +206,9 @@ void detail::runBlockRegions(Worker &w) {
     if (why == kJmpFault)
       return;
     if (lockstep && why == 0) {
-      uint32_t warp = 0, region = 0;
+      uint32_t warp = 0, region = 0, r = 0;
       for (; warp < warps; ++warp) {
-        uint32_t r =
-            warpFn(&w.threads[warp * 32].ctx, params, sizeof(GpuThread));
+        r = warpFn(&w.threads[warp * 32].ctx, params, sizeof(GpuThread));
         if (r == 0 || (warp && r != region))
           break;
         region = r;
@@ -226,16 +226,18 @@ void detail::runBlockRegions(Worker &w) {
       // stopped, the others where they were; the thread by thread pass
       // goes on from the next warp.
       lockstep = false;
-      if (clean) {
-        // The other lanes' block fields, and where the warps that did not
-        // run this round are (their first lane knows).
-        for (uint32_t i = 0; i < n; ++i) {
-          GpuThread &t = w.threads[i];
+      // Each warp's lanes are where its first lane is (a warp function
+      // that returns a region sets only that lane's `resume`, and the warps
+      // after `warp` did not run this round), except those of a warp that
+      // returned 0, which set their own. In a clean block, the other lanes'
+      // block fields too.
+      for (uint32_t i = 0; i < n; ++i) {
+        GpuThread &t = w.threads[i];
+        if (clean)
           for (int d = 0; d < 3; ++d)
             t.ctx.ctaid[d] = uint32_t(w.block[d]);
-          if (i >= (warp + 1) * 32)
-            t.ctx.resume = w.threads[i & ~31u].ctx.resume;
-        }
+        if ((i & 31) && (r != 0 || i / 32 != warp))
+          t.ctx.resume = w.threads[i & ~31u].ctx.resume;
       }
       settleThreads(w, 0, (warp + 1) * 32);
       w.next = (warp + 1) * 32;
@@ -273,7 +275,9 @@ void detail::runBlockRegions(Worker &w) {
         if (j == 32) {
           w.next = warp * 32;
           ran = true;
-          warpFn(&lanes[0].ctx, params, sizeof(GpuThread));
+          if (uint32_t r = warpFn(&lanes[0].ctx, params, sizeof(GpuThread)))
+            for (uint32_t j = 1; j < 32; ++j)
+              lanes[j].ctx.resume = r;
           settleThreads(w, warp * 32, warp * 32 + 32);
           continue;
         }

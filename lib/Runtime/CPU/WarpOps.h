@@ -10,6 +10,8 @@
 #ifndef WOOLY_LIB_RUNTIME_CPU_WARPOPS_H
 #define WOOLY_LIB_RUNTIME_CPU_WARPOPS_H
 
+#include "Wooly/Runtime/CPU/WarpShuffle.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,41 +43,6 @@ float halfToFloat(uint16_t h);
 
 /// f32 -> f16 bits, rounded to nearest even; NaN -> the canonical 0x7fff.
 uint16_t floatToHalf(float f);
-
-/// The lane whose value lane `lane` of `group` reads in a `shfl` of mode
-/// `mode` (0 up, 1 down, 2 bfly, 3 idx) with lane operand `b` and clamp
-/// operand `c`, and in `pval` whether that source lane was in range.
-inline uint32_t shflSource(uint32_t lane, uint32_t mode, uint32_t b, uint32_t c,
-                           uint32_t group, bool &pval) {
-  b &= 31;
-  uint32_t cval = c & 31, segmask = (c >> 8) & 31;
-  int maxLane = int((lane & segmask) | (cval & ~segmask));
-  int minLane = int(lane & segmask);
-  int j = int(lane);
-  switch (mode) {
-  case 0: // up
-    j = int(lane) - int(b);
-    pval = j >= maxLane;
-    break;
-  case 1: // down
-    j = int(lane) + int(b);
-    pval = j <= maxLane;
-    break;
-  case 2: // bfly
-    j = int(lane ^ b);
-    pval = j <= maxLane;
-    break;
-  default: // idx
-    j = minLane | int(b & ~segmask);
-    pval = j <= maxLane;
-    break;
-  }
-  if (!pval)
-    j = int(lane);
-  // A source lane outside the group (inactive) gives an unspecified
-  // value on the GPU; here it is the reading lane's own value.
-  return (group & (1u << j)) ? uint32_t(j) : lane;
-}
 
 /// Computes `kind` (shfl, vote, match, redux) for the lanes whose bit is set
 /// in `group` (`lanes[i]` is lane i). Returns false with `error` set for a

@@ -20,13 +20,13 @@ using OK = Operand::Kind;
 
 Value Importer::saturatingAddS32(Value a, Value c, bool subtract) {
   Type i64 = intType(64);
-  Value wa = arith::ExtSIOp::create(b, curLoc, i64, a);
-  Value wc = arith::ExtSIOp::create(b, curLoc, i64, c);
-  Value s = subtract ? Value(arith::SubIOp::create(b, curLoc, wa, wc))
-                     : Value(arith::AddIOp::create(b, curLoc, wa, wc));
-  s = arith::MaxSIOp::create(b, curLoc, s, constInt(i64, INT32_MIN));
-  s = arith::MinSIOp::create(b, curLoc, s, constInt(i64, INT32_MAX));
-  return arith::TruncIOp::create(b, curLoc, intType(32), s);
+  Value wa = make<arith::ExtSIOp>(i64, a);
+  Value wc = make<arith::ExtSIOp>(i64, c);
+  Value s = subtract ? Value(make<arith::SubIOp>(wa, wc))
+                     : Value(make<arith::AddIOp>(wa, wc));
+  s = make<arith::MaxSIOp>(s, constInt(i64, INT32_MIN));
+  s = make<arith::MinSIOp>(s, constInt(i64, INT32_MAX));
+  return make<arith::TruncIOp>(intType(32), s);
 }
 
 bool Importer::readSources(const Instruction &inst, Type t,
@@ -59,7 +59,7 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
           p = read(inst.operands[3], b.getI1Type());
     if (!a || !c || !p)
       return failure();
-    return write(inst.operands[0], arith::SelectOp::create(b, curLoc, p, a, c));
+    return write(inst.operands[0], make<arith::SelectOp>(p, a, c));
   }
   if (op == Opcode::Shl || op == Opcode::Shr) {
     if (!ty.isInteger())
@@ -74,11 +74,11 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
     if (amt.kind == OK::Imm && amt.imm >= 0 && amt.imm < w) {
       Value n = constInt(ty, amt.imm);
       if (op == Opcode::Shl)
-        r = arith::ShLIOp::create(b, curLoc, a, n);
+        r = make<arith::ShLIOp>(a, n);
       else if (t->isSigned)
-        r = arith::ShRSIOp::create(b, curLoc, a, n);
+        r = make<arith::ShRSIOp>(a, n);
       else
-        r = arith::ShRUIOp::create(b, curLoc, a, n);
+        r = make<arith::ShRUIOp>(a, n);
     } else {
       // The amount is a u32 in PTX, whatever the operand type.
       Value n = read(amt, intType(32));
@@ -88,12 +88,12 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
       if (w < 32) {
         // A 16-bit shift by >= 2^16 must still clamp: saturate first.
         Value n32 = read(amt, intType(32));
-        Value big = arith::CmpIOp::create(b, curLoc, arith::CmpIPredicate::uge,
-                                          n32, constInt(intType(32), w));
-        n = arith::SelectOp::create(b, curLoc, big, constInt(ty, w), n);
+        Value big = make<arith::CmpIOp>(arith::CmpIPredicate::uge, n32,
+                                        constInt(intType(32), w));
+        n = make<arith::SelectOp>(big, constInt(ty, w), n);
       }
       if (op == Opcode::Shl)
-        r = ShlOp::create(b, curLoc, a, n);
+        r = make<ShlOp>(a, n);
       else
         r = ShrOp::create(b, curLoc,
                           t->isSigned ? Signedness::s : Signedness::u, a, n);
@@ -105,25 +105,21 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
   Value r;
   bool ftz = inst.has("ftz");
   if (t->isFloat) {
-    auto flush = [&](Value v) {
-      return ftz ? Value(FlushOp::create(b, curLoc, v)) : v;
-    };
+    auto flush = [&](Value v) { return ftz ? Value(make<FlushOp>(v)) : v; };
     if (op == Opcode::Add || op == Opcode::Sub) {
       auto rnd = roundingOf(inst);
       bool sat = inst.has("sat");
       if (!ftz && !sat && (!rnd || *rnd == RoundingMode::rn)) {
         auto fm =
             rnd ? arith::FastMathFlags::none : arith::FastMathFlags::contract;
-        r = op == Opcode::Add
-                ? Value(arith::AddFOp::create(b, curLoc, src[0], src[1], fm))
-                : Value(arith::SubFOp::create(b, curLoc, src[0], src[1], fm));
+        r = op == Opcode::Add ? Value(make<arith::AddFOp>(src[0], src[1], fm))
+                              : Value(make<arith::SubFOp>(src[0], src[1], fm));
       } else {
         auto rndAttr =
             rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr();
-        r = op == Opcode::Add ? Value(FAddOp::create(b, curLoc, src[0], src[1],
-                                                     rndAttr, ftz, sat))
-                              : Value(FSubOp::create(b, curLoc, src[0], src[1],
-                                                     rndAttr, ftz, sat));
+        r = op == Opcode::Add
+                ? Value(make<FAddOp>(src[0], src[1], rndAttr, ftz, sat))
+                : Value(make<FSubOp>(src[0], src[1], rndAttr, ftz, sat));
       }
     } else if (op == Opcode::Min || op == Opcode::Max) {
       if (inst.has("relu"))
@@ -135,9 +131,8 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
         return error(inst.loc, "'." + Twine(xs ? "xorsign" : "abs") +
                                    "' needs '." + (xs ? "abs" : "xorsign") +
                                    "' (`.xorsign.abs`)");
-      r = op == Opcode::Min
-              ? Value(FMinOp::create(b, curLoc, src[0], src[1], nan, ftz, xs))
-              : Value(FMaxOp::create(b, curLoc, src[0], src[1], nan, ftz, xs));
+      r = op == Opcode::Min ? Value(make<FMinOp>(src[0], src[1], nan, ftz, xs))
+                            : Value(make<FMaxOp>(src[0], src[1], nan, ftz, xs));
     } else if (op == Opcode::Div) {
       auto rnd = roundingOf(inst);
       bool approx = inst.has("approx"), full = inst.has("full");
@@ -145,21 +140,21 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
         return error(inst.loc, "'div' on floats needs '.approx', '.full' or "
                                "a rounding mode");
       if (rnd && *rnd == RoundingMode::rn && !ftz)
-        r = arith::DivFOp::create(b, curLoc, src[0], src[1]);
+        r = make<arith::DivFOp>(src[0], src[1]);
       else
-        r = checked(FDivOp::create(b, curLoc, src[0], src[1],
-                                   rnd ? RoundingModeAttr::get(ctx, *rnd)
-                                       : RoundingModeAttr(),
-                                   approx, full, ftz));
+        r = checked(make<FDivOp>(src[0], src[1],
+                                 rnd ? RoundingModeAttr::get(ctx, *rnd)
+                                     : RoundingModeAttr(),
+                                 approx, full, ftz));
       if (!r)
         return failure();
     } else if (op == Opcode::Neg) {
-      r = arith::NegFOp::create(b, curLoc, flush(src[0]));
+      r = make<arith::NegFOp>(flush(src[0]));
     } else if (op == Opcode::Abs) {
-      r = math::AbsFOp::create(b, curLoc, flush(src[0]));
+      r = make<math::AbsFOp>(flush(src[0]));
     } else if (op == Opcode::Copysign) {
       // copysign.f32 d, a, b: b with the sign of a.
-      r = math::CopySignOp::create(b, curLoc, src[1], src[0]);
+      r = make<math::CopySignOp>(src[1], src[0]);
     } else {
       return unsupported(inst);
     }
@@ -172,47 +167,44 @@ LogicalResult Importer::emitIntOrFloatArith(Instruction &inst, Opcode op) {
                                ".s32");
       r = saturatingAddS32(src[0], src[1], /*subtract=*/op == Opcode::Sub);
     } else {
-      r = op == Opcode::Add
-              ? Value(arith::AddIOp::create(b, curLoc, src[0], src[1]))
-              : Value(arith::SubIOp::create(b, curLoc, src[0], src[1]));
+      r = op == Opcode::Add ? Value(make<arith::AddIOp>(src[0], src[1]))
+                            : Value(make<arith::SubIOp>(src[0], src[1]));
     }
   } else if (op == Opcode::And) {
-    r = arith::AndIOp::create(b, curLoc, src[0], src[1]);
+    r = make<arith::AndIOp>(src[0], src[1]);
   } else if (op == Opcode::Or) {
-    r = arith::OrIOp::create(b, curLoc, src[0], src[1]);
+    r = make<arith::OrIOp>(src[0], src[1]);
   } else if (op == Opcode::Xor) {
-    r = arith::XOrIOp::create(b, curLoc, src[0], src[1]);
+    r = make<arith::XOrIOp>(src[0], src[1]);
   } else if (op == Opcode::Not) {
-    r = arith::XOrIOp::create(b, curLoc, src[0], constInt(ty, -1));
+    r = make<arith::XOrIOp>(src[0], constInt(ty, -1));
   } else if (op == Opcode::Cnot) {
-    Value z = arith::CmpIOp::create(b, curLoc, arith::CmpIPredicate::eq, src[0],
-                                    constInt(ty, 0));
-    r = arith::ExtUIOp::create(b, curLoc, ty, z);
+    Value z =
+        make<arith::CmpIOp>(arith::CmpIPredicate::eq, src[0], constInt(ty, 0));
+    r = make<arith::ExtUIOp>(ty, z);
   } else if (op == Opcode::Neg) {
-    r = arith::SubIOp::create(b, curLoc, constInt(ty, 0), src[0]);
+    r = make<arith::SubIOp>(constInt(ty, 0), src[0]);
   } else if (op == Opcode::Abs) {
-    r = math::AbsIOp::create(b, curLoc, src[0]);
+    r = make<math::AbsIOp>(src[0]);
   } else if (op == Opcode::Min || op == Opcode::Max) {
     bool isMin = op == Opcode::Min;
-    r = t->isSigned
-            ? (isMin ? Value(arith::MinSIOp::create(b, curLoc, src[0], src[1]))
-                     : Value(arith::MaxSIOp::create(b, curLoc, src[0], src[1])))
-            : (isMin
-                   ? Value(arith::MinUIOp::create(b, curLoc, src[0], src[1]))
-                   : Value(arith::MaxUIOp::create(b, curLoc, src[0], src[1])));
+    r = t->isSigned ? (isMin ? Value(make<arith::MinSIOp>(src[0], src[1]))
+                             : Value(make<arith::MaxSIOp>(src[0], src[1])))
+                    : (isMin ? Value(make<arith::MinUIOp>(src[0], src[1]))
+                             : Value(make<arith::MaxUIOp>(src[0], src[1])));
     // `.relu` clamps negative results to 0 (signed types only).
     if (inst.has("relu")) {
       if (!t->isSigned)
         return error(inst.loc,
                      "'" + inst.opcode + ".relu' needs a signed type");
-      r = arith::MaxSIOp::create(b, curLoc, r, constInt(ty, 0));
+      r = make<arith::MaxSIOp>(r, constInt(ty, 0));
     }
   } else if (op == Opcode::Div) {
-    r = DivOp::create(b, curLoc, t->isSigned ? Signedness::s : Signedness::u,
-                      src[0], src[1]);
+    r = make<DivOp>(t->isSigned ? Signedness::s : Signedness::u, src[0],
+                    src[1]);
   } else if (op == Opcode::Rem) {
-    r = RemOp::create(b, curLoc, t->isSigned ? Signedness::s : Signedness::u,
-                      src[0], src[1]);
+    r = make<RemOp>(t->isSigned ? Signedness::s : Signedness::u, src[0],
+                    src[1]);
   } else {
     return unsupported(inst);
   }
@@ -239,14 +231,14 @@ LogicalResult Importer::emitMulMad(Instruction &inst, Opcode op) {
     Value r;
     if (!isMad) {
       if (!ftz && !sat && (!rnd || *rnd == RoundingMode::rn))
-        r = arith::MulFOp::create(b, curLoc, src[0], src[1],
-                                  rnd ? arith::FastMathFlags::none
-                                      : arith::FastMathFlags::contract);
+        r = make<arith::MulFOp>(src[0], src[1],
+                                rnd ? arith::FastMathFlags::none
+                                    : arith::FastMathFlags::contract);
       else
-        r = FMulOp::create(b, curLoc, src[0], src[1],
-                           rnd ? RoundingModeAttr::get(ctx, *rnd)
-                               : RoundingModeAttr(),
-                           ftz, sat);
+        r = make<FMulOp>(src[0], src[1],
+                         rnd ? RoundingModeAttr::get(ctx, *rnd)
+                             : RoundingModeAttr(),
+                         ftz, sat);
     } else {
       // mad.f32 without rounding is fma.rn (sm_20+).
       RoundingMode mode = rnd.value_or(RoundingMode::rn);
@@ -256,10 +248,9 @@ LogicalResult Importer::emitMulMad(Instruction &inst, Opcode op) {
       Type elem = getElementTypeOrSelf(src[0].getType());
       if (mode == RoundingMode::rn && !ftz && !sat && !relu &&
           (elem.isF32() || elem.isF64()))
-        r = math::FmaOp::create(b, curLoc, src[0], src[1], src[2]);
+        r = make<math::FmaOp>(src[0], src[1], src[2]);
       else
-        r = FmaOp::create(b, curLoc, src[0], src[1], src[2], mode, ftz, sat,
-                          relu);
+        r = make<FmaOp>(src[0], src[1], src[2], mode, ftz, sat, relu);
     }
     return write(inst.operands[0], r);
   }
@@ -275,15 +266,15 @@ LogicalResult Importer::emitMulMad(Instruction &inst, Opcode op) {
     Type wt = intType(widthOf(ty) * 2);
     a = coerce(a, wt, t->isSigned);
     c = coerce(c, wt, t->isSigned);
-    r = arith::MulIOp::create(b, curLoc, a, c);
+    r = make<arith::MulIOp>(a, c);
     ty = wt;
   } else if (hi) {
     if (t->isSigned)
-      r = arith::MulSIExtendedOp::create(b, curLoc, a, c).getHigh();
+      r = make<arith::MulSIExtendedOp>(a, c).getHigh();
     else
-      r = arith::MulUIExtendedOp::create(b, curLoc, a, c).getHigh();
+      r = make<arith::MulUIExtendedOp>(a, c).getHigh();
   } else {
-    r = arith::MulIOp::create(b, curLoc, a, c);
+    r = make<arith::MulIOp>(a, c);
   }
   if (isMad) {
     Value addend = read(inst.operands[3], ty);
@@ -294,7 +285,7 @@ LogicalResult Importer::emitMulMad(Instruction &inst, Opcode op) {
         return error(inst.loc, "'.sat' is only defined for mad.hi.s32");
       r = saturatingAddS32(r, addend);
     } else {
-      r = arith::AddIOp::create(b, curLoc, r, addend);
+      r = make<arith::AddIOp>(r, addend);
     }
   }
   return write(inst.operands[0], r);
@@ -328,11 +319,10 @@ LogicalResult Importer::emitCarry(Instruction &inst, Opcode op) {
   Value lhs = a, rhs = c;
   if (isMad) {
     if (inst.has("hi"))
-      lhs = t->isSigned
-                ? arith::MulSIExtendedOp::create(b, curLoc, a, c).getHigh()
-                : arith::MulUIExtendedOp::create(b, curLoc, a, c).getHigh();
+      lhs = t->isSigned ? make<arith::MulSIExtendedOp>(a, c).getHigh()
+                        : make<arith::MulUIExtendedOp>(a, c).getHigh();
     else
-      lhs = arith::MulIOp::create(b, curLoc, a, c);
+      lhs = make<arith::MulIOp>(a, c);
     rhs = read(inst.operands[3], ty);
     if (!rhs)
       return failure();
@@ -345,22 +335,22 @@ LogicalResult Importer::emitCarry(Instruction &inst, Opcode op) {
     // CC.CF receives the carry out of that sum, as NVIDIA hardware does
     // (the ZLUDA suite's subc_cc_s32 checks this against a GPU): a borrow
     // leaves CF = 0, and subc consumes CF the same way.
-    Value nb = arith::XOrIOp::create(b, curLoc, rhs, constInt(ty, -1));
+    Value nb = make<arith::XOrIOp>(rhs, constInt(ty, -1));
     Value carryIn = useCarry ? cin : constInt(b.getI1Type(), 1);
-    auto s1 = arith::AddUIExtendedOp::create(b, curLoc, lhs, nb);
-    auto s2 = arith::AddUIExtendedOp::create(
-        b, curLoc, s1.getSum(), arith::ExtUIOp::create(b, curLoc, ty, carryIn));
+    auto s1 = make<arith::AddUIExtendedOp>(lhs, nb);
+    auto s2 = arith::AddUIExtendedOp::create(b, curLoc, s1.getSum(),
+                                             make<arith::ExtUIOp>(ty, carryIn));
     r = s2.getSum();
-    cout = arith::OrIOp::create(b, curLoc, s1.getOverflow(), s2.getOverflow());
+    cout = make<arith::OrIOp>(s1.getOverflow(), s2.getOverflow());
   } else {
-    auto s1 = arith::AddUIExtendedOp::create(b, curLoc, lhs, rhs);
+    auto s1 = make<arith::AddUIExtendedOp>(lhs, rhs);
     r = s1.getSum();
     cout = s1.getOverflow();
     if (useCarry) {
-      auto s2 = arith::AddUIExtendedOp::create(
-          b, curLoc, r, arith::ExtUIOp::create(b, curLoc, ty, cin));
+      auto s2 = arith::AddUIExtendedOp::create(b, curLoc, r,
+                                               make<arith::ExtUIOp>(ty, cin));
       r = s2.getSum();
-      cout = arith::OrIOp::create(b, curLoc, cout, s2.getOverflow());
+      cout = make<arith::OrIOp>(cout, s2.getOverflow());
     }
   }
   if (setCarry)
@@ -388,17 +378,16 @@ LogicalResult Importer::emitUnaryFloat(Instruction &inst, Opcode op) {
       rnd.reset();
     if (rnd && *rnd == RoundingMode::rn && !ftz) {
       if (op == Opcode::Sqrt) {
-        r = math::SqrtOp::create(b, curLoc, x);
+        r = make<math::SqrtOp>(x);
       } else {
         if (!isa<FloatType>(t->type))
           return error(inst.loc, "'rcp' needs a scalar float type");
-        r = arith::DivFOp::create(b, curLoc, constFloat(t->type, 1.0), x);
+        r = make<arith::DivFOp>(constFloat(t->type, 1.0), x);
       }
     } else {
       auto ra = rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr();
-      r = checked(op == Opcode::Sqrt
-                      ? Value(FSqrtOp::create(b, curLoc, x, ra, approx, ftz))
-                      : Value(FRcpOp::create(b, curLoc, x, ra, approx, ftz)));
+      r = checked(op == Opcode::Sqrt ? Value(make<FSqrtOp>(x, ra, approx, ftz))
+                                     : Value(make<FRcpOp>(x, ra, approx, ftz)));
       if (!r)
         return failure();
     }
@@ -407,7 +396,7 @@ LogicalResult Importer::emitUnaryFloat(Instruction &inst, Opcode op) {
     if (!approx && fn != ApproxFn::rsqrt && fn != ApproxFn::ex2 &&
         fn != ApproxFn::tanh)
       return error(inst.loc, "'" + inst.opcode + "' needs '.approx'");
-    r = FApproxOp::create(b, curLoc, fn, x, ftz);
+    r = make<FApproxOp>(fn, x, ftz);
   }
   return write(inst.operands[0], r);
 }
@@ -456,10 +445,10 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
     if (!pred)
       return error(inst.loc, "unknown float comparison '." + cmp + "'");
     if (inst.has("ftz")) {
-      a = FlushOp::create(b, curLoc, a);
-      c = FlushOp::create(b, curLoc, c);
+      a = make<FlushOp>(a);
+      c = make<FlushOp>(c);
     }
-    cmpResult = checked(arith::CmpFOp::create(b, curLoc, *pred, a, c));
+    cmpResult = checked(make<arith::CmpFOp>(*pred, a, c));
     if (!cmpResult)
       return failure();
   } else {
@@ -479,7 +468,7 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
                     .Default(std::nullopt);
     if (!pred)
       return error(inst.loc, "unknown integer comparison '." + cmp + "'");
-    cmpResult = arith::CmpIOp::create(b, curLoc, *pred, a, c);
+    cmpResult = make<arith::CmpIOp>(*pred, a, c);
   }
   // Per-lane results: scalars give one, x2 types give two (low half first).
   SmallVector<Value, 2> lanes;
@@ -500,10 +489,10 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
     if (!boolOp)
       return v;
     if (*boolOp == "and")
-      return arith::AndIOp::create(b, curLoc, v, boolIn);
+      return make<arith::AndIOp>(v, boolIn);
     if (*boolOp == "or")
-      return arith::OrIOp::create(b, curLoc, v, boolIn);
-    return arith::XOrIOp::create(b, curLoc, v, boolIn);
+      return make<arith::OrIOp>(v, boolIn);
+    return make<arith::XOrIOp>(v, boolIn);
   };
   auto i1True = [&] { return constInt(b.getI1Type(), 1); };
   const Operand &dst = inst.operands[0];
@@ -518,7 +507,7 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
     if (dst.kind == OK::Pair) {
       if (failed(write(dst.elems[0], combine(lanes[0]))))
         return failure();
-      Value notR = arith::XOrIOp::create(b, curLoc, lanes[0], i1True());
+      Value notR = make<arith::XOrIOp>(lanes[0], i1True());
       return write(dst.elems[1], combine(notR));
     }
     return write(dst, combine(lanes[0]));
@@ -532,17 +521,16 @@ LogicalResult Importer::emitSetp(Instruction &inst, Opcode op) {
     laneType = intType(widthOf(elem) / 2); // u32 result of an x2 compare
   auto materialize = [&](Value p) -> Value {
     if (isa<FloatType>(laneType)) {
-      return arith::SelectOp::create(b, curLoc, p, constFloat(laneType, 1.0),
-                                     constFloat(laneType, 0.0));
+      return make<arith::SelectOp>(p, constFloat(laneType, 1.0),
+                                   constFloat(laneType, 0.0));
     }
-    return arith::SelectOp::create(b, curLoc, p, constInt(laneType, -1),
-                                   constInt(laneType, 0));
+    return make<arith::SelectOp>(p, constInt(laneType, -1),
+                                 constInt(laneType, 0));
   };
   if (lanes.size() == 2) {
     Value lo = materialize(combine(lanes[0]));
     Value hi = materialize(combine(lanes[1]));
-    Value packed =
-        PackOp::create(b, curLoc, intType(widthOf(elem)), ValueRange{lo, hi});
+    Value packed = make<PackOp>(intType(widthOf(elem)), ValueRange{lo, hi});
     return write(dst, packed);
   }
   return write(dst, materialize(combine(lanes[0])));

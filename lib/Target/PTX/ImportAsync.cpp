@@ -35,8 +35,7 @@ Value Importer::sharedAddress(const Operand &op, bool generic) {
   Value addr = address(op, at);
   if (!addr || !generic)
     return addr;
-  return CvtaOp::create(b, curLoc, at, CvtaDir::from_generic,
-                        StateSpace::shared, addr);
+  return make<CvtaOp>(at, CvtaDir::from_generic, StateSpace::shared, addr);
 }
 
 LogicalResult Importer::emitMbarrier(Instruction &inst, Opcode op) {
@@ -66,13 +65,13 @@ LogicalResult Importer::emitMbarrier(Instruction &inst, Opcode op) {
     if (!addr)
       return failure();
     if (!init) {
-      MbarrierInvalOp::create(b, curLoc, addr);
+      make<MbarrierInvalOp>(addr);
       return success();
     }
     Value count = read(inst.operands[1], i32);
     if (!count)
       return failure();
-    MbarrierInitOp::create(b, curLoc, addr, count);
+    make<MbarrierInitOp>(addr, count);
     return success();
   }
   if (inst.has("pending_count")) {
@@ -81,8 +80,7 @@ LogicalResult Importer::emitMbarrier(Instruction &inst, Opcode op) {
     Value state = read(inst.operands[1], i64);
     if (!state)
       return failure();
-    return write(inst.operands[0],
-                 MbarrierPendingCountOp::create(b, curLoc, i32, state));
+    return write(inst.operands[0], make<MbarrierPendingCountOp>(i32, state));
   }
   if (inst.has("test_wait") || inst.has("try_wait")) {
     // test_wait/try_wait{.parity} p, [addr], state-or-parity{, hint}
@@ -100,8 +98,8 @@ LogicalResult Importer::emitMbarrier(Instruction &inst, Opcode op) {
       return failure();
     if (!addr || !phase)
       return failure();
-    Value done = MbarrierWaitOp::create(b, curLoc, addr, phase, blocking,
-                                        parity, semAttr, scopeAttr);
+    Value done =
+        make<MbarrierWaitOp>(addr, phase, blocking, parity, semAttr, scopeAttr);
     return write(inst.operands[0], done);
   }
   // arrive{.expect_tx}, arrive_drop{.expect_tx}, arrive.noComplete,
@@ -146,8 +144,8 @@ LogicalResult Importer::emitMbarrier(Instruction &inst, Opcode op) {
   // A remote arrive (shared::cluster) has no state: `_` or no destination.
   StateSpace opSpace =
       space == StateSpace::shared_cluster ? space : StateSpace::shared;
-  Value state = MbarrierUpdateOp::create(b, curLoc, i64, kind, opSpace, addr,
-                                         count, bytes, semAttr, scopeAttr);
+  Value state = make<MbarrierUpdateOp>(i64, kind, opSpace, addr, count, bytes,
+                                       semAttr, scopeAttr);
   if (arrives)
     return write(inst.operands[0], state);
   return success();
@@ -159,13 +157,13 @@ LogicalResult Importer::emitBulkCopy(Instruction &inst) {
   if (inst.has("commit_group")) {
     if (failed(expectOperands(inst, 0)))
       return failure();
-    BulkCommitOp::create(b, curLoc);
+    make<BulkCommitOp>();
     return success();
   }
   if (inst.has("wait_group")) {
     if (failed(expectOperands(inst, 1)) || inst.operands[0].kind != OK::Imm)
       return error(inst.loc, "'cp.async.bulk.wait_group' needs an immediate");
-    BulkWaitOp::create(b, curLoc, inst.operands[0].imm, inst.has("read"));
+    make<BulkWaitOp>(inst.operands[0].imm, inst.has("read"));
     return success();
   }
   bool reduce = inst.has("reduce");
@@ -214,8 +212,7 @@ LogicalResult Importer::emitBulkCopy(Instruction &inst) {
   } else if (instrType(inst)) {
     return error(inst.loc, "'cp.async.bulk' takes no type");
   }
-  BulkCopyOp::create(b, curLoc, spaces[0], spaces[1], dst, src, size, mbar,
-                     redop, redType);
+  make<BulkCopyOp>(spaces[0], spaces[1], dst, src, size, mbar, redop, redType);
   return success();
 }
 
@@ -228,12 +225,12 @@ LogicalResult Importer::emitCpAsyncArrive(Instruction &inst) {
   if (!addr)
     return failure();
   Type i32 = intType(32);
-  MbarrierUpdateOp::create(b, curLoc, intType(64),
-                           inst.has("noinc")
-                               ? MbarrierUpdate::cp_async_arrive_noinc
-                               : MbarrierUpdate::cp_async_arrive,
-                           StateSpace::shared, addr, constInt(i32, 1),
-                           constInt(i32, 0), MemOrderAttr(), MemScopeAttr());
+  make<MbarrierUpdateOp>(intType(64),
+                         inst.has("noinc")
+                             ? MbarrierUpdate::cp_async_arrive_noinc
+                             : MbarrierUpdate::cp_async_arrive,
+                         StateSpace::shared, addr, constInt(i32, 1),
+                         constInt(i32, 0), MemOrderAttr(), MemScopeAttr());
   return success();
 }
 
@@ -242,7 +239,7 @@ LogicalResult Importer::emitAsyncMisc(Instruction &inst, Opcode op) {
     if (failed(expectOperands(inst, 0)) || inst.mods.size() != 1)
       return error(inst.loc, "'griddepcontrol' takes '.launch_dependents' or "
                              "'.wait'");
-    GridDepControlOp::create(b, curLoc, inst.mods[0]);
+    make<GridDepControlOp>(inst.mods[0]);
     return success();
   }
   if (op == Opcode::Setmaxnreg) {
@@ -261,7 +258,7 @@ LogicalResult Importer::emitAsyncMisc(Instruction &inst, Opcode op) {
     Value mask = read(inst.operands[1], intType(32));
     if (!mask)
       return failure();
-    auto e = ElectOp::create(b, curLoc, intType(32), b.getI1Type(), mask);
+    auto e = make<ElectOp>(intType(32), b.getI1Type(), mask);
     const Operand &d = inst.operands[0];
     if (d.kind != OK::Pair)
       return error(d.loc, "'elect.sync' writes a lane and a predicate 'd|p'");
@@ -290,6 +287,6 @@ LogicalResult Importer::emitAsyncMisc(Instruction &inst, Opcode op) {
       return failure();
     values.push_back(x);
   }
-  StMatrixOp::create(b, curLoc, addr, values, inst.has("trans"));
+  make<StMatrixOp>(addr, values, inst.has("trans"));
   return success();
 }

@@ -34,11 +34,10 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     if (!a)
       return failure();
     if (op == Opcode::Brev) {
-      r = BrevOp::create(b, curLoc, a);
+      r = make<BrevOp>(a);
     } else {
-      r = op == Opcode::Popc
-              ? Value(math::CtPopOp::create(b, curLoc, a))
-              : Value(math::CountLeadingZerosOp::create(b, curLoc, a));
+      r = op == Opcode::Popc ? Value(make<math::CtPopOp>(a))
+                             : Value(make<math::CountLeadingZerosOp>(a));
       r = coerce(r, i32);
     }
   } else if (op == Opcode::Bfind) {
@@ -47,21 +46,21 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value a = src(1, ty);
     if (!a)
       return failure();
-    r = BfindOp::create(b, curLoc, sign, a, inst.has("shiftamt"));
+    r = make<BfindOp>(sign, a, inst.has("shiftamt"));
   } else if (op == Opcode::Bfe) {
     if (failed(expectOperands(inst, 4)))
       return failure();
     Value a = src(1, ty), p = src(2, i32), l = src(3, i32);
     if (!a || !p || !l)
       return failure();
-    r = BfeOp::create(b, curLoc, sign, a, p, l);
+    r = make<BfeOp>(sign, a, p, l);
   } else if (op == Opcode::Bfi) {
     if (failed(expectOperands(inst, 5)))
       return failure();
     Value a = src(1, ty), c = src(2, ty), p = src(3, i32), l = src(4, i32);
     if (!a || !c || !p || !l)
       return failure();
-    r = BfiOp::create(b, curLoc, a, c, p, l);
+    r = make<BfiOp>(a, c, p, l);
   } else if (op == Opcode::Prmt) {
     if (failed(expectOperands(inst, 4)))
       return failure();
@@ -72,7 +71,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value a = src(1, i32), c = src(2, i32), s = src(3, i32);
     if (!a || !c || !s)
       return failure();
-    r = PrmtOp::create(b, curLoc, mode, a, c, s);
+    r = make<PrmtOp>(mode, a, c, s);
   } else if (op == Opcode::Lop3) {
     if (failed(expectOperands(inst, 5)))
       return failure();
@@ -81,8 +80,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value a = src(1, i32), c = src(2, i32), d = src(3, i32);
     if (!a || !c || !d)
       return failure();
-    r = Lop3Op::create(b, curLoc, a, c, d,
-                       b.getI32IntegerAttr(inst.operands[4].imm & 0xff));
+    r = make<Lop3Op>(a, c, d, b.getI32IntegerAttr(inst.operands[4].imm & 0xff));
   } else if (op == Opcode::Shf) {
     if (failed(expectOperands(inst, 4)))
       return failure();
@@ -91,7 +89,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value a = src(1, i32), c = src(2, i32), n = src(3, i32);
     if (!a || !c || !n)
       return failure();
-    r = ShfOp::create(b, curLoc, dir, mode, a, c, n);
+    r = make<ShfOp>(dir, mode, a, c, n);
   } else if (op == Opcode::Bmsk) {
     if (failed(expectOperands(inst, 3)))
       return failure();
@@ -99,7 +97,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value p = src(1, i32), l = src(2, i32);
     if (!p || !l)
       return failure();
-    r = BmskOp::create(b, curLoc, mode, p, l);
+    r = make<BmskOp>(mode, p, l);
   } else if (op == Opcode::Mul24 || op == Opcode::Mad24) {
     bool mad = op == Opcode::Mad24;
     if (failed(expectOperands(inst, mad ? 4 : 3)))
@@ -108,7 +106,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     if (!a || !c)
       return failure();
     HalfSel half = inst.has("hi") ? HalfSel::hi : HalfSel::lo;
-    r = Mul24Op::create(b, curLoc, sign, half, a, c);
+    r = make<Mul24Op>(sign, half, a, c);
     if (mad) {
       Value d = src(3, i32);
       if (!d)
@@ -118,7 +116,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
           return error(inst.loc, "'.sat' is only defined for mad24.hi.s32");
         r = saturatingAddS32(r, d);
       } else {
-        r = arith::AddIOp::create(b, curLoc, r, d);
+        r = make<arith::AddIOp>(r, d);
       }
     }
   } else if (op == Opcode::Sad) {
@@ -127,7 +125,7 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Value a = src(1, ty), c = src(2, ty), d = src(3, ty);
     if (!a || !c || !d)
       return failure();
-    r = SadOp::create(b, curLoc, sign, a, c, d);
+    r = make<SadOp>(sign, a, c, d);
   } else if (op == Opcode::Dp4a || op == Opcode::Dp2a) {
     if (failed(expectOperands(inst, 4)))
       return failure();
@@ -140,10 +138,10 @@ LogicalResult Importer::emitBits(Instruction &inst, Opcode op) {
     Signedness as = at->isSigned ? Signedness::s : Signedness::u;
     Signedness bs = bt->isSigned ? Signedness::s : Signedness::u;
     if (op == Opcode::Dp4a)
-      r = Dp4aOp::create(b, curLoc, as, bs, a, c, d);
+      r = make<Dp4aOp>(as, bs, a, c, d);
     else
-      r = Dp2aOp::create(b, curLoc, as, bs,
-                         inst.has("hi") ? HalfSel::hi : HalfSel::lo, a, c, d);
+      r = make<Dp2aOp>(as, bs, inst.has("hi") ? HalfSel::hi : HalfSel::lo, a, c,
+                       d);
   } else {
     return unsupported(inst);
   }
@@ -179,41 +177,41 @@ LogicalResult Importer::emitVideoShift(Instruction &inst, Opcode op) {
   Value a = read(inst.operands[1], i32), n = read(inst.operands[2], i32);
   if (!a || !n)
     return failure();
-  n = clamp ? Value(arith::MinUIOp::create(b, curLoc, n, constInt(i32, 32)))
-            : Value(arith::AndIOp::create(b, curLoc, n, constInt(i32, 31)));
+  n = clamp ? Value(make<arith::MinUIOp>(n, constInt(i32, 32)))
+            : Value(make<arith::AndIOp>(n, constInt(i32, 31)));
   // 32-bit values shifted by up to 32: 64 bits hold every result, and with
   // `.sat` a 128-bit intermediate keeps the signed clamp exact.
   if (inst.has("sat"))
     wide = intType(128);
-  Value wa = at->isSigned ? Value(arith::ExtSIOp::create(b, curLoc, wide, a))
-                          : Value(arith::ExtUIOp::create(b, curLoc, wide, a));
-  Value wn = arith::ExtUIOp::create(b, curLoc, wide, n);
+  Value wa = at->isSigned ? Value(make<arith::ExtSIOp>(wide, a))
+                          : Value(make<arith::ExtUIOp>(wide, a));
+  Value wn = make<arith::ExtUIOp>(wide, n);
   Value t;
   if (op == Opcode::Vshl)
-    t = arith::ShLIOp::create(b, curLoc, wa, wn);
+    t = make<arith::ShLIOp>(wa, wn);
   else if (at->isSigned)
-    t = arith::ShRSIOp::create(b, curLoc, wa, wn);
+    t = make<arith::ShRSIOp>(wa, wn);
   else
-    t = arith::ShRUIOp::create(b, curLoc, wa, wn);
+    t = make<arith::ShRUIOp>(wa, wn);
   if (inst.has("sat")) {
     int64_t lo = dt->isSigned ? INT32_MIN : 0;
     int64_t hi = dt->isSigned ? INT32_MAX : UINT32_MAX;
-    t = arith::MaxSIOp::create(b, curLoc, t, constInt(wide, lo));
-    t = arith::MinSIOp::create(b, curLoc, t, constInt(wide, hi));
+    t = make<arith::MaxSIOp>(t, constInt(wide, lo));
+    t = make<arith::MinSIOp>(t, constInt(wide, hi));
   }
-  Value r = arith::TruncIOp::create(b, curLoc, i32, t);
+  Value r = make<arith::TruncIOp>(i32, t);
   if (op2) {
     Value c = read(inst.operands[3], i32);
     if (!c)
       return failure();
     if (*op2 == "add")
-      r = arith::AddIOp::create(b, curLoc, r, c);
+      r = make<arith::AddIOp>(r, c);
     else if (*op2 == "min")
-      r = dt->isSigned ? Value(arith::MinSIOp::create(b, curLoc, r, c))
-                       : Value(arith::MinUIOp::create(b, curLoc, r, c));
+      r = dt->isSigned ? Value(make<arith::MinSIOp>(r, c))
+                       : Value(make<arith::MinUIOp>(r, c));
     else
-      r = dt->isSigned ? Value(arith::MaxSIOp::create(b, curLoc, r, c))
-                       : Value(arith::MaxUIOp::create(b, curLoc, r, c));
+      r = dt->isSigned ? Value(make<arith::MaxSIOp>(r, c))
+                       : Value(make<arith::MaxUIOp>(r, c));
   }
   return write(inst.operands[0], r);
 }

@@ -37,7 +37,7 @@ void Importer::afterEdgeTo(Block *target) {
 }
 
 void Importer::branchTo(Block *target) {
-  cf::BranchOp::create(b, curLoc, target, ValueRange());
+  make<cf::BranchOp>(target, ValueRange());
   afterEdgeTo(target);
 }
 
@@ -171,8 +171,8 @@ LogicalResult Importer::emitInstruction(Instruction &inst) {
     Block *target = blockOf.lookup(&inst);
     Block *next = new Block();
     expectedPreds[next] = 1;
-    auto br = cf::CondBranchOp::create(b, curLoc, pred, target, ValueRange(),
-                                       next, ValueRange());
+    auto br =
+        make<cf::CondBranchOp>(pred, target, ValueRange(), next, ValueRange());
     if (!pendingPragma.empty()) {
       br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
       pendingPragma = {};
@@ -196,8 +196,7 @@ LogicalResult Importer::emitInstruction(Instruction &inst) {
   Block *join = new Block();
   expectedPreds[then] = 1;
   expectedPreds[join] = 2;
-  cf::CondBranchOp::create(b, curLoc, pred, then, ValueRange(), join,
-                           ValueRange());
+  make<cf::CondBranchOp>(pred, then, ValueRange(), join, ValueRange());
   startBlock(then);
   if (failed(emitUnguarded(inst, *info))) {
     // The body owns `join` from now on (it is freed with the function).
@@ -225,10 +224,10 @@ LogicalResult Importer::emitRet(Instruction &inst) {
     for (auto c : vec->second)
       parts.push_back(ssa->readVariable(c, cur));
     Type rt = func.getResultTypes()[i];
-    Value packed = PackOp::create(b, curLoc, intType(widthOf(rt)), parts);
+    Value packed = make<PackOp>(intType(widthOf(rt)), parts);
     values.push_back(bitcast(packed, rt));
   }
-  RetOp::create(b, curLoc, values);
+  make<RetOp>(values);
   return success();
 }
 
@@ -244,7 +243,7 @@ LogicalResult Importer::emitUnguarded(Instruction &inst,
 
 LogicalResult Importer::emitBra(Instruction &inst, Opcode op) {
   Block *target = blockOf.lookup(&inst);
-  auto br = cf::BranchOp::create(b, curLoc, target, ValueRange());
+  auto br = make<cf::BranchOp>(target, ValueRange());
   if (!pendingPragma.empty()) {
     br->setAttr("wooly.pragma", b.getStringAttr(pendingPragma));
     pendingPragma = {};
@@ -260,11 +259,11 @@ LogicalResult Importer::emitExitTrap(Instruction &inst, Opcode op) {
   if (op == Opcode::Ret)
     return emitRet(inst);
   if (op == Opcode::Exit)
-    ExitOp::create(b, curLoc);
+    make<ExitOp>();
   else if (op == Opcode::Trap)
-    TrapOp::create(b, curLoc);
+    make<TrapOp>();
   else
-    BrkptOp::create(b, curLoc);
+    make<BrkptOp>();
   return success();
 }
 
@@ -359,7 +358,7 @@ LogicalResult Importer::emitCall(Instruction &inst, Opcode op) {
     Value target = read(callee, addrType());
     if (!target)
       return failure();
-    call = CallIndirectOp::create(b, curLoc, resTypes, target, argValues);
+    call = make<CallIndirectOp>(resTypes, target, argValues);
   }
   for (size_t k = 0; k < nrets; ++k) {
     const Operand &r = rets->elems[k];
@@ -389,6 +388,6 @@ LogicalResult Importer::emitNanosleep(Instruction &inst, Opcode op) {
   Value t = read(inst.operands[0], intType(32));
   if (!t)
     return failure();
-  NanosleepOp::create(b, curLoc, t);
+  make<NanosleepOp>(t);
   return success();
 }

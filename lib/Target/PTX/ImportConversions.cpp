@@ -86,20 +86,19 @@ LogicalResult Importer::emitCvt(Instruction &inst, Opcode op) {
           RoundingModeAttr(), false, /*sat=*/true, false, false));
       if (!narrow)
         return {};
-      return arith::ExtUIOp::create(b, curLoc, i32, narrow);
+      return make<arith::ExtUIOp>(i32, narrow);
     };
     Value fa = field(inst.operands[1]), fb = field(inst.operands[2]);
     if (!fa || !fb)
       return failure();
     Value r = arith::OrIOp::create(
-        b, curLoc, arith::ShLIOp::create(b, curLoc, fa, constInt(i32, w)), fb);
+        b, curLoc, make<arith::ShLIOp>(fa, constInt(i32, w)), fb);
     if (withC) {
       Value c = read(inst.operands[3], i32);
       if (!c)
         return failure();
-      r = arith::OrIOp::create(
-          b, curLoc, arith::ShLIOp::create(b, curLoc, c, constInt(i32, 2 * w)),
-          r);
+      r = arith::OrIOp::create(b, curLoc,
+                               make<arith::ShLIOp>(c, constInt(i32, 2 * w)), r);
     }
     return write(inst.operands[0], r);
   }
@@ -125,23 +124,22 @@ LogicalResult Importer::emitCvt(Instruction &inst, Opcode op) {
              st->scalar == ScalarType::f32 && dt->scalar == ScalarType::f64) {
     // Exact widening; with a rounding modifier (cvt.rni.f64.f32 rounds to
     // an integral value) it stays a wooly.cvt.
-    r = arith::ExtFOp::create(b, curLoc, dt->type, in[0]);
+    r = make<arith::ExtFOp>(dt->type, in[0]);
   } else if (!packed && !rnd && !sat && !relu && !satfinite && !ftz &&
              (st->scalar == ScalarType::f16 ||
               st->scalar == ScalarType::bf16) &&
              (dt->scalar == ScalarType::f32 || dt->scalar == ScalarType::f64)) {
-    r = arith::ExtFOp::create(b, curLoc, dt->type, in[0]);
+    r = make<arith::ExtFOp>(dt->type, in[0]);
   } else if (!packed && !sat && !ftz && !relu && !satfinite && srcInt &&
              (dt->scalar == ScalarType::f32 || dt->scalar == ScalarType::f64) &&
              rnd && *rnd == RoundingMode::rn) {
-    r = st->isSigned
-            ? Value(arith::SIToFPOp::create(b, curLoc, dt->type, in[0]))
-            : Value(arith::UIToFPOp::create(b, curLoc, dt->type, in[0]));
+    r = st->isSigned ? Value(make<arith::SIToFPOp>(dt->type, in[0]))
+                     : Value(make<arith::UIToFPOp>(dt->type, in[0]));
   } else {
-    r = checked(CvtOp::create(b, curLoc, dt->type, in, st->scalar, dt->scalar,
-                              rnd ? RoundingModeAttr::get(ctx, *rnd)
-                                  : RoundingModeAttr(),
-                              ftz, sat, relu, satfinite));
+    r = checked(
+        make<CvtOp>(dt->type, in, st->scalar, dt->scalar,
+                    rnd ? RoundingModeAttr::get(ctx, *rnd) : RoundingModeAttr(),
+                    ftz, sat, relu, satfinite));
     if (!r)
       return failure();
   }

@@ -40,10 +40,9 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     // Without `.shared` (or `.shared::cta`) the address is generic (and must
     // point to shared memory): the op takes a shared-space address.
     if (spaceOf(inst) != StateSpace::shared)
-      addr = CvtaOp::create(b, curLoc, at, CvtaDir::from_generic,
-                            StateSpace::shared, addr);
+      addr = make<CvtaOp>(at, CvtaDir::from_generic, StateSpace::shared, addr);
     SmallVector<Type> types(n, i32);
-    auto ld = LdMatrixOp::create(b, curLoc, types, addr, inst.has("trans"));
+    auto ld = make<LdMatrixOp>(types, addr, inst.has("trans"));
     const Operand &d = inst.operands[0];
     if (d.kind != OK::Vector || d.elems.size() != static_cast<size_t>(n))
       return error(d.loc, "expected " + Twine(n) + " destination registers");
@@ -109,10 +108,10 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     if (d.kind != OK::Vector)
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(types[0]));
-    auto mma = MmaOp::create(b, curLoc, dt, b.getStringAttr(shape), layouts[0],
-                             layouts[1], types[0].scalar, types[1].scalar,
-                             types[2].scalar, types[3].scalar, a, bb, c,
-                             inst.has("satfinite"), bitOp);
+    auto mma =
+        make<MmaOp>(dt, b.getStringAttr(shape), layouts[0], layouts[1],
+                    types[0].scalar, types[1].scalar, types[2].scalar,
+                    types[3].scalar, a, bb, c, inst.has("satfinite"), bitOp);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();
@@ -140,9 +139,8 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     if (d.kind != OK::Vector)
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> rt(d.elems.size(), regType(types[0]));
-    auto ld = WmmaLoadOp::create(b, curLoc, rt, *role, layouts[0],
-                                 b.getStringAttr(shape), types[0].scalar, space,
-                                 addr, stride);
+    auto ld = make<WmmaLoadOp>(rt, *role, layouts[0], b.getStringAttr(shape),
+                               types[0].scalar, space, addr, stride);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], ld.getResult(k))))
         return failure();
@@ -162,8 +160,8 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     Value stride;
     if (inst.operands.size() == 3 && !(stride = read(inst.operands[2], i32)))
       return failure();
-    WmmaStoreOp::create(b, curLoc, layouts[0], b.getStringAttr(shape),
-                        types[0].scalar, space, addr, stride, vals);
+    make<WmmaStoreOp>(layouts[0], b.getStringAttr(shape), types[0].scalar,
+                      space, addr, stride, vals);
     return success();
   }
   if (kindMod == "mma") {
@@ -188,10 +186,9 @@ LogicalResult Importer::emitMatrix(Instruction &inst, Opcode op) {
     if (d.kind != OK::Vector)
       return error(d.loc, "expected a vector destination");
     SmallVector<Type> dt(d.elems.size(), regType(dty));
-    auto mma =
-        WmmaMmaOp::create(b, curLoc, dt, layouts[0], layouts[1],
-                          b.getStringAttr(shape), dty.scalar, aty, bty,
-                          cty.scalar, a, bb, c, inst.has("satfinite"), bitOp);
+    auto mma = make<WmmaMmaOp>(
+        dt, layouts[0], layouts[1], b.getStringAttr(shape), dty.scalar, aty,
+        bty, cty.scalar, a, bb, c, inst.has("satfinite"), bitOp);
     for (size_t k = 0; k < d.elems.size(); ++k)
       if (failed(write(d.elems[k], mma.getResult(k))))
         return failure();

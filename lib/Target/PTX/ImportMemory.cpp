@@ -42,19 +42,16 @@ LogicalResult Importer::emitParamAccess(Instruction &inst, bool isLoad,
     Value whole =
         isLoad || !direct ? ssa->readVariable(param->id, cur) : Value();
     if (isLoad) {
-      Value v =
-          direct
-              ? bitcast(whole, ty.type)
-              : checked(ExtractBytesOp::create(b, curLoc, ty.type, whole, off));
+      Value v = direct ? bitcast(whole, ty.type)
+                       : checked(make<ExtractBytesOp>(ty.type, whole, off));
       if (!v || failed(write(elemOperand(i), v, ty.isSigned)))
         return failure();
     } else {
       Value v = read(elemOperand(i), ty.type);
       if (!v)
         return failure();
-      Value updated =
-          direct ? bitcast(v, param->type)
-                 : checked(InsertBytesOp::create(b, curLoc, v, whole, off));
+      Value updated = direct ? bitcast(v, param->type)
+                             : checked(make<InsertBytesOp>(v, whole, off));
       if (!updated)
         return failure();
       ssa->writeVariable(param->id, cur, updated);
@@ -130,8 +127,7 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
   Operation *memOp;
   if (isLoad) {
     SmallVector<Type> types(vec, elemType);
-    auto ld = LoadOp::create(b, curLoc, types, space, addr, cache, isVolatile,
-                             sem, scope);
+    auto ld = make<LoadOp>(types, space, addr, cache, isVolatile, sem, scope);
     memOp = ld;
     for (int i = 0; i < vec; ++i)
       if (failed(write(vec > 1 ? data.elems[i] : data, ld.getResult(i),
@@ -145,8 +141,7 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
         return failure();
       values.push_back(v);
     }
-    memOp = StoreOp::create(b, curLoc, space, addr, values, cache, isVolatile,
-                            sem, scope);
+    memOp = make<StoreOp>(space, addr, values, cache, isVolatile, sem, scope);
   }
   if (!hints.empty())
     memOp->setAttr("wooly.hints", b.getArrayAttr(hints));
@@ -231,12 +226,11 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
   }
   // The op checks which operations each type allows.
   if (isRed) {
-    auto red =
-        RedOp::create(b, curLoc, space, *kind, addr, vals[0], sem, scope);
+    auto red = make<RedOp>(space, *kind, addr, vals[0], sem, scope);
     return mlir::verify(red, /*verifyRecursively=*/false);
   }
-  Value r = checked(
-      AtomOp::create(b, curLoc, t->type, space, *kind, addr, vals, sem, scope));
+  Value r =
+      checked(make<AtomOp>(t->type, space, *kind, addr, vals, sem, scope));
   return r ? write(inst.operands[0], r, t->isSigned) : failure();
 }
 
@@ -278,32 +272,28 @@ LogicalResult Importer::emitElementwiseAtom(Instruction &inst, PtxType t,
       if (packedTy) {
         Value bits = v;
         if (j)
-          bits = arith::ShRUIOp::create(b, curLoc, bits,
-                                        constInt(regInt, j * elemBits));
-        bits = arith::TruncIOp::create(b, curLoc, laneInt, bits);
-        x = arith::BitcastOp::create(b, curLoc, elem, bits);
+          bits = make<arith::ShRUIOp>(bits, constInt(regInt, j * elemBits));
+        bits = make<arith::TruncIOp>(laneInt, bits);
+        x = make<arith::BitcastOp>(elem, bits);
       }
       int64_t offset = (int64_t(i) * lanes + j) * (elemBits / 8);
       Value at = addr;
       if (offset)
-        at = arith::AddIOp::create(b, curLoc, addr,
-                                   constInt(addr.getType(), offset));
+        at = make<arith::AddIOp>(addr, constInt(addr.getType(), offset));
       if (isRed) {
-        RedOp::create(b, curLoc, space, kind, at, x, sem, scope);
+        make<RedOp>(space, kind, at, x, sem, scope);
         continue;
       }
-      Value r = AtomOp::create(b, curLoc, elem, space, kind, at, ValueRange{x},
-                               sem, scope);
+      Value r = make<AtomOp>(elem, space, kind, at, ValueRange{x}, sem, scope);
       if (!packedTy) {
         old = r;
         continue;
       }
-      Value bits = arith::ExtUIOp::create(
-          b, curLoc, regInt, arith::BitcastOp::create(b, curLoc, laneInt, r));
+      Value bits = arith::ExtUIOp::create(b, curLoc, regInt,
+                                          make<arith::BitcastOp>(laneInt, r));
       if (j)
-        bits = arith::ShLIOp::create(b, curLoc, bits,
-                                     constInt(regInt, j * elemBits));
-      old = arith::OrIOp::create(b, curLoc, old, bits);
+        bits = make<arith::ShLIOp>(bits, constInt(regInt, j * elemBits));
+      old = make<arith::OrIOp>(old, bits);
     }
     if (dest && failed(write(vec > 1 ? dest->elems[i] : *dest, old)))
       return failure();
@@ -322,7 +312,7 @@ LogicalResult Importer::emitFence(Instruction &inst, Opcode op) {
     std::string text = "fence";
     for (StringRef m : inst.mods)
       text += "." + m.str();
-    AsyncFenceOp::create(b, curLoc, text);
+    make<AsyncFenceOp>(text);
     return success();
   }
   // The state spaces and `.async`/`.alias` belong to proxy fences only.
@@ -333,7 +323,7 @@ LogicalResult Importer::emitFence(Instruction &inst, Opcode op) {
     MemScope scope = inst.has("cta")   ? MemScope::cta
                      : inst.has("sys") ? MemScope::sys
                                        : MemScope::gpu;
-    FenceOp::create(b, curLoc, MemOrder::sc, scope);
+    make<FenceOp>(MemOrder::sc, scope);
     return success();
   }
   // A fence without `.sem` is `.acq_rel` (PTX ISA, `fence`).
@@ -347,7 +337,7 @@ LogicalResult Importer::emitFence(Instruction &inst, Opcode op) {
       scope = s;
   if (!scope)
     return error(inst.loc, "'fence' needs a scope");
-  FenceOp::create(b, curLoc, sem, *scope);
+  make<FenceOp>(sem, *scope);
   return success();
 }
 
@@ -370,7 +360,7 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
     if (!a)
       return failure();
     auto dir = inst.has("to") ? CvtaDir::from_generic : CvtaDir::to_generic;
-    Value r = CvtaOp::create(b, curLoc, t->type, dir, *space, a);
+    Value r = make<CvtaOp>(t->type, dir, *space, a);
     return write(inst.operands[0], r);
   }
   auto space = spaceOf(inst);
@@ -379,7 +369,7 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
   Value a = read(inst.operands[1], addrType());
   if (!a)
     return failure();
-  return write(inst.operands[0], IsSpacePOp::create(b, curLoc, *space, a));
+  return write(inst.operands[0], make<IsSpacePOp>(*space, a));
 }
 
 //===----------------------------------------------------------------------===//
@@ -400,18 +390,18 @@ LogicalResult Importer::emitCpAsync(Instruction &inst, Opcode op) {
     return unsupported(inst);
   Type i32 = intType(32);
   if (inst.has("commit_group")) {
-    CpAsyncCommitOp::create(b, curLoc);
+    make<CpAsyncCommitOp>();
     return success();
   }
   if (inst.has("wait_all")) {
-    CpAsyncCommitOp::create(b, curLoc);
-    CpAsyncWaitOp::create(b, curLoc, 0);
+    make<CpAsyncCommitOp>();
+    make<CpAsyncWaitOp>(0);
     return success();
   }
   if (inst.has("wait_group")) {
     if (failed(expectOperands(inst, 1)) || inst.operands[0].kind != OK::Imm)
       return error(inst.loc, "'cp.async.wait_group' needs an immediate");
-    CpAsyncWaitOp::create(b, curLoc, inst.operands[0].imm);
+    make<CpAsyncWaitOp>(inst.operands[0].imm);
     return success();
   }
   if (inst.has("L2::cache_hint") && inst.operands.size() >= 4)
@@ -440,16 +430,15 @@ LogicalResult Importer::emitCpAsync(Instruction &inst, Opcode op) {
       Value p = read(last, b.getI1Type());
       if (!p)
         return failure();
-      srcSize = arith::SelectOp::create(b, curLoc, p, constInt(i32, 0),
-                                        constInt(i32, size));
+      srcSize = make<arith::SelectOp>(p, constInt(i32, 0), constInt(i32, size));
     } else if (!(srcSize = read(last, i32))) {
       return failure();
     }
   }
   CacheOpAttr cache =
       CacheOpAttr::get(ctx, inst.has("cg") ? CacheOp::cg : CacheOp::ca);
-  CpAsyncOp::create(b, curLoc, dst, coerce(src, intType(64)),
-                    b.getI32IntegerAttr(size), srcSize, cache);
+  make<CpAsyncOp>(dst, coerce(src, intType(64)), b.getI32IntegerAttr(size),
+                  srcSize, cache);
   return success();
 }
 
@@ -462,7 +451,7 @@ LogicalResult Importer::emitPrefetch(Instruction &inst, Opcode op) {
   Value addr = address(inst.operands[0], at);
   if (!addr)
     return failure();
-  PrefetchOp::create(b, curLoc, space, b.getStringAttr(level), addr);
+  make<PrefetchOp>(space, b.getStringAttr(level), addr);
   return success();
 }
 

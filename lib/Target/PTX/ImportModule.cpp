@@ -34,10 +34,12 @@ LogicalResult Importer::importGlobal(const VarDecl &d, StringRef name) {
   if (!space)
     return error(d.loc,
                  "unsupported state space '." + d.space + "' for a variable");
-  if (d.type == "texref" || d.type == "surfref" || d.type == "samplerref")
-    return error(d.loc, "texture and surface references ('." + d.type +
-                            "' variables) are not supported yet; texture "
-                            "and surface objects are");
+  if (d.type == "samplerref")
+    return error(d.loc, "independent texture mode ('.samplerref' variables) "
+                        "is not supported yet; texture references in "
+                        "unified mode and texture objects are");
+  if (d.type == "texref" || d.type == "surfref")
+    return importTexref(d, name);
   auto t = ptxType(d.type);
   if (!t || d.type == "pred")
     return error(d.loc, "unsupported variable type '." + d.type + "'");
@@ -119,6 +121,54 @@ LogicalResult Importer::importGlobal(const VarDecl &d, StringRef name) {
   return success();
 }
 
+// A texture or surface reference is a module variable holding the handle of
+// the texture or surface object the host binds to it (cuTexRefSetArray,
+// cuSurfRefSetArray, wooly-run --texref): every texture and surface
+// instruction naming it loads the handle, then takes the object path. In
+// unified mode (the default) the reference carries the sampler state too,
+// as an object does.
+LogicalResult Importer::importTexref(const VarDecl &d, StringRef name) {
+  if (d.space != "global")
+    return error(d.loc, "a '." + d.type + "' is declared in '.global'");
+  if (llvm::is_contained(ast.targets, "texmode_independent"))
+    return error(d.loc, "texture references in independent mode "
+                        "('.target texmode_independent') are not supported "
+                        "yet; in unified mode they are");
+  if (d.arraySize >= 0 || d.vecWidth > 1 || d.rangeCount >= 0)
+    return error(d.loc, "arrays of '." + d.type + "' are not supported yet");
+  if (d.hasInit)
+    return error(d.loc, "initializers of '." + d.type +
+                            "' variables are not supported yet");
+  if (globals.count(name) || funcs.count(name))
+    return error(d.loc, "redefinition of '" + name + "'");
+  b.setInsertionPointToEnd(module.getBody());
+  // The host writes the handle: the variable is visible even without
+  // `.visible` (else a GPU lowering may fold its loads to the zero it
+  // starts as).
+  LinkageAttr linkage = LinkageAttr::get(ctx, Linkage::visible);
+  if (!d.linkage.empty())
+    if (auto l = symbolizeLinkage(d.linkage))
+      linkage = LinkageAttr::get(ctx, *l);
+  auto g = GlobalOp::create(b, loc(d.loc), b.getStringAttr(name),
+                            StateSpaceAttr::get(ctx, StateSpace::global),
+                            TypeAttr::get(intType(64)), b.getI64IntegerAttr(1),
+                            b.getI64IntegerAttr(8), linkage, Attribute());
+  g->setAttr("wooly.texref", b.getStringAttr(d.type));
+  globals[name] = g;
+  texrefs[name] = d.type == "surfref";
+  return success();
+}
+
+Value Importer::loadTexref(StringRef sym) {
+  Type i64 = intType(64);
+  Value a = AddressOfOp::create(b, curLoc, addrType(),
+                                FlatSymbolRefAttr::get(ctx, sym));
+  auto ld =
+      LoadOp::create(b, curLoc, TypeRange{i64}, StateSpace::global, a,
+                     CacheOpAttr(), false, MemOrderAttr(), MemScopeAttr());
+  return ld.getResult(0);
+}
+
 std::optional<Type> Importer::paramType(const VarDecl &d) {
   auto t = ptxType(d.type);
   if (!t)
@@ -154,6 +204,12 @@ LogicalResult Importer::declareFunction(Function &f) {
   SmallVector<Type> args, results;
   SmallVector<Attribute> argAttrs, resAttrs;
   for (auto &p : f.params) {
+    if (p.type == "texref" || p.type == "surfref" || p.type == "samplerref")
+      return error(p.loc, "texture, sampler and surface references as "
+                          "parameters ('.param ." +
+                              p.type +
+                              "') are not supported yet; module-scope "
+                              "'.global .texref'/'.surfref' are");
     auto t = paramType(p);
     if (!t)
       return error(p.loc, "unsupported parameter type '." + p.type + "'");
@@ -280,6 +336,7 @@ LogicalResult Importer::importBody(Function &f) {
   retVars.clear();
   carryVar.reset();
   constants.clear();
+  intConstants.clear();
   lastConstant = nullptr;
   pendingPragma = {};
 
@@ -315,9 +372,8 @@ LogicalResult Importer::importBody(Function &f) {
         return failure();
       Type et = ssa->getType(ids[0]);
       SmallVector<Type> parts(ids.size(), intType(widthOf(et)));
-      auto split =
-          UnpackOp::create(b, curLoc, parts,
-                           bitcast(entry->getArgument(i), intType(widthOf(t))));
+      auto split = make<UnpackOp>(
+          parts, bitcast(entry->getArgument(i), intType(widthOf(t))));
       for (auto [k, id] : llvm::enumerate(ids))
         ssa->writeVariable(id, entry, coerce(split.getResult(k), et));
       continue;

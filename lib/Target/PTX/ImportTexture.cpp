@@ -1,8 +1,9 @@
 //===- ImportTexture.cpp - PTX texture and surface instructions -*- C++ -*-===//
 //
 // tex, tld4, txq, suld, sust, sured and suq on texture and surface objects
-// (64-bit handles in registers). Module-scope `.texref`/`.surfref`/
-// `.samplerref` (the removed texture-reference API) and the independent
+// (64-bit handles in registers) and on module-scope `.texref`/`.surfref`
+// (unified mode), whose handle is loaded from the module variable the
+// importer makes of them (importTexref). `.samplerref` and the independent
 // sampler mode are located "not supported yet" errors.
 //
 //===----------------------------------------------------------------------===//
@@ -63,7 +64,7 @@ unsigned vectorWidth(const Instruction &inst) {
 LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
   Type f32 = b.getF32Type(), i32 = intType(32), i64 = intType(64);
   // The texture or surface object of `[handle, {...}]` (or `[handle]`): a
-  // 64-bit register; a module-scope `.texref`/`.surfref` is refused.
+  // 64-bit register, or a module-scope `.texref`/`.surfref`.
   auto handleOf = [&](const Operand &a) -> Value {
     if (a.kind != OK::Address || a.name.empty() || a.imm) {
       (void)error(a.loc, "expected a texture or surface operand "
@@ -71,9 +72,12 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
       return {};
     }
     if (!a.name.starts_with("%") && !lookup(a.name)) {
-      (void)error(a.loc, "texture and surface references ('.texref', "
-                         "'.surfref': '" +
-                             a.name + "') are not supported yet");
+      StringRef sym = symbolName(a.name);
+      if (texrefs.count(sym))
+        return loadTexref(sym);
+      (void)error(a.loc, "'" + a.name +
+                             "' is neither a register holding a texture or "
+                             "surface object nor a '.texref'/'.surfref'");
       return {};
     }
     Operand reg;
@@ -182,7 +186,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
                           : inst.has("b") ? TexComponent::b
                           : inst.has("a") ? TexComponent::a
                                           : TexComponent::r;
-      auto t = Tld4Op::create(b, curLoc, results, comp, d, handle, coords);
+      auto t = make<Tld4Op>(results, comp, d, handle, coords);
       return writeVec(inst.operands[0], t.getResults());
     }
     Value lod;
@@ -204,8 +208,8 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
         }
       }
     }
-    auto t = TexOp::create(b, curLoc, results, *g, d, c->scalar, handle, layer,
-                           coords, lod, gx, gy);
+    auto t = make<TexOp>(results, *g, d, c->scalar, handle, layer, coords, lod,
+                         gx, gy);
     return writeVec(inst.operands[0], t.getResults());
   }
   case Opcode::Txq:
@@ -231,8 +235,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     Value lod;
     if (level && !(lod = read(inst.operands[2], i32)))
       return failure();
-    Value r =
-        TexQueryOp::create(b, curLoc, i32, *q, op == Opcode::Suq, handle, lod);
+    Value r = make<TexQueryOp>(i32, *q, op == Opcode::Suq, handle, lod);
     return write(inst.operands[0], r);
   }
   default:
@@ -290,8 +293,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     Value v = read(data, intType(bits));
     if (!v)
       return failure();
-    SuredOp::create(b, curLoc, *kind, t->scalar, *g, clamp, handle, layer,
-                    coords, v);
+    make<SuredOp>(*kind, t->scalar, *g, clamp, handle, layer, coords, v);
     return success();
   }
 
@@ -307,8 +309,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
     if (formatted)
       return error(inst.loc, "suld.p is not PTX");
     SmallVector<Type, 4> results(vec, et);
-    auto ld = SuldOp::create(b, curLoc, results, *g, st, clamp, handle, layer,
-                             coords);
+    auto ld = make<SuldOp>(results, *g, st, clamp, handle, layer, coords);
     if (vec == 1)
       return write(data, ld.getResult(0));
     return writeVec(data, ld.getResults());
@@ -333,7 +334,6 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
       values.push_back(v);
     }
   }
-  SustOp::create(b, curLoc, *g, st, clamp, formatted, handle, layer, coords,
-                 values);
+  make<SustOp>(*g, st, clamp, formatted, handle, layer, coords, values);
   return success();
 }

@@ -31,7 +31,7 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
   if (op == Opcode::Activemask) {
     if (failed(expectOperands(inst, 1)))
       return failure();
-    return write(dst, ActiveMaskOp::create(b, curLoc, i32));
+    return write(dst, make<ActiveMaskOp>(i32));
   }
   if (op == Opcode::Shfl) {
     std::optional<ShflMode> mode;
@@ -46,7 +46,7 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
           c = read(inst.operands[3], i32), mask = maskOf(4);
     if (!a || !lane || !c || !mask)
       return failure();
-    auto s = ShflOp::create(b, curLoc, *mode, a, lane, c, mask);
+    auto s = make<ShflOp>(*mode, a, lane, c, mask);
     if (dst.kind == OK::Pair) {
       if (failed(write(dst.elems[0], s.getResult())))
         return failure();
@@ -67,7 +67,7 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
     if (!p || !mask)
       return failure();
     Type rt = *mode == VoteMode::ballot ? i32 : i1;
-    return write(dst, VoteOp::create(b, curLoc, rt, *mode, p, mask));
+    return write(dst, make<VoteOp>(rt, *mode, p, mask));
   }
   if (op == Opcode::Match) {
     auto t = instrType(inst);
@@ -77,7 +77,7 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
     Value v = read(inst.operands[1], t->type), mask = maskOf(2);
     if (!v || !mask)
       return failure();
-    auto m = MatchOp::create(b, curLoc, mode, v, mask);
+    auto m = make<MatchOp>(mode, v, mask);
     if (!checked(m.getResult()))
       return failure();
     if (dst.kind == OK::Pair) {
@@ -105,7 +105,7 @@ LogicalResult Importer::emitWarp(Instruction &inst, Opcode op) {
   Value v = read(inst.operands[1], i32), mask = maskOf(2);
   if (!v || !mask)
     return failure();
-  return write(dst, ReduxOp::create(b, curLoc, i32, *kind, v, mask));
+  return write(dst, make<ReduxOp>(i32, *kind, v, mask));
 }
 
 LogicalResult Importer::emitBarrier(Instruction &inst, Opcode op) {
@@ -116,7 +116,7 @@ LogicalResult Importer::emitBarrier(Instruction &inst, Opcode op) {
     Value mask = read(inst.operands[0], i32);
     if (!mask)
       return failure();
-    WarpSyncOp::create(b, curLoc, mask);
+    make<WarpSyncOp>(mask);
     return success();
   }
   if (inst.has("red")) {
@@ -137,7 +137,7 @@ LogicalResult Importer::emitBarrier(Instruction &inst, Opcode op) {
     Type rt = *kind == ReduxKind::popc ? i32 : b.getI1Type();
     bool aligned = op == Opcode::Bar || inst.has("aligned");
     return write(inst.operands[0],
-                 BarRedOp::create(b, curLoc, rt, *kind, id, count, p, aligned));
+                 make<BarRedOp>(rt, *kind, id, count, p, aligned));
   }
   bool arrive = inst.has("arrive");
   if (!arrive && !inst.has("sync") && !inst.mods.empty() &&
@@ -154,6 +154,6 @@ LogicalResult Importer::emitBarrier(Instruction &inst, Opcode op) {
   if (!id)
     return failure();
   bool aligned = op == Opcode::Bar || inst.has("aligned");
-  BarrierOp::create(b, curLoc, id, count, arrive, aligned);
+  make<BarrierOp>(id, count, arrive, aligned);
   return success();
 }

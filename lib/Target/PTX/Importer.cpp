@@ -88,16 +88,21 @@ Value Importer::checked(Value v) {
 //===----------------------------------------------------------------------===//
 
 std::optional<PtxType> Importer::ptxType(StringRef n) {
+  if (const std::optional<PtxType> *known = ptxTypes.find(n))
+    return *known;
   PtxType t;
   auto sc = symbolizeScalarType(n);
-  if (!sc)
+  if (!sc) {
+    ptxTypes.insert(n, std::nullopt);
     return std::nullopt;
+  }
   t.scalar = *sc;
   char k = n[0];
   t.isSigned = k == 's';
   t.isFloat = k == 'f' || n.starts_with("bf") || n == "tf32" ||
               n.starts_with("e4") || n.starts_with("e5");
   t.type = getStorageType(ctx, *sc);
+  ptxTypes.insert(n, t);
   return t;
 }
 
@@ -115,7 +120,7 @@ std::optional<PtxType> Importer::instrType(const Instruction &inst, int which) {
 
 LogicalResult Importer::checkOperandSize(const Operand &op, const VarInfo &var,
                                          Type t) {
-  if (relaxedSizes || widthOf(var.type) == widthOf(t))
+  if (relaxedSizes || var.type == t || widthOf(var.type) == widthOf(t))
     return success();
   return error(op.loc,
                "register '" + op.name + "' has " + Twine(widthOf(var.type)) +
@@ -146,8 +151,7 @@ std::optional<StateSpace> Importer::spaceOf(const Instruction &inst) {
 
 void Importer::assign(SSABuilder::Var id, Value v) {
   if (guard)
-    v = arith::SelectOp::create(b, curLoc, guard, v,
-                                ssa->readVariable(id, cur));
+    v = make<arith::SelectOp>(guard, v, ssa->readVariable(id, cur));
   ssa->writeVariable(id, cur, v);
 }
 
@@ -161,7 +165,7 @@ Value Importer::constant(TypedAttr value) {
     b.setInsertionPointAfter(lastConstant);
   else
     b.setInsertionPointToStart(entry);
-  auto op = arith::ConstantOp::create(b, curLoc, value);
+  auto op = make<arith::ConstantOp>(value);
   lastConstant = op;
   it->second = op;
   return op;
@@ -180,8 +184,8 @@ Value Importer::bitcast(Value v, Type t) {
   if (v.getType() == t)
     return v;
   if (v.getType().isIntOrFloat() && t.isIntOrFloat())
-    return arith::BitcastOp::create(b, curLoc, t, v);
-  return BitcastOp::create(b, curLoc, t, v);
+    return make<arith::BitcastOp>(t, v);
+  return make<BitcastOp>(t, v);
 }
 
 Value Importer::coerce(Value v, Type t, bool signExtend) {
@@ -202,11 +206,11 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
   Value i = bitcast(v, intType(fw));
   Value r;
   if (fw > tw)
-    r = arith::TruncIOp::create(b, curLoc, intType(tw), i);
+    r = make<arith::TruncIOp>(intType(tw), i);
   else if (signExtend)
-    r = arith::ExtSIOp::create(b, curLoc, intType(tw), i);
+    r = make<arith::ExtSIOp>(intType(tw), i);
   else
-    r = arith::ExtUIOp::create(b, curLoc, intType(tw), i);
+    r = make<arith::ExtUIOp>(intType(tw), i);
   return bitcast(r, t);
 }
 
@@ -246,7 +250,7 @@ Value Importer::readSpecial(const Operand &op, Type t) {
   unsigned index;
   if (dimName.empty() && base.consume_front("envreg") &&
       !base.getAsInteger(10, index) && index < 32)
-    return coerce(EnvRegOp::create(b, curLoc, intType(32), index), t);
+    return coerce(make<EnvRegOp>(intType(32), index), t);
   auto reg = symbolizeSpecialReg(base);
   if (!reg)
     return {};
@@ -261,8 +265,8 @@ Value Importer::readSpecial(const Operand &op, Type t) {
       *reg == SpecialReg::cluster_ctaid || *reg == SpecialReg::cluster_nctaid;
   if (needsDim != dim.has_value())
     return {};
-  Value v = SRegOp::create(b, curLoc, intType(w), *reg,
-                           dim ? DimAttr::get(ctx, *dim) : DimAttr());
+  Value v =
+      make<SRegOp>(intType(w), *reg, dim ? DimAttr::get(ctx, *dim) : DimAttr());
   return coerce(v, t);
 }
 
@@ -283,7 +287,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         return v ? ((void)error(op.loc, "'reg + imm' needs an integer type"),
                     Value())
                  : v;
-      return arith::AddIOp::create(b, curLoc, v, constInt(t, op.imm));
+      return make<arith::AddIOp>(v, constInt(t, op.imm));
     }
     if (!var) {
       Value s = readSpecial(op, t);
@@ -303,7 +307,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         (void)error(op.loc, "'!' needs a predicate register");
         return {};
       }
-      v = arith::XOrIOp::create(b, curLoc, v, constInt(b.getI1Type(), 1));
+      v = make<arith::XOrIOp>(v, constInt(b.getI1Type(), 1));
     }
     return coerce(v, t, signExtend);
   }
@@ -351,13 +355,22 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
     }
     if (op.name == "WARP_SZ")
       return coerce(constInt(intType(32), 32), t);
+    // `mov.u64 %rd, tex`: a texture or surface reference's handle, for
+    // indirect texture access (its address is never exposed).
+    if (StringRef sym = symbolName(op.name); texrefs.count(sym)) {
+      if (op.imm || widthOf(t) != 64) {
+        (void)error(op.loc, "a texture or surface reference is read as a "
+                            "64-bit handle");
+        return {};
+      }
+      return coerce(loadTexref(sym), t);
+    }
     if (StringRef sym = symbolName(op.name);
         globals.count(sym) || funcs.count(sym)) {
       Type at = widthOf(t) == 32 ? intType(32) : intType(64);
-      Value a =
-          AddressOfOp::create(b, curLoc, at, FlatSymbolRefAttr::get(ctx, sym));
+      Value a = make<AddressOfOp>(at, FlatSymbolRefAttr::get(ctx, sym));
       if (op.imm)
-        a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
+        a = make<arith::AddIOp>(a, constInt(at, op.imm));
       return coerce(a, t);
     }
     if (VarInfo *v = var; v && v->isParam) {
@@ -367,10 +380,9 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         return {};
       }
       Type at = widthOf(t) == 32 ? intType(32) : intType(64);
-      Value a = ParamAddressOp::create(b, curLoc, at,
-                                       b.getI64IntegerAttr(v->argIndex));
+      Value a = make<ParamAddressOp>(at, b.getI64IntegerAttr(v->argIndex));
       if (op.imm)
-        a = arith::AddIOp::create(b, curLoc, a, constInt(at, op.imm));
+        a = make<arith::AddIOp>(a, constInt(at, op.imm));
       return coerce(a, t);
     }
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
@@ -391,7 +403,7 @@ Value Importer::read(const Operand &op, Type t, bool signExtend) {
         return {};
       parts.push_back(p);
     }
-    Value packed = PackOp::create(b, curLoc, intType(w), parts);
+    Value packed = make<PackOp>(intType(w), parts);
     return bitcast(packed, t);
   }
   default:
@@ -424,8 +436,10 @@ LogicalResult Importer::write(const Operand &op, Value v, bool signExtend) {
     unsigned w = widthOf(v.getType());
     if (!n || !w || w % n)
       return error(op.loc, "vector destination does not split the value");
+    if (n == 1) // `{%r}`, as ptxas accepts for a scalar.
+      return write(op.elems[0], v, signExtend);
     SmallVector<Type> types(n, intType(w / n));
-    auto parts = UnpackOp::create(b, curLoc, types, bitcast(v, intType(w)));
+    auto parts = make<UnpackOp>(types, bitcast(v, intType(w)));
     for (unsigned i = 0; i < n; ++i)
       if (failed(write(op.elems[i], parts.getResult(i))))
         return failure();
@@ -470,23 +484,27 @@ Value Importer::address(const Operand &op, Type &type,
     }
     type = var->type.isInteger(32) ? intType(32) : intType(64);
     base = coerce(ssa->readVariable(var->id, cur), type);
+  } else if (StringRef sym = symbolName(op.name); texrefs.count(sym)) {
+    (void)error(op.loc, "texture or surface reference '" + op.name +
+                            "' used as a memory address (only texture and "
+                            "surface instructions and 'mov' take it)");
+    return {};
   } else if (StringRef sym = symbolName(op.name);
              globals.count(sym) || funcs.count(sym)) {
     type = addrType();
-    base =
-        AddressOfOp::create(b, curLoc, type, FlatSymbolRefAttr::get(ctx, sym));
+    base = make<AddressOfOp>(type, FlatSymbolRefAttr::get(ctx, sym));
     auto g = globals.find(sym);
     if (access == StateSpace::generic && g != globals.end() &&
         g->second.getSpace() != StateSpace::global &&
         g->second.getSpace() != StateSpace::generic)
-      base = CvtaOp::create(b, curLoc, type, CvtaDir::to_generic,
-                            g->second.getSpace(), base);
+      base =
+          make<CvtaOp>(type, CvtaDir::to_generic, g->second.getSpace(), base);
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};
   }
   if (op.imm)
-    base = arith::AddIOp::create(b, curLoc, base, constInt(type, op.imm));
+    base = make<arith::AddIOp>(base, constInt(type, op.imm));
   return base;
 }
 //===----------------------------------------------------------------------===//

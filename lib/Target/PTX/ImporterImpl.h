@@ -204,8 +204,26 @@ private:
   // Types.
   /// Returns the properties of PTX type `name` (`u32`), if it is one.
   std::optional<PtxType> ptxType(StringRef name);
+  /// ptxType() of the modifiers seen so far (asked for every modifier of
+  /// most instructions).
+  ShortStringMap<std::optional<PtxType>> ptxTypes;
   /// Returns the `which`-th type modifier of `inst` (0 = first).
   std::optional<PtxType> instrType(const Instruction &inst, int which = 0);
+  /// Creates an op of type `OpTy` at `curLoc` (as `OpTy::create(b, curLoc,
+  /// args...)` does, but the op's name is found by its TypeID, not by
+  /// hashing its name string).
+  template <typename OpTy, typename... Args> OpTy make(Args &&...args) {
+    OperationState state(curLoc, opName<OpTy>());
+    OpTy::build(b, state, std::forward<Args>(args)...);
+    return cast<OpTy>(b.create(state));
+  }
+  /// The registered name of `OpTy`.
+  template <typename OpTy> OperationName opName() {
+    std::optional<RegisteredOperationName> name =
+        RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
+    assert(name && "op of a dialect that is not loaded");
+    return *name;
+  }
   /// Returns the integer type of `bits` bits.
   Type intType(unsigned bits) { return b.getIntegerType(bits); }
   /// Returns the type of addresses (`.address_size`).
@@ -214,6 +232,7 @@ private:
   // Module level.
   /// Raises a state-space variable to a `wooly.global` named `name`.
   LogicalResult importGlobal(const VarDecl &d, StringRef name);
+  LogicalResult importTexref(const VarDecl &d, StringRef name);
   /// Declares `f` (or checks it against its earlier declaration).
   LogicalResult declareFunction(Function &f);
   /// Raises the body of `f`, declared before.
@@ -232,9 +251,14 @@ private:
   /// The integer constant `v` of type `t`, sign-extended or truncated to
   /// the width of `t`.
   Value constInt(Type t, int64_t v) {
-    return constant(
-        b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
-                                .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    // Looked up by type and value first: building the attribute is a
+    // lookup in the context's uniquer.
+    auto [it, inserted] = intConstants.try_emplace({t, v}, Value());
+    if (inserted)
+      it->second = constant(
+          b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                  .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    return it->second;
   }
   /// The float constant `v` of type `t`.
   Value constFloat(Type t, double v) { return constant(b.getFloatAttr(t, v)); }
@@ -457,6 +481,12 @@ private:
   llvm::StringMap<FuncOp> funcs;
   llvm::StringSet<> definedFuncs;
   llvm::StringMap<GlobalOp> globals;
+  /// Module-scope texture and surface references (`.texref`/`.surfref`):
+  /// 64-bit module variables holding a texture or surface object's handle,
+  /// which the host binds (true: a surface).
+  llvm::StringMap<bool> texrefs;
+  /// Loads the handle held by the texture or surface reference `sym`.
+  Value loadTexref(StringRef sym);
 
   // Per function.
   /// The function being raised, its SSA builder, the current and the entry
@@ -557,6 +587,8 @@ private:
   void assign(SSABuilder::Var id, Value v);
   /// The constants of the function (see constant()) and the last one.
   llvm::DenseMap<Attribute, Value> constants;
+  /// The integer constants of the function by type and value (constInt()).
+  llvm::DenseMap<std::pair<Type, int64_t>, Value> intConstants;
   Operation *lastConstant = nullptr;
   /// A `.pragma` waiting for the next branch.
   StringRef pendingPragma;

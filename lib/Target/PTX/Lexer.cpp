@@ -10,6 +10,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <cstring>
+
 using namespace mlir::wooly::ptx;
 
 llvm::StringRef mlir::wooly::ptx::tokenKindName(TokenKind kind) {
@@ -70,23 +72,50 @@ llvm::StringRef mlir::wooly::ptx::tokenKindName(TokenKind kind) {
   return "token";
 }
 
+namespace {
+/// Character classes, one table lookup per character.
+enum CharClass : uint8_t {
+  kSpace = 1,      ///< ' ', \t, \n, \r, \f, \v
+  kIdentStart = 2, ///< letters, '_', '$', '%'
+  kIdentChar = 4,  ///< letters, digits, '_', '$'
+};
+struct CharTable {
+  uint8_t cls[256] = {};
+  constexpr CharTable() {
+    for (int c : {' ', '\t', '\n', '\r', '\f', '\v'})
+      cls[c] |= kSpace;
+    for (int c = 0; c < 256; ++c) {
+      bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+      bool digit = c >= '0' && c <= '9';
+      if (alpha || c == '_' || c == '$' || c == '%')
+        cls[c] |= kIdentStart;
+      if (alpha || digit || c == '_' || c == '$')
+        cls[c] |= kIdentChar;
+    }
+  }
+};
+constexpr CharTable kChars;
+} // namespace
+
 static bool isIdentStart(char c) {
-  return llvm::isAlpha(c) || c == '_' || c == '$' || c == '%';
+  return kChars.cls[static_cast<unsigned char>(c)] & kIdentStart;
 }
 static bool isIdentChar(char c) {
-  return llvm::isAlnum(c) || c == '_' || c == '$';
+  return kChars.cls[static_cast<unsigned char>(c)] & kIdentChar;
+}
+static bool isSpace(char c) {
+  return kChars.cls[static_cast<unsigned char>(c)] & kSpace;
 }
 
 void Lexer::skipSpaceAndComments() {
   const char *end = buffer.end();
   while (cur != end) {
     char c = *cur;
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-        c == '\v') {
+    if (isSpace(c)) {
       ++cur;
     } else if (c == '/' && cur + 1 != end && cur[1] == '/') {
-      while (cur != end && *cur != '\n')
-        ++cur;
+      const void *nl = std::memchr(cur, '\n', end - cur);
+      cur = nl ? static_cast<const char *>(nl) : end;
     } else if (c == '/' && cur + 1 != end && cur[1] == '*') {
       cur += 2;
       while (cur != end && !(*cur == '*' && cur + 1 != end && cur[1] == '/'))

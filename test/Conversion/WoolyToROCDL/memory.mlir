@@ -2,11 +2,12 @@
 
 // Variables live in AMDGPU's address spaces (global 1, LDS 3, constant 4);
 // addressof gives the address in the variable's own space; accesses go
-// through a pointer of the op's space; scope gpu is syncscope "agent".
+// through a pointer of the op's space; scope gpu is syncscope "agent". A
+// .global or .const variable is the host's too, so it is external.
 // CHECK-DAG: llvm.mlir.global internal @tile() {addr_space = 3 : i32, alignment = 4 : i64} : !llvm.array<256 x f32>
 // CHECK-DAG: llvm.mlir.global external @dyn() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK-DAG: llvm.mlir.global external @gv(dense<[1, 2]> : tensor<2xi32>) {addr_space = 1 : i32, alignment = 4 : i64} : !llvm.array<2 x i32>
-// CHECK-DAG: llvm.mlir.global internal @cv(dense<{{.*}}> : tensor<4xf32>) {addr_space = 4 : i32, alignment = 4 : i64} : !llvm.array<4 x f32>
+// CHECK-DAG: llvm.mlir.global external @cv(dense<{{.*}}> : tensor<4xf32>) {addr_space = 4 : i32, alignment = 4 : i64} : !llvm.array<4 x f32>
 // CHECK-LABEL: llvm.func @k(
 // CHECK: %[[T:.*]] = llvm.mlir.addressof @tile : !llvm.ptr<3>
 // CHECK: %[[TI:.*]] = llvm.ptrtoint %[[T]] : !llvm.ptr<3> to i32

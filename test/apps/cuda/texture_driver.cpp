@@ -16,7 +16,7 @@
 #define CUDA_APP_DRIVER_API
 #include "CudaApp.h"
 
-#include "TextureReference.h"
+#include "DriverTextures.h"
 
 #include <cstdint>
 #include <fstream>
@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+using app::arrayCopy;
+using app::image;
 using wooly::AddressMode;
 using wooly::texref::RefTex;
 
@@ -37,20 +39,6 @@ std::string readFile(const char *path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-RefTex image(int w, int h, int d, int chans, uint32_t seed) {
-  RefTex t;
-  t.w = w;
-  t.h = h;
-  t.d = d;
-  t.chans = chans;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  t.texels.resize(size_t(w) * h * d * chans);
-  for (float &f : t.texels)
-    f = u(rng);
-  return t;
 }
 
 CUDA_TEXTURE_DESC textureDesc(const RefTex &ref) {
@@ -72,29 +60,6 @@ CUDA_RESOURCE_DESC arrayResource(CUarray array) {
   r.resType = CU_RESOURCE_TYPE_ARRAY;
   r.res.array.hArray = array;
   return r;
-}
-
-/// A host <-> array copy of a whole w x h array of `rowBytes` rows.
-CUDA_MEMCPY2D arrayCopy(CUarray array, void *host, size_t rowBytes, int h,
-                        bool toArray) {
-  CUDA_MEMCPY2D p;
-  std::memset(&p, 0, sizeof p);
-  if (toArray) {
-    p.srcMemoryType = CU_MEMORYTYPE_HOST;
-    p.srcHost = host;
-    p.srcPitch = rowBytes;
-    p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-    p.dstArray = array;
-  } else {
-    p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    p.srcArray = array;
-    p.dstMemoryType = CU_MEMORYTYPE_HOST;
-    p.dstHost = host;
-    p.dstPitch = rowBytes;
-  }
-  p.WidthInBytes = rowBytes;
-  p.Height = h;
-  return p;
 }
 
 void compare(const char *what, const std::vector<float> &got,
@@ -246,19 +211,7 @@ int main(int argc, char **argv) {
   // Pitch-linear memory, one float channel.
   RefTex plane = image(50, 19, 1, 1, 32);
   size_t pitch = 0;
-  CUdeviceptr d;
-  CHECK(cuMemAllocPitch(&d, &pitch, plane.w * 4, plane.h, 4));
-  CUDA_MEMCPY2D up;
-  std::memset(&up, 0, sizeof up);
-  up.srcMemoryType = CU_MEMORYTYPE_HOST;
-  up.srcHost = plane.texels.data();
-  up.srcPitch = plane.w * 4;
-  up.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  up.dstDevice = d;
-  up.dstPitch = pitch;
-  up.WidthInBytes = plane.w * 4;
-  up.Height = plane.h;
-  CHECK(cuMemcpy2D(&up));
+  CUdeviceptr d = app::pitchedPlane(plane, pitch);
   plane.linear = true;
   CUDA_RESOURCE_DESC rp;
   std::memset(&rp, 0, sizeof rp);

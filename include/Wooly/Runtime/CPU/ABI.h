@@ -93,10 +93,12 @@ typedef void (*WoolyBlockFn)(WoolyThreadCtx *ctx, const char *params,
 /// A kernel split into regions (`__wooly_regions_k`) may also get
 /// `__wooly_warp_k`, which runs the 32 lanes of a warp at once: lane `l`'s
 /// context is `stride * l` bytes after `ctx` (lane 0's). Every lane must be
-/// runnable at the same region (`resume`); each runs to its next cut, and
-/// the lanes leave as `__wooly_regions_k` leaves one thread. Returns the
-/// region that follows where all 32 stopped, if that is the same barrier,
-/// or WOOLY_REGION_EXITED if all exited; 0 otherwise.
+/// runnable at the same region (`resume`); each runs to its next cut.
+/// Returns the region that follows where all 32 stopped, if that is the
+/// same barrier, or WOOLY_REGION_EXITED if all exited; then only lane 0's
+/// `resume` is set, and the caller sets the other lanes' when it needs
+/// them. Otherwise returns 0, the lanes having left as `__wooly_regions_k`
+/// leaves one thread.
 typedef uint32_t (*WoolyWarpFn)(WoolyThreadCtx *ctx, const char *params,
                                 uint64_t stride);
 

@@ -105,3 +105,48 @@ extern "C" __global__ void narrow_rows(const int *in, int *out, int w) {
   v += __shfl_down_sync(0xffffffffu, v, 3);
   out[y * w + x] = v;
 }
+
+// Shuffles whose mode, lane and width are constants, in every mode and in
+// segments narrower than the warp: each is completed by the warp function
+// as a fixed permutation of the lanes' values.
+extern "C" __global__ void shfl_constant_modes(const int *in, int *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  v += __shfl_up_sync(0xffffffffu, v, 3, 16);
+  v ^= __shfl_down_sync(0xffffffffu, v, 5, 8);
+  v += __shfl_sync(0xffffffffu, v, 7, 32);
+  v -= __shfl_sync(0xffffffffu, v, 21, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 16);
+  v ^= __shfl_down_sync(0xffffffffu, v, 31);
+  out[i] = v;
+}
+
+// Warps (and, in the second phase, halves of warps) that wait at different
+// barriers: in lockstep, a warp function returns another barrier than the
+// warps before it, or 0 where its lanes stop at different ones; the
+// runtime must give every lane its warp's region before going on thread
+// by thread. bar.sync counts arrivals, whichever barrier they are at.
+extern "C" __global__ void split_barriers(const int *in, int *out) {
+  __shared__ int s[256];
+  int t = threadIdx.x, warp = t >> 5;
+  int i = blockIdx.x * blockDim.x + t;
+  int v = in[i];
+  s[t] = v;
+  if ((warp + blockIdx.x) & 1) {
+    __syncthreads();
+    v += s[(t + 37) % blockDim.x];
+  } else {
+    __syncthreads();
+    v ^= s[(t + 5) % blockDim.x];
+  }
+  __syncthreads();
+  s[t] = v;
+  if (t & 16) {
+    __syncthreads();
+    v -= s[(t + 64) % blockDim.x];
+  } else {
+    __syncthreads();
+    v += 3 * s[(t + 1) % blockDim.x];
+  }
+  out[i] = v;
+}
