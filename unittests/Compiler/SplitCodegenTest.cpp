@@ -56,6 +56,8 @@ std::string compileWith(const std::string &ptx, unsigned threads) {
 std::vector<std::string> matches(llvm::StringRef text,
                                  llvm::StringRef pattern) {
   llvm::Regex re(pattern);
+  std::string error;
+  EXPECT_TRUE(re.isValid(error)) << pattern.str() << ": " << error;
   std::vector<std::string> out;
   llvm::SmallVector<llvm::StringRef, 2> m;
   llvm::SmallVector<llvm::StringRef, 0> lines;
@@ -76,16 +78,19 @@ void expectWellFormedJoin(const std::string &input, const std::string &ptx) {
             matches(input, "^\\.visible \\.entry ([A-Za-z0-9_$]+)\\("));
   std::map<std::string, int> defined;
   for (const char *pattern :
-       {"^\\.(global|shared|const) [^;]* ([A-Za-z0-9_$]+)(\\[[0-9]*\\])?( "
+       {"^(\\.visible )?\\.(global|shared|const) [^;]* "
+        "([A-Za-z0-9_$]+)(\\[[0-9]*\\])?( "
         "=.*)?;$",
-        "^\\.extern \\.(shared) [^;]* ([A-Za-z0-9_$]+)\\[\\];$"}) {
+        "^(\\.extern )\\.(shared) [^;]* ([A-Za-z0-9_$]+)\\[\\];$"}) {
     llvm::Regex re(pattern);
+    std::string error;
+    ASSERT_TRUE(re.isValid(error)) << error;
     llvm::SmallVector<llvm::StringRef, 0> lines;
     llvm::StringRef(ptx).split(lines, '\n');
     llvm::SmallVector<llvm::StringRef, 5> m;
     for (llvm::StringRef line : lines)
       if (re.match(line, &m))
-        ++defined[m[2].str()];
+        ++defined[m[3].str()];
   }
   EXPECT_FALSE(defined.empty());
   for (const auto &[name, count] : defined)
@@ -130,7 +135,8 @@ TEST(SplitCodegen, SharedStateStaysShared) {
       compileWith(readSource("test/Target/NVPTX/Inputs/split-kernels.ptx"), 3);
   EXPECT_EQ(matches(ptx, "^\\.func .* (fib[$p0-9]*)\\($"),
             (std::vector<std::string>{"fib", "fib$p1"}));
-  EXPECT_EQ(matches(ptx, "^(\\.global) .* counter\\[4\\];$").size(), 1u);
+  EXPECT_EQ(matches(ptx, "^(\\.visible )?\\.global .* counter\\[4\\];$").size(),
+            1u);
   EXPECT_EQ(matches(ptx, "(st\\.global\\.b32)[ \t]*\\[counter\\]").size(), 1u);
   EXPECT_EQ(
       matches(ptx, "(ld\\.global\\.b32)[ \t]*%r[0-9]+, \\[counter\\]").size(),
