@@ -132,3 +132,33 @@ extern "C" __global__ void tex_query(cudaTextureObject_t tex,
   for (int k = 0; k < 8; ++k)
     out[k] = r[k];
 }
+
+// A mipmapped texture: for a = args[i] = (x, y, lod, g), out[3i] =
+// tex2DLod<float4>(tex, x, y, lod) (tex.level), out[3i+1] =
+// tex2DGrad<float4>(tex, x, y, (g, 0), (0.5g, g)) (tex.grad) and out[3i+2]
+// = tex2D<float4>(tex, x, y) (level 0 plus the bias).
+extern "C" __global__ void tex2d_mip(cudaTextureObject_t tex, float4 *out,
+                                     const float4 *args, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float4 a = args[i];
+    out[3 * i] = tex2DLod<float4>(tex, a.x, a.y, a.z);
+    out[3 * i + 1] = tex2DGrad<float4>(tex, a.x, a.y, make_float2(a.w, 0.f),
+                                       make_float2(0.5f * a.w, a.w));
+    out[3 * i + 2] = tex2D<float4>(tex, a.x, a.y);
+  }
+}
+
+// out[0] = txq.num_mipmap_levels, out[1..3] = txq.level.width of levels 0,
+// 1, 2 and out[4] = txq.level.height of level `level`.
+extern "C" __global__ void tex_mip_query(cudaTextureObject_t tex, int *out,
+                                         int level) {
+  int r[5];
+  asm("txq.num_mipmap_levels.b32 %0, [%1];" : "=r"(r[0]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 0;" : "=r"(r[1]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 1;" : "=r"(r[2]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 2;" : "=r"(r[3]) : "l"(tex));
+  asm("txq.level.height.b32 %0, [%1], %2;" : "=r"(r[4]) : "l"(tex), "r"(level));
+  for (int k = 0; k < 5; ++k)
+    out[k] = r[k];
+}

@@ -2422,6 +2422,91 @@ TEST_P(TextureDiff, tex2d_lod_grad) {
   EXPECT_TRUE(sameBits(down<float>(bo), want));
 }
 
+// A mipmapped float4 texture of 3 levels (13x9, 6x4, 3x2), bilinear in each
+// level: tex.level at fractional levels, tex.grad and tex without a level,
+// with point and linear mipmap filtering, a bias and clamps; txq of the
+// levels. Against RefMip (TextureReference.h).
+TEST_P(TextureDiff, tex2d_mip) {
+  RefMip m;
+  std::vector<float> all;
+  for (int l = 0; l < 3; ++l) {
+    RefTex t = randomTex(std::max(13 >> l, 1), std::max(9 >> l, 1), 440 + l);
+    t.linear = t.normalized = true;
+    t.mode[0] = AddressMode::Wrap;
+    t.mode[1] = AddressMode::Mirror;
+    all.insert(all.end(), t.texels.begin(), t.texels.end());
+    m.levels.push_back(t);
+  }
+  ResourceDesc r = float4Array(m.levels[0]);
+  r.kind = ResourceDesc::Kind::MipmappedArray;
+  r.levels = 3;
+  Buf texels = up(all);
+  r.address = texels.addr;
+  ASSERT_EQ(mipLevelOffset(r, 3), all.size() * 4);
+  const int n = 300;
+  std::mt19937 rng(445);
+  std::uniform_real_distribution<float> uc(-0.3f, 1.3f), ul(-1.0f, 3.5f),
+      ug(0.0f, 0.4f);
+  std::vector<float> args(size_t(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    args[4 * i] = uc(rng);
+    args[4 * i + 1] = uc(rng);
+    // Levels at, between and beyond the levels (and exactly half-way).
+    args[4 * i + 2] = i % 7 == 0 ? float(i % 4) * 0.5f : ul(rng);
+    args[4 * i + 3] = i % 11 == 0 ? 0.0f : ug(rng);
+  }
+  Buf ba = up(args);
+  struct Case {
+    bool linear;
+    float bias, minClamp, maxClamp;
+  } cases[] = {{true, 0, 0, 10}, {false, 0, 0, 10}, {true, 0.3f, 0.25f, 1.6f}};
+  for (const Case &k : cases) {
+    m.mipLinear = k.linear;
+    m.bias = k.bias;
+    m.minClamp = k.minClamp;
+    m.maxClamp = k.maxClamp;
+    TextureDesc d = desc(m.levels[0]);
+    d.mipmapFilterMode = k.linear ? FilterMode::Linear : FilterMode::Point;
+    d.mipmapLevelBias = k.bias;
+    d.minMipmapLevelClamp = k.minClamp;
+    d.maxMipmapLevelClamp = k.maxClamp;
+    uint64_t tex = texture(r, d);
+    Buf bo = alloc(n * 48);
+    ASSERT_TRUE(launch(ptx("texture"), "tex2d_mip", {ceilDiv(n, 64), 1, 1},
+                       {64, 1, 1}, 0, {tex, bo, ba, n}));
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i) {
+      float x = args[4 * i], y = args[4 * i + 1], g = args[4 * i + 3];
+      for (float v : m.sampleLod(x, y, args[4 * i + 2]))
+        want.push_back(v);
+      for (float v : m.sampleLod(x, y, m.gradLod(g, 0.0f, 0.5f * g, g)))
+        want.push_back(v);
+      for (float v : m.sampleLod(x, y, 0.0f))
+        want.push_back(v);
+    }
+    EXPECT_TRUE(sameBits(down<float>(bo), want))
+        << "linear " << k.linear << " bias " << k.bias;
+  }
+  uint64_t tex = textures.back();
+  Buf bq = alloc(20);
+  ASSERT_TRUE(launch(ptx("texture"), "tex_mip_query", {1, 1, 1}, {1, 1, 1}, 0,
+                     {tex, bq, 2}));
+  EXPECT_TRUE(
+      sameBits(down<int32_t>(bq), std::vector<int32_t>{3, 13, 6, 3, 2}));
+  // Unnormalized coordinates are not supported yet; too many levels are
+  // refused.
+  TextureDesc texelDesc = desc(m.levels[0]);
+  texelDesc.normalizedCoords = false;
+  auto h = device().createTextureObject(r, texelDesc);
+  ASSERT_FALSE(h);
+  EXPECT_NE(llvm::toString(h.takeError()).find("not supported yet"),
+            std::string::npos);
+  r.levels = 5;
+  auto h2 = device().createTextureObject(r, desc(m.levels[0]));
+  EXPECT_FALSE(h2);
+  llvm::consumeError(h2.takeError());
+}
+
 // A layered 2D texture and a 3D texture of one float channel, linear.
 TEST_P(TextureDiff, tex_layered_3d) {
   const int w = 6, h = 5, layers = 3, depth = 4, n = 200;

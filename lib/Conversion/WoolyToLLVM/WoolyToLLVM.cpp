@@ -2352,7 +2352,7 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
           {ptrTy, i32, i64, i32, i64, i32, i64, i32, i32});
   declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
   declare("__wooly_rt_texture", voidTy, {ptrTy, i32, i64, ptrTy, ptrTy});
-  declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64});
+  declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64, i32});
   declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
   return success();
 }
@@ -3137,7 +3137,8 @@ LogicalResult HostTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
   HostEmitter e = emitter(rw, op);
   Value r = e.call("__wooly_rt_texquery", e.i32(),
                    {e.ctx(op), e.c32(uint32_t(op.getQuery())),
-                    e.c32(op.getSurface() ? 1 : 0), a.getHandle()});
+                    e.c32(op.getSurface() ? 1 : 0), a.getHandle(),
+                    a.getLod() ? a.getLod() : e.c32(0)});
   rw.replaceOp(op, r);
   return success();
 }
