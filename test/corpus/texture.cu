@@ -162,3 +162,33 @@ extern "C" __global__ void tex_mip_query(cudaTextureObject_t tex, int *out,
   for (int k = 0; k < 5; ++k)
     out[k] = r[k];
 }
+
+// tld4 beyond 2D, for c = coords[i]: out[3i] = tld4.r of the layered
+// texture `lay` at texel coordinates (c.x, c.y) in layer (int)c.w,
+// out[3i+1] = tld4.g of the cube map `cube` in direction (c.x, c.y, c.z) and
+// out[3i+2] = tld4.b of the cubemap array `acube` in that direction in
+// layer (int)c.w (CUDA has no gather intrinsics for these: inline PTX).
+extern "C" __global__ void tld4_layered_cube(cudaTextureObject_t lay,
+                                             cudaTextureObject_t cube,
+                                             cudaTextureObject_t acube,
+                                             float4 *out, const float4 *coords,
+                                             int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float4 c = coords[i];
+  int l = (int)c.w;
+  float4 a, b, d;
+  asm("tld4.r.a2d.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+      : "=f"(a.x), "=f"(a.y), "=f"(a.z), "=f"(a.w)
+      : "l"(lay), "r"(l), "f"(c.x), "f"(c.y));
+  asm("tld4.g.cube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+      : "=f"(b.x), "=f"(b.y), "=f"(b.z), "=f"(b.w)
+      : "l"(cube), "f"(c.x), "f"(c.y), "f"(c.z));
+  asm("tld4.b.acube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %8}];"
+      : "=f"(d.x), "=f"(d.y), "=f"(d.z), "=f"(d.w)
+      : "l"(acube), "r"(l), "f"(c.x), "f"(c.y), "f"(c.z));
+  out[3 * i] = a;
+  out[3 * i + 1] = b;
+  out[3 * i + 2] = d;
+}

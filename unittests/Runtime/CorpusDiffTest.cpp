@@ -2554,6 +2554,61 @@ TEST_P(TextureDiff, tex_layered_3d) {
   EXPECT_TRUE(sameBits(down<float>(bo), want));
 }
 
+// tld4 on a layered texture, a cube map and a cubemap array (float4,
+// point filtering state: tld4 ignores it): the footprint of the layer or of
+// the face the direction selects, faces clamped at their edges.
+TEST_P(TextureDiff, tld4_layered_cube) {
+  const int w = 6, h = 5, layers = 3, side = 4, n = 200;
+  RefTex lay = randomTex(w, h, 450, layers),
+         cube = randomTex(side, side, 451, 6),
+         acube = randomTex(side, side, 452, 12);
+  ResourceDesc rl = float4Array(lay);
+  rl.layered = true;
+  ResourceDesc rc = float4Array(cube);
+  rc.cubemap = true;
+  ResourceDesc ra = float4Array(acube);
+  ra.cubemap = ra.layered = true;
+  uint64_t tl = texture(rl, desc(lay)), tc = texture(rc, desc(cube)),
+           ta = texture(ra, desc(acube));
+  std::mt19937 rng(453);
+  std::uniform_real_distribution<float> u(-1.5f, 7.5f), dir(-1.0f, 1.0f);
+  std::vector<float> c(size_t(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    // Directions that are also texel coordinates of the layered texture
+    // half the time (small ones select faces near their centres).
+    bool texels = i % 2 == 0;
+    c[4 * i] = texels ? u(rng) : dir(rng);
+    c[4 * i + 1] = texels ? u(rng) : dir(rng);
+    c[4 * i + 2] = i % 3 == 0 ? 0.0f : dir(rng);
+    c[4 * i + 3] = float(int(rng() % 4) - 1); // layers -1..2: clamped
+  }
+  Buf bc = up(c), bo = alloc(n * 48);
+  ASSERT_TRUE(launch(ptx("texture"), "tld4_layered_cube",
+                     {ceilDiv(n, 64), 1, 1}, {64, 1, 1}, 0,
+                     {tl, tc, ta, bo, bc, n}));
+  std::vector<float> want;
+  auto faceGather = [&](const RefTex &t, int first, float x, float y, float z,
+                        int comp) {
+    float s, tt;
+    int f = cubeFace(x, y, z, s, tt);
+    RefTex face = sliceOf(t, first + f);
+    face.mode[0] = face.mode[1] = AddressMode::Clamp;
+    face.normalized = false;
+    return face.gather(s * float(side), tt * float(side), comp);
+  };
+  for (int i = 0; i < n; ++i) {
+    float x = c[4 * i], y = c[4 * i + 1], z = c[4 * i + 2];
+    int l = int(c[4 * i + 3]);
+    for (float v : sliceOf(lay, std::clamp(l, 0, layers - 1)).gather(x, y, 0))
+      want.push_back(v);
+    for (float v : faceGather(cube, 0, x, y, z, 1))
+      want.push_back(v);
+    for (float v : faceGather(acube, 6 * std::clamp(l, 0, 1), x, y, z, 2))
+      want.push_back(v);
+  }
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
 // suld/sust of uchar4 surfaces: r, g, b inverted, alpha copied.
 TEST_P(TextureDiff, surf_invert) {
   const int w = 21, h = 11;

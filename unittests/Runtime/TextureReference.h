@@ -108,6 +108,43 @@ struct RefTex {
   }
 };
 
+/// The face of a cube map (0..5: +x, -x, +y, -y, +z, -z) that direction
+/// (x, y, z) selects, and the normalized (s, t) on it, after the CUDA
+/// programming guide's cubemap table (the major axis; ties to x, then y).
+inline int cubeFace(float x, float y, float z, float &s, float &t) {
+  float ax = std::fabs(x), ay = std::fabs(y), az = std::fabs(z), m, sc, tc;
+  int face;
+  if (ax >= ay && ax >= az) {
+    face = x >= 0 ? 0 : 1;
+    m = ax;
+    sc = x >= 0 ? -z : z;
+    tc = -y;
+  } else if (ay >= az) {
+    face = y >= 0 ? 2 : 3;
+    m = ay;
+    sc = x;
+    tc = y >= 0 ? z : -z;
+  } else {
+    face = z >= 0 ? 4 : 5;
+    m = az;
+    sc = z >= 0 ? x : -x;
+    tc = -y;
+  }
+  s = (sc / m + 1.0f) / 2.0f;
+  t = (tc / m + 1.0f) / 2.0f;
+  return face;
+}
+
+/// Slice `k` (a layer or a cube face) of the 3D texels of `t`, as a 2D
+/// texture of its own, with clamping (how cube faces are addressed).
+inline RefTex sliceOf(const RefTex &t, int k) {
+  RefTex one = t;
+  one.d = 1;
+  size_t n = size_t(t.w) * t.h * t.chans;
+  one.texels.assign(t.texels.begin() + k * n, t.texels.begin() + (k + 1) * n);
+  return one;
+}
+
 /// A mipmapped 2D texture (normalized coordinates): one RefTex per level,
 /// and the level of detail as Wooly computes it (lib/Runtime/CPU/
 /// Texture.cpp): the instruction's level (or log2 of the longer gradient

@@ -3123,11 +3123,12 @@ LogicalResult HostTargetInfo::lower(Tld4Op op, Tld4Op::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
   uint32_t code =
-      textureCode(1, TexGeometry::dim2,
+      textureCode(1, op.getGeometry(),
                   texResultCode(op.getDType()) |
                       uint32_t(op.getComponent()) << WOOLY_TEX_COMPONENT_SHIFT);
   replaceWithWords(rw, e, op,
-                   textureCall(e, op, code, a.getHandle(), a.getCoords(), 4));
+                   textureCall(e, op, code, a.getHandle(),
+                               textureInputs(a.getLayer(), a.getCoords()), 4));
   return success();
 }
 

@@ -19,7 +19,11 @@
 //     then turn the r, g and b of 8-bit unsigned channels from sRGB to
 //     linear (computed in double, rounded to f32);
 //   - tld4 returns one component of the four texels of the 2x2 footprint,
-//     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j);
+//     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j), of the layer
+//     (.a2d, .acube: clamped to the layers) or of the cube face the
+//     direction selects (.cube, .acube), whose edges clamp: a footprint at
+//     a face's edge repeats the edge texels, it never reaches the adjacent
+//     face (as without seamless cubemap filtering);
 //   - cube maps pick the face of the major axis (the guide's table) and
 //     address the face with clamping;
 //   - mipmapped textures (normalized coordinates only) sample the level of
