@@ -192,6 +192,16 @@ struct RefMip {
            d = double(dyy) * h;
     return float(std::log2(std::sqrt(std::max(a * a + b * b, c * c + d * d))));
   }
+  /// What the test kernels tex2d_mip (test/corpus/texture.cu) and sampleMip
+  /// (test/apps/cuda/texture_filter.cu) return for (x, y, lod, g):
+  /// tex2DLod at lod, tex2DGrad with gradients (g, 0) and (0.5g, g), and
+  /// tex2D.
+  std::array<std::array<float, 4>, 3> lodGradPlain(float x, float y, float lod,
+                                                   float g) const {
+    return {sampleLod(x, y, lod),
+            sampleLod(x, y, gradLod(g, 0.0f, 0.5f * g, g)),
+            sampleLod(x, y, 0.0f)};
+  }
 };
 
 /// A w x h texture of 8-bit RGBA texels (`bytes`, 4 a texel) read as
