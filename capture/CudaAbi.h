@@ -29,6 +29,7 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUarray_st;
+struct CUmipmappedArray_st;
 struct CUtexref_st;
 
 namespace wooly::cuabi {
@@ -233,6 +234,8 @@ struct cudaChannelFormatDesc {
 // (NVIDIA's runtime hands out the driver's handle; so does Wooly's).
 using cudaArray_t = ::CUarray_st *;
 using cudaArray_const_t = const ::CUarray_st *;
+using cudaMipmappedArray_t = ::CUmipmappedArray_st *;
+using cudaMipmappedArray_const_t = const ::CUmipmappedArray_st *;
 using cudaTextureObject_t = unsigned long long;
 using cudaSurfaceObject_t = unsigned long long;
 enum : int {
@@ -280,7 +283,7 @@ struct cudaResourceDesc {
       cudaArray_t array;
     } array;
     struct {
-      void *mipmap;
+      cudaMipmappedArray_t mipmap;
     } mipmap;
     struct {
       void *devPtr;
@@ -463,6 +466,7 @@ enum CUmemorytype : int {
 // Driver arrays, copies, texture and surface objects (CUarray is
 // cudaArray_t, declared above).
 using CUarray = ::CUarray_st *;
+using CUmipmappedArray = ::CUmipmappedArray_st *;
 /// CUtexref and CUsurfref (the deprecated reference API): a module's
 /// `.texref`/`.surfref` (one struct for both in Wooly).
 using CUtexref = ::CUtexref_st *;
@@ -534,7 +538,7 @@ struct CUDA_RESOURCE_DESC {
       CUarray hArray;
     } array;
     struct {
-      void *hMipmappedArray;
+      CUmipmappedArray hMipmappedArray;
     } mipmap;
     struct {
       CUdeviceptr devPtr;

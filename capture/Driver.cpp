@@ -134,6 +134,7 @@ struct State {
   std::unordered_set<CUstream_st *> streams;
   std::unordered_set<CUevent_st *> events;
   std::unordered_set<CUarray_st *> arrays;
+  std::unordered_set<CUmipmappedArray_st *> mipmaps;
   std::unordered_set<CUtexref_st *> refs;
   /// Device ranges (allocations and module variables): start -> size.
   std::map<uint64_t, uint64_t> deviceRanges;
@@ -289,6 +290,9 @@ void dropObjects(State &s) {
   for (CUarray_st *a : s.arrays)
     delete a;
   s.arrays.clear();
+  for (CUmipmappedArray_st *m : s.mipmaps)
+    delete m;
+  s.mipmaps.clear();
   s.modules.clear();
   s.functions.clear();
   s.streams.clear();
@@ -444,11 +448,12 @@ CUresult driverGraphDestroy(uint64_t graph) {
   return CUDA_SUCCESS;
 }
 
-CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
-                           uint64_t height, uint64_t depth, unsigned flags,
-                           CUresult badFormat, CUarray_st **array) {
-  if (!array)
-    return CUDA_ERROR_INVALID_VALUE;
+namespace {
+/// Checks the format, flags and extents of an array (or of level 0 of a
+/// mipmapped one) as driverArrayCreate takes them.
+CUresult checkArray(const wooly::ChannelFormat &format, uint64_t width,
+                    uint64_t height, uint64_t depth, unsigned flags,
+                    CUresult badFormat) {
   if (const char *why = wooly::channelFormatError(format)) {
     log(1, "cannot create a CUDA array: %s", why);
     return badFormat;
@@ -469,11 +474,23 @@ CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
        (depth % 6 || !depth || width != height)) ||
       ((flags & cudaArrayLayered) && !depth))
     return CUDA_ERROR_INVALID_VALUE;
-  // (Each extent is below 2^30 and a texel at most 16 bytes.)
+  // (Each extent is below 2^30 and a texel at most 16 bytes; the levels
+  // of a mipmapped array take at most twice level 0's bytes.)
   unsigned __int128 bytes = (unsigned __int128)width * (height ? height : 1) *
                             (depth ? depth : 1) * format.elementBytes();
-  if (bytes > (uint64_t(1) << 48))
+  if (bytes > (uint64_t(1) << 47))
     return CUDA_ERROR_OUT_OF_MEMORY;
+  return CUDA_SUCCESS;
+}
+} // namespace
+
+CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
+                           uint64_t height, uint64_t depth, unsigned flags,
+                           CUresult badFormat, CUarray_st **array) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult e = checkArray(format, width, height, depth, flags, badFormat))
+    return e;
   auto a = std::make_unique<CUarray_st>();
   a->format = format;
   a->width = width;
@@ -492,8 +509,8 @@ CUresult driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
 
 CUresult driverArrayDestroy(CUarray_st *array) {
   LOCKED_READY(s);
-  if (!s.arrays.count(array))
-    return CUDA_ERROR_INVALID_VALUE;
+  if (!s.arrays.count(array) || array->owner)
+    return CUDA_ERROR_INVALID_VALUE; // a level goes with its mipmapped array
   CHECK_STATUS("cudaFreeArray", s.client->free(array->address));
   s.deviceRanges.erase(array->address);
   s.arrays.erase(array);
@@ -505,6 +522,91 @@ bool driverIsArray(const CUarray_st *array) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   return s.arrays.count(const_cast<CUarray_st *>(array)) != 0;
+}
+
+CUresult driverMipmappedArrayCreate(const wooly::ChannelFormat &format,
+                                    uint64_t width, uint64_t height,
+                                    uint64_t depth, unsigned flags,
+                                    unsigned levels, CUresult badFormat,
+                                    CUmipmappedArray_st **array) {
+  if (!array)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult e = checkArray(format, width, height, depth, flags, badFormat))
+    return e;
+  auto m = std::make_unique<CUmipmappedArray_st>();
+  wooly::ResourceDesc &r = m->resource;
+  r.kind = wooly::ResourceDesc::Kind::MipmappedArray;
+  r.format = format;
+  r.width = width;
+  r.height = height;
+  r.depth = depth;
+  r.layered = flags & cudaArrayLayered;
+  r.cubemap = flags & cudaArrayCubemap;
+  r.levels = std::clamp<unsigned>(levels, 1, wooly::mipLevelLimit(r));
+  m->flags = flags;
+  uint64_t bytes = wooly::mipLevelOffset(r, r.levels);
+  LOCKED_READY(s);
+  uint64_t address = 0;
+  CHECK_STATUS("cudaMallocMipmappedArray", s.client->malloc(bytes, address));
+  r.address = address;
+  s.deviceRanges[address] = bytes;
+  for (uint32_t l = 0; l < r.levels; ++l) {
+    uint64_t e[3];
+    wooly::mipLevelExtent(r, l, e);
+    auto a = new CUarray_st;
+    a->address = address + wooly::mipLevelOffset(r, l);
+    a->format = format;
+    a->width = e[0];
+    a->height = e[1];
+    a->depth = e[2];
+    a->flags = flags;
+    a->owner = m.get();
+    m->levels.push_back(a);
+    s.arrays.insert(a);
+  }
+  *array = m.release();
+  s.mipmaps.insert(*array);
+  return CUDA_SUCCESS;
+}
+
+CUresult driverMipmappedArrayDestroy(CUmipmappedArray_st *array) {
+  LOCKED_READY(s);
+  if (!s.mipmaps.count(array))
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_STATUS("cudaFreeMipmappedArray",
+               s.client->free(array->resource.address));
+  s.deviceRanges.erase(array->resource.address);
+  for (CUarray_st *a : array->levels) {
+    s.arrays.erase(a);
+    delete a;
+  }
+  s.mipmaps.erase(array);
+  delete array;
+  return CUDA_SUCCESS;
+}
+
+CUresult driverMipmappedArrayLevel(CUmipmappedArray_st *array, unsigned level,
+                                   CUarray_st **out) {
+  if (!out)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.mipmaps.count(array))
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (level >= array->levels.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  *out = array->levels[level];
+  return CUDA_SUCCESS;
+}
+
+bool driverMipmappedResource(const CUmipmappedArray_st *array,
+                             wooly::ResourceDesc &out) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.mipmaps.count(const_cast<CUmipmappedArray_st *>(array)))
+    return false;
+  out = array->resource;
+  return true;
 }
 
 CUresult driverTextureCreate(const wooly::ResourceDesc &resource,
@@ -1882,8 +1984,10 @@ CUresult resourceOf(const CUDA_RESOURCE_DESC &r, wooly::ResourceDesc &out) {
     out.cubemap = a.flags & cudaArrayCubemap;
     return CUDA_SUCCESS;
   }
-  case 1: // CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: the server refuses it
-    out.kind = wooly::ResourceDesc::Kind::MipmappedArray;
+  case 1: // CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
+    if (!wooly::capture::driverMipmappedResource(r.res.mipmap.hMipmappedArray,
+                                                 out))
+      return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
   case 2:   // CU_RESOURCE_TYPE_LINEAR
   case 3: { // CU_RESOURCE_TYPE_PITCH2D
@@ -1936,6 +2040,34 @@ WOOLY_CU_API CUresult cuArray3DCreate_v2(CUarray *array,
 
 WOOLY_CU_API CUresult cuArrayDestroy(CUarray array) {
   return wooly::capture::driverArrayDestroy(array);
+}
+
+WOOLY_CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *array,
+                                             const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                             unsigned numLevels) {
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  wooly::ChannelFormat f;
+  if (!channelFormat(d->Format, d->NumChannels, f)) {
+    log(1,
+        "cuMipmappedArrayCreate: array format 0x%x with %u channels is not "
+        "supported yet",
+        unsigned(d->Format), d->NumChannels);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return wooly::capture::driverMipmappedArrayCreate(
+      f, d->Width, d->Height, d->Depth, d->Flags, numLevels,
+      CUDA_ERROR_INVALID_VALUE, array);
+}
+
+WOOLY_CU_API CUresult cuMipmappedArrayGetLevel(CUarray *level,
+                                               CUmipmappedArray array,
+                                               unsigned index) {
+  return wooly::capture::driverMipmappedArrayLevel(array, index, level);
+}
+
+WOOLY_CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray array) {
+  return wooly::capture::driverMipmappedArrayDestroy(array);
 }
 
 WOOLY_CU_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d,
@@ -2031,6 +2163,12 @@ WOOLY_CU_API CUresult cuTexObjectCreate(CUtexObject *object,
   d.sRGB = t.flags & CU_TRSF_SRGB;
   d.normalizedCoords = t.flags & CU_TRSF_NORMALIZED_COORDINATES;
   std::memcpy(d.borderColor, t.borderColor, sizeof d.borderColor);
+  if (t.mipmapFilterMode < 0 || t.mipmapFilterMode > 1)
+    return CUDA_ERROR_INVALID_VALUE;
+  d.mipmapFilterMode = wooly::FilterMode(t.mipmapFilterMode);
+  d.mipmapLevelBias = t.mipmapLevelBias;
+  d.minMipmapLevelClamp = t.minMipmapLevelClamp;
+  d.maxMipmapLevelClamp = t.maxMipmapLevelClamp;
   wooly::client::TextureExtras extras;
   extras.maxAnisotropy = t.maxAnisotropy;
   extras.seamlessCubemap = t.flags & CU_TRSF_SEAMLESS_CUBEMAP;

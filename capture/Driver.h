@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #define WOOLY_DRIVER_PRIVATE __attribute__((visibility("default")))
 
@@ -29,6 +30,9 @@ struct CUarray_st {
   wooly::ChannelFormat format;
   uint64_t width = 0, height = 0, depth = 0;
   unsigned flags = 0;
+  /// A level of a mipmapped array: a view into its allocation, freed with
+  /// it (cudaFreeArray refuses it).
+  const CUmipmappedArray_st *owner = nullptr;
   uint64_t rowBytes() const { return width * format.elementBytes(); }
   uint64_t rows() const { return height ? height : 1; }
   uint64_t slices() const { return depth ? depth : 1; }
@@ -44,6 +48,17 @@ struct CUarray_st {
     out = address + (z * rows() + y) * rowBytes() + xBytes;
     return true;
   }
+};
+
+/// A mipmapped array (CUmipmappedArray, cudaMipmappedArray_t): one
+/// allocation of the session holding its levels one after the other
+/// (wooly::mipLevelOffset), each an array of the session (`levels`: views
+/// into the allocation, what cudaGetMipmappedArrayLevel returns), so that
+/// the copies to and from arrays work on them unchanged.
+struct CUmipmappedArray_st {
+  wooly::ResourceDesc resource; // kind MipmappedArray, address, extents
+  unsigned flags = 0;
+  std::vector<CUarray_st *> levels;
 };
 
 namespace wooly::capture {
@@ -95,6 +110,24 @@ driverArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
                   uint64_t height, uint64_t depth, unsigned flags,
                   cuabi::CUresult badFormat, CUarray_st **array);
 WOOLY_DRIVER_PRIVATE cuabi::CUresult driverArrayDestroy(CUarray_st *array);
+/// Allocates a mipmapped array as driverArrayCreate an array, with `levels`
+/// levels (clamped to 1 .. 1 + log2 of the largest extent, as CUDA does).
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverMipmappedArrayCreate(const wooly::ChannelFormat &format, uint64_t width,
+                           uint64_t height, uint64_t depth, unsigned flags,
+                           unsigned levels, cuabi::CUresult badFormat,
+                           CUmipmappedArray_st **array);
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverMipmappedArrayDestroy(CUmipmappedArray_st *array);
+/// Level `level` of `array` (an array of the session while `array` lives).
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverMipmappedArrayLevel(CUmipmappedArray_st *array, unsigned level,
+                          CUarray_st **out);
+/// Whether `array` is a live mipmapped array of the session; its resource
+/// descriptor in `out`.
+WOOLY_DRIVER_PRIVATE bool
+driverMipmappedResource(const CUmipmappedArray_st *array,
+                        wooly::ResourceDesc &out);
 /// Whether `array` is a live array of the session.
 WOOLY_DRIVER_PRIVATE bool driverIsArray(const CUarray_st *array);
 /// Creates a texture object (a surface object with `surface`) on the

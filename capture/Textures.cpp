@@ -13,8 +13,12 @@
 //    their cudaTextureObject_t. The backend checks it at every use: a
 //    forged handle, or another session's, faults the kernel
 //    (cudaErrorIllegalAddress), it never reads anything.
+//  - A mipmapped array is one allocation holding its levels one after the
+//    other (Wooly/Runtime/Texture.h); each level is an array of the session
+//    over its part of the allocation (cudaGetMipmappedArrayLevel), freed
+//    with the mipmapped array, so copies into a level are array copies.
 //  - Not supported yet (cudaErrorNotSupported and a line on stderr):
-//    mipmapped arrays, resource views, anisotropic filtering, the
+//    resource views, anisotropic filtering, the
 //    normalized-integer and block-compressed channel kinds, sparse and
 //    deferred-mapping arrays.
 //
@@ -170,6 +174,48 @@ RT_API cudaError_t cudaFreeArray(cudaArray_t array) {
     return cudaSuccess;
   INIT();
   RETURN_IF(driverArrayDestroy(array));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *array,
+                                            const cudaChannelFormatDesc *desc,
+                                            cudaExtent extent,
+                                            unsigned numLevels,
+                                            unsigned flags) {
+  if (!array || !desc)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  wooly::ChannelFormat f;
+  if (cudaError_t e = channelFormat(*desc, "cudaMallocMipmappedArray", true, f))
+    return e;
+  CUresult r = driverMipmappedArrayCreate(f, extent.width, extent.height,
+                                          extent.depth, flags, numLevels,
+                                          CUDA_ERROR_INVALID_VALUE, array);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    return setError(cudaErrorMemoryAllocation);
+  RETURN_IF(r);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray,
+                                              cudaMipmappedArray_const_t array,
+                                              unsigned level) {
+  if (!levelArray)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  CUresult r = driverMipmappedArrayLevel(
+      const_cast<CUmipmappedArray_st *>(array), level, levelArray);
+  if (r == CUDA_ERROR_INVALID_HANDLE)
+    return setError(cudaErrorInvalidResourceHandle);
+  RETURN_IF(r);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t array) {
+  if (!array)
+    return cudaSuccess;
+  INIT();
+  RETURN_IF(driverMipmappedArrayDestroy(array));
   return cudaSuccess;
 }
 
@@ -459,7 +505,8 @@ cudaError_t resourceOf(const cudaResourceDesc &r, const char *call,
     return cudaSuccess;
   }
   case cudaResourceTypeMipmappedArray:
-    out.kind = wooly::ResourceDesc::Kind::MipmappedArray; // the server refuses
+    if (!driverMipmappedResource(r.res.mipmap.mipmap, out))
+      return setError(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
   case cudaResourceTypeLinear: {
     out.kind = wooly::ResourceDesc::Kind::Linear;
@@ -518,6 +565,12 @@ RT_API cudaError_t cudaCreateTextureObject(cudaTextureObject_t *object,
   d.sRGB = t.sRGB != 0;
   std::memcpy(d.borderColor, t.borderColor, sizeof d.borderColor);
   d.normalizedCoords = t.normalizedCoords != 0;
+  if (t.mipmapFilterMode < 0 || t.mipmapFilterMode > 1)
+    return setError(cudaErrorInvalidValue);
+  d.mipmapFilterMode = wooly::FilterMode(t.mipmapFilterMode);
+  d.mipmapLevelBias = t.mipmapLevelBias;
+  d.minMipmapLevelClamp = t.minMipmapLevelClamp;
+  d.maxMipmapLevelClamp = t.maxMipmapLevelClamp;
   Recorded rec;
   rec.resource = *resource;
   rec.texture = *texture;

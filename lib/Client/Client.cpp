@@ -872,6 +872,7 @@ Status Client::textureCreate(const ResourceDesc &resource,
     r->set_pitch(resource.pitch);
     r->set_layered(resource.layered);
     r->set_cubemap(resource.cubemap);
+    r->set_levels(resource.levels);
     pb::TextureSampling *t = m->mutable_sampling();
     for (AddressMode mode : texture.addressMode)
       t->add_address_mode(uint32_t(mode));
@@ -881,6 +882,10 @@ Status Client::textureCreate(const ResourceDesc &resource,
     for (float v : texture.borderColor)
       t->add_border_color(v);
     t->set_normalized_coords(texture.normalizedCoords);
+    t->set_mipmap_filter_mode(uint32_t(texture.mipmapFilterMode));
+    t->set_mipmap_level_bias(texture.mipmapLevelBias);
+    t->set_min_mipmap_level_clamp(texture.minMipmapLevelClamp);
+    t->set_max_mipmap_level_clamp(texture.maxMipmapLevelClamp);
     t->set_max_anisotropy(extras.maxAnisotropy);
     t->set_seamless_cubemap(extras.seamlessCubemap);
     m->set_surface(surface);

@@ -1615,8 +1615,6 @@ void Server::Impl::textureCreate(Session &s, const pb::Call &call) {
     return fail(pb::UNSUPPORTED,
                 std::string(feature) + " is not supported yet");
   };
-  if (pr.kind() == uint32_t(ResourceDesc::Kind::MipmappedArray))
-    return unsupported("a mipmapped array");
   if (pr.channel_kind() > 3)
     return unsupported("a channel kind other than signed, unsigned or float "
                        "(normalized integer, NV12, block compressed)");
@@ -1638,6 +1636,7 @@ void Server::Impl::textureCreate(Session &s, const pb::Call &call) {
   r.pitch = pr.pitch();
   r.layered = pr.layered();
   r.cubemap = pr.cubemap();
+  r.levels = std::max<uint32_t>(pr.levels(), 1);
   if (!inSessionMemory(s, r.address, 1))
     return fail(pb::INVALID_ADDRESS,
                 llvm::formatv("the texels at {0:x} are not in one of this "
@@ -1654,6 +1653,11 @@ void Server::Impl::textureCreate(Session &s, const pb::Call &call) {
     for (int i = 0; i < 4; ++i)
       t.borderColor[i] = pt.border_color(i);
     t.normalizedCoords = pt.normalized_coords();
+    t.mipmapFilterMode =
+        FilterMode(std::min<uint32_t>(pt.mipmap_filter_mode(), 255));
+    t.mipmapLevelBias = pt.mipmap_level_bias();
+    t.minMipmapLevelClamp = pt.min_mipmap_level_clamp();
+    t.maxMipmapLevelClamp = pt.max_mipmap_level_clamp();
   }
   // In the session's memory domain: only its own kernels can use it, and
   // its texels must be its own memory (the backend checks both).

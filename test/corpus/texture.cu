@@ -132,3 +132,63 @@ extern "C" __global__ void tex_query(cudaTextureObject_t tex,
   for (int k = 0; k < 8; ++k)
     out[k] = r[k];
 }
+
+// A mipmapped texture: for a = args[i] = (x, y, lod, g), out[3i] =
+// tex2DLod<float4>(tex, x, y, lod) (tex.level), out[3i+1] =
+// tex2DGrad<float4>(tex, x, y, (g, 0), (0.5g, g)) (tex.grad) and out[3i+2]
+// = tex2D<float4>(tex, x, y) (level 0 plus the bias).
+extern "C" __global__ void tex2d_mip(cudaTextureObject_t tex, float4 *out,
+                                     const float4 *args, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float4 a = args[i];
+    out[3 * i] = tex2DLod<float4>(tex, a.x, a.y, a.z);
+    out[3 * i + 1] = tex2DGrad<float4>(tex, a.x, a.y, make_float2(a.w, 0.f),
+                                       make_float2(0.5f * a.w, a.w));
+    out[3 * i + 2] = tex2D<float4>(tex, a.x, a.y);
+  }
+}
+
+// out[0] = txq.num_mipmap_levels, out[1..3] = txq.level.width of levels 0,
+// 1, 2 and out[4] = txq.level.height of level `level`.
+extern "C" __global__ void tex_mip_query(cudaTextureObject_t tex, int *out,
+                                         int level) {
+  int r[5];
+  asm("txq.num_mipmap_levels.b32 %0, [%1];" : "=r"(r[0]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 0;" : "=r"(r[1]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 1;" : "=r"(r[2]) : "l"(tex));
+  asm("txq.level.width.b32 %0, [%1], 2;" : "=r"(r[3]) : "l"(tex));
+  asm("txq.level.height.b32 %0, [%1], %2;" : "=r"(r[4]) : "l"(tex), "r"(level));
+  for (int k = 0; k < 5; ++k)
+    out[k] = r[k];
+}
+
+// tld4 beyond 2D, for c = coords[i]: out[3i] = tld4.r of the layered
+// texture `lay` at texel coordinates (c.x, c.y) in layer (int)c.w,
+// out[3i+1] = tld4.g of the cube map `cube` in direction (c.x, c.y, c.z) and
+// out[3i+2] = tld4.b of the cubemap array `acube` in that direction in
+// layer (int)c.w (CUDA has no gather intrinsics for these: inline PTX).
+extern "C" __global__ void tld4_layered_cube(cudaTextureObject_t lay,
+                                             cudaTextureObject_t cube,
+                                             cudaTextureObject_t acube,
+                                             float4 *out, const float4 *coords,
+                                             int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float4 c = coords[i];
+  int l = (int)c.w;
+  float4 a, b, d;
+  asm("tld4.r.a2d.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+      : "=f"(a.x), "=f"(a.y), "=f"(a.z), "=f"(a.w)
+      : "l"(lay), "r"(l), "f"(c.x), "f"(c.y));
+  asm("tld4.g.cube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+      : "=f"(b.x), "=f"(b.y), "=f"(b.z), "=f"(b.w)
+      : "l"(cube), "f"(c.x), "f"(c.y), "f"(c.z));
+  asm("tld4.b.acube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %8}];"
+      : "=f"(d.x), "=f"(d.y), "=f"(d.z), "=f"(d.w)
+      : "l"(acube), "r"(l), "f"(c.x), "f"(c.y), "f"(c.z));
+  out[3 * i] = a;
+  out[3 * i + 1] = b;
+  out[3 * i + 2] = d;
+}

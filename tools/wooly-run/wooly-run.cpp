@@ -87,7 +87,10 @@ static cl::list<std::string> texrefOpts(
              "filter=point|linear, address=wrap|clamp|mirror|border (every "
              "dimension), border=V (every channel), normalized (normalized "
              "coordinates), read=float (8- and 16-bit integers read as "
-             "normalized floats), srgb"),
+             "normalized floats), srgb; levels=N makes a mipmapped array "
+             "of N levels (INIT fills them all, one after the other), "
+             "sampled with mipfilter=point|linear, lodbias=V, minlod=V, "
+             "maxlod=V (the level-of-detail clamps; 0 by default)"),
     cl::cat(runCat));
 static cl::list<std::string> surfrefOpts(
     "surfref",
@@ -373,15 +376,6 @@ llvm::Expected<Reference> parseReference(StringRef spec, bool surface) {
   for (auto [i, d] : llvm::enumerate(dims))
     if (d.getAsInteger(0, extent[i]) || extent[i] == 0)
       return fail("bad extent '" + d + "'");
-  uint64_t texels = extent[0] * std::max<uint64_t>(extent[1], 1) *
-                    std::max<uint64_t>(extent[2], 1);
-  auto filled = parseArg(
-      llvm::formatv("{0}:{1}[{2}]:{3}", name, base, texels * channels, init)
-          .str());
-  if (!filled)
-    return fail(llvm::toString(filled.takeError()));
-  r.name = name.str();
-  r.texels = std::move(*filled);
   ResourceDesc &res = r.resource;
   res.kind = ResourceDesc::Kind::Array;
   res.width = extent[0];
@@ -394,16 +388,48 @@ llvm::Expected<Reference> parseReference(StringRef spec, bool surface) {
                                      : ChannelKind::Unsigned;
   if (const char *why = channelFormatError(res.format))
     return fail(why);
-  // The texture's state.
   llvm::SmallVector<StringRef, 4> opts;
   if (!options.empty())
     options.split(opts, ',');
   if (surface && !opts.empty())
     return fail("a surface takes no options");
+  // `levels=N` makes a mipmapped array: its levels' texels one after the
+  // other, all filled by INIT.
+  for (StringRef o : opts)
+    if (o.consume_front("levels=")) {
+      res.kind = ResourceDesc::Kind::MipmappedArray;
+      if (o.getAsInteger(0, res.levels) || res.levels == 0 ||
+          res.levels > mipLevelLimit(res))
+        return fail("levels=N takes 1 to 1 + log2 of the largest extent");
+    }
+  uint64_t texels =
+      res.kind == ResourceDesc::Kind::MipmappedArray
+          ? mipLevelOffset(res, res.levels) / res.format.elementBytes()
+          : extent[0] * std::max<uint64_t>(extent[1], 1) *
+                std::max<uint64_t>(extent[2], 1);
+  auto filled = parseArg(
+      llvm::formatv("{0}:{1}[{2}]:{3}", name, base, texels * channels, init)
+          .str());
+  if (!filled)
+    return fail(llvm::toString(filled.takeError()));
+  r.name = name.str();
+  r.texels = std::move(*filled);
+  // The texture's state.
   TextureDesc &d = r.texture;
   for (StringRef o : opts) {
     auto [key, value] = o.split('=');
-    if (key == "filter" && (value == "point" || value == "linear")) {
+    double v;
+    if (key == "levels") {
+      continue;
+    } else if (key == "mipfilter" && (value == "point" || value == "linear")) {
+      d.mipmapFilterMode =
+          value == "point" ? FilterMode::Point : FilterMode::Linear;
+    } else if ((key == "lodbias" || key == "minlod" || key == "maxlod") &&
+               !value.getAsDouble(v)) {
+      (key == "lodbias"  ? d.mipmapLevelBias
+       : key == "minlod" ? d.minMipmapLevelClamp
+                         : d.maxMipmapLevelClamp) = float(v);
+    } else if (key == "filter" && (value == "point" || value == "linear")) {
       d.filterMode = value == "point" ? FilterMode::Point : FilterMode::Linear;
     } else if (key == "address") {
       std::optional<AddressMode> m =

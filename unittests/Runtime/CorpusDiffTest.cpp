@@ -2422,6 +2422,86 @@ TEST_P(TextureDiff, tex2d_lod_grad) {
   EXPECT_TRUE(sameBits(down<float>(bo), want));
 }
 
+// A mipmapped float4 texture of 3 levels (13x9, 6x4, 3x2), bilinear in each
+// level: tex.level at fractional levels, tex.grad and tex without a level,
+// with point and linear mipmap filtering, a bias and clamps; txq of the
+// levels. Against RefMip (TextureReference.h).
+TEST_P(TextureDiff, tex2d_mip) {
+  RefMip m;
+  std::vector<float> all;
+  for (int l = 0; l < 3; ++l) {
+    RefTex t = randomTex(std::max(13 >> l, 1), std::max(9 >> l, 1), 440 + l);
+    t.linear = t.normalized = true;
+    t.mode[0] = AddressMode::Wrap;
+    t.mode[1] = AddressMode::Mirror;
+    all.insert(all.end(), t.texels.begin(), t.texels.end());
+    m.levels.push_back(t);
+  }
+  ResourceDesc r = float4Array(m.levels[0]);
+  r.kind = ResourceDesc::Kind::MipmappedArray;
+  r.levels = 3;
+  Buf texels = up(all);
+  r.address = texels.addr;
+  ASSERT_EQ(mipLevelOffset(r, 3), all.size() * 4);
+  const int n = 300;
+  std::mt19937 rng(445);
+  std::uniform_real_distribution<float> uc(-0.3f, 1.3f), ul(-1.0f, 3.5f),
+      ug(0.0f, 0.4f);
+  std::vector<float> args(size_t(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    args[4 * i] = uc(rng);
+    args[4 * i + 1] = uc(rng);
+    // Levels at, between and beyond the levels (and exactly half-way).
+    args[4 * i + 2] = i % 7 == 0 ? float(i % 4) * 0.5f : ul(rng);
+    args[4 * i + 3] = i % 11 == 0 ? 0.0f : ug(rng);
+  }
+  Buf ba = up(args);
+  struct Case {
+    bool linear;
+    float bias, minClamp, maxClamp;
+  } cases[] = {{true, 0, 0, 10}, {false, 0, 0, 10}, {true, 0.3f, 0.25f, 1.6f}};
+  for (const Case &k : cases) {
+    m.mipLinear = k.linear;
+    m.bias = k.bias;
+    m.minClamp = k.minClamp;
+    m.maxClamp = k.maxClamp;
+    TextureDesc d = desc(m.levels[0]);
+    d.mipmapFilterMode = k.linear ? FilterMode::Linear : FilterMode::Point;
+    d.mipmapLevelBias = k.bias;
+    d.minMipmapLevelClamp = k.minClamp;
+    d.maxMipmapLevelClamp = k.maxClamp;
+    uint64_t tex = texture(r, d);
+    Buf bo = alloc(n * 48);
+    ASSERT_TRUE(launch(ptx("texture"), "tex2d_mip", {ceilDiv(n, 64), 1, 1},
+                       {64, 1, 1}, 0, {tex, bo, ba, n}));
+    std::vector<float> want;
+    for (int i = 0; i < n; ++i)
+      for (const auto &t : m.lodGradPlain(args[4 * i], args[4 * i + 1],
+                                          args[4 * i + 2], args[4 * i + 3]))
+        want.insert(want.end(), t.begin(), t.end());
+    EXPECT_TRUE(sameBits(down<float>(bo), want))
+        << "linear " << k.linear << " bias " << k.bias;
+  }
+  uint64_t tex = textures.back();
+  Buf bq = alloc(20);
+  ASSERT_TRUE(launch(ptx("texture"), "tex_mip_query", {1, 1, 1}, {1, 1, 1}, 0,
+                     {tex, bq, 2}));
+  EXPECT_TRUE(
+      sameBits(down<int32_t>(bq), std::vector<int32_t>{3, 13, 6, 3, 2}));
+  // Unnormalized coordinates are not supported yet; too many levels are
+  // refused.
+  TextureDesc texelDesc = desc(m.levels[0]);
+  texelDesc.normalizedCoords = false;
+  auto h = device().createTextureObject(r, texelDesc);
+  ASSERT_FALSE(h);
+  EXPECT_NE(llvm::toString(h.takeError()).find("not supported yet"),
+            std::string::npos);
+  r.levels = 5;
+  auto h2 = device().createTextureObject(r, desc(m.levels[0]));
+  EXPECT_FALSE(h2);
+  llvm::consumeError(h2.takeError());
+}
+
 // A layered 2D texture and a 3D texture of one float channel, linear.
 TEST_P(TextureDiff, tex_layered_3d) {
   const int w = 6, h = 5, layers = 3, depth = 4, n = 200;
@@ -2465,6 +2545,61 @@ TEST_P(TextureDiff, tex_layered_3d) {
                       lay.texels.begin() + size_t(layer + 1) * w * h);
     want.push_back(one.sample(c[4 * i], c[4 * i + 1], 0, 2)[0]);
     want.push_back(vol.sample(c[4 * i], c[4 * i + 1], c[4 * i + 2], 3)[0]);
+  }
+  EXPECT_TRUE(sameBits(down<float>(bo), want));
+}
+
+// tld4 on a layered texture, a cube map and a cubemap array (float4,
+// point filtering state: tld4 ignores it): the footprint of the layer or of
+// the face the direction selects, faces clamped at their edges.
+TEST_P(TextureDiff, tld4_layered_cube) {
+  const int w = 6, h = 5, layers = 3, side = 4, n = 200;
+  RefTex lay = randomTex(w, h, 450, layers),
+         cube = randomTex(side, side, 451, 6),
+         acube = randomTex(side, side, 452, 12);
+  ResourceDesc rl = float4Array(lay);
+  rl.layered = true;
+  ResourceDesc rc = float4Array(cube);
+  rc.cubemap = true;
+  ResourceDesc ra = float4Array(acube);
+  ra.cubemap = ra.layered = true;
+  uint64_t tl = texture(rl, desc(lay)), tc = texture(rc, desc(cube)),
+           ta = texture(ra, desc(acube));
+  std::mt19937 rng(453);
+  std::uniform_real_distribution<float> u(-1.5f, 7.5f), dir(-1.0f, 1.0f);
+  std::vector<float> c(size_t(n) * 4);
+  for (int i = 0; i < n; ++i) {
+    // Directions that are also texel coordinates of the layered texture
+    // half the time (small ones select faces near their centres).
+    bool texels = i % 2 == 0;
+    c[4 * i] = texels ? u(rng) : dir(rng);
+    c[4 * i + 1] = texels ? u(rng) : dir(rng);
+    c[4 * i + 2] = i % 3 == 0 ? 0.0f : dir(rng);
+    c[4 * i + 3] = float(int(rng() % 4) - 1); // layers -1..2: clamped
+  }
+  Buf bc = up(c), bo = alloc(n * 48);
+  ASSERT_TRUE(launch(ptx("texture"), "tld4_layered_cube",
+                     {ceilDiv(n, 64), 1, 1}, {64, 1, 1}, 0,
+                     {tl, tc, ta, bo, bc, n}));
+  std::vector<float> want;
+  auto faceGather = [&](const RefTex &t, int first, float x, float y, float z,
+                        int comp) {
+    float s, tt;
+    int f = cubeFace(x, y, z, s, tt);
+    RefTex face = sliceOf(t, first + f);
+    face.mode[0] = face.mode[1] = AddressMode::Clamp;
+    face.normalized = false;
+    return face.gather(s * float(side), tt * float(side), comp);
+  };
+  for (int i = 0; i < n; ++i) {
+    float x = c[4 * i], y = c[4 * i + 1], z = c[4 * i + 2];
+    int l = int(c[4 * i + 3]);
+    for (float v : sliceOf(lay, std::clamp(l, 0, layers - 1)).gather(x, y, 0))
+      want.push_back(v);
+    for (float v : faceGather(cube, 0, x, y, z, 1))
+      want.push_back(v);
+    for (float v : faceGather(acube, 6 * std::clamp(l, 0, 1), x, y, z, 2))
+      want.push_back(v);
   }
   EXPECT_TRUE(sameBits(down<float>(bo), want));
 }

@@ -108,6 +108,102 @@ struct RefTex {
   }
 };
 
+/// The face of a cube map (0..5: +x, -x, +y, -y, +z, -z) that direction
+/// (x, y, z) selects, and the normalized (s, t) on it, after the CUDA
+/// programming guide's cubemap table (the major axis; ties to x, then y).
+inline int cubeFace(float x, float y, float z, float &s, float &t) {
+  float ax = std::fabs(x), ay = std::fabs(y), az = std::fabs(z), m, sc, tc;
+  int face;
+  if (ax >= ay && ax >= az) {
+    face = x >= 0 ? 0 : 1;
+    m = ax;
+    sc = x >= 0 ? -z : z;
+    tc = -y;
+  } else if (ay >= az) {
+    face = y >= 0 ? 2 : 3;
+    m = ay;
+    sc = x;
+    tc = y >= 0 ? z : -z;
+  } else {
+    face = z >= 0 ? 4 : 5;
+    m = az;
+    sc = z >= 0 ? x : -x;
+    tc = -y;
+  }
+  s = (sc / m + 1.0f) / 2.0f;
+  t = (tc / m + 1.0f) / 2.0f;
+  return face;
+}
+
+/// Slice `k` (a layer or a cube face) of the 3D texels of `t`, as a 2D
+/// texture of its own, with clamping (how cube faces are addressed).
+inline RefTex sliceOf(const RefTex &t, int k) {
+  RefTex one = t;
+  one.d = 1;
+  size_t n = size_t(t.w) * t.h * t.chans;
+  one.texels.assign(t.texels.begin() + k * n, t.texels.begin() + (k + 1) * n);
+  return one;
+}
+
+/// A mipmapped 2D texture (normalized coordinates): one RefTex per level,
+/// and the level of detail as Wooly computes it (lib/Runtime/CPU/
+/// Texture.cpp): the instruction's level (or log2 of the longer gradient
+/// scaled by level 0's extents, in double; 0 for tex2D) plus the bias,
+/// clamped to [minClamp, maxClamp] and to the levels (NaN as 0); point
+/// mipmap filtering takes level ceil(lod + 0.5) - 1; linear blends levels
+/// floor(lod) and floor(lod) + 1 as (1 - f) T0 + f T1 with f = frac(lod)
+/// rounded to 1/256, in f32. The blend's quantisation is assumed (as the
+/// bilinear weights'), not verified on a GPU.
+struct RefMip {
+  std::vector<RefTex> levels;
+  bool mipLinear = false;
+  float bias = 0, minClamp = 0, maxClamp = 0;
+
+  float clampLod(float lod) const {
+    if (std::isnan(lod))
+      lod = 0.0f;
+    lod =
+        std::min(std::max(lod + bias, minClamp), std::max(minClamp, maxClamp));
+    return std::min(std::max(lod, 0.0f), float(levels.size() - 1));
+  }
+  /// tex2DLod.
+  std::array<float, 4> sampleLod(float x, float y, float lod) const {
+    lod = clampLod(lod);
+    if (!mipLinear) {
+      int l = int(std::max(std::ceil(lod + 0.5f) - 1.0f, 0.0f));
+      return levels[l].sample(x, y, 0, 2);
+    }
+    int l0 = int(std::floor(lod));
+    float f = std::nearbyint((lod - float(l0)) * 256.0f) / 256.0f;
+    std::array<float, 4> a = levels[l0].sample(x, y, 0, 2);
+    if (f == 0.0f || l0 + 1 >= int(levels.size()))
+      return a;
+    std::array<float, 4> b = levels[l0 + 1].sample(x, y, 0, 2);
+    for (int c = 0; c < 4; ++c) {
+      float p = (1.0f - f) * a[c], q = f * b[c];
+      a[c] = p + q;
+    }
+    return a;
+  }
+  /// The level of detail of tex2DGrad with gradients (dxx, dxy), (dyx, dyy).
+  float gradLod(float dxx, float dxy, float dyx, float dyy) const {
+    double w = levels[0].w, h = levels[0].h;
+    double a = double(dxx) * w, b = double(dxy) * h, c = double(dyx) * w,
+           d = double(dyy) * h;
+    return float(std::log2(std::sqrt(std::max(a * a + b * b, c * c + d * d))));
+  }
+  /// What the test kernels tex2d_mip (test/corpus/texture.cu) and sampleMip
+  /// (test/apps/cuda/texture_filter.cu) return for (x, y, lod, g):
+  /// tex2DLod at lod, tex2DGrad with gradients (g, 0) and (0.5g, g), and
+  /// tex2D.
+  std::array<std::array<float, 4>, 3> lodGradPlain(float x, float y, float lod,
+                                                   float g) const {
+    return {sampleLod(x, y, lod),
+            sampleLod(x, y, gradLod(g, 0.0f, 0.5f * g, g)),
+            sampleLod(x, y, 0.0f)};
+  }
+};
+
 /// A w x h texture of 8-bit RGBA texels (`bytes`, 4 a texel) read as
 /// normalized floats, as the hardware converts them: v / 255, and with
 /// `srgb` the colour channels (not alpha) through the sRGB curve, from the

@@ -10,6 +10,9 @@
 // A CUDA array on the CPU backend is an ordinary device allocation whose
 // texels lie row after row, tightly packed (`arrayBytes`): x fastest, then
 // y, then z (or the layer), the element size that of the channel format.
+// A mipmapped array is one allocation holding its levels one after the
+// other, each laid out as such an array (`mipLevelExtent`,
+// `mipLevelOffset`), so that a level is an ordinary array at an offset.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +78,7 @@ inline const char *channelFormatError(const ChannelFormat &f) {
 struct ResourceDesc {
   enum class Kind : uint8_t {
     Array = 0,          ///< a CUDA array (`arrayBytes` at `address`)
-    MipmappedArray = 1, ///< not supported yet
+    MipmappedArray = 1, ///< `levels` arrays one after the other
     Linear = 2,         ///< linear memory: `width` texels
     Pitch2D = 3,        ///< pitch-linear 2D memory: rows `pitch` bytes apart
   };
@@ -94,13 +97,56 @@ struct ResourceDesc {
   /// A cubemap array (cudaArrayCubemap): 6 faces (`depth` 6, or 6 per
   /// layer with `layered`).
   bool cubemap = false;
+  /// MipmappedArray: the number of levels (level 0 has the extents above).
+  uint32_t levels = 1;
 };
+
+/// The extents of level `level` of a mipmapped array of level-0 extents
+/// `w`, `h`, `d` (0 extents as CUDA gives them: absent dimensions): each
+/// present dimension max(1, n >> level), except the layers of a layered
+/// array and the faces of a cubemap, which stay.
+inline void mipLevelExtent(const ResourceDesc &r, uint32_t level,
+                           uint64_t out[3]) {
+  auto shrink = [&](uint64_t n) -> uint64_t {
+    if (n == 0)
+      return 0;
+    n = level >= 64 ? 0 : n >> level;
+    return n ? n : 1;
+  };
+  out[0] = shrink(r.width);
+  out[1] = shrink(r.height);
+  out[2] = r.layered || r.cubemap ? r.depth : shrink(r.depth);
+}
+
+/// The number of levels a mipmapped array of these extents can have:
+/// 1 + floor(log2) of the largest extent that shrinks.
+inline uint32_t mipLevelLimit(const ResourceDesc &r) {
+  uint64_t m = r.width > r.height ? r.width : r.height;
+  if (!r.layered && !r.cubemap && r.depth > m)
+    m = r.depth;
+  uint32_t n = 0;
+  for (; m; m >>= 1)
+    ++n;
+  return n ? n : 1;
+}
 
 /// The bytes a CUDA array of `format` and these extents takes.
 inline uint64_t arrayBytes(const ChannelFormat &format, uint64_t width,
                            uint64_t height, uint64_t depth) {
   return uint64_t(format.elementBytes()) * (width ? width : 1) *
          (height ? height : 1) * (depth ? depth : 1);
+}
+
+/// The byte offset of level `level` of the mipmapped array `r` from its
+/// first texel (`level` = r.levels: the bytes of all levels).
+inline uint64_t mipLevelOffset(const ResourceDesc &r, uint32_t level) {
+  uint64_t offset = 0;
+  for (uint32_t l = 0; l < level; ++l) {
+    uint64_t e[3];
+    mipLevelExtent(r, l, e);
+    offset += arrayBytes(r.format, e[0], e[1], e[2]);
+  }
+  return offset;
 }
 
 /// cudaTextureAddressMode.
@@ -115,8 +161,8 @@ enum class FilterMode : uint8_t { Point = 0, Linear = 1 };
 /// cudaTextureReadMode.
 enum class ReadMode : uint8_t { ElementType = 0, NormalizedFloat = 1 };
 
-/// cudaTextureDesc, for the fields Wooly takes (mipmaps and anisotropy
-/// are not supported yet).
+/// cudaTextureDesc, for the fields Wooly takes (anisotropy is not
+/// supported yet). The mipmap fields apply to mipmapped arrays only.
 struct TextureDesc {
   AddressMode addressMode[3] = {AddressMode::Wrap, AddressMode::Wrap,
                                 AddressMode::Wrap};
@@ -125,6 +171,14 @@ struct TextureDesc {
   bool sRGB = false;
   float borderColor[4] = {0, 0, 0, 0};
   bool normalizedCoords = false;
+  /// Between mipmap levels: the nearest level or a blend of the two around
+  /// the level of detail.
+  FilterMode mipmapFilterMode = FilterMode::Point;
+  /// Added to every level of detail, which is then clamped to
+  /// [minMipmapLevelClamp, maxMipmapLevelClamp] (and to the levels there
+  /// are).
+  float mipmapLevelBias = 0;
+  float minMipmapLevelClamp = 0, maxMipmapLevelClamp = 0;
 };
 
 } // namespace wooly

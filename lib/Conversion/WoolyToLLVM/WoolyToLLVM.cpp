@@ -2371,7 +2371,7 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
           {ptrTy, i32, i64, i32, i64, i32, i64, i32, i32});
   declare("__wooly_rt_vprintf", i32, {ptrTy, i64, i64});
   declare("__wooly_rt_texture", voidTy, {ptrTy, i32, i64, ptrTy, ptrTy});
-  declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64});
+  declare("__wooly_rt_texquery", i32, {ptrTy, i32, i32, i64, i32});
   declare("__wooly_rt_assertfail", voidTy, {ptrTy, i64, i64, i32, i64}, true);
   return success();
 }
@@ -3142,11 +3142,12 @@ LogicalResult HostTargetInfo::lower(Tld4Op op, Tld4Op::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   HostEmitter e = emitter(rw, op);
   uint32_t code =
-      textureCode(1, TexGeometry::dim2,
+      textureCode(1, op.getGeometry(),
                   texResultCode(op.getDType()) |
                       uint32_t(op.getComponent()) << WOOLY_TEX_COMPONENT_SHIFT);
   replaceWithWords(rw, e, op,
-                   textureCall(e, op, code, a.getHandle(), a.getCoords(), 4));
+                   textureCall(e, op, code, a.getHandle(),
+                               textureInputs(a.getLayer(), a.getCoords()), 4));
   return success();
 }
 
@@ -3156,7 +3157,8 @@ LogicalResult HostTargetInfo::lower(TexQueryOp op, TexQueryOp::Adaptor a,
   HostEmitter e = emitter(rw, op);
   Value r = e.call("__wooly_rt_texquery", e.i32(),
                    {e.ctx(op), e.c32(uint32_t(op.getQuery())),
-                    e.c32(op.getSurface() ? 1 : 0), a.getHandle()});
+                    e.c32(op.getSurface() ? 1 : 0), a.getHandle(),
+                    a.getLod() ? a.getLod() : e.c32(0)});
   rw.replaceOp(op, r);
   return success();
 }

@@ -1124,10 +1124,45 @@ LogicalResult NVVMTargetInfo::lower(TexOp op, TexOp::Adaptor a,
   return success();
 }
 
-/// `wooly.tld4`: `llvm.nvvm.tld4.unified.<c>.2d.v4<d>.f32`.
+/// `wooly.tld4`: `llvm.nvvm.tld4.unified.<c>.2d.v4<d>.f32`; NVVM has no
+/// intrinsic for the other geometries: the instruction itself (inline PTX,
+/// the coordinate vector padded to 4 with its last coordinate).
 LogicalResult NVVMTargetInfo::lower(Tld4Op op, Tld4Op::Adaptor a,
                                     ConversionPatternRewriter &rw) const {
   Emitter e{rw, op.getLoc()};
+  if (op.getGeometry() != TexGeometry::dim2) {
+    bool f32 = op.getDType() == ScalarType::f32;
+    SmallVector<Value> args{a.getHandle()};
+    std::string constraints = f32 ? "=f,=f,=f,=f,l" : "=r,=r,=r,=r,l";
+    SmallVector<std::string> vec;
+    if (a.getLayer()) {
+      args.push_back(a.getLayer());
+      constraints += ",r";
+    }
+    for (Value c : a.getCoords()) {
+      args.push_back(c);
+      constraints += ",f";
+    }
+    for (unsigned i = 5; i < 4 + args.size(); ++i)
+      vec.push_back("$" + std::to_string(i));
+    while (vec.size() < 4)
+      vec.push_back(vec.back());
+    std::string text =
+        ("tld4." + stringifyTexComponent(op.getComponent()) + "." +
+         ptxGeometry(op.getGeometry()) + ".v4." +
+         stringifyScalarType(op.getDType()) + ".f32 {$0, $1, $2, $3}, [$4, {" +
+         vec[0] + ", " + vec[1] + ", " + vec[2] + ", " + vec[3] + "}];")
+            .str();
+    Type rt = op.getResult(0).getType();
+    Value r = LLVM::InlineAsmOp::create(
+                  rw, e.loc, intrinsicResults(op.getContext(), rt, 4), args,
+                  text, constraints, /*has_side_effects=*/false,
+                  /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                  LLVM::AsmDialectAttr(), ArrayAttr())
+                  .getResult(0);
+    replaceWithFields(rw, e, op, r, 4);
+    return success();
+  }
   std::string name =
       ("llvm.nvvm.tld4.unified." + stringifyTexComponent(op.getComponent()) +
        ".2d.v4" + stringifyScalarType(op.getDType()) + ".f32")

@@ -19,9 +19,19 @@
 //     then turn the r, g and b of 8-bit unsigned channels from sRGB to
 //     linear (computed in double, rounded to f32);
 //   - tld4 returns one component of the four texels of the 2x2 footprint,
-//     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j);
+//     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j), of the layer
+//     (.a2d, .acube: clamped to the layers) or of the cube face the
+//     direction selects (.cube, .acube), whose edges clamp: a footprint at
+//     a face's edge repeats the edge texels, it never reaches the adjacent
+//     face (as without seamless cubemap filtering);
 //   - cube maps pick the face of the major axis (the guide's table) and
-//     address the face with clamping.
+//     address the face with clamping;
+//   - mipmapped textures (normalized coordinates only) sample the level of
+//     detail of `tex.level`, of `tex.grad` (log2 of the longer scaled
+//     gradient, the OpenGL/Vulkan isotropic formula), or 0 for plain `tex`,
+//     plus the bias, clamped: the nearest level (point mipmap filtering) or
+//     the two levels around it blended with a 1.8 fixed-point weight like
+//     the bilinear ones (an assumption, not verified on a GPU); see fetch.
 //
 // A texel's missing channels read as 0 (a float alpha as 1). Surfaces are
 // addressed in bytes in x; out-of-range accesses trap, clamp or read zeros
@@ -101,7 +111,8 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
     o.sliceBytes = r.pitch * r.height;
     o.span = (r.height - 1) * r.pitch + r.width * elem;
     break;
-  case ResourceDesc::Kind::Array: {
+  case ResourceDesc::Kind::Array:
+  case ResourceDesc::Kind::MipmappedArray: {
     if (r.width == 0 || r.width > kMaxExtent || r.height > kMaxExtent ||
         r.depth > kMaxExtent)
       return invalid("a CUDA array has 1 to 2^30 texels in each dimension");
@@ -115,10 +126,16 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
     o.rowBytes = r.width * elem;
     o.sliceBytes = o.rowBytes * o.extent[1];
     o.span = o.sliceBytes * o.extent[2];
+    if (r.kind == ResourceDesc::Kind::MipmappedArray) {
+      if (r.levels == 0 || r.levels > mipLevelLimit(r))
+        return invalid("a mipmapped array has 1 to 1 + log2(its largest "
+                       "extent) levels");
+      // Level 0 is the largest: the levels' bytes fit in 8/7 of it (the
+      // overflow check below bounds it).
+      o.span = mipLevelOffset(r, r.levels);
+    }
     break;
   }
-  case ResourceDesc::Kind::MipmappedArray:
-    return invalid("mipmapped arrays are not supported yet");
   }
   // The descriptor may come from outside (a wooly-serve client): extents
   // whose bytes overflow 64 bits would wrap the span checked below and at
@@ -129,7 +146,23 @@ llvm::Expected<uint64_t> TextureTable::create(const DeviceMemory &memory,
       (unsigned __int128)r.width * elem > kMaxSpan)
     return invalid("the texels would span more than 2^48 bytes");
   if (surface && r.kind != ResourceDesc::Kind::Array)
-    return invalid("a surface object needs a CUDA array");
+    return invalid("a surface object needs a CUDA array (of a mipmapped "
+                   "array: one of its levels)");
+  if (!surface && r.kind == ResourceDesc::Kind::MipmappedArray) {
+    if (!t.normalizedCoords)
+      return invalid("a mipmapped texture with unnormalized coordinates is "
+                     "not supported yet");
+    if (unsigned(t.mipmapFilterMode) > 1)
+      return invalid("unknown mipmap filter mode");
+    if (t.mipmapFilterMode == FilterMode::Linear &&
+        !(r.format.kind == ChannelKind::Float ||
+          t.readMode == ReadMode::NormalizedFloat))
+      return invalid("linear mipmap filtering needs a texture that returns "
+                     "floats");
+    if (std::isnan(t.mipmapLevelBias) || std::isnan(t.minMipmapLevelClamp) ||
+        std::isnan(t.maxMipmapLevelClamp))
+      return invalid("a mipmap level bias or clamp is NaN");
+  }
   if (!surface) {
     bool floats = r.format.kind == ChannelKind::Float ||
                   t.readMode == ReadMode::NormalizedFloat;
@@ -414,25 +447,34 @@ float asFloat(uint32_t w) {
   return f;
 }
 
-/// A tex or tld4 fetch.
-void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
-           const uint32_t *in, uint32_t *out) {
+/// Level `level` of the mipmapped texture `o` as a texture of its own.
+TextureObject levelOf(const TextureObject &o, uint32_t level) {
+  TextureObject l = o;
+  ResourceDesc &r = l.resource;
+  uint64_t e[3];
+  mipLevelExtent(o.resource, level, e);
+  r.address += mipLevelOffset(o.resource, level);
+  r.width = e[0];
+  r.height = e[1];
+  r.depth = e[2];
+  for (unsigned d = 0; d < 3; ++d)
+    l.extent[d] = e[d] ? e[d] : 1;
+  l.rowBytes = e[0] * r.format.elementBytes();
+  l.sliceBytes = l.rowBytes * l.extent[1];
+  l.span = l.sliceBytes * l.extent[2];
+  return l;
+}
+
+/// One tex or tld4 sample of the (single-level) texture `o` at the
+/// coordinates `in` (f32 bits or s32), in slice `slice` of a layered or
+/// cube geometry.
+Texel sampleLevel(uint32_t op, const TextureObject &o, const uint32_t *in,
+                  uint64_t slice, bool floats) {
   unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
   unsigned geometry = (op >> WOOLY_TEX_GEOMETRY_SHIFT) & 7;
   bool intCoords = (op >> WOOLY_TEX_INT_COORDS_SHIFT) & 1;
   const ResourceDesc &r = o.resource;
-  bool floats = r.format.kind == ChannelKind::Float ||
-                o.texture.readMode == ReadMode::NormalizedFloat;
   Sampler s{o, reinterpret_cast<const char *>(r.address), floats};
-  // geometry: dim1 0, dim2 1, dim3 2, a1d 3, a2d 4, cube 5, acube 6.
-  bool layeredGeometry = geometry == 3 || geometry == 4 || geometry == 6;
-  uint64_t slice = 0;
-  if (layeredGeometry) {
-    int64_t layer = int32_t(*in++);
-    uint64_t layers = o.extent[2] / (geometry == 6 ? 6 : 1);
-    slice = uint64_t(std::clamp<int64_t>(layer, 0, int64_t(layers) - 1)) *
-            (geometry == 6 ? 6 : 1);
-  }
   unsigned dims = geometry == 0 || geometry == 3   ? 1
                   : geometry == 1 || geometry == 4 ? 2
                                                    : 3;
@@ -445,13 +487,9 @@ void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
       Texel z;
       if (c[0] >= 0 && uint64_t(c[0]) < o.extent[0])
         z = s.texel(uint64_t(c[0]), 0, 0);
-      put(out, z, floats);
-      return;
+      return z;
     }
-    put(out,
-        dims == 3 ? s.at3(c[0], c[1], c[2]) : s.at(c[0], c[1], slice, dims),
-        floats);
-    return;
+    return dims == 3 ? s.at3(c[0], c[1], c[2]) : s.at(c[0], c[1], slice, dims);
   }
   float x = asFloat(in[0]), y = dims > 1 ? asFloat(in[1]) : 0.0f,
         z = dims > 2 ? asFloat(in[2]) : 0.0f;
@@ -491,13 +529,11 @@ void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
       g.f[k] = q[k].f[comp];
       g.u[k] = q[k].u[comp];
     }
-    put(out, g, floats);
-    return;
+    return g;
   }
   if (o.texture.filterMode == FilterMode::Point) {
     int64_t i = floorIndex(x), j = floorIndex(y), k = floorIndex(z);
-    put(out, dims == 3 ? sp->at3(i, j, k) : sp->at(i, j, slice, dims), floats);
-    return;
+    return dims == 3 ? sp->at3(i, j, k) : sp->at(i, j, slice, dims);
   }
   Footprint fx = footprint(x), fy = footprint(y), fz = footprint(z);
   float wx[2] = {1.0f - fx.a, fx.a}, wy[2] = {1.0f - fy.a, fy.a},
@@ -527,7 +563,95 @@ void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
         }
         first = false;
       }
-  put(out, result, true);
+  return result;
+}
+
+/// The level of detail of a fetch from the mipmapped texture `o`
+/// (`mode`: 0 none, 1 `.level`, 2 `.grad`; `in`: the level or the
+/// gradients, `n` per direction), before bias and clamping. The gradients'
+/// level is log2 of the longer of the two scaled by level 0's extents
+/// (the isotropic formula of the OpenGL and Vulkan specifications, which
+/// CUDA's documentation follows), in double, rounded to f32.
+float levelOfDetail(GpuThread *t, const TextureObject &o, unsigned mode,
+                    unsigned geometry, const uint32_t *in, unsigned n) {
+  if (mode == 1)
+    return asFloat(in[0]);
+  if (mode != 2)
+    return 0.0f;
+  if (geometry == 5 || geometry == 6)
+    faultThread(t, [&] {
+      return std::string("tex.grad on a mipmapped cube map is not supported "
+                         "yet on the CPU backend");
+    });
+  double len[2] = {0, 0};
+  for (unsigned k = 0; k < 2; ++k)
+    for (unsigned d = 0; d < n; ++d) {
+      double v = double(asFloat(in[k * n + d])) * double(o.extent[d]);
+      len[k] += v * v;
+    }
+  return float(std::log2(std::sqrt(std::max(len[0], len[1]))));
+}
+
+/// A tex or tld4 fetch. A mipmapped texture's level of detail is the
+/// instruction's (0 without `.level`/`.grad`) plus the bias, clamped to the
+/// descriptor's clamps and to the levels there are (NaN as 0). With point
+/// mipmap filtering (and always for tld4 and integer coordinates) it
+/// samples level ceil(lod + 0.5) - 1, the nearest one, halves going down;
+/// with linear mipmap filtering the levels floor(lod) and floor(lod) + 1,
+/// each filtered as a texture of its own, blended as (1 - f) T0 + f T1
+/// with f = frac(lod) rounded to 1/256 like the bilinear weights (assumed:
+/// not verified on a GPU), each product and the sum rounded to f32.
+void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
+           const uint32_t *in, uint32_t *out) {
+  unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
+  unsigned geometry = (op >> WOOLY_TEX_GEOMETRY_SHIFT) & 7;
+  unsigned mode = (op >> WOOLY_TEX_MODE_SHIFT) & 3;
+  bool intCoords = (op >> WOOLY_TEX_INT_COORDS_SHIFT) & 1;
+  const ResourceDesc &r = o.resource;
+  bool floats = r.format.kind == ChannelKind::Float ||
+                o.texture.readMode == ReadMode::NormalizedFloat;
+  // geometry: dim1 0, dim2 1, dim3 2, a1d 3, a2d 4, cube 5, acube 6.
+  bool layeredGeometry = geometry == 3 || geometry == 4 || geometry == 6;
+  uint64_t slice = 0;
+  if (layeredGeometry) {
+    int64_t layer = int32_t(*in++);
+    uint64_t layers = o.extent[2] / (geometry == 6 ? 6 : 1);
+    slice = uint64_t(std::clamp<int64_t>(layer, 0, int64_t(layers) - 1)) *
+            (geometry == 6 ? 6 : 1);
+  }
+  unsigned ncoords = geometry == 0 || geometry == 3   ? 1
+                     : geometry == 1 || geometry == 4 ? 2
+                                                      : 3;
+  if (r.kind != ResourceDesc::Kind::MipmappedArray) {
+    // Without mipmaps, levels and gradients sample level 0.
+    put(out, sampleLevel(op, o, in, slice, floats), floats);
+    return;
+  }
+  const TextureDesc &td = o.texture;
+  float lod = levelOfDetail(t, o, mode, geometry, in + ncoords, ncoords);
+  if (std::isnan(lod))
+    lod = 0.0f;
+  lod = std::clamp(lod + td.mipmapLevelBias, td.minMipmapLevelClamp,
+                   std::max(td.minMipmapLevelClamp, td.maxMipmapLevelClamp));
+  lod = std::clamp(lod, 0.0f, float(r.levels - 1));
+  if (td.mipmapFilterMode == FilterMode::Point || kind == 1 || intCoords) {
+    uint32_t level = uint32_t(std::max(std::ceil(lod + 0.5f) - 1.0f, 0.0f));
+    put(out, sampleLevel(op, levelOf(o, level), in, slice, floats), floats);
+    return;
+  }
+  uint32_t l0 = uint32_t(std::floor(lod));
+  float f = std::nearbyint((lod - float(l0)) * 256.0f) / 256.0f;
+  Texel a = sampleLevel(op, levelOf(o, l0), in, slice, floats);
+  if (f == 0.0f || l0 + 1 >= r.levels) {
+    put(out, a, floats);
+    return;
+  }
+  Texel b = sampleLevel(op, levelOf(o, l0 + 1), in, slice, floats);
+  for (unsigned c = 0; c < 4; ++c) {
+    volatile float p = (1.0f - f) * a.f[c];
+    a.f[c] = weighted(p, f, b.f[c]);
+  }
+  put(out, a, true);
 }
 
 /// A surface access: suld, sust.b, sust.p or sured.
@@ -695,9 +819,16 @@ void __wooly_rt_texture(WoolyThreadCtx *ctx, uint32_t op, uint64_t handle,
 }
 
 uint32_t __wooly_rt_texquery(WoolyThreadCtx *ctx, uint32_t query,
-                             uint32_t surface, uint64_t handle) {
+                             uint32_t surface, uint64_t handle, int32_t level) {
   GpuThread *t = threadOf(ctx);
   TextureObject o = objectFor(t, handle, surface != 0, false);
+  // txq.level's extents are those of the level (0 beyond the last one).
+  bool mipmapped = o.resource.kind == ResourceDesc::Kind::MipmappedArray;
+  if (mipmapped && level != 0) {
+    if (level < 0 || uint32_t(level) >= o.resource.levels)
+      return 0;
+    o = levelOf(o, uint32_t(level));
+  }
   const ResourceDesc &r = o.resource;
   switch (query) {
   case 0: // width
@@ -721,7 +852,7 @@ uint32_t __wooly_rt_texquery(WoolyThreadCtx *ctx, uint32_t query,
   case 10: // array_size
     return uint32_t(r.layered ? r.depth / (r.cubemap ? 6 : 1) : 0);
   case 11: // num_mipmap_levels
-    return 1;
+    return mipmapped ? r.levels : 1;
   case 12: // num_samples
     return 0;
   default:

@@ -146,9 +146,11 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
       return error(inst.loc, "'" + inst.opcode + "' needs a geometry");
     if (!inst.has("v4"))
       return error(inst.loc, "'" + inst.opcode + "' needs '.v4'");
-    if (op == Opcode::Tld4 && g != TexGeometry::dim2)
-      return error(inst.loc, "tld4 on a '." + ptxGeometry(*g) +
-                                 "' texture is not supported yet");
+    if (op == Opcode::Tld4 && g != TexGeometry::dim2 && g != TexGeometry::a2d &&
+        g != TexGeometry::cube && g != TexGeometry::acube)
+      return error(inst.loc, "tld4 takes a .2d, .a2d, .cube or .acube "
+                             "texture, not '." +
+                                 ptxGeometry(*g) + "'");
     size_t nops = inst.operands.size();
     bool level = inst.has("level"), grad = inst.has("grad");
     size_t want = 2 + (level ? 1 : 0) + (grad ? 2 : 0);
@@ -186,7 +188,7 @@ LogicalResult Importer::emitTexture(Instruction &inst, Opcode op) {
                           : inst.has("b") ? TexComponent::b
                           : inst.has("a") ? TexComponent::a
                                           : TexComponent::r;
-      auto t = make<Tld4Op>(results, comp, d, handle, coords);
+      auto t = make<Tld4Op>(results, comp, d, handle, layer, coords, *g);
       return writeVec(inst.operands[0], t.getResults());
     }
     Value lod;

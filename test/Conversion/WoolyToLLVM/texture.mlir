@@ -13,7 +13,7 @@
 // sust.b.2d.v4.b8.trap: kind 3, geometry 1, element 0, vector 4 << 15.
 // CHECK-DAG: llvm.mlir.constant(131083 : i32) : i32
 // CHECK: llvm.call @__wooly_rt_texture
-// CHECK: llvm.call @__wooly_rt_texquery(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i32, i64) -> i32
+// CHECK: llvm.call @__wooly_rt_texquery(%[[CTX]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i32, i32, i64, i32) -> i32
 wooly.func @k(%h: i64 {wooly.type = "u64"}, %x: f32 {wooly.type = "f32"}, %i: i32 {wooly.type = "s32"}, %out: i64 {wooly.type = "u64"}) attributes {kernel} {
   %a:4 = wooly.tex a2d f32 f32 %h layer %i (%x, %x) lod %x : f32, f32 -> f32, f32, f32, f32
   wooly.st global %out, %a#0 : i64, f32

@@ -10,6 +10,8 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.tex.unified.3d.grad.v4f32.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.tex.unified.1d.v4s32.s32"(%{{.*}}, %{{.*}}) : (i64, i32) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK: llvm.call_intrinsic "llvm.nvvm.tld4.unified.b.2d.v4u32.f32"
+// CHECK: llvm.inline_asm "tld4.g.a2d.v4.f32.f32 {$0, $1, $2, $3}, [$4, {$5, $6, $7, $7}];", "=f,=f,=f,=f,l,r,f,f" %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (i64, i32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: llvm.inline_asm "tld4.r.acube.v4.s32.f32 {$0, $1, $2, $3}, [$4, {$5, $6, $7, $8}];", "=r,=r,=r,=r,l,r,f,f,f"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.txq.num.mipmap.levels"(%{{.*}}) : (i64) -> i32
 // CHECK: llvm.inline_asm "txq.filter_mode.b32 $0, [$1];", "=r,l"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.suq.width"(%{{.*}}) : (i64) -> i32
@@ -19,6 +21,8 @@ wooly.func @tex(%h: i64 {wooly.type = "u64"}, %x: f32 {wooly.type = "f32"}, %i: 
   %c:4 = wooly.tex dim3 f32 f32 %h (%x, %x, %x) grad(%x, %x, %x) (%x, %x, %x) : f32, f32, f32 -> f32, f32, f32, f32
   %d:4 = wooly.tex dim1 s32 s32 %h (%i) : i32 -> i32, i32, i32, i32
   %e:4 = wooly.tld4 b u32 %h (%x, %x) : f32, f32 -> i32, i32, i32, i32
+  %g:4 = wooly.tld4 g f32 %h layer %i (%x, %x) geometry a2d : f32, f32 -> f32, f32, f32, f32
+  %k:4 = wooly.tld4 r s32 %h layer %i (%x, %x, %x) geometry acube : f32, f32, f32 -> i32, i32, i32, i32
   %q = wooly.tex_query num_mipmap_levels %h : i32
   %f = wooly.tex_query filter_mode %h : i32
   %w = wooly.tex_query width surface %h : i32
@@ -27,6 +31,8 @@ wooly.func @tex(%h: i64 {wooly.type = "u64"}, %x: f32 {wooly.type = "f32"}, %i: 
   wooly.st global %out, %c#2 : i64, f32
   wooly.st global %out, %d#3 : i64, i32
   wooly.st global %out, %e#0 : i64, i32
+  wooly.st global %out, %g#1 : i64, f32
+  wooly.st global %out, %k#2 : i64, i32
   wooly.st global %out, %q : i64, i32
   wooly.st global %out, %f : i64, i32
   wooly.st global %out, %w : i64, i32

@@ -228,6 +228,84 @@ int main(int argc, char **argv) {
          33);
   CHECK(cuTexObjectDestroy(tex));
 
+  // A mipmapped array of 2 levels (8x4, 4x2): cuMipmappedArrayCreate, each
+  // level filled through cuMipmappedArrayGetLevel and cuMemcpy2D, a texture
+  // over it (linear in and between the levels, the level of detail clamped
+  // to [0, 1]) sampled by texture_filter's sampleMip (tex2DLod, tex2DGrad,
+  // tex2D) against the reference.
+  {
+    CUfunction sampleMip;
+    CHECK(
+        cuModuleGetFunction(&sampleMip, module, "_Z9sampleMipyP6float4PKS_i"));
+    CUDA_ARRAY3D_DESCRIPTOR md = {};
+    md.Width = 8;
+    md.Height = 4;
+    md.Format = CU_AD_FORMAT_FLOAT;
+    md.NumChannels = 4;
+    CUmipmappedArray mip;
+    CHECK(cuMipmappedArrayCreate(&mip, &md, 2));
+    wooly::texref::RefMip m;
+    for (unsigned l = 0; l < 2; ++l) {
+      RefTex t = image(8 >> l, 4 >> l, 1, 4, 60 + l);
+      t.linear = t.normalized = true;
+      t.mode[0] = t.mode[1] = AddressMode::Clamp;
+      CUarray level;
+      CHECK(cuMipmappedArrayGetLevel(&level, mip, l));
+      CUDA_MEMCPY2D c = arrayCopy(level, t.texels.data(), t.w * 16, t.h, true);
+      CHECK(cuMemcpy2D(&c));
+      m.levels.push_back(t);
+    }
+    m.mipLinear = true;
+    m.maxClamp = 1.0f;
+    CUDA_RESOURCE_DESC r = {};
+    r.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+    r.res.mipmap.hMipmappedArray = mip;
+    CUDA_TEXTURE_DESC td = textureDesc(m.levels[0]);
+    td.mipmapFilterMode = CU_TR_FILTER_MODE_LINEAR;
+    td.maxMipmapLevelClamp = 1.0f;
+    CUtexObject tex;
+    CHECK(cuTexObjectCreate(&tex, &r, &td, nullptr));
+    const int n = 64;
+    std::vector<float> a(4 * n);
+    for (int i = 0; i < n; ++i) {
+      a[4 * i] = float(i % 8) / 7.0f - 0.1f;
+      a[4 * i + 1] = float(i / 8) / 7.0f;
+      a[4 * i + 2] = float(i % 5) * 0.3f - 0.2f;
+      a[4 * i + 3] = float(i % 6) * 0.05f;
+    }
+    CUdeviceptr da, dout;
+    CHECK(cuMemAlloc(&da, n * 16));
+    CHECK(cuMemAlloc(&dout, 3 * n * 16));
+    CHECK(cuMemcpyHtoD(da, a.data(), n * 16));
+    int count = n;
+    void *params[] = {&tex, &dout, &da, &count};
+    CHECK(cuLaunchKernel(sampleMip, 1, 1, 1, 64, 1, 1, 0, nullptr, params,
+                         nullptr));
+    std::vector<float> got(12 * n);
+    CHECK(cuMemcpyDtoH(got.data(), dout, got.size() * 4));
+    std::vector<std::array<float, 4>> want;
+    for (int i = 0; i < n; ++i)
+      for (const auto &v :
+           m.lodGradPlain(a[4 * i], a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]))
+        want.push_back(v);
+    compare("cuMipmappedArrayCreate", got, want, 4);
+    std::printf("cuMipmappedArrayCreate (2 levels): %d samples match\n", 3 * n);
+    CHECK(cuTexObjectDestroy(tex));
+    CHECK(cuMemFree(da));
+    CHECK(cuMemFree(dout));
+    CUarray level;
+    CHECK(cuMipmappedArrayGetLevel(&level, mip, 1));
+    EXPECT(cuArrayDestroy(level) == CUDA_ERROR_INVALID_VALUE,
+           "a level was destroyed on its own");
+    EXPECT(cuMipmappedArrayGetLevel(&level, mip, 2) == CUDA_ERROR_INVALID_VALUE,
+           "a level past the last was given");
+    CHECK(cuMipmappedArrayDestroy(mip));
+    EXPECT(cuMipmappedArrayGetLevel(&level, mip, 0) ==
+               CUDA_ERROR_INVALID_HANDLE,
+           "a destroyed mipmapped array gave a level");
+    std::printf("cuMipmappedArrayDestroy: its levels are gone\n");
+  }
+
   // Not supported yet: normalized-integer formats (CU_AD_FORMAT_UNORM_INT8X1).
   CUDA_ARRAY_DESCRIPTOR unorm = {8, 8, CUarray_format(0xc0), 1};
   CUarray none;

@@ -6,7 +6,9 @@
 // written by a filter kernel, cudaMemcpy2DFromArray; a pitch-linear texture
 // over cudaMallocPitch memory; a linear-memory texture (tex1Dfetch); a 3D
 // array through cudaMalloc3DArray and cudaMemcpy3D; layered and cubemap
-// arrays; the array copies; the descriptor getters.
+// arrays; the array copies; a mipmapped array (cudaMallocMipmappedArray,
+// cudaGetMipmappedArrayLevel) sampled with tex2DLod/tex2DGrad/tex2D; the
+// descriptor getters.
 // Every sample is compared bit for bit with the C++ reference of the
 // hardware's filtering that Wooly's CorpusDiff tests use
 // (unittests/Runtime/TextureReference.h).
@@ -74,6 +76,20 @@ __global__ void sampleCube(cudaTextureObject_t tex, float4 *out,
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     out[i] = texCubemap<float4>(tex, coords[i].x, coords[i].y, coords[i].z);
+}
+
+/// a[i] = (x, y, lod, g): out[3i] = tex2DLod, out[3i+1] = tex2DGrad with
+/// gradients (g, 0) and (0.5g, g), out[3i+2] = tex2D.
+__global__ void sampleMip(cudaTextureObject_t tex, float4 *out, const float4 *a,
+                          int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[3 * i] = tex2DLod<float4>(tex, a[i].x, a[i].y, a[i].z);
+    out[3 * i + 1] =
+        tex2DGrad<float4>(tex, a[i].x, a[i].y, make_float2(a[i].w, 0.f),
+                          make_float2(0.5f * a[i].w, a[i].w));
+    out[3 * i + 2] = tex2D<float4>(tex, a[i].x, a[i].y);
+  }
 }
 
 __global__ void fetch1D(cudaTextureObject_t tex, float *out, int n) {
@@ -586,6 +602,98 @@ void arrayCopies() {
 }
 #pragma GCC diagnostic pop
 
+/// A 3-level mipmap (cudaMallocMipmappedArray, each level filled through
+/// cudaGetMipmappedArrayLevel and cudaMemcpy2DToArray) sampled with
+/// tex2DLod, tex2DGrad and tex2D, linear in and between levels, with a
+/// bias and clamps; then what must fail cleanly.
+void mipmapped() {
+  wooly::texref::RefMip m;
+  cudaChannelFormatDesc f = cudaCreateChannelDesc<float4>();
+  cudaMipmappedArray_t mip;
+  CHECK(cudaMallocMipmappedArray(&mip, &f, make_cudaExtent(16, 8, 0), 3));
+  for (unsigned l = 0; l < 3; ++l) {
+    RefTex t = image(16 >> l, 8 >> l, 1, 4, 700 + l);
+    t.linear = t.normalized = true;
+    t.mode[0] = t.mode[1] = AddressMode::Wrap;
+    cudaArray_t level;
+    CHECK(cudaGetMipmappedArrayLevel(&level, mip, l));
+    cudaExtent e;
+    CHECK(cudaArrayGetInfo(nullptr, &e, nullptr, level));
+    EXPECT(e.width == size_t(t.w) && e.height == size_t(t.h),
+           "level %u is %zux%zu", l, e.width, e.height);
+    size_t row = t.w * sizeof(float4);
+    CHECK(cudaMemcpy2DToArray(level, 0, 0, t.texels.data(), row, row, t.h,
+                              cudaMemcpyHostToDevice));
+    m.levels.push_back(t);
+  }
+  m.mipLinear = true;
+  m.bias = 0.25f;
+  m.minClamp = 0.125f;
+  m.maxClamp = 1.75f;
+  cudaResourceDesc r;
+  std::memset(&r, 0, sizeof r);
+  r.resType = cudaResourceTypeMipmappedArray;
+  r.res.mipmap.mipmap = mip;
+  cudaTextureDesc d = textureDesc(m.levels[0]);
+  d.mipmapFilterMode = cudaFilterModeLinear;
+  d.mipmapLevelBias = m.bias;
+  d.minMipmapLevelClamp = m.minClamp;
+  d.maxMipmapLevelClamp = m.maxClamp;
+  cudaTextureObject_t tex;
+  CHECK(cudaCreateTextureObject(&tex, &r, &d, nullptr));
+  const int n = 256;
+  std::vector<float> a(4 * n);
+  uint32_t s = 12345;
+  auto next = [&] {
+    s = s * 1664525u + 1013904223u;
+    return float(s >> 8) / float(1 << 24);
+  };
+  for (int i = 0; i < n; ++i) {
+    a[4 * i] = next() * 1.4f - 0.2f;
+    a[4 * i + 1] = next() * 1.4f - 0.2f;
+    a[4 * i + 2] = next() * 3.5f - 0.5f;
+    a[4 * i + 3] = next() * 0.3f;
+  }
+  float4 *da, *dout;
+  CHECK(cudaMalloc(&da, n * sizeof(float4)));
+  CHECK(cudaMalloc(&dout, 3 * n * sizeof(float4)));
+  CHECK(cudaMemcpy(da, a.data(), n * sizeof(float4), cudaMemcpyHostToDevice));
+  sampleMip<<<(n + 63) / 64, 64>>>(tex, dout, da, n);
+  CHECK(cudaGetLastError());
+  std::vector<float> got(12 * n);
+  CHECK(cudaMemcpy(got.data(), dout, 3 * n * sizeof(float4),
+                   cudaMemcpyDeviceToHost));
+  CHECK(cudaFree(da));
+  CHECK(cudaFree(dout));
+  std::vector<std::array<float, 4>> want;
+  for (int i = 0; i < n; ++i)
+    for (const auto &v :
+         m.lodGradPlain(a[4 * i], a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]))
+      want.push_back(v);
+  compare("mipmapped", got, want, 4);
+  std::printf("mipmapped (3 levels) tex2DLod/tex2DGrad/tex2D: %d samples "
+              "match\n",
+              3 * n);
+  CHECK(cudaDestroyTextureObject(tex));
+  cudaArray_t level0;
+  CHECK(cudaGetMipmappedArrayLevel(&level0, mip, 0));
+  cudaError_t e = cudaFreeArray(level0);
+  std::printf("cudaFreeArray of a level: %s\n", cudaGetErrorName(e));
+  EXPECT(e != cudaSuccess, "a level was freed on its own");
+  cudaGetLastError();
+  cudaArray_t none;
+  e = cudaGetMipmappedArrayLevel(&none, mip, 3);
+  std::printf("level 3 of 3: %s\n", cudaGetErrorName(e));
+  EXPECT(e != cudaSuccess, "a level past the last was given");
+  cudaGetLastError();
+  CHECK(cudaFreeMipmappedArray(mip));
+  e = cudaGetMipmappedArrayLevel(&none, mip, 0);
+  std::printf("freed mipmapped array: %s\n", cudaGetErrorName(e));
+  EXPECT(e == cudaErrorInvalidResourceHandle,
+         "a freed mipmapped array gave a level");
+  cudaGetLastError();
+}
+
 /// What Wooly does not support yet fails with cudaErrorNotSupported.
 void unsupported() {
   cudaChannelFormatDesc f = cudaCreateChannelDesc<float4>();
@@ -603,18 +711,19 @@ void unsupported() {
   cudaGetLastError();
 
   cudaMipmappedArray_t mip;
-  e = cudaMallocMipmappedArray(&mip, &f, make_cudaExtent(8, 8, 0), 3);
-  std::printf("cudaMallocMipmappedArray: %s\n", cudaGetErrorName(e));
-  EXPECT(e == cudaErrorNotSupported, "mipmapped arrays were accepted");
-  cudaGetLastError();
-
+  CHECK(cudaMallocMipmappedArray(&mip, &f, make_cudaExtent(8, 8, 0), 3));
   std::memset(&r, 0, sizeof r);
   r.resType = cudaResourceTypeMipmappedArray;
+  r.res.mipmap.mipmap = mip;
   td.maxAnisotropy = 0;
+  td.normalizedCoords = 0;
   e = cudaCreateTextureObject(&tex, &r, &td, nullptr);
-  std::printf("mipmapped resource: %s\n", cudaGetErrorName(e));
-  EXPECT(e == cudaErrorNotSupported, "a mipmapped resource was accepted");
+  std::printf("mipmapped texture in texel coordinates: %s\n",
+              cudaGetErrorName(e));
+  EXPECT(e == cudaErrorNotSupported,
+         "a mipmapped texture in texel coordinates was accepted");
   cudaGetLastError();
+  CHECK(cudaFreeMipmappedArray(mip));
 
   // Not an error of Wooly's: integer texels cannot be filtered.
   cudaChannelFormatDesc fi = cudaCreateChannelDesc<int>();
@@ -716,6 +825,7 @@ int main(int argc, char **argv) {
     volume();
     layeredAndCube();
     arrayCopies();
+    mipmapped();
     unsupported();
     forged();
   }

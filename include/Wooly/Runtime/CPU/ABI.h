@@ -356,9 +356,10 @@ void __wooly_rt_texture(WoolyThreadCtx *ctx, uint32_t op, uint64_t handle,
                         const uint32_t *in, uint32_t *out);
 
 /// `txq`/`suq` (`surface` non-zero): attribute `query` (the TexQuery value)
-/// of the object `handle`.
+/// of the object `handle`, at mipmap level `level` (`txq.level`; 0
+/// otherwise).
 uint32_t __wooly_rt_texquery(WoolyThreadCtx *ctx, uint32_t query,
-                             uint32_t surface, uint64_t handle);
+                             uint32_t surface, uint64_t handle, int32_t level);
 
 /// CUDA's device-side `vprintf(format, args)` with the argument buffer
 /// laid out as nvcc does (each argument aligned to its size).

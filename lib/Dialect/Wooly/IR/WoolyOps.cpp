@@ -547,8 +547,15 @@ LogicalResult TexOp::verify() {
 }
 
 LogicalResult Tld4Op::verify() {
-  if (getCoords().size() != 2)
-    return emitOpError("expects 2 coordinates");
+  TexGeometry g = getGeometry();
+  if (g != TexGeometry::dim2 && g != TexGeometry::a2d &&
+      g != TexGeometry::cube && g != TexGeometry::acube)
+    return emitOpError("gathers from 2D, layered 2D and cube textures only");
+  unsigned n = texCoordCount(g);
+  if (getCoords().size() != n)
+    return emitOpError("expects ") << n << " coordinates";
+  if (bool(getLayer()) != isLayeredGeometry(g))
+    return emitOpError("takes a layer exactly when its geometry is layered");
   return verifyTexResults(*this, getDType(), getResultTypes());
 }
 

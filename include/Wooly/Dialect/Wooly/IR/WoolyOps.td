@@ -1547,22 +1547,30 @@ def Wooly_TexOp : Wooly_Op<"tex", [AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Wooly_Tld4Op : Wooly_Op<"tld4", [MemoryEffects<[MemRead]>]> {
+def Wooly_Tld4Op : Wooly_Op<"tld4", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead]>]> {
   let summary = "texture gather of one component of four texels (`tld4`)";
   let description = [{
     Gathers `component` of the four texels that bilinear filtering of the
-    2D texture object `handle` at `(x, y)` would combine, in the order
-    (i, j+1), (i+1, j+1), (i+1, j), (i, j), as `d_type`.
+    texture object `handle` at `(x, y)` would combine, in the order
+    (i, j+1), (i+1, j+1), (i+1, j), (i, j), as `d_type`. `geometry` is
+    dim2 (the default, not printed), a2d (with `layer`), cube (three
+    coordinates: a direction) or acube (both).
 
     ```mlir
     %r:4 = wooly.tld4 r f32 %h (%x, %y) : f32, f32 -> f32, f32, f32, f32
+    %c:4 = wooly.tld4 g f32 %h layer %l (%x, %y, %z) geometry acube : f32, f32, f32 -> f32, f32, f32, f32
     ```
   }];
   let arguments = (ins Wooly_TexComponent:$component, Wooly_ScalarType:$d_type,
-                       I64:$handle, Variadic<F32>:$coords);
+                       I64:$handle, Optional<I32>:$layer,
+                       Variadic<F32>:$coords,
+                       DefaultValuedAttr<Wooly_TexGeometry,
+                           "::mlir::wooly::TexGeometry::dim2">:$geometry);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    $component $d_type $handle ` ` `(` $coords `)` attr-dict `:` type($coords) `->` type($results)
+    $component $d_type $handle (`layer` $layer^)? ` ` `(` $coords `)`
+    (`geometry` $geometry^)? attr-dict `:` type($coords) `->` type($results)
   }];
   let hasVerifier = 1;
 }
