@@ -1938,7 +1938,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
            *cut.mask == ~0u && cut.word[0] && cut.word[2] && cut.word[3] &&
            (cut.word[1] ||
             (layout.staging.size() > 1 && packed(layout.staging[1]))) &&
-           cut.resultsStaged && llvm::all_of(layout.results, packed);
+           cut.resultsStaged && !layout.results.empty() &&
+           llvm::all_of(layout.results, packed);
   };
   auto buildPermutation = [&](const RegionCut &cut, uint32_t after) {
     OpBuilder::InsertionGuard guard(b);

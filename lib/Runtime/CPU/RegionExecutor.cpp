@@ -276,8 +276,8 @@ void detail::runBlockRegions(Worker &w) {
           w.next = warp * 32;
           ran = true;
           if (uint32_t r = warpFn(&lanes[0].ctx, params, sizeof(GpuThread)))
-            for (uint32_t j = 1; j < 32; ++j)
-              lanes[j].ctx.resume = r;
+            for (uint32_t k = 1; k < 32; ++k)
+              lanes[k].ctx.resume = r;
           settleThreads(w, warp * 32, warp * 32 + 32);
           continue;
         }
