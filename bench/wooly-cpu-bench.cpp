@@ -67,6 +67,12 @@ static cl::opt<std::string> benchKernelDir(
 static cl::list<std::string>
     only("only", cl::desc("Run only the rows with these labels (repeatable)"),
          cl::cat(benchCategory));
+static cl::opt<unsigned>
+    workers("workers",
+            cl::desc("Workers of the second device, the \"all\" columns, and "
+                     "threads of the split C++ loop (0: one per hardware "
+                     "thread)"),
+            cl::init(0), cl::cat(benchCategory));
 static cl::opt<std::string> corpusDir("corpus",
                                       cl::desc("Directory of the corpus PTX"),
                                       cl::init(WOOLY_SOURCE_DIR "/test/corpus"),
@@ -538,10 +544,12 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.boundsChecks = !noBoundsChecks;
 
-  unsigned allWorkers = std::max(1u, std::thread::hardware_concurrency());
+  unsigned allWorkers = workers
+                            ? unsigned(workers)
+                            : std::max(1u, std::thread::hardware_concurrency());
   CpuDevice::Options one, all;
   one.workers = 1;
-  all.workers = 0; // One per hardware thread.
+  all.workers = allWorkers;
   CpuDevice dev1(one), devAll(all);
 
   std::vector<Case> cases = makeCases();

@@ -23,7 +23,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 OUT_DIR=$(realpath -m "${1:-$BUILD_DIR/portable}")
 LLVM_LIB=/usr/lib/llvm-22/lib
-TOOLS=(wooly-run wooly-conformance wooly-serve wooly-pacing-bench)
+# TOOLS="..." in the environment links other tools (e.g. the benchmarks
+# wooly-cpu-bench, wooly-nvptx-bench, wooly-import-bench).
+read -r -a TOOLS <<<"${TOOLS:-wooly-run wooly-conformance wooly-serve wooly-pacing-bench}"
 
 ninja -C "$BUILD_DIR" "${TOOLS[@]/#/bin/}" wooly-capture >/dev/null
 mkdir -p "$OUT_DIR/lib" "$OUT_DIR/capture"
