@@ -6,13 +6,15 @@
 // libcudart against wooly-serve. It samples as the CUDA programming guide's
 // "Texture Fetching" appendix says: point sampling takes texel floor(x);
 // linear filtering takes texels i = floor(x - 0.5) and i + 1 with weight
-// a = frac(x - 0.5) rounded to 1/256 (9-bit fixed point, 8 fractional
-// bits), (1-a)(1-b) T[i,j] + a(1-b) T[i+1,j] + (1-a) b T[i,j+1] +
-// a b T[i+1,j+1] in f32; wrap/mirror/clamp/border per texel index (wrap and
-// mirror with normalized coordinates only).
+// a = frac(x - 0.5) in 1/256 (9-bit fixed point, 8 fractional bits),
+// (1-a)(1-b) T[i,j] + a(1-b) T[i+1,j] + (1-a) b T[i,j+1] + a b T[i+1,j+1];
+// wrap/mirror/clamp/border per texel index (wrap and mirror with
+// normalized coordinates only). The weights' rounding and the sum's are
+// the arithmetic an H100 was measured to do (filterWeight, texelWeight,
+// levelWeight, filterSum in Wooly/Runtime/Texture.h, shared with the CPU
+// backend and pinned to recorded GPU samples by TextureHardwareTest.cpp).
 //
-// Header-only and plain C++17 (nvcc's host compiler includes it too); the
-// weighted sums must not be contracted into FMAs (x86-64 without -mfma).
+// Header-only and plain C++17 (nvcc's host compiler includes it too).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +42,11 @@ struct RefTex {
                          AddressMode::Clamp};
   bool linear = false, normalized = false;
   float border[4] = {0, 0, 0, 0};
+  /// 8 or 16: the texels are that many bits of unsigned normalized codes
+  /// (stored as code / max) and filter as such (filterUnorm); 0: floats.
+  int unormBits = 0;
+  /// f16 texels (stored as floats): they filter to f16 (filterSumHalf).
+  bool half = false;
 
   /// Addresses index `i` of a dimension of `n` texels; false: the border.
   bool addr(int64_t &i, int n, AddressMode m) const {
@@ -65,39 +72,66 @@ struct RefTex {
       t[c] = texels[((k * h + j) * w + i) * chans + c];
     return t;
   }
-  /// (index, weight of the next texel) of coordinate `x` over `n` texels.
-  std::pair<int64_t, float> lin(float x, int n) const {
-    if (normalized)
-      x = x * float(n);
-    float xb = x - 0.5f;
-    float fl = std::floor(xb);
-    return {int64_t(fl), std::nearbyint((xb - fl) * 256.0f) / 256.0f};
+  /// (index, weight of the next texel in 1/256) of coordinate `x` over `n`
+  /// texels.
+  std::pair<int64_t, uint32_t> lin(float x, int n) const {
+    double xb = (normalized ? normalizedTexelCoord(x, n) : double(x)) - 0.5;
+    double fl = std::floor(xb);
+    return {int64_t(fl), filterWeight(xb - fl)};
   }
   int64_t pt(float x, int n) const {
-    return int64_t(std::floor(normalized ? x * float(n) : x));
+    return int64_t(
+        std::floor(normalized ? normalizedTexelCoord(x, n) : double(x)));
+  }
+  /// Adds the texels of the linear footprint at (x, y, z) (`dims`
+  /// coordinates) and their weights to `w` and `t`, times the level weight
+  /// `levelW` of a linear mipmap filter where `hasLevel` (2D only).
+  void footprint(float x, float y, float z, int dims, uint32_t levelW,
+                 bool hasLevel, std::vector<uint32_t> &w,
+                 std::vector<std::array<float, 4>> &t) const {
+    auto [i, a] = lin(x, this->w);
+    auto [j, b] = dims > 1 ? lin(y, h) : std::pair<int64_t, uint32_t>{0, 0};
+    auto [k, g] = dims > 2 ? lin(z, d) : std::pair<int64_t, uint32_t>{0, 0};
+    uint32_t wx[2] = {256 - a, a}, wy[2] = {256 - b, b}, wz[2] = {256 - g, g};
+    for (int dz = 0; dz < (dims > 2 ? 2 : 1); ++dz)
+      for (int dy = 0; dy < (dims > 1 ? 2 : 1); ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          w.push_back(
+              dims > 2 ? texelWeight(wx[dx], dx, wy[dy], dy, true, wz[dz], true)
+                       : texelWeight(wx[dx], dx, wy[dy], dy, dims > 1, levelW,
+                                     hasLevel));
+          t.push_back(texel(i + dx, j + dy, k + dz));
+        }
   }
   /// tex1D/tex2D/tex3D at (x, y, z) with `dims` coordinates.
   std::array<float, 4> sample(float x, float y, float z, int dims) const {
     if (!linear)
       return texel(pt(x, w), dims > 1 ? pt(y, h) : 0, dims > 2 ? pt(z, d) : 0);
-    auto [i, a] = lin(x, w);
-    auto [j, b] = dims > 1 ? lin(y, h) : std::pair<int64_t, float>{0, 0.0f};
-    auto [k, g] = dims > 2 ? lin(z, d) : std::pair<int64_t, float>{0, 0.0f};
+    std::vector<uint32_t> wgt;
+    std::vector<std::array<float, 4>> t;
+    footprint(x, y, z, dims, 256, false, wgt, t);
+    return sum(wgt, t);
+  }
+  /// Per channel, the filtered sum of texels `t` of this texture's format
+  /// with weights `w`.
+  std::array<float, 4> sum(const std::vector<uint32_t> &w,
+                           const std::vector<std::array<float, 4>> &t) const {
     std::array<float, 4> r{};
-    bool first = true;
-    for (int dz = 0; dz < (dims > 2 ? 2 : 1); ++dz)
-      for (int dy = 0; dy < (dims > 1 ? 2 : 1); ++dy)
-        for (int dx = 0; dx < 2; ++dx) {
-          float wgt = dx ? a : 1.0f - a;
-          if (dims > 1)
-            wgt = wgt * (dy ? b : 1.0f - b);
-          if (dims > 2)
-            wgt = wgt * (dz ? g : 1.0f - g);
-          std::array<float, 4> t = texel(i + dx, j + dy, k + dz);
-          for (int c = 0; c < 4; ++c)
-            r[c] = first ? wgt * t[c] : r[c] + wgt * t[c];
-          first = false;
-        }
+    unsigned n = unsigned(t.size());
+    for (int c = 0; c < 4; ++c) {
+      std::vector<float> v;
+      std::vector<uint32_t> codes;
+      double max = double((1u << unormBits) - 1);
+      for (const auto &x : t) {
+        v.push_back(x[c]);
+        codes.push_back(uint32_t(
+            std::lround(std::min(std::max(double(x[c]), 0.0), 1.0) * max)));
+      }
+      r[c] = unormBits && c < chans
+                 ? filterUnorm(w.data(), codes.data(), n, unsigned(unormBits))
+             : half ? filterSumHalf(w.data(), v.data(), n)
+                    : filterSum(w.data(), v.data(), n);
+    }
     return r;
   }
   /// tex2Dgather's component `comp` of the 2x2 footprint at (x, y).
@@ -150,10 +184,11 @@ inline RefTex sliceOf(const RefTex &t, int k) {
 /// Texture.cpp): the instruction's level (or log2 of the longer gradient
 /// scaled by level 0's extents, in double; 0 for tex2D) plus the bias,
 /// clamped to [minClamp, maxClamp] and to the levels (NaN as 0); point
-/// mipmap filtering takes level ceil(lod + 0.5) - 1; linear blends levels
-/// floor(lod) and floor(lod) + 1 as (1 - f) T0 + f T1 with f = frac(lod)
-/// rounded to 1/256, in f32. The blend's quantisation is assumed (as the
-/// bilinear weights'), not verified on a GPU.
+/// mipmap filtering takes level ceil(lod + 0.5) - 1; linear filters levels
+/// floor(lod) and floor(lod) + 1 together, the level a third dimension
+/// with weight frac(lod) truncated to 1/256 (measured on an H100). The
+/// level of detail of gradients is the isotropic formula, which the H100
+/// does not follow exactly (up to about 0.08 levels apart).
 struct RefMip {
   std::vector<RefTex> levels;
   bool mipLinear = false;
@@ -174,16 +209,22 @@ struct RefMip {
       return levels[l].sample(x, y, 0, 2);
     }
     int l0 = int(std::floor(lod));
-    float f = std::nearbyint((lod - float(l0)) * 256.0f) / 256.0f;
-    std::array<float, 4> a = levels[l0].sample(x, y, 0, 2);
-    if (f == 0.0f || l0 + 1 >= int(levels.size()))
-      return a;
-    std::array<float, 4> b = levels[l0 + 1].sample(x, y, 0, 2);
-    for (int c = 0; c < 4; ++c) {
-      float p = (1.0f - f) * a[c], q = f * b[c];
-      a[c] = p + q;
+    uint32_t f = levelWeight(lod);
+    if (f == 0 || l0 + 1 >= int(levels.size()))
+      return levels[l0].sample(x, y, 0, 2);
+    std::vector<uint32_t> w;
+    std::vector<std::array<float, 4>> t;
+    for (unsigned dl = 0; dl < 2; ++dl) {
+      const RefTex &lt = levels[l0 + dl];
+      uint32_t lw = dl ? f : 256 - f;
+      if (lt.linear) {
+        lt.footprint(x, y, 0, 2, lw, true, w, t);
+      } else {
+        w.push_back(lw);
+        t.push_back(lt.sample(x, y, 0, 2));
+      }
     }
-    return a;
+    return levels[l0].sum(w, t);
   }
   /// The level of detail of tex2DGrad with gradients (dxx, dxy), (dyx, dyy).
   float gradLod(float dxx, float dxy, float dyx, float dyy) const {
@@ -207,12 +248,14 @@ struct RefMip {
 /// A w x h texture of 8-bit RGBA texels (`bytes`, 4 a texel) read as
 /// normalized floats, as the hardware converts them: v / 255, and with
 /// `srgb` the colour channels (not alpha) through the sRGB curve, from the
-/// 8-bit code (an exact quotient, not the rounded float).
+/// 8-bit code (an exact quotient, not the rounded float). Filtering sums
+/// the codes (filterUnorm), except with `srgb` (f32, not measured).
 inline RefTex unorm8Tex(int w, int h, const std::vector<uint8_t> &bytes,
                         bool srgb) {
   RefTex t;
   t.w = w;
   t.h = h;
+  t.unormBits = srgb ? 0 : 8;
   for (size_t k = 0; k < bytes.size(); ++k) {
     double v = double(bytes[k]) / 255.0;
     if (srgb && k % 4 != 3)

@@ -10,10 +10,11 @@
 //     otherwise), clamp to the edge, or the border colour outside;
 //   - point sampling takes texel floor(x);
 //   - linear filtering takes texels i = floor(x - 0.5) and i + 1 with the
-//     weight alpha = frac(x - 0.5) in 9-bit fixed point with 8 fractional
-//     bits (rounded to the nearest 1/256): tex(x) = (1 - a) T[i] + a T[i+1],
-//     and in 2D and 3D the products of the weights in the guide's order,
-//     each product and sum rounded to f32 (the weight products are exact);
+//     weight a = frac(x - 0.5) in 9-bit fixed point with 8 fractional
+//     bits: tex(x) = (1 - a) T[i] + a T[i+1], in 2D and 3D with the
+//     products of the weights; the weights' rounding to 1/256 and the
+//     exact sum rounded to f32 are what an H100 computes (measured; see
+//     filterSum in include/Wooly/Runtime/Texture.h);
 //   - normalized-float reads map 8- and 16-bit integers to [0, 1] (unsigned)
 //     or [-1, 1] (signed: x / (2^(n-1) - 1), at least -1); sRGB textures
 //     then turn the r, g and b of 8-bit unsigned channels from sRGB to
@@ -30,8 +31,11 @@
 //     detail of `tex.level`, of `tex.grad` (log2 of the longer scaled
 //     gradient, the OpenGL/Vulkan isotropic formula), or 0 for plain `tex`,
 //     plus the bias, clamped: the nearest level (point mipmap filtering) or
-//     the two levels around it blended with a 1.8 fixed-point weight like
-//     the bilinear ones (an assumption, not verified on a GPU); see fetch.
+//     the two levels around it filtered together, the level a dimension of
+//     the filter with frac(lod) truncated to 1/256 (measured); see fetch.
+//     The hardware's level of detail from gradients differs from the
+//     isotropic formula by up to about 0.08 levels, depending on the
+//     gradients' direction (measured, not modelled).
 //
 // A texel's missing channels read as 0 (a float alpha as 1). Surfaces are
 // addressed in bytes in x; out-of-range accesses trap, clamp or read zeros
@@ -292,12 +296,19 @@ struct Sampler {
     return t;
   }
 
-  /// The border colour as a texel.
+  /// The border colour as a texel (for unsigned normalized reads, its
+  /// code is the nearest one: what the unorm filter sums; not measured).
   Texel border() const {
     Texel t;
+    const ChannelFormat &f = o.resource.format;
+    bool unorm = floats && f.kind == ChannelKind::Unsigned;
     for (unsigned c = 0; c < 4; ++c) {
-      t.f[c] = o.texture.borderColor[c];
-      t.u[c] = uint32_t(int32_t(o.texture.borderColor[c]));
+      float b = o.texture.borderColor[c];
+      t.f[c] = b;
+      t.u[c] = uint32_t(int32_t(b));
+      if (unorm && f.bits[c] && f.bits[c] <= 16)
+        t.u[c] = uint32_t(std::lround(std::clamp(b, 0.0f, 1.0f) *
+                                      float((1u << f.bits[c]) - 1)));
     }
     return t;
   }
@@ -344,33 +355,83 @@ struct Sampler {
 };
 
 /// The index of texel coordinate `x` (floor, saturated to +-2^40; NaN 0).
-int64_t floorIndex(float x) {
+int64_t floorIndex(double x) {
   if (!(x == x))
     return 0;
-  constexpr float kLimit = 1099511627776.0f; // 2^40
+  constexpr double kLimit = 1099511627776.0; // 2^40
   return int64_t(std::floor(std::clamp(x, -kLimit, kLimit)));
 }
 
 /// Texel coordinate of `c` in a dimension of `n` texels.
-float texelCoord(const TextureObject &o, float c, uint64_t n) {
-  return o.texture.normalizedCoords ? c * float(n) : c;
+double texelCoord(const TextureObject &o, float c, uint64_t n) {
+  return o.texture.normalizedCoords ? normalizedTexelCoord(c, n) : double(c);
 }
 
 /// The linear-filtering footprint of texel coordinate `x`: the first
-/// index and the weight of the second, in 1.8 fixed point.
+/// index and the weight of the second, in 1/256 (`filterWeight`).
 struct Footprint {
   int64_t i;
-  float a;
+  uint32_t a;
 };
-Footprint footprint(float x) {
-  float xb = x - 0.5f;
+Footprint footprint(double x) {
+  double xb = x - 0.5;
   if (!(xb == xb))
-    return {0, 0.0f};
+    return {0, 0};
   int64_t i = floorIndex(xb);
-  float frac = xb - std::floor(xb);
-  float a = std::nearbyint(frac * 256.0f) / 256.0f;
-  return {i, a};
+  return {i, filterWeight(xb - std::floor(xb))};
 }
+
+/// How filtered texels of a channel are summed (see filterSum and its
+/// siblings in Wooly/Runtime/Texture.h).
+enum class FilterArith : uint8_t { F32, F16, Unorm8, Unorm16 };
+
+/// The texels of a linear-filtering footprint (of one or two mipmap
+/// levels) with their weights in 1/256, and each channel's arithmetic.
+struct Terms {
+  unsigned n = 0;
+  uint32_t w[16];
+  Texel t[16];
+  FilterArith arith[4] = {FilterArith::F32, FilterArith::F32, FilterArith::F32,
+                          FilterArith::F32};
+
+  /// Terms for filtering texels of `o`: f16 channels, and 8- and 16-bit
+  /// unsigned ones read as normalized floats without sRGB, have the
+  /// hardware's own arithmetic; the rest f32's.
+  explicit Terms(const TextureObject &o) {
+    const ChannelFormat &f = o.resource.format;
+    bool unorm = f.kind == ChannelKind::Unsigned &&
+                 o.texture.readMode == ReadMode::NormalizedFloat &&
+                 !o.texture.sRGB;
+    for (unsigned c = 0; c < 4; ++c) {
+      if (f.kind == ChannelKind::Float && f.bits[c] == 16)
+        arith[c] = FilterArith::F16;
+      else if (unorm && (f.bits[c] == 8 || f.bits[c] == 16))
+        arith[c] = f.bits[c] == 8 ? FilterArith::Unorm8 : FilterArith::Unorm16;
+    }
+  }
+
+  /// The filtered texel: per channel the weighted sum as the hardware
+  /// computes it.
+  Texel sum() const {
+    Texel r;
+    for (unsigned c = 0; c < 4; ++c) {
+      if (arith[c] == FilterArith::Unorm8 || arith[c] == FilterArith::Unorm16) {
+        uint32_t codes[16];
+        for (unsigned k = 0; k < n; ++k)
+          codes[k] = t[k].u[c];
+        r.f[c] =
+            filterUnorm(w, codes, n, arith[c] == FilterArith::Unorm8 ? 8 : 16);
+        continue;
+      }
+      float v[16];
+      for (unsigned k = 0; k < n; ++k)
+        v[k] = t[k].f[c];
+      r.f[c] = arith[c] == FilterArith::F16 ? filterSumHalf(w, v, n)
+                                            : filterSum(w, v, n);
+    }
+    return r;
+  }
+};
 
 /// `(x, y, z)` picks the face of a cube map and (s, t) normalized on it.
 void cubeFace(float x, float y, float z, unsigned &face, float &s, float &t) {
@@ -406,11 +467,6 @@ void put(uint32_t *out, const Texel &t, bool floats) {
   }
 }
 
-/// `sum + w * v`, each rounded to f32 (no contraction).
-float weighted(float sum, float w, float v) {
-  volatile float p = w * v;
-  return sum + p;
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -465,11 +521,45 @@ TextureObject levelOf(const TextureObject &o, uint32_t level) {
   return l;
 }
 
+/// Adds the linear-filtering footprint of texel coordinates (x, y, z) in
+/// `dims` dimensions (slice `slice` where dims < 3) to `terms`, each
+/// weight also times `levelW` (in 1/256) where `hasLevel`: the footprint
+/// is then level side `dl` (0 or 1) of a linear mipmap filter, the level
+/// a dimension of its own (`texelWeight`; after z for 3D textures, which
+/// was not measured).
+void addFootprint(const Sampler &s, double x, double y, double z, unsigned dims,
+                  uint64_t slice, uint32_t levelW, unsigned dl, bool hasLevel,
+                  Terms &terms) {
+  Footprint fx = footprint(x), fy = footprint(y), fz = footprint(z);
+  uint32_t wx[2] = {256 - fx.a, fx.a}, wy[2] = {256 - fy.a, fy.a},
+           wz[2] = {256 - fz.a, fz.a};
+  unsigned nz = dims == 3 ? 2 : 1, ny = dims >= 2 ? 2 : 1;
+  for (unsigned dz = 0; dz < nz; ++dz)
+    for (unsigned dy = 0; dy < ny; ++dy)
+      for (unsigned dx = 0; dx < 2; ++dx) {
+        uint32_t w;
+        if (dims == 3) {
+          w = texelWeight(wx[dx], dx, wy[dy], dy, true, wz[dz], true);
+          if (hasLevel)
+            w = div256(w * levelW, dz == dl);
+        } else {
+          w = texelWeight(wx[dx], dx, wy[dy], dy, dims >= 2, levelW, hasLevel);
+        }
+        terms.w[terms.n] = w;
+        terms.t[terms.n++] = dims == 3
+                                 ? s.at3(fx.i + dx, fy.i + dy, fz.i + dz)
+                                 : s.at(fx.i + dx, fy.i + dy, slice, dims);
+      }
+}
+
 /// One tex or tld4 sample of the (single-level) texture `o` at the
 /// coordinates `in` (f32 bits or s32), in slice `slice` of a layered or
-/// cube geometry.
+/// cube geometry. With `mip`, a filtered sample is not summed: its texels
+/// are added to `mip` as level side `dl` of a linear mipmap filter whose
+/// level weight is `levelW` (see fetch).
 Texel sampleLevel(uint32_t op, const TextureObject &o, const uint32_t *in,
-                  uint64_t slice, bool floats) {
+                  uint64_t slice, bool floats, Terms *mip = nullptr,
+                  uint32_t levelW = 256, unsigned dl = 0) {
   unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
   unsigned geometry = (op >> WOOLY_TEX_GEOMETRY_SHIFT) & 7;
   bool intCoords = (op >> WOOLY_TEX_INT_COORDS_SHIFT) & 1;
@@ -491,21 +581,23 @@ Texel sampleLevel(uint32_t op, const TextureObject &o, const uint32_t *in,
     }
     return dims == 3 ? s.at3(c[0], c[1], c[2]) : s.at(c[0], c[1], slice, dims);
   }
-  float x = asFloat(in[0]), y = dims > 1 ? asFloat(in[1]) : 0.0f,
-        z = dims > 2 ? asFloat(in[2]) : 0.0f;
+  float cx = asFloat(in[0]), cy = dims > 1 ? asFloat(in[1]) : 0.0f,
+        cz = dims > 2 ? asFloat(in[2]) : 0.0f;
+  double x, y, z = 0;
   bool cube = geometry == 5 || geometry == 6;
   if (cube) {
     unsigned face;
     float fs, ft;
-    cubeFace(x, y, z, face, fs, ft);
+    cubeFace(cx, cy, cz, face, fs, ft);
     slice += face;
-    x = fs * float(o.extent[0]);
-    y = ft * float(o.extent[1]);
+    // As other normalized coordinates (not measured for cube maps).
+    x = normalizedTexelCoord(fs, o.extent[0]);
+    y = normalizedTexelCoord(ft, o.extent[1]);
     dims = 2;
   } else {
-    x = texelCoord(o, x, o.extent[0]);
-    y = texelCoord(o, y, o.extent[1]);
-    z = texelCoord(o, z, o.extent[2]);
+    x = texelCoord(o, cx, o.extent[0]);
+    y = texelCoord(o, cy, o.extent[1]);
+    z = texelCoord(o, cz, o.extent[2]);
   }
   // Cube faces are clamped at their edges.
   TextureObject clamped;
@@ -533,37 +625,20 @@ Texel sampleLevel(uint32_t op, const TextureObject &o, const uint32_t *in,
   }
   if (o.texture.filterMode == FilterMode::Point) {
     int64_t i = floorIndex(x), j = floorIndex(y), k = floorIndex(z);
-    return dims == 3 ? sp->at3(i, j, k) : sp->at(i, j, slice, dims);
+    Texel v = dims == 3 ? sp->at3(i, j, k) : sp->at(i, j, slice, dims);
+    if (mip) {
+      mip->w[mip->n] = levelW;
+      mip->t[mip->n++] = v;
+    }
+    return v;
   }
-  Footprint fx = footprint(x), fy = footprint(y), fz = footprint(z);
-  float wx[2] = {1.0f - fx.a, fx.a}, wy[2] = {1.0f - fy.a, fy.a},
-        wz[2] = {1.0f - fz.a, fz.a};
-  Texel result;
-  unsigned nz = dims == 3 ? 2 : 1, ny = dims >= 2 ? 2 : 1;
-  for (unsigned c = 0; c < 4; ++c)
-    result.f[c] = 0.0f;
-  bool first = true;
-  for (unsigned dz = 0; dz < nz; ++dz)
-    for (unsigned dy = 0; dy < ny; ++dy)
-      for (unsigned dx = 0; dx < 2; ++dx) {
-        float wgt = wx[dx];
-        if (dims >= 2)
-          wgt = wgt * wy[dy];
-        if (dims == 3)
-          wgt = wgt * wz[dz];
-        Texel v = dims == 3 ? sp->at3(fx.i + dx, fy.i + dy, fz.i + dz)
-                            : sp->at(fx.i + dx, fy.i + dy, slice, dims);
-        for (unsigned c = 0; c < 4; ++c) {
-          if (first) {
-            volatile float p = wgt * v.f[c];
-            result.f[c] = p;
-          } else {
-            result.f[c] = weighted(result.f[c], wgt, v.f[c]);
-          }
-        }
-        first = false;
-      }
-  return result;
+  if (mip) {
+    addFootprint(*sp, x, y, z, dims, slice, levelW, dl, true, *mip);
+    return Texel();
+  }
+  Terms terms(o);
+  addFootprint(*sp, x, y, z, dims, slice, 256, 0, false, terms);
+  return terms.sum();
 }
 
 /// The level of detail of a fetch from the mipmapped texture `o`
@@ -597,10 +672,10 @@ float levelOfDetail(GpuThread *t, const TextureObject &o, unsigned mode,
 /// descriptor's clamps and to the levels there are (NaN as 0). With point
 /// mipmap filtering (and always for tld4 and integer coordinates) it
 /// samples level ceil(lod + 0.5) - 1, the nearest one, halves going down;
-/// with linear mipmap filtering the levels floor(lod) and floor(lod) + 1,
-/// each filtered as a texture of its own, blended as (1 - f) T0 + f T1
-/// with f = frac(lod) rounded to 1/256 like the bilinear weights (assumed:
-/// not verified on a GPU), each product and the sum rounded to f32.
+/// with linear mipmap filtering the footprints of levels floor(lod) and
+/// floor(lod) + 1 are one filter with the level as a dimension of weight
+/// f = frac(lod) truncated to 1/256 (`levelWeight`, `texelWeight`: both
+/// measured on an H100 for 2D textures).
 void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
            const uint32_t *in, uint32_t *out) {
   unsigned kind = (op >> WOOLY_TEX_KIND_SHIFT) & 7;
@@ -639,19 +714,15 @@ void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
     put(out, sampleLevel(op, levelOf(o, level), in, slice, floats), floats);
     return;
   }
-  uint32_t l0 = uint32_t(std::floor(lod));
-  float f = std::nearbyint((lod - float(l0)) * 256.0f) / 256.0f;
-  Texel a = sampleLevel(op, levelOf(o, l0), in, slice, floats);
-  if (f == 0.0f || l0 + 1 >= r.levels) {
-    put(out, a, floats);
+  uint32_t l0 = uint32_t(std::floor(lod)), f = levelWeight(lod);
+  if (f == 0 || l0 + 1 >= r.levels) {
+    put(out, sampleLevel(op, levelOf(o, l0), in, slice, floats), floats);
     return;
   }
-  Texel b = sampleLevel(op, levelOf(o, l0 + 1), in, slice, floats);
-  for (unsigned c = 0; c < 4; ++c) {
-    volatile float p = (1.0f - f) * a.f[c];
-    a.f[c] = weighted(p, f, b.f[c]);
-  }
-  put(out, a, true);
+  Terms terms(o);
+  sampleLevel(op, levelOf(o, l0), in, slice, floats, &terms, 256 - f, 0);
+  sampleLevel(op, levelOf(o, l0 + 1), in, slice, floats, &terms, f, 1);
+  put(out, terms.sum(), true);
 }
 
 /// A surface access: suld, sust.b, sust.p or sured.
