@@ -50,6 +50,13 @@ inline uint64_t widthOf(Type t) {
   return 0;
 }
 
+/// What the importer's loop analysis (Importer::findLoops) records of a
+/// register name: the name up to its first '.', so that a vector register
+/// and its components `v.x` (or `v.r`) share one.
+inline StringRef regKey(StringRef name) {
+  return name.take_until([](char c) { return c == '.'; });
+}
+
 /// A PTX register, parameter or vector register in scope.
 struct VarInfo {
   SSABuilder::Var id;
@@ -316,6 +323,24 @@ private:
   void startBlock(Block *block);
   /// Gives each label its block and each `bra` its target.
   LogicalResult resolveLabels(Function &f);
+  /// Finds the loops of `f` for the SSA builder (SSABuilder::setLoopEntry):
+  /// each label that backward branches target, where no branch from outside
+  /// the statements between it and its last backward branch enters them
+  /// elsewhere, with the registers those statements may write.
+  /// `labelIndex` gives each label block its statement's index, `branches`
+  /// each `bra` its statement's index and target.
+  void findLoops(Function &f,
+                 const llvm::DenseMap<Block *, size_t> &labelIndex,
+                 ArrayRef<std::pair<size_t, Block *>> branches);
+  /// Whether the statements of the loop headed by `header` may write `var`
+  /// (true when `header` heads no loop found by findLoops()).
+  bool loopMayWrite(Block *header, SSABuilder::Var var);
+  /// Adds an SSA variable of `type` for the register or parameter `name`
+  /// (empty for the importer's own variables, which every loop may write).
+  SSABuilder::Var newVar(Type type, StringRef name) {
+    varKeys.push_back(regKey(name));
+    return ssa->addVariable(type);
+  }
   /// Raises one statement of a body.
   LogicalResult emitStatement(Statement &s);
   /// Raises one instruction: finds its table row, checks its modifiers and
@@ -572,6 +597,12 @@ private:
     auto it = localSymbols.find(name);
     return it == localSymbols.end() ? name : it->second;
   }
+  /// The loops that findLoops() found, by header block: an index into
+  /// `loopWrites`, the regKey()s of the registers each loop may write.
+  llvm::DenseMap<Block *, unsigned> loopOf;
+  SmallVector<llvm::DenseSet<StringRef>> loopWrites;
+  /// The regKey() of each SSA variable's register (newVar()).
+  SmallVector<StringRef> varKeys;
   /// The number of predecessor edges of each block, known in advance.
   llvm::DenseMap<Block *, unsigned> expectedPreds;
   /// The variables of the results (0 for vector results) and, for vector

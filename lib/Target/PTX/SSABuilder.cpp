@@ -97,6 +97,13 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       break;
     }
     chain.push_back(block);
+    if (Block *entry = loopEntryFor(var, block);
+        entry && !llvm::is_contained(chain, entry)) {
+      // A loop header, and the loop does not write `var`: the value that
+      // enters the loop is its value in all of the loop.
+      block = entry;
+      continue;
+    }
     if (!sealed.contains(block)) {
       // Incomplete phi: its operands are added when the block is sealed.
       BlockArgument phi = block->addArgument(types[var], loc);
@@ -135,30 +142,87 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
 }
 
 Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
-  // Only definitions found without creating anything: each predecessor's
-  // own, or that of the end of a short chain of sealed single-predecessor
-  // blocks above it.
-  constexpr unsigned kMaxChain = 8;
-  Value same;
-  for (Block *pred : block->getPredecessors()) {
-    Block *b = pred;
+  // Only definitions found without creating anything: a depth-first walk
+  // up from `block` through chains of single-predecessor blocks and through
+  // sealed joins whose own predecessors all agree (the joins of chains of
+  // guarded instructions, e.g. a run of `@p st` each branched around, would
+  // otherwise get one phi per join for each register read below them, all
+  // trivial). It gives up, and the caller adds a phi, at a join whose
+  // predecessors disagree, at a cycle (a join reached again), at a block
+  // without predecessors, at an unsealed block (unless it is a loop header
+  // whose loop does not write `var`) and after kMaxSteps blocks.
+  constexpr unsigned kMaxSteps = 256;
+  struct Frame {
+    Block *join;
+    Block::pred_iterator next, end;
+    Value same;
+    /// The unsealed loop headers passed on the way from the parent's
+    /// predecessor up to `join`: they get its value too.
+    llvm::SmallVector<Block *, 1> headers;
+  };
+  llvm::SmallVector<Frame, 4> stack;
+  stack.push_back({block, block->pred_begin(), block->pred_end(), Value(), {}});
+  unsigned steps = 0;
+  while (true) {
+    Frame &top = stack.back();
     Value v;
-    for (unsigned steps = 0; steps < kMaxChain; ++steps) {
-      if (Value *def = findDef(var, b)) {
-        v = resolve(*def);
-        break;
+    if (top.next == top.end) {
+      // Every predecessor of this join has the same value: so has the join.
+      v = top.same;
+      if (stack.size() == 1)
+        return v;
+      // Exact (no cycle was met above it), so worth keeping.
+      writeVariable(var, top.join, v);
+      for (Block *header : top.headers)
+        writeVariable(var, header, v);
+      stack.pop_back();
+    } else {
+      Block *b = *top.next;
+      // Loop headers passed on the way get the value found, as
+      // readVariableRecursive() gives it to the blocks it passes: a read
+      // there once the header is sealed must find it, not add a phi (that
+      // the header's back edges would make non-trivial).
+      llvm::SmallVector<Block *, 1> headers;
+      while (true) {
+        if (++steps > kMaxSteps)
+          return {};
+        if (Value *def = findDef(var, b)) {
+          v = resolve(*def);
+          break;
+        }
+        Block *pred;
+        if (Block *entry = loopEntryFor(var, b)) {
+          pred = entry;
+          headers.push_back(b);
+        } else if (!sealed.contains(b)) {
+          return {};
+        } else if (b->hasOneUse()) {
+          pred = b->getSinglePredecessor();
+        } else if (b->hasNoPredecessors() ||
+                   llvm::any_of(stack,
+                                [&](const Frame &f) { return f.join == b; })) {
+          return {};
+        } else {
+          break; // A sealed join: its predecessors first.
+        }
+        if (!pred)
+          return {};
+        b = pred;
       }
-      if (!sealed.contains(b) || !b->hasOneUse())
-        return {};
-      b = b->getSinglePredecessor();
-      if (!b || b == block)
-        return {};
+      if (!v) {
+        stack.push_back(
+            {b, b->pred_begin(), b->pred_end(), Value(), std::move(headers)});
+        continue;
+      }
+      for (Block *header : headers)
+        writeVariable(var, header, v);
     }
-    if (!v || (same && v != same))
+    Frame &parent = stack.back();
+    if (parent.same && v != parent.same)
       return {};
-    same = v;
+    parent.same = v;
+    ++parent.next;
   }
-  return same;
 }
 
 Value SSABuilder::addPhiOperands(Var var, BlockArgument phi) {
@@ -274,4 +338,5 @@ void SSABuilder::finalize(Region &region) {
   incoming.clear();
   phiUsers.clear();
   sealed.clear();
+  loopEntries.clear();
 }
