@@ -123,13 +123,13 @@ LogicalResult Importer::resolveLabels(Function &f) {
 /// Adds the regKey()s of the registers that destination operand `op` names
 /// to `out`; the base register of an address too (`st.param [p], r`
 /// writes `p`).
-static void addDestinations(const Operand &op, llvm::DenseSet<StringRef> &out) {
+static void addDestinations(const Operand &op, ShortStringMap<char> &out) {
   switch (op.kind) {
   case OK::Reg:
   case OK::Symbol:
   case OK::Address:
     if (!op.name.empty())
-      out.insert(regKey(op.name));
+      out.insert(regKey(op.name), 0);
     break;
   case OK::Vector:
   case OK::List:
@@ -181,7 +181,7 @@ void Importer::findLoops(Function &f,
     // Every register a statement of the loop names as its destination
     // (operand 0: the only operand that instructions write). The carry flag
     // has no name: loopMayWrite() counts it as written.
-    llvm::DenseSet<StringRef> &writes = loopWrites.emplace_back();
+    ShortStringMap<char> &writes = loopWrites.emplace_back();
     for (size_t i = first; i <= last; ++i) {
       const Statement &s = f.body[i];
       if (s.kind == Statement::Kind::Instr && !s.instr.operands.empty())
@@ -195,7 +195,7 @@ bool Importer::loopMayWrite(Block *header, SSABuilder::Var var) {
   auto it = loopOf.find(header);
   if (it == loopOf.end() || var >= varKeys.size() || varKeys[var].empty())
     return true;
-  return loopWrites[it->second].contains(varKeys[var]);
+  return loopWrites[it->second].find(varKeys[var]) != nullptr;
 }
 
 LogicalResult Importer::emitStatement(Statement &s) {

@@ -329,8 +329,7 @@ private:
   /// elsewhere, with the registers those statements may write.
   /// `labelIndex` gives each label block its statement's index, `branches`
   /// each `bra` its statement's index and target.
-  void findLoops(Function &f,
-                 const llvm::DenseMap<Block *, size_t> &labelIndex,
+  void findLoops(Function &f, const llvm::DenseMap<Block *, size_t> &labelIndex,
                  ArrayRef<std::pair<size_t, Block *>> branches);
   /// Whether the statements of the loop headed by `header` may write `var`
   /// (true when `header` heads no loop found by findLoops()).
@@ -600,7 +599,7 @@ private:
   /// The loops that findLoops() found, by header block: an index into
   /// `loopWrites`, the regKey()s of the registers each loop may write.
   llvm::DenseMap<Block *, unsigned> loopOf;
-  SmallVector<llvm::DenseSet<StringRef>> loopWrites;
+  SmallVector<ShortStringMap<char>> loopWrites;
   /// The regKey() of each SSA variable's register (newVar()).
   SmallVector<StringRef> varKeys;
   /// The number of predecessor edges of each block, known in advance.

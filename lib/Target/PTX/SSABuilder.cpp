@@ -105,10 +105,7 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       continue;
     }
     if (!sealed.contains(block)) {
-      // Incomplete phi: its operands are added when the block is sealed.
-      BlockArgument phi = block->addArgument(types[var], loc);
-      incompletePhis[block].emplace_back(var, phi);
-      val = phi;
+      val = addIncompletePhi(var, block);
       break;
     }
     Block *pred = block->hasOneUse() ? block->getSinglePredecessor() : nullptr;
@@ -139,6 +136,14 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
   for (Block *b : chain)
     writeVariable(var, b, val);
   return val;
+}
+
+BlockArgument SSABuilder::addIncompletePhi(Var var, Block *block) {
+  // Its operands are added when the block is sealed.
+  BlockArgument phi =
+      block->addArgument(types[var], UnknownLoc::get(types[var].getContext()));
+  incompletePhis[block].emplace_back(var, phi);
+  return phi;
 }
 
 Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
@@ -195,7 +200,12 @@ Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
           pred = entry;
           headers.push_back(b);
         } else if (!sealed.contains(b)) {
-          return {};
+          // A loop header whose back edges do not exist yet: the phi that
+          // readVariableRecursive() would add there, added now (the phi
+          // of a join below it would only be found trivial afterwards).
+          v = addIncompletePhi(var, b);
+          writeVariable(var, b, v);
+          break;
         } else if (b->hasOneUse()) {
           pred = b->getSinglePredecessor();
         } else if (b->hasNoPredecessors() ||

@@ -73,10 +73,11 @@ public:
   /// Declares the unsealed `header` a loop header whose one edge from
   /// outside the loop comes from `entry` (that edge exists now; all the
   /// others, existing or not, are back edges from blocks that only `header`
-  /// reaches from outside). Until `header` is sealed, a read of a variable
-  /// that `loopMayWrite(header, var)` says the loop does not write takes
-  /// its value from `entry`, without a phi: that phi would only merge the
-  /// entry's value with itself. Needs the `loopMayWrite` callback.
+  /// reaches from outside). A read of a variable that `loopMayWrite(header,
+  /// var)` says the loop does not write then takes its value from `entry`,
+  /// before and after `header` is sealed, without a phi: that phi would
+  /// only merge the entry's value with itself. Needs the `loopMayWrite`
+  /// callback.
   void setLoopEntry(Block *header, Block *entry) {
     if (loopMayWrite)
       loopEntries[header] = entry;
@@ -95,9 +96,12 @@ private:
   using Incoming = llvm::SmallVector<std::pair<Edge, Value>, 2>;
 
   Value readVariableRecursive(Var var, Block *block);
+  /// Adds a phi of `var` to the unsealed `block`, completed by sealBlock().
+  BlockArgument addIncompletePhi(Var var, Block *block);
   /// The value `var` has at the end of every predecessor of the sealed
   /// `block`, where one value is found for all of them without adding a
-  /// phi; null otherwise.
+  /// phi other than the incomplete phis of unsealed loop headers; null
+  /// otherwise.
   Value sameFromEveryPredecessor(Var var, Block *block);
   /// Adds the operands of the phis created by reads, until none is left.
   void drainPendingPhis();
