@@ -486,6 +486,9 @@ LogicalResult Importer::declareVariables(Statement &s) {
                  .ranges.try_emplace(d.name, RegRange{d.rangeCount, *t})
                  .second)
           return error(d.loc, "redeclaration of '" + d.name + "<...>'");
+        // Bounded: a declared range may be far larger than what is used.
+        scopes.back().vars.reserveMore(
+            static_cast<size_t>(std::min<int64_t>(d.rangeCount, 4096)));
       } else if (d.rangeCount >= 0) {
         // Vector and .param ranges are expanded eagerly: keep them small.
         if (d.rangeCount > kMaxEagerRange)

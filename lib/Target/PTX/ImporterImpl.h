@@ -117,6 +117,8 @@ public:
     auto it = longKeys.find(s);
     return it == longKeys.end() ? nullptr : &it->second;
   }
+  /// Makes room for `n` more short keys without growing the table again.
+  void reserveMore(size_t n) { shortKeys.reserve(shortKeys.size() + n); }
   /// Adds `s` with `value`; returns the entry and whether it is new.
   std::pair<T *, bool> insert(llvm::StringRef s, T value) {
     if (s.size() <= 8) {
@@ -548,6 +550,11 @@ private:
         *slot = &storage.emplace_back(info);
       return {*slot, inserted};
     }
+
+    /// Makes room for `n` more entries (a `%r<N>` declaration's registers
+    /// get theirs on first use: one growth of the table, not one per
+    /// doubling).
+    void reserveMore(size_t n) { index.reserveMore(n); }
 
   private:
     ShortStringMap<VarInfo *> index;

@@ -12,6 +12,7 @@
 #include "mlir/IR/Region.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace mlir::wooly;
@@ -147,26 +148,40 @@ BlockArgument SSABuilder::addIncompletePhi(Var var, Block *block) {
 }
 
 Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
-  // Only definitions found without creating anything: a depth-first walk
-  // up from `block` through chains of single-predecessor blocks and through
-  // sealed joins whose own predecessors all agree (the joins of chains of
-  // guarded instructions, e.g. a run of `@p st` each branched around, would
+  // Only definitions found without adding a phi: a depth-first walk up from
+  // `block` through chains of single-predecessor blocks and through sealed
+  // joins whose own predecessors all agree (the joins of chains of guarded
+  // instructions, e.g. a run of `@p st` each branched around, would
   // otherwise get one phi per join for each register read below them, all
-  // trivial). It gives up, and the caller adds a phi, at a join whose
-  // predecessors disagree, at a cycle (a join reached again), at a block
-  // without predecessors, at an unsealed block (unless it is a loop header
-  // whose loop does not write `var`) and after kMaxSteps blocks.
+  // trivial). A loop header whose loop does not write `var` counts as a
+  // block whose only predecessor is the loop's entry (setLoopEntry()); any
+  // other unsealed block (a loop header) gets the incomplete phi that the
+  // caller would add there. The walk gives up, and the caller adds a phi,
+  // at a join whose predecessors disagree, at a cycle (a join reached
+  // again), at a block without predecessors and after kMaxSteps blocks.
   constexpr unsigned kMaxSteps = 256;
   struct Frame {
     Block *join;
     Block::pred_iterator next, end;
     Value same;
-    /// The unsealed loop headers passed on the way from the parent's
-    /// predecessor up to `join`: they get its value too.
-    llvm::SmallVector<Block *, 1> headers;
+    /// Where the loop headers passed on the way from the parent's
+    /// predecessor up to `join` start in `headers`: they get its value too.
+    unsigned firstHeader;
   };
-  llvm::SmallVector<Frame, 4> stack;
-  stack.push_back({block, block->pred_begin(), block->pred_end(), Value(), {}});
+  llvm::SmallVector<Frame, 8> stack;
+  llvm::SmallPtrSet<Block *, 8> onStack;
+  // Loop headers passed by the walk, waiting for their value: a read there
+  // once the header is sealed must find it, as readVariableRecursive()
+  // gives it to the blocks it passes, not add a phi (that the header's back
+  // edges would make non-trivial).
+  llvm::SmallVector<Block *, 4> headers;
+  auto resolveHeaders = [&](unsigned first, Value v) {
+    for (Block *header : llvm::drop_begin(headers, first))
+      writeVariable(var, header, v);
+    headers.truncate(first);
+  };
+  stack.push_back({block, block->pred_begin(), block->pred_end(), Value(), 0});
+  onStack.insert(block);
   unsigned steps = 0;
   while (true) {
     Frame &top = stack.back();
@@ -178,16 +193,12 @@ Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
         return v;
       // Exact (no cycle was met above it), so worth keeping.
       writeVariable(var, top.join, v);
-      for (Block *header : top.headers)
-        writeVariable(var, header, v);
+      resolveHeaders(top.firstHeader, v);
+      onStack.erase(top.join);
       stack.pop_back();
     } else {
       Block *b = *top.next;
-      // Loop headers passed on the way get the value found, as
-      // readVariableRecursive() gives it to the blocks it passes: a read
-      // there once the header is sealed must find it, not add a phi (that
-      // the header's back edges would make non-trivial).
-      llvm::SmallVector<Block *, 1> headers;
+      unsigned firstHeader = headers.size();
       while (true) {
         if (++steps > kMaxSteps)
           return {};
@@ -195,22 +206,19 @@ Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
           v = resolve(*def);
           break;
         }
+        bool isSealed = sealed.contains(b);
         Block *pred;
-        if (Block *entry = loopEntryFor(var, b)) {
+        if (isSealed && b->hasOneUse()) {
+          // Not a loop header: a sealed one has its back edges too.
+          pred = b->getSinglePredecessor();
+        } else if (Block *entry = loopEntryFor(var, b)) {
           pred = entry;
           headers.push_back(b);
-        } else if (!sealed.contains(b)) {
-          // A loop header whose back edges do not exist yet: the phi that
-          // readVariableRecursive() would add there, added now (the phi
-          // of a join below it would only be found trivial afterwards).
+        } else if (!isSealed) {
           v = addIncompletePhi(var, b);
           writeVariable(var, b, v);
           break;
-        } else if (b->hasOneUse()) {
-          pred = b->getSinglePredecessor();
-        } else if (b->hasNoPredecessors() ||
-                   llvm::any_of(stack,
-                                [&](const Frame &f) { return f.join == b; })) {
+        } else if (b->hasNoPredecessors() || onStack.contains(b)) {
           return {};
         } else {
           break; // A sealed join: its predecessors first.
@@ -221,11 +229,11 @@ Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
       }
       if (!v) {
         stack.push_back(
-            {b, b->pred_begin(), b->pred_end(), Value(), std::move(headers)});
+            {b, b->pred_begin(), b->pred_end(), Value(), firstHeader});
+        onStack.insert(b);
         continue;
       }
-      for (Block *header : headers)
-        writeVariable(var, header, v);
+      resolveHeaders(firstHeader, v);
     }
     Frame &parent = stack.back();
     if (parent.same && v != parent.same)
