@@ -307,7 +307,7 @@ LogicalResult Importer::emitCarry(Instruction &inst, Opcode op) {
   if (failed(expectOperands(inst, isMad ? 4 : 3)))
     return failure();
   if (!carryVar)
-    carryVar = ssa->addVariable(b.getI1Type());
+    carryVar = newVar(b.getI1Type(), StringRef());
   Type ty = t->type;
   Value a = read(inst.operands[1], ty), c = read(inst.operands[2], ty);
   if (!a || !c)

@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -56,8 +57,13 @@ LogicalResult Importer::resolveLabels(Function &f) {
   llvm::DenseMap<std::pair<unsigned, StringRef>, Block *> byScope;
   SmallVector<unsigned> parentOf{0}, open{0};
   SmallVector<std::pair<Instruction *, unsigned>> branches;
+  // Statement indices for findLoops().
+  llvm::DenseMap<Block *, size_t> labelIndex;
+  SmallVector<size_t> branchIndex;
   bool fallsThrough = true;
+  size_t index = 0;
   for (auto &s : f.body) {
+    size_t i = index++;
     switch (s.kind) {
     case Statement::Kind::ScopeBegin:
       parentOf.push_back(open.back());
@@ -74,6 +80,7 @@ LogicalResult Importer::resolveLabels(Function &f) {
       blk = new Block();
       labelBlocks.push_back(blk);
       blockOf[&s] = blk;
+      labelIndex[blk] = i;
       if (fallsThrough)
         ++expectedPreds[blk];
       fallsThrough = true;
@@ -81,14 +88,18 @@ LogicalResult Importer::resolveLabels(Function &f) {
     }
     case Statement::Kind::Instr:
       fallsThrough = !(isTerminator(s.instr) && s.instr.guard.empty());
-      if (isBranch(s.instr))
+      if (isBranch(s.instr)) {
         branches.emplace_back(&s.instr, open.back());
+        branchIndex.push_back(i);
+      }
       break;
     default:
       break;
     }
   }
-  for (auto [inst, scope] : branches) {
+  SmallVector<std::pair<size_t, Block *>> targets;
+  for (auto [k, branch] : llvm::enumerate(branches)) {
+    auto [inst, scope] = branch;
     auto &ops = inst->operands;
     if (ops.size() != 1 || ops[0].kind != OK::Symbol)
       return error(inst->loc, "'bra' expects one label operand");
@@ -103,8 +114,88 @@ LogicalResult Importer::resolveLabels(Function &f) {
                    "branch to undefined label '" + ops[0].name + "'");
     blockOf[inst] = target;
     ++expectedPreds[target];
+    targets.emplace_back(branchIndex[k], target);
   }
+  findLoops(f, labelIndex, targets);
   return success();
+}
+
+/// Adds the regKey()s of the registers that destination operand `op` names
+/// to `out`; the base register of an address too (`st.param [p], r`
+/// writes `p`).
+static void addDestinations(const Operand &op, ShortStringMap<char> &out) {
+  switch (op.kind) {
+  case OK::Reg:
+  case OK::Symbol:
+  case OK::Address:
+    if (!op.name.empty())
+      out.insert(regKey(op.name), 0);
+    break;
+  case OK::Vector:
+  case OK::List:
+  case OK::Pair:
+    for (const Operand &e : op.elems)
+      addDestinations(e, out);
+    break;
+  default:
+    break;
+  }
+}
+
+void Importer::findLoops(Function &f,
+                         const llvm::DenseMap<Block *, size_t> &labelIndex,
+                         ArrayRef<std::pair<size_t, Block *>> branches) {
+  // Each loop header and its last backward branch, in statement order.
+  llvm::MapVector<Block *, size_t> lastBackEdge;
+  for (auto [i, target] : branches) {
+    size_t t = labelIndex.lookup(target);
+    if (i > t) {
+      size_t &last = lastBackEdge[target];
+      last = std::max(last, i);
+    }
+  }
+  // Bounds the work on pathological bodies (many loops, deep nests): the
+  // loops not analysed keep the builder's general path.
+  size_t budget = 64 * (f.body.size() + branches.size()) + 4096;
+  for (auto &loop : lastBackEdge) {
+    Block *header = loop.first;
+    size_t last = loop.second;
+    size_t first = labelIndex.lookup(header);
+    if (branches.size() > budget)
+      break;
+    budget -= branches.size();
+    // Control enters the statements first..last only at the header label
+    // (the statement before it falls through, and forward branches target
+    // the header): no branch from outside targets a label inside.
+    bool entersInside = llvm::any_of(branches, [&](auto branch) {
+      size_t target = labelIndex.lookup(branch.second);
+      return target > first && target <= last &&
+             (branch.first < first || branch.first > last);
+    });
+    if (entersInside)
+      continue;
+    size_t length = last - first + 1;
+    if (length > budget)
+      break;
+    budget -= length;
+    // Every register a statement of the loop names as its destination
+    // (operand 0: the only operand that instructions write). The carry flag
+    // has no name: loopMayWrite() counts it as written.
+    ShortStringMap<char> &writes = loopWrites.emplace_back();
+    for (size_t i = first; i <= last; ++i) {
+      const Statement &s = f.body[i];
+      if (s.kind == Statement::Kind::Instr && !s.instr.operands.empty())
+        addDestinations(s.instr.operands[0], writes);
+    }
+    loopOf[header] = loopWrites.size() - 1;
+  }
+}
+
+bool Importer::loopMayWrite(Block *header, SSABuilder::Var var) {
+  auto it = loopOf.find(header);
+  if (it == loopOf.end() || var >= varKeys.size() || varKeys[var].empty())
+    return true;
+  return loopWrites[it->second].find(varKeys[var]) != nullptr;
 }
 
 LogicalResult Importer::emitStatement(Statement &s) {
@@ -130,6 +221,11 @@ LogicalResult Importer::emitStatement(Statement &s) {
       branchTo(blk);
     }
     startBlock(blk);
+    // A loop header entered from one block so far: the SSA builder reads
+    // the registers its loop does not write from that block.
+    if (!loopOf.empty() && blk->hasOneUse() && !ssa->isSealed(blk) &&
+        loopOf.contains(blk))
+      ssa->setLoopEntry(blk, blk->getSinglePredecessor());
     return success();
   }
   case K::Decl:

@@ -325,8 +325,14 @@ OwningOpRef<ModuleOp> Importer::run() {
 LogicalResult Importer::importBody(Function &f) {
   func = funcs[f.name];
   auto makeUndef = [&](Type t) { return undefValue(t); };
-  SSABuilder builder(makeUndef);
+  auto mayWrite = [&](Block *header, SSABuilder::Var var) {
+    return loopMayWrite(header, var);
+  };
+  SSABuilder builder(makeUndef, mayWrite);
   ssa = &builder;
+  varKeys.clear();
+  loopOf.clear();
+  loopWrites.clear();
   scopes.clear();
   scopes.emplace_back();
   blockOf.clear();
@@ -356,7 +362,7 @@ LogicalResult Importer::importBody(Function &f) {
     if (!scopes.back().vars.try_emplace(p.name, whole).second)
       return error(p.loc, "redeclaration of parameter '" + p.name + "'");
     for (int64_t k = 0; k < p.vecWidth; ++k) {
-      auto id = ssa->addVariable(pt->type);
+      auto id = newVar(pt->type, p.name);
       scopes.back().vars.try_emplace(vectorComponent(p.name, k),
                                      VarInfo{id, pt->type, false});
       ids.push_back(id);
@@ -378,7 +384,7 @@ LogicalResult Importer::importBody(Function &f) {
         ssa->writeVariable(id, entry, coerce(split.getResult(k), et));
       continue;
     }
-    auto id = ssa->addVariable(t);
+    auto id = newVar(t, p.name);
     VarInfo info{id, t, p.space == "param"};
     info.argIndex = static_cast<int>(i);
     if (!scopes.back().vars.try_emplace(p.name, info).second)
@@ -395,7 +401,7 @@ LogicalResult Importer::importBody(Function &f) {
       retVars.push_back(0);
       continue;
     }
-    auto id = ssa->addVariable(t);
+    auto id = newVar(t, p.name);
     if (!scopes.back()
              .vars.try_emplace(p.name, VarInfo{id, t, p.space == "param"})
              .second)
@@ -456,7 +462,7 @@ LogicalResult Importer::declareVariables(Statement &s) {
       if (!t)
         return error(d.loc, "unsupported parameter type '." + d.type + "'");
       auto declare = [&](StringRef name) -> LogicalResult {
-        auto id = ssa->addVariable(*t);
+        auto id = newVar(*t, name);
         if (scopes.back().rangeOf(name) ||
             !scopes.back()
                  .vars.try_emplace(name, VarInfo{id, *t, d.space == "param"})
@@ -480,6 +486,9 @@ LogicalResult Importer::declareVariables(Statement &s) {
                  .ranges.try_emplace(d.name, RegRange{d.rangeCount, *t})
                  .second)
           return error(d.loc, "redeclaration of '" + d.name + "<...>'");
+        // Bounded: a declared range may be far larger than what is used.
+        scopes.back().vars.reserveMore(
+            static_cast<size_t>(std::min<int64_t>(d.rangeCount, 4096)));
       } else if (d.rangeCount >= 0) {
         // Vector and .param ranges are expanded eagerly: keep them small.
         if (d.rangeCount > kMaxEagerRange)

@@ -230,7 +230,7 @@ VarInfo *Importer::lookup(StringRef name) {
       return v;
     if (const RegRange *r = it->rangeOf(name)) {
       // First use of a register of a `%r<N>` range.
-      VarInfo info{ssa->addVariable(r->type), r->type, false};
+      VarInfo info{newVar(r->type, name), r->type, false};
       return it->vars.try_emplace(name, info).first;
     }
   }

@@ -50,6 +50,13 @@ inline uint64_t widthOf(Type t) {
   return 0;
 }
 
+/// What the importer's loop analysis (Importer::findLoops) records of a
+/// register name: the name up to its first '.', so that a vector register
+/// and its components `v.x` (or `v.r`) share one.
+inline StringRef regKey(StringRef name) {
+  return name.take_until([](char c) { return c == '.'; });
+}
+
 /// A PTX register, parameter or vector register in scope.
 struct VarInfo {
   SSABuilder::Var id;
@@ -110,6 +117,8 @@ public:
     auto it = longKeys.find(s);
     return it == longKeys.end() ? nullptr : &it->second;
   }
+  /// Makes room for `n` more short keys without growing the table again.
+  void reserveMore(size_t n) { shortKeys.reserve(shortKeys.size() + n); }
   /// Adds `s` with `value`; returns the entry and whether it is new.
   std::pair<T *, bool> insert(llvm::StringRef s, T value) {
     if (s.size() <= 8) {
@@ -316,6 +325,23 @@ private:
   void startBlock(Block *block);
   /// Gives each label its block and each `bra` its target.
   LogicalResult resolveLabels(Function &f);
+  /// Finds the loops of `f` for the SSA builder (SSABuilder::setLoopEntry):
+  /// each label that backward branches target, where no branch from outside
+  /// the statements between it and its last backward branch enters them
+  /// elsewhere, with the registers those statements may write.
+  /// `labelIndex` gives each label block its statement's index, `branches`
+  /// each `bra` its statement's index and target.
+  void findLoops(Function &f, const llvm::DenseMap<Block *, size_t> &labelIndex,
+                 ArrayRef<std::pair<size_t, Block *>> branches);
+  /// Whether the statements of the loop headed by `header` may write `var`
+  /// (true when `header` heads no loop found by findLoops()).
+  bool loopMayWrite(Block *header, SSABuilder::Var var);
+  /// Adds an SSA variable of `type` for the register or parameter `name`
+  /// (empty for the importer's own variables, which every loop may write).
+  SSABuilder::Var newVar(Type type, StringRef name) {
+    varKeys.push_back(regKey(name));
+    return ssa->addVariable(type);
+  }
   /// Raises one statement of a body.
   LogicalResult emitStatement(Statement &s);
   /// Raises one instruction: finds its table row, checks its modifiers and
@@ -525,6 +551,11 @@ private:
       return {*slot, inserted};
     }
 
+    /// Makes room for `n` more entries (a `%r<N>` declaration's registers
+    /// get theirs on first use: one growth of the table, not one per
+    /// doubling).
+    void reserveMore(size_t n) { index.reserveMore(n); }
+
   private:
     ShortStringMap<VarInfo *> index;
     /// A deque: entries stay put, and come in chunks, not one allocation
@@ -572,6 +603,12 @@ private:
     auto it = localSymbols.find(name);
     return it == localSymbols.end() ? name : it->second;
   }
+  /// The loops that findLoops() found, by header block: an index into
+  /// `loopWrites`, the regKey()s of the registers each loop may write.
+  llvm::DenseMap<Block *, unsigned> loopOf;
+  SmallVector<ShortStringMap<char>> loopWrites;
+  /// The regKey() of each SSA variable's register (newVar()).
+  SmallVector<StringRef> varKeys;
   /// The number of predecessor edges of each block, known in advance.
   llvm::DenseMap<Block *, unsigned> expectedPreds;
   /// The variables of the results (0 for vector results) and, for vector

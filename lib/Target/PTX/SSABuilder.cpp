@@ -12,6 +12,7 @@
 #include "mlir/IR/Region.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace mlir::wooly;
@@ -97,11 +98,15 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
       break;
     }
     chain.push_back(block);
+    if (Block *entry = loopEntryFor(var, block);
+        entry && !llvm::is_contained(chain, entry)) {
+      // A loop header, and the loop does not write `var`: the value that
+      // enters the loop is its value in all of the loop.
+      block = entry;
+      continue;
+    }
     if (!sealed.contains(block)) {
-      // Incomplete phi: its operands are added when the block is sealed.
-      BlockArgument phi = block->addArgument(types[var], loc);
-      incompletePhis[block].emplace_back(var, phi);
-      val = phi;
+      val = addIncompletePhi(var, block);
       break;
     }
     Block *pred = block->hasOneUse() ? block->getSinglePredecessor() : nullptr;
@@ -134,31 +139,108 @@ Value SSABuilder::readVariableRecursive(Var var, Block *block) {
   return val;
 }
 
+BlockArgument SSABuilder::addIncompletePhi(Var var, Block *block) {
+  // Its operands are added when the block is sealed.
+  BlockArgument phi =
+      block->addArgument(types[var], UnknownLoc::get(types[var].getContext()));
+  incompletePhis[block].emplace_back(var, phi);
+  return phi;
+}
+
 Value SSABuilder::sameFromEveryPredecessor(Var var, Block *block) {
-  // Only definitions found without creating anything: each predecessor's
-  // own, or that of the end of a short chain of sealed single-predecessor
-  // blocks above it.
-  constexpr unsigned kMaxChain = 8;
-  Value same;
-  for (Block *pred : block->getPredecessors()) {
-    Block *b = pred;
+  // Only definitions found without adding a phi: a depth-first walk up from
+  // `block` through chains of single-predecessor blocks and through sealed
+  // joins whose own predecessors all agree (the joins of chains of guarded
+  // instructions, e.g. a run of `@p st` each branched around, would
+  // otherwise get one phi per join for each register read below them, all
+  // trivial). A loop header whose loop does not write `var` counts as a
+  // block whose only predecessor is the loop's entry (setLoopEntry()); any
+  // other unsealed block (a loop header) gets the incomplete phi that the
+  // caller would add there. The walk gives up, and the caller adds a phi,
+  // at a join whose predecessors disagree, at a cycle (a join reached
+  // again), at a block without predecessors and after kMaxSteps blocks.
+  constexpr unsigned kMaxSteps = 256;
+  struct Frame {
+    Block *join;
+    Block::pred_iterator next, end;
+    Value same;
+    /// Where the loop headers passed on the way from the parent's
+    /// predecessor up to `join` start in `headers`: they get its value too.
+    unsigned firstHeader;
+  };
+  llvm::SmallVector<Frame, 8> stack;
+  llvm::SmallPtrSet<Block *, 8> onStack;
+  // Loop headers passed by the walk, waiting for their value: a read there
+  // once the header is sealed must find it, as readVariableRecursive()
+  // gives it to the blocks it passes, not add a phi (that the header's back
+  // edges would make non-trivial).
+  llvm::SmallVector<Block *, 4> headers;
+  auto resolveHeaders = [&](unsigned first, Value v) {
+    for (Block *header : llvm::drop_begin(headers, first))
+      writeVariable(var, header, v);
+    headers.truncate(first);
+  };
+  stack.push_back({block, block->pred_begin(), block->pred_end(), Value(), 0});
+  onStack.insert(block);
+  unsigned steps = 0;
+  while (true) {
+    Frame &top = stack.back();
     Value v;
-    for (unsigned steps = 0; steps < kMaxChain; ++steps) {
-      if (Value *def = findDef(var, b)) {
-        v = resolve(*def);
-        break;
+    if (top.next == top.end) {
+      // Every predecessor of this join has the same value: so has the join.
+      v = top.same;
+      if (stack.size() == 1)
+        return v;
+      // Exact (no cycle was met above it), so worth keeping.
+      writeVariable(var, top.join, v);
+      resolveHeaders(top.firstHeader, v);
+      onStack.erase(top.join);
+      stack.pop_back();
+    } else {
+      Block *b = *top.next;
+      unsigned firstHeader = headers.size();
+      while (true) {
+        if (++steps > kMaxSteps)
+          return {};
+        if (Value *def = findDef(var, b)) {
+          v = resolve(*def);
+          break;
+        }
+        bool isSealed = sealed.contains(b);
+        Block *pred;
+        if (isSealed && b->hasOneUse()) {
+          // Not a loop header: a sealed one has its back edges too.
+          pred = b->getSinglePredecessor();
+        } else if (Block *entry = loopEntryFor(var, b)) {
+          pred = entry;
+          headers.push_back(b);
+        } else if (!isSealed) {
+          v = addIncompletePhi(var, b);
+          writeVariable(var, b, v);
+          break;
+        } else if (b->hasNoPredecessors() || onStack.contains(b)) {
+          return {};
+        } else {
+          break; // A sealed join: its predecessors first.
+        }
+        if (!pred)
+          return {};
+        b = pred;
       }
-      if (!sealed.contains(b) || !b->hasOneUse())
-        return {};
-      b = b->getSinglePredecessor();
-      if (!b || b == block)
-        return {};
+      if (!v) {
+        stack.push_back(
+            {b, b->pred_begin(), b->pred_end(), Value(), firstHeader});
+        onStack.insert(b);
+        continue;
+      }
+      resolveHeaders(firstHeader, v);
     }
-    if (!v || (same && v != same))
+    Frame &parent = stack.back();
+    if (parent.same && v != parent.same)
       return {};
-    same = v;
+    parent.same = v;
+    ++parent.next;
   }
-  return same;
 }
 
 Value SSABuilder::addPhiOperands(Var var, BlockArgument phi) {
@@ -274,4 +356,5 @@ void SSABuilder::finalize(Region &region) {
   incoming.clear();
   phiUsers.clear();
   sealed.clear();
+  loopEntries.clear();
 }

@@ -364,6 +364,89 @@ TEST_F(SSABuilderTest, UnmodifiedVariableInLoopLeavesNoArgument) {
   EXPECT_TRUE(verifies());
 }
 
+// A loop header declared with setLoopEntry(): reads of a variable the loop
+// does not write (x) take the entry's value and add no block argument, before
+// and after the header is sealed; a variable the loop writes (y) gets its phi
+// as before. The join inside the loop needs no phi for x either.
+TEST_F(SSABuilderTest, LoopEntryReadsSkipHeaderPhi) {
+  unsigned mayWriteCalls = 0;
+  SSABuilder::Var x = 0, y = 0;
+  auto mayWrite = [&](Block *, unsigned var) {
+    ++mayWriteCalls;
+    return var != x;
+  };
+  SSABuilder loopSsa(undefFn, mayWrite);
+  x = loopSsa.addVariable(i32);
+  y = loopSsa.addVariable(i32);
+  loopSsa.sealBlock(entry);
+  Value c0 = constant(entry, 0), c1 = constant(entry, 1);
+  loopSsa.writeVariable(x, entry, c0);
+  loopSsa.writeVariable(y, entry, c1);
+  // header -> (thenB | join), thenB -> join, join -> (header | exit).
+  Block *header = newBlock(), *thenB = newBlock(), *join = newBlock(),
+        *exit = newBlock();
+  cf::BranchOp entryBr = br(entry, header);
+  loopSsa.setLoopEntry(header, entry);
+  condBr(header, thenB, join);
+  loopSsa.sealBlock(thenB);
+  br(thenB, join);
+  loopSsa.sealBlock(join);
+
+  EXPECT_EQ(loopSsa.readVariable(x, join), c0);
+  EXPECT_EQ(header->getNumArguments(), 0u);
+  EXPECT_EQ(join->getNumArguments(), 0u);
+  EXPECT_GT(mayWriteCalls, 0u);
+  Value yIn = loopSsa.readVariable(y, join);
+  ASSERT_EQ(header->getNumArguments(), 1u);
+  EXPECT_EQ(yIn, header->getArgument(0));
+  EXPECT_EQ(join->getNumArguments(), 0u);
+  Value sum = add(join, yIn, c1);
+  loopSsa.writeVariable(y, join, sum);
+  condBr(join, header, exit);
+  loopSsa.sealBlock(header);
+  loopSsa.sealBlock(exit);
+
+  EXPECT_EQ(loopSsa.readVariable(x, exit), c0);
+  EXPECT_EQ(loopSsa.readVariable(x, header), c0);
+  EXPECT_EQ(loopSsa.readVariable(y, exit), sum);
+  ret(exit);
+  loopSsa.finalize(func.getBody());
+
+  ASSERT_EQ(header->getNumArguments(), 1u);
+  EXPECT_EQ(operandsOf(entryBr), SmallVector<Value>{c1});
+  EXPECT_EQ(undefCalls, 0u);
+  EXPECT_TRUE(verifies());
+}
+
+// A run of guarded instructions, each branched around (cond_br to a block
+// and the join after it), none writing x: a read of x below them finds the
+// value written before, without adding a block argument to any join (not
+// even one removed later as trivial).
+TEST_F(SSABuilderTest, ChainOfJoinsNeedsNoPhi) {
+  SSABuilder::Var x = ssa.addVariable(i32);
+  ssa.sealBlock(entry);
+  Value c7 = constant(entry, 7);
+  ssa.writeVariable(x, entry, c7);
+  Block *prev = entry;
+  SmallVector<Block *> joins;
+  for (int i = 0; i < 40; ++i) {
+    Block *thenB = newBlock(), *join = newBlock();
+    condBr(prev, thenB, join);
+    ssa.sealBlock(thenB);
+    br(thenB, join);
+    ssa.sealBlock(join);
+    joins.push_back(join);
+    prev = join;
+  }
+  EXPECT_EQ(ssa.readVariable(x, prev), c7);
+  for (Block *join : joins)
+    EXPECT_EQ(join->getNumArguments(), 0u);
+  ret(prev);
+  ssa.finalize(func.getBody());
+  EXPECT_EQ(undefCalls, 0u);
+  EXPECT_TRUE(verifies());
+}
+
 // A variable read before any write gets the undef value, in the entry block
 // and through single-predecessor blocks.
 TEST_F(SSABuilderTest, ReadBeforeWriteIsUndef) {

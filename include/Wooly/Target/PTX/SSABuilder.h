@@ -32,6 +32,12 @@ namespace mlir::wooly {
 /// removing phis never rewrites terminators; `finalize` seals the remaining
 /// blocks, erases the block arguments that turned out to be trivial, and
 /// gives every edge its successor operands in one step.
+///
+/// Loop headers: a block is sealed only when its last back edge exists, so a
+/// read in a loop body reaches the unsealed header and gets a phi there,
+/// which sealing finds trivial unless the loop writes the variable. With
+/// `setLoopEntry` and a `loopMayWrite` callback, reads of the variables a
+/// loop does not write go through its header to the block that enters it.
 class SSABuilder {
 public:
   /// Variable id.
@@ -40,7 +46,14 @@ public:
   /// `undef` creates the value of a variable read before any write (called
   /// with the variable's type; it must dominate every block, e.g. a constant
   /// in the entry block). It must outlive the builder.
-  explicit SSABuilder(llvm::function_ref<Value(Type)> undef) : undef(undef) {}
+  ///
+  /// `loopMayWrite(header, var)` (optional) answers, for a header declared
+  /// with `setLoopEntry`, whether some path from `header` back to it may
+  /// write `var`; it must answer true when unsure.
+  explicit SSABuilder(
+      llvm::function_ref<Value(Type)> undef,
+      llvm::function_ref<bool(Block *, unsigned)> loopMayWrite = {})
+      : undef(undef), loopMayWrite(loopMayWrite) {}
 
   /// Adds a variable of `type` and returns its id.
   Var addVariable(Type type) {
@@ -57,6 +70,18 @@ public:
   Value readVariable(Var var, Block *block);
   /// Declares that all predecessor edges of `block` now exist.
   void sealBlock(Block *block);
+  /// Declares the unsealed `header` a loop header whose one edge from
+  /// outside the loop comes from `entry` (that edge exists now; all the
+  /// others, existing or not, are back edges from blocks that only `header`
+  /// reaches from outside). A read of a variable that `loopMayWrite(header,
+  /// var)` says the loop does not write then takes its value from `entry`,
+  /// before and after `header` is sealed, without a phi: that phi would
+  /// only merge the entry's value with itself. Needs the `loopMayWrite`
+  /// callback.
+  void setLoopEntry(Block *header, Block *entry) {
+    if (loopMayWrite)
+      loopEntries[header] = entry;
+  }
   /// Returns true if `block` was sealed.
   bool isSealed(Block *block) const { return sealed.contains(block); }
   /// Seals all blocks of the region that are not sealed yet, removes the
@@ -71,9 +96,12 @@ private:
   using Incoming = llvm::SmallVector<std::pair<Edge, Value>, 2>;
 
   Value readVariableRecursive(Var var, Block *block);
+  /// Adds a phi of `var` to the unsealed `block`, completed by sealBlock().
+  BlockArgument addIncompletePhi(Var var, Block *block);
   /// The value `var` has at the end of every predecessor of the sealed
   /// `block`, where one value is found for all of them without adding a
-  /// phi; null otherwise.
+  /// phi other than the incomplete phis of unsealed loop headers; null
+  /// otherwise.
   Value sameFromEveryPredecessor(Var var, Block *block);
   /// Adds the operands of the phis created by reads, until none is left.
   void drainPendingPhis();
@@ -84,8 +112,21 @@ private:
   /// The value `var` holds at the end of `block` so far, or null when it
   /// has none there yet. Valid until the next write.
   Value *findDef(Var var, Block *block);
+  /// For an unsealed loop header declared by setLoopEntry() whose loop does
+  /// not write `var`: the block that enters the loop; null otherwise.
+  Block *loopEntryFor(Var var, Block *block) {
+    if (loopEntries.empty())
+      return nullptr;
+    auto it = loopEntries.find(block);
+    if (it == loopEntries.end() || loopMayWrite(block, var))
+      return nullptr;
+    return it->second;
+  }
 
   llvm::function_ref<Value(Type)> undef;
+  llvm::function_ref<bool(Block *, unsigned)> loopMayWrite;
+  /// The unsealed loop headers declared by setLoopEntry() and their entries.
+  llvm::DenseMap<Block *, Block *> loopEntries;
   llvm::SmallVector<Type> types;
   /// The last write of each variable: its block and value. Most reads are
   /// of the block written last, and most variables are written in one
