@@ -73,6 +73,11 @@ constexpr int64_t kMaxStep = int64_t(1) << 30;
 /// a range, this many ranges ahead.
 constexpr int64_t kPrefetchSpan = 512, kPrefetchAhead = 2;
 
+/// A loop of at most this many iterations, known at compile time, is short
+/// (a warp function's loop over the lanes): its widened sites' addresses
+/// are made visible to the vectoriser, and the next ranges prefetched.
+constexpr uint64_t kShortTrips = 64;
+
 /// `i` if it is a slow-path call of a bounds check with a cache entry.
 CallInst *checkCall(Instruction &i) {
   auto *call = dyn_cast<CallInst>(&i);
@@ -282,13 +287,14 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
   // stretches of other work, too little for the hardware to prefetch: the
   // lines of the next warps' range (the same progression further on) are
   // prefetched before it.
-  if (auto *n = dyn_cast<SCEVConstant>(count)) {
+  auto *trips = dyn_cast<SCEVConstant>(count);
+  bool shortLoop = trips && trips->getAPInt().getZExtValue() <= kShortTrips;
+  if (shortLoop) {
     for (auto [s, first] : llvm::zip(sites, firsts)) {
       auto *k = dyn_cast_or_null<SCEVConstant>(s.step);
-      if (!k || k->getAPInt().getSExtValue() <= 0 ||
-          n->getAPInt().getZExtValue() > 64)
+      if (!k || k->getAPInt().getSExtValue() <= 0)
         continue;
-      int64_t span = int64_t(n->getAPInt().getZExtValue() + 1) *
+      int64_t span = int64_t(trips->getAPInt().getZExtValue() + 1) *
                      k->getAPInt().getSExtValue();
       if (span > kPrefetchSpan)
         continue;
@@ -302,12 +308,14 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
              pb.getInt32(0), pb.getInt32(3), pb.getInt32(1)});
     }
   }
-  // The widened sites' pointers, `inttoptr addr` in the lowering, become
-  // `first` as a pointer (made before the loop) plus `addr - first`: an
-  // address LLVM can follow from iteration to iteration (an inttoptr is
-  // opaque to the vectoriser's dependence analysis).
+  // In such a loop, the widened sites' pointers, `inttoptr addr` in the
+  // lowering, become `first` as a pointer (made before the loop) plus
+  // `addr - first`: an address LLVM can follow from iteration to iteration
+  // (an inttoptr is opaque to the vectoriser's dependence analysis). Not in
+  // the long loops (a block's rows): vectorised with masked loads and
+  // stores, vec_add took twice the time (wooly-cpu-bench).
   for (auto [s, first] : llvm::zip(sites, firsts)) {
-    if (!s.step)
+    if (!s.step || !shortLoop)
       continue;
     Value *addr = s.call->getArgOperand(2);
     Value *base = nullptr;

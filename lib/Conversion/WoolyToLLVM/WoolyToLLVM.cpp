@@ -1776,11 +1776,12 @@ bool laneIdsFromLane(LLVM::LLVMFuncOp fn, bool rows) {
     bool laneid = offset == int64_t(offsetof(WoolyThreadCtx, laneid));
     if (!tid && !laneid)
       continue;
+    bool isGep = isa<LLVM::GEPOp>(gep);
     SmallVector<Operation *> users;
-    if (isa<LLVM::LoadOp>(gep))
-      users.push_back(gep);
-    else
+    if (isGep)
       users = llvm::to_vector(gep->getUsers());
+    else
+      users.push_back(gep);
     for (Operation *user : users) {
       auto load = dyn_cast<LLVM::LoadOp>(user);
       if (!load || load.getType() != i32)
@@ -1812,7 +1813,7 @@ bool laneIdsFromLane(LLVM::LLVMFuncOp fn, bool rows) {
       load.getResult().replaceAllUsesWith(v);
       load.erase();
     }
-    if (isa<LLVM::GEPOp>(gep) && gep->use_empty())
+    if (isGep && gep->use_empty())
       gep->erase();
   }
   return readsTid;
