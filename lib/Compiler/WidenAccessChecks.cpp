@@ -22,11 +22,17 @@
 //     launch - so the accesses the loop makes would all have passed.
 //
 // The loop is versioned: the copy that runs when every widened site passes
-// has those sites' slow paths replaced by `unreachable` (which LLVM then
-// deletes, with the branches into them); otherwise the original loop runs,
-// check by check. An out-of-bounds access is thus caught exactly as before:
-// it makes the wide check fail, and the per-access checks find it, in the
-// same thread, with the same error.
+// has those sites' checks made to pass (their branches go straight on, the
+// slow paths are `unreachable`), and their `inttoptr` pointers rewritten as
+// the first address plus an offset, so that the vectoriser can follow
+// them; otherwise the original loop runs, check by check. An out-of-bounds
+// access is thus caught exactly as before: it makes the wide check fail,
+// and the per-access checks find it, in the same thread, with the same
+// error. Loops may have other exits (the slow paths of shared-memory
+// checks, which do not return): both copies leave to them. A short loop of
+// a constant trip count - a warp function's loop over a warp's 32 lanes
+// (WoolyToLLVM.cpp) - also prefetches the next warps' part of each
+// progression, which the hardware does not see coming.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +53,7 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/LoopSimplify.h"
 #include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ScalarEvolutionExpander.h"
 
@@ -61,6 +68,15 @@ constexpr const char *kDone = "wooly.check.considered";
 /// The step of a widened address may not exceed this in magnitude, and the
 /// loop may not run more than 2^32 iterations (see the file comment).
 constexpr int64_t kMaxStep = int64_t(1) << 30;
+
+/// Prefetches of a short loop's widened sites: at most this many bytes of
+/// a range, this many ranges ahead.
+constexpr int64_t kPrefetchSpan = 512, kPrefetchAhead = 2;
+
+/// A loop of at most this many iterations, known at compile time, is short
+/// (a warp function's loop over the lanes): its widened sites' addresses
+/// are made visible to the vectoriser, and the next ranges prefetched.
+constexpr uint64_t kShortTrips = 64;
 
 /// `i` if it is a slow-path call of a bounds check with a cache entry.
 CallInst *checkCall(Instruction &i) {
@@ -100,7 +116,7 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
   markAll(calls);
 
   BasicBlock *preheader = loop.getLoopPreheader();
-  if (!preheader || !loop.getUniqueExitBlock() || !loop.isLoopSimplifyForm())
+  if (!preheader || !loop.isLoopSimplifyForm())
     return false;
   PredicatedScalarEvolution pse(se, loop);
   const SCEV *maxBtc = pse.getSymbolicMaxBackedgeTakenCount();
@@ -196,12 +212,14 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
   auto inRange = [&](Value *addr, Value *lo, Value *lastOffset) {
     return b.CreateICmpULE(b.CreateSub(addr, lo), lastOffset);
   };
+  SmallVector<Value *> firsts;
   for (const Site &s : sites) {
     Value *lo = b.CreateLoad(i64, s.entry, "wooly.lo");
     Value *lastOffset = b.CreateLoad(
         i64, b.CreateConstGEP1_64(b.getInt8Ty(), s.entry, 8), "wooly.last");
     Value *first = expander.expandCodeFor(s.first, i64, at);
     Value *last = expander.expandCodeFor(s.last, i64, at);
+    firsts.push_back(first);
     ok = b.CreateAnd(ok, inRange(first, lo, lastOffset));
     ok = b.CreateAnd(ok, inRange(last, lo, lastOffset));
     if (s.aligned)
@@ -228,8 +246,11 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
   if (predicatesFail)
     ok = b.CreateAnd(ok, b.CreateNot(predicatesFail));
 
-  // The checked copy of the loop, for when a wide check fails.
-  BasicBlock *exit = loop.getUniqueExitBlock();
+  // The checked copy of the loop, for when a wide check fails. It leaves
+  // to the same blocks (the loop's exit, and the slow paths of checks that
+  // do not return, which lie outside it: a shared-memory access's).
+  SmallVector<BasicBlock *> exits;
+  loop.getUniqueExitBlocks(exits);
   ValueToValueMapTy vmap;
   SmallVector<BasicBlock *> cloned;
   Loop *checkedLoop = cloneLoopWithPreheader(
@@ -240,23 +261,89 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
   br->setMetadata(LLVMContext::MD_prof,
                   MDBuilder(ctx).createLikelyBranchWeights());
   at->eraseFromParent();
-  // Values leaving the loop: both copies feed the exit's phis.
-  for (PHINode &phi : exit->phis()) {
-    SmallVector<std::pair<Value *, BasicBlock *>> incoming;
-    for (unsigned i = 0; i < phi.getNumIncomingValues(); ++i) {
-      BasicBlock *from = phi.getIncomingBlock(i);
-      if (!loop.contains(from))
-        continue;
-      Value *v = phi.getIncomingValue(i);
-      Value *mapped = vmap.lookup(v);
-      incoming.push_back(
-          {mapped ? mapped : v, cast<BasicBlock>(vmap.lookup(from))});
+  // Values leaving the loop: both copies feed the exits' phis.
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis()) {
+      SmallVector<std::pair<Value *, BasicBlock *>> incoming;
+      for (unsigned i = 0; i < phi.getNumIncomingValues(); ++i) {
+        BasicBlock *from = phi.getIncomingBlock(i);
+        if (!loop.contains(from))
+          continue;
+        Value *v = phi.getIncomingValue(i);
+        Value *mapped = vmap.lookup(v);
+        incoming.push_back(
+            {mapped ? mapped : v, cast<BasicBlock>(vmap.lookup(from))});
+      }
+      for (auto [v, from] : incoming)
+        phi.addIncoming(v, from);
     }
-    for (auto [v, from] : incoming)
-      phi.addIncoming(v, from);
+  // In the copy that runs when the wide checks pass, the widened sites'
+  // checks are known to pass: their branches go straight on (so that the
+  // cache-entry loads and compares that fed them die, and nothing of the
+  // check is left to keep the loop from vectorising), and their slow paths
+  // are unreachable.
+  // A short loop of a constant trip count (a warp function's loop over a
+  // warp's 32 lanes) moves through memory in small steps between long
+  // stretches of other work, too little for the hardware to prefetch: the
+  // lines of the next warps' range (the same progression further on) are
+  // prefetched before it.
+  auto *trips = dyn_cast<SCEVConstant>(count);
+  bool shortLoop = trips && trips->getAPInt().getZExtValue() <= kShortTrips;
+  if (shortLoop) {
+    for (auto [s, first] : llvm::zip(sites, firsts)) {
+      auto *k = dyn_cast_or_null<SCEVConstant>(s.step);
+      if (!k || k->getAPInt().getSExtValue() <= 0)
+        continue;
+      int64_t span = int64_t(trips->getAPInt().getZExtValue() + 1) *
+                     k->getAPInt().getSExtValue();
+      if (span > kPrefetchSpan)
+        continue;
+      IRBuilder<> pb(fastPreheader->getTerminator());
+      for (int64_t at = 0; at < span; at += 64)
+        pb.CreateIntrinsic(
+            Intrinsic::prefetch, {pb.getPtrTy()},
+            {pb.CreateIntToPtr(
+                 pb.CreateAdd(first, pb.getInt64(kPrefetchAhead * span + at)),
+                 pb.getPtrTy()),
+             pb.getInt32(0), pb.getInt32(3), pb.getInt32(1)});
+    }
   }
-  for (const Site &s : sites)
+  // In such a loop, the widened sites' pointers, `inttoptr addr` in the
+  // lowering, become `first` as a pointer (made before the loop) plus
+  // `addr - first`: an address LLVM can follow from iteration to iteration
+  // (an inttoptr is opaque to the vectoriser's dependence analysis). Not in
+  // the long loops (a block's rows): vectorised with masked loads and
+  // stores, vec_add took twice the time (wooly-cpu-bench).
+  for (auto [s, first] : llvm::zip(sites, firsts)) {
+    if (!s.step || !shortLoop)
+      continue;
+    Value *addr = s.call->getArgOperand(2);
+    Value *base = nullptr;
+    for (User *u : llvm::to_vector(addr->users())) {
+      auto *cast = dyn_cast<IntToPtrInst>(u);
+      if (!cast || !loop.contains(cast))
+        continue;
+      if (!base) {
+        IRBuilder<> pb(fastPreheader->getTerminator());
+        base = pb.CreateIntToPtr(first, cast->getType(), "wooly.base");
+      }
+      IRBuilder<> lb(cast);
+      Value *p = lb.CreateGEP(lb.getInt8Ty(), base, lb.CreateSub(addr, first),
+                              "wooly.at");
+      cast->replaceAllUsesWith(p);
+      cast->eraseFromParent();
+    }
+  }
+  for (const Site &s : sites) {
+    BasicBlock *slow = s.call->getParent();
+    for (BasicBlock *pred : predecessors(slow))
+      if (auto *br = dyn_cast<BranchInst>(pred->getTerminator());
+          br && br->isConditional() &&
+          br->getSuccessor(0) != br->getSuccessor(1))
+        br->setCondition(
+            ConstantInt::getBool(ctx, br->getSuccessor(0) != slow));
     changeToUnreachable(s.call);
+  }
   dt.recalculate(*checkBlock->getParent());
   return true;
 }
@@ -286,8 +373,12 @@ PreservedAnalyses WidenAccessChecksPass::run(Function &f,
       break;
     DominatorTree &dt = fam.getResult<DominatorTreeAnalysis>(f);
     ScalarEvolution &se = fam.getResult<ScalarEvolutionAnalysis>(f);
+    // Dedicated exits and a preheader (a warp function's lane loops share
+    // their exit with the code that skips them), then LCSSA.
+    bool simplified = simplifyLoop(target, &dt, &li, &se, /*AC=*/nullptr,
+                                   /*MSSAU=*/nullptr, /*PreserveLCSSA=*/false);
     bool lcssa = formLCSSA(*target, dt, &li, &se);
-    if (!widenLoop(*target, li, dt, se) && !lcssa)
+    if (!widenLoop(*target, li, dt, se) && !lcssa && !simplified)
       continue; // Nothing changed but the marks.
     changed = true;
     fam.invalidate(f, PreservedAnalyses::none());

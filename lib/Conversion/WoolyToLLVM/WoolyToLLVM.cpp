@@ -1189,8 +1189,22 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
            offset == int64_t(offsetof(WoolyThreadCtx, laneid)) ||
            offset == int64_t(offsetof(WoolyThreadCtx, warpid));
   };
+  // What a block argument is, where its block's only predecessor
+  // branches to it unconditionally (the lowering passes the parameters
+  // through such a block), else the argument itself.
+  auto forwarded = [&](Value v) {
+    while (auto arg = dyn_cast<BlockArgument>(v)) {
+      Block *pred = arg.getOwner()->getSinglePredecessor();
+      auto br = pred ? dyn_cast<LLVM::BrOp>(pred->getTerminator()) : nullptr;
+      if (!br)
+        break;
+      v = br.getDestOperands()[arg.getArgNumber()];
+    }
+    return v;
+  };
   std::function<bool(Value, unsigned &)> remakeable = [&](Value v,
                                                           unsigned &budget) {
+    v = forwarded(v);
     if (auto arg = dyn_cast<BlockArgument>(v))
       return arg.getOwner() == entry && (v == params || v == warpCtx);
     Operation *def = v.getDefiningOp();
@@ -1224,14 +1238,16 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   };
   std::function<Value(Value, IRMapping &)> remake = [&](Value v,
                                                         IRMapping &made) {
-    if (Value m = made.lookupOrNull(v); m)
+    Value at = forwarded(v);
+    if (Value m = made.lookupOrNull(at); m)
       return m;
-    Operation *def = v.getDefiningOp();
+    Operation *def = at.getDefiningOp();
     if (!def)
-      return v;
+      return at;
     for (Value x : def->getOperands())
-      remake(x, made);
+      made.map(x, remake(x, made));
     Operation *copy = b.clone(*def, made);
+    made.map(at, copy->getResult(0));
     return Value(copy->getResult(0));
   };
   for (Value v : across) {
@@ -1719,11 +1735,96 @@ Value emitLaneLoop(OpBuilder &b, Location loc, LLVM::LLVMFuncOp fn, Value init,
   return init ? exit->getArgument(0) : Value();
 }
 
+/// The lane functions of one region (buildRegionLaneFunctions): `plain`,
+/// and `rows`, where the region reads `%tid`, the same for a block whose
+/// rows are whole warps (`%ntid.x` a multiple of 32).
+struct RegionLanes {
+  std::string plain, rows;
+};
+
+/// Makes the thread ids that lane function `fn` (a region's copy) reads
+/// from the lane's context out of the lane index: `%laneid` is the lane
+/// (always); with `rows` (the block's rows are whole warps, so lane 0's
+/// `%tid.x` is a multiple of 32 and the lanes' follow it), `%tid.x` is lane
+/// 0's with the lane in its low 5 bits, and `%tid.y`, `%tid.z` are lane
+/// 0's. LLVM then sees the lanes' addresses as consecutive, so that their
+/// checks widen (WidenAccessChecks.cpp) and the warp function's loops
+/// vectorise. Returns whether `fn` reads `%tid` from the lane's context.
+bool laneIdsFromLane(LLVM::LLVMFuncOp fn, bool rows) {
+  Block *entry = &fn.getBody().front();
+  Value laneCtx = entry->getArgument(0), lane = entry->getArgument(3),
+        warpCtx = entry->getArgument(5);
+  OpBuilder b(fn.getContext());
+  Type i32 = b.getI32Type();
+  bool readsTid = false;
+  for (OpOperand &use : llvm::make_early_inc_range(laneCtx.getUses())) {
+    // A field's address: a GEP, or the context itself (`%tid.x`).
+    Operation *gep = use.getOwner();
+    int64_t offset = 0;
+    if (auto g = dyn_cast<LLVM::GEPOp>(gep)) {
+      if (g.getBase() != laneCtx || !g.getDynamicIndices().empty() ||
+          g.getRawConstantIndices().size() != 1 ||
+          g.getElemType() != b.getI8Type())
+        continue;
+      offset = g.getRawConstantIndices()[0];
+    } else if (auto load = dyn_cast<LLVM::LoadOp>(gep);
+               !load || load.getAddr() != laneCtx) {
+      continue;
+    }
+    bool tid = offset >= int64_t(offsetof(WoolyThreadCtx, tid)) &&
+               offset < int64_t(offsetof(WoolyThreadCtx, ntid));
+    bool laneid = offset == int64_t(offsetof(WoolyThreadCtx, laneid));
+    if (!tid && !laneid)
+      continue;
+    bool isGep = isa<LLVM::GEPOp>(gep);
+    SmallVector<Operation *> users;
+    if (isGep)
+      users = llvm::to_vector(gep->getUsers());
+    else
+      users.push_back(gep);
+    for (Operation *user : users) {
+      auto load = dyn_cast<LLVM::LoadOp>(user);
+      if (!load || load.getType() != i32)
+        continue;
+      readsTid |= tid;
+      if (tid && !rows)
+        continue;
+      b.setInsertionPoint(load);
+      Location loc = load.getLoc();
+      Value l = LLVM::TruncOp::create(b, loc, i32, lane);
+      Value v = l;
+      if (tid) {
+        auto first = LLVM::LoadOp::create(
+            b, loc, i32,
+            LLVM::GEPOp::create(b, loc, laneCtx.getType(), b.getI8Type(),
+                                warpCtx,
+                                ArrayRef<LLVM::GEPArg>{int32_t(offset)}));
+        first.setAliasScopesAttr(load.getAliasScopesAttr());
+        v = first;
+        if (offset == int64_t(offsetof(WoolyThreadCtx, tid))) {
+          Value base = LLVM::AndOp::create(
+              b, loc, first,
+              LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(~31)));
+          auto both = LLVM::OrOp::create(b, loc, base, l);
+          both.setIsDisjoint(true);
+          v = both;
+        }
+      }
+      load.getResult().replaceAllUsesWith(v);
+      load.erase();
+    }
+    if (isGep && gep->use_empty())
+      gep->erase();
+  }
+  return readsTid;
+}
+
 /// Builds `__wooly_lanes_<k>_<r>`, the lane function for region `r` alone
 /// (its switch made a branch, the code no lane can reach from there
-/// removed), for each region, to be inlined into the warp function's loops
-/// where they fit in kWarpInlineBudget; returns their names.
-SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
+/// removed), for each region, and `__wooly_lanes_<k>_<r>_rows` where it
+/// reads `%tid` (laneIdsFromLane), to be inlined into the warp function's
+/// loops where they fit in kWarpInlineBudget; returns their names.
+SmallVector<RegionLanes> buildRegionLaneFunctions(ModuleOp module,
                                                   LLVM::LLVMFuncOp kernel,
                                                   const RegionLayout &layout) {
   StringRef name = kernel->getAttrOfType<StringAttr>("wooly.kernel").getValue();
@@ -1731,13 +1832,13 @@ SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
       module.lookupSymbol<LLVM::LLVMFuncOp>(("__wooly_lanes_" + name).str());
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(lanes);
-  SmallVector<std::string> names;
+  SmallVector<RegionLanes> names;
   SmallVector<LLVM::LLVMFuncOp> fns;
   size_t ops = 0;
   for (size_t r = 0; r <= layout.cuts.size(); ++r) {
     auto fn = cast<LLVM::LLVMFuncOp>(b.clone(*lanes.getOperation()));
-    names.push_back(("__wooly_lanes_" + name + "_" + Twine(r)).str());
-    fn.setSymName(names.back());
+    names.push_back({("__wooly_lanes_" + name + "_" + Twine(r)).str(), ""});
+    fn.setSymName(names.back().plain);
     fn.setLinkage(LLVM::Linkage::Internal);
     Block *entry = &fn.getBody().front();
     auto dispatch = cast<LLVM::SwitchOp>(entry->getTerminator());
@@ -1769,6 +1870,15 @@ SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
         op.erase();
     fn.walk([&](Operation *) { ++ops; });
     fns.push_back(fn);
+    if (laneIdsFromLane(fn, /*rows=*/false)) {
+      auto rows = cast<LLVM::LLVMFuncOp>(b.clone(*fn.getOperation()));
+      names.back().rows = names.back().plain + "_rows";
+      rows.setSymName(names.back().rows);
+      laneIdsFromLane(rows, /*rows=*/true);
+      rows.walk([&](Operation *) { ++ops; });
+      fns.push_back(rows);
+    }
+    b.setInsertionPointAfter(fns.back());
   }
   if (ops <= kWarpInlineBudget)
     for (LLVM::LLVMFuncOp fn : fns)
@@ -1794,7 +1904,7 @@ SmallVector<std::string> buildRegionLaneFunctions(ModuleOp module,
 void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                        const RegionLayout &layout, bool runAhead,
                        ArrayAttr contextScope) {
-  SmallVector<std::string> regionLanes =
+  SmallVector<RegionLanes> regionLanes =
       buildRegionLaneFunctions(module, kernel, layout);
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
@@ -1864,28 +1974,53 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   // with its region a constant.
   SmallVector<int32_t> cases;
   SmallVector<Block *> dests;
+  // Whether the block's rows are whole warps (laneIdsFromLane).
+  Value rows;
+  if (llvm::any_of(regionLanes,
+                   [](const RegionLanes &r) { return !r.rows.empty(); })) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    Value nx = runtimeLoad(i32, field(ctx0, offsetof(WoolyThreadCtx, ntid)));
+    rows =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                             LLVM::AndOp::create(b, loc, nx, c32(31)), c32(0));
+  }
   for (size_t r = 0; r < regions; ++r) {
     Block *body = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(r));
     dests.push_back(body);
-    emitLaneLoop(
-        b, loc, fn, Value(),
-        [&](Value lane, Value) {
-          Value next = LLVM::CallOp::create(
-                           b, loc, TypeRange{i32},
-                           FlatSymbolRefAttr::get(ctx, regionLanes[r]),
-                           ValueRange{laneCtx(lane), params, c32(uint32_t(r)),
-                                      lane, frame, ctx0})
-                           .getResult();
-          LLVM::StoreOp::create(b, loc, next, nextOf(lane));
-          return Value();
-        },
-        layout.frameAccesses);
-    // Where the region can end at one cut only, every lane is there.
-    if (std::optional<uint32_t> next = layout.successor[r])
-      LLVM::BrOp::create(b, loc, ValueRange{c32(*next)}, uniform);
-    else
-      LLVM::BrOp::create(b, loc, ValueRange{}, check);
+    auto loop = [&](StringRef callee) {
+      emitLaneLoop(
+          b, loc, fn, Value(),
+          [&](Value lane, Value) {
+            Value next =
+                LLVM::CallOp::create(
+                    b, loc, TypeRange{i32}, FlatSymbolRefAttr::get(ctx, callee),
+                    ValueRange{laneCtx(lane), params, c32(uint32_t(r)), lane,
+                               frame, ctx0})
+                    .getResult();
+            LLVM::StoreOp::create(b, loc, next, nextOf(lane));
+            return Value();
+          },
+          layout.frameAccesses);
+      // Where the region can end at one cut only, every lane is there.
+      if (std::optional<uint32_t> next = layout.successor[r])
+        LLVM::BrOp::create(b, loc, ValueRange{c32(*next)}, uniform);
+      else
+        LLVM::BrOp::create(b, loc, ValueRange{}, check);
+    };
+    if (regionLanes[r].rows.empty()) {
+      loop(regionLanes[r].plain);
+      continue;
+    }
+    Block *plain = b.createBlock(&fn.getBody(), fn.getBody().end());
+    Block *whole = b.createBlock(&fn.getBody(), fn.getBody().end());
+    b.setInsertionPointToEnd(body);
+    LLVM::CondBrOp::create(b, loc, rows, whole, plain);
+    b.setInsertionPointToStart(whole);
+    loop(regionLanes[r].rows);
+    b.setInsertionPointToStart(plain);
+    loop(regionLanes[r].plain);
   }
   b.setInsertionPointToEnd(dispatch);
   LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave,
