@@ -2363,6 +2363,7 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
   declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
   declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
   declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
+  declare("__wooly_rt_unsupported_call", voidTy, {ptrTy, i32}, true);
   declare("__wooly_rt_sreg", i64, {ptrTy, i32});
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
@@ -2502,7 +2503,10 @@ SmallVector<Value> HostTargetInfo::implicitArguments(Emitter &e,
 }
 
 /// `vprintf` goes to the runtime's printf, and CUDA's `__assertfail` (a
-/// failed `assert`) ends the launch with the assertion's text.
+/// failed `assert`) ends the launch with the assertion's text. The device
+/// heap's `malloc` and `free` are not supported yet: a call ends the launch
+/// with that error, but the module compiles (C++ device code references
+/// `free` from every virtual destructor's deleting variant).
 std::optional<LogicalResult>
 HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
                                  ConversionPatternRewriter &rw) const {
@@ -2517,6 +2521,21 @@ HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
                       e.toI64(adaptor.getOperands()[1])});
     if (op.getNumResults() == 1)
       rw.replaceOp(op, e.intCast(r, op.getResult(0).getType()));
+    else
+      rw.eraseOp(op);
+    return success();
+  }
+  if (callee == "malloc" || callee == "free") {
+    bool isMalloc = callee == "malloc";
+    if (adaptor.getOperands().size() != 1 ||
+        op.getNumResults() != (isMalloc ? 1u : 0u))
+      return op.emitOpError(isMalloc ? "malloc takes (size) and returns a "
+                                       "pointer"
+                                     : "free takes (pointer)");
+    e.call("__wooly_rt_unsupported_call", {},
+           {c, e.c32(isMalloc ? WOOLY_CALL_MALLOC : WOOLY_CALL_FREE)});
+    if (isMalloc) // never reached: the call does not return
+      rw.replaceOp(op, e.intCast(e.c64(0), op.getResult(0).getType()));
     else
       rw.eraseOp(op);
     return success();
@@ -2544,8 +2563,8 @@ FailureOr<std::string> HostTargetInfo::calleeSymbol(CallOp op) const {
     return op.emitOpError("calls '")
            << callee
            << "', which has no definition in the module (external device "
-              "functions other than vprintf and __assertfail are not "
-              "supported yet)";
+              "functions other than vprintf, __assertfail, malloc and free "
+              "are not supported yet)";
   return ::functionSymbol(callee);
 }
 

@@ -46,3 +46,21 @@ wooly.func @caller() attributes {kernel} {
   wooly.call @helper() : () -> ()
   wooly.ret
 }
+
+// -----
+
+// The device heap is not supported yet: a call of malloc or free ends the
+// launch with that error (which = 0 / 1), but the module compiles.
+// CHECK-LABEL: llvm.func @__wooly_kernel_heap(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[M:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[M]]) : (!llvm.ptr, i32) -> ()
+// CHECK: %[[F:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[F]]) : (!llvm.ptr, i32) -> ()
+wooly.func private @malloc(i64) -> i64 attributes {linkage = "extern"}
+wooly.func private @free(i64) attributes {linkage = "extern"}
+wooly.func @heap(%n: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %p = wooly.call @malloc(%n) : (i64) -> i64
+  wooly.call @free(%p) : (i64) -> ()
+  wooly.ret
+}
