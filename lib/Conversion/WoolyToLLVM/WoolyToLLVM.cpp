@@ -2282,8 +2282,44 @@ HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
 
 /// The dynamic shared memory's offset, which functions need fibers, and the
 /// declarations of the runtime's entry points.
+/// Warp-synchronous code written for GPUs before Volta (CUDA's classic
+/// reductions: `if (tid < 32) { s[tid] += s[tid + 32]; ... }` on a
+/// `volatile` shared array, without syncs) relies on the lanes of a warp
+/// executing each access together, as GPUs still do where the lanes are
+/// converged. The CPU backend runs a warp's threads one after another
+/// between collectives, so each lane would finish its whole sequence
+/// before the next began and read values not yet written. Each volatile
+/// shared or generic access therefore first synchronises with the lanes
+/// that are active there (`activemask` + `bar.warp.sync`), which restores
+/// the lockstep those programs expect at every such access.
+static void syncVolatileWarpAccesses(ModuleOp module) {
+  SmallVector<Operation *> accesses;
+  module.walk([&](Operation *op) {
+    StateSpace space;
+    if (auto ld = dyn_cast<LoadOp>(op)) {
+      if (!ld.getIsVolatile())
+        return;
+      space = ld.getSpace();
+    } else if (auto st = dyn_cast<StoreOp>(op)) {
+      if (!st.getIsVolatile())
+        return;
+      space = st.getSpace();
+    } else {
+      return;
+    }
+    if (space == StateSpace::shared || space == StateSpace::generic)
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    OpBuilder b(op);
+    Value mask = ActiveMaskOp::create(b, op->getLoc(), b.getI32Type());
+    WarpSyncOp::create(b, op->getLoc(), mask);
+  }
+}
+
 LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
                                             const LoweringState &) const {
+  syncVolatileWarpAccesses(module);
   state.dynamicSharedOffset =
       llvm::alignTo(state.sharedEnd, state.dynamicSharedAlign);
   for (GlobalOp g : state.externShared)

@@ -64,3 +64,29 @@ wooly.func @heap(%n: i64 {wooly.type = "u64"}) attributes {kernel} {
   wooly.call @free(%p) : (i64) -> ()
   wooly.ret
 }
+
+// -----
+
+// Volatile shared and generic accesses (pre-Volta warp-synchronous code)
+// first meet the lanes active there: activemask, then a warp sync with that
+// mask, so the kernel runs with fibers or region by region. Other accesses
+// are left alone.
+// CHECK-LABEL: llvm.func @__wooly_kernel_warpsync(
+// CHECK-SAME: wooly.needs_fibers
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.load volatile
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.store volatile
+// CHECK-NOT: llvm.call @__wooly_rt_warp
+// CHECK: llvm.return
+wooly.global shared @s : i32[64] align 4
+wooly.func @warpsync(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %a = wooly.addressof @s : i32
+  %v = wooly.ld shared volatile %a : i32 -> i32
+  wooly.st shared volatile %a, %v : i32, i32
+  %w = wooly.ld global %p : i64 -> i32
+  wooly.st global %p, %w : i64, i32
+  wooly.ret
+}
