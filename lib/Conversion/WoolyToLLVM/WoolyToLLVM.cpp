@@ -2191,11 +2191,80 @@ void HostTargetInfo::populatePatterns(const LLVMTypeConverter &converter,
   populateMathToLibmConversionPatterns(patterns, /*benefit=*/0);
 }
 
+/// For each module-scope variable that some kernel reaches (through the
+/// functions it calls, every variable where it calls indirectly), those
+/// kernels; an empty set where every kernel may (a reference outside
+/// functions). Variables absent take no space (no kernel reaches them: a
+/// module compiled kernel by kernel holds the others' variables too).
+/// Kernels are numbered in module order.
+static llvm::StringMap<llvm::BitVector> kernelsReaching(ModuleOp module,
+                                                        unsigned &numKernels) {
+  llvm::StringMap<SmallVector<StringRef>> uses, callees;
+  llvm::StringSet<> indirect;
+  SmallVector<FuncOp> kernels;
+  for (auto f : module.getOps<FuncOp>()) {
+    if (f.getKernel())
+      kernels.push_back(f);
+    f.walk([&](Operation *op) {
+      if (auto a = dyn_cast<AddressOfOp>(op))
+        uses[f.getSymName()].push_back(a.getGlobal());
+      else if (auto c = dyn_cast<CallOp>(op))
+        callees[f.getSymName()].push_back(c.getCallee());
+      else if (isa<CallIndirectOp>(op))
+        indirect.insert(f.getSymName());
+    });
+  }
+  numKernels = kernels.size();
+  llvm::StringMap<llvm::BitVector> reaching;
+  llvm::StringSet<> everyKernel;
+  module.walk([&](AddressOfOp a) {
+    if (!a->getParentOfType<FuncOp>())
+      everyKernel.insert(a.getGlobal());
+  });
+  for (auto [k, kernel] : llvm::enumerate(kernels)) {
+    SmallVector<StringRef> work{kernel.getSymName()};
+    llvm::StringSet<> seen{kernel.getSymName()};
+    bool all = false;
+    while (!work.empty()) {
+      StringRef f = work.pop_back_val();
+      all |= indirect.contains(f);
+      for (StringRef g : uses[f]) {
+        llvm::BitVector &bits = reaching[g];
+        bits.resize(kernels.size());
+        bits.set(k);
+      }
+      for (StringRef c : callees[f])
+        if (seen.insert(c).second)
+          work.push_back(c);
+    }
+    // An indirect call may reach any function, and so any variable.
+    if (all)
+      for (auto g : module.getOps<GlobalOp>()) {
+        llvm::BitVector &bits = reaching[g.getSymName()];
+        bits.resize(kernels.size());
+        bits.set(k);
+      }
+  }
+  for (const auto &g : everyKernel)
+    reaching[g.getKey()] = llvm::BitVector();
+  return reaching;
+}
+
 /// Lays out shared memory (variables are offsets in the block's window).
+/// Variables that no kernel reaches together may share bytes: a module
+/// with many kernels (CUB's and Thrust's, each with its own temp storage in
+/// a module-scope `__shared__` union) needs the window of its largest
+/// kernel, not the sum of all; each variable still has one offset, which
+/// every kernel reaching it agrees on.
 LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
   for (auto f : module.getOps<FuncOp>())
     if (!f.isDeclaration())
       state.definedFunctions[f.getSymName()] = f.getKernel();
+  unsigned numKernels = 0;
+  llvm::StringMap<llvm::BitVector> reaching =
+      kernelsReaching(module, numKernels);
+  // Where each kernel's variables end so far.
+  SmallVector<uint64_t> kernelEnd(numKernels, 0);
   // Shared variables first: initializers may take their addresses.
   for (auto g : module.getOps<GlobalOp>()) {
     if (g.getSpace() != StateSpace::shared &&
@@ -2207,9 +2276,25 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
       state.dynamicSharedAlign = std::max(state.dynamicSharedAlign, align);
       continue;
     }
-    state.sharedEnd = llvm::alignTo(state.sharedEnd, align);
-    state.sharedOffsets[g.getSymName()] = state.sharedEnd;
-    state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
+    auto it = reaching.find(g.getSymName());
+    if (it == reaching.end()) {
+      // Reached by no kernel (only by functions none of them calls).
+      state.sharedOffsets[g.getSymName()] = 0;
+      continue;
+    }
+    bool everyKernel = it->second.none();
+    auto users = [&](auto fn) {
+      for (unsigned k = 0; k < numKernels; ++k)
+        if (everyKernel || it->second.test(k))
+          fn(k);
+    };
+    uint64_t offset = everyKernel ? state.sharedEnd : 0;
+    users([&](unsigned k) { offset = std::max(offset, kernelEnd[k]); });
+    offset = llvm::alignTo(offset, align);
+    uint64_t end = offset + byteSize(g.getElemType()) * g.getCount();
+    state.sharedOffsets[g.getSymName()] = offset;
+    users([&](unsigned k) { kernelEnd[k] = end; });
+    state.sharedEnd = std::max(state.sharedEnd, end);
   }
   // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
   // from sm_80 on, only where a kernel asks where it is.

@@ -48,6 +48,15 @@ int main() {
               dev, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               prop.warpSize, prop.managedMemory, prop.concurrentManagedAccess);
   EXPECT(prop.warpSize == 32, "warpSize %d", prop.warpSize);
+  // The PTX's architecture (built for sm_80: the driver runs compute_80 PTX
+  // on newer GPUs; CUB picks its tuning policies by it) and the device's.
+  cudaFuncAttributes fa;
+  CHECK(cudaFuncGetAttributes(&fa, saxpy));
+  std::printf("saxpy: ptxVersion %d\n", fa.ptxVersion);
+  EXPECT(fa.ptxVersion == 80 || fa.ptxVersion == prop.major * 10 + prop.minor,
+         "ptxVersion %d", fa.ptxVersion);
+  EXPECT(fa.binaryVersion == prop.major * 10 + prop.minor, "binaryVersion %d",
+         fa.binaryVersion);
   int minGrid = 0, blockSize = 0;
   CHECK(cudaOccupancyMaxPotentialBlockSize(&minGrid, &blockSize, saxpy, 0, 0));
   EXPECT(blockSize > 0 && blockSize <= prop.maxThreadsPerBlock && minGrid > 0,

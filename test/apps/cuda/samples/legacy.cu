@@ -4,8 +4,9 @@
 // no syncs in the last warp), __syncthreads_count/and/or, 64-bit shared
 // atomics, float2/float4 atomicAdd (sm_90), bf16x2 atomicAdd, a 2 KiB
 // __grid_constant__ struct parameter, a wmma 16x16x16 half GEMM, a texture
-// object on linear memory read with tex1Dfetch, and a graph whose kernel
-// node's parameters are updated in the executable graph.
+// object on linear memory read with tex1Dfetch, five kernels with 48 KiB
+// of static shared memory each, and a graph whose kernel node's parameters
+// are updated in the executable graph.
 // Written for Wooly; checks its results against the host and prints PASS
 // (exit 0) or FAIL (exit 1).
 //
@@ -123,6 +124,16 @@ __global__ void texFetch(cudaTextureObject_t tex, float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     out[i] = tex1Dfetch<float>(tex, n - 1 - i) * 2.0f;
+}
+
+// One of several kernels with 48 KiB of static shared memory each (more
+// than a block may have, all together): each block reads its own.
+template <int K> __global__ void bigShared(float *out) {
+  __shared__ float buf[12288];
+  for (int i = threadIdx.x; i < 12288; i += blockDim.x)
+    buf[i] = float(i * K);
+  __syncthreads();
+  out[threadIdx.x] = buf[(threadIdx.x * 97 + K) % 12288];
 }
 
 __global__ void scaleAdd(float *p, float s, float a, int n) {
@@ -282,6 +293,22 @@ int main() {
     if (to[i] != tin[tn - 1 - i] * 2.0f && bad++ < 10)
       std::printf("tex1Dfetch[%d] = %g\n", i, to[i]);
   CHECK(cudaDestroyTextureObject(tex));
+  // five kernels of 48 KiB static shared memory each
+  float *dS;
+  CHECK(cudaMalloc(&dS, 5 * 128 * 4));
+  bigShared<1><<<2, 128>>>(dS);
+  bigShared<2><<<2, 128>>>(dS + 128);
+  bigShared<3><<<2, 128>>>(dS + 256);
+  bigShared<4><<<2, 128>>>(dS + 384);
+  bigShared<5><<<2, 128>>>(dS + 512);
+  CHECK(cudaGetLastError());
+  std::vector<float> so(5 * 128);
+  CHECK(cudaMemcpy(so.data(), dS, 5 * 128 * 4, cudaMemcpyDeviceToHost));
+  for (int k = 1; k <= 5; ++k)
+    for (int t = 0; t < 128; ++t)
+      if (so[(k - 1) * 128 + t] != float(((t * 97 + k) % 12288) * k) &&
+          bad++ < 10)
+        std::printf("bigShared<%d>[%d] = %g\n", k, t, so[(k - 1) * 128 + t]);
   // graph with an updated kernel node
   const int gn = 256;
   float *dG;
