@@ -2191,84 +2191,48 @@ void HostTargetInfo::populatePatterns(const LLVMTypeConverter &converter,
   populateMathToLibmConversionPatterns(patterns, /*benefit=*/0);
 }
 
-/// For each module-scope variable that some kernel reaches (through the
-/// functions it calls, every variable where it calls indirectly), those
-/// kernels; an empty set where every kernel may (a reference outside
-/// functions). Variables absent take no space (no kernel reaches them: a
-/// module compiled kernel by kernel holds the others' variables too).
-/// Kernels are numbered in module order.
-static llvm::StringMap<llvm::BitVector> kernelsReaching(ModuleOp module,
-                                                        unsigned &numKernels) {
-  llvm::StringMap<SmallVector<StringRef>> uses, callees;
-  llvm::StringSet<> indirect;
-  SmallVector<FuncOp> kernels;
-  for (auto f : module.getOps<FuncOp>()) {
-    if (f.getKernel())
-      kernels.push_back(f);
-    f.walk([&](Operation *op) {
-      if (auto a = dyn_cast<AddressOfOp>(op))
-        uses[f.getSymName()].push_back(a.getGlobal());
-      else if (auto c = dyn_cast<CallOp>(op))
-        callees[f.getSymName()].push_back(c.getCallee());
-      else if (isa<CallIndirectOp>(op))
-        indirect.insert(f.getSymName());
-    });
-  }
-  numKernels = kernels.size();
-  llvm::StringMap<llvm::BitVector> reaching;
-  llvm::StringSet<> everyKernel;
-  module.walk([&](AddressOfOp a) {
-    if (!a->getParentOfType<FuncOp>())
-      everyKernel.insert(a.getGlobal());
-  });
-  for (auto [k, kernel] : llvm::enumerate(kernels)) {
-    SmallVector<StringRef> work{kernel.getSymName()};
-    llvm::StringSet<> seen{kernel.getSymName()};
-    bool all = false;
-    while (!work.empty()) {
-      StringRef f = work.pop_back_val();
-      all |= indirect.contains(f);
-      for (StringRef g : uses[f]) {
-        llvm::BitVector &bits = reaching[g];
-        bits.resize(kernels.size());
-        bits.set(k);
-      }
-      for (StringRef c : callees[f])
-        if (seen.insert(c).second)
-          work.push_back(c);
-    }
-    // An indirect call may reach any function, and so any variable.
-    if (all)
-      for (auto g : module.getOps<GlobalOp>()) {
-        llvm::BitVector &bits = reaching[g.getSymName()];
-        bits.resize(kernels.size());
-        bits.set(k);
-      }
-  }
-  for (const auto &g : everyKernel)
-    reaching[g.getKey()] = llvm::BitVector();
-  return reaching;
-}
-
 /// Lays out shared memory (variables are offsets in the block's window).
-/// Variables that no kernel reaches together may share bytes: a module
-/// with many kernels (CUB's and Thrust's, each with its own temp storage in
-/// a module-scope `__shared__` union) needs the window of its largest
-/// kernel, not the sum of all; each variable still has one offset, which
-/// every kernel reaching it agrees on.
+/// A server compiles a module kernel by kernel (Options::kernels: the other
+/// kernels are erased, every function and variable stays) and links the
+/// parts into one JITDylib, where the first definition of each device
+/// function serves every part: a variable a device function (or a global's
+/// initializer) names must have the same offset in every part, so those
+/// come first, one after the other in module order. A variable that only
+/// kernels name takes space only in those kernels, after the former:
+/// kernels that do not share it may use the same bytes for their own. A
+/// module with many kernels (CUB's and Thrust's, each with its own temp
+/// storage) then needs the window of its largest kernel, not the sum.
 LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
   for (auto f : module.getOps<FuncOp>())
     if (!f.isDeclaration())
       state.definedFunctions[f.getSymName()] = f.getKernel();
+  // The kernels (in module order) naming each variable, and the variables
+  // named elsewhere.
+  llvm::StringMap<SmallVector<unsigned>> kernelsNaming;
+  llvm::StringSet<> namedElsewhere;
   unsigned numKernels = 0;
-  llvm::StringMap<llvm::BitVector> reaching =
-      kernelsReaching(module, numKernels);
-  // Where each kernel's variables end so far.
-  SmallVector<uint64_t> kernelEnd(numKernels, 0);
+  module.walk([&](AddressOfOp a) {
+    auto f = a->getParentOfType<FuncOp>();
+    if (!f || !f.getKernel())
+      namedElsewhere.insert(a.getGlobal());
+  });
+  for (auto f : module.getOps<FuncOp>()) {
+    if (!f.getKernel())
+      continue;
+    unsigned k = numKernels++;
+    f.walk([&](AddressOfOp a) {
+      SmallVector<unsigned> &ks = kernelsNaming[a.getGlobal()];
+      if (ks.empty() || ks.back() != k)
+        ks.push_back(k);
+    });
+  }
+  auto isShared = [](GlobalOp g) {
+    return g.getSpace() == StateSpace::shared ||
+           g.getSpace() == StateSpace::shared_cluster;
+  };
   // Shared variables first: initializers may take their addresses.
   for (auto g : module.getOps<GlobalOp>()) {
-    if (g.getSpace() != StateSpace::shared &&
-        g.getSpace() != StateSpace::shared_cluster)
+    if (!isShared(g))
       continue;
     uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
     if (g.getCount() == 0) {
@@ -2276,28 +2240,15 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
       state.dynamicSharedAlign = std::max(state.dynamicSharedAlign, align);
       continue;
     }
-    auto it = reaching.find(g.getSymName());
-    if (it == reaching.end()) {
-      // Reached by no kernel (only by functions none of them calls).
-      state.sharedOffsets[g.getSymName()] = 0;
+    if (!namedElsewhere.contains(g.getSymName()))
       continue;
-    }
-    bool everyKernel = it->second.none();
-    auto users = [&](auto fn) {
-      for (unsigned k = 0; k < numKernels; ++k)
-        if (everyKernel || it->second.test(k))
-          fn(k);
-    };
-    uint64_t offset = everyKernel ? state.sharedEnd : 0;
-    users([&](unsigned k) { offset = std::max(offset, kernelEnd[k]); });
-    offset = llvm::alignTo(offset, align);
-    uint64_t end = offset + byteSize(g.getElemType()) * g.getCount();
-    state.sharedOffsets[g.getSymName()] = offset;
-    users([&](unsigned k) { kernelEnd[k] = end; });
-    state.sharedEnd = std::max(state.sharedEnd, end);
+    state.sharedEnd = llvm::alignTo(state.sharedEnd, align);
+    state.sharedOffsets[g.getSymName()] = state.sharedEnd;
+    state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
   }
   // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
-  // from sm_80 on, only where a kernel asks where it is.
+  // from sm_80 on, only where a kernel asks where it is; before the
+  // kernels' own variables, so that every part agrees on it.
   bool reserved = false;
   module.walk([&](SRegOp s) {
     reserved |= s.getReg() >= SpecialReg::reserved_smem_offset_begin &&
@@ -2306,6 +2257,28 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
   if (reserved) {
     state.reservedSmem = llvm::alignTo(state.sharedEnd, 16);
     state.sharedEnd = *state.reservedSmem + kReservedSmemBytes;
+  }
+  // Where each kernel's variables end so far.
+  SmallVector<uint64_t> kernelEnd(numKernels, state.sharedEnd);
+  for (auto g : module.getOps<GlobalOp>()) {
+    if (!isShared(g) || g.getCount() == 0 ||
+        namedElsewhere.contains(g.getSymName()))
+      continue;
+    auto it = kernelsNaming.find(g.getSymName());
+    if (it == kernelsNaming.end()) {
+      // Named nowhere: no space.
+      state.sharedOffsets[g.getSymName()] = 0;
+      continue;
+    }
+    uint64_t offset = 0;
+    for (unsigned k : it->second)
+      offset = std::max(offset, kernelEnd[k]);
+    offset = llvm::alignTo(offset, std::max<uint64_t>(g.getAlign(), 1));
+    uint64_t end = offset + byteSize(g.getElemType()) * g.getCount();
+    state.sharedOffsets[g.getSymName()] = offset;
+    for (unsigned k : it->second)
+      kernelEnd[k] = end;
+    state.sharedEnd = std::max(state.sharedEnd, end);
   }
   return success();
 }

@@ -48,19 +48,20 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 
 // -----
 
-// Shared variables are offsets in one window, where a variable takes space
-// only for the kernels that reach it: @a, which no kernel names, takes none;
-// @b (kernel s) and @c (kernel t) both start at 0; @d, which both reach
-// through @f, follows the larger; the window is the largest kernel's (CUB
-// and Thrust put dozens of kernels, each with its own temp storage, in one
-// module). An access is an offset from the window base in the context,
-// checked against its size inline.
+// Shared variables are offsets in one window. Those a device function names
+// come first, in module order (@d, at 0: every part of a module compiled
+// kernel by kernel shares the functions); a variable only kernels name takes
+// space only in those kernels, after them: @b (kernel s) and @c (kernel t)
+// both start at 32, and @a, which nothing names, takes none. The window is
+// the largest kernel's (CUB and Thrust put dozens of kernels, each with its
+// own temp storage, in one module). An access is an offset from the window
+// base in the context, checked against its size inline.
 // CHECK: module attributes {wooly.num_access_sites = {{[0-9]+}} : i64, wooly.static_shared_size = 288 : i64}
 // CHECK-LABEL: llvm.func weak_odr @__wooly_fn_f(
-// CHECK: llvm.mlir.constant(256 : i32) : i32
+// CHECK: llvm.mlir.constant(0 : i32) : i32
 // CHECK-LABEL: llvm.func @__wooly_kernel_s(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
-// CHECK: %[[OFF:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[OFF:.*]] = llvm.mlir.constant(32 : i32) : i32
 // CHECK: %[[OFF64:.*]] = llvm.zext %[[OFF]] : i32 to i64
 // CHECK: %[[TOTP:.*]] = llvm.getelementptr %[[CTX]][64]
 // CHECK: llvm.call @__wooly_rt_shared_oob(
@@ -69,7 +70,7 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 // CHECK: %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[OFF64]]]
 // CHECK: llvm.store %{{.*}}, %[[PTR]] {alignment = 4 : i64, noalias_scopes = [#{{.*}}]} : f32, !llvm.ptr
 // CHECK-LABEL: llvm.func @__wooly_kernel_t(
-// CHECK: llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.mlir.constant(32 : i32) : i32
 wooly.global shared @a : f32[64] align 4
 wooly.global shared @b : i32[4] align 16
 wooly.global shared @c : f32[64] align 4
