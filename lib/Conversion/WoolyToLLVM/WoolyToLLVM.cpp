@@ -2246,18 +2246,6 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
     state.sharedOffsets[g.getSymName()] = state.sharedEnd;
     state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
   }
-  // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
-  // from sm_80 on, only where a kernel asks where it is; before the
-  // kernels' own variables, so that every part agrees on it.
-  bool reserved = false;
-  module.walk([&](SRegOp s) {
-    reserved |= s.getReg() >= SpecialReg::reserved_smem_offset_begin &&
-                s.getReg() <= SpecialReg::reserved_smem_offset_1;
-  });
-  if (reserved) {
-    state.reservedSmem = llvm::alignTo(state.sharedEnd, 16);
-    state.sharedEnd = *state.reservedSmem + kReservedSmemBytes;
-  }
   // Where each kernel's variables end so far.
   SmallVector<uint64_t> kernelEnd(numKernels, state.sharedEnd);
   for (auto g : module.getOps<GlobalOp>()) {
@@ -2279,6 +2267,18 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
     for (unsigned k : it->second)
       kernelEnd[k] = end;
     state.sharedEnd = std::max(state.sharedEnd, end);
+  }
+  // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
+  // from sm_80 on, only where a kernel asks where it is: after the
+  // variables of every kernel of the module (or part).
+  bool reserved = false;
+  module.walk([&](SRegOp s) {
+    reserved |= s.getReg() >= SpecialReg::reserved_smem_offset_begin &&
+                s.getReg() <= SpecialReg::reserved_smem_offset_1;
+  });
+  if (reserved) {
+    state.reservedSmem = llvm::alignTo(state.sharedEnd, 16);
+    state.sharedEnd = *state.reservedSmem + kReservedSmemBytes;
   }
   return success();
 }
