@@ -98,6 +98,9 @@ struct CUtexref_st {
 
 struct CUmod_st {
   uint64_t handle = 0;
+  /// The architecture of the PTX's `.target` (80 for `sm_80`, 90 for
+  /// `sm_90a`; 0 when it names none): CU_FUNC_ATTRIBUTE_PTX_VERSION.
+  int ptxArch = 0;
   client::Module info;
   std::unordered_map<std::string, std::unique_ptr<CUfunc_st>> functions;
   std::unordered_map<std::string, std::unique_ptr<CUtexref_st>> refs;
@@ -344,6 +347,24 @@ CUresult ptxOfImage(const void *image, std::string &ptx, std::string &error) {
   return CUDA_SUCCESS;
 }
 
+/// The architecture of PTX text's first `.target sm_NN...` directive
+/// (80 for `sm_80`, 90 for `sm_90a`), 0 when there is none.
+int ptxTargetArch(std::string_view ptx) {
+  size_t at = ptx.find(".target");
+  if (at == std::string_view::npos)
+    return 0;
+  size_t i = at + 7;
+  while (i < ptx.size() && (ptx[i] == ' ' || ptx[i] == '\t'))
+    ++i;
+  if (ptx.substr(i, 3) != "sm_")
+    return 0;
+  int arch = 0;
+  for (i += 3; i < ptx.size() && ptx[i] >= '0' && ptx[i] <= '9' && arch < 10000;
+       ++i)
+    arch = arch * 10 + (ptx[i] - '0');
+  return arch;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -369,6 +390,7 @@ CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
   CHECK_STATUS("cuModuleLoadData", s.client->loadModule(ptx, name, info));
   auto *m = new CUmod_st;
   m->handle = info.handle;
+  m->ptxArch = ptxTargetArch(ptx);
   m->info = std::move(info);
   s.modules.insert(m);
   log(2, "loaded module %.*s: %zu kernels, %zu variables", (int)name.size(),
@@ -1235,6 +1257,15 @@ WOOLY_CU_API CUresult cuFuncGetAttribute(int *value, int attrib,
     *value = (int)a.registers;
     break;
   case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    // As the driver says after JIT-compiling PTX: the PTX's architecture
+    // (CUB picks its tuning policy by it and fails with "invalid device
+    // function" for one the program has no code for), while the binary
+    // is the device's.
+    if (fn->module->ptxArch) {
+      *value = fn->module->ptxArch;
+      break;
+    }
+    [[fallthrough]];
   case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
     *value = (int)(s.props.computeMajor * 10 + s.props.computeMinor);
     break;

@@ -590,6 +590,7 @@ RT_API cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr,
   attr->numRegs = v;
   RETURN_IF(get(CU_FUNC_ATTRIBUTE_PTX_VERSION));
   attr->ptxVersion = v;
+  RETURN_IF(get(CU_FUNC_ATTRIBUTE_BINARY_VERSION));
   attr->binaryVersion = v;
   RETURN_IF(get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
   attr->maxDynamicSharedSizeBytes = v;

@@ -2327,14 +2327,47 @@ void HostTargetInfo::populatePatterns(const LLVMTypeConverter &converter,
 }
 
 /// Lays out shared memory (variables are offsets in the block's window).
+/// A server compiles a module kernel by kernel (Options::kernels: the other
+/// kernels are erased, every function and variable stays) and links the
+/// parts into one JITDylib, where the first definition of each device
+/// function serves every part: a variable a device function (or a global's
+/// initializer) names must have the same offset in every part, so those
+/// come first, one after the other in module order. A variable that only
+/// kernels name takes space only in those kernels, after the former:
+/// kernels that do not share it may use the same bytes for their own. A
+/// module with many kernels (CUB's and Thrust's, each with its own temp
+/// storage) then needs the window of its largest kernel, not the sum.
 LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
   for (auto f : module.getOps<FuncOp>())
     if (!f.isDeclaration())
       state.definedFunctions[f.getSymName()] = f.getKernel();
+  // The kernels (in module order) naming each variable, and the variables
+  // named elsewhere.
+  llvm::StringMap<SmallVector<unsigned>> kernelsNaming;
+  llvm::StringSet<> namedElsewhere;
+  unsigned numKernels = 0;
+  module.walk([&](AddressOfOp a) {
+    auto f = a->getParentOfType<FuncOp>();
+    if (!f || !f.getKernel())
+      namedElsewhere.insert(a.getGlobal());
+  });
+  for (auto f : module.getOps<FuncOp>()) {
+    if (!f.getKernel())
+      continue;
+    unsigned k = numKernels++;
+    f.walk([&](AddressOfOp a) {
+      SmallVector<unsigned> &ks = kernelsNaming[a.getGlobal()];
+      if (ks.empty() || ks.back() != k)
+        ks.push_back(k);
+    });
+  }
+  auto isShared = [](GlobalOp g) {
+    return g.getSpace() == StateSpace::shared ||
+           g.getSpace() == StateSpace::shared_cluster;
+  };
   // Shared variables first: initializers may take their addresses.
   for (auto g : module.getOps<GlobalOp>()) {
-    if (g.getSpace() != StateSpace::shared &&
-        g.getSpace() != StateSpace::shared_cluster)
+    if (!isShared(g))
       continue;
     uint64_t align = std::max<uint64_t>(g.getAlign(), 1);
     if (g.getCount() == 0) {
@@ -2342,12 +2375,37 @@ LogicalResult HostTargetInfo::beginModule(ModuleOp module) const {
       state.dynamicSharedAlign = std::max(state.dynamicSharedAlign, align);
       continue;
     }
+    if (!namedElsewhere.contains(g.getSymName()))
+      continue;
     state.sharedEnd = llvm::alignTo(state.sharedEnd, align);
     state.sharedOffsets[g.getSymName()] = state.sharedEnd;
     state.sharedEnd += byteSize(g.getElemType()) * g.getCount();
   }
+  // Where each kernel's variables end so far.
+  SmallVector<uint64_t> kernelEnd(numKernels, state.sharedEnd);
+  for (auto g : module.getOps<GlobalOp>()) {
+    if (!isShared(g) || g.getCount() == 0 ||
+        namedElsewhere.contains(g.getSymName()))
+      continue;
+    auto it = kernelsNaming.find(g.getSymName());
+    if (it == kernelsNaming.end()) {
+      // Named nowhere: no space.
+      state.sharedOffsets[g.getSymName()] = 0;
+      continue;
+    }
+    uint64_t offset = 0;
+    for (unsigned k : it->second)
+      offset = std::max(offset, kernelEnd[k]);
+    offset = llvm::alignTo(offset, std::max<uint64_t>(g.getAlign(), 1));
+    uint64_t end = offset + byteSize(g.getElemType()) * g.getCount();
+    state.sharedOffsets[g.getSymName()] = offset;
+    for (unsigned k : it->second)
+      kernelEnd[k] = end;
+    state.sharedEnd = std::max(state.sharedEnd, end);
+  }
   // The reserved shared memory: 1 KiB per block, as NVIDIA GPUs reserve
-  // from sm_80 on, only where a kernel asks where it is.
+  // from sm_80 on, only where a kernel asks where it is: after the
+  // variables of every kernel of the module (or part).
   bool reserved = false;
   module.walk([&](SRegOp s) {
     reserved |= s.getReg() >= SpecialReg::reserved_smem_offset_begin &&
@@ -2417,8 +2475,44 @@ HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
 
 /// The dynamic shared memory's offset, which functions need fibers, and the
 /// declarations of the runtime's entry points.
+/// Warp-synchronous code written for GPUs before Volta (CUDA's classic
+/// reductions: `if (tid < 32) { s[tid] += s[tid + 32]; ... }` on a
+/// `volatile` shared array, without syncs) relies on the lanes of a warp
+/// executing each access together, as GPUs still do where the lanes are
+/// converged. The CPU backend runs a warp's threads one after another
+/// between collectives, so each lane would finish its whole sequence
+/// before the next began and read values not yet written. Each volatile
+/// shared or generic access therefore first synchronises with the lanes
+/// that are active there (`activemask` + `bar.warp.sync`), which restores
+/// the lockstep those programs expect at every such access.
+static void syncVolatileWarpAccesses(ModuleOp module) {
+  SmallVector<Operation *> accesses;
+  module.walk([&](Operation *op) {
+    StateSpace space;
+    if (auto ld = dyn_cast<LoadOp>(op)) {
+      if (!ld.getIsVolatile())
+        return;
+      space = ld.getSpace();
+    } else if (auto st = dyn_cast<StoreOp>(op)) {
+      if (!st.getIsVolatile())
+        return;
+      space = st.getSpace();
+    } else {
+      return;
+    }
+    if (space == StateSpace::shared || space == StateSpace::generic)
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    OpBuilder b(op);
+    Value mask = ActiveMaskOp::create(b, op->getLoc(), b.getI32Type());
+    WarpSyncOp::create(b, op->getLoc(), mask);
+  }
+}
+
 LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
                                             const LoweringState &) const {
+  syncVolatileWarpAccesses(module);
   state.dynamicSharedOffset =
       llvm::alignTo(state.sharedEnd, state.dynamicSharedAlign);
   for (GlobalOp g : state.externShared)
@@ -2498,6 +2592,7 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
   declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
   declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
   declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
+  declare("__wooly_rt_unsupported_call", voidTy, {ptrTy, i32}, true);
   declare("__wooly_rt_sreg", i64, {ptrTy, i32});
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
@@ -2637,7 +2732,10 @@ SmallVector<Value> HostTargetInfo::implicitArguments(Emitter &e,
 }
 
 /// `vprintf` goes to the runtime's printf, and CUDA's `__assertfail` (a
-/// failed `assert`) ends the launch with the assertion's text.
+/// failed `assert`) ends the launch with the assertion's text. The device
+/// heap's `malloc` and `free` are not supported yet: a call ends the launch
+/// with that error, but the module compiles (C++ device code references
+/// `free` from every virtual destructor's deleting variant).
 std::optional<LogicalResult>
 HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
                                  ConversionPatternRewriter &rw) const {
@@ -2652,6 +2750,21 @@ HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
                       e.toI64(adaptor.getOperands()[1])});
     if (op.getNumResults() == 1)
       rw.replaceOp(op, e.intCast(r, op.getResult(0).getType()));
+    else
+      rw.eraseOp(op);
+    return success();
+  }
+  if (callee == "malloc" || callee == "free") {
+    bool isMalloc = callee == "malloc";
+    if (adaptor.getOperands().size() != 1 ||
+        op.getNumResults() != (isMalloc ? 1u : 0u))
+      return op.emitOpError(isMalloc ? "malloc takes (size) and returns a "
+                                       "pointer"
+                                     : "free takes (pointer)");
+    e.call("__wooly_rt_unsupported_call", {},
+           {c, e.c32(isMalloc ? WOOLY_CALL_MALLOC : WOOLY_CALL_FREE)});
+    if (isMalloc) // never reached: the call does not return
+      rw.replaceOp(op, e.intCast(e.c64(0), op.getResult(0).getType()));
     else
       rw.eraseOp(op);
     return success();
@@ -2679,8 +2792,8 @@ FailureOr<std::string> HostTargetInfo::calleeSymbol(CallOp op) const {
     return op.emitOpError("calls '")
            << callee
            << "', which has no definition in the module (external device "
-              "functions other than vprintf and __assertfail are not "
-              "supported yet)";
+              "functions other than vprintf, __assertfail, malloc and free "
+              "are not supported yet)";
   return ::functionSymbol(callee);
 }
 

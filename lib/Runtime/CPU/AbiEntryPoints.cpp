@@ -225,6 +225,16 @@ void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target) {
   });
 }
 
+void __wooly_rt_unsupported_call(WoolyThreadCtx *ctx, uint32_t which) {
+  faultThread(threadOf(ctx), [&] {
+    const char *name = which == WOOLY_CALL_MALLOC ? "malloc"
+                       : which == WOOLY_CALL_FREE ? "free"
+                                                  : "an unknown function";
+    return std::string("device-side ") + name +
+           " (CUDA's device heap) is not supported yet";
+  });
+}
+
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {
   using namespace std::chrono;
   GpuThread *t = threadOf(ctx);

@@ -1,7 +1,8 @@
 //===- ImportBits.cpp - PTX bit and video instructions ----------*- C++ -*-===//
 //
 // popc, clz, brev, bfind, bfe, bfi, prmt, lop3, shf, bmsk, mul24/mad24,
-// sad, dp4a/dp2a and the scalar video shifts vshl/vshr.
+// sad, dp4a/dp2a, the scalar video shifts vshl/vshr and the SIMD video
+// instructions vadd2 ... vmax4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,4 +215,156 @@ LogicalResult Importer::emitVideoShift(Instruction &inst, Opcode op) {
                        : Value(make<arith::MaxUIOp>(r, c));
   }
   return write(inst.operands[0], r);
+}
+
+/// vop2/vop4.dtype.atype.btype{.sat|.add} d{.mask}, a{.asel}, b{.bsel}, c:
+/// the SIMD video instructions, decomposed into arith ops on i32. Each of
+/// the 2 halves (4 bytes) of a and b is picked by the selectors from the
+/// 4 halves (8 bytes) of b:a (defaults .h10/.h32, .b3210/.b7654) and
+/// extended by its operand's type; the element results are optionally
+/// clamped to dtype's element range, then either merged into c under the
+/// mask (elements outside it are c's) or, with `.add`, summed into c.
+LogicalResult Importer::emitVideoSimd(Instruction &inst, Opcode op) {
+  bool two = op == Opcode::Vadd2 || op == Opcode::Vsub2 ||
+             op == Opcode::Vavrg2 || op == Opcode::Vabsdiff2 ||
+             op == Opcode::Vmin2 || op == Opcode::Vmax2;
+  unsigned n = two ? 2 : 4, width = two ? 16 : 8;
+  char letter = two ? 'h' : 'b';
+  auto dt = instrType(inst, 0), at = instrType(inst, 1),
+       bt = instrType(inst, 2);
+  if (!dt || !at || !bt || !dt->type.isInteger(32) || !at->type.isInteger(32) ||
+      !bt->type.isInteger(32))
+    return error(inst.loc, "'" + inst.opcode +
+                               "' needs .u32/.s32 dtype, atype and btype");
+  bool accumulate = inst.has("add"), sat = inst.has("sat");
+  if (accumulate && sat)
+    return error(inst.loc,
+                 "'" + inst.opcode + "' takes '.sat' or '.add', not both");
+  if (failed(expectOperands(inst, 4)))
+    return failure();
+  // The selector or mask after an operand's register: `%r1.b3210` gives
+  // the element indices {0, 1, 2, 3} (element 0 is the last digit).
+  auto selector = [&](unsigned i, unsigned maxIndex,
+                      SmallVector<unsigned, 4> &digits) -> FailureOr<Operand> {
+    Operand o = inst.operands[i];
+    size_t dot = o.name.find('.');
+    if (o.kind != OK::Reg || dot == StringRef::npos)
+      return o;
+    StringRef sel = o.name.substr(dot + 1);
+    o.name = o.name.substr(0, dot);
+    digits.clear();
+    if (sel.size() < 2 || sel[0] != letter || sel.size() - 1 > n)
+      return error(inst.operands[i].loc,
+                   "bad selector '." + sel + "' for '" + inst.opcode + "'");
+    for (char ch : llvm::reverse(sel.drop_front())) {
+      if (ch < '0' || unsigned(ch - '0') > maxIndex)
+        return error(inst.operands[i].loc,
+                     "bad selector '." + sel + "' for '" + inst.opcode + "'");
+      digits.push_back(ch - '0');
+    }
+    return o;
+  };
+  SmallVector<unsigned, 4> aSel, bSel, mask;
+  for (unsigned i = 0; i < n; ++i) {
+    aSel.push_back(i);
+    bSel.push_back(n + i);
+  }
+  FailureOr<Operand> dOp = selector(0, n - 1, mask);
+  FailureOr<Operand> aOp = selector(1, 2 * n - 1, aSel);
+  FailureOr<Operand> bOp = selector(2, 2 * n - 1, bSel);
+  if (failed(dOp) || failed(aOp) || failed(bOp))
+    return failure();
+  if (aSel.size() != n || bSel.size() != n)
+    return error(inst.operands[aSel.size() != n ? 1 : 2].loc,
+                 "'" + inst.opcode + "' selectors name " + Twine(n) +
+                     " elements");
+  unsigned maskBits = mask.empty() ? (1u << n) - 1 : 0;
+  for (unsigned m : mask) {
+    if (maskBits & (1u << m))
+      return error(inst.operands[0].loc,
+                   "repeated element in the mask of '" + inst.opcode + "'");
+    maskBits |= 1u << m;
+  }
+  Type i32 = intType(32), i64 = intType(64), elem = intType(width);
+  Value a = read(*aOp, i32), bv = read(*bOp, i32),
+        c = read(inst.operands[3], i32);
+  if (!a || !bv || !c)
+    return failure();
+  // b:a as 64 bits, from which the selectors pick elements.
+  Value pair = make<arith::OrIOp>(
+      make<arith::ShLIOp>(make<arith::ExtUIOp>(i64, bv), constInt(i64, 32)),
+      make<arith::ExtUIOp>(i64, a));
+  auto element = [&](unsigned index, bool isSigned) -> Value {
+    Value e = make<arith::TruncIOp>(
+        elem, make<arith::ShRUIOp>(pair, constInt(i64, index * width)));
+    return isSigned ? Value(make<arith::ExtSIOp>(i32, e))
+                    : Value(make<arith::ExtUIOp>(i32, e));
+  };
+  int64_t lo = dt->isSigned ? -(int64_t(1) << (width - 1)) : 0;
+  int64_t hi = dt->isSigned ? (int64_t(1) << (width - 1)) - 1
+                            : (int64_t(1) << width) - 1;
+  int64_t elemMask = (int64_t(1) << width) - 1;
+  Value result = accumulate ? c : constInt(i32, 0);
+  for (unsigned i = 0; i < n; ++i) {
+    Value va = element(aSel[i], at->isSigned),
+          vb = element(bSel[i], bt->isSigned);
+    // Either operand may be signed: compare as the wider signed values
+    // (every extended element fits in i32 with room to spare).
+    Value t;
+    switch (op) {
+    case Opcode::Vadd2:
+    case Opcode::Vadd4:
+      t = make<arith::AddIOp>(va, vb);
+      break;
+    case Opcode::Vsub2:
+    case Opcode::Vsub4:
+      t = make<arith::SubIOp>(va, vb);
+      break;
+    case Opcode::Vavrg2:
+    case Opcode::Vavrg4: {
+      // (s + 1) >> 1 for s >= 0, s >> 1 below.
+      Value s = make<arith::AddIOp>(va, vb);
+      Value up = make<arith::ShRSIOp>(make<arith::AddIOp>(s, constInt(i32, 1)),
+                                      constInt(i32, 1));
+      Value down = make<arith::ShRSIOp>(s, constInt(i32, 1));
+      Value nonNeg =
+          make<arith::CmpIOp>(arith::CmpIPredicate::sge, s, constInt(i32, 0));
+      t = make<arith::SelectOp>(nonNeg, up, down);
+      break;
+    }
+    case Opcode::Vabsdiff2:
+    case Opcode::Vabsdiff4: {
+      Value d = make<arith::SubIOp>(va, vb);
+      t = make<arith::MaxSIOp>(d, make<arith::SubIOp>(constInt(i32, 0), d));
+      break;
+    }
+    case Opcode::Vmin2:
+    case Opcode::Vmin4:
+      t = make<arith::MinSIOp>(va, vb);
+      break;
+    default:
+      t = make<arith::MaxSIOp>(va, vb);
+      break;
+    }
+    if (sat) {
+      t = make<arith::MaxSIOp>(t, constInt(i32, lo));
+      t = make<arith::MinSIOp>(t, constInt(i32, hi));
+    }
+    bool selected = maskBits & (1u << i);
+    if (accumulate) {
+      if (selected)
+        result = make<arith::AddIOp>(result, t);
+      continue;
+    }
+    Value field;
+    if (selected)
+      field =
+          make<arith::ShLIOp>(make<arith::AndIOp>(t, constInt(i32, elemMask)),
+                              constInt(i32, i * width));
+    else
+      field = make<arith::AndIOp>(
+          c, constInt(i32, int32_t(uint32_t(elemMask) << (i * width))));
+    result = make<arith::OrIOp>(result, field);
+  }
+  return write(*dOp, result);
 }

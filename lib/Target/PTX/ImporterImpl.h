@@ -425,6 +425,8 @@ private:
   LogicalResult emitBits(Instruction &inst, Opcode op);
   /// The scalar video shifts vshl and vshr.
   LogicalResult emitVideoShift(Instruction &inst, Opcode op);
+  /// The SIMD video instructions vadd2 ... vmax4.
+  LogicalResult emitVideoSimd(Instruction &inst, Opcode op);
 
   // Moves and conversions (ImportConversions.cpp).
   /// mov of scalars and vectors.

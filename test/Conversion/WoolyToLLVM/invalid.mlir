@@ -1,6 +1,7 @@
 // RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file --verify-diagnostics
 
-// Calls to external functions other than vprintf cannot run on the host.
+// Calls to external functions other than vprintf, __assertfail, malloc and
+// free cannot run on the host.
 wooly.func private @ext(i32) -> i32 attributes {linkage = "extern"}
 wooly.func @k(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
   // expected-error @+2 {{calls 'ext', which has no definition in the module}}
@@ -27,3 +28,14 @@ wooly.func @k32(%a: i32 {wooly.type = "u32"}) attributes {kernel} {
 // .local variables live in a function's frame.
 // expected-error @+1 {{a module-scope .local variable is not supported yet on host}}
 wooly.global local @l : i32[4] align 4
+
+// -----
+
+// malloc and free (the device heap) are recognised by their CUDA signatures.
+wooly.func private @malloc(i64, i64) -> i64 attributes {linkage = "extern"}
+wooly.func @k(%a: i64 {wooly.type = "u64"}) attributes {kernel} {
+  // expected-error @+2 {{malloc takes (size) and returns a pointer}}
+  // expected-error @+1 {{failed to legalize operation 'wooly.call'}}
+  %r = wooly.call @malloc(%a, %a) : (i64, i64) -> i64
+  wooly.ret
+}

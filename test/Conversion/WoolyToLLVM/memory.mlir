@@ -48,12 +48,20 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 
 // -----
 
-// Shared variables are laid out in one window; an access is an offset from
-// the window base in the context, checked against its size inline.
-// CHECK: module attributes {wooly.num_access_sites = 1 : i64, wooly.static_shared_size = 272 : i64}
+// Shared variables are offsets in one window. Those a device function names
+// come first, in module order (@d, at 0: every part of a module compiled
+// kernel by kernel shares the functions); a variable only kernels name takes
+// space only in those kernels, after them: @b (kernel s) and @c (kernel t)
+// both start at 32, and @a, which nothing names, takes none. The window is
+// the largest kernel's (CUB and Thrust put dozens of kernels, each with its
+// own temp storage, in one module). An access is an offset from the window
+// base in the context, checked against its size inline.
+// CHECK: module attributes {wooly.num_access_sites = {{[0-9]+}} : i64, wooly.static_shared_size = 288 : i64}
+// CHECK-LABEL: llvm.func weak_odr @__wooly_fn_f(
+// CHECK: llvm.mlir.constant(0 : i32) : i32
 // CHECK-LABEL: llvm.func @__wooly_kernel_s(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
-// CHECK: %[[OFF:.*]] = llvm.mlir.constant(256 : i32) : i32
+// CHECK: %[[OFF:.*]] = llvm.mlir.constant(32 : i32) : i32
 // CHECK: %[[OFF64:.*]] = llvm.zext %[[OFF]] : i32 to i64
 // CHECK: %[[TOTP:.*]] = llvm.getelementptr %[[CTX]][64]
 // CHECK: llvm.call @__wooly_rt_shared_oob(
@@ -61,12 +69,28 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 // CHECK: %[[BASE:.*]] = llvm.load %[[BASEP]] {{.*}}: !llvm.ptr -> !llvm.ptr
 // CHECK: %[[PTR:.*]] = llvm.getelementptr %[[BASE]][%[[OFF64]]]
 // CHECK: llvm.store %{{.*}}, %[[PTR]] {alignment = 4 : i64, noalias_scopes = [#{{.*}}]} : f32, !llvm.ptr
+// CHECK-LABEL: llvm.func @__wooly_kernel_t(
+// CHECK: llvm.mlir.constant(32 : i32) : i32
 wooly.global shared @a : f32[64] align 4
 wooly.global shared @b : i32[4] align 16
+wooly.global shared @c : f32[64] align 4
+wooly.global shared @d : i32[8] align 16
 wooly.global shared extern @dyn : i8[0] align 16
+wooly.func @f(%x: f32 {wooly.type = "f32"}) {
+  %p = wooly.addressof @d : i32
+  wooly.st shared %p, %x : i32, f32
+  wooly.ret
+}
 wooly.func @s(%x: f32 {wooly.type = "f32"}) attributes {kernel} {
   %p = wooly.addressof @b : i32
   wooly.st shared %p, %x : i32, f32
+  wooly.call @f(%x) : (f32) -> ()
+  wooly.ret
+}
+wooly.func @t(%x: f32 {wooly.type = "f32"}) attributes {kernel} {
+  %p = wooly.addressof @c : i32
+  wooly.st shared %p, %x : i32, f32
+  wooly.call @f(%x) : (f32) -> ()
   wooly.ret
 }
 

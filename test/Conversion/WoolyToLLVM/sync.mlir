@@ -46,3 +46,47 @@ wooly.func @caller() attributes {kernel} {
   wooly.call @helper() : () -> ()
   wooly.ret
 }
+
+// -----
+
+// The device heap is not supported yet: a call of malloc or free ends the
+// launch with that error (which = 0 / 1), but the module compiles.
+// CHECK-LABEL: llvm.func @__wooly_kernel_heap(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[M:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[M]]) : (!llvm.ptr, i32) -> ()
+// CHECK: %[[F:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[F]]) : (!llvm.ptr, i32) -> ()
+wooly.func private @malloc(i64) -> i64 attributes {linkage = "extern"}
+wooly.func private @free(i64) attributes {linkage = "extern"}
+wooly.func @heap(%n: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %p = wooly.call @malloc(%n) : (i64) -> i64
+  wooly.call @free(%p) : (i64) -> ()
+  wooly.ret
+}
+
+// -----
+
+// Volatile shared and generic accesses (pre-Volta warp-synchronous code)
+// first meet the lanes active there: activemask, then a warp sync with that
+// mask, so the kernel runs with fibers or region by region. Other accesses
+// are left alone.
+// CHECK-LABEL: llvm.func @__wooly_kernel_warpsync(
+// CHECK-SAME: wooly.needs_fibers
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.load volatile
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.call @__wooly_rt_warp
+// CHECK: llvm.store volatile
+// CHECK-NOT: llvm.call @__wooly_rt_warp
+// CHECK: llvm.return
+wooly.global shared @s : i32[64] align 4
+wooly.func @warpsync(%p: i64 {wooly.type = "u64"}) attributes {kernel} {
+  %a = wooly.addressof @s : i32
+  %v = wooly.ld shared volatile %a : i32 -> i32
+  wooly.st shared volatile %a, %v : i32, i32
+  %w = wooly.ld global %p : i64 -> i32
+  wooly.st global %p, %w : i64, i32
+  wooly.ret
+}

@@ -300,6 +300,17 @@ void __wooly_rt_trap(WoolyThreadCtx *ctx);
 /// module: ends the launch with an error. Does not return.
 void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target);
 
+/// A call of a CUDA device-runtime function that Wooly does not implement
+/// yet (`which`: WoolyUnsupportedCall): ends the launch with an error
+/// naming it. The module still loads, so that kernels which never reach
+/// such a call (a virtual destructor's deleting variant calls `free`) run.
+/// Does not return.
+enum WoolyUnsupportedCall {
+  WOOLY_CALL_MALLOC = 0,
+  WOOLY_CALL_FREE = 1,
+};
+void __wooly_rt_unsupported_call(WoolyThreadCtx *ctx, uint32_t which);
+
 /// `which` of `__wooly_rt_sreg` for `%envreg0`; `%envreg<N>` is this + N.
 enum { WOOLY_SREG_ENVREG0 = 64 };
 
