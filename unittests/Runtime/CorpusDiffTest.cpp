@@ -2538,7 +2538,7 @@ TEST_P(TextureDiff, tex_layered_3d) {
                      {64, 1, 1}, 0, {tl, tv, bo, bc, n}));
   std::vector<float> want;
   for (int i = 0; i < n; ++i) {
-    int layer = std::clamp(int(c[4 * i + 3]), 0, layers - 1);
+    int layer = layerIndex(int(c[4 * i + 3]), layers);
     RefTex one = lay;
     one.d = 1;
     one.texels.assign(lay.texels.begin() + size_t(layer) * w * h,
@@ -2594,11 +2594,11 @@ TEST_P(TextureDiff, tld4_layered_cube) {
   for (int i = 0; i < n; ++i) {
     float x = c[4 * i], y = c[4 * i + 1], z = c[4 * i + 2];
     int l = int(c[4 * i + 3]);
-    for (float v : sliceOf(lay, std::clamp(l, 0, layers - 1)).gather(x, y, 0))
+    for (float v : sliceOf(lay, layerIndex(l, layers)).gather(x, y, 0))
       want.push_back(v);
     for (float v : faceGather(cube, 0, x, y, z, 1))
       want.push_back(v);
-    for (float v : faceGather(acube, 6 * std::clamp(l, 0, 1), x, y, z, 2))
+    for (float v : faceGather(acube, 6 * layerIndex(l, 2), x, y, z, 2))
       want.push_back(v);
   }
   EXPECT_TRUE(sameBits(down<float>(bo), want));

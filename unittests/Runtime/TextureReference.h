@@ -142,6 +142,13 @@ struct RefTex {
   }
 };
 
+/// The layer that layer index `l` of a layered texture of `layers` layers
+/// samples: clamped as an unsigned number, so a negative index is the last
+/// layer (measured on an H200).
+inline int layerIndex(int l, int layers) {
+  return int(std::min(uint32_t(l), uint32_t(layers - 1)));
+}
+
 /// The face of a cube map (0..5: +x, -x, +y, -y, +z, -z) that direction
 /// (x, y, z) selects, and the normalized (s, t) on it, after the CUDA
 /// programming guide's cubemap table (the major axis; ties to x, then y).

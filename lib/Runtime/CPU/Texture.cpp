@@ -21,7 +21,8 @@
 //     linear (computed in double, rounded to f32);
 //   - tld4 returns one component of the four texels of the 2x2 footprint,
 //     in the order (i, j+1), (i+1, j+1), (i+1, j), (i, j), of the layer
-//     (.a2d, .acube: clamped to the layers) or of the cube face the
+//     (.a2d, .acube: clamped to the layers as an unsigned index, so that
+//     a negative layer is the last) or of the cube face the
 //     direction selects (.cube, .acube), whose edges clamp: a footprint at
 //     a face's edge repeats the edge texels, it never reaches the adjacent
 //     face (as without seamless cubemap filtering);
@@ -689,10 +690,11 @@ void fetch(GpuThread *t, uint32_t op, const TextureObject &o,
   bool layeredGeometry = geometry == 3 || geometry == 4 || geometry == 6;
   uint64_t slice = 0;
   if (layeredGeometry) {
-    int64_t layer = int32_t(*in++);
+    // The layer is clamped as an unsigned number: a negative one is the
+    // last layer (measured on an H200).
+    uint64_t layer = uint32_t(*in++);
     uint64_t layers = o.extent[2] / (geometry == 6 ? 6 : 1);
-    slice = uint64_t(std::clamp<int64_t>(layer, 0, int64_t(layers) - 1)) *
-            (geometry == 6 ? 6 : 1);
+    slice = std::min(layer, layers - 1) * (geometry == 6 ? 6 : 1);
   }
   unsigned ncoords = geometry == 0 || geometry == 3   ? 1
                      : geometry == 1 || geometry == 4 ? 2

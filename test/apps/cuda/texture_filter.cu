@@ -510,13 +510,13 @@ void layeredAndCube() {
   for (int i = 0; i < n; ++i) {
     c[4 * i] = u(rng);
     c[4 * i + 1] = u(rng);
-    c[4 * i + 2] = float(int(rng() % 5) - 1); // layers -1..3: clamped
+    c[4 * i + 2] = float(int(rng() % 5) - 1); // layers -1..3: clamped (-1: 2)
     c[4 * i + 3] = 0.0f;
   }
   std::vector<float> got = runSamples(sampleLayered, tex, c, n);
   std::vector<std::array<float, 4>> want;
   for (int i = 0; i < n; ++i) {
-    int layer = std::min(std::max(int(c[4 * i + 2]), 0), layers - 1);
+    int layer = wooly::texref::layerIndex(int(c[4 * i + 2]), layers);
     RefTex one = ref;
     one.d = 1;
     one.texels.assign(ref.texels.begin() + size_t(layer) * w * h * 4,
