@@ -2473,8 +2473,6 @@ HostTargetInfo::initializerAddress(OpBuilder &b, GlobalOp g, StringRef sym,
   return Value(LLVM::PtrToIntOp::create(b, loc, elem, p));
 }
 
-/// The dynamic shared memory's offset, which functions need fibers, and the
-/// declarations of the runtime's entry points.
 /// Warp-synchronous code written for GPUs before Volta (CUDA's classic
 /// reductions: `if (tid < 32) { s[tid] += s[tid + 32]; ... }` on a
 /// `volatile` shared array, without syncs) relies on the lanes of a warp
@@ -2510,6 +2508,9 @@ static void syncVolatileWarpAccesses(ModuleOp module) {
   }
 }
 
+/// The warp syncs of volatile accesses, the dynamic shared memory's offset,
+/// which functions need fibers, and the declarations of the runtime's entry
+/// points.
 LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
                                             const LoweringState &) const {
   syncVolatileWarpAccesses(module);
