@@ -540,6 +540,8 @@ int main(int argc, char **argv) {
       "wooly-cpu-bench: CPU backend launch times vs. plain C++ loops\n");
   if (reps == 0 || compileReps == 0 || !(scale > 0))
     die("--reps, --compile-reps and --scale must be positive");
+  if (workers > 1024)
+    die("--workers must be at most 1024");
   Target host = check(Target::parse("host"), "target");
   CompileOptions options;
   options.boundsChecks = !noBoundsChecks;

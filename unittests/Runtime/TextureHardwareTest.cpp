@@ -15,10 +15,10 @@
 
 #include "TextureReference.h"
 
+#include "llvm/ADT/bit.h"
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <cstring>
 
 using namespace wooly;
 using namespace wooly::texref;
@@ -76,18 +76,12 @@ RefTex texture(int w, int h, int d, const float *texels) {
 }
 
 /// The f16 with bits `b`, as a float.
-float halfToFloat(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return float(h);
-}
+float halfToFloat(uint16_t b) { return float(llvm::bit_cast<_Float16>(b)); }
 
 /// Distance in ulps of `b` from `a`.
 int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  return int64_t(ib) - int64_t(ia);
+  return int64_t(llvm::bit_cast<int32_t>(b)) -
+         int64_t(llvm::bit_cast<int32_t>(a));
 }
 } // namespace
 

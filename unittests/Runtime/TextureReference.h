@@ -119,18 +119,21 @@ struct RefTex {
     std::array<float, 4> r{};
     unsigned n = unsigned(t.size());
     for (int c = 0; c < 4; ++c) {
-      std::vector<float> v;
-      std::vector<uint32_t> codes;
-      double max = double((1u << unormBits) - 1);
-      for (const auto &x : t) {
-        v.push_back(x[c]);
-        codes.push_back(uint32_t(
-            std::lround(std::min(std::max(double(x[c]), 0.0), 1.0) * max)));
+      if (unormBits && c < chans) {
+        // The codes back from code / max (exact for 8 and 16 bits).
+        double max = double((1u << unormBits) - 1);
+        std::vector<uint32_t> codes;
+        for (const auto &x : t)
+          codes.push_back(uint32_t(
+              std::lround(std::min(std::max(double(x[c]), 0.0), 1.0) * max)));
+        r[c] = filterUnorm(w.data(), codes.data(), n, unsigned(unormBits));
+        continue;
       }
-      r[c] = unormBits && c < chans
-                 ? filterUnorm(w.data(), codes.data(), n, unsigned(unormBits))
-             : half ? filterSumHalf(w.data(), v.data(), n)
-                    : filterSum(w.data(), v.data(), n);
+      std::vector<float> v;
+      for (const auto &x : t)
+        v.push_back(x[c]);
+      r[c] = half ? filterSumHalf(w.data(), v.data(), n)
+                  : filterSum(w.data(), v.data(), n);
     }
     return r;
   }
