@@ -19,6 +19,7 @@
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PrintPasses.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -89,11 +90,15 @@ void detail::optimizeModule(llvm::Module &m, llvm::TargetMachine &tm,
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  // LLVM's -print-after=..., -print-changed and the like, where a tool
-  // parses LLVM's options (wooly-translate).
+  // LLVM's -print-before=... / -print-after=... (with -filter-print-funcs),
+  // where a tool parses LLVM's options (wooly-translate); only then, so
+  // that other compiles pay nothing for the instrumentation.
   llvm::PassInstrumentationCallbacks pic;
-  llvm::StandardInstrumentations si(m.getContext(), /*DebugLogging=*/false);
-  si.registerCallbacks(pic, &mam);
+  std::optional<llvm::StandardInstrumentations> si;
+  if (llvm::shouldPrintBeforeSomePass() || llvm::shouldPrintAfterSomePass()) {
+    si.emplace(m.getContext(), /*DebugLogging=*/false);
+    si->registerCallbacks(pic, &mam);
+  }
   llvm::PassBuilder pb(&tm, llvm::PipelineTuningOptions(), std::nullopt, &pic);
   targetCodegen.registerPasses(pb);
   pb.registerModuleAnalyses(mam);
