@@ -30,6 +30,7 @@
 #include "../WoolyCommon/LLVMLowering.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Dialect/Wooly/Analysis/WaitLoops.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
 #include "Wooly/Runtime/CPU/WarpShuffle.h"
@@ -2508,12 +2509,31 @@ static void syncVolatileWarpAccesses(ModuleOp module) {
   }
 }
 
+/// A loop that waits for another thread's write (findWaitLoops) yields to
+/// the other threads of the block at each iteration, as `nanosleep` does:
+/// its function then runs as fibers, and a spin-wait on a thread that comes
+/// later in the block ends as on a GPU instead of spinning forever. The
+/// yield is a `nanosleep 0` marked `wooly.wait_loop` (regionSplitBlocker
+/// names the loop).
+static void yieldInWaitLoops(ModuleOp module) {
+  for (auto fn : module.getOps<FuncOp>())
+    for (const WaitLoop &loop : findWaitLoops(fn))
+      for (Block *latch : loop.latches) {
+        OpBuilder b(latch->getTerminator());
+        Location loc = latch->getTerminator()->getLoc();
+        Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+        auto yield = NanosleepOp::create(b, loc, zero);
+        yield->setAttr("wooly.wait_loop", loop.poll->getLoc());
+      }
+}
+
 /// The warp syncs of volatile accesses, the dynamic shared memory's offset,
 /// which functions need fibers, and the declarations of the runtime's entry
 /// points.
 LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
                                             const LoweringState &) const {
   syncVolatileWarpAccesses(module);
+  yieldInWaitLoops(module);
   state.dynamicSharedOffset =
       llvm::alignTo(state.sharedEnd, state.dynamicSharedAlign);
   for (GlobalOp g : state.externShared)

@@ -28,6 +28,7 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::wooly;
@@ -358,7 +359,14 @@ wooly::regionSplitBlocker(FuncOp fn,
     else if (auto call = dyn_cast<CallOp>(op);
              call && synchronises(call.getCallee()))
       blocker = "a call to a function that synchronises";
-    else if (isa<NanosleepOp>(op))
+    else if (auto wait = op->getAttrOfType<LocationAttr>("wooly.wait_loop")) {
+      std::string where;
+      if (auto file = dyn_cast<FileLineColLoc>(Location(wait)))
+        where = (" (" + llvm::sys::path::filename(file.getFilename().strref()) +
+                 ":" + Twine(file.getLine()) + ")")
+                    .str();
+      blocker = "a loop that waits for other threads' writes" + where;
+    } else if (isa<NanosleepOp>(op))
       blocker = "nanosleep (it may wait for other threads)";
     else if (isa<MbarrierWaitOp>(op))
       blocker = "an mbarrier wait";

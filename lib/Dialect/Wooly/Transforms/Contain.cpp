@@ -46,6 +46,7 @@
 
 #include "VirtualBlocks.h"
 
+#include "Wooly/Dialect/Wooly/Analysis/WaitLoops.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -89,12 +90,13 @@ public:
     cf::CondBranchOp::create(b, loc, hasStatus(), check, ValueRange{}, rest,
                              ValueRange{});
     b.setInsertionPointToEnd(check);
-    Value v =
-        LoadOp::create(b, loc, TypeRange{b.getI32Type()},
-                       StateSpaceAttr::get(b.getContext(), StateSpace::global),
-                       status, CacheOpAttr(), b.getUnitAttr(), MemOrderAttr(),
-                       MemScopeAttr())
-            .getResult(0);
+    auto poll = LoadOp::create(
+        b, loc, TypeRange{b.getI32Type()},
+        StateSpaceAttr::get(b.getContext(), StateSpace::global), status,
+        CacheOpAttr(), b.getUnitAttr(), MemOrderAttr(), MemScopeAttr());
+    // The loop does not wait for it (findWaitLoops).
+    poll->setAttr(kNoWaitAttr, b.getUnitAttr());
+    Value v = poll.getResult(0);
     Value raised = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
                                          constant(b, loc, 0, 32));
     cf::CondBranchOp::create(b, loc, raised, stop, ValueRange{}, rest,

@@ -36,6 +36,7 @@
 
 #include "VirtualBlocks.h"
 
+#include "Wooly/Dialect/Wooly/Analysis/WaitLoops.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -122,10 +123,12 @@ void sliceKernel(FuncOp kernel, GlobalOp slot) {
   cf::CondBranchOp::create(b, loc, hasFlag, readFlag, ValueRange{}, grab,
                            ValueRange{});
   b.setInsertionPointToEnd(readFlag);
-  Value flagValue =
+  auto flagLoad =
       LoadOp::create(b, loc, TypeRange{i32}, global, flag, CacheOpAttr(),
-                     b.getUnitAttr(), MemOrderAttr(), MemScopeAttr())
-          .getResult(0);
+                     b.getUnitAttr(), MemOrderAttr(), MemScopeAttr());
+  // The loop does not wait for the flag (findWaitLoops).
+  flagLoad->setAttr(kNoWaitAttr, b.getUnitAttr());
+  Value flagValue = flagLoad.getResult(0);
   Value preempted =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flagValue, c0);
   cf::CondBranchOp::create(b, loc, preempted, publish, ValueRange{stop}, grab,

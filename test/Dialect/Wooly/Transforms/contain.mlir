@@ -12,7 +12,7 @@
 // CHECK: ^[[HEAD]](%[[I:.*]]: i32):
 // CHECK-NEXT: cf.cond_br %[[NZ]], ^[[CHECK:bb[0-9]+]], ^[[BODY:bb[0-9]+]]{{$}}
 // CHECK: ^[[CHECK]]:
-// CHECK: %[[V:.*]] = ld global volatile %[[ST]] : i64 -> i32
+// CHECK: %[[V:.*]] = ld global volatile %[[ST]] {wooly.no_wait} : i64 -> i32
 // CHECK: %[[UP:.*]] = arith.cmpi ne, %[[V]], %{{.*}} : i32
 // CHECK-NEXT: cf.cond_br %[[UP]], ^[[STOP:bb[0-9]+]], ^[[BODY]]{{$}}
 // CHECK: ^[[STOP]]:

@@ -34,7 +34,7 @@
 // CHECK: %[[HASFLAG:.*]] = arith.cmpi ne, %[[FLAG]], %{{.*}} : i64
 // CHECK: cf.cond_br %[[HASFLAG]], ^[[READ:bb[0-9]+]], ^[[GRAB:bb[0-9]+]]{{$}}
 // CHECK: ^[[READ]]:
-// CHECK: %[[F:.*]] = ld global volatile %[[FLAG]] : i64 -> i32
+// CHECK: %[[F:.*]] = ld global volatile %[[FLAG]] {wooly.no_wait} : i64 -> i32
 // CHECK: %[[PRE:.*]] = arith.cmpi ne, %[[F]], %{{.*}} : i32
 // CHECK: cf.cond_br %[[PRE]], ^[[PUBLISH:bb[0-9]+]](%[[STOP]] : i32), ^[[GRAB]]{{$}}
 // CHECK: ^[[GRAB]]:
