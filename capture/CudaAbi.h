@@ -438,6 +438,7 @@ enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
   CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
   CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+  CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
   CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
   CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
   CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
@@ -586,6 +587,13 @@ enum CUpointer_attribute : int {
   CU_POINTER_ATTRIBUTE_HOST_POINTER = 4,
   CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+};
+
+/// CUmemLocation / cudaMemLocation (managed-memory hints): where, as a
+/// location type (device, host, ...) and an id.
+struct CUmemLocation {
+  int type;
+  int id;
 };
 
 /// The `extra` array of cuLaunchKernel.

@@ -29,6 +29,7 @@
 #include "Wooly/Client/Client.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -119,6 +120,15 @@ struct CUevent_st {
 
 namespace {
 
+/// A managed allocation: `size` bytes at the program's pointer, inside the
+/// server's allocation at `serverAddress`; `mapped` bytes of this process's
+/// address space (whole pages) from the pointer on.
+struct ManagedRange {
+  size_t size = 0;
+  uint64_t serverAddress = 0;
+  size_t mapped = 0;
+};
+
 /// The process's view of its session.
 struct State {
   std::mutex mu;
@@ -143,6 +153,16 @@ struct State {
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
   std::map<uintptr_t, size_t> hostRanges;
+  /// Managed allocations (cuMemAllocManaged): their start, which is the
+  /// program's pointer, -> the server's allocation. The same addresses are
+  /// mapped in this process (see "Managed memory").
+  std::map<uint64_t, ManagedRange> managed;
+  /// The host's copies of managed memory may be newer than the device's:
+  /// they go to the device before the next device work.
+  bool managedHostNewer = false;
+  /// Device work may have written managed memory since the host's copies
+  /// were last brought back: they come back at the next synchronisation.
+  bool managedDeviceNewer = false;
 };
 
 State &state() {
@@ -224,6 +244,66 @@ CUresult fail(State &s, const client::Status &st, const char *call) {
     return s.initialized ? s.initResult : CUDA_ERROR_NOT_INITIALIZED;          \
   if (s.sticky != CUDA_SUCCESS)                                                \
     return s.sticky;
+
+//===----------------------------------------------------------------------===//
+// Managed memory
+//===----------------------------------------------------------------------===//
+//
+// A managed allocation is device memory whose address is also mapped in this
+// process: the program's pointer works on the host and in kernels alike.
+// The two copies are kept coherent where CUDA lets the host look without
+// concurrent managed access (CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+// is 0): before device work (a launch, copy, memset or graph launch) the
+// host's copies go to the device, in the work's stream, when the host may
+// have written them since; at a synchronisation (context, stream, event, a
+// synchronous copy) the device's come back when device work ran since. So
+// a program that initialises managed memory, launches, synchronises and
+// reads the results sees what it would on a GPU, at the cost of copying
+// every managed allocation each way once per launch-and-synchronise round.
+// The host touching managed memory while device work runs (allowed only
+// with concurrent managed access) is not coherent.
+
+/// Before device work in `stream`: the host's copies of managed memory go
+/// first.
+client::Status managedToDevice(State &s, uint64_t stream) {
+  if (s.managed.empty())
+    return client::Status();
+  if (s.managedHostNewer) {
+    for (const auto &[address, range] : s.managed) {
+      client::Status st = s.client->copyToDevice(
+          address, reinterpret_cast<const void *>(address), range.size, stream,
+          /*async=*/true);
+      if (!st.ok())
+        return st;
+    }
+    s.managedHostNewer = false;
+  }
+  s.managedDeviceNewer = true;
+  return client::Status();
+}
+
+/// After a synchronisation: the device's copies of managed memory come
+/// back when device work ran since the last time.
+client::Status managedToHost(State &s) {
+  if (s.managed.empty() || !s.managedDeviceNewer)
+    return client::Status();
+  for (const auto &[address, range] : s.managed) {
+    client::Status st = s.client->copyFromDevice(
+        reinterpret_cast<void *>(address), address, range.size, 0);
+    if (!st.ok())
+      return st;
+  }
+  s.managedDeviceNewer = false;
+  s.managedHostNewer = true; // the host may write them now
+  return client::Status();
+}
+
+/// Device work follows in `stream`: managed memory first (a macro because
+/// CHECK_STATUS returns from the caller).
+#define MANAGED_TO_DEVICE(s, call, stream)                                     \
+  CHECK_STATUS(call, managedToDevice(s, stream))
+/// A synchronisation ended: managed memory back.
+#define MANAGED_TO_HOST(s, call) CHECK_STATUS(call, managedToHost(s))
 
 std::string programName() {
   std::ifstream comm("/proc/self/comm");
@@ -460,6 +540,7 @@ CUresult driverGraphCreate(const GraphCall *calls, size_t count,
 CUresult driverGraphLaunch(uint64_t graph, CUstream stream) {
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
+  MANAGED_TO_DEVICE(s, "cudaGraphLaunch", handle);
   CHECK_STATUS("cudaGraphLaunch", s.client->graphLaunch(graph, handle));
   return CUDA_SUCCESS;
 }
@@ -954,8 +1035,11 @@ WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
   case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
     v = 256;
     break;
+  case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    v = 1; // without concurrent access ("Managed memory")
+    break;
   default:
-    v = 0; // not offered (managed memory, cooperative launch, ...)
+    v = 0; // not offered (concurrent managed access, cooperative launch, ...)
     break;
   }
   *value = v;
@@ -1111,6 +1195,7 @@ WOOLY_CU_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
 WOOLY_CU_API CUresult cuCtxSynchronize() {
   LOCKED_READY(s);
   CHECK_STATUS("cuCtxSynchronize", s.client->deviceSynchronize());
+  MANAGED_TO_HOST(s, "cuCtxSynchronize");
   return CUDA_SUCCESS;
 }
 
@@ -1400,6 +1485,7 @@ CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
   } else if (bytes) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  MANAGED_TO_DEVICE(s, "cuLaunchKernel", handle);
   CHECK_STATUS("cuLaunchKernel",
                s.client->launch(f->module->handle, f->name, grid, block, shared,
                                 buffer, bytes, handle));
@@ -1465,6 +1551,145 @@ WOOLY_CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   return CUDA_SUCCESS;
 }
 
+/// Managed memory ("Managed memory" above): a server allocation whose
+/// address, rounded up to a page, is mapped here too. The server's address
+/// space is another process's (or a GPU's), so the address may be taken
+/// here: then another allocation is tried (the ones refused are held until
+/// the end, so that the server does not give them again).
+namespace {
+/// cuMemAllocManaged's work, with the session's lock held.
+CUresult allocManagedLocked(State &s, size_t bytes, CUdeviceptr *dptr,
+                            const char *call) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  if (bytes > SIZE_MAX - 2 * page)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  const size_t mapped = (bytes + page - 1) / page * page;
+  std::vector<uint64_t> refused;
+  auto releaseRefused = [&] {
+    for (uint64_t a : refused)
+      (void)s.client->free(a);
+  };
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    // A page-aligned allocation is used as it is; otherwise one a page
+    // larger, from its first page boundary on.
+    uint64_t address = 0;
+    client::Status st = s.client->malloc(bytes, address);
+    if (st.ok() && address % page != 0) {
+      (void)s.client->free(address);
+      st = s.client->malloc(bytes + page, address);
+    }
+    if (!st.ok()) {
+      releaseRefused();
+      return fail(s, st, call);
+    }
+    uint64_t start = (address + page - 1) / page * page;
+    void *want = reinterpret_cast<void *>(start);
+    void *p = ::mmap(want, mapped, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == want) {
+      releaseRefused();
+      s.managed[start] = ManagedRange{bytes, address, mapped};
+      s.deviceRanges[start] = bytes;
+      s.managedHostNewer = true;
+      *dptr = start;
+      log(2, "%s: %zu bytes at 0x%llx, mapped in this process too", call, bytes,
+          (unsigned long long)start);
+      return CUDA_SUCCESS;
+    }
+    if (p != MAP_FAILED) // a kernel without MAP_FIXED_NOREPLACE
+      ::munmap(p, mapped);
+    refused.push_back(address);
+  }
+  releaseRefused();
+  log(1, "%s: no address the server gave for %zu bytes is free in this process",
+      call, bytes);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/// Frees managed allocation `it` (the server frees once the session's
+/// earlier work is done; this process's mapping goes now: the program may
+/// not touch it any more).
+CUresult freeManagedLocked(State &s,
+                           std::map<uint64_t, ManagedRange>::iterator it,
+                           const char *call) {
+  uint64_t start = it->first;
+  ManagedRange range = it->second;
+  CHECK_STATUS(call, s.client->free(range.serverAddress));
+  ::munmap(reinterpret_cast<void *>(start), range.mapped);
+  s.managed.erase(it);
+  s.deviceRanges.erase(start);
+  return CUDA_SUCCESS;
+}
+} // namespace
+
+WOOLY_CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes,
+                                        unsigned flags) {
+  // CU_MEM_ATTACH_GLOBAL (1) or CU_MEM_ATTACH_HOST (2): every allocation is
+  // reachable from every stream here.
+  if (!dptr || bytes == 0 || (flags != 1 && flags != 2))
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  return allocManagedLocked(s, bytes, dptr, "cuMemAllocManaged");
+}
+
+namespace {
+/// Whether [ptr, ptr + bytes) lies in one managed allocation.
+bool isManagedRange(State &s, uint64_t ptr, size_t bytes) {
+  auto it = s.managed.upper_bound(ptr);
+  if (it == s.managed.begin())
+    return false;
+  --it;
+  uint64_t offset = ptr - it->first;
+  return offset < it->second.size && bytes <= it->second.size - offset;
+}
+} // namespace
+
+/// Hints on managed memory: accepted for a managed range, with no effect
+/// (the copies move at launches and synchronisations).
+WOOLY_CU_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t bytes,
+                                            CUmemLocation, unsigned flags,
+                                            CUstream stream) {
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  (void)handle;
+  return flags == 0 && isManagedRange(s, ptr, bytes) ? CUDA_SUCCESS
+                                                     : CUDA_ERROR_INVALID_VALUE;
+}
+
+WOOLY_CU_API CUresult cuMemAdvise_v2(CUdeviceptr ptr, size_t bytes, int advice,
+                                     CUmemLocation) {
+  LOCKED_READY(s);
+  // CU_MEM_ADVISE_SET_READ_MOSTLY (1) .. UNSET_ACCESSED_BY (6)
+  return advice >= 1 && advice <= 6 && isManagedRange(s, ptr, bytes)
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_VALUE;
+}
+
+/// The CUDA 11 forms, with a device for the location.
+WOOLY_CU_API CUresult cuMemPrefetchAsync(CUdeviceptr ptr, size_t bytes,
+                                         int device, CUstream stream) {
+  return cuMemPrefetchAsync_v2(ptr, bytes, CUmemLocation{1, device}, 0, stream);
+}
+
+WOOLY_CU_API CUresult cuMemAdvise(CUdeviceptr ptr, size_t bytes, int advice,
+                                  int device) {
+  return cuMemAdvise_v2(ptr, bytes, advice, CUmemLocation{1, device});
+}
+
+WOOLY_CU_API CUresult cuStreamAttachMemAsync(CUstream stream, CUdeviceptr ptr,
+                                             size_t bytes, unsigned flags) {
+  LOCKED_READY(s);
+  RESOLVE_STREAM(s, stream, handle);
+  (void)handle;
+  // CU_MEM_ATTACH_GLOBAL, _HOST or _SINGLE; the whole allocation (0) or
+  // its size.
+  auto it = s.managed.find(ptr);
+  if ((flags != 1 && flags != 2 && flags != 4) || it == s.managed.end() ||
+      (bytes != 0 && bytes != it->second.size))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
 /// Rows 256-byte aligned, as the runtime's cudaMallocPitch.
 WOOLY_CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch,
                                          size_t widthBytes, size_t height,
@@ -1486,6 +1711,9 @@ WOOLY_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   if (!dptr)
     return CUDA_SUCCESS;
   LOCKED_READY(s);
+  auto managed = s.managed.find(dptr);
+  if (managed != s.managed.end())
+    return freeManagedLocked(s, managed, "cuMemFree");
   CHECK_STATUS("cuMemFree", s.client->free(dptr));
   s.deviceRanges.erase(dptr);
   return CUDA_SUCCESS;
@@ -1520,10 +1748,23 @@ WOOLY_CU_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
 
 /// Host memory "pinned" for the device is ordinary memory of this process:
 /// copies go over the connection either way.
+/// Pinned host memory. With CU_MEMHOSTALLOC_DEVICEMAP (cudaHostAllocMapped)
+/// kernels may use it too, at the same address (CUDA's unified addressing):
+/// it is then managed memory ("Managed memory": coherent at launches and
+/// synchronisations, not while a kernel runs).
 WOOLY_CU_API CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
-  (void)flags;
   if (!ptr)
     return CUDA_ERROR_INVALID_VALUE;
+  if (flags & 0x02) { // CU_MEMHOSTALLOC_DEVICEMAP
+    if (bytes == 0)
+      return CUDA_ERROR_INVALID_VALUE;
+    LOCKED_READY(s);
+    CUdeviceptr d = 0;
+    if (CUresult r = allocManagedLocked(s, bytes, &d, "cuMemHostAlloc"))
+      return r;
+    *ptr = reinterpret_cast<void *>(d);
+    return CUDA_SUCCESS;
+  }
   void *p = nullptr;
   if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1542,11 +1783,35 @@ WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
   State &s = state();
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    auto managed = s.managed.find(reinterpret_cast<uint64_t>(ptr));
+    if (managed != s.managed.end() && s.client)
+      return freeManagedLocked(s, managed, "cuMemFreeHost");
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
     if (ptr && !s.hostRanges.erase(reinterpret_cast<uintptr_t>(ptr)))
       return CUDA_ERROR_INVALID_VALUE;
   }
   ::free(ptr);
   return CUDA_SUCCESS;
+}
+
+/// The device address of mapped host memory: its own address (only
+/// cuMemHostAlloc's mapped allocations are; registered memory is not).
+WOOLY_CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr,
+                                                   unsigned flags) {
+  if (!dptr || !ptr || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  uint64_t p = reinterpret_cast<uint64_t>(ptr);
+  if (isManagedRange(s, p, 1)) {
+    *dptr = p;
+    return CUDA_SUCCESS;
+  }
+  logUnsupportedOnce("cuMemHostGetDevicePointer",
+                     "only memory from cudaHostAlloc(cudaHostAllocMapped) "
+                     "is mapped for the device");
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 WOOLY_CU_API CUresult cuMemHostRegister_v2(void *ptr, size_t bytes,
@@ -1589,9 +1854,13 @@ WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     *static_cast<void **>(data) = host ? reinterpret_cast<void *>(ptr) : 0;
     return host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    *static_cast<int *>(data) = 0;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED: {
+    auto it = s.managed.upper_bound(ptr);
+    *static_cast<int *>(data) =
+        it != s.managed.begin() &&
+        ptr - std::prev(it)->first < std::prev(it)->second.size;
     return CUDA_SUCCESS;
+  }
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     *static_cast<int *>(data) = 0;
     return CUDA_SUCCESS;
@@ -1613,7 +1882,10 @@ CUresult copyH2D(CUdeviceptr dst, const void *src, size_t bytes,
     return CUDA_ERROR_INVALID_VALUE;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
+  MANAGED_TO_DEVICE(s, call, handle);
   CHECK_STATUS(call, s.client->copyToDevice(dst, src, bytes, handle, async));
+  if (!async)
+    MANAGED_TO_HOST(s, call);
   return CUDA_SUCCESS;
 }
 
@@ -1625,7 +1897,9 @@ CUresult copyD2H(void *dst, CUdeviceptr src, size_t bytes, CUstream stream,
     return CUDA_ERROR_INVALID_VALUE;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
+  MANAGED_TO_DEVICE(s, call, handle);
   CHECK_STATUS(call, s.client->copyFromDevice(dst, src, bytes, handle));
+  MANAGED_TO_HOST(s, call);
   return CUDA_SUCCESS;
 }
 
@@ -1635,8 +1909,11 @@ CUresult copyD2D(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
     return CUDA_SUCCESS;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
+  MANAGED_TO_DEVICE(s, call, handle);
   CHECK_STATUS(call,
                s.client->copyDeviceToDevice(dst, src, bytes, handle, async));
+  if (!async)
+    MANAGED_TO_HOST(s, call);
   return CUDA_SUCCESS;
 }
 
@@ -1655,8 +1932,11 @@ CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
     uniform &= ((value >> (8 * i)) & 0xff) == b0;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
+  MANAGED_TO_DEVICE(s, call, handle);
   if (uniform) {
     CHECK_STATUS(call, s.client->memset(dst, b0, count * width, handle, async));
+    if (!async)
+      MANAGED_TO_HOST(s, call);
     return CUDA_SUCCESS;
   }
   // The pattern is copied in, 1 MiB at a time (asynchronous copies are
@@ -1673,6 +1953,8 @@ CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
                                         n * width, handle, async || !last));
     done += n;
   }
+  if (!async)
+    MANAGED_TO_HOST(s, call);
   return CUDA_SUCCESS;
 }
 
@@ -1881,6 +2163,7 @@ CUresult copyBox(State &s, const CopySide &dst, const CopySide &src,
                  bool async, const char *call) {
   if (!width || !height || !depth)
     return CUDA_SUCCESS;
+  MANAGED_TO_DEVICE(s, call, stream);
   bool contiguous = dst.pitch == width && src.pitch == width;
   size_t rowsAtOnce = contiguous ? height : 1;
   for (size_t z = 0; z < depth; ++z) {
@@ -1917,8 +2200,10 @@ CUresult copyBox(State &s, const CopySide &dst, const CopySide &src,
                                              n, stream, true));
     }
   }
-  if (!async)
+  if (!async) {
     CHECK_STATUS(call, s.client->streamSynchronize(stream));
+    MANAGED_TO_HOST(s, call);
+  }
   return CUDA_SUCCESS;
 }
 
@@ -2671,6 +2956,7 @@ WOOLY_CU_API CUresult cuStreamSynchronize(CUstream stream) {
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
   CHECK_STATUS("cuStreamSynchronize", s.client->streamSynchronize(handle));
+  MANAGED_TO_HOST(s, "cuStreamSynchronize");
   return CUDA_SUCCESS;
 }
 
@@ -2678,6 +2964,7 @@ WOOLY_CU_API CUresult cuStreamQuery(CUstream stream) {
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
   CHECK_STATUS("cuStreamQuery", s.client->streamQuery(handle));
+  MANAGED_TO_HOST(s, "cuStreamQuery");
   return CUDA_SUCCESS;
 }
 
@@ -2766,6 +3053,7 @@ WOOLY_CU_API CUresult cuEventQuery(CUevent event) {
   if (!s.events.count(event))
     return CUDA_ERROR_INVALID_HANDLE;
   CHECK_STATUS("cuEventQuery", s.client->eventQuery(event->handle));
+  MANAGED_TO_HOST(s, "cuEventQuery");
   return CUDA_SUCCESS;
 }
 
@@ -2774,6 +3062,7 @@ WOOLY_CU_API CUresult cuEventSynchronize(CUevent event) {
   if (!s.events.count(event))
     return CUDA_ERROR_INVALID_HANDLE;
   CHECK_STATUS("cuEventSynchronize", s.client->eventSynchronize(event->handle));
+  MANAGED_TO_HOST(s, "cuEventSynchronize");
   return CUDA_SUCCESS;
 }
 

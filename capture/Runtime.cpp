@@ -64,6 +64,12 @@ CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, CUstream, void **,
                         void **);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
+CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned,
+                               CUstream);
+CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
+CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
 CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
@@ -773,6 +779,9 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->concurrentKernels = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
   prop->asyncEngineCount = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
   prop->unifiedAddressing = attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+  prop->managedMemory = attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY);
+  prop->concurrentManagedAccess =
+      attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
   prop->memoryBusWidth = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   prop->l2CacheSize = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   prop->maxThreadsPerMultiProcessor =
@@ -936,7 +945,11 @@ RT_API cudaError_t cudaProfilerStop() { return cudaSuccess; }
 // Memory
 //===----------------------------------------------------------------------===//
 
-RT_API cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+namespace {
+/// cudaMalloc's and cudaMallocManaged's checks; `alloc(&d)` makes the
+/// allocation and returns the runtime's error.
+template <typename Alloc>
+cudaError_t allocate(void **ptr, size_t bytes, Alloc &&alloc) {
   if (!ptr)
     return setError(cudaErrorInvalidValue);
   INIT();
@@ -945,12 +958,20 @@ RT_API cudaError_t cudaMalloc(void **ptr, size_t bytes) {
     return cudaSuccess;
   }
   CUdeviceptr d = 0;
-  CUresult r = cuMemAlloc_v2(&d, bytes);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_INVALID_VALUE)
-    return setError(cudaErrorMemoryAllocation);
-  RETURN_IF(r);
+  if (cudaError_t e = alloc(&d))
+    return setError(e);
   *ptr = reinterpret_cast<void *>(d);
   return cudaSuccess;
+}
+} // namespace
+
+RT_API cudaError_t cudaMalloc(void **ptr, size_t bytes) {
+  return allocate(ptr, bytes, [&](CUdeviceptr *d) {
+    CUresult r = cuMemAlloc_v2(d, bytes);
+    return r == CUDA_ERROR_OUT_OF_MEMORY || r == CUDA_ERROR_INVALID_VALUE
+               ? cudaErrorMemoryAllocation
+               : static_cast<cudaError_t>(r);
+  });
 }
 
 RT_API cudaError_t cudaMallocAsync(void **ptr, size_t bytes,
@@ -984,10 +1005,40 @@ RT_API cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
   return cudaMalloc(ptr, *pitch * height);
 }
 
-RT_API cudaError_t cudaMallocManaged(void **, size_t, unsigned) {
-  logUnsupportedOnce("cudaMallocManaged",
-                     "managed (unified) memory is not emulated");
-  return setError(cudaErrorNotSupported);
+/// Managed memory: device memory whose address is mapped in this process
+/// too, made coherent at launches and synchronisations (Driver.cpp,
+/// "Managed memory").
+RT_API cudaError_t cudaMallocManaged(void **ptr, size_t bytes, unsigned flags) {
+  return allocate(ptr, bytes, [&](CUdeviceptr *d) {
+    CUresult r = cuMemAllocManaged(d, bytes, flags);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation
+                                         : static_cast<cudaError_t>(r);
+  });
+}
+
+RT_API cudaError_t cudaMemPrefetchAsync(const void *ptr, size_t bytes,
+                                        CUmemLocation location, unsigned flags,
+                                        cudaStream_t stream) {
+  INIT();
+  RETURN_IF(cuMemPrefetchAsync_v2(reinterpret_cast<CUdeviceptr>(ptr), bytes,
+                                  location, flags, stream));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemAdvise(const void *ptr, size_t bytes, int advice,
+                                 CUmemLocation location) {
+  INIT();
+  RETURN_IF(cuMemAdvise_v2(reinterpret_cast<CUdeviceptr>(ptr), bytes, advice,
+                           location));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *ptr,
+                                            size_t bytes, unsigned flags) {
+  INIT();
+  RETURN_IF(cuStreamAttachMemAsync(stream, reinterpret_cast<CUdeviceptr>(ptr),
+                                   bytes, flags));
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
@@ -1023,10 +1074,17 @@ RT_API cudaError_t cudaHostUnregister(void *ptr) {
   return ptr ? cudaSuccess : setError(cudaErrorInvalidValue);
 }
 
-RT_API cudaError_t cudaHostGetDevicePointer(void **, void *, unsigned) {
-  logUnsupportedOnce("cudaHostGetDevicePointer",
-                     "the device cannot map this process's memory");
-  return setError(cudaErrorNotSupported);
+/// Mapped host memory (cudaHostAllocMapped) has one address for the host
+/// and the device.
+RT_API cudaError_t cudaHostGetDevicePointer(void **dptr, void *ptr,
+                                            unsigned flags) {
+  if (!dptr)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  CUdeviceptr d = 0;
+  RETURN_IF(cuMemHostGetDevicePointer_v2(&d, ptr, flags));
+  *dptr = reinterpret_cast<void *>(d);
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attr,
@@ -1044,7 +1102,15 @@ RT_API cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attr,
     return cudaSuccess;
   }
   attr->device = 0;
-  if (type == CU_MEMORYTYPE_DEVICE) {
+  int managed = 0;
+  if (type == CU_MEMORYTYPE_DEVICE &&
+      cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) ==
+          CUDA_SUCCESS &&
+      managed) {
+    attr->type = cudaMemoryTypeManaged;
+    attr->devicePointer = const_cast<void *>(ptr);
+    attr->hostPointer = const_cast<void *>(ptr);
+  } else if (type == CU_MEMORYTYPE_DEVICE) {
     attr->type = cudaMemoryTypeDevice;
     attr->devicePointer = const_cast<void *>(ptr);
   } else {

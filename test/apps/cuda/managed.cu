@@ -1,0 +1,164 @@
+//===- managed.cu - Managed and mapped memory
+//-------------------------------===//
+//
+// cudaMallocManaged as tutorials use it (initialise on the host, launch,
+// synchronise, read), several launches and host updates between
+// synchronisations, cudaMemcpy/cudaMemset on managed memory, a linked
+// structure of managed pointers walked by a kernel, prefetch/advise hints,
+// pointer attributes, streams and events as synchronisation points,
+// allocate-and-free churn, and mapped pinned memory (cudaHostAllocMapped +
+// cudaHostGetDevicePointer). Valid on a GPU too.
+//
+//===----------------------------------------------------------------------===//
+
+#define APP_NAME "managed"
+#include "CudaApp.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+__global__ void add(int n, const float *x, float *y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += blockDim.x * gridDim.x)
+    y[i] = x[i] + y[i];
+}
+
+__global__ void scale(int n, float *y, float a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    y[i] *= a;
+}
+
+struct Node {
+  int value;
+  Node *next;
+};
+
+// One thread walks the list and writes its values, in order.
+__global__ void walk(const Node *head, int *out) {
+  int k = 0;
+  for (const Node *p = head; p; p = p->next)
+    out[k++] = p->value;
+}
+
+__global__ void fill(int *p, int n, int base) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    p[i] = base + i;
+}
+
+int main() {
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  EXPECT(prop.managedMemory == 1, "managedMemory = %d", prop.managedMemory);
+
+  // The tutorial: 1M floats, x = 1, y = 2, y = x + y.
+  const int n = 1 << 20;
+  float *x, *y;
+  CHECK(cudaMallocManaged(&x, n * sizeof(float)));
+  CHECK(cudaMallocManaged(&y, n * sizeof(float)));
+  for (int i = 0; i < n; ++i) {
+    x[i] = 1.0f;
+    y[i] = 2.0f;
+  }
+  add<<<(n + 255) / 256, 256>>>(n, x, y);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  float maxError = 0;
+  for (int i = 0; i < n; ++i)
+    maxError = std::fmax(maxError, std::fabs(y[i] - 3.0f));
+  std::printf("add: max error %g\n", maxError);
+  EXPECT(maxError == 0, "y = x + y: max error %g", maxError);
+
+  // Two launches, then a host update, then two more.
+  scale<<<(n + 255) / 256, 256>>>(n, y, 2.0f); // 6
+  add<<<64, 256>>>(n, x, y);                   // 7
+  CHECK(cudaDeviceSynchronize());
+  EXPECT(y[0] == 7.0f && y[n - 1] == 7.0f, "y = %g .. %g", y[0], y[n - 1]);
+  for (int i = 0; i < n; i += 2)
+    y[i] = -1.0f;
+  add<<<64, 256>>>(n, x, y);                   // 0 / 8
+  scale<<<(n + 255) / 256, 256>>>(n, y, 0.5f); // 0 / 4
+  CHECK(cudaStreamSynchronize(0));
+  for (int i = 0; i < n; ++i)
+    EXPECT(y[i] == (i % 2 ? 4.0f : 0.0f), "y[%d] = %g", i, y[i]);
+
+  // Copies and memsets into and out of managed memory.
+  std::vector<float> host(n);
+  for (int i = 0; i < n; ++i)
+    host[i] = float(i % 1000);
+  CHECK(cudaMemcpy(x, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  EXPECT(x[999] == 999.0f, "x[999] = %g after cudaMemcpy", x[999]);
+  CHECK(cudaMemset(y, 0, n * sizeof(float)));
+  EXPECT(y[12345] == 0.0f, "y[12345] = %g after cudaMemset", y[12345]);
+  add<<<64, 256>>>(n, x, y);
+  std::vector<float> back(n);
+  CHECK(cudaMemcpy(back.data(), y, n * sizeof(float), cudaMemcpyDefault));
+  EXPECT(back[1999] == 999.0f && y[1999] == 999.0f, "back %g, y %g", back[1999],
+         y[1999]);
+
+  // Hints and attributes.
+  cudaMemLocation device = {cudaMemLocationTypeDevice, 0};
+  CHECK(cudaMemPrefetchAsync(x, n * sizeof(float), device, 0, 0));
+  CHECK(
+      cudaMemAdvise(x, n * sizeof(float), cudaMemAdviseSetReadMostly, device));
+  cudaPointerAttributes attr;
+  CHECK(cudaPointerGetAttributes(&attr, y + 10));
+  EXPECT(attr.type == cudaMemoryTypeManaged, "type %d", int(attr.type));
+
+  // A linked list in managed memory.
+  const int count = 10;
+  Node *nodes;
+  int *values;
+  CHECK(cudaMallocManaged(&nodes, count * sizeof(Node)));
+  CHECK(cudaMallocManaged(&values, count * sizeof(int)));
+  // Linked in the order 0 3 6 9 2 5 8 1 4 7.
+  int order[count] = {0, 3, 6, 9, 2, 5, 8, 1, 4, 7};
+  for (int i = 0; i < count; ++i)
+    nodes[i].value = i * i;
+  for (int i = 0; i < count; ++i)
+    nodes[order[i]].next = i + 1 < count ? &nodes[order[i + 1]] : nullptr;
+  walk<<<1, 1>>>(&nodes[order[0]], values);
+  cudaEvent_t done;
+  CHECK(cudaEventCreate(&done));
+  CHECK(cudaEventRecord(done));
+  CHECK(cudaEventSynchronize(done));
+  for (int i = 0; i < count; ++i)
+    EXPECT(values[i] == order[i] * order[i], "list[%d] = %d", i, values[i]);
+  std::printf("list: %d %d %d ... %d\n", values[0], values[1], values[2],
+              values[count - 1]);
+  CHECK(cudaEventDestroy(done));
+
+  // Allocate, use and free, many times.
+  for (int round = 0; round < 50; ++round) {
+    int *p;
+    const int m = 1000 + round * 37;
+    CHECK(cudaMallocManaged(&p, m * sizeof(int)));
+    fill<<<(m + 127) / 128, 128>>>(p, m, round * 100);
+    CHECK(cudaDeviceSynchronize());
+    EXPECT(p[0] == round * 100 && p[m - 1] == round * 100 + m - 1,
+           "round %d: %d .. %d", round, p[0], p[m - 1]);
+    CHECK(cudaFree(p));
+  }
+
+  // Mapped pinned memory: the kernel writes the host's buffer.
+  int *mapped, *mappedDevice;
+  CHECK(cudaHostAlloc(&mapped, 256 * sizeof(int), cudaHostAllocMapped));
+  std::memset(mapped, 0xff, 256 * sizeof(int));
+  CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&mappedDevice),
+                                 mapped, 0));
+  fill<<<2, 128>>>(mappedDevice, 200, 7);
+  CHECK(cudaDeviceSynchronize());
+  EXPECT(mapped[0] == 7 && mapped[199] == 206 && mapped[200] == -1,
+         "mapped: %d %d %d", mapped[0], mapped[199], mapped[200]);
+  std::printf("mapped: %d %d %d\n", mapped[0], mapped[199], mapped[200]);
+  CHECK(cudaFreeHost(mapped));
+
+  CHECK(cudaFree(nodes));
+  CHECK(cudaFree(values));
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(y));
+  app::pass();
+  return 0;
+}
