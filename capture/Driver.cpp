@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -122,11 +123,13 @@ namespace {
 
 /// A managed allocation: `size` bytes at the program's pointer, inside the
 /// server's allocation at `serverAddress`; `mapped` bytes of this process's
-/// address space (whole pages) from the pointer on.
+/// address space (whole pages) from the pointer on. Or a managed module
+/// variable of `module` (its pages are in State::managedVariablePages).
 struct ManagedRange {
   size_t size = 0;
   uint64_t serverAddress = 0;
   size_t mapped = 0;
+  CUmod_st *module = nullptr;
 };
 
 /// The process's view of its session.
@@ -157,6 +160,9 @@ struct State {
   /// program's pointer, -> the server's allocation. The same addresses are
   /// mapped in this process (see "Managed memory").
   std::map<uint64_t, ManagedRange> managed;
+  /// The pages mapped for managed module variables (several variables, of
+  /// several modules, may share one; they stay mapped).
+  std::set<uint64_t> managedVariablePages;
   /// The host's copies of managed memory may be newer than the device's:
   /// they go to the device before the next device work.
   bool managedHostNewer = false;
@@ -1257,10 +1263,68 @@ WOOLY_CU_API CUresult cuModuleUnload(CUmodule module) {
       (void)s.client->textureDestroy(r->object, r->surface);
     s.refs.erase(r.get());
   }
+  for (auto it = s.managed.begin(); it != s.managed.end();)
+    it = it->second.module == module ? s.managed.erase(it) : std::next(it);
   s.modules.erase(module);
   delete module;
   return CUDA_SUCCESS;
 }
+
+namespace wooly::capture {
+
+CUresult driverMapManagedVariable(CUmodule module, const char *name,
+                                  void **hostAddress) {
+  if (!name || !hostAddress)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (!s.modules.count(module))
+    return CUDA_ERROR_INVALID_HANDLE;
+  uint64_t address = 0, size = 0;
+  CHECK_STATUS("__cudaRegisterManagedVar",
+               s.client->getSymbol(module->handle, name, address, size));
+  if (size == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  const uint64_t first = address / page * page;
+  const uint64_t end = (address + size + page - 1) / page * page;
+  std::vector<uint64_t> fresh;
+  for (uint64_t p = first; p < end; p += page) {
+    if (s.managedVariablePages.count(p))
+      continue;
+    void *want = reinterpret_cast<void *>(p);
+    void *got =
+        ::mmap(want, page, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got != want) {
+      if (got != MAP_FAILED)
+        ::munmap(got, page);
+      for (uint64_t q : fresh) {
+        ::munmap(reinterpret_cast<void *>(q), page);
+        s.managedVariablePages.erase(q);
+      }
+      log(1,
+          "__managed__ variable '%s': its device address 0x%llx is in use "
+          "in this process",
+          name, (unsigned long long)address);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    fresh.push_back(p);
+    s.managedVariablePages.insert(p);
+  }
+  // The device holds the initial value; earlier device work may have
+  // written the other managed memory, which stays as it is.
+  CHECK_STATUS("__cudaRegisterManagedVar",
+               s.client->copyFromDevice(reinterpret_cast<void *>(address),
+                                        address, size, 0));
+  s.managed[address] = ManagedRange{size, 0, 0, module};
+  s.managedHostNewer = true; // the host may write it now
+  *hostAddress = reinterpret_cast<void *>(address);
+  log(2, "__managed__ variable '%s': %llu bytes at 0x%llx", name,
+      (unsigned long long)size, (unsigned long long)address);
+  return CUDA_SUCCESS;
+}
+
+} // namespace wooly::capture
 
 WOOLY_CU_API CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module,
                                           const char *name) {
@@ -1712,7 +1776,7 @@ WOOLY_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
     return CUDA_SUCCESS;
   LOCKED_READY(s);
   auto managed = s.managed.find(dptr);
-  if (managed != s.managed.end())
+  if (managed != s.managed.end() && !managed->second.module)
     return freeManagedLocked(s, managed, "cuMemFree");
   CHECK_STATUS("cuMemFree", s.client->free(dptr));
   s.deviceRanges.erase(dptr);
@@ -1784,7 +1848,7 @@ WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto managed = s.managed.find(reinterpret_cast<uint64_t>(ptr));
-    if (managed != s.managed.end() && s.client)
+    if (managed != s.managed.end() && !managed->second.module && s.client)
       return freeManagedLocked(s, managed, "cuMemFreeHost");
   }
   {

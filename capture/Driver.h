@@ -67,6 +67,13 @@ namespace wooly::capture {
 WOOLY_DRIVER_PRIVATE cuabi::CUresult driverLoadPtx(std::string_view ptx,
                                                    std::string_view name,
                                                    cuabi::CUmodule *module);
+/// Makes module variable `name` of `module` managed memory (a `__managed__`
+/// variable, Driver.cpp "Managed memory"): its pages are mapped in this
+/// process at its device address, which `*hostAddress` receives, and its
+/// device value is copied there.
+WOOLY_DRIVER_PRIVATE cuabi::CUresult
+driverMapManagedVariable(cuabi::CUmodule module, const char *name,
+                         void **hostAddress);
 /// Whether [ptr, ptr + bytes) is device memory of the session (an allocation
 /// or a module variable).
 WOOLY_DRIVER_PRIVATE bool driverIsDevicePointer(const void *ptr, size_t bytes);

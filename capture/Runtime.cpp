@@ -160,11 +160,18 @@ struct KernelRecord;
 struct VarRecord;
 
 /// One registered fatbin (one translation unit, or one -rdc program).
+struct ManagedVarRecord {
+  /// Where the program's host code reads the variable's address.
+  void **hostVarPtrAddress = nullptr;
+  std::string name;
+};
+
 struct FatbinRecord {
   const void *wrapper = nullptr;
   std::vector<KernelRecord *> kernels;
   std::vector<VarRecord *> vars;
-  bool hasManaged = false;
+  /// Its __managed__ variables, mapped when the module loads.
+  std::vector<ManagedVarRecord> managed;
   // Loaded on first use (under Registry::mu, exclusive).
   bool loaded = false;
   cudaError_t loadError = cudaSuccess;
@@ -238,6 +245,19 @@ cudaError_t loadFatbin(FatbinRecord &f) {
   CUresult r = driverLoadPtx(linked, name, &f.module);
   if (r != CUDA_SUCCESS)
     return f.loadError = static_cast<cudaError_t>(r);
+  // __managed__ variables: the host code reads them through the pointers
+  // registered for them, from now on at their device addresses.
+  for (ManagedVarRecord &v : f.managed) {
+    void *host = nullptr;
+    r = driverMapManagedVariable(f.module, v.name.c_str(), &host);
+    if (r != CUDA_SUCCESS) {
+      log(1, "__managed__ variable '%s' cannot be mapped: its kernels fail",
+          v.name.c_str());
+      return f.loadError = static_cast<cudaError_t>(r);
+    }
+    std::free(*v.hostVarPtrAddress);
+    *v.hostVarPtrAddress = host;
+  }
   return cudaSuccess;
 }
 
@@ -282,13 +302,6 @@ cudaError_t resolveFunction(const void *func, CUfunction &fn) {
   if (k->fn) {
     fn = k->fn;
     return cudaSuccess;
-  }
-  if (k->fatbin->hasManaged) {
-    log(1,
-        "kernel %s belongs to a translation unit with __managed__ "
-        "variables, which Wooly does not support yet",
-        k->name.c_str());
-    return cudaErrorNotSupported;
   }
   cudaError_t e = loadFatbin(*k->fatbin);
   if (e != cudaSuccess)
@@ -383,9 +396,23 @@ RT_API void __cudaUnregisterFatBinary(void **handle) {
   }
 }
 
+/// Called by the host code before it first touches a __managed__ variable
+/// of the translation unit: loads its module, which maps the variables.
 RT_API char __cudaInitModule(void **handle) {
-  (void)handle;
-  return 1;
+  if (!handle)
+    return 0;
+  auto *f = reinterpret_cast<FatbinRecord *>(handle);
+  {
+    Registry &r = registry();
+    std::shared_lock<std::shared_mutex> lock(r.mu);
+    if (f->managed.empty())
+      return 1;
+  }
+  if (ensureInit() != cudaSuccess)
+    return 0;
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  return loadFatbin(*f) == cudaSuccess;
 }
 
 RT_API void __cudaRegisterFunction(void **handle, const char *hostFun,
@@ -434,21 +461,16 @@ RT_API void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress,
                                      const char *deviceName, int ext,
                                      size_t size, int constant, int global) {
   (void)deviceAddress, (void)ext, (void)constant, (void)global;
-  if (!handle)
+  if (!handle || !hostVarPtrAddress || !deviceName)
     return;
-  {
-    Registry &r = registry();
-    std::unique_lock<std::shared_mutex> lock(r.mu);
-    reinterpret_cast<FatbinRecord *>(handle)->hasManaged = true;
-  }
-  // Host code reads the variable through this pointer: give it zeroed host
-  // memory so that it does not crash; its kernels refuse to launch.
-  if (hostVarPtrAddress)
-    *hostVarPtrAddress = calloc(1, size ? size : 1);
-  log(1,
-      "__managed__ variable '%s' is not supported by Wooly yet: kernels "
-      "of its translation unit will fail to launch",
-      deviceName ? deviceName : "?");
+  // Until the module loads (__cudaInitModule, or a launch) the host code
+  // reads zeroed memory of the process; then the variable's own address,
+  // mapped in the process too (Driver.cpp, "Managed memory").
+  *hostVarPtrAddress = calloc(1, size ? size : 1);
+  Registry &r = registry();
+  std::unique_lock<std::shared_mutex> lock(r.mu);
+  reinterpret_cast<FatbinRecord *>(handle)->managed.push_back(
+      {hostVarPtrAddress, deviceName});
 }
 
 //===----------------------------------------------------------------------===//

@@ -111,10 +111,17 @@ LogicalResult Importer::importGlobal(const VarDecl &d, StringRef name) {
   if (!d.linkage.empty())
     if (auto l = symbolizeLinkage(d.linkage))
       linkage = LinkageAttr::get(ctx, *l);
+  // A managed variable is written by the host too (the CUDA runtime keeps
+  // the process's copy and the device's coherent): visible, so that no
+  // lowering folds its loads to its initializer.
+  if (d.managed && !linkage)
+    linkage = LinkageAttr::get(ctx, Linkage::visible);
   auto g = GlobalOp::create(b, loc(d.loc), b.getStringAttr(name),
                             StateSpaceAttr::get(ctx, *space),
                             TypeAttr::get(elem), b.getI64IntegerAttr(count),
                             b.getI64IntegerAttr(align), linkage, init);
+  if (d.managed)
+    g->setAttr("wooly.managed", b.getUnitAttr());
   globals[name] = g;
   if (hasAddresses)
     addressInitializers.push_back(g);

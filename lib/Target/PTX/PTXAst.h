@@ -88,6 +88,7 @@ struct VarDecl {
   int64_t ptrAlign = 0;     ///< `.ptr .align N`: the pointee's alignment
   std::vector<Operand> init; ///< initializer elements
   bool hasInit = false;
+  bool managed = false; ///< `.attribute(.managed)`
   const char *loc = nullptr;
 };
 

@@ -346,6 +346,21 @@ bool Parser::parseVarDecl(VarDecl &d, bool allowInit) {
     } else if (w == "v2" || w == "v4" || w == "v8") {
       d.vecWidth = w[1] - '0';
       consume();
+    } else if (w == "attribute") {
+      // `.attribute(.managed)`: a variable of CUDA's managed memory.
+      consume();
+      if (!expect(TokenKind::LParen, "after '.attribute'"))
+        return false;
+      if (!cur().is(TokenKind::Directive) || !cur().isWord(".managed"))
+        return failHere("variable attribute '" + cur().spelling +
+                        "' is not supported yet (only '.managed' is)");
+      consume();
+      if (!expect(TokenKind::RParen, "after the variable attribute"))
+        return false;
+      if (d.space != "global")
+        return fail(d.loc, "'.attribute(.managed)' is only allowed on "
+                           "'.global' variables");
+      d.managed = true;
     } else if (w == "ptr") {
       consume();
       if (cur().is(TokenKind::Directive) &&

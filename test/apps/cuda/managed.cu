@@ -7,7 +7,9 @@
 // structure of managed pointers walked by a kernel, prefetch/advise hints,
 // pointer attributes, streams and events as synchronisation points,
 // allocate-and-free churn, and mapped pinned memory (cudaHostAllocMapped +
-// cudaHostGetDevicePointer). Valid on a GPU too.
+// cudaHostGetDevicePointer), and __managed__ variables: read and written by
+// the host before any launch, by kernels, and only read by a kernel after
+// the host changed them. Valid on a GPU too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,16 @@ __global__ void scale(int n, float *y, float a) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n)
     y[i] *= a;
+}
+
+__managed__ int launches = 100;
+__managed__ float table[4] = {1, 2, 3, 4};
+
+// Counts its threads in `launches` and reads `table`, which only the host
+// writes.
+__global__ void useTable(float *out) {
+  atomicAdd(&launches, 1);
+  out[threadIdx.x] = table[threadIdx.x % 4] * 2.0f;
 }
 
 struct Node {
@@ -154,6 +166,26 @@ int main() {
          "mapped: %d %d %d", mapped[0], mapped[199], mapped[200]);
   std::printf("mapped: %d %d %d\n", mapped[0], mapped[199], mapped[200]);
   CHECK(cudaFreeHost(mapped));
+
+  // __managed__ variables.
+  EXPECT(launches == 100 && table[3] == 4.0f, "initial %d %g", launches,
+         table[3]);
+  table[2] = 30.0f;
+  float *twice;
+  CHECK(cudaMallocManaged(&twice, 8 * sizeof(float)));
+  useTable<<<1, 8>>>(twice);
+  CHECK(cudaDeviceSynchronize());
+  EXPECT(launches == 108, "launches = %d", launches);
+  EXPECT(twice[2] == 60.0f && twice[6] == 60.0f && twice[1] == 4.0f,
+         "twice: %g %g %g", twice[2], twice[6], twice[1]);
+  launches += 1000;
+  table[2] = -1.0f;
+  useTable<<<1, 8>>>(twice);
+  CHECK(cudaDeviceSynchronize());
+  std::printf("__managed__: launches %d, twice[2] %g\n", launches, twice[2]);
+  EXPECT(launches == 1116 && twice[2] == -2.0f, "launches %d, twice[2] %g",
+         launches, twice[2]);
+  CHECK(cudaFree(twice));
 
   CHECK(cudaFree(nodes));
   CHECK(cudaFree(values));
