@@ -141,6 +141,8 @@ struct State {
   client::DeviceProperties props;
   /// The sticky error of a kernel fault (CUDA_SUCCESS when none).
   CUresult sticky = CUDA_SUCCESS;
+  /// The server's device takes cooperative launches.
+  bool cooperativeLaunch = false;
 
   CUctx_st primary;
   int primaryRefs = 0;
@@ -335,6 +337,7 @@ CUresult connect(State &s) {
     s.client.reset();
     return fromCode(st);
   }
+  s.cooperativeLaunch = s.props.maxCooperativeBlocks > 0;
   log(2, "session %llu on %s as tenant '%s' (%s, %s backend)",
       (unsigned long long)s.client->session().id, s.client->server().c_str(),
       s.client->session().tenant.c_str(), s.props.name.c_str(),
@@ -1041,6 +1044,9 @@ WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
   case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
     v = 256;
     break;
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+    v = s.cooperativeLaunch;
+    break;
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
     v = 1; // without concurrent access ("Managed memory")
     break;
@@ -1504,7 +1510,7 @@ namespace {
 
 CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
                       client::Dim3 block, unsigned shared, CUstream stream,
-                      void **params, void **extra) {
+                      void **params, void **extra, bool cooperative = false) {
   if (!s.functions.count(f))
     return CUDA_ERROR_INVALID_HANDLE;
   RESOLVE_STREAM(s, stream, handle);
@@ -1550,9 +1556,24 @@ CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
     return CUDA_ERROR_INVALID_VALUE;
   }
   MANAGED_TO_DEVICE(s, "cuLaunchKernel", handle);
-  CHECK_STATUS("cuLaunchKernel",
+  if (cooperative && !s.cooperativeLaunch) {
+    logUnsupportedOnce("cuLaunchCooperativeKernel",
+                       "the server's device has no grid-wide "
+                       "synchronisation (only the cpu backend has)");
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (cooperative &&
+      uint64_t(grid.x) * grid.y * grid.z > p.maxCooperativeBlocks) {
+    log(1,
+        "cuLaunchCooperativeKernel: %llu blocks, the device runs at most "
+        "%u at once",
+        (unsigned long long)(uint64_t(grid.x) * grid.y * grid.z),
+        p.maxCooperativeBlocks);
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  CHECK_STATUS(cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                s.client->launch(f->module->handle, f->name, grid, block, shared,
-                                buffer, bytes, handle));
+                                buffer, bytes, handle, cooperative));
   return CUDA_SUCCESS;
 }
 
@@ -1575,27 +1596,38 @@ WOOLY_CU_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config,
                                        void **extra) {
   if (!config)
     return CUDA_ERROR_INVALID_VALUE;
+  bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute &a = config->attrs[i];
     if (a.id == 0 /* ignore */ || a.id == 8 /* priority */)
       continue;
-    if (a.id == 2 && !a.value.cooperative)
+    if (a.id == 2 /* cooperative */) {
+      cooperative = a.value.cooperative != 0;
       continue;
+    }
     log(1, "cuLaunchKernelEx: launch attribute %d is not supported yet", a.id);
     return CUDA_ERROR_NOT_SUPPORTED;
   }
-  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ,
-                        config->blockDimX, config->blockDimY, config->blockDimZ,
-                        config->sharedMemBytes, config->hStream, params, extra);
+  if (CUresult e = bindReferences(f))
+    return e;
+  LOCKED_READY(s);
+  return launchLocked(
+      s, f, {config->gridDimX, config->gridDimY, config->gridDimZ},
+      {config->blockDimX, config->blockDimY, config->blockDimZ},
+      config->sharedMemBytes, config->hStream, params, extra, cooperative);
 }
 
-WOOLY_CU_API CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned,
-                                                unsigned, unsigned, unsigned,
-                                                unsigned, unsigned, CUstream,
-                                                void **) {
-  logUnsupportedOnce("cuLaunchCooperativeKernel",
-                     "grid-wide synchronisation is not supported");
-  return CUDA_ERROR_NOT_SUPPORTED;
+/// All blocks at once, with grid-wide synchronisation: the cpu backend's
+/// (at most its DeviceLimits::maxCooperativeBlocks blocks); elsewhere
+/// CUDA_ERROR_NOT_SUPPORTED, and the device attribute says 0.
+WOOLY_CU_API CUresult cuLaunchCooperativeKernel(
+    CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+    unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params) {
+  if (CUresult e = bindReferences(f))
+    return e;
+  LOCKED_READY(s);
+  return launchLocked(s, f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params,
+                      nullptr, /*cooperative=*/true);
 }
 
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,9 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *, CUfunction,
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, CUstream, void **,
                         void **);
+CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned,
+                                   unsigned, unsigned, unsigned, unsigned,
+                                   CUstream, void **);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
@@ -517,17 +520,27 @@ RT_API cudaError_t __cudaGetKernel(void **kernel, const void *hostFun) {
 namespace wooly::capture {
 
 cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
-                   size_t shared, cudaStream_t stream) {
+                   size_t shared, cudaStream_t stream, bool cooperative) {
   CUfunction fn;
   cudaError_t e = resolveFunction(func, fn);
   if (e != cudaSuccess)
     return setError(e);
   if (shared > UINT32_MAX)
     return setError(cudaErrorInvalidValue);
-  if (isCapturing(stream))
+  if (isCapturing(stream)) {
+    if (cooperative) {
+      log(1, "a cooperative launch in stream capture is not supported yet");
+      return setError(cudaErrorStreamCaptureUnsupported);
+    }
     return setError(captureKernel(stream, func, fn, grid, block, args, shared));
-  CUresult r = cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
-                              block.z, (unsigned)shared, stream, args, nullptr);
+  }
+  CUresult r =
+      cooperative
+          ? cuLaunchCooperativeKernel(fn, grid.x, grid.y, grid.z, block.x,
+                                      block.y, block.z, (unsigned)shared,
+                                      stream, args)
+          : cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y,
+                           block.z, (unsigned)shared, stream, args, nullptr);
   if (r == CUDA_ERROR_INVALID_VALUE)
     return setError(cudaErrorInvalidConfiguration);
   return r == CUDA_SUCCESS ? cudaSuccess : fromDriver(r);
@@ -551,25 +564,30 @@ RT_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
                                        const void *func, void **args) {
   if (!config)
     return setError(cudaErrorInvalidValue);
+  bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const cudaLaunchAttribute &a = config->attrs[i];
     if (a.id == cudaLaunchAttributeIgnore ||
-        a.id == cudaLaunchAttributePriority ||
-        (a.id == cudaLaunchAttributeCooperative && !a.val.cooperative))
+        a.id == cudaLaunchAttributePriority)
       continue;
+    if (a.id == cudaLaunchAttributeCooperative) {
+      cooperative = a.val.cooperative != 0;
+      continue;
+    }
     log(1, "cudaLaunchKernelExC: launch attribute %d is not supported yet",
         (int)a.id);
     return setError(cudaErrorNotSupported);
   }
   return launch(func, config->gridDim, config->blockDim, args,
-                config->dynamicSmemBytes, config->stream);
+                config->dynamicSmemBytes, config->stream, cooperative);
 }
 
-RT_API cudaError_t cudaLaunchCooperativeKernel(const void *, dim3, dim3,
-                                               void **, size_t, cudaStream_t) {
-  logUnsupportedOnce("cudaLaunchCooperativeKernel",
-                     "grid-wide synchronisation is not supported");
-  return setError(cudaErrorNotSupported);
+RT_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid,
+                                               dim3 block, void **args,
+                                               size_t shared,
+                                               cudaStream_t stream) {
+  return launch(func, grid, block, args, shared, stream,
+                /*cooperative=*/true);
 }
 
 RT_API cudaError_t cudaGetFuncBySymbol(void **fn, const void *symbol) {

@@ -46,9 +46,11 @@ cudaError_t ensureInit();
 /// The driver function of a kernel handle or host stub, loading its module
 /// on first use (cudaErrorInvalidDeviceFunction when `func` is neither).
 cudaError_t resolveFunction(const void *func, cuabi::CUfunction &fn);
-/// A launch in stream order (captured when `stream` is capturing).
+/// A launch in stream order (captured when `stream` is capturing);
+/// `cooperative`: cudaLaunchCooperativeKernel's.
 cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args,
-                   size_t shared, cudaStream_t stream);
+                   size_t shared, cudaStream_t stream,
+                   bool cooperative = false);
 cudaError_t memcpy(void *dst, const void *src, size_t bytes,
                    cuabi::cudaMemcpyKind kind, cudaStream_t stream, bool async);
 cudaError_t memset(void *dst, int value, size_t bytes, cudaStream_t stream,

@@ -561,6 +561,7 @@ Status Client::getDevice(DeviceProperties &out) {
         out.regsPerBlock = d.regs_per_block();
         out.constMemory = d.const_memory();
         out.clockKHz = d.clock_khz();
+        out.maxCooperativeBlocks = d.max_cooperative_blocks();
         return Status();
       });
 }
@@ -790,10 +791,12 @@ Status Client::getSymbol(uint64_t module, std::string_view symbol,
 
 Status Client::launch(uint64_t module, std::string_view kernel, Dim3 grid,
                       Dim3 block, uint32_t dynamicSharedBytes,
-                      const void *params, size_t paramBytes, uint64_t stream) {
+                      const void *params, size_t paramBytes, uint64_t stream,
+                      bool cooperative) {
   return guarded([&] {
     pb::Call c;
     pb::Launch *l = c.mutable_launch();
+    l->set_cooperative(cooperative);
     l->set_module(module);
     l->set_kernel(std::string(kernel));
     setDim(l->mutable_grid(), grid);

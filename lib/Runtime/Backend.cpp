@@ -230,6 +230,9 @@ public:
         .str();
   }
   unsigned computeUnits() const override { return workers; }
+  unsigned maxCooperativeBlocks() const override {
+    return device.limits().maxCooperativeBlocks;
+  }
   bool concurrentLaunches() const override { return true; }
   bool supportsFaultDomains() const override { return true; }
 

@@ -60,12 +60,14 @@ public:
       return e;
     deviceName = dev.name;
     deviceUnits = dev.smCount;
+    cooperativeBlocks = dev.maxCooperativeBlocks;
     endpoint = client->server();
     return llvm::Error::success();
   }
 
   llvm::StringRef kind() const override { return "remote"; }
   unsigned computeUnits() const override { return deviceUnits; }
+  unsigned maxCooperativeBlocks() const override { return cooperativeBlocks; }
   std::string name() const override {
     return "remote: " + deviceName + " at " + endpoint;
   }
@@ -159,17 +161,13 @@ public:
     RemoteModule *m = find(handle);
     if (!m)
       return llvm::createStringError("not a module of this remote session");
-    if (config.cooperative)
-      return llvm::createStringError("launch of kernel '" + kernelName +
-                                     "': cooperative launches are not "
-                                     "supported yet on a remote backend");
     auto dim = [](const std::array<uint32_t, 3> &d) {
       return client::Dim3{d[0], d[1], d[2]};
     };
     client::Status s = client->launch(
         m->handle, std::string_view(kernelName.data(), kernelName.size()),
         dim(config.grid), dim(config.block), config.dynamicSharedBytes,
-        params.data(), params.size());
+        params.data(), params.size(), /*stream=*/0, config.cooperative);
     if (s.ok())
       s = client->streamSynchronize(0);
     return check(s);
@@ -198,7 +196,7 @@ private:
   client::Options options;
   std::unique_ptr<client::Client> client;
   std::string deviceName, endpoint;
-  unsigned deviceUnits = 0;
+  unsigned deviceUnits = 0, cooperativeBlocks = 0;
   uint64_t session = 0;
   std::mutex mutex;
   llvm::DenseMap<BackendModule *, std::unique_ptr<RemoteModule>> modules;

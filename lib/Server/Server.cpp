@@ -948,6 +948,7 @@ llvm::Error Server::Impl::start() {
   device.set_regs_per_block(65536);
   device.set_const_memory(64 * 1024);
   device.set_clock_khz(1000000);
+  device.set_max_cooperative_blocks(backend->maxCooperativeBlocks());
 
   zctx = zmq_ctx_new();
   router = zmq_socket(zctx, ZMQ_ROUTER);
@@ -2217,6 +2218,20 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     cfg.grid = {c.grid().x(), c.grid().y(), c.grid().z()};
     cfg.block = {c.block().x(), c.block().y(), c.block().z()};
     cfg.dynamicSharedBytes = c.dynamic_shared_bytes();
+    cfg.cooperative = c.cooperative();
+    uint64_t blocks = uint64_t(cfg.grid[0]) * cfg.grid[1] * cfg.grid[2];
+    if (cfg.cooperative && blocks > device.max_cooperative_blocks())
+      return fail(status(
+          pb::INVALID_VALUE,
+          device.max_cooperative_blocks()
+              ? llvm::formatv("kernel '{0}': a cooperative launch of {1} "
+                              "blocks, the device runs at most {2} at once",
+                              c.kernel(), blocks,
+                              device.max_cooperative_blocks())
+                    .str()
+              : "kernel '" + c.kernel() +
+                    "': the device has no cooperative launches",
+          seq));
     uint64_t threads = uint64_t(cfg.block[0]) * cfg.block[1] * cfg.block[2];
     const pb::Dim3 &mb = device.max_block(), &mg = device.max_grid();
     if (!threads || !cfg.grid[0] || !cfg.grid[1] || !cfg.grid[2] ||
@@ -3013,13 +3028,15 @@ void Server::Impl::makeReady(Op *op, std::deque<Op *> *work) {
         llvm::xxh3_64bits(op->module->image->hash + "/" + op->kernelName);
     op->gridBlocks = uint64_t(c.grid[0]) * c.grid[1] * c.grid[2];
     // Slices name virtual blocks with 32 bits.
-    op->sliceable =
-        op->kernel && isSliced(*op->kernel) && op->gridBlocks <= UINT32_MAX;
+    // A cooperative launch's blocks all run at once: never in slices, never
+    // fused with others.
+    op->sliceable = op->kernel && isSliced(*op->kernel) &&
+                    op->gridBlocks <= UINT32_MAX && !c.cooperative;
     // Fused launches run the kernel as written, merged with others: not
     // for modules with variables (each session has its own instance) or
     // printf (a fused launch has one output sink).
     const ModuleImage &image = *op->module->image;
-    op->coalescible = coalesceOn && op->kernel &&
+    op->coalescible = coalesceOn && op->kernel && !c.cooperative &&
                       image.layout.globals.empty() &&
                       image.text.find("vprintf") == std::string::npos &&
                       op->gridBlocks <= UINT32_MAX;

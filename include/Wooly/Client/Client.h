@@ -129,6 +129,8 @@ struct DeviceProperties {
   uint32_t warpSize = 32, maxThreadsPerSM = 0, regsPerBlock = 0;
   uint64_t constMemory = 0;
   uint32_t clockKHz = 0;
+  /// Cooperative launches: at most this many blocks (0: none).
+  uint32_t maxCooperativeBlocks = 0;
 };
 
 /// The session the server opened (wooly.v1.SessionInfo).
@@ -241,10 +243,12 @@ public:
                    uint64_t &size);
 
   /// Launches a kernel (asynchronous). `params` is the CUDA parameter
-  /// buffer of `paramBytes` bytes.
+  /// buffer of `paramBytes` bytes. `cooperative`: all blocks at once, with
+  /// grid-wide synchronisation (cudaLaunchCooperativeKernel).
   Status launch(uint64_t module, std::string_view kernel, Dim3 grid, Dim3 block,
                 uint32_t dynamicSharedBytes, const void *params,
-                size_t paramBytes, uint64_t stream = 0);
+                size_t paramBytes, uint64_t stream = 0,
+                bool cooperative = false);
 
   Status streamCreate(uint64_t &stream);
   Status streamDestroy(uint64_t stream);

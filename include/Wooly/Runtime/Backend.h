@@ -209,6 +209,9 @@ public:
   /// The units that run blocks: worker threads (cpu), streaming
   /// multiprocessors (cuda).
   virtual unsigned computeUnits() const = 0;
+  /// The most blocks a cooperative launch (LaunchConfig::cooperative) may
+  /// have; 0 where the backend has none.
+  virtual unsigned maxCooperativeBlocks() const { return 0; }
   /// The compile target whose modules the backend runs as Wooly compiled
   /// them: "host" (cpu), "sm_90" for a GPU of compute capability 9.0
   /// (cuda).

@@ -2,8 +2,8 @@
 //
 // Cooperative groups beyond warps: a cooperative launch with grid.sync()
 // (a two-phase normalisation; where cudaDevAttrCooperativeLaunch is 0, as
-// under Wooly's capture, the launch must fail with cudaErrorNotSupported),
-// thread_block_tile<8> and <16> with shfl,
+// on a wooly-serve whose device has none, the launch must fail with
+// cudaErrorNotSupported), thread_block_tile<8> and <16> with shfl,
 // any/all/ballot, cg::inclusive_scan/exclusive_scan, coalesced_threads() in
 // a divergent branch, labeled_partition, cg::memcpy_async + cg::wait into
 // shared memory (cp.async on sm_80), and block.sync()/group sizes.
@@ -126,6 +126,15 @@ int main() {
       if (out[i] != in[i] / float(total) && bad++ < 5)
         std::printf("normalise[%d] = %g, want %g\n", i, out[i],
                     in[i] / float(total));
+    std::printf("coop: grid.sync() over %d blocks\n", blocks);
+    // More blocks than any device runs at once.
+    int tooMany = 1 << 20;
+    err = cudaLaunchCooperativeKernel((void *)normalise, tooMany, BLOCK, args,
+                                      0, 0);
+    EXPECT(err == cudaErrorCooperativeLaunchTooLarge,
+           "a cooperative launch of %d blocks returned %s", tooMany,
+           cudaGetErrorName(err));
+    (void)cudaGetLastError();
   }
 
   const int m = 256;
