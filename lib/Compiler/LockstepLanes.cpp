@@ -21,8 +21,8 @@
 // becomes
 //
 //   for (lane ...) start[lane] = pre(lane) enters ? i0 : n, min = ...;
-//   if (s > 0 && n + s <= 2^31 && every check of body passes for every i
-//       in [min, n)) {
+//   if (s > 0 && n + s <= 2^31 && every lane entering has i0 < n &&
+//       every check of body passes for every i in [min, n)) {
 //     for (k = 0; min + k*s < n; ++k)
 //       for (lane ...) if (start[lane] + k*s < n) body(start[lane] + k*s);
 //     for (lane ...) { pre(lane); post(lane) }  // the original, loop cut out
@@ -32,7 +32,9 @@
 //
 // Exactness: with s > 0 and n + s <= 2^31 the 32-bit `i += s` never wraps
 // while i < n, so a lane's iterations are exactly i0 + k*s for
-// i0 + k*s < n, in the same order, with the same values; `pre` has no side
+// i0 + k*s < n, in the same order, with the same values (where every lane
+// that enters the loop has i0 < n: a loop without that guard, a do-while,
+// runs its first iteration anyway, and runs as the original); `pre` has no side
 // effects and reads nothing the loop or `post` writes (alias analysis), so
 // running it again gives the same values; each lane's `post` runs after its
 // loop and in lane order. The loop may not hold calls but the slow paths of
@@ -413,6 +415,8 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
       PHINode::Create(i64, 2, "wooly.lane", clonedLane->getIterator());
   PHINode *least =
       PHINode::Create(i64, 2, "wooly.least", clonedLane->getIterator());
+  PHINode *above = PHINode::Create(b.getInt1Ty(), 2, "wooly.above",
+                                   clonedLane->getIterator());
   clonedLane->eraseFromParent();
   vmapP[lane] = laneP;
   for (BasicBlock *nb : probeBlocks) {
@@ -432,6 +436,9 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
   Value *start = b.CreateSExt(i0p ? i0p : i0, i64);
   b.CreateStore(start, b.CreateInBoundsGEP(i64, starts, laneP));
   Value *leastE = b.CreateBinaryIntrinsic(Intrinsic::smin, least, start);
+  // A loop not guarded by i0 < n (a do-while) runs its first iteration
+  // whatever i0 is: not in lock step.
+  Value *aboveE = b.CreateOr(above, b.CreateICmpSGE(start, n64));
   b.CreateBr(probeLatch);
   b.SetInsertPoint(bypass);
   b.CreateStore(n64, b.CreateInBoundsGEP(i64, starts, laneP));
@@ -440,12 +447,17 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
   PHINode *leastN = b.CreatePHI(i64, 2, "wooly.least.next");
   leastN->addIncoming(leastE, enter);
   leastN->addIncoming(least, bypass);
+  PHINode *aboveN = b.CreatePHI(b.getInt1Ty(), 2, "wooly.above.next");
+  aboveN->addIncoming(aboveE, enter);
+  aboveN->addIncoming(above, bypass);
   Value *laneN = b.CreateAdd(laneP, b.getInt64(1));
   b.CreateCondBr(b.CreateICmpEQ(laneN, b.getInt64(kLanes)), check, probeHeader);
   laneP->addIncoming(b.getInt64(0), probePh);
   laneP->addIncoming(laneN, probeLatch);
   least->addIncoming(n64, probePh);
   least->addIncoming(leastN, probeLatch);
+  above->addIncoming(b.getFalse(), probePh);
+  above->addIncoming(aboveN, probeLatch);
 
   // The precondition.
   BasicBlock *midPh = block("wooly.lockstep.ph");
@@ -471,6 +483,7 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
           sitesOk, b.CreateICmpEQ(b.CreateAnd(d, s.size - 1), b.getInt64(0)));
   }
   ok = b.CreateAnd(ok, b.CreateOr(b.CreateICmpSGE(leastN, n64), sitesOk));
+  ok = b.CreateAnd(ok, b.CreateNot(aboveN));
   b.CreateCondBr(ok, midPh, fallbackPh)
       ->setMetadata(LLVMContext::MD_prof,
                     MDBuilder(ctx).createLikelyBranchWeights());

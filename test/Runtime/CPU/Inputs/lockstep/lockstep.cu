@@ -105,3 +105,20 @@ extern "C" __global__ void shared_slots(int n, const int *in, int *out) {
   if (threadIdx.x < 64)
     out[blockIdx.x * 64 + threadIdx.x] = order[threadIdx.x];
 }
+
+// A do-while over the grid: each thread's first iteration runs even where
+// its index is already n or more (`in` has an element for every thread).
+extern "C" __global__ void do_while(int n, const int *in, unsigned *counts) {
+  __shared__ unsigned bins[64];
+  if (threadIdx.x < 64)
+    bins[threadIdx.x] = 0;
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  do {
+    atomicAdd(&bins[in[i] & 63], 1u);
+    i += blockDim.x * gridDim.x;
+  } while (i < n);
+  __syncthreads();
+  if (threadIdx.x < 64)
+    atomicAdd(&counts[threadIdx.x], bins[threadIdx.x]);
+}
