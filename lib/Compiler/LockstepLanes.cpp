@@ -296,6 +296,30 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
   Instruction *at = p0->getTerminator();
   const SCEV *ivWide = se.getSignExtendExpr(se.getSCEV(iv), i64);
   SmallVector<Site> sites;
+  // `addr` as `d + scale * sext(i)`, d the same for the warp.
+  auto decompose =
+      [&](Value *addr,
+          uint64_t align) -> std::optional<std::pair<const SCEV *, uint64_t>> {
+    const SCEV *a = se.getSCEV(addr);
+    for (uint64_t scale : {1, 2, 4, 8, 16}) {
+      const SCEV *d =
+          se.getMinusSCEV(a, se.getMulExpr(ivWide, se.getConstant(i64, scale)));
+      if (se.isLoopInvariant(d, &l) && expander.isSafeToExpandAt(d, at) &&
+          scale % align == 0)
+        return std::make_pair(d, scale);
+    }
+    return std::nullopt;
+  };
+  // The progressions the loop reads and writes through global addresses,
+  // to prefetch.
+  SmallVector<std::pair<const SCEV *, uint64_t>> streams;
+  for (BasicBlock *bb : c.blocks())
+    for (Instruction &i : *bb)
+      if (Value *p = getLoadStorePointerOperand(&i))
+        if (auto *cast = dyn_cast<IntToPtrInst>(p))
+          if (auto ds = decompose(cast->getOperand(0), 1);
+              ds && !llvm::is_contained(streams, *ds))
+            streams.push_back(*ds);
   for (BasicBlock *bb : c.blocks())
     for (Instruction &i : *bb) {
       if (CallInst *call = checkCall(i)) {
@@ -309,20 +333,10 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
         uint64_t bytes = size->getZExtValue();
         bool aligned = (flags->getZExtValue() & WOOLY_ACCESS_ALIGNED) &&
                        bytes > 1 && isPowerOf2_64(bytes);
-        const SCEV *a = se.getSCEV(addr);
-        bool found = false;
-        for (uint64_t scale : {1, 2, 4, 8, 16}) {
-          const SCEV *d = se.getMinusSCEV(
-              a, se.getMulExpr(ivWide, se.getConstant(i64, scale)));
-          if (!se.isLoopInvariant(d, &l) || !expander.isSafeToExpandAt(d, at) ||
-              (aligned && scale % bytes))
-            continue;
-          sites.push_back({call, entry, d, scale, bytes, aligned});
-          found = true;
-          break;
-        }
-        if (!found)
+        auto ds = decompose(addr, aligned ? bytes : 1);
+        if (!ds)
           return false;
+        sites.push_back({call, entry, ds->first, ds->second, bytes, aligned});
         continue;
       }
       if (isa<CallBase>(i)) {
@@ -369,9 +383,11 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
 
   // Rewrite. Values the precondition needs, before the lane loop.
   IRBuilder<> b(at);
-  SmallVector<Value *> diffs;
+  SmallVector<Value *> diffs, streamBases;
   for (const Site &s : sites)
     diffs.push_back(expander.expandCodeFor(s.diff, i64, at));
+  for (auto [d, scale] : streams)
+    streamBases.push_back(expander.expandCodeFor(d, i64, at));
   b.SetInsertPoint(at);
   Value *n64 = b.CreateSExt(bound, i64, "wooly.n");
   Value *s64 = b.CreateSExt(step, i64, "wooly.step");
@@ -499,11 +515,12 @@ bool lockstep(Loop &l, LoopInfo &li, DominatorTree &dt, ScalarEvolution &se,
   b.CreateCondBr(b.CreateICmpSLT(leastN, n64), midK, midExit);
   b.SetInsertPoint(midK);
   PHINode *ks = b.CreatePHI(i64, 2, "wooly.ks");
-  for (auto [s, d] : llvm::zip(sites, diffs)) {
+  for (auto [stream, d] : llvm::zip(streams, streamBases)) {
+    uint64_t scale = stream.second;
     Value *ahead = b.CreateAdd(
         leastN, b.CreateAdd(ks, b.CreateMul(s64, b.getInt64(kPrefetchSweeps))));
-    Value *base = b.CreateAdd(d, b.CreateMul(ahead, b.getInt64(s.scale)));
-    int64_t span = std::min<int64_t>(int64_t(kLanes * s.scale), kPrefetchSpan);
+    Value *base = b.CreateAdd(d, b.CreateMul(ahead, b.getInt64(scale)));
+    int64_t span = std::min<int64_t>(int64_t(kLanes * scale), kPrefetchSpan);
     SmallVector<int64_t> offsets;
     for (int64_t o = 0; o < span; o += 64)
       offsets.push_back(o);
