@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TargetCodegen.h"
+#include "LockstepLanes.h"
 #include "WidenAccessChecks.h"
 
 #include "Wooly/Conversion/Passes.h"
@@ -166,15 +167,20 @@ public:
   }
   /// Bounds checks widened over loops (WidenAccessChecks.h), just before
   /// the vectoriser: the copy of a loop without them may then vectorise.
+  /// Then a region's loop run by a warp's lanes in lock step
+  /// (LockstepLanes.h).
   void registerPasses(llvm::PassBuilder &pb) const override {
-    if (!options.boundsChecks)
-      return;
+    if (options.boundsChecks)
+      pb.registerVectorizerStartEPCallback(
+          [](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
+            fpm.addPass(WidenAccessChecksPass());
+            fpm.addPass(llvm::SimplifyCFGPass());
+            fpm.addPass(llvm::createFunctionToLoopPassAdaptor(
+                llvm::LICMPass(llvm::LICMOptions()), /*UseMemorySSA=*/true));
+          });
     pb.registerVectorizerStartEPCallback(
         [](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
-          fpm.addPass(WidenAccessChecksPass());
-          fpm.addPass(llvm::SimplifyCFGPass());
-          fpm.addPass(llvm::createFunctionToLoopPassAdaptor(
-              llvm::LICMPass(llvm::LICMOptions()), /*UseMemorySSA=*/true));
+          fpm.addPass(LockstepLanesPass());
         });
   }
   llvm::CodeGenFileType fileType() const override {

@@ -78,16 +78,8 @@ constexpr int64_t kPrefetchSpan = 512, kPrefetchAhead = 2;
 /// are made visible to the vectoriser, and the next ranges prefetched.
 constexpr uint64_t kShortTrips = 64;
 
-/// `i` if it is a slow-path call of a bounds check with a cache entry.
-CallInst *checkCall(Instruction &i) {
-  auto *call = dyn_cast<CallInst>(&i);
-  if (!call || call->arg_size() != 5)
-    return nullptr;
-  Function *callee = call->getCalledFunction();
-  if (!callee || callee->getName() != "__wooly_rt_check")
-    return nullptr;
-  return call;
-}
+using wooly::detail::accessCheckCall;
+CallInst *checkCall(Instruction &i) { return accessCheckCall(i); }
 
 /// One site to widen: the first and the last address of its progression,
 /// and its step (null: none; a constant: checked at compile time).
@@ -262,21 +254,7 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
                   MDBuilder(ctx).createLikelyBranchWeights());
   at->eraseFromParent();
   // Values leaving the loop: both copies feed the exits' phis.
-  for (BasicBlock *exit : exits)
-    for (PHINode &phi : exit->phis()) {
-      SmallVector<std::pair<Value *, BasicBlock *>> incoming;
-      for (unsigned i = 0; i < phi.getNumIncomingValues(); ++i) {
-        BasicBlock *from = phi.getIncomingBlock(i);
-        if (!loop.contains(from))
-          continue;
-        Value *v = phi.getIncomingValue(i);
-        Value *mapped = vmap.lookup(v);
-        incoming.push_back(
-            {mapped ? mapped : v, cast<BasicBlock>(vmap.lookup(from))});
-      }
-      for (auto [v, from] : incoming)
-        phi.addIncoming(v, from);
-    }
+  wooly::detail::addClonedExitIncomings(loop, vmap, exits);
   // In the copy that runs when the wide checks pass, the widened sites'
   // checks are known to pass: their branches go straight on (so that the
   // cache-entry loads and compares that fed them die, and nothing of the
@@ -334,16 +312,8 @@ bool widenLoop(Loop &loop, LoopInfo &li, DominatorTree &dt,
       cast->eraseFromParent();
     }
   }
-  for (const Site &s : sites) {
-    BasicBlock *slow = s.call->getParent();
-    for (BasicBlock *pred : predecessors(slow))
-      if (auto *br = dyn_cast<BranchInst>(pred->getTerminator());
-          br && br->isConditional() &&
-          br->getSuccessor(0) != br->getSuccessor(1))
-        br->setCondition(
-            ConstantInt::getBool(ctx, br->getSuccessor(0) != slow));
-    changeToUnreachable(s.call);
-  }
+  for (const Site &s : sites)
+    wooly::detail::makeCheckPass(s.call);
   dt.recalculate(*checkBlock->getParent());
   return true;
 }
@@ -357,6 +327,46 @@ bool hasFreshCheck(Loop &loop) {
   return false;
 }
 } // namespace
+
+CallInst *wooly::detail::accessCheckCall(Instruction &i) {
+  auto *call = dyn_cast<CallInst>(&i);
+  if (!call || call->arg_size() != 5)
+    return nullptr;
+  Function *callee = call->getCalledFunction();
+  if (!callee || callee->getName() != "__wooly_rt_check")
+    return nullptr;
+  return call;
+}
+
+void wooly::detail::addClonedExitIncomings(const Loop &loop,
+                                           ValueToValueMapTy &vmap,
+                                           ArrayRef<BasicBlock *> exits) {
+  for (BasicBlock *exit : exits)
+    for (PHINode &phi : exit->phis()) {
+      SmallVector<std::pair<Value *, BasicBlock *>> incoming;
+      for (unsigned i = 0; i < phi.getNumIncomingValues(); ++i) {
+        BasicBlock *from = phi.getIncomingBlock(i);
+        if (!loop.contains(from))
+          continue;
+        Value *v = phi.getIncomingValue(i);
+        Value *mapped = vmap.lookup(v);
+        incoming.push_back(
+            {mapped ? mapped : v, cast<BasicBlock>(vmap.lookup(from))});
+      }
+      for (auto [v, from] : incoming)
+        phi.addIncoming(v, from);
+    }
+}
+
+void wooly::detail::makeCheckPass(CallInst *call) {
+  BasicBlock *slow = call->getParent();
+  for (BasicBlock *pred : predecessors(slow))
+    if (auto *br = dyn_cast<BranchInst>(pred->getTerminator());
+        br && br->isConditional() && br->getSuccessor(0) != br->getSuccessor(1))
+      br->setCondition(ConstantInt::getBool(call->getContext(),
+                                            br->getSuccessor(0) != slow));
+  changeToUnreachable(call);
+}
 
 PreservedAnalyses WidenAccessChecksPass::run(Function &f,
                                              FunctionAnalysisManager &fam) {

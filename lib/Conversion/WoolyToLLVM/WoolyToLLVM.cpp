@@ -156,6 +156,9 @@ struct HostState {
   /// Functions (their lowered symbols) with a shared-memory atomic, which
   /// lowers to a plain load and store (emitSharedAtomic).
   llvm::StringSet<> sharedAtomics;
+  /// Kernels (their lowered symbols) whose threads cannot tell in which
+  /// order their code between two cuts interleaves (orderFreeKernel).
+  llvm::StringSet<> orderFree;
 };
 
 std::string kernelSymbol(StringRef name) {
@@ -263,6 +266,13 @@ struct HostEmitter : Emitter {
         uint32_t site = state.nextSite++;
         Value total =
             toI64(loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
+        // A launch has at least the module's static shared memory (the
+        // runtime adds the dynamic bytes to it): saying so lets LLVM drop
+        // the check of an offset it can bound below that, such as a
+        // 256-bin table indexed by a byte.
+        if (state.dynamicSharedOffset)
+          total = LLVM::UMaxOp::create(rw, loc, total,
+                                       c64(state.dynamicSharedOffset));
         Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
         Value inside =
             LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult, off, total);
@@ -2527,6 +2537,49 @@ static void yieldInWaitLoops(ModuleOp module) {
       }
 }
 
+/// Whether no thread of kernel `f` can tell in which order the threads of
+/// a block run their code between two barriers or warp collectives, for
+/// race-free programs: its only atomics are integer additions, bitwise
+/// operations, minima and maxima whose old value is not used (the memory
+/// ends the same in any order), and it has no calls (`printf`), fences,
+/// volatile accesses or surface reductions. The warp function may then run
+/// a loop of a region lane by lane in lock step
+/// (lib/Compiler/LockstepLanes.cpp).
+static bool orderFreeKernel(FuncOp f) {
+  auto commutative = [](AtomicOp op, Type t) {
+    switch (op) {
+    case AtomicOp::add:
+    case AtomicOp::umin:
+    case AtomicOp::smin:
+    case AtomicOp::umax:
+    case AtomicOp::smax:
+    case AtomicOp::and_:
+    case AtomicOp::or_:
+    case AtomicOp::xor_:
+      return t.isInteger();
+    default:
+      return false;
+    }
+  };
+  WalkResult r = f.walk([&](Operation *op) {
+    bool ok = true;
+    if (auto atom = dyn_cast<AtomOp>(op))
+      ok = atom.getResult().use_empty() && !atom.getSem() &&
+           commutative(atom.getOp(), atom.getResult().getType());
+    else if (auto red = dyn_cast<RedOp>(op))
+      ok = !red.getSem() && commutative(red.getOp(), red.getValue().getType());
+    else if (auto ld = dyn_cast<LoadOp>(op))
+      ok = !ld.getIsVolatile();
+    else if (auto st = dyn_cast<StoreOp>(op))
+      ok = !st.getIsVolatile();
+    else
+      ok = !isa<CallOp, CallIndirectOp, FenceOp, SuredOp, TrapOp, BrkptOp,
+                GridDepControlOp>(op);
+    return ok ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !r.wasInterrupted();
+}
+
 /// The warp syncs of volatile accesses, the dynamic shared memory's offset,
 /// which functions need fibers, and the declarations of the runtime's entry
 /// points.
@@ -2563,6 +2616,9 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
       if (state.needsFibers.insert(caller).second)
         worklist.push_back(caller);
   }
+  for (auto f : module.getOps<FuncOp>())
+    if (f->hasAttr("kernel") && orderFreeKernel(f))
+      state.orderFree.insert(kernelSymbol(f.getSymName()));
   // Why each of those kernels could not run region by region instead.
   for (auto f : module.getOps<FuncOp>())
     if (f->hasAttr("kernel") && state.needsFibers.contains(f.getSymName()))
@@ -2679,6 +2735,10 @@ void HostTargetInfo::finalizeModule(ModuleOp module) const {
     if (calls)
       continue;
     buildWarpFunction(module, fn, *layout, !ordered, state.contextScope);
+    if (state.orderFree.contains(fn.getName()))
+      module.lookupSymbol<LLVM::LLVMFuncOp>(("__wooly_warp_" + name).str())
+          .setPassthroughAttr(
+              ArrayAttr::get(ctx, {StringAttr::get(ctx, "wooly-lockstep")}));
     fn->setAttr("wooly.warp_function",
                 StringAttr::get(ctx, ("__wooly_warp_" + name).str()));
   }
