@@ -203,11 +203,13 @@ LogicalResult Importer::emitStatement(Statement &s) {
   switch (s.kind) {
   case K::ScopeBegin:
     scopes.emplace_back();
+    forgetLookups();
     return success();
   case K::ScopeEnd:
     if (scopes.size() <= 1)
       return error(s.loc, "unbalanced '}'");
     scopes.pop_back();
+    forgetLookups();
     return success();
   case K::Pragma:
     pendingPragma = s.label;

@@ -215,6 +215,19 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
 }
 
 VarInfo *Importer::lookup(StringRef name) {
+  if (name.empty() || name.size() > 8)
+    return lookupInScopes(name);
+  uint64_t key = packShortString(name);
+  LookupCacheEntry &e =
+      lookupCache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kLookupCacheBits)];
+  if (e.key == key && e.epoch == lookupEpoch)
+    return e.var;
+  VarInfo *var = lookupInScopes(name);
+  e = {key, lookupEpoch, var};
+  return var;
+}
+
+VarInfo *Importer::lookupInScopes(StringRef name) {
   if (name.size() > 2 && name[name.size() - 2] == '.') {
     char c = name.back();
     const char *alias = c == 'r'   ? ".x"
@@ -228,10 +241,18 @@ VarInfo *Importer::lookup(StringRef name) {
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     if (VarInfo *v = it->vars.find(name))
       return v;
-    if (const RegRange *r = it->rangeOf(name)) {
-      // First use of a register of a `%r<N>` range.
-      VarInfo info{newVar(r->type, name), r->type, false};
-      return it->vars.try_emplace(name, info).first;
+    size_t index;
+    if (RegRange *r = it->rangeOf(name, index)) {
+      if (index >= r->regs.size()) {
+        // Grown by doubling, up to the declared count: a declared range
+        // may be far larger than what is used.
+        size_t grown = std::max<size_t>(index + 1, 2 * r->regs.size());
+        r->regs.resize(std::min<size_t>(grown, r->count), nullptr);
+      }
+      VarInfo *&v = r->regs[index];
+      if (!v) // First use of a register of a `%r<N>` range.
+        v = it->vars.add(VarInfo{newVar(r->type, name), r->type, false});
+      return v;
     }
   }
   return nullptr;
