@@ -108,6 +108,11 @@ std::optional<PtxType> Importer::ptxType(StringRef n) {
 
 /// Returns the `which`-th type modifier of `inst` (0 = first).
 std::optional<PtxType> Importer::instrType(const Instruction &inst, int which) {
+  if (&inst == curInst && curHead) {
+    if (which < 0 || static_cast<size_t>(which) >= curHead->types.size())
+      return std::nullopt;
+    return curHead->types[which];
+  }
   int seen = 0;
   for (StringRef m : inst.mods) {
     if (auto t = ptxType(m)) {

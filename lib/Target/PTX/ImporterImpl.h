@@ -245,13 +245,25 @@ private:
     OpTy::build(b, state, std::forward<Args>(args)...);
     return cast<OpTy>(b.create(state));
   }
-  /// The registered name of `OpTy`.
+  /// The registered name of `OpTy`, looked up in the context once per
+  /// importer (opNames).
   template <typename OpTy> OperationName opName() {
-    std::optional<RegisteredOperationName> name =
-        RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
-    assert(name && "op of a dialect that is not loaded");
-    return *name;
+    static const unsigned slot = nextOpSlot();
+    if (slot >= opNames.size())
+      opNames.resize(slot + 1);
+    std::optional<OperationName> &known = opNames[slot];
+    if (!known) {
+      std::optional<RegisteredOperationName> name =
+          RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
+      assert(name && "op of a dialect that is not loaded");
+      known = *name;
+    }
+    return *known;
   }
+  /// A new index into `opNames`, one per op class that make() creates.
+  static unsigned nextOpSlot();
+  /// The registered names of the op classes made so far, by their slot.
+  std::vector<std::optional<OperationName>> opNames;
   /// Returns the integer type of `bits` bits.
   Type intType(unsigned bits) { return b.getIntegerType(bits); }
   /// Returns the type of addresses (`.address_size`).
@@ -395,6 +407,28 @@ private:
   LogicalResult emitCall(Instruction &inst, Opcode op);
   /// nanosleep.
   LogicalResult emitNanosleep(Instruction &inst, Opcode op);
+
+  /// What an instruction's head (`ld.global.u64`: its opcode and
+  /// modifiers) gives every instruction with that spelling: its table row,
+  /// checked modifiers and type modifiers.
+  struct HeadInfo {
+    const InstructionInfo *info = nullptr;
+    /// The type modifiers (ptxType()), in order.
+    SmallVector<PtxType, 2> types;
+  };
+  /// The heads seen so far whose modifiers passed checkModifiers(), by
+  /// spelling: most instructions repeat a few hundred heads.
+  llvm::StringMap<HeadInfo> heads;
+  /// The instruction being raised and its head, when its spelling is known
+  /// (instrType() answers from it).
+  const Instruction *curInst = nullptr;
+  const HeadInfo *curHead = nullptr;
+  /// The head of an instruction whose spelling is not one piece of the
+  /// buffer (not expected from the parser).
+  HeadInfo uncachedHead;
+  /// Returns the head of `inst` from `heads`, after adding it (null after
+  /// reporting an unknown opcode or a modifier error).
+  const HeadInfo *headOf(const Instruction &inst);
 
   // The opcode table (InstructionTable.cpp).
   /// Returns the table row of `opcode`, or null if it is not known.
