@@ -292,7 +292,8 @@ Value Importer::readSpecial(const Operand &op, Type t) {
   if (needsDim != dim.has_value())
     return {};
   Value v =
-      make<SRegOp>(intType(w), *reg, dim ? DimAttr::get(ctx, *dim) : DimAttr());
+      make<SRegOp>(intType(w), enumAttr<SpecialRegAttr>(*reg),
+                         dim ? enumAttr<DimAttr>(*dim) : DimAttr());
   return coerce(v, t);
 }
 
@@ -524,7 +525,9 @@ Value Importer::address(const Operand &op, Type &type,
         g->second.getSpace() != StateSpace::global &&
         g->second.getSpace() != StateSpace::generic)
       base =
-          make<CvtaOp>(type, CvtaDir::to_generic, g->second.getSpace(), base);
+          make<CvtaOp>(type, enumAttr<CvtaDirAttr>(CvtaDir::to_generic),
+                            enumAttr<StateSpaceAttr>(g->second.getSpace()),
+                            base);
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};

@@ -18,6 +18,7 @@
 #include "Wooly/Target/PTX/PTXImporter.h"
 #include "Wooly/Target/PTX/SSABuilder.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -31,6 +32,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <type_traits>
 #include <optional>
 #include <vector>
 
@@ -240,11 +242,66 @@ private:
   /// Creates an op of type `OpTy` at `curLoc` (as `OpTy::create(b, curLoc,
   /// args...)` does, but the op's name is found by its TypeID, not by
   /// hashing its name string).
+  ///
+  /// The most frequent ops are built with their result type and attributes
+  /// given, through the generated builders that take them (the same op, as
+  /// the default builders would make it): those infer the result type and
+  /// get each enum attribute from the context's uniquer, for every op.
   template <typename OpTy, typename... Args> OpTy make(Args &&...args) {
     OperationState state(curLoc, opName<OpTy>());
-    OpTy::build(b, state, std::forward<Args>(args)...);
+    constexpr bool intBinary =
+        std::is_same_v<OpTy, arith::AddIOp> ||
+        std::is_same_v<OpTy, arith::SubIOp> ||
+        std::is_same_v<OpTy, arith::MulIOp> ||
+        std::is_same_v<OpTy, arith::ShLIOp>;
+    if constexpr (intBinary && sizeof...(Args) == 2 &&
+                  (std::is_convertible_v<Args, Value> && ...)) {
+      // `lhs, rhs`: the result has their type; no overflow flags.
+      buildIntBinary<OpTy>(state, std::forward<Args>(args)...);
+    } else if constexpr (std::is_same_v<OpTy, arith::ConstantOp> &&
+                         sizeof...(Args) == 1 &&
+                         (std::is_convertible_v<Args, TypedAttr> && ...)) {
+      TypedAttr value(std::forward<Args>(args)...);
+      OpTy::build(b, state, value.getType(), value);
+    } else if constexpr (std::is_same_v<OpTy, arith::CmpIOp> &&
+                         sizeof...(Args) == 3) {
+      buildCmpI(state, std::forward<Args>(args)...);
+    } else {
+      OpTy::build(b, state, std::forward<Args>(args)...);
+    }
     return cast<OpTy>(b.create(state));
   }
+  template <typename OpTy>
+  void buildIntBinary(OperationState &state, Value lhs, Value rhs) {
+    if (!noOverflowFlags)
+      noOverflowFlags = arith::IntegerOverflowFlagsAttr::get(
+          ctx, arith::IntegerOverflowFlags::none);
+    OpTy::build(b, state, lhs.getType(), lhs, rhs, noOverflowFlags);
+  }
+  void buildCmpI(OperationState &state, arith::CmpIPredicate predicate,
+                 Value lhs, Value rhs) {
+    arith::CmpIOp::build(b, state, enumAttr<arith::CmpIPredicateAttr>(predicate),
+                         lhs, rhs);
+  }
+  /// `AttrT::get(ctx, value)` for an enum attribute, from the importer's
+  /// cache (enumAttrs).
+  template <typename AttrT, typename E> AttrT enumAttr(E value) {
+    auto [it, inserted] = enumAttrs.try_emplace(
+        {TypeID::get<AttrT>().getAsOpaquePointer(),
+         static_cast<uint64_t>(value)},
+        Attribute());
+    if (inserted)
+      it->second = AttrT::get(ctx, value);
+    return cast<AttrT>(it->second);
+  }
+  /// The `is_volatile` attribute of a load or store.
+  UnitAttr volatileAttr(bool isVolatile) {
+    return isVolatile ? b.getUnitAttr() : UnitAttr();
+  }
+  /// The enum attributes made by enumAttr(), by attribute class and value.
+  llvm::DenseMap<std::pair<const void *, uint64_t>, Attribute> enumAttrs;
+  /// The `overflowFlags` of the integer ops make() builds.
+  arith::IntegerOverflowFlagsAttr noOverflowFlags;
   /// The registered name of `OpTy`, looked up in the context once per
   /// importer (opNames).
   template <typename OpTy> OperationName opName() {
