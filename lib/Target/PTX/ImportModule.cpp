@@ -187,18 +187,25 @@ std::optional<Type> Importer::paramType(const VarDecl &d) {
 }
 
 DictionaryAttr Importer::paramAttrs(const VarDecl &d) {
+  if (!nameKey) {
+    nameKey = b.getStringAttr("wooly.name");
+    typeKey = b.getStringAttr("wooly.type");
+    alignKey = b.getStringAttr("wooly.align");
+    ptrSpaceKey = b.getStringAttr("wooly.ptr_space");
+    ptrAlignKey = b.getStringAttr("wooly.ptr_align");
+  }
+  StringAttr &typeName = paramTypeNames[d.type];
+  if (!typeName)
+    typeName = b.getStringAttr(d.type);
   SmallVector<NamedAttribute> attrs;
-  attrs.push_back(b.getNamedAttr("wooly.name", b.getStringAttr(d.name)));
-  attrs.push_back(b.getNamedAttr("wooly.type", b.getStringAttr(d.type)));
+  attrs.emplace_back(nameKey, b.getStringAttr(d.name));
+  attrs.emplace_back(typeKey, typeName);
   if (d.align)
-    attrs.push_back(
-        b.getNamedAttr("wooly.align", b.getI64IntegerAttr(d.align)));
+    attrs.emplace_back(alignKey, b.getI64IntegerAttr(d.align));
   if (!d.ptrSpace.empty())
-    attrs.push_back(
-        b.getNamedAttr("wooly.ptr_space", b.getStringAttr(d.ptrSpace)));
+    attrs.emplace_back(ptrSpaceKey, b.getStringAttr(d.ptrSpace));
   if (d.ptrAlign)
-    attrs.push_back(
-        b.getNamedAttr("wooly.ptr_align", b.getI64IntegerAttr(d.ptrAlign)));
+    attrs.emplace_back(ptrAlignKey, b.getI64IntegerAttr(d.ptrAlign));
   return b.getDictionaryAttr(attrs);
 }
 

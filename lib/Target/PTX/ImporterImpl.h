@@ -340,6 +340,10 @@ private:
   /// Returns the attributes recording a parameter's PTX name, type, alignment
   /// and pointer space.
   DictionaryAttr paramAttrs(const VarDecl &d);
+  /// The names of paramAttrs()'s attributes, and its `wooly.type` values
+  /// by type name.
+  StringAttr nameKey, typeKey, alignKey, ptrSpaceKey, ptrAlignKey;
+  llvm::StringMap<StringAttr> paramTypeNames;
 
   // Values.
   /// Returns the function's one `arith.constant` of `value`, created at the
@@ -351,10 +355,15 @@ private:
     // Looked up by type and value first: building the attribute is a
     // lookup in the context's uniquer.
     auto [it, inserted] = intConstants.try_emplace({t, v}, Value());
-    if (inserted)
-      it->second = constant(
-          b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
-                                  .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    if (inserted) {
+      // The attribute too: most functions use the same few constants.
+      auto [attr, isNew] = intAttrs.try_emplace({t, v}, IntegerAttr());
+      if (isNew)
+        attr->second = b.getIntegerAttr(
+            t, llvm::APInt(64, v, /*isSigned=*/true)
+                   .sextOrTrunc(t.getIntOrFloatBitWidth()));
+      it->second = constant(attr->second);
+    }
     return it->second;
   }
   /// The float constant `v` of type `t`.
@@ -786,6 +795,8 @@ private:
   llvm::DenseMap<Attribute, Value> constants;
   /// The integer constants of the function by type and value (constInt()).
   llvm::DenseMap<std::pair<Type, int64_t>, Value> intConstants;
+  /// The attributes of constInt()'s constants, for all functions.
+  llvm::DenseMap<std::pair<Type, int64_t>, IntegerAttr> intAttrs;
   Operation *lastConstant = nullptr;
   /// A `.pragma` waiting for the next branch.
   StringRef pendingPragma;
