@@ -247,8 +247,15 @@ private:
   /// given, through the generated builders that take them (the same op, as
   /// the default builders would make it): those infer the result type and
   /// get each enum attribute from the context's uniquer, for every op.
+  ///
+  /// The op's properties are built on the stack (OperationState allocates
+  /// them otherwise, once per op); the op copies them.
   template <typename OpTy, typename... Args> OpTy make(Args &&...args) {
     OperationState state(curLoc, opName<OpTy>());
+    using Properties = typename mlir::PropertiesSelector<OpTy>::type;
+    [[maybe_unused]] Properties properties{};
+    if constexpr (!std::is_same_v<Properties, EmptyProperties>)
+      state.useProperties(properties);
     constexpr bool intBinary =
         std::is_same_v<OpTy, arith::AddIOp> ||
         std::is_same_v<OpTy, arith::SubIOp> ||
