@@ -363,7 +363,7 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
       return failure();
     auto dir = inst.has("to") ? CvtaDir::from_generic : CvtaDir::to_generic;
     Value r = make<CvtaOp>(t->type, enumAttr<CvtaDirAttr>(dir),
-                             enumAttr<StateSpaceAttr>(*space), a);
+                           enumAttr<StateSpaceAttr>(*space), a);
     return write(inst.operands[0], r);
   }
   auto space = spaceOf(inst);

@@ -291,8 +291,7 @@ Value Importer::readSpecial(const Operand &op, Type t) {
       *reg == SpecialReg::cluster_ctaid || *reg == SpecialReg::cluster_nctaid;
   if (needsDim != dim.has_value())
     return {};
-  Value v =
-      make<SRegOp>(intType(w), enumAttr<SpecialRegAttr>(*reg),
+  Value v = make<SRegOp>(intType(w), enumAttr<SpecialRegAttr>(*reg),
                          dim ? enumAttr<DimAttr>(*dim) : DimAttr());
   return coerce(v, t);
 }
@@ -524,10 +523,8 @@ Value Importer::address(const Operand &op, Type &type,
     if (access == StateSpace::generic && g != globals.end() &&
         g->second.getSpace() != StateSpace::global &&
         g->second.getSpace() != StateSpace::generic)
-      base =
-          make<CvtaOp>(type, enumAttr<CvtaDirAttr>(CvtaDir::to_generic),
-                            enumAttr<StateSpaceAttr>(g->second.getSpace()),
-                            base);
+      base = make<CvtaOp>(type, enumAttr<CvtaDirAttr>(CvtaDir::to_generic),
+                          enumAttr<StateSpaceAttr>(g->second.getSpace()), base);
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};

@@ -32,8 +32,8 @@
 #include <cstring>
 #include <deque>
 #include <memory>
-#include <type_traits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace mlir::wooly::ptx {
@@ -117,10 +117,10 @@ inline uint64_t packShortString(llvm::StringRef s) {
     uint32_t lo, hi;
     std::memcpy(&lo, p, 4);
     std::memcpy(&hi, p + n - 4, 4);
-    return uint64_t(llvm::support::endian::byte_swap(
-               lo, llvm::endianness::little)) |
-           (uint64_t(llvm::support::endian::byte_swap(
-                hi, llvm::endianness::little))
+    return uint64_t(
+               llvm::support::endian::byte_swap(lo, llvm::endianness::little)) |
+           (uint64_t(
+                llvm::support::endian::byte_swap(hi, llvm::endianness::little))
             << (8 * (n - 4)));
   }
   if (n == 0) // An empty StringRef may have no data pointer.
@@ -150,7 +150,8 @@ public:
   /// Adds `s` with `value`; returns the entry and whether it is new.
   std::pair<T *, bool> insert(llvm::StringRef s, T value) {
     if (s.size() <= 8) {
-      auto [it, inserted] = shortKeys.try_emplace(packShortString(s), std::move(value));
+      auto [it, inserted] =
+          shortKeys.try_emplace(packShortString(s), std::move(value));
       return {&it->second, inserted};
     }
     auto [it, inserted] = longKeys.try_emplace(s, std::move(value));
@@ -256,11 +257,10 @@ private:
     [[maybe_unused]] Properties properties{};
     if constexpr (!std::is_same_v<Properties, EmptyProperties>)
       state.useProperties(properties);
-    constexpr bool intBinary =
-        std::is_same_v<OpTy, arith::AddIOp> ||
-        std::is_same_v<OpTy, arith::SubIOp> ||
-        std::is_same_v<OpTy, arith::MulIOp> ||
-        std::is_same_v<OpTy, arith::ShLIOp>;
+    constexpr bool intBinary = std::is_same_v<OpTy, arith::AddIOp> ||
+                               std::is_same_v<OpTy, arith::SubIOp> ||
+                               std::is_same_v<OpTy, arith::MulIOp> ||
+                               std::is_same_v<OpTy, arith::ShLIOp>;
     if constexpr (intBinary && sizeof...(Args) == 2 &&
                   (std::is_convertible_v<Args, Value> && ...)) {
       // `lhs, rhs`: the result has their type; no overflow flags.
@@ -287,16 +287,16 @@ private:
   }
   void buildCmpI(OperationState &state, arith::CmpIPredicate predicate,
                  Value lhs, Value rhs) {
-    arith::CmpIOp::build(b, state, enumAttr<arith::CmpIPredicateAttr>(predicate),
-                         lhs, rhs);
+    arith::CmpIOp::build(
+        b, state, enumAttr<arith::CmpIPredicateAttr>(predicate), lhs, rhs);
   }
   /// `AttrT::get(ctx, value)` for an enum attribute, from the importer's
   /// cache (enumAttrs).
   template <typename AttrT, typename E> AttrT enumAttr(E value) {
-    auto [it, inserted] = enumAttrs.try_emplace(
-        {TypeID::get<AttrT>().getAsOpaquePointer(),
-         static_cast<uint64_t>(value)},
-        Attribute());
+    auto [it, inserted] =
+        enumAttrs.try_emplace({TypeID::get<AttrT>().getAsOpaquePointer(),
+                               static_cast<uint64_t>(value)},
+                              Attribute());
     if (inserted)
       it->second = AttrT::get(ctx, value);
     return cast<AttrT>(it->second);
@@ -366,9 +366,9 @@ private:
       // The attribute too: most functions use the same few constants.
       auto [attr, isNew] = intAttrs.try_emplace({t, v}, IntegerAttr());
       if (isNew)
-        attr->second = b.getIntegerAttr(
-            t, llvm::APInt(64, v, /*isSigned=*/true)
-                   .sextOrTrunc(t.getIntOrFloatBitWidth()));
+        attr->second =
+            b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                    .sextOrTrunc(t.getIntOrFloatBitWidth()));
       it->second = constant(attr->second);
     }
     return it->second;
