@@ -145,8 +145,6 @@ public:
     auto it = longKeys.find(s);
     return it == longKeys.end() ? nullptr : &it->second;
   }
-  /// Makes room for `n` more short keys without growing the table again.
-  void reserveMore(size_t n) { shortKeys.reserve(shortKeys.size() + n); }
   /// Adds `s` with `value`; returns the entry and whether it is new.
   std::pair<T *, bool> insert(llvm::StringRef s, T value) {
     if (s.size() <= 8) {
@@ -402,7 +400,8 @@ private:
     VarInfo *var = nullptr;
   };
   static constexpr unsigned kLookupCacheBits = 10;
-  std::vector<LookupCacheEntry> lookupCache{1u << kLookupCacheBits};
+  std::vector<LookupCacheEntry> lookupCache =
+      std::vector<LookupCacheEntry>(size_t(1) << kLookupCacheBits);
   uint64_t lookupEpoch = 1;
   /// Invalidates the answers cached by lookup().
   void forgetLookups() { ++lookupEpoch; }
