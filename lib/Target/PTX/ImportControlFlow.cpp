@@ -203,11 +203,13 @@ LogicalResult Importer::emitStatement(Statement &s) {
   switch (s.kind) {
   case K::ScopeBegin:
     scopes.emplace_back();
+    forgetLookups();
     return success();
   case K::ScopeEnd:
     if (scopes.size() <= 1)
       return error(s.loc, "unbalanced '}'");
     scopes.pop_back();
+    forgetLookups();
     return success();
   case K::Pragma:
     pendingPragma = s.label;
@@ -236,13 +238,49 @@ LogicalResult Importer::emitStatement(Statement &s) {
   return success();
 }
 
+const Importer::HeadInfo *Importer::headOf(const Instruction &inst) {
+  // The parser takes only modifiers that follow the opcode without a space,
+  // so the head is one piece of the buffer (checked all the same).
+  const char *begin = inst.opcode.data(), *end = inst.opcode.end();
+  bool contiguous = true;
+  for (StringRef m : inst.mods) {
+    if (m.data() != end + 1 || *end != '.') {
+      contiguous = false;
+      break;
+    }
+    end = m.end();
+  }
+  StringRef spelling(begin, end - begin);
+  if (contiguous)
+    if (auto it = heads.find(spelling); it != heads.end())
+      return &it->second;
+  const InstructionInfo *info = lookupInstruction(inst.opcode);
+  if (!info) {
+    (void)unsupported(const_cast<Instruction &>(inst));
+    return nullptr;
+  }
+  if (failed(checkModifiers(inst, *info)))
+    return nullptr;
+  HeadInfo head{info, {}};
+  for (StringRef m : inst.mods)
+    if (std::optional<PtxType> t = ptxType(m))
+      head.types.push_back(*t);
+  if (!contiguous) {
+    // Not kept (it has no spelling to find it by).
+    uncachedHead = std::move(head);
+    return &uncachedHead;
+  }
+  return &heads.try_emplace(spelling, std::move(head)).first->second;
+}
+
 LogicalResult Importer::emitInstruction(Instruction &inst) {
   curLoc = loc(inst.loc);
-  const InstructionInfo *info = lookupInstruction(inst.opcode);
-  if (!info)
-    return unsupported(inst);
-  if (failed(checkModifiers(inst, *info)))
+  curInst = nullptr;
+  curHead = headOf(inst);
+  if (!curHead)
     return failure();
+  curInst = &inst;
+  const InstructionInfo *info = curHead->info;
   if (!cur->empty() && cur->back().hasTrait<OpTrait::IsTerminator>()) {
     // Code after an unconditional terminator: an unreachable block.
     startBlock(new Block());

@@ -97,18 +97,18 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
   SmallVector<Attribute> hints;
   for (StringRef m : inst.mods) {
     if (auto c = symbolizeCacheOp(m))
-      cache = CacheOpAttr::get(ctx, *c);
+      cache = enumAttr<CacheOpAttr>(*c);
     else if (m == "volatile")
       isVolatile = true;
     else if (m == "relaxed" || m == "acquire" || m == "release" || m == "weak")
-      sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m));
+      sem = enumAttr<MemOrderAttr>(*symbolizeMemOrder(m));
     else if (auto s = symbolizeMemScope(m))
-      scope = MemScopeAttr::get(ctx, *s);
+      scope = enumAttr<MemScopeAttr>(*s);
     else if (m.starts_with("L1::") || m.starts_with("L2::"))
       hints.push_back(b.getStringAttr(m));
   }
   if (op == Opcode::Ldu)
-    cache = CacheOpAttr::get(ctx, CacheOp::nc);
+    cache = enumAttr<CacheOpAttr>(CacheOp::nc);
   if (sem && sem.getValue() == MemOrder::weak) {
     sem = {};
     scope = {};
@@ -127,7 +127,8 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
   Operation *memOp;
   if (isLoad) {
     SmallVector<Type> types(vec, elemType);
-    auto ld = make<LoadOp>(types, space, addr, cache, isVolatile, sem, scope);
+    auto ld = make<LoadOp>(types, enumAttr<StateSpaceAttr>(space), addr, cache,
+                           volatileAttr(isVolatile), sem, scope);
     memOp = ld;
     for (int i = 0; i < vec; ++i)
       if (failed(write(vec > 1 ? data.elems[i] : data, ld.getResult(i),
@@ -141,7 +142,8 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
         return failure();
       values.push_back(v);
     }
-    memOp = make<StoreOp>(space, addr, values, cache, isVolatile, sem, scope);
+    memOp = make<StoreOp>(enumAttr<StateSpaceAttr>(space), addr, values, cache,
+                          volatileAttr(isVolatile), sem, scope);
   }
   if (!hints.empty())
     memOp->setAttr("wooly.hints", b.getArrayAttr(hints));
@@ -193,16 +195,16 @@ LogicalResult Importer::emitAtom(Instruction &inst, Opcode op) {
   std::optional<AtomicOp> kind;
   for (StringRef m : inst.mods) {
     if (m == "relaxed" || m == "acquire" || m == "release" || m == "acq_rel")
-      sem = MemOrderAttr::get(ctx, *symbolizeMemOrder(m));
+      sem = enumAttr<MemOrderAttr>(*symbolizeMemOrder(m));
     else if (auto s = symbolizeMemScope(m))
-      scope = MemScopeAttr::get(ctx, *s);
+      scope = enumAttr<MemScopeAttr>(*s);
     else if (auto k = atomicOpOf(m, *t))
       kind = k;
   }
   if (!kind)
     return error(inst.loc, "'" + inst.opcode + "' needs an operation");
   if (scope && !sem)
-    sem = MemOrderAttr::get(ctx, MemOrder::relaxed);
+    sem = enumAttr<MemOrderAttr>(MemOrder::relaxed);
   size_t nvals = *kind == AtomicOp::cas ? 2 : 1;
   size_t want = (isRed ? 1 : 2) + nvals;
   // An optional trailing cache-policy operand (.L2::cache_hint).
@@ -360,7 +362,8 @@ LogicalResult Importer::emitCvta(Instruction &inst, Opcode op) {
     if (!a)
       return failure();
     auto dir = inst.has("to") ? CvtaDir::from_generic : CvtaDir::to_generic;
-    Value r = make<CvtaOp>(t->type, dir, *space, a);
+    Value r = make<CvtaOp>(t->type, enumAttr<CvtaDirAttr>(dir),
+                           enumAttr<StateSpaceAttr>(*space), a);
     return write(inst.operands[0], r);
   }
   auto space = spaceOf(inst);
@@ -436,7 +439,7 @@ LogicalResult Importer::emitCpAsync(Instruction &inst, Opcode op) {
     }
   }
   CacheOpAttr cache =
-      CacheOpAttr::get(ctx, inst.has("cg") ? CacheOp::cg : CacheOp::ca);
+      enumAttr<CacheOpAttr>(inst.has("cg") ? CacheOp::cg : CacheOp::ca);
   make<CpAsyncOp>(dst, coerce(src, intType(64)), b.getI32IntegerAttr(size),
                   srcSize, cache);
   return success();

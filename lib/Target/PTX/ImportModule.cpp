@@ -8,6 +8,8 @@
 
 #include "ImporterImpl.h"
 
+#include "llvm/ADT/ScopeExit.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -192,18 +194,25 @@ std::optional<Type> Importer::paramType(const VarDecl &d) {
 }
 
 DictionaryAttr Importer::paramAttrs(const VarDecl &d) {
+  if (!nameKey) {
+    nameKey = b.getStringAttr("wooly.name");
+    typeKey = b.getStringAttr("wooly.type");
+    alignKey = b.getStringAttr("wooly.align");
+    ptrSpaceKey = b.getStringAttr("wooly.ptr_space");
+    ptrAlignKey = b.getStringAttr("wooly.ptr_align");
+  }
+  StringAttr &typeName = paramTypeNames[d.type];
+  if (!typeName)
+    typeName = b.getStringAttr(d.type);
   SmallVector<NamedAttribute> attrs;
-  attrs.push_back(b.getNamedAttr("wooly.name", b.getStringAttr(d.name)));
-  attrs.push_back(b.getNamedAttr("wooly.type", b.getStringAttr(d.type)));
+  attrs.emplace_back(nameKey, b.getStringAttr(d.name));
+  attrs.emplace_back(typeKey, typeName);
   if (d.align)
-    attrs.push_back(
-        b.getNamedAttr("wooly.align", b.getI64IntegerAttr(d.align)));
+    attrs.emplace_back(alignKey, b.getI64IntegerAttr(d.align));
   if (!d.ptrSpace.empty())
-    attrs.push_back(
-        b.getNamedAttr("wooly.ptr_space", b.getStringAttr(d.ptrSpace)));
+    attrs.emplace_back(ptrSpaceKey, b.getStringAttr(d.ptrSpace));
   if (d.ptrAlign)
-    attrs.push_back(
-        b.getNamedAttr("wooly.ptr_align", b.getI64IntegerAttr(d.ptrAlign)));
+    attrs.emplace_back(ptrAlignKey, b.getI64IntegerAttr(d.ptrAlign));
   return b.getDictionaryAttr(attrs);
 }
 
@@ -342,6 +351,7 @@ LogicalResult Importer::importBody(Function &f) {
   loopWrites.clear();
   scopes.clear();
   scopes.emplace_back();
+  forgetLookups();
   blockOf.clear();
   labelBlocks.clear();
   localSymbols.clear();
@@ -416,6 +426,7 @@ LogicalResult Importer::importBody(Function &f) {
     retVars.push_back(id);
   }
 
+  forgetLookups();
   LogicalResult result = resolveLabels(f);
   for (auto &s : f.body) {
     if (failed(result))
@@ -449,6 +460,9 @@ LogicalResult Importer::importBody(Function &f) {
 /// Declares the variables of a `.reg`, `.param` or state-space statement in
 /// a function body.
 LogicalResult Importer::declareVariables(Statement &s) {
+  // The new names may hide others, or be names that lookup() did not find.
+  forgetLookups();
+  llvm::scope_exit forget([&] { forgetLookups(); });
   for (auto &d : s.decls) {
     if (d.space == "reg" || d.space == "param") {
       // Components are named .x to .w.
@@ -470,7 +484,7 @@ LogicalResult Importer::declareVariables(Statement &s) {
         return error(d.loc, "unsupported parameter type '." + d.type + "'");
       auto declare = [&](StringRef name) -> LogicalResult {
         auto id = newVar(*t, name);
-        if (scopes.back().rangeOf(name) ||
+        if (scopes.back().inRange(name) ||
             !scopes.back()
                  .vars.try_emplace(name, VarInfo{id, *t, d.space == "param"})
                  .second)
@@ -489,13 +503,22 @@ LogicalResult Importer::declareVariables(Statement &s) {
         return success();
       };
       if (d.rangeCount >= 0 && d.vecWidth <= 1 && d.space == "reg") {
-        if (!scopes.back()
-                 .ranges.try_emplace(d.name, RegRange{d.rangeCount, *t})
-                 .second)
+        auto &ranges = scopes.back().ranges;
+        if (llvm::any_of(ranges,
+                         [&](const RegRange &r) { return r.prefix == d.name; }))
           return error(d.loc, "redeclaration of '" + d.name + "<...>'");
-        // Bounded: a declared range may be far larger than what is used.
-        scopes.back().vars.reserveMore(
-            static_cast<size_t>(std::min<int64_t>(d.rangeCount, 4096)));
+        // Longest prefix first (Scope::rangeOf()).
+        auto pos = llvm::find_if(ranges, [&](const RegRange &r) {
+          return r.prefix.size() < d.name.size();
+        });
+        // Room for the registers' entries up front: a range is usually as
+        // large as what is used (nvcc), but may be far larger.
+        size_t room =
+            static_cast<size_t>(std::min<int64_t>(d.rangeCount, 4096));
+        ranges.insert(pos, RegRange{d.name, d.rangeCount, *t,
+                                    std::vector<VarInfo *>(room)});
+        ssa->reserveVariables(room);
+        varKeys.reserve(varKeys.size() + room);
       } else if (d.rangeCount >= 0) {
         // Vector and .param ranges are expanded eagerly: keep them small.
         if (d.rangeCount > kMaxEagerRange)

@@ -108,6 +108,11 @@ std::optional<PtxType> Importer::ptxType(StringRef n) {
 
 /// Returns the `which`-th type modifier of `inst` (0 = first).
 std::optional<PtxType> Importer::instrType(const Instruction &inst, int which) {
+  if (&inst == curInst && curHead) {
+    if (which < 0 || static_cast<size_t>(which) >= curHead->types.size())
+      return std::nullopt;
+    return curHead->types[which];
+  }
   int seen = 0;
   for (StringRef m : inst.mods) {
     if (auto t = ptxType(m)) {
@@ -215,6 +220,19 @@ Value Importer::coerce(Value v, Type t, bool signExtend) {
 }
 
 VarInfo *Importer::lookup(StringRef name) {
+  if (name.empty() || name.size() > 8)
+    return lookupInScopes(name);
+  uint64_t key = packShortString(name);
+  LookupCacheEntry &e =
+      lookupCache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kLookupCacheBits)];
+  if (e.key == key && e.epoch == lookupEpoch)
+    return e.var;
+  VarInfo *var = lookupInScopes(name);
+  e = {key, lookupEpoch, var};
+  return var;
+}
+
+VarInfo *Importer::lookupInScopes(StringRef name) {
   if (name.size() > 2 && name[name.size() - 2] == '.') {
     char c = name.back();
     const char *alias = c == 'r'   ? ".x"
@@ -228,10 +246,18 @@ VarInfo *Importer::lookup(StringRef name) {
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     if (VarInfo *v = it->vars.find(name))
       return v;
-    if (const RegRange *r = it->rangeOf(name)) {
-      // First use of a register of a `%r<N>` range.
-      VarInfo info{newVar(r->type, name), r->type, false};
-      return it->vars.try_emplace(name, info).first;
+    size_t index;
+    if (RegRange *r = it->rangeOf(name, index)) {
+      if (index >= r->regs.size()) {
+        // Grown by doubling, up to the declared count: a declared range
+        // may be far larger than what is used.
+        size_t grown = std::max<size_t>(index + 1, 2 * r->regs.size());
+        r->regs.resize(std::min<size_t>(grown, r->count), nullptr);
+      }
+      VarInfo *&v = r->regs[index];
+      if (!v) // First use of a register of a `%r<N>` range.
+        v = it->vars.add(VarInfo{newVar(r->type, name), r->type, false});
+      return v;
     }
   }
   return nullptr;
@@ -265,8 +291,8 @@ Value Importer::readSpecial(const Operand &op, Type t) {
       *reg == SpecialReg::cluster_ctaid || *reg == SpecialReg::cluster_nctaid;
   if (needsDim != dim.has_value())
     return {};
-  Value v =
-      make<SRegOp>(intType(w), *reg, dim ? DimAttr::get(ctx, *dim) : DimAttr());
+  Value v = make<SRegOp>(intType(w), enumAttr<SpecialRegAttr>(*reg),
+                         dim ? enumAttr<DimAttr>(*dim) : DimAttr());
   return coerce(v, t);
 }
 
@@ -497,8 +523,8 @@ Value Importer::address(const Operand &op, Type &type,
     if (access == StateSpace::generic && g != globals.end() &&
         g->second.getSpace() != StateSpace::global &&
         g->second.getSpace() != StateSpace::generic)
-      base =
-          make<CvtaOp>(type, CvtaDir::to_generic, g->second.getSpace(), base);
+      base = make<CvtaOp>(type, enumAttr<CvtaDirAttr>(CvtaDir::to_generic),
+                          enumAttr<StateSpaceAttr>(g->second.getSpace()), base);
   } else {
     (void)error(op.loc, "use of undeclared identifier '" + op.name + "'");
     return {};

@@ -18,6 +18,7 @@
 #include "Wooly/Target/PTX/PTXImporter.h"
 #include "Wooly/Target/PTX/SSABuilder.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"
@@ -25,12 +26,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/StringSaver.h"
 
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace mlir::wooly::ptx {
@@ -103,6 +106,29 @@ enum class ModifierKind : uint8_t {
 
 class Importer;
 
+/// The characters of `s` (at most 8, none of them NUL) as an integer.
+inline uint64_t packShortString(llvm::StringRef s) {
+  // The bytes in memory order (as a memcpy into the key would place them
+  // on a little-endian host), read with fixed-size loads rather than a
+  // call to memcpy: two overlapping 4-byte loads, or three single bytes.
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  size_t n = s.size();
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return uint64_t(
+               llvm::support::endian::byte_swap(lo, llvm::endianness::little)) |
+           (uint64_t(
+                llvm::support::endian::byte_swap(hi, llvm::endianness::little))
+            << (8 * (n - 4)));
+  }
+  if (n == 0) // An empty StringRef may have no data pointer.
+    return 0;
+  return uint64_t(p[0]) | (uint64_t(p[n / 2]) << (8 * (n / 2))) |
+         (uint64_t(p[n - 1]) << (8 * (n - 1)));
+}
+
 /// A map keyed by short strings (opcodes, modifiers), looked up for every
 /// instruction: strings of up to 8 characters, most of them, are integer
 /// keys, found without hashing a string; longer ones go to a StringMap.
@@ -111,18 +137,19 @@ public:
   /// Returns the value of `s`, or null.
   const T *find(llvm::StringRef s) const {
     if (s.size() <= 8) {
-      auto it = shortKeys.find(pack(s));
+      if (shortKeys.empty())
+        return nullptr;
+      auto it = shortKeys.find(packShortString(s));
       return it == shortKeys.end() ? nullptr : &it->second;
     }
     auto it = longKeys.find(s);
     return it == longKeys.end() ? nullptr : &it->second;
   }
-  /// Makes room for `n` more short keys without growing the table again.
-  void reserveMore(size_t n) { shortKeys.reserve(shortKeys.size() + n); }
   /// Adds `s` with `value`; returns the entry and whether it is new.
   std::pair<T *, bool> insert(llvm::StringRef s, T value) {
     if (s.size() <= 8) {
-      auto [it, inserted] = shortKeys.try_emplace(pack(s), std::move(value));
+      auto [it, inserted] =
+          shortKeys.try_emplace(packShortString(s), std::move(value));
       return {&it->second, inserted};
     }
     auto [it, inserted] = longKeys.try_emplace(s, std::move(value));
@@ -130,13 +157,6 @@ public:
   }
 
 private:
-  /// The characters of `s` (at most 8, none of them NUL) as an integer.
-  static uint64_t pack(llvm::StringRef s) {
-    uint64_t key = 0;
-    if (!s.empty()) // An empty StringRef may have no data pointer.
-      std::memcpy(&key, s.data(), s.size());
-    return key;
-  }
   /// Spreads the characters of a packed key over the hash bits.
   struct PackedKeyInfo : llvm::DenseMapInfo<uint64_t> {
     static unsigned getHashValue(uint64_t key) {
@@ -221,18 +241,91 @@ private:
   /// Creates an op of type `OpTy` at `curLoc` (as `OpTy::create(b, curLoc,
   /// args...)` does, but the op's name is found by its TypeID, not by
   /// hashing its name string).
+  ///
+  /// The most frequent ops are built with their result type and attributes
+  /// given, through the generated builders that take them (the same op, as
+  /// the default builders would make it): those infer the result type and
+  /// get each enum attribute from the context's uniquer, for every op.
+  ///
+  /// The op's properties are built on the stack (OperationState allocates
+  /// them otherwise, once per op); the op copies them.
   template <typename OpTy, typename... Args> OpTy make(Args &&...args) {
     OperationState state(curLoc, opName<OpTy>());
-    OpTy::build(b, state, std::forward<Args>(args)...);
+    using Properties = typename mlir::PropertiesSelector<OpTy>::type;
+    [[maybe_unused]] Properties properties{};
+    if constexpr (!std::is_same_v<Properties, EmptyProperties>)
+      state.useProperties(properties);
+    constexpr bool intBinary = std::is_same_v<OpTy, arith::AddIOp> ||
+                               std::is_same_v<OpTy, arith::SubIOp> ||
+                               std::is_same_v<OpTy, arith::MulIOp> ||
+                               std::is_same_v<OpTy, arith::ShLIOp>;
+    if constexpr (intBinary && sizeof...(Args) == 2 &&
+                  (std::is_convertible_v<Args, Value> && ...)) {
+      // `lhs, rhs`: the result has their type; no overflow flags.
+      buildIntBinary<OpTy>(state, std::forward<Args>(args)...);
+    } else if constexpr (std::is_same_v<OpTy, arith::ConstantOp> &&
+                         sizeof...(Args) == 1 &&
+                         (std::is_convertible_v<Args, TypedAttr> && ...)) {
+      TypedAttr value(std::forward<Args>(args)...);
+      OpTy::build(b, state, value.getType(), value);
+    } else if constexpr (std::is_same_v<OpTy, arith::CmpIOp> &&
+                         sizeof...(Args) == 3) {
+      buildCmpI(state, std::forward<Args>(args)...);
+    } else {
+      OpTy::build(b, state, std::forward<Args>(args)...);
+    }
     return cast<OpTy>(b.create(state));
   }
-  /// The registered name of `OpTy`.
-  template <typename OpTy> OperationName opName() {
-    std::optional<RegisteredOperationName> name =
-        RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
-    assert(name && "op of a dialect that is not loaded");
-    return *name;
+  template <typename OpTy>
+  void buildIntBinary(OperationState &state, Value lhs, Value rhs) {
+    if (!noOverflowFlags)
+      noOverflowFlags = arith::IntegerOverflowFlagsAttr::get(
+          ctx, arith::IntegerOverflowFlags::none);
+    OpTy::build(b, state, lhs.getType(), lhs, rhs, noOverflowFlags);
   }
+  void buildCmpI(OperationState &state, arith::CmpIPredicate predicate,
+                 Value lhs, Value rhs) {
+    arith::CmpIOp::build(
+        b, state, enumAttr<arith::CmpIPredicateAttr>(predicate), lhs, rhs);
+  }
+  /// `AttrT::get(ctx, value)` for an enum attribute, from the importer's
+  /// cache (enumAttrs).
+  template <typename AttrT, typename E> AttrT enumAttr(E value) {
+    auto [it, inserted] =
+        enumAttrs.try_emplace({TypeID::get<AttrT>().getAsOpaquePointer(),
+                               static_cast<uint64_t>(value)},
+                              Attribute());
+    if (inserted)
+      it->second = AttrT::get(ctx, value);
+    return cast<AttrT>(it->second);
+  }
+  /// The `is_volatile` attribute of a load or store.
+  UnitAttr volatileAttr(bool isVolatile) {
+    return isVolatile ? b.getUnitAttr() : UnitAttr();
+  }
+  /// The enum attributes made by enumAttr(), by attribute class and value.
+  llvm::DenseMap<std::pair<const void *, uint64_t>, Attribute> enumAttrs;
+  /// The `overflowFlags` of the integer ops make() builds.
+  arith::IntegerOverflowFlagsAttr noOverflowFlags;
+  /// The registered name of `OpTy`, looked up in the context once per
+  /// importer (opNames).
+  template <typename OpTy> OperationName opName() {
+    static const unsigned slot = nextOpSlot();
+    if (slot >= opNames.size())
+      opNames.resize(slot + 1);
+    std::optional<OperationName> &known = opNames[slot];
+    if (!known) {
+      std::optional<RegisteredOperationName> name =
+          RegisteredOperationName::lookup(TypeID::get<OpTy>(), ctx);
+      assert(name && "op of a dialect that is not loaded");
+      known = *name;
+    }
+    return *known;
+  }
+  /// A new index into `opNames`, one per op class that make() creates.
+  static unsigned nextOpSlot();
+  /// The registered names of the op classes made so far, by their slot.
+  std::vector<std::optional<OperationName>> opNames;
   /// Returns the integer type of `bits` bits.
   Type intType(unsigned bits) { return b.getIntegerType(bits); }
   /// Returns the type of addresses (`.address_size`).
@@ -252,6 +345,10 @@ private:
   /// Returns the attributes recording a parameter's PTX name, type, alignment
   /// and pointer space.
   DictionaryAttr paramAttrs(const VarDecl &d);
+  /// The names of paramAttrs()'s attributes, and its `wooly.type` values
+  /// by type name.
+  StringAttr nameKey, typeKey, alignKey, ptrSpaceKey, ptrAlignKey;
+  llvm::StringMap<StringAttr> paramTypeNames;
 
   // Values.
   /// Returns the function's one `arith.constant` of `value`, created at the
@@ -263,10 +360,15 @@ private:
     // Looked up by type and value first: building the attribute is a
     // lookup in the context's uniquer.
     auto [it, inserted] = intConstants.try_emplace({t, v}, Value());
-    if (inserted)
-      it->second = constant(
-          b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
-                                  .sextOrTrunc(t.getIntOrFloatBitWidth())));
+    if (inserted) {
+      // The attribute too: most functions use the same few constants.
+      auto [attr, isNew] = intAttrs.try_emplace({t, v}, IntegerAttr());
+      if (isNew)
+        attr->second =
+            b.getIntegerAttr(t, llvm::APInt(64, v, /*isSigned=*/true)
+                                    .sextOrTrunc(t.getIntOrFloatBitWidth()));
+      it->second = constant(attr->second);
+    }
     return it->second;
   }
   /// The float constant `v` of type `t`.
@@ -285,6 +387,24 @@ private:
   LogicalResult write(const Operand &op, Value v, bool signExtend = false);
   /// Returns the register or parameter `name` in scope, or null.
   VarInfo *lookup(StringRef name);
+  /// lookup() through the scopes, without the cache.
+  VarInfo *lookupInScopes(StringRef name);
+  /// The answers of lookup() for names of up to 8 characters (nearly every
+  /// register name), direct-mapped by the name's packed characters: most
+  /// operands name a register used shortly before. An entry is valid while
+  /// `epoch` is the cache's: declarations and scopes change it
+  /// (forgetLookups()).
+  struct LookupCacheEntry {
+    uint64_t key = 0;
+    uint64_t epoch = 0;
+    VarInfo *var = nullptr;
+  };
+  static constexpr unsigned kLookupCacheBits = 10;
+  std::vector<LookupCacheEntry> lookupCache =
+      std::vector<LookupCacheEntry>(size_t(1) << kLookupCacheBits);
+  uint64_t lookupEpoch = 1;
+  /// Invalidates the answers cached by lookup().
+  void forgetLookups() { ++lookupEpoch; }
   /// Returns the name of component `i` of vector register `name` (`v.x`).
   StringRef vectorComponent(StringRef name, int64_t i) {
     static const char *xyzw[] = {".x", ".y", ".z", ".w"};
@@ -359,6 +479,28 @@ private:
   LogicalResult emitCall(Instruction &inst, Opcode op);
   /// nanosleep.
   LogicalResult emitNanosleep(Instruction &inst, Opcode op);
+
+  /// What an instruction's head (`ld.global.u64`: its opcode and
+  /// modifiers) gives every instruction with that spelling: its table row,
+  /// checked modifiers and type modifiers.
+  struct HeadInfo {
+    const InstructionInfo *info = nullptr;
+    /// The type modifiers (ptxType()), in order.
+    SmallVector<PtxType, 2> types;
+  };
+  /// The heads seen so far whose modifiers passed checkModifiers(), by
+  /// spelling: most instructions repeat a few hundred heads.
+  llvm::StringMap<HeadInfo> heads;
+  /// The instruction being raised and its head, when its spelling is known
+  /// (instrType() answers from it).
+  const Instruction *curInst = nullptr;
+  const HeadInfo *curHead = nullptr;
+  /// The head of an instruction whose spelling is not one piece of the
+  /// buffer (not expected from the parser).
+  HeadInfo uncachedHead;
+  /// Returns the head of `inst` from `heads`, after adding it (null after
+  /// reporting an unknown opcode or a modifier error).
+  const HeadInfo *headOf(const Instruction &inst);
 
   // The opcode table (InstructionTable.cpp).
   /// Returns the table row of `opcode`, or null if it is not known.
@@ -523,10 +665,15 @@ private:
   SSABuilder *ssa = nullptr;
   Block *cur = nullptr;
   Block *entry = nullptr;
-  /// A `%r<N>` declaration: its registers get variables on first use.
+  /// A `%r<N>` declaration: its registers get variables on first use, found
+  /// by their index (no string is hashed for them).
   struct RegRange {
+    /// The name before the index (`%r`), its register count and type.
+    StringRef prefix;
     int64_t count;
     Type type;
+    /// The entries of the registers used so far, by index (null: unused).
+    std::vector<VarInfo *> regs;
   };
   /// One `{ }` scope: its variables and register ranges.
   /// The registers and parameters of one scope by name, looked up for
@@ -542,24 +689,27 @@ private:
 
     /// Returns the entry of `name`, or null.
     VarInfo *find(StringRef name) const {
+      if (!named)
+        return nullptr;
       VarInfo *const *v = index.find(name);
       return v ? *v : nullptr;
     }
     /// Adds `name` with `info`; returns the entry and whether it is new.
     std::pair<VarInfo *, bool> try_emplace(StringRef name, VarInfo info) {
       auto [slot, inserted] = index.insert(name, nullptr);
-      if (inserted)
+      if (inserted) {
         *slot = &storage.emplace_back(info);
+        ++named;
+      }
       return {*slot, inserted};
     }
-
-    /// Makes room for `n` more entries (a `%r<N>` declaration's registers
-    /// get theirs on first use: one growth of the table, not one per
-    /// doubling).
-    void reserveMore(size_t n) { index.reserveMore(n); }
+    /// Adds an entry that has no name here (a register of a range).
+    VarInfo *add(VarInfo info) { return &storage.emplace_back(info); }
 
   private:
     ShortStringMap<VarInfo *> index;
+    /// The number of named entries.
+    size_t named = 0;
     /// A deque: entries stay put, and come in chunks, not one allocation
     /// each.
     std::deque<VarInfo> storage;
@@ -567,28 +717,51 @@ private:
 
   struct Scope {
     VarTable vars;
-    /// Register ranges by prefix (`%r` for `%r<10>`).
-    llvm::StringMap<RegRange> ranges;
+    /// Register ranges (`%r<10>`), longest prefix first.
+    SmallVector<RegRange, 8> ranges;
 
-    /// Returns the range that declares `name`, if any: `name` is a prefix
-    /// followed by a decimal index below the range's count.
-    const RegRange *rangeOf(StringRef name) const {
+    /// Returns the range that declares `name`, if any, and the register's
+    /// index in it: `name` is a prefix followed by a decimal index (no
+    /// leading zero) below the range's count. Where several prefixes
+    /// match, the longest wins.
+    RegRange *rangeOf(StringRef name, size_t &index) {
       if (ranges.empty())
         return nullptr;
-      // Try each split into prefix and all-digit suffix.
-      for (size_t i = name.size(); i > 0 && llvm::isDigit(name[i - 1]); --i) {
-        auto it = ranges.find(name.take_front(i - 1));
-        if (it == ranges.end())
+      // The index is a run of digits at the end of `name`: a prefix that
+      // matches ends where that run starts or inside it.
+      size_t n = name.size(), firstDigit = n;
+      while (firstDigit > 0 && llvm::isDigit(name[firstDigit - 1]))
+        --firstDigit;
+      for (RegRange &r : ranges) {
+        size_t k = r.prefix.size();
+        if (k < firstDigit)
+          break; // This and the remaining (shorter) prefixes end too early.
+        if (k >= n)
           continue;
-        StringRef digits = name.drop_front(i - 1);
-        uint64_t n;
-        if ((digits.size() > 1 && digits[0] == '0') ||
-            digits.getAsInteger(10, n) ||
-            n >= static_cast<uint64_t>(it->second.count))
+        // Compared in place: the prefixes are a few characters long.
+        const char *a = r.prefix.data(), *p = name.data();
+        size_t i = 0;
+        while (i < k && a[i] == p[i])
+          ++i;
+        if (i != k || (n - k > 1 && p[k] == '0'))
           continue;
-        return &it->second;
+        uint64_t value = 0;
+        for (i = k; i < n; ++i) {
+          value = value * 10 + static_cast<uint64_t>(p[i] - '0');
+          if (value >= static_cast<uint64_t>(r.count))
+            break;
+        }
+        if (i != n)
+          continue;
+        index = static_cast<size_t>(value);
+        return &r;
       }
       return nullptr;
+    }
+    /// Returns true if a range of this scope declares `name`.
+    bool inRange(StringRef name) {
+      size_t index;
+      return rangeOf(name, index) != nullptr;
     }
   };
   /// The open scopes, innermost last.
@@ -628,6 +801,8 @@ private:
   llvm::DenseMap<Attribute, Value> constants;
   /// The integer constants of the function by type and value (constInt()).
   llvm::DenseMap<std::pair<Type, int64_t>, Value> intConstants;
+  /// The attributes of constInt()'s constants, for all functions.
+  llvm::DenseMap<std::pair<Type, int64_t>, IntegerAttr> intAttrs;
   Operation *lastConstant = nullptr;
   /// A `.pragma` waiting for the next branch.
   StringRef pendingPragma;

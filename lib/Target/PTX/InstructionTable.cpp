@@ -12,6 +12,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <atomic>
+
 using namespace mlir;
 using namespace mlir::wooly;
 using namespace mlir::wooly::ptx;
@@ -65,6 +67,11 @@ const InstructionInfo *Importer::lookupInstruction(StringRef opcode) {
 }
 
 /// Returns `inst` as written, without operands: `ld.global.v2.f32`.
+unsigned Importer::nextOpSlot() {
+  static std::atomic<unsigned> next{0};
+  return next++;
+}
+
 static std::string spell(const Instruction &inst) {
   std::string full = inst.opcode.str();
   for (StringRef m : inst.mods)

@@ -661,10 +661,9 @@ bool Parser::parseInstruction(Instruction &inst) {
     return true;
   }
   while (true) {
-    Operand op;
-    if (!parseOperand(op))
+    // Parsed in place: an operand is large enough that moving it shows.
+    if (!parseOperand(inst.operands.emplace_back()))
       return false;
-    inst.operands.push_back(std::move(op));
     if (cur().is(TokenKind::Comma)) {
       consume();
       continue;
@@ -728,10 +727,8 @@ bool Parser::parseOperand(Operand &op) {
     consume();
     TokenKind close = brace ? TokenKind::RBrace : TokenKind::RParen;
     while (!cur().is(close)) {
-      Operand e;
-      if (!parseOperand(e))
+      if (!parseOperand(op.elems.emplace_back()))
         return false;
-      op.elems.push_back(std::move(e));
       if (cur().is(TokenKind::Comma))
         consume();
       else if (!cur().is(close))

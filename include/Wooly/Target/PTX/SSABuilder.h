@@ -61,6 +61,11 @@ public:
     lastDef.emplace_back();
     return types.size() - 1;
   }
+  /// Makes room for `n` more variables.
+  void reserveVariables(size_t n) {
+    types.reserve(types.size() + n);
+    lastDef.reserve(lastDef.size() + n);
+  }
   /// Returns the type of `var`.
   Type getType(Var var) const { return types[var]; }
 
