@@ -1,0 +1,932 @@
+//===- WarpVector.cpp - A region's 32 lanes as vector code ----------------===//
+//
+// Part of the Wooly project.
+//
+//===----------------------------------------------------------------------===//
+//
+// See WarpVector.h. The lane function's blocks (an acyclic graph) are
+// visited in reverse post-order and emitted as one straight run of vector
+// code: each block under a mask of the lanes that reach it, a branch as the
+// masks of its two edges, a block argument as a select over its incoming
+// edges. Each value is, for the 32 lanes, one of: the same for all (emitted
+// once, as the scalar op), `base + lane * step` for a constant step
+// (integers and addresses: kept as the scalar base, so that an access whose
+// step is its size is one `<32 x T>` load or store at the base), or anything
+// else (a `<32 x T>`).
+//
+// Why the result is the same as running the lanes one after another:
+//
+// - Arithmetic has no effect but its value; it is computed for every lane,
+//   the mask only chooses which lanes' values count. Divisions take 1 as the
+//   divisor of the lanes outside the mask (they may divide by zero there).
+// - Frame accesses touch each lane's own slot only.
+// - The warp's context and the parameters are not written by kernel code.
+// - Other memory: a region that stores there (one store at most) may not
+//   load from there, so that no lane can see another lane's store in an
+//   order the loop would not have made; the store itself is a scatter,
+//   whose lanes take effect from the lowest to the highest, as the loop
+//   does.
+// - A block that calls anything (the checks' reports) is not emitted: where
+//   a lane would reach it, the code goes to `fallback` instead, the loop
+//   over the lanes, which runs the region from its start. So that running
+//   the region again changes nothing, the vector code has stored nothing
+//   before that point.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpVector.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kLanes = 32;
+
+/// Where a pointer points.
+enum class Root {
+  None,    // Not a pointer (or not known).
+  Frame,   // The warp's frame: each lane's own slots.
+  Context, // The warp's context or the parameters: never written by kernels.
+  Memory,  // Anything else (shared memory through the context's base, ...).
+  Global,  // An address made from an integer (global memory).
+};
+
+/// What a value of the lane function is across the lanes.
+struct Lanes {
+  enum Kind { Uniform, Affine, Varying } kind = Uniform;
+  /// Uniform: the value; Affine: the base (lane 0's); Varying: `<32 x T>`.
+  Value value;
+  /// Affine: lane l's value is base + l * step (bytes for a pointer).
+  int64_t step = 0;
+  Root root = Root::None;
+  /// Integers: how many low bits of the value (Uniform) or of the base
+  /// (Affine) are known to be zero.
+  unsigned zeros = 0;
+};
+
+/// Whether `t` is a scalar an LLVM vector can hold.
+bool isScalar(Type t) {
+  return isa<IntegerType, FloatType, LLVM::LLVMPointerType>(t);
+}
+
+/// The byte size of integer or float `t`, or 0.
+int64_t byteSize(Type t) {
+  if (!isa<IntegerType, FloatType>(t))
+    return 0;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return bits % 8 ? 0 : int64_t(bits / 8);
+}
+
+/// Element-wise operations whose vector form computes, in each element, what
+/// the scalar form computes, and that have no effect but their value.
+bool isElementwise(Operation *op) {
+  return isa<
+      // Integer and floating-point arithmetic.
+      LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::UDivOp, LLVM::SDivOp,
+      LLVM::URemOp, LLVM::SRemOp, LLVM::AndOp, LLVM::OrOp, LLVM::XOrOp,
+      LLVM::ShlOp, LLVM::LShrOp, LLVM::AShrOp, LLVM::FAddOp, LLVM::FSubOp,
+      LLVM::FMulOp, LLVM::FDivOp, LLVM::FRemOp, LLVM::FNegOp,
+      // Comparisons, selection and conversions.
+      LLVM::ICmpOp, LLVM::FCmpOp, LLVM::SelectOp, LLVM::ZExtOp, LLVM::SExtOp,
+      LLVM::TruncOp, LLVM::FPExtOp, LLVM::FPTruncOp, LLVM::SIToFPOp,
+      LLVM::UIToFPOp, LLVM::FPToSIOp, LLVM::FPToUIOp, LLVM::BitcastOp,
+      LLVM::IntToPtrOp, LLVM::PtrToIntOp,
+      // Intrinsics computed exactly (no library call).
+      LLVM::FMAOp, LLVM::FMulAddOp, LLVM::FAbsOp, LLVM::SMaxOp, LLVM::SMinOp,
+      LLVM::UMaxOp, LLVM::UMinOp, LLVM::AbsOp, LLVM::CountLeadingZerosOp,
+      LLVM::CountTrailingZerosOp, LLVM::CtPopOp, LLVM::BitReverseOp,
+      LLVM::ByteSwapOp, LLVM::FshlOp, LLVM::FshrOp, LLVM::MinNumOp,
+      LLVM::MaxNumOp, LLVM::MinimumOp, LLVM::MaximumOp, LLVM::SqrtOp,
+      LLVM::CopySignOp, LLVM::FFloorOp, LLVM::FCeilOp, LLVM::FTruncOp,
+      LLVM::RintOp, LLVM::NearbyintOp, LLVM::RoundEvenOp, LLVM::RoundOp>(op);
+}
+
+bool isDivision(Operation *op) {
+  return isa<LLVM::UDivOp, LLVM::SDivOp, LLVM::URemOp, LLVM::SRemOp>(op);
+}
+
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc, Region &into, Block *fallback,
+          Value params, Value frame, Value warpCtx, uint32_t region)
+      : b(b), loc(loc), into(into), fallback(fallback), params(params),
+        frame(frame), warpCtx(warpCtx), region(region) {}
+
+  DenseMap<Value, Lanes> lanes;
+  /// The blocks made, the first the entry.
+  SmallVector<Block *> made;
+  /// Where the lanes leave the region: the lanes (null: all) and the region
+  /// that follows.
+  SmallVector<std::pair<Value, uint32_t>> exits;
+
+  /// Emits `lanesFn`'s body from `entry`; false where it cannot.
+  bool emit(Block *entry) {
+    SmallVector<Block *> order;
+    if (!reversePostOrder(entry, order))
+      return false;
+    newBlock();
+    // The lane function's arguments but the lane's context: the
+    // parameters, the region, the lane, the frame and the warp's context.
+    Value r = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                       b.getI32IntegerAttr(int32_t(region)));
+    Value lane0 = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                           b.getI64IntegerAttr(0));
+    set(entry->getArgument(1), {Lanes::Uniform, params, 0, Root::Context});
+    set(entry->getArgument(2), {Lanes::Uniform, r, 0, Root::None});
+    set(entry->getArgument(3), {Lanes::Affine, lane0, 1, Root::None, 64});
+    set(entry->getArgument(4), {Lanes::Uniform, frame, 0, Root::Frame});
+    set(entry->getArgument(5), {Lanes::Uniform, warpCtx, 0, Root::Context});
+    for (Block *block : order) {
+      auto in = incoming.find(block);
+      if (block != entry && in == incoming.end())
+        continue; // No lane gets here.
+      if (!enter(block, block == entry ? nullptr : &in->second))
+        return false;
+      // A block that calls something (a check's report): the loop runs
+      // the region instead where a lane would get here.
+      if (llvm::any_of(*block, [](Operation &op) {
+            return isa<LLVM::CallOp, LLVM::InvokeOp>(op);
+          })) {
+        if (!mask || stored)
+          return false;
+        Block *next = newBlockDetached();
+        LLVM::CondBrOp::create(b, loc, any(mask), fallback, next);
+        attach(next);
+        continue;
+      }
+      for (Operation &op : block->without_terminator())
+        if (!visit(&op))
+          return false;
+      if (!leave(block->getTerminator()))
+        return false;
+    }
+    return !exits.empty();
+  }
+
+  /// `m` (a mask) has a lane / all lanes.
+  Value any(Value m) { return compareBits(m, LLVM::ICmpPredicate::ne, 0); }
+  Value all(Value m) { return compareBits(m, LLVM::ICmpPredicate::eq, -1); }
+
+  Value constantVector(Type element, ArrayRef<Attribute> values) {
+    auto vt = VectorType::get({kLanes}, element);
+    return LLVM::ConstantOp::create(b, loc, vt,
+                                    DenseElementsAttr::get(vt, values));
+  }
+
+  /// Selects, lane by lane, `value` where `m` and `rest` elsewhere (both
+  /// `<32 x T>`; m null: all lanes).
+  Value select(Value m, Value value, Value rest) {
+    if (!m)
+      return value;
+    return LLVM::SelectOp::create(b, loc, m, value, rest);
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Region &into;
+  Block *fallback;
+  Value params, frame, warpCtx;
+  uint32_t region;
+  /// The current block's lanes (null: all).
+  Value mask;
+  /// Whether a store was emitted (then the loop cannot start over), and
+  /// whether one to memory outside the frame was, or a load from there.
+  bool stored = false, storedMemory = false, loadedMemory = false;
+  /// Varying forms made of Uniform and Affine values.
+  DenseMap<Value, Value> vectors;
+  /// Per block of the lane function, its incoming edges: the lanes that
+  /// take them and the values they pass.
+  struct Edge {
+    Value mask;
+    SmallVector<Value> operands;
+  };
+  DenseMap<Block *, SmallVector<Edge>> incoming;
+
+  bool reversePostOrder(Block *entry, SmallVectorImpl<Block *> &order) {
+    // Iterative depth-first search; a successor on the stack is a cycle.
+    llvm::SmallPtrSet<Block *, 16> done, onStack;
+    SmallVector<std::pair<Block *, unsigned>> stack{{entry, 0}};
+    onStack.insert(entry);
+    while (!stack.empty()) {
+      auto &[block, next] = stack.back();
+      if (next < block->getNumSuccessors()) {
+        Block *succ = block->getSuccessor(next++);
+        if (onStack.contains(succ))
+          return false;
+        if (!done.contains(succ)) {
+          onStack.insert(succ);
+          stack.push_back({succ, 0});
+        }
+        continue;
+      }
+      done.insert(block);
+      onStack.erase(block);
+      order.push_back(block);
+      stack.pop_back();
+    }
+    std::reverse(order.begin(), order.end());
+    return true;
+  }
+
+  Block *newBlockDetached() {
+    Block *block = new Block();
+    made.push_back(block);
+    return block;
+  }
+  void attach(Block *block) {
+    into.push_back(block);
+    b.setInsertionPointToEnd(block);
+  }
+  void newBlock() { attach(newBlockDetached()); }
+
+  Value compareBits(Value m, LLVM::ICmpPredicate p, int64_t bits) {
+    Type i32 = b.getI32Type();
+    Value word = LLVM::BitcastOp::create(b, loc, i32, m);
+    return LLVM::ICmpOp::create(
+        b, loc, p, word,
+        LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(bits)));
+  }
+
+  Value allTrue() {
+    return constantVector(b.getI1Type(),
+                          SmallVector<Attribute>(1, b.getBoolAttr(true)));
+  }
+
+  /// The lanes in both masks (null: all lanes).
+  Value both(Value m, Value n) {
+    if (!m)
+      return n;
+    if (!n)
+      return m;
+    return LLVM::AndOp::create(b, loc, m, n);
+  }
+  Value either(Value m, Value n) {
+    if (!m || !n)
+      return {};
+    return LLVM::OrOp::create(b, loc, m, n);
+  }
+
+  const Lanes *get(Value v) {
+    auto at = lanes.find(v);
+    return at == lanes.end() ? nullptr : &at->second;
+  }
+
+  void set(Value v, Lanes l) { lanes[v] = l; }
+
+  static std::optional<int64_t> constantInt(Value v) {
+    auto c = v.getDefiningOp<LLVM::ConstantOp>();
+    auto attr = c ? dyn_cast<IntegerAttr>(c.getValue()) : nullptr;
+    if (!attr)
+      return std::nullopt;
+    return attr.getValue().getSExtValue();
+  }
+
+  /// `v` (a value of the lane function) as `<32 x T>`, or null.
+  Value vector(Value v) {
+    const Lanes *l = get(v);
+    Type t = v.getType();
+    if (!l || !isScalar(t))
+      return {};
+    if (l->kind == Lanes::Varying)
+      return l->value;
+    if (Value done = vectors.lookup(v))
+      return done;
+    auto vt = VectorType::get({kLanes}, t);
+    Value splat;
+    auto c = l->value.getDefiningOp<LLVM::ConstantOp>();
+    if (c && isa<IntegerAttr, FloatAttr>(c.getValue())) {
+      splat = LLVM::ConstantOp::create(
+          b, loc, vt, DenseElementsAttr::get(vt, c.getValue()));
+    } else {
+      Value poison = LLVM::PoisonOp::create(b, loc, vt);
+      Value zero = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                            b.getI32IntegerAttr(0));
+      Value one = LLVM::InsertElementOp::create(b, loc, poison, l->value, zero);
+      splat = LLVM::ShuffleVectorOp::create(b, loc, one, poison,
+                                            SmallVector<int32_t>(kLanes, 0));
+    }
+    Value result = splat;
+    if (l->kind == Lanes::Affine) {
+      unsigned width = isa<IntegerType>(t) ? t.getIntOrFloatBitWidth() : 64;
+      SmallVector<APInt> steps;
+      for (int64_t i = 0; i < kLanes; ++i)
+        steps.push_back(APInt(width, uint64_t(i * l->step), /*isSigned=*/false,
+                              /*implicitTrunc=*/true));
+      auto it = VectorType::get({kLanes}, b.getIntegerType(width));
+      Value offsets = LLVM::ConstantOp::create(
+          b, loc, it, DenseElementsAttr::get(it, ArrayRef<APInt>(steps)));
+      if (isa<IntegerType>(t))
+        result = LLVM::AddOp::create(b, loc, splat, offsets);
+      else
+        result = LLVM::GEPOp::create(b, loc, vt, b.getI8Type(), splat,
+                                     ValueRange{offsets});
+    }
+    vectors[v] = result;
+    return result;
+  }
+
+  Value scalar(Operation *op, ValueRange operands) {
+    IRMapping map;
+    for (auto [from, to] : llvm::zip(op->getOperands(), operands))
+      map.map(from, to);
+    return b.clone(*op, map)->getResult(0);
+  }
+
+  /// Clones `op` with its operands mapped to their scalar (Uniform) forms.
+  Value cloneScalar(Operation *op) {
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(get(operand)->value);
+    return scalar(op, operands);
+  }
+
+  bool affine(Value result, Value base, int64_t step, Root root) {
+    set(result, {Lanes::Affine, base, step, root});
+    return true;
+  }
+
+  /// Starts lane-function block `block`: its mask and arguments.
+  bool enter(Block *block, SmallVectorImpl<Edge> *edges) {
+    if (!edges) {
+      mask = {};
+      return true;
+    }
+    mask = (*edges)[0].mask;
+    for (Edge &e : llvm::drop_begin(*edges))
+      mask = either(mask, e.mask);
+    for (auto [i, arg] : llvm::enumerate(block->getArguments())) {
+      Value first = (*edges)[0].operands[i];
+      bool same = llvm::all_of(
+          *edges, [&](const Edge &e) { return e.operands[i] == first; });
+      if (same) {
+        const Lanes *l = get(first);
+        if (!l)
+          return false;
+        set(arg, Lanes(*l));
+        continue;
+      }
+      // The value of the edge each lane came by (the edges' lanes are
+      // disjoint).
+      Value value;
+      for (Edge &e : *edges) {
+        Value v = vector(e.operands[i]);
+        if (!v)
+          return false;
+        if (!e.mask) {
+          value = v;
+          break;
+        }
+        value = value ? select(e.mask, v, value) : v;
+      }
+      set(arg, {Lanes::Varying, value, 0, Root::None});
+    }
+    return true;
+  }
+
+  void edge(Block *to, Value m, OperandRange operands) {
+    incoming[to].push_back({m, llvm::to_vector(operands)});
+  }
+
+  bool leave(Operation *term) {
+    if (auto br = dyn_cast<LLVM::BrOp>(term)) {
+      edge(br.getDest(), mask, br.getDestOperands());
+      return true;
+    }
+    if (auto br = dyn_cast<LLVM::CondBrOp>(term)) {
+      const Lanes *c = get(br.getCondition());
+      if (!c)
+        return false;
+      Value cond = vector(br.getCondition());
+      if (!cond)
+        return false;
+      Value no = LLVM::XOrOp::create(b, loc, cond, allTrue());
+      edge(br.getTrueDest(), both(mask, cond), br.getTrueDestOperands());
+      edge(br.getFalseDest(), both(mask, no), br.getFalseDestOperands());
+      return true;
+    }
+    auto ret = dyn_cast<LLVM::ReturnOp>(term);
+    if (!ret || ret.getNumOperands() != 1)
+      return false;
+    std::optional<int64_t> next = constantInt(ret.getOperand(0));
+    if (!next)
+      return false;
+    exits.push_back({mask, uint32_t(*next)});
+    return true;
+  }
+
+  /// The low bits known to be zero in the result of integer op `op` (its
+  /// value, or the base of an Affine result), from its operands'.
+  unsigned knownZeros(Operation *op) {
+    if (op->getNumResults() != 1 ||
+        !isa<IntegerType>(op->getResult(0).getType()))
+      return 0;
+    unsigned width = op->getResult(0).getType().getIntOrFloatBitWidth();
+    auto zeros = [&](unsigned i) -> unsigned {
+      Value v = op->getOperand(i);
+      if (std::optional<int64_t> c = constantInt(v))
+        return *c ? unsigned(llvm::countr_zero(uint64_t(*c))) : 64;
+      const Lanes *l = get(v);
+      return l ? l->zeros : 0;
+    };
+    unsigned n = 0;
+    if (auto c = dyn_cast<LLVM::ConstantOp>(op)) {
+      if (std::optional<int64_t> v = constantInt(c))
+        n = *v ? unsigned(llvm::countr_zero(uint64_t(*v))) : 64;
+    } else if (isa<LLVM::AndOp>(op)) {
+      n = std::max(zeros(0), zeros(1));
+    } else if (isa<LLVM::AddOp, LLVM::SubOp, LLVM::OrOp, LLVM::XOrOp>(op)) {
+      n = std::min(zeros(0), zeros(1));
+    } else if (isa<LLVM::MulOp>(op)) {
+      n = zeros(0) + zeros(1);
+    } else if (isa<LLVM::ShlOp>(op)) {
+      if (std::optional<int64_t> c = constantInt(op->getOperand(1)))
+        n = zeros(0) + unsigned(std::clamp<int64_t>(*c, 0, 64));
+    } else if (isa<LLVM::TruncOp, LLVM::ZExtOp, LLVM::SExtOp>(op)) {
+      n = zeros(0);
+    }
+    return std::min(n, width);
+  }
+
+  /// Goes on only where `ok` (an i1) holds; elsewhere to the loop, which
+  /// is possible only before anything was stored.
+  bool require(Value ok) {
+    if (stored)
+      return false;
+    Block *next = newBlockDetached();
+    LLVM::CondBrOp::create(b, loc, ok, next, fallback);
+    attach(next);
+    return true;
+  }
+
+  /// Whether `base + lane * step` for lanes 0-31 stays below bit `bits` of
+  /// the base (no carry out of the low bits): the base's low bits are zero
+  /// and 31 steps fit in them.
+  static bool fitsLowBits(const Lanes &x, unsigned bits) {
+    return x.step >= 0 && bits < 63 && x.zeros >= bits &&
+           x.step * (kLanes - 1) < (int64_t(1) << bits);
+  }
+
+  /// Affine forms of integer arithmetic and addresses: true if `op` was
+  /// one.
+  bool visitAffine(Operation *op) {
+    if (op->getNumResults() != 1 || op->getNumOperands() == 0)
+      return false;
+    Value r = op->getResult(0);
+    auto operand = [&](unsigned i) { return get(op->getOperand(i)); };
+    if (auto gep = dyn_cast<LLVM::GEPOp>(op)) {
+      // Byte offsets: one index, into an i8 element.
+      if (!gep.getElemType().isInteger(8) ||
+          gep.getRawConstantIndices().size() != 1)
+        return false;
+      const Lanes *base = operand(0);
+      if (base->kind == Lanes::Varying)
+        return false;
+      Root root = base->root;
+      if (gep.getDynamicIndices().empty()) {
+        if (base->kind != Lanes::Affine)
+          return false;
+        return affine(r, scalar(op, {base->value}), base->step, root);
+      }
+      Value index = gep.getDynamicIndices()[0];
+      const Lanes *i = get(index);
+      if (i->kind == Lanes::Varying || !index.getType().isInteger(64))
+        return false;
+      int64_t step = (base->kind == Lanes::Affine ? base->step : 0) +
+                     (i->kind == Lanes::Affine ? i->step : 0);
+      return affine(r, scalar(op, {base->value, i->value}), step, root);
+    }
+    if (auto cast = dyn_cast<LLVM::IntToPtrOp>(op)) {
+      const Lanes *x = operand(0);
+      return x->kind == Lanes::Affine && x->value.getType().isInteger(64) &&
+             affine(r, scalar(op, {x->value}), x->step, Root::Global);
+    }
+    if (!isa<IntegerType>(r.getType()))
+      return false;
+    if (isa<LLVM::TruncOp>(op)) {
+      const Lanes *x = operand(0);
+      return x->kind == Lanes::Affine &&
+             affine(r, scalar(op, {x->value}), x->step, Root::None);
+    }
+    if (isa<LLVM::ZExtOp, LLVM::SExtOp>(op)) {
+      // Linear where the lanes' values do not wrap around: the base's low
+      // bits are free for the steps, or checked at run time.
+      Lanes x = *operand(0);
+      if (x.kind != Lanes::Affine || x.step < 0)
+        return false;
+      unsigned width = x.value.getType().getIntOrFloatBitWidth();
+      if (width > 32)
+        return false;
+      unsigned bits = 0;
+      while (bits < width && x.step * (kLanes - 1) >= (int64_t(1) << bits))
+        ++bits;
+      if (!fitsLowBits(x, bits)) {
+        // The last lane's value, base + 31 * step, must not wrap.
+        bool isSigned = isa<LLVM::SExtOp>(op);
+        uint64_t max = isSigned ? (uint64_t(1) << (width - 1)) - 1
+                                : (uint64_t(1) << width) - 1;
+        uint64_t limit = max - uint64_t(x.step) * (kLanes - 1);
+        if (uint64_t(x.step) * (kLanes - 1) > max)
+          return false;
+        Value bound = LLVM::ConstantOp::create(
+            b, loc, x.value.getType(),
+            b.getIntegerAttr(x.value.getType(),
+                             APInt(width, limit, /*isSigned=*/false,
+                                   /*implicitTrunc=*/true)));
+        Value ok = LLVM::ICmpOp::create(b, loc,
+                                        isSigned ? LLVM::ICmpPredicate::sle
+                                                 : LLVM::ICmpPredicate::ule,
+                                        x.value, bound);
+        if (isSigned) // And the base itself not so low that lanes cross 0.
+          ok = LLVM::AndOp::create(
+              b, loc, ok,
+              LLVM::ICmpOp::create(
+                  b, loc, LLVM::ICmpPredicate::sge, x.value,
+                  LLVM::ConstantOp::create(
+                      b, loc, x.value.getType(),
+                      b.getIntegerAttr(x.value.getType(), 0))));
+        if (!require(ok))
+          return false;
+      }
+      return affine(r, scalar(op, {x.value}), x.step, Root::None);
+    }
+    if ((isa<LLVM::LShrOp, LLVM::AShrOp, LLVM::AndOp>(op)) &&
+        op->getNumOperands() == 2) {
+      // Shifts and masks that split a base whose low bits are zero from the
+      // lanes' steps there.
+      const Lanes *x = operand(0);
+      Value other = op->getOperand(1);
+      if (isa<LLVM::AndOp>(op) && x->kind != Lanes::Affine) {
+        x = operand(1);
+        other = op->getOperand(0);
+      }
+      std::optional<int64_t> c = constantInt(other);
+      if (x->kind != Lanes::Affine || !c)
+        return false;
+      if (!isa<LLVM::AndOp>(op)) {
+        if (*c < 0 || *c >= 63 || !fitsLowBits(*x, unsigned(*c)))
+          return false;
+        set(r, {Lanes::Uniform, scalar(op, {x->value, get(other)->value}), 0,
+                Root::None, 0});
+        return true;
+      }
+      // The fewest low bits the 32 lanes' steps take.
+      unsigned bits = 0;
+      while (bits < 62 && x->step * (kLanes - 1) >= (int64_t(1) << bits))
+        ++bits;
+      if (!fitsLowBits(*x, bits))
+        return false;
+      uint64_t low = (uint64_t(1) << bits) - 1;
+      Value masked = x == operand(0)
+                         ? scalar(op, {x->value, get(other)->value})
+                         : scalar(op, {get(other)->value, x->value});
+      if ((uint64_t(*c) & low) == low) {
+        set(r, {Lanes::Affine, masked, x->step, Root::None, knownZeros(op)});
+        return true;
+      }
+      if ((uint64_t(*c) & low) == 0) {
+        set(r, {Lanes::Uniform, masked, 0, Root::None, knownZeros(op)});
+        return true;
+      }
+      return false;
+    }
+    if (op->getNumOperands() != 2)
+      return false;
+    const Lanes *x = operand(0), *y = operand(1);
+    if (x->kind == Lanes::Varying || y->kind == Lanes::Varying)
+      return false;
+    int64_t sx = x->kind == Lanes::Affine ? x->step : 0;
+    int64_t sy = y->kind == Lanes::Affine ? y->step : 0;
+    auto both = [&] { return scalar(op, {x->value, y->value}); };
+    // An `or` of operands with no bit in common is their sum.
+    auto disjoint = dyn_cast<LLVM::OrOp>(op);
+    if (isa<LLVM::AddOp>(op) || (disjoint && disjoint.getIsDisjoint())) {
+      Value sum = LLVM::AddOp::create(b, loc, x->value, y->value);
+      return affine(r, sum, sx + sy, Root::None);
+    }
+    if (isa<LLVM::SubOp>(op))
+      return affine(r, both(), sx - sy, Root::None);
+    if (isa<LLVM::MulOp>(op)) {
+      if (std::optional<int64_t> c = constantInt(y->value); c && !sy)
+        return affine(r, both(), sx * *c, Root::None);
+      if (std::optional<int64_t> c = constantInt(x->value); c && !sx)
+        return affine(r, both(), sy * *c, Root::None);
+      return false;
+    }
+    if (isa<LLVM::ShlOp>(op)) {
+      std::optional<int64_t> c = constantInt(y->value);
+      if (!c || sy || *c < 0 || *c > 32)
+        return false;
+      return affine(r, both(), int64_t(uint64_t(sx) << *c), Root::None);
+    }
+    return false;
+  }
+
+  IntegerAttr alignment(std::optional<uint64_t> a, Type t) {
+    uint64_t bytes = a && *a ? *a : uint64_t(std::max<int64_t>(byteSize(t), 1));
+    return b.getI32IntegerAttr(int32_t(bytes));
+  }
+
+  bool visitLoad(LLVM::LoadOp load) {
+    if (load.getVolatile_() ||
+        load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
+      return false;
+    const Lanes *addr = get(load.getAddr());
+    Type t = load.getType();
+    auto vt = VectorType::get({kLanes}, t);
+    if (!isScalar(t))
+      return false;
+    // Global memory: the loop's widened checks and prefetches serve
+    // better (WidenAccessChecks.cpp).
+    if (addr->root == Root::Global)
+      return false;
+    bool memory = addr->root != Root::Frame && addr->root != Root::Context;
+    if (memory) {
+      if (storedMemory)
+        return false;
+      loadedMemory = true;
+    }
+    IntegerAttr align = alignment(load.getAlignment(), t);
+    // The same address for every lane: loaded once (if a lane loads,
+    // where the address may not be valid for the others).
+    if (addr->kind == Lanes::Uniform) {
+      Root root = isa<LLVM::LLVMPointerType>(t) ? Root::Memory : Root::None;
+      if (!memory || !mask) {
+        set(load, {Lanes::Uniform, cloneScalar(load), 0, root});
+        return true;
+      }
+      Block *one = newBlockDetached();
+      Block *join = newBlockDetached();
+      join->addArgument(t, loc);
+      LLVM::CondBrOp::create(b, loc, any(mask), one, ValueRange{}, join,
+                             ValueRange{LLVM::PoisonOp::create(b, loc, t)});
+      attach(one);
+      LLVM::BrOp::create(b, loc, ValueRange{cloneScalar(load)}, join);
+      attach(join);
+      set(load, {Lanes::Uniform, join->getArgument(0), 0, root});
+      return true;
+    }
+    if (isa<LLVM::LLVMPointerType>(t))
+      return false; // Pointers that differ between lanes: not followed.
+    // The lanes' own copies of a frame slot, side by side (always there).
+    int64_t size = byteSize(t);
+    if (addr->kind == Lanes::Affine && size && addr->step == size) {
+      Value v;
+      if (!mask || addr->root == Root::Frame) {
+        auto op = cast<LLVM::LoadOp>(b.clone(*load));
+        op.getAddrMutable().assign(addr->value);
+        op.getResult().setType(vt);
+        v = op;
+      } else {
+        v = LLVM::MaskedLoadOp::create(
+            b, loc, vt, addr->value, mask,
+            LLVM::PoisonOp::create(b, loc, vt).getResult(), align);
+      }
+      set(load, {Lanes::Varying, v, 0, Root::None});
+      return true;
+    }
+    // Lanes that load where they like: a gather (not from global memory,
+    // where the loop's widened checks serve better).
+    if (addr->root == Root::Global || addr->root == Root::Frame)
+      return false;
+    Value ptrs = vector(load.getAddr());
+    if (!ptrs)
+      return false;
+    Value v = LLVM::masked_gather::create(
+        b, loc, vt, ptrs, mask ? mask : allTrue(),
+        ValueRange{LLVM::PoisonOp::create(b, loc, vt)}, align);
+    set(load, {Lanes::Varying, v, 0, Root::None});
+    return true;
+  }
+
+  bool visitStore(LLVM::StoreOp store) {
+    if (store.getVolatile_() ||
+        store.getOrdering() != LLVM::AtomicOrdering::not_atomic)
+      return false;
+    const Lanes *addr = get(store.getAddr());
+    Value value = store.getValue();
+    Type t = value.getType();
+    int64_t size = byteSize(t);
+    if (!size)
+      return false;
+    IntegerAttr align = alignment(store.getAlignment(), t);
+    stored = true;
+    if (addr->root != Root::Frame) {
+      if (addr->root == Root::Context || storedMemory || loadedMemory)
+        return false;
+      storedMemory = true;
+    }
+    Value v = vector(value);
+    if (!v)
+      return false;
+    if (addr->kind == Lanes::Affine && addr->step == size) {
+      if (!mask) {
+        auto op = cast<LLVM::StoreOp>(b.clone(*store));
+        op.getValueMutable().assign(v);
+        op.getAddrMutable().assign(addr->value);
+      } else {
+        LLVM::MaskedStoreOp::create(b, loc, v, addr->value, mask, align);
+      }
+      return true;
+    }
+    if (addr->root == Root::Frame)
+      return false;
+    if (addr->kind == Lanes::Uniform) {
+      // One address: what the last lane to store leaves there, stored if a
+      // lane stores.
+      Block *join = nullptr;
+      Value last = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                            b.getI32IntegerAttr(kLanes - 1));
+      if (mask) {
+        Block *one = newBlockDetached();
+        join = newBlockDetached();
+        LLVM::CondBrOp::create(b, loc, any(mask), one, join);
+        attach(one);
+        Type i32 = b.getI32Type();
+        Value bits = LLVM::BitcastOp::create(b, loc, i32, mask);
+        last = LLVM::SubOp::create(
+            b, loc, last,
+            LLVM::CountLeadingZerosOp::create(b, loc, i32, bits,
+                                              /*is_zero_poison=*/false));
+      }
+      Value lastValue = LLVM::ExtractElementOp::create(b, loc, v, last);
+      auto op = cast<LLVM::StoreOp>(b.clone(*store));
+      op.getValueMutable().assign(lastValue);
+      op.getAddrMutable().assign(addr->value);
+      if (join) {
+        LLVM::BrOp::create(b, loc, ValueRange{}, join);
+        attach(join);
+      }
+      return true;
+    }
+    // One store of each active lane, from the lowest lane to the highest
+    // (LLVM's scatter orders the lanes that way).
+    Value ptrs = vector(store.getAddr());
+    if (!ptrs)
+      return false;
+    LLVM::masked_scatter::create(b, loc, v, ptrs, mask ? mask : allTrue(),
+                                 align);
+    return true;
+  }
+
+  bool visit(Operation *op) {
+    if (op->getNumRegions() || op->getNumSuccessors())
+      return false;
+    bool uniform = true;
+    Root root = Root::None;
+    for (Value operand : op->getOperands()) {
+      const Lanes *l = get(operand);
+      if (!l)
+        return false; // The lane's context, or a value of a block not seen.
+      uniform &= l->kind == Lanes::Uniform;
+      if (l->root != Root::None)
+        root = l->root;
+    }
+    if (auto load = dyn_cast<LLVM::LoadOp>(op))
+      return visitLoad(load);
+    if (auto store = dyn_cast<LLVM::StoreOp>(op))
+      return visitStore(store);
+    if (!isMemoryEffectFree(op) || op->getNumResults() != 1)
+      return false;
+    Value r = op->getResult(0);
+    if (isa<LLVM::IntToPtrOp>(op))
+      root = Root::Global;
+    if (!isa<LLVM::GEPOp, LLVM::IntToPtrOp>(op))
+      root = Root::None;
+    // A division outside the mask could divide by zero: as a vector, with 1
+    // as those lanes' divisor.
+    bool guarded = isDivision(op) && mask;
+    if (uniform && !guarded) {
+      set(r, {Lanes::Uniform, cloneScalar(op), 0, root, knownZeros(op)});
+      return true;
+    }
+    if (!guarded && visitAffine(op)) {
+      Lanes &l = lanes[r];
+      if (l.kind == Lanes::Affine && !l.zeros)
+        l.zeros = knownZeros(op);
+      return true;
+    }
+    if (auto gep = dyn_cast<LLVM::GEPOp>(op)) {
+      // Pointers that differ between lanes: one GEP of vectors.
+      if (!gep.getElemType().isInteger(8) ||
+          gep.getRawConstantIndices().size() != 1)
+        return false;
+      Value base = get(gep.getBase())->kind == Lanes::Uniform
+                       ? get(gep.getBase())->value
+                       : vector(gep.getBase());
+      Value index =
+          gep.getDynamicIndices().empty()
+              ? constantVector(
+                    b.getI64Type(),
+                    SmallVector<Attribute>(
+                        1, b.getI64IntegerAttr(gep.getRawConstantIndices()[0])))
+              : vector(gep.getDynamicIndices()[0]);
+      if (!base || !index ||
+          !index.getType().isInteger(64) &&
+              !cast<VectorType>(index.getType()).getElementType().isInteger(64))
+        return false;
+      auto vt = VectorType::get({kLanes}, r.getType());
+      Value v = LLVM::GEPOp::create(b, loc, vt, b.getI8Type(), base,
+                                    ValueRange{index});
+      set(r, {Lanes::Varying, v, 0, root});
+      return true;
+    }
+    if (!isElementwise(op) || !isScalar(r.getType()))
+      return false;
+    IRMapping map;
+    for (Value operand : op->getOperands()) {
+      Value v = vector(operand);
+      if (!v)
+        return false;
+      map.map(operand, v);
+    }
+    if (guarded) {
+      Value divisor = map.lookup(op->getOperand(1));
+      auto one = constantVector(
+          op->getOperand(1).getType(),
+          SmallVector<Attribute>(
+              1, b.getIntegerAttr(op->getOperand(1).getType(), 1)));
+      map.map(op->getOperand(1), select(mask, divisor, one));
+    }
+    Operation *v = b.clone(*op, map);
+    v->getResult(0).setType(VectorType::get({kLanes}, r.getType()));
+    set(r, {Lanes::Varying, v->getResult(0), 0, root});
+    return true;
+  }
+};
+
+} // namespace
+
+Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
+    OpBuilder &b, Location loc, Region &into, LLVM::LLVMFuncOp lanesFn,
+    Value params, Value frame, Value warpCtx, Value nexts, uint32_t region,
+    Block *fallback, Block *mixed,
+    llvm::function_ref<void(OpBuilder &, uint32_t)> onExit) {
+  if (!lanesFn || lanesFn.getBody().empty())
+    return nullptr;
+  Block *entry = &lanesFn.getBody().front();
+  if (entry->getNumArguments() != 6)
+    return nullptr;
+  OpBuilder::InsertionGuard guard(b);
+  Emitter e(b, loc, into, fallback, params, frame, warpCtx, region);
+  bool ok = e.emit(entry);
+  if (!ok) {
+    for (Block *block : e.made)
+      for (Operation &op : *block)
+        op.dropAllReferences();
+    for (Block *block : e.made) {
+      if (block->getParent())
+        block->erase();
+      else
+        delete block;
+    }
+    return nullptr;
+  }
+  // Where the lanes go next: each lane's region in `nexts`; where all are
+  // at one region, on from there (onExit); otherwise to `mixed`.
+  std::map<uint32_t, Value> to;
+  for (auto [m, next] : e.exits) {
+    auto [at, fresh] = to.try_emplace(next, m);
+    if (!fresh)
+      at->second = at->second && m
+                       ? Value(LLVM::OrOp::create(b, loc, at->second, m))
+                       : Value();
+  }
+  Type i32 = b.getI32Type();
+  Value lanesNext;
+  for (auto [next, m] : to) {
+    Value v = e.constantVector(
+        i32, SmallVector<Attribute>(1, b.getI32IntegerAttr(int32_t(next))));
+    lanesNext = lanesNext ? e.select(m, v, lanesNext) : v;
+  }
+  LLVM::StoreOp::create(b, loc, lanesNext, nexts, /*alignment=*/16);
+  SmallVector<std::pair<Block *, uint32_t>> exits;
+  for (auto [next, m] : to) {
+    Block *exit = new Block();
+    into.push_back(exit);
+    exits.push_back({exit, next});
+    if (!m) {
+      LLVM::BrOp::create(b, loc, ValueRange{}, exit);
+      break;
+    }
+    Block *other = new Block();
+    into.push_back(other);
+    LLVM::CondBrOp::create(b, loc, e.all(m), exit, other);
+    b.setInsertionPointToEnd(other);
+    if (next == to.rbegin()->first)
+      LLVM::BrOp::create(b, loc, ValueRange{}, mixed);
+  }
+  for (auto [exit, next] : exits) {
+    b.setInsertionPointToEnd(exit);
+    onExit(b, next);
+  }
+  return e.made.front();
+}
