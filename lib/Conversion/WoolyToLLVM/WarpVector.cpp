@@ -36,10 +36,14 @@
 
 #include "WarpVector.h"
 
+#include "Wooly/Runtime/CPU/ABI.h"
+
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <map>
@@ -70,6 +74,12 @@ struct Lanes {
   /// Integers: how many low bits of the value (Uniform) or of the base
   /// (Affine) are known to be zero.
   unsigned zeros = 0;
+  /// Varying integers, where known: the value is `high` (Uniform, its low
+  /// `lowBits` bits zero) or-ed with a part below bit `lowBits` that
+  /// differs between lanes (`(tid >> 3)` where `%tid.x`'s base is a
+  /// multiple of 32).
+  Value high;
+  unsigned lowBits = 0;
 };
 
 /// Whether `t` is a scalar an LLVM vector can hold.
@@ -132,6 +142,7 @@ public:
     SmallVector<Block *> order;
     if (!reversePostOrder(entry, order))
       return false;
+    dominance = std::make_unique<DominanceInfo>(entry->getParentOp());
     newBlock();
     // The lane function's arguments but the lane's context: the
     // parameters, the region, the lane, the frame and the warp's context.
@@ -155,20 +166,93 @@ public:
       if (llvm::any_of(*block, [](Operation &op) {
             return isa<LLVM::CallOp, LLVM::InvokeOp>(op);
           })) {
-        if (!mask || stored)
+        if (!mask || !canRestart())
           return false;
         Block *next = newBlockDetached();
         LLVM::CondBrOp::create(b, loc, any(mask), fallback, next);
         attach(next);
         continue;
       }
-      for (Operation &op : block->without_terminator())
-        if (!visit(&op))
+      if (!mask || !worthSkipping(block)) {
+        if (!body(block))
           return false;
-      if (!leave(block->getTerminator()))
+        continue;
+      }
+      // Skipped where no lane gets here: what the rest uses of the block
+      // (its values, its edges' masks) passes through the join, poison
+      // (no lanes) on the way around.
+      Block *pre = b.getInsertionBlock();
+      Value some = any(mask);
+      Block *code = newBlockDetached();
+      attach(code);
+      if (!body(block))
         return false;
+      Block *codeEnd = b.getInsertionBlock();
+      // The values used after the block (by other blocks, or passed to
+      // them).
+      SmallVector<Value> escaping;
+      for (Operation &op : block->without_terminator())
+        for (Value v : op.getResults())
+          if (llvm::any_of(v.getUsers(), [&](Operation *user) {
+                return user->getBlock() != block ||
+                       user == block->getTerminator();
+              }))
+            escaping.push_back(v);
+      SmallVector<Value *> masks;
+      for (Block *succ : block->getSuccessors())
+        for (Edge &e : incoming[succ])
+          if (e.from == block && e.mask)
+            masks.push_back(&e.mask);
+      Block *join = newBlockDetached();
+      SmallVector<Value> through, around;
+      b.setInsertionPointToEnd(pre);
+      for (Value v : escaping) {
+        through.push_back(lanes[v].value);
+        around.push_back(
+            LLVM::PoisonOp::create(b, loc, lanes[v].value.getType()));
+      }
+      for (Value *m : masks) {
+        through.push_back(*m);
+        around.push_back(constantVector(
+            b.getI1Type(), SmallVector<Attribute>(1, b.getBoolAttr(false))));
+      }
+      LLVM::CondBrOp::create(b, loc, some, code, ValueRange{}, join, around);
+      b.setInsertionPointToEnd(codeEnd);
+      LLVM::BrOp::create(b, loc, through, join);
+      attach(join);
+      for (Value v : through)
+        join->addArgument(v.getType(), loc);
+      for (auto [i, v] : llvm::enumerate(escaping))
+        lanes[v].value = join->getArgument(i);
+      for (auto [i, m] : llvm::enumerate(masks))
+        *m = join->getArgument(escaping.size() + i);
+      // What was made in the skipped code is not there around it.
+      vectors.clear();
+      frameStores.clear();
     }
     return !exits.empty();
+  }
+
+  /// Emits the operations and the terminator of lane-function block
+  /// `block`, under `mask`.
+  bool body(Block *block) {
+    for (Operation &op : block->without_terminator())
+      if (!visit(&op))
+        return false;
+    return leave(block->getTerminator());
+  }
+
+  /// Whether `block` has enough to do that a branch around it pays where
+  /// no lane gets there: an access to memory, or a few operations.
+  static bool worthSkipping(Block *block) {
+    unsigned ops = 0;
+    for (Operation &op : block->without_terminator()) {
+      if (isa<LLVM::LoadOp, LLVM::StoreOp>(op))
+        return true;
+      if (!isa<LLVM::ConstantOp, LLVM::GEPOp>(op))
+        ++ops;
+    }
+    return ops >= 4;
   }
 
   /// `m` (a mask) has a lane / all lanes.
@@ -201,13 +285,88 @@ private:
   /// Whether a store was emitted (then the loop cannot start over), and
   /// whether one to memory outside the frame was, or a load from there.
   bool stored = false, storedMemory = false, loadedMemory = false;
+  /// The frame slots (byte offsets in the frame) loaded from and stored to
+  /// so far; and whether an access to an unknown one was.
+  llvm::DenseSet<int64_t> frameLoaded, frameStored;
+  bool frameLoadedUnknown = false, frameStoredUnknown = false;
+
+  /// The offset from `from` (the frame, the warp's context) of `base` (an
+  /// address the vector code computed), if it is a constant.
+  std::optional<int64_t> frameOffset(Value base) { return offset(base, frame); }
+  std::optional<int64_t> offset(Value base, Value from) {
+    int64_t offset = 0;
+    while (base != from) {
+      auto gep = base.getDefiningOp<LLVM::GEPOp>();
+      if (!gep || !gep.getElemType().isInteger(8) ||
+          gep.getRawConstantIndices().size() != 1)
+        return std::nullopt;
+      if (gep.getDynamicIndices().empty()) {
+        offset += gep.getRawConstantIndices()[0];
+      } else {
+        std::optional<int64_t> index = fold(gep.getDynamicIndices()[0]);
+        if (!index)
+          return std::nullopt;
+        offset += *index;
+      }
+      base = gep.getBase();
+    }
+    return offset;
+  }
+  /// The value of integer `v` (made of constants, adds, multiplies and
+  /// shifts), if the code knows it.
+  static std::optional<int64_t> fold(Value v) {
+    if (std::optional<int64_t> c = constantInt(v))
+      return c;
+    Operation *op = v.getDefiningOp();
+    if (!op || op->getNumOperands() != 2 ||
+        !isa<LLVM::AddOp, LLVM::MulOp, LLVM::ShlOp>(op))
+      return std::nullopt;
+    std::optional<int64_t> x = fold(op->getOperand(0)),
+                           y = fold(op->getOperand(1));
+    if (!x || !y)
+      return std::nullopt;
+    if (isa<LLVM::AddOp>(op))
+      return *x + *y;
+    if (isa<LLVM::MulOp>(op))
+      return *x * *y;
+    if (*y < 0 || *y > 62)
+      return std::nullopt;
+    return int64_t(uint64_t(*x) << *y);
+  }
+  void frameAccess(Value base, bool store) {
+    std::optional<int64_t> at = frameOffset(base);
+    if (!at)
+      (store ? frameStoredUnknown : frameLoadedUnknown) = true;
+    else
+      (store ? frameStored : frameLoaded).insert(*at);
+  }
+
+  /// Whether the loop over the lanes can run the region from its start
+  /// after what the vector code did so far: nothing stored outside the
+  /// frame, and no frame slot stored that the region read before (the
+  /// loop would read the new value; one read after the store is read again
+  /// after the loop's own store).
+  bool canRestart() {
+    if (storedMemory)
+      return false;
+    if ((frameStoredUnknown && (frameLoadedUnknown || !frameLoaded.empty())) ||
+        (frameLoadedUnknown && !frameStored.empty()))
+      return false;
+    return llvm::none_of(frameStored,
+                         [&](int64_t at) { return frameLoaded.contains(at); });
+  }
   /// Varying forms made of Uniform and Affine values.
   DenseMap<Value, Value> vectors;
+  /// The last store to each frame address (of the lane function): the
+  /// value and the block of the lane function it is in.
+  DenseMap<Value, std::pair<Value, Block *>> frameStores;
+  std::unique_ptr<DominanceInfo> dominance;
   /// Per block of the lane function, its incoming edges: the lanes that
   /// take them and the values they pass.
   struct Edge {
     Value mask;
     SmallVector<Value> operands;
+    Block *from = nullptr;
   };
   DenseMap<Block *, SmallVector<Edge>> incoming;
 
@@ -259,6 +418,59 @@ private:
   Value allTrue() {
     return constantVector(b.getI1Type(),
                           SmallVector<Attribute>(1, b.getBoolAttr(true)));
+  }
+
+  /// The element of `v` (`<32 x T>`) of the highest lane in `m` (which
+  /// has one), without a trip through memory: halved (the upper half where
+  /// it has a lane in `m`) down to one machine vector (512 bits), whose
+  /// lanes are then reversed and compressed, so that it comes first.
+  Value lastActive(Value v, Value m) {
+    Type i32 = b.getI32Type();
+    Type t = cast<VectorType>(v.getType()).getElementType();
+    unsigned width =
+        isa<LLVM::LLVMPointerType>(t) ? 64 : t.getIntOrFloatBitWidth();
+    auto c32 = [&](int64_t x) {
+      return Value(LLVM::ConstantOp::create(b, loc, i32,
+                                            b.getI32IntegerAttr(int32_t(x))));
+    };
+    auto lanesOf = [&](int64_t from, int64_t n, bool reversed) {
+      SmallVector<int32_t> order;
+      for (int64_t i = 0; i < n; ++i)
+        order.push_back(int32_t(reversed ? from + n - 1 - i : from + i));
+      return order;
+    };
+    Value bits = LLVM::BitcastOp::create(b, loc, i32, m);
+    int64_t lanes = kLanes;
+    while (lanes > 1 && lanes * width > 512) {
+      int64_t half = lanes / 2;
+      Value hi = LLVM::ShuffleVectorOp::create(b, loc, v, v,
+                                               lanesOf(half, half, false));
+      Value lo =
+          LLVM::ShuffleVectorOp::create(b, loc, v, v, lanesOf(0, half, false));
+      Value hiBits = LLVM::LShrOp::create(b, loc, bits, c32(half));
+      Value loBits =
+          LLVM::AndOp::create(b, loc, bits, c32((int64_t(1) << half) - 1));
+      Value upper =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, hiBits, c32(0));
+      v = LLVM::SelectOp::create(b, loc, upper, hi, lo);
+      bits = LLVM::SelectOp::create(b, loc, upper, hiBits, loBits);
+      lanes = half;
+    }
+    auto vt = VectorType::get({lanes}, t);
+    Value reversed =
+        LLVM::ShuffleVectorOp::create(b, loc, v, v, lanesOf(0, lanes, true));
+    Value flipped = LLVM::LShrOp::create(
+        b, loc, LLVM::BitReverseOp::create(b, loc, i32, bits), c32(32 - lanes));
+    Value order = LLVM::BitcastOp::create(
+        b, loc, VectorType::get({lanes}, b.getI1Type()),
+        LLVM::TruncOp::create(b, loc, b.getIntegerType(unsigned(lanes)),
+                              flipped));
+    Value packed =
+        LLVM::CallIntrinsicOp::create(
+            b, loc, vt, b.getStringAttr("llvm.experimental.vector.compress"),
+            ValueRange{reversed, order, LLVM::PoisonOp::create(b, loc, vt)})
+            .getResult(0);
+    return LLVM::ExtractElementOp::create(b, loc, packed, c32(0));
   }
 
   /// The lanes in both masks (null: all lanes).
@@ -392,13 +604,13 @@ private:
     return true;
   }
 
-  void edge(Block *to, Value m, OperandRange operands) {
-    incoming[to].push_back({m, llvm::to_vector(operands)});
+  void edge(Block *from, Block *to, Value m, OperandRange operands) {
+    incoming[to].push_back({m, llvm::to_vector(operands), from});
   }
 
   bool leave(Operation *term) {
     if (auto br = dyn_cast<LLVM::BrOp>(term)) {
-      edge(br.getDest(), mask, br.getDestOperands());
+      edge(term->getBlock(), br.getDest(), mask, br.getDestOperands());
       return true;
     }
     if (auto br = dyn_cast<LLVM::CondBrOp>(term)) {
@@ -409,8 +621,10 @@ private:
       if (!cond)
         return false;
       Value no = LLVM::XOrOp::create(b, loc, cond, allTrue());
-      edge(br.getTrueDest(), both(mask, cond), br.getTrueDestOperands());
-      edge(br.getFalseDest(), both(mask, no), br.getFalseDestOperands());
+      edge(term->getBlock(), br.getTrueDest(), both(mask, cond),
+           br.getTrueDestOperands());
+      edge(term->getBlock(), br.getFalseDest(), both(mask, no),
+           br.getFalseDestOperands());
       return true;
     }
     auto ret = dyn_cast<LLVM::ReturnOp>(term);
@@ -459,7 +673,7 @@ private:
   /// Goes on only where `ok` (an i1) holds; elsewhere to the loop, which
   /// is possible only before anything was stored.
   bool require(Value ok) {
-    if (stored)
+    if (!canRestart())
       return false;
     Block *next = newBlockDetached();
     LLVM::CondBrOp::create(b, loc, ok, next, fallback);
@@ -564,24 +778,50 @@ private:
       // lanes' steps there.
       const Lanes *x = operand(0);
       Value other = op->getOperand(1);
-      if (isa<LLVM::AndOp>(op) && x->kind != Lanes::Affine) {
+      if (isa<LLVM::AndOp>(op) && x->kind == Lanes::Uniform) {
         x = operand(1);
         other = op->getOperand(0);
       }
       std::optional<int64_t> c = constantInt(other);
-      if (x->kind != Lanes::Affine || !c)
+      if (!c)
         return false;
-      if (!isa<LLVM::AndOp>(op)) {
-        if (*c < 0 || *c >= 63 || !fitsLowBits(*x, unsigned(*c)))
-          return false;
-        set(r, {Lanes::Uniform, scalar(op, {x->value, get(other)->value}), 0,
-                Root::None, 0});
+      // A mask that keeps none of the bits where the lanes differ.
+      if (isa<LLVM::AndOp>(op) && x->kind == Lanes::Varying && x->high &&
+          x->lowBits < 63 &&
+          (uint64_t(*c) & ((uint64_t(1) << x->lowBits) - 1)) == 0) {
+        Value v = x == operand(0) ? scalar(op, {x->high, get(other)->value})
+                                  : scalar(op, {get(other)->value, x->high});
+        set(r, {Lanes::Uniform, v, 0, Root::None, knownZeros(op)});
         return true;
       }
+      if (x->kind != Lanes::Affine)
+        return false;
       // The fewest low bits the 32 lanes' steps take.
       unsigned bits = 0;
       while (bits < 62 && x->step * (kLanes - 1) >= (int64_t(1) << bits))
         ++bits;
+      if (!isa<LLVM::AndOp>(op)) {
+        if (*c < 0 || *c >= 63)
+          return false;
+        Value high = scalar(op, {x->value, get(other)->value});
+        if (fitsLowBits(*x, unsigned(*c))) {
+          set(r, {Lanes::Uniform, high, 0, Root::None, 0});
+          return true;
+        }
+        // The lanes differ below bit `bits - c` only.
+        if (unsigned(*c) >= bits || !fitsLowBits(*x, bits))
+          return false;
+        IRMapping map;
+        map.map(op->getOperand(0), vector(op->getOperand(0)));
+        map.map(other, vector(other));
+        Operation *v = b.clone(*op, map);
+        v->getResult(0).setType(VectorType::get({kLanes}, r.getType()));
+        Lanes l{Lanes::Varying, v->getResult(0), 0, Root::None, 0};
+        l.high = high;
+        l.lowBits = bits - unsigned(*c);
+        set(r, l);
+        return true;
+      }
       if (!fitsLowBits(*x, bits))
         return false;
       uint64_t low = (uint64_t(1) << bits) - 1;
@@ -659,6 +899,12 @@ private:
     // where the address may not be valid for the others).
     if (addr->kind == Lanes::Uniform) {
       Root root = isa<LLVM::LLVMPointerType>(t) ? Root::Memory : Root::None;
+      // The access-site cache of the bounds checks: written only by the
+      // checks' reports (calls, which the vector code leaves to the loop).
+      if (root == Root::Memory && addr->root == Root::Context &&
+          offset(addr->value, warpCtx) ==
+              int64_t(offsetof(WoolyThreadCtx, siteCache)))
+        root = Root::Context;
       if (!memory || !mask) {
         set(load, {Lanes::Uniform, cloneScalar(load), 0, root});
         return true;
@@ -679,7 +925,18 @@ private:
     // The lanes' own copies of a frame slot, side by side (always there).
     int64_t size = byteSize(t);
     if (addr->kind == Lanes::Affine && size && addr->step == size) {
+      // Just stored, by every lane that gets here: that value (LLVM would
+      // load it again after a masked store).
+      auto last = frameStores.find(load.getAddr());
+      if (addr->root == Root::Frame && last != frameStores.end() &&
+          last->second.first.getType() == vt &&
+          dominance->dominates(last->second.second, load->getBlock())) {
+        set(load, {Lanes::Varying, last->second.first, 0, Root::None});
+        return true;
+      }
       Value v;
+      if (addr->root == Root::Frame)
+        frameAccess(addr->value, /*store=*/false);
       if (!mask || addr->root == Root::Frame) {
         auto op = cast<LLVM::LoadOp>(b.clone(*load));
         op.getAddrMutable().assign(addr->value);
@@ -728,6 +985,11 @@ private:
     if (!v)
       return false;
     if (addr->kind == Lanes::Affine && addr->step == size) {
+      if (addr->root == Root::Frame) {
+        frameStores[store.getAddr()] = {v, store->getBlock()};
+        frameAccess(addr->value, /*store=*/true);
+      } else
+        frameStores.clear(); // Memory might be a frame slot's alias.
       if (!mask) {
         auto op = cast<LLVM::StoreOp>(b.clone(*store));
         op.getValueMutable().assign(v);
@@ -743,21 +1005,19 @@ private:
       // One address: what the last lane to store leaves there, stored if a
       // lane stores.
       Block *join = nullptr;
-      Value last = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                            b.getI32IntegerAttr(kLanes - 1));
-      if (mask) {
+      Value lastValue;
+      if (!mask) {
+        lastValue = LLVM::ExtractElementOp::create(
+            b, loc, v,
+            LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                     b.getI32IntegerAttr(kLanes - 1)));
+      } else {
         Block *one = newBlockDetached();
         join = newBlockDetached();
         LLVM::CondBrOp::create(b, loc, any(mask), one, join);
         attach(one);
-        Type i32 = b.getI32Type();
-        Value bits = LLVM::BitcastOp::create(b, loc, i32, mask);
-        last = LLVM::SubOp::create(
-            b, loc, last,
-            LLVM::CountLeadingZerosOp::create(b, loc, i32, bits,
-                                              /*is_zero_poison=*/false));
+        lastValue = lastActive(v, mask);
       }
-      Value lastValue = LLVM::ExtractElementOp::create(b, loc, v, last);
       auto op = cast<LLVM::StoreOp>(b.clone(*store));
       op.getValueMutable().assign(lastValue);
       op.getAddrMutable().assign(addr->value);
@@ -907,7 +1167,6 @@ Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
         i32, SmallVector<Attribute>(1, b.getI32IntegerAttr(int32_t(next))));
     lanesNext = lanesNext ? e.select(m, v, lanesNext) : v;
   }
-  LLVM::StoreOp::create(b, loc, lanesNext, nexts, /*alignment=*/16);
   SmallVector<std::pair<Block *, uint32_t>> exits;
   for (auto [next, m] : to) {
     Block *exit = new Block();
@@ -921,8 +1180,10 @@ Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
     into.push_back(other);
     LLVM::CondBrOp::create(b, loc, e.all(m), exit, other);
     b.setInsertionPointToEnd(other);
-    if (next == to.rbegin()->first)
+    if (next == to.rbegin()->first) {
+      LLVM::StoreOp::create(b, loc, lanesNext, nexts, /*alignment=*/16);
       LLVM::BrOp::create(b, loc, ValueRange{}, mixed);
+    }
   }
   for (auto [exit, next] : exits) {
     b.setInsertionPointToEnd(exit);

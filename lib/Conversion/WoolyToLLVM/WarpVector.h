@@ -33,10 +33,10 @@ namespace mlir::wooly::warp_vector {
 /// warp context's fields, constants) once, its branches as masks of lanes.
 /// Where a lane would reach a call (a failed check's report), the code
 /// goes to `fallback` (the loop over the lanes, which runs the region from
-/// its start) before it has stored anything. At the end each lane's next
-/// region is in `nexts` (32 x i32); where all lanes are at one region,
-/// `onExit(b, next)` continues at the end of a block of its own; where
-/// they are not, the code goes to `mixed`.
+/// its start) before it has stored anything. At the end, where all lanes
+/// are at one region, `onExit(b, next)` continues at the end of a block of
+/// its own; where they are not, the code leaves each lane's next region in
+/// `nexts` (32 x i32) and goes to `mixed`.
 ///
 /// The code does what the lanes run one after another would do (see
 /// WarpVector.cpp); where that cannot be shown (loops in the region, an

@@ -2307,6 +2307,15 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   onward = [&](uint32_t next, unsigned depth) {
     if (depth >= kWarpVectorChain || next == 0 || next >= regions ||
         !permutationTo.count(next)) {
+      // Each lane's next region, for the code after `uniform` that reads
+      // them (the vector code does not store them where all lanes agree).
+      auto v32 = VectorType::get({32}, i32);
+      LLVM::StoreOp::create(
+          b, loc,
+          LLVM::ConstantOp::create(
+              b, loc, v32,
+              DenseElementsAttr::get(v32, b.getI32IntegerAttr(int32_t(next)))),
+          nexts, /*alignment=*/16);
       LLVM::BrOp::create(b, loc, ValueRange{c32(next)}, uniform);
       return;
     }
