@@ -169,7 +169,7 @@ public:
         if (!mask || !canRestart())
           return false;
         Block *next = newBlockDetached();
-        LLVM::CondBrOp::create(b, loc, any(mask), fallback, next);
+        LLVM::CondBrOp::create(b, loc, any(mask), restart(), next);
         attach(next);
         continue;
       }
@@ -185,6 +185,8 @@ public:
       Value some = any(mask);
       Block *code = newBlockDetached();
       attach(code);
+      size_t rangesBefore = loadRanges.size();
+      size_t oldBefore = frameOldOrder.size();
       if (!body(block))
         return false;
       Block *codeEnd = b.getInsertionBlock();
@@ -199,6 +201,10 @@ public:
               }))
             escaping.push_back(v);
       SmallVector<Value *> masks;
+      for (size_t i = rangesBefore; i < loadRanges.size(); ++i) {
+        masks.push_back(&loadRanges[i].first);
+        masks.push_back(&loadRanges[i].second);
+      }
       for (Block *succ : block->getSuccessors())
         for (Edge &e : incoming[succ])
           if (e.from == block && e.mask)
@@ -211,10 +217,15 @@ public:
         around.push_back(
             LLVM::PoisonOp::create(b, loc, lanes[v].value.getType()));
       }
-      for (Value *m : masks) {
+      for (auto [i, m] : llvm::enumerate(masks)) {
         through.push_back(*m);
-        around.push_back(constantVector(
-            b.getI1Type(), SmallVector<Attribute>(1, b.getBoolAttr(false))));
+        // No lanes; an empty range (from the highest address to 0).
+        if (i < 2 * (loadRanges.size() - rangesBefore))
+          around.push_back(LLVM::ConstantOp::create(
+              b, loc, b.getI64Type(), b.getI64IntegerAttr(i % 2 ? 0 : -1)));
+        else
+          around.push_back(constantVector(
+              b.getI1Type(), SmallVector<Attribute>(1, b.getBoolAttr(false))));
       }
       LLVM::CondBrOp::create(b, loc, some, code, ValueRange{}, join, around);
       b.setInsertionPointToEnd(codeEnd);
@@ -229,6 +240,8 @@ public:
       // What was made in the skipped code is not there around it.
       vectors.clear();
       frameStores.clear();
+      for (size_t i = oldBefore; i < frameOldOrder.size(); ++i)
+        frameOld[frameOldOrder[i]].valid = false;
     }
     return !exits.empty();
   }
@@ -285,6 +298,10 @@ private:
   /// Whether a store was emitted (then the loop cannot start over), and
   /// whether one to memory outside the frame was, or a load from there.
   bool stored = false, storedMemory = false, loadedMemory = false;
+  /// The bytes each load from memory (outside the frame and the context)
+  /// read, over the lanes: [first, end) as i64 addresses (an empty range
+  /// where the load's block was skipped).
+  SmallVector<std::pair<Value, Value>> loadRanges;
   /// The frame slots (byte offsets in the frame) loaded from and stored to
   /// so far; and whether an access to an unknown one was.
   llvm::DenseSet<int64_t> frameLoaded, frameStored;
@@ -334,11 +351,17 @@ private:
     return int64_t(uint64_t(*x) << *y);
   }
   void frameAccess(Value base, bool store) {
+    // Loads count where they come before any store to the slot: after it
+    // they read what the vector code stored for the lanes that stored,
+    // which the loop stores again first (each lane taking the same way up
+    // to there, since what it read before is the same).
     std::optional<int64_t> at = frameOffset(base);
     if (!at)
       (store ? frameStoredUnknown : frameLoadedUnknown) = true;
-    else
-      (store ? frameStored : frameLoaded).insert(*at);
+    else if (store)
+      frameStored.insert(*at);
+    else if (!frameStored.contains(*at))
+      frameLoaded.insert(*at);
   }
 
   /// Whether the loop over the lanes can run the region from its start
@@ -352,8 +375,41 @@ private:
     if ((frameStoredUnknown && (frameLoadedUnknown || !frameLoaded.empty())) ||
         (frameLoadedUnknown && !frameStored.empty()))
       return false;
-    return llvm::none_of(frameStored,
-                         [&](int64_t at) { return frameLoaded.contains(at); });
+    // A slot read and then stored: the loop finds its old value where the
+    // vector code kept it (and puts it back first).
+    return llvm::all_of(frameStored, [&](int64_t at) {
+      auto old = frameOld.find(at);
+      return !frameLoaded.contains(at) ||
+             (old != frameOld.end() && old->second.valid);
+    });
+  }
+  /// Each frame slot's 32 values as the region found them (its first load,
+  /// before any store to it), while that load's value is available.
+  struct Old {
+    Value base, value;
+    bool valid = true;
+  };
+  DenseMap<int64_t, Old> frameOld;
+  SmallVector<int64_t> frameOldOrder;
+  void rememberOld(Value base, Value loaded) {
+    std::optional<int64_t> at = frameOffset(base);
+    if (!at || frameStored.contains(*at) || frameOld.count(*at))
+      return;
+    frameOld[*at] = {base, loaded, true};
+    frameOldOrder.push_back(*at);
+  }
+  /// A block that puts back the slots the vector code stored over and goes
+  /// to the loop over the lanes (canRestart).
+  Block *restart() {
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = newBlockDetached();
+    attach(block);
+    for (int64_t at : frameOldOrder)
+      if (frameStored.contains(at) && frameLoaded.contains(at))
+        LLVM::StoreOp::create(b, loc, frameOld[at].value, frameOld[at].base,
+                              /*alignment=*/4);
+    LLVM::BrOp::create(b, loc, ValueRange{}, fallback);
+    return block;
   }
   /// Varying forms made of Uniform and Affine values.
   DenseMap<Value, Value> vectors;
@@ -670,13 +726,60 @@ private:
     return std::min(n, width);
   }
 
+  /// Whether integer `v` (of the lane function) goes, through a few
+  /// integer operations, into an address or a branch's condition.
+  static bool steersAccesses(Value v, unsigned depth = 6) {
+    for (Operation *user : v.getUsers()) {
+      if (isa<LLVM::GEPOp, LLVM::IntToPtrOp, LLVM::CondBrOp, LLVM::SwitchOp>(
+              user))
+        return true;
+      if (depth && user->getNumResults() == 1 &&
+          isa<IntegerType>(user->getResult(0).getType()) &&
+          isa<LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::ShlOp, LLVM::LShrOp,
+              LLVM::AShrOp, LLVM::AndOp, LLVM::OrOp, LLVM::XOrOp, LLVM::ZExtOp,
+              LLVM::SExtOp, LLVM::TruncOp, LLVM::ICmpOp>(user) &&
+          steersAccesses(user->getResult(0), depth - 1))
+        return true;
+    }
+    return false;
+  }
+
+  /// The bytes an access of `size` bytes at address `addr` (a value of the
+  /// lane function) touches over the lanes in `mask`: [first, end) as i64
+  /// (the whole warp's for a base + lane * step address).
+  std::pair<Value, Value> range(Value addr, int64_t size) {
+    const Lanes *l = get(addr);
+    Type i64 = b.getI64Type();
+    auto c64 = [&](int64_t v) {
+      return Value(
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v)));
+    };
+    if (l->kind != Lanes::Varying) {
+      Value first = LLVM::PtrToIntOp::create(b, loc, i64, l->value);
+      int64_t low = std::min<int64_t>(0, l->step * (kLanes - 1));
+      int64_t high = std::max<int64_t>(0, l->step * (kLanes - 1)) + size;
+      return {LLVM::AddOp::create(b, loc, first, c64(low)),
+              LLVM::AddOp::create(b, loc, first, c64(high))};
+    }
+    auto vt = VectorType::get({kLanes}, i64);
+    Value at = LLVM::PtrToIntOp::create(b, loc, vt, l->value);
+    auto splat = [&](int64_t v) {
+      return constantVector(i64,
+                            SmallVector<Attribute>(1, b.getI64IntegerAttr(v)));
+    };
+    Value lo = select(mask, at, splat(-1)), hi = select(mask, at, splat(0));
+    Value first = LLVM::vector_reduce_umin::create(b, loc, i64, lo);
+    Value last = LLVM::vector_reduce_umax::create(b, loc, i64, hi);
+    return {first, LLVM::AddOp::create(b, loc, last, c64(size))};
+  }
+
   /// Goes on only where `ok` (an i1) holds; elsewhere to the loop, which
   /// is possible only before anything was stored.
   bool require(Value ok) {
     if (!canRestart())
       return false;
     Block *next = newBlockDetached();
-    LLVM::CondBrOp::create(b, loc, ok, next, fallback);
+    LLVM::CondBrOp::create(b, loc, ok, next, restart());
     attach(next);
     return true;
   }
@@ -893,6 +996,11 @@ private:
       if (storedMemory)
         return false;
       loadedMemory = true;
+      if (byteSize(t) || isa<LLVM::LLVMPointerType>(t))
+        loadRanges.push_back(
+            range(load.getAddr(), std::max<int64_t>(byteSize(t), 8)));
+      else
+        return false;
     }
     IntegerAttr align = alignment(load.getAlignment(), t);
     // The same address for every lane: loaded once (if a lane loads,
@@ -937,11 +1045,47 @@ private:
       Value v;
       if (addr->root == Root::Frame)
         frameAccess(addr->value, /*store=*/false);
+      // A value the lanes computed alike and kept across the cut (a loop
+      // counter, an offset), which the region uses for addresses or
+      // branches: checked to be the same in every lane, then used once.
+      if (addr->root == Root::Frame && isa<IntegerType>(t) &&
+          steersAccesses(load.getResult()) && canRestart()) {
+        auto op = cast<LLVM::LoadOp>(b.clone(*load));
+        op.getAddrMutable().assign(addr->value);
+        op.getResult().setType(vt);
+        rememberOld(addr->value, op);
+        Value first =
+            mask ? lastActive(op, mask)
+                 : Value(LLVM::ExtractElementOp::create(
+                       b, loc, op,
+                       LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                                b.getI32IntegerAttr(0))));
+        Value same = LLVM::ICmpOp::create(
+            b, loc, LLVM::ICmpPredicate::eq, op,
+            LLVM::ShuffleVectorOp::create(
+                b, loc,
+                LLVM::InsertElementOp::create(
+                    b, loc, LLVM::PoisonOp::create(b, loc, vt), first,
+                    LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                             b.getI32IntegerAttr(0))),
+                LLVM::PoisonOp::create(b, loc, vt),
+                SmallVector<int32_t>(kLanes, 0)));
+        if (mask)
+          same = LLVM::OrOp::create(
+              b, loc, same, LLVM::XOrOp::create(b, loc, mask, allTrue()));
+        if (require(all(same))) {
+          set(load, {Lanes::Uniform, first, 0, Root::None});
+          return true;
+        }
+        return false;
+      }
       if (!mask || addr->root == Root::Frame) {
         auto op = cast<LLVM::LoadOp>(b.clone(*load));
         op.getAddrMutable().assign(addr->value);
         op.getResult().setType(vt);
         v = op;
+        if (addr->root == Root::Frame)
+          rememberOld(addr->value, v);
       } else {
         v = LLVM::MaskedLoadOp::create(
             b, loc, vt, addr->value, mask,
@@ -977,8 +1121,25 @@ private:
     IntegerAttr align = alignment(store.getAlignment(), t);
     stored = true;
     if (addr->root != Root::Frame) {
-      if (addr->root == Root::Context || storedMemory || loadedMemory)
+      if (addr->root == Root::Context || storedMemory)
         return false;
+      if (loadedMemory) {
+        // The lanes loaded from memory before: the vector code (all loads,
+        // then all stores) does what the lanes one after another do where
+        // no lane stores where one loaded; else the loop runs the region.
+        auto [first, end] = range(store.getAddr(), size);
+        Value ok;
+        for (auto [lo, hi] : loadRanges) {
+          Value apart = LLVM::OrOp::create(
+              b, loc,
+              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ule, end, lo),
+              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ule, hi,
+                                   first));
+          ok = ok ? Value(LLVM::AndOp::create(b, loc, ok, apart)) : apart;
+        }
+        if (ok && !require(ok))
+          return false;
+      }
       storedMemory = true;
     }
     Value v = vector(value);
