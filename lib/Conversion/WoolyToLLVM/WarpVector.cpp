@@ -5,32 +5,41 @@
 //===----------------------------------------------------------------------===//
 //
 // See WarpVector.h. The lane function's blocks (an acyclic graph) are
-// visited in reverse post-order and emitted as one straight run of vector
-// code: each block under a mask of the lanes that reach it, a branch as the
-// masks of its two edges, a block argument as a select over its incoming
-// edges. Each value is, for the 32 lanes, one of: the same for all (emitted
-// once, as the scalar op), `base + lane * step` for a constant step
-// (integers and addresses: kept as the scalar base, so that an access whose
-// step is its size is one `<32 x T>` load or store at the base), or anything
-// else (a `<32 x T>`).
+// visited in reverse post-order and emitted as one run of vector code: each
+// block under a mask of the lanes that reach it (branched around where no
+// lane does), a branch as the masks of its two edges, a block argument as a
+// select over its incoming edges. Each value is, for the 32 lanes, one of:
+// the same for all (emitted once, as the scalar op), `base + lane * step`
+// for a constant step (integers and addresses: kept as the scalar base, so
+// that an access whose step is its size is one `<32 x T>` load or store at
+// the base), or anything else (a `<32 x T>`).
 //
 // Why the result is the same as running the lanes one after another:
 //
 // - Arithmetic has no effect but its value; it is computed for every lane,
 //   the mask only chooses which lanes' values count. Divisions take 1 as the
 //   divisor of the lanes outside the mask (they may divide by zero there).
-// - Frame accesses touch each lane's own slot only.
-// - The warp's context and the parameters are not written by kernel code.
-// - Other memory: a region that stores there (one store at most) may not
-//   load from there, so that no lane can see another lane's store in an
-//   order the loop would not have made; the store itself is a scatter,
-//   whose lanes take effect from the lowest to the highest, as the loop
-//   does.
+// - Frame accesses touch each lane's own slot only; masked stores leave the
+//   other lanes' copies as they were.
+// - The warp's context, the parameters and the access-site cache are not
+//   written by kernel code (the cache only by the checks' reports, calls).
+// - Other memory: a region stores there once on any way through it (a
+//   store under a uniform condition and one under its negation never both
+//   run), loads nothing after that store, and stores only after a run-time
+//   check that no lane stores where a lane loaded before (else the loop):
+//   so no lane can see another lane's store in an order the loop would not
+//   have made. A store is a scatter, whose lanes take effect from the lowest
+//   to the highest, or, to one address, the last lane's value.
 // - A block that calls anything (the checks' reports) is not emitted: where
-//   a lane would reach it, the code goes to `fallback` instead, the loop
-//   over the lanes, which runs the region from its start. So that running
-//   the region again changes nothing, the vector code has stored nothing
-//   before that point.
+//   a lane would reach it, or where a run-time check fails, the code goes to
+//   `fallback` instead, the loop over the lanes, which runs the region from
+//   its start. So that running the region again changes nothing, nothing was
+//   stored to memory before that point on the way there, and the frame slots
+//   the region read and then overwrote are put back first (a slot read
+//   after its store is read again after the loop's own store: each lane
+//   takes the same way up to there).
+// - A value kept across a cut that steers addresses or branches is used as
+//   one value only after a check that all 32 lanes' copies are equal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -298,10 +307,29 @@ private:
   /// Whether a store was emitted (then the loop cannot start over), and
   /// whether one to memory outside the frame was, or a load from there.
   bool stored = false, storedMemory = false, loadedMemory = false;
+  /// Uniform branch conditions (of the lane function) that hold, with the
+  /// side taken, for every lane that gets to the current block; and those
+  /// of each store to memory so far. A store under `c` and code under `!c`
+  /// never both run: what one side stored does not keep the other from
+  /// going back to the loop.
+  using Guards = SmallVector<std::pair<Value, bool>>;
+  Guards guards;
+  SmallVector<Guards> memoryStores;
+  static bool exclusive(const Guards &a, const Guards &b) {
+    return llvm::any_of(a, [&](const std::pair<Value, bool> &g) {
+      return llvm::is_contained(b, std::make_pair(g.first, !g.second));
+    });
+  }
+  /// Whether a store to memory may have run before the current block.
+  bool storedMemoryHere() {
+    return llvm::any_of(memoryStores,
+                        [&](const Guards &g) { return !exclusive(g, guards); });
+  }
   /// The bytes each load from memory (outside the frame and the context)
   /// read, over the lanes: [first, end) as i64 addresses (an empty range
   /// where the load's block was skipped).
   SmallVector<std::pair<Value, Value>> loadRanges;
+  SmallVector<Guards> loadGuards;
   /// The frame slots (byte offsets in the frame) loaded from and stored to
   /// so far; and whether an access to an unknown one was.
   llvm::DenseSet<int64_t> frameLoaded, frameStored;
@@ -370,7 +398,7 @@ private:
   /// loop would read the new value; one read after the store is read again
   /// after the loop's own store).
   bool canRestart() {
-    if (storedMemory)
+    if (storedMemoryHere())
       return false;
     if ((frameStoredUnknown && (frameLoadedUnknown || !frameLoaded.empty())) ||
         (frameLoadedUnknown && !frameStored.empty()))
@@ -423,6 +451,7 @@ private:
     Value mask;
     SmallVector<Value> operands;
     Block *from = nullptr;
+    Guards guards;
   };
   DenseMap<Block *, SmallVector<Edge>> incoming;
 
@@ -626,8 +655,14 @@ private:
   bool enter(Block *block, SmallVectorImpl<Edge> *edges) {
     if (!edges) {
       mask = {};
+      guards.clear();
       return true;
     }
+    guards = (*edges)[0].guards;
+    for (Edge &e : llvm::drop_begin(*edges))
+      llvm::erase_if(guards, [&](const std::pair<Value, bool> &g) {
+        return !llvm::is_contained(e.guards, g);
+      });
     mask = (*edges)[0].mask;
     for (Edge &e : llvm::drop_begin(*edges))
       mask = either(mask, e.mask);
@@ -660,8 +695,12 @@ private:
     return true;
   }
 
-  void edge(Block *from, Block *to, Value m, OperandRange operands) {
-    incoming[to].push_back({m, llvm::to_vector(operands), from});
+  void edge(Block *from, Block *to, Value m, OperandRange operands,
+            std::optional<std::pair<Value, bool>> taken = std::nullopt) {
+    Guards g = guards;
+    if (taken)
+      g.push_back(*taken);
+    incoming[to].push_back({m, llvm::to_vector(operands), from, g});
   }
 
   bool leave(Operation *term) {
@@ -677,10 +716,14 @@ private:
       if (!cond)
         return false;
       Value no = LLVM::XOrOp::create(b, loc, cond, allTrue());
+      bool uniform = c->kind == Lanes::Uniform;
+      Value at = br.getCondition();
       edge(term->getBlock(), br.getTrueDest(), both(mask, cond),
-           br.getTrueDestOperands());
+           br.getTrueDestOperands(),
+           uniform ? std::optional(std::make_pair(at, true)) : std::nullopt);
       edge(term->getBlock(), br.getFalseDest(), both(mask, no),
-           br.getFalseDestOperands());
+           br.getFalseDestOperands(),
+           uniform ? std::optional(std::make_pair(at, false)) : std::nullopt);
       return true;
     }
     auto ret = dyn_cast<LLVM::ReturnOp>(term);
@@ -993,14 +1036,16 @@ private:
       return false;
     bool memory = addr->root != Root::Frame && addr->root != Root::Context;
     if (memory) {
-      if (storedMemory)
+      if (storedMemoryHere())
         return false;
       loadedMemory = true;
-      if (byteSize(t) || isa<LLVM::LLVMPointerType>(t))
+      if (byteSize(t) || isa<LLVM::LLVMPointerType>(t)) {
         loadRanges.push_back(
             range(load.getAddr(), std::max<int64_t>(byteSize(t), 8)));
-      else
+        loadGuards.push_back(guards);
+      } else {
         return false;
+      }
     }
     IntegerAttr align = alignment(load.getAlignment(), t);
     // The same address for every lane: loaded once (if a lane loads,
@@ -1054,12 +1099,12 @@ private:
         op.getAddrMutable().assign(addr->value);
         op.getResult().setType(vt);
         rememberOld(addr->value, op);
-        Value first =
-            mask ? lastActive(op, mask)
-                 : Value(LLVM::ExtractElementOp::create(
-                       b, loc, op,
-                       LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                                b.getI32IntegerAttr(0))));
+        // All 32 copies (those of lanes outside the mask too: cheaper,
+        // and where the lanes computed it alike, they are alike).
+        Value first = LLVM::ExtractElementOp::create(
+            b, loc, op,
+            LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                     b.getI32IntegerAttr(0)));
         Value same = LLVM::ICmpOp::create(
             b, loc, LLVM::ICmpPredicate::eq, op,
             LLVM::ShuffleVectorOp::create(
@@ -1070,9 +1115,6 @@ private:
                                              b.getI32IntegerAttr(0))),
                 LLVM::PoisonOp::create(b, loc, vt),
                 SmallVector<int32_t>(kLanes, 0)));
-        if (mask)
-          same = LLVM::OrOp::create(
-              b, loc, same, LLVM::XOrOp::create(b, loc, mask, allTrue()));
         if (require(all(same))) {
           set(load, {Lanes::Uniform, first, 0, Root::None});
           return true;
@@ -1121,7 +1163,7 @@ private:
     IntegerAttr align = alignment(store.getAlignment(), t);
     stored = true;
     if (addr->root != Root::Frame) {
-      if (addr->root == Root::Context || storedMemory)
+      if (addr->root == Root::Context || storedMemoryHere())
         return false;
       if (loadedMemory) {
         // The lanes loaded from memory before: the vector code (all loads,
@@ -1129,7 +1171,10 @@ private:
         // no lane stores where one loaded; else the loop runs the region.
         auto [first, end] = range(store.getAddr(), size);
         Value ok;
-        for (auto [lo, hi] : loadRanges) {
+        for (auto [i, range] : llvm::enumerate(loadRanges)) {
+          if (exclusive(loadGuards[i], guards))
+            continue;
+          auto [lo, hi] = range;
           Value apart = LLVM::OrOp::create(
               b, loc,
               LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ule, end, lo),
@@ -1141,6 +1186,7 @@ private:
           return false;
       }
       storedMemory = true;
+      memoryStores.push_back(guards);
     }
     Value v = vector(value);
     if (!v)

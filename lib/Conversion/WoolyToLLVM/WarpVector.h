@@ -5,9 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Whole-warp vectorised regions for the CPU backend's warp functions
-// (WoolyToLLVM.cpp, "Region functions"): a region's lane function whose code
-// is straight-line and touches no memory but its lanes' frame slots and
-// warp-uniform fields, emitted once for the 32 lanes as `<32 x T>` operations
+// (WoolyToLLVM.cpp, "Region functions"): a region's lane function emitted
+// once for the 32 lanes as `<32 x T>` operations under masks of lanes,
 // instead of a loop over the lanes. Consecutive such regions and the
 // constant permutations between them then form one chain of vector code
 // whose frame stores LLVM forwards to the loads that follow.
@@ -39,9 +38,9 @@ namespace mlir::wooly::warp_vector {
 /// `nexts` (32 x i32) and goes to `mixed`.
 ///
 /// The code does what the lanes run one after another would do (see
-/// WarpVector.cpp); where that cannot be shown (loops in the region, an
-/// access other than a frame slot, a context field, or one store to
-/// memory with no load from there, a value this code cannot vectorise, a
+/// WarpVector.cpp); where that cannot be shown (loops in the region, a
+/// load from global memory, more than one store to memory on a way through
+/// the region or a load after it, a value this code cannot vectorise, a
 /// read of the lane's own context) nothing is emitted and the result is
 /// null. Otherwise the result is the block to branch to.
 Block *

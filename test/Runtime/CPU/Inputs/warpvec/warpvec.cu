@@ -131,3 +131,47 @@ extern "C" __global__ void store_oob(const int *in, int *out, int n) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   out[i + n] = v;
 }
+
+// A block scan whose barriers lie in a loop bounded by blockDim.x
+// (bench/kernels/cpu-bench.cu's block_scan_loop_i32): the loop's region
+// reads `cur` and `off` from the frame (checked to be the same in every
+// lane, then used once), loads and stores shared memory (after a check that
+// no lane stores where one loaded), and holds the path that skips the loop
+// (blockDim.x < 2) under a uniform branch.
+extern "C" __global__ void scan_loop(int n, const int *in, int *out) {
+  __shared__ int buf[2][1024];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int cur = 0;
+  buf[cur][tid] = (i < n) ? in[i] : 0;
+  __syncthreads();
+  for (int off = 1; off < blockDim.x; off <<= 1) {
+    int v = buf[cur][tid];
+    if (tid >= off)
+      v += buf[cur][tid - off];
+    buf[cur ^ 1][tid] = v;
+    cur ^= 1;
+    __syncthreads();
+  }
+  if (i < n)
+    out[i] = buf[cur][tid];
+}
+
+// A region that loads a neighbour's shared word and then stores its own:
+// lane by lane, lane 1 reads what lane 0 just stored, so the vector code
+// (all loads, then all stores) must see the overlap at run time and leave
+// the region to the loop over the lanes.
+extern "C" __global__ void alias_swap(const int *in, int *out) {
+  __shared__ int s[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int tid = threadIdx.x;
+  s[tid] = in[i];
+  __syncthreads();
+  int v = in[i];
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  int t = s[tid ^ 1];
+  s[tid] = t + v;
+  v += __shfl_xor_sync(0xffffffffu, t, 2);
+  __syncthreads();
+  out[i] = s[tid] ^ v;
+}
