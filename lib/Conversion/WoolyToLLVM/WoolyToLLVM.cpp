@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../WoolyCommon/LLVMLowering.h"
+#include "WarpVector.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
 #include "Wooly/Dialect/Wooly/Analysis/WaitLoops.h"
@@ -940,6 +941,11 @@ bool isBufferAlloca(Value p) {
 /// The most operations the warp function's loops may inline: those of the
 /// lane functions of every region (buildRegionLaneFunctions).
 constexpr size_t kWarpInlineBudget = 40000;
+
+/// The most regions one run of a warp function's vector code takes in, one
+/// after another with the constant permutations between them (each start
+/// of such a run has its own copy of what follows).
+constexpr unsigned kWarpVectorChain = 12;
 
 /// One slot of a warp's region frame. Each lane has its copy of every slot;
 /// the 32 copies of a slot are neighbours (structure of arrays): lane `l`'s
@@ -1996,11 +2002,26 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
                              LLVM::AndOp::create(b, loc, nx, c32(31)), c32(0));
   }
+  // The branches of regions that end at one cut to `uniform`: where that
+  // cut is a constant permutation, it and what follows are emitted in their
+  // place (below).
+  SmallVector<LLVM::BrOp> toUniform;
+  // Per region and form (0: plain, 1: rows), the block that runs it as a
+  // loop over the lanes, and the one the dispatch goes to, which gets the
+  // region's vector code or a branch to the loop at the end.
+  struct RegionEntry {
+    Block *loop = nullptr, *entry = nullptr;
+    StringRef callee;
+  };
+  SmallVector<std::array<RegionEntry, 2>> entries(regions);
   for (size_t r = 0; r < regions; ++r) {
     Block *body = b.createBlock(&fn.getBody(), fn.getBody().end());
     cases.push_back(int32_t(r));
     dests.push_back(body);
-    auto loop = [&](StringRef callee) {
+    auto loop = [&](StringRef callee, int form) {
+      Block *entry = b.getInsertionBlock();
+      entries[r][form] = {b.createBlock(&fn.getBody(), fn.getBody().end()),
+                          entry, callee};
       emitLaneLoop(
           b, loc, fn, Value(),
           [&](Value lane, Value) {
@@ -2016,12 +2037,14 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
           layout.frameAccesses);
       // Where the region can end at one cut only, every lane is there.
       if (std::optional<uint32_t> next = layout.successor[r])
-        LLVM::BrOp::create(b, loc, ValueRange{c32(*next)}, uniform);
+        toUniform.push_back(
+            LLVM::BrOp::create(b, loc, ValueRange{c32(*next)}, uniform));
       else
         LLVM::BrOp::create(b, loc, ValueRange{}, check);
     };
     if (regionLanes[r].rows.empty()) {
-      loop(regionLanes[r].plain);
+      b.setInsertionPointToEnd(body);
+      loop(regionLanes[r].plain, 0);
       continue;
     }
     Block *plain = b.createBlock(&fn.getBody(), fn.getBody().end());
@@ -2029,14 +2052,15 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     b.setInsertionPointToEnd(body);
     LLVM::CondBrOp::create(b, loc, rows, whole, plain);
     b.setInsertionPointToStart(whole);
-    loop(regionLanes[r].rows);
+    loop(regionLanes[r].rows, 1);
     b.setInsertionPointToStart(plain);
-    loop(regionLanes[r].plain);
+    loop(regionLanes[r].plain, 0);
   }
   b.setInsertionPointToEnd(dispatch);
   LLVM::SwitchOp::create(b, loc, dispatch->getArgument(0), leave,
                          ValueRange{c32(0)}, cases, BlockRange(dests),
                          SmallVector<ValueRange>(cases.size(), ValueRange{}));
+  SmallVector<Block *> regionBlocks = dests;
 
   // Whether every lane stopped at the same cut, and which.
   b.setInsertionPointToStart(check);
@@ -2087,9 +2111,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
            cut.resultsStaged && !layout.results.empty() &&
            llvm::all_of(layout.results, packed);
   };
-  auto buildPermutation = [&](const RegionCut &cut, uint32_t after) {
-    OpBuilder::InsertionGuard guard(b);
-    Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
+  // Emits, where `b` stands, the permutation of constant shuffle `cut`.
+  auto emitPermutation = [&](const RegionCut &cut) {
     auto v32 = VectorType::get({32}, i32);
     SmallVector<int32_t> source(32);
     SmallVector<int32_t> pvals(32);
@@ -2123,15 +2146,22 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
                 b, loc, v32,
                 DenseElementsAttr::get(v32, ArrayRef<int32_t>(pvals))),
             layout.results[1]);
-    LLVM::BrOp::create(b, loc, ValueRange{c32(after)}, dispatch);
+  };
+  auto buildPermutation = [&](const RegionCut &cut, uint32_t after) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *block = b.createBlock(&fn.getBody(), fn.getBody().end());
+    emitPermutation(cut);
+    LLVM::BrOp::create(b, loc, ValueRange{}, regionBlocks[after]);
     return block;
   };
+  DenseMap<uint32_t, Block *> permutationTo;
   b.setInsertionPointToStart(uniform);
   for (auto [c, cutRef] : llvm::enumerate(layout.cuts)) {
     const RegionCut &cut = cutRef;
     if (permutable(cut)) {
       cases.push_back(int32_t(c + 1));
       dests.push_back(buildPermutation(cut, uint32_t(c + 1)));
+      permutationTo[uint32_t(c + 1)] = dests.back();
       caseArgs.push_back({});
       continue;
     }
@@ -2261,6 +2291,77 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   b.setInsertionPointToEnd(same.getParentBlock());
   LLVM::CondBrOp::create(b, loc, same, uniform, ValueRange{next}, finish,
                          ValueRange{c32(0)});
+  // The regions' vector code (WarpVector.h) where the lane functions allow
+  // it, each followed, where all lanes end at a constant shuffle, by its
+  // permutation and the next region's vector code, and so on (up to
+  // kWarpVectorChain regions): one run of code that LLVM keeps in
+  // registers, where the loops would meet in the frame.
+  std::function<void(uint32_t, unsigned)> onward;
+  // Where `b` stands: region `r`'s form `form` as vector code, or a branch
+  // to its loop.
+  std::map<std::pair<size_t, int>, bool> vectorises;
+  auto vectorRegion = [&](size_t r, int form, unsigned depth) {
+    const RegionEntry &e = entries[r][form];
+    Block *from = b.getInsertionBlock();
+    Block *code = nullptr;
+    auto known = vectorises.find({r, form});
+    if (known == vectorises.end() || known->second)
+      code = warp_vector::emitWarpVectorRegion(
+          b, loc, fn.getBody(), module.lookupSymbol<LLVM::LLVMFuncOp>(e.callee),
+          params, frame, ctx0, nexts, uint32_t(r), e.loop, check,
+          [&](OpBuilder &, uint32_t next) { onward(next, depth + 1); });
+    vectorises[{r, form}] = code != nullptr;
+    b.setInsertionPointToEnd(from);
+    LLVM::BrOp::create(b, loc, ValueRange{}, code ? code : e.loop);
+  };
+  // Where `b` stands, all lanes at region `next`.
+  onward = [&](uint32_t next, unsigned depth) {
+    if (depth >= kWarpVectorChain || next == 0 || next >= regions ||
+        !permutationTo.count(next)) {
+      // Each lane's next region, for the code after `uniform` that reads
+      // them (the vector code does not store them where all lanes agree).
+      auto v32 = VectorType::get({32}, i32);
+      LLVM::StoreOp::create(
+          b, loc,
+          LLVM::ConstantOp::create(
+              b, loc, v32,
+              DenseElementsAttr::get(v32, b.getI32IntegerAttr(int32_t(next)))),
+          nexts, /*alignment=*/16);
+      LLVM::BrOp::create(b, loc, ValueRange{c32(next)}, uniform);
+      return;
+    }
+    emitPermutation(layout.cuts[next - 1]);
+    if (regionLanes[next].rows.empty()) {
+      vectorRegion(next, 0, depth);
+      return;
+    }
+    Block *from = b.getInsertionBlock();
+    Block *whole = b.createBlock(&fn.getBody(), fn.getBody().end());
+    Block *plain = b.createBlock(&fn.getBody(), fn.getBody().end());
+    b.setInsertionPointToEnd(from);
+    LLVM::CondBrOp::create(b, loc, rows, whole, plain);
+    b.setInsertionPointToEnd(whole);
+    vectorRegion(next, 1, depth);
+    b.setInsertionPointToEnd(plain);
+    vectorRegion(next, 0, depth);
+  };
+  for (LLVM::BrOp br : toUniform) {
+    auto next = br.getDestOperands()[0].getDefiningOp<LLVM::ConstantOp>();
+    auto region = uint32_t(cast<IntegerAttr>(next.getValue()).getInt());
+    Block *block = br->getBlock();
+    br.erase();
+    b.setInsertionPointToEnd(block);
+    onward(region, 0);
+  }
+  // The dispatch's entries: a region that follows a permutation is
+  // normally run in the chain above, so its own entry starts no chain.
+  for (size_t r = 0; r < regions; ++r)
+    for (int form = 0; form < 2; ++form)
+      if (Block *entry = entries[r][form].entry) {
+        b.setInsertionPointToEnd(entry);
+        bool chained = r == 0 || !permutationTo.count(uint32_t(r));
+        vectorRegion(r, form, chained ? 0 : kWarpVectorChain - 1);
+      }
 
   // All lanes at one barrier or exited: only the first lane's context says
   // where (the runtime knows the others are there too from the region

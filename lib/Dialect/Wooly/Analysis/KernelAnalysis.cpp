@@ -43,8 +43,10 @@ public:
     auto it = sets.find(v);
     return it != sets.end() ? it->second : none;
   }
-  /// Adds `bits` to `v`'s set; returns true when it grew.
-  bool add(Value v, const llvm::BitVector &bits) {
+  /// Adds `bits` to `v`'s set; returns true when it grew. `bits` is a copy:
+  /// it is often another value's set (get), which adding to the map can
+  /// move.
+  bool add(Value v, llvm::BitVector bits) {
     if (bits.none())
       return false;
     llvm::BitVector &set = sets.try_emplace(v, numParams).first->second;
