@@ -272,7 +272,8 @@ CUresult fail(State &s, const client::Status &st, const char *call) {
 // with concurrent managed access) is not coherent.
 
 /// Before device work in `stream`: the host's copies of managed memory go
-/// first.
+/// first. Synchronously: work queued next in other streams must find them
+/// there too.
 client::Status managedToDevice(State &s, uint64_t stream) {
   if (s.managed.empty())
     return client::Status();
@@ -280,7 +281,7 @@ client::Status managedToDevice(State &s, uint64_t stream) {
     for (const auto &[address, range] : s.managed) {
       client::Status st = s.client->copyToDevice(
           address, reinterpret_cast<const void *>(address), range.size, stream,
-          /*async=*/true);
+          /*async=*/false);
       if (!st.ok())
         return st;
     }

@@ -96,6 +96,22 @@ int main() {
   for (int i = 0; i < n; ++i)
     EXPECT(y[i] == (i % 2 ? 4.0f : 0.0f), "y[%d] = %g", i, y[i]);
 
+  // Host writes, then kernels in two non-blocking streams at once: each
+  // finds the host's values.
+  for (int i = 0; i < n; ++i)
+    y[i] = float(i % 7);
+  cudaStream_t a, b;
+  CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  scale<<<(n / 2 + 255) / 256, 256, 0, a>>>(n / 2, y, 3.0f);
+  scale<<<(n / 2 + 255) / 256, 256, 0, b>>>(n / 2, y + n / 2, 5.0f);
+  CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < n; ++i)
+    EXPECT(y[i] == float(i % 7) * (i < n / 2 ? 3.0f : 5.0f), "y[%d] = %g", i,
+           y[i]);
+  CHECK(cudaStreamDestroy(a));
+  CHECK(cudaStreamDestroy(b));
+
   // Copies and memsets into and out of managed memory.
   std::vector<float> host(n);
   for (int i = 0; i < n; ++i)
