@@ -1090,6 +1090,10 @@ RT_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
 RT_API cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
   if (!ptr)
     return setError(cudaErrorInvalidValue);
+  // Mapped memory is the device's too: it needs the session (which may be
+  // this program's first CUDA call).
+  if (flags & 0x02) // cudaHostAllocMapped
+    INIT();
   RETURN_IF(cuMemHostAlloc(ptr, bytes, flags));
   return cudaSuccess;
 }

@@ -61,6 +61,11 @@ __global__ void fill(int *p, int n, int base) {
 }
 
 int main() {
+  // Mapped pinned memory as the program's first CUDA call (it needs the
+  // session); used at the end.
+  int *mapped, *mappedDevice;
+  CHECK(cudaHostAlloc(&mapped, 256 * sizeof(int), cudaHostAllocMapped));
+
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   EXPECT(prop.managedMemory == 1, "managedMemory = %d", prop.managedMemory);
@@ -171,8 +176,6 @@ int main() {
   }
 
   // Mapped pinned memory: the kernel writes the host's buffer.
-  int *mapped, *mappedDevice;
-  CHECK(cudaHostAlloc(&mapped, 256 * sizeof(int), cudaHostAllocMapped));
   std::memset(mapped, 0xff, 256 * sizeof(int));
   CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&mappedDevice),
                                  mapped, 0));
