@@ -1951,13 +1951,9 @@ WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     *static_cast<void **>(data) = host ? reinterpret_cast<void *>(ptr) : 0;
     return host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  case CU_POINTER_ATTRIBUTE_IS_MANAGED: {
-    auto it = s.managed.upper_bound(ptr);
-    *static_cast<int *>(data) =
-        it != s.managed.begin() &&
-        ptr - std::prev(it)->first < std::prev(it)->second.size;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    *static_cast<int *>(data) = isManagedRange(s, ptr, 1);
     return CUDA_SUCCESS;
-  }
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     *static_cast<int *>(data) = 0;
     return CUDA_SUCCESS;
