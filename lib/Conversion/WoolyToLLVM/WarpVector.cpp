@@ -151,6 +151,8 @@ public:
     SmallVector<Block *> order;
     if (!reversePostOrder(entry, order))
       return false;
+    for (auto [i, block] : llvm::enumerate(order))
+      position[block] = unsigned(i);
     dominance = std::make_unique<DominanceInfo>(entry->getParentOp());
     newBlock();
     // The lane function's arguments but the lane's context: the
@@ -172,9 +174,7 @@ public:
         return false;
       // A block that calls something (a check's report): the loop runs
       // the region instead where a lane would get here.
-      if (llvm::any_of(*block, [](Operation &op) {
-            return isa<LLVM::CallOp, LLVM::InvokeOp>(op);
-          })) {
+      if (calls(block)) {
         if (!mask || !canRestart())
           return false;
         Block *next = newBlockDetached();
@@ -244,8 +244,12 @@ public:
         join->addArgument(v.getType(), loc);
       for (auto [i, v] : llvm::enumerate(escaping))
         lanes[v].value = join->getArgument(i);
-      for (auto [i, m] : llvm::enumerate(masks))
-        *m = join->getArgument(escaping.size() + i);
+      for (auto [i, m] : llvm::enumerate(masks)) {
+        Value through = join->getArgument(escaping.size() + i);
+        if (auto o = origins.find(*m); o != origins.end())
+          origins[through] = o->second;
+        *m = through;
+      }
       // What was made in the skipped code is not there around it.
       vectors.clear();
       frameStores.clear();
@@ -262,6 +266,12 @@ public:
       if (!visit(&op))
         return false;
     return leave(block->getTerminator());
+  }
+
+  static bool calls(Block *block) {
+    return llvm::any_of(*block, [](Operation &op) {
+      return isa<LLVM::CallOp, LLVM::InvokeOp>(op);
+    });
   }
 
   /// Whether `block` has enough to do that a branch around it pays where
@@ -454,6 +464,47 @@ private:
     Guards guards;
   };
   DenseMap<Block *, SmallVector<Edge>> incoming;
+  /// How masks of lanes were made by branches: lanes `parent` (null: all)
+  /// where the lane function's condition `cond` is `side`.
+  struct Origin {
+    Value parent, cond;
+    bool side;
+  };
+  DenseMap<Value, Origin> origins;
+  /// Each block's place in the order the code is emitted in.
+  DenseMap<Block *, unsigned> position;
+
+  /// The lanes in any of `masks` (null: all). Where two are the two sides
+  /// of one branch, their union is the lanes at that branch (a join after
+  /// an if-else), known without computing it: the code after the join
+  /// then runs on the masks before it (on all lanes, where it did), which
+  /// LLVM can see (a store of all lanes can be forwarded to a load, a
+  /// masked one cannot).
+  Value joinMasks(SmallVector<Value> masks) {
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t i = 0; i < masks.size() && !merged; ++i) {
+        auto oi = masks[i] ? origins.find(masks[i]) : origins.end();
+        if (oi == origins.end())
+          continue;
+        for (size_t j = i + 1; j < masks.size(); ++j) {
+          auto oj = masks[j] ? origins.find(masks[j]) : origins.end();
+          if (oj == origins.end() || oj->second.parent != oi->second.parent ||
+              oj->second.cond != oi->second.cond ||
+              oj->second.side == oi->second.side)
+            continue;
+          masks[i] = oi->second.parent;
+          masks.erase(masks.begin() + j);
+          merged = true;
+          break;
+        }
+      }
+    }
+    Value m = masks[0];
+    for (Value n : llvm::drop_begin(masks))
+      m = either(m, n);
+    return m;
+  }
 
   bool reversePostOrder(Block *entry, SmallVectorImpl<Block *> &order) {
     // Iterative depth-first search; a successor on the stack is a cycle.
@@ -663,9 +714,8 @@ private:
       llvm::erase_if(guards, [&](const std::pair<Value, bool> &g) {
         return !llvm::is_contained(e.guards, g);
       });
-    mask = (*edges)[0].mask;
-    for (Edge &e : llvm::drop_begin(*edges))
-      mask = either(mask, e.mask);
+    mask =
+        joinMasks(llvm::map_to_vector(*edges, [](Edge &e) { return e.mask; }));
     for (auto [i, arg] : llvm::enumerate(block->getArguments())) {
       Value first = (*edges)[0].operands[i];
       bool same = llvm::all_of(
@@ -718,10 +768,21 @@ private:
       Value no = LLVM::XOrOp::create(b, loc, cond, allTrue());
       bool uniform = c->kind == Lanes::Uniform;
       Value at = br.getCondition();
-      edge(term->getBlock(), br.getTrueDest(), both(mask, cond),
-           br.getTrueDestOperands(),
+      Value yes = both(mask, cond), notYes = both(mask, no);
+      origins[yes] = {mask, at, true};
+      origins[notYes] = {mask, at, false};
+      // A side that goes to a block that calls (a check's report), before
+      // the other side in the order of the code: where a lane goes there,
+      // the code goes back to the loop (emit) before the other side's
+      // code, so where that runs, every lane took the other side.
+      Block *t = br.getTrueDest(), *f = br.getFalseDest();
+      if (calls(t) && !calls(f) && position.lookup(t) < position.lookup(f))
+        notYes = mask;
+      else if (calls(f) && !calls(t) && position.lookup(f) < position.lookup(t))
+        yes = mask;
+      edge(term->getBlock(), br.getTrueDest(), yes, br.getTrueDestOperands(),
            uniform ? std::optional(std::make_pair(at, true)) : std::nullopt);
-      edge(term->getBlock(), br.getFalseDest(), both(mask, no),
+      edge(term->getBlock(), br.getFalseDest(), notYes,
            br.getFalseDestOperands(),
            uniform ? std::optional(std::make_pair(at, false)) : std::nullopt);
       return true;
@@ -968,6 +1029,16 @@ private:
         set(r, l);
         return true;
       }
+      // A mask of low bits that the steps do not change (an alignment
+      // check of a contiguous access): the base's bits, for every lane.
+      if (uint64_t(*c) + 1 != 0 && llvm::isPowerOf2_64(uint64_t(*c) + 1) &&
+          x->step % int64_t(uint64_t(*c) + 1) == 0) {
+        Value masked = x == operand(0)
+                           ? scalar(op, {x->value, get(other)->value})
+                           : scalar(op, {get(other)->value, x->value});
+        set(r, {Lanes::Uniform, masked, 0, Root::None, knownZeros(op)});
+        return true;
+      }
       if (!fitsLowBits(*x, bits))
         return false;
       uint64_t low = (uint64_t(1) << bits) - 1;
@@ -1021,6 +1092,24 @@ private:
     return b.getI32IntegerAttr(int32_t(bytes));
   }
 
+  /// Prefetches the lines of the range `span` bytes from `first` that the
+  /// next warps read, kPrefetchAhead warps on (the same progression
+  /// further on): between a warp's contiguous load and the next warp's are
+  /// long stretches of other work, too little for the hardware to see the
+  /// stream (as WidenAccessChecks.cpp does for the loop over the lanes).
+  void prefetchAhead(Value first, int64_t span) {
+    constexpr int64_t kPrefetchAhead = 2, kPrefetchSpan = 512;
+    if (span > kPrefetchSpan)
+      return;
+    for (int64_t at = 0; at < span; at += 64)
+      LLVM::Prefetch::create(
+          b, loc,
+          LLVM::GEPOp::create(
+              b, loc, first.getType(), b.getI8Type(), first,
+              ArrayRef<LLVM::GEPArg>{int32_t(kPrefetchAhead * span + at)}),
+          /*rw=*/0, /*hint=*/3, /*cache=*/1);
+  }
+
   bool visitLoad(LLVM::LoadOp load) {
     if (load.getVolatile_() ||
         load.getOrdering() != LLVM::AtomicOrdering::not_atomic)
@@ -1030,9 +1119,12 @@ private:
     auto vt = VectorType::get({kLanes}, t);
     if (!isScalar(t))
       return false;
-    // Global memory: the loop's widened checks and prefetches serve
-    // better (WidenAccessChecks.cpp).
-    if (addr->root == Root::Global)
+    // Global memory: one load where the lanes' addresses are contiguous
+    // (or the same), whose checks are then made once (visitCheckCompare);
+    // other patterns the loop's widened checks and prefetches serve better
+    // (WidenAccessChecks.cpp).
+    if (addr->root == Root::Global && addr->kind != Lanes::Uniform &&
+        !(addr->kind == Lanes::Affine && addr->step == byteSize(t)))
       return false;
     bool memory = addr->root != Root::Frame && addr->root != Root::Context;
     if (memory) {
@@ -1121,6 +1213,8 @@ private:
         }
         return false;
       }
+      if (addr->root == Root::Global)
+        prefetchAhead(addr->value, kLanes * size);
       if (!mask || addr->root == Root::Frame) {
         auto op = cast<LLVM::LoadOp>(b.clone(*load));
         op.getAddrMutable().assign(addr->value);
@@ -1244,6 +1338,82 @@ private:
     return true;
   }
 
+  /// Whether i1 `v` (through `and`, `or` and `xor` of i1 values) is the
+  /// condition of a branch to a block that calls something: a bounds
+  /// check's report, which the lanes are expected not to take.
+  static bool steersCheck(Value v, unsigned depth = 4) {
+    for (Operation *user : v.getUsers()) {
+      if (auto br = dyn_cast<LLVM::CondBrOp>(user)) {
+        if (br.getCondition() != v)
+          continue;
+        for (Block *succ : br->getSuccessors())
+          if (llvm::any_of(*succ,
+                           [](Operation &op) { return isa<LLVM::CallOp>(op); }))
+            return true;
+        continue;
+      }
+      if (depth && isa<LLVM::AndOp, LLVM::OrOp, LLVM::XOrOp>(user) &&
+          user->getResult(0).getType().isInteger(1) &&
+          steersCheck(user->getResult(0), depth - 1))
+        return true;
+    }
+    return false;
+  }
+
+  /// An order comparison (not `eq` or `ne`) of integer `base + lane *
+  /// step` with a value the same for all lanes, where it steers a bounds
+  /// check (steersCheck). Where the 32 values do not wrap around in the
+  /// comparison's order, they lie between the first lane's and the last
+  /// lane's, so the lanes' results change at most once along the lanes:
+  /// where the first and the last lane agree, all do. A run-time check
+  /// requires both (else the loop runs the region, which reports a failing
+  /// lane's access itself); the comparison is then made once. A check of a
+  /// contiguous access costs a few scalar operations instead of a compare
+  /// of 32 (often 64-bit) values. Null where this does not apply.
+  std::optional<bool> visitCheckCompare(LLVM::ICmpOp cmp) {
+    using P = LLVM::ICmpPredicate;
+    P p = cmp.getPredicate();
+    if (p == P::eq || p == P::ne || !isa<IntegerType>(cmp.getLhs().getType()))
+      return std::nullopt;
+    const Lanes *x = get(cmp.getLhs()), *y = get(cmp.getRhs());
+    bool swapped = x->kind == Lanes::Uniform && y->kind == Lanes::Affine;
+    if (swapped)
+      std::swap(x, y);
+    if (x->kind != Lanes::Affine || y->kind != Lanes::Uniform || !x->step ||
+        !steersCheck(cmp.getResult()) || !canRestart())
+      return std::nullopt;
+    bool isSigned = p == P::slt || p == P::sle || p == P::sgt || p == P::sge;
+    unsigned width = cmp.getLhs().getType().getIntOrFloatBitWidth();
+    // The lanes' span must fit in the order's range for "no wrap" to be
+    // the last lane's value lying beyond the first's.
+    uint64_t magnitude = uint64_t(x->step < 0 ? -x->step : x->step);
+    if (x->step == INT64_MIN || magnitude > (uint64_t(1) << 57) ||
+        magnitude * (kLanes - 1) >=
+            (uint64_t(1) << std::min(63u, width - unsigned(isSigned))))
+      return std::nullopt;
+    Type t = x->value.getType();
+    Value first = x->value;
+    Value span = LLVM::ConstantOp::create(
+        b, loc, t,
+        b.getIntegerAttr(t, APInt(width, uint64_t(x->step * (kLanes - 1)),
+                                  /*isSigned=*/false, /*implicitTrunc=*/true)));
+    Value last = LLVM::AddOp::create(b, loc, first, span);
+    P beyond = x->step > 0 ? (isSigned ? P::sge : P::uge)
+                           : (isSigned ? P::sle : P::ule);
+    Value noWrap = LLVM::ICmpOp::create(b, loc, beyond, last, first);
+    auto at = [&](Value lane) {
+      return Value(swapped ? LLVM::ICmpOp::create(b, loc, p, y->value, lane)
+                           : LLVM::ICmpOp::create(b, loc, p, lane, y->value));
+    };
+    Value atFirst = at(first);
+    Value agree =
+        LLVM::ICmpOp::create(b, loc, P::eq, atFirst, at(last)).getResult();
+    if (!require(LLVM::AndOp::create(b, loc, noWrap, agree)))
+      return std::nullopt;
+    set(cmp.getResult(), {Lanes::Uniform, atFirst, 0, Root::None});
+    return true;
+  }
+
   bool visit(Operation *op) {
     if (op->getNumRegions() || op->getNumSuccessors())
       return false;
@@ -1275,6 +1445,9 @@ private:
       set(r, {Lanes::Uniform, cloneScalar(op), 0, root, knownZeros(op)});
       return true;
     }
+    if (auto cmp = dyn_cast<LLVM::ICmpOp>(op))
+      if (std::optional<bool> done = visitCheckCompare(cmp))
+        return *done;
     if (!guarded && visitAffine(op)) {
       Lanes &l = lanes[r];
       if (l.kind == Lanes::Affine && !l.zeros)

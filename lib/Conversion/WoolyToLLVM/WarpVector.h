@@ -39,10 +39,11 @@ namespace mlir::wooly::warp_vector {
 ///
 /// The code does what the lanes run one after another would do (see
 /// WarpVector.cpp); where that cannot be shown (loops in the region, a
-/// load from global memory, more than one store to memory on a way through
-/// the region or a load after it, a value this code cannot vectorise, a
-/// read of the lane's own context) nothing is emitted and the result is
-/// null. Otherwise the result is the block to branch to.
+/// load from global memory whose lanes' addresses are not contiguous, more
+/// than one store to memory on a way through the region or a load after
+/// it, a value this code cannot vectorise, a read of the lane's own
+/// context) nothing is emitted and the result is null. Otherwise the
+/// result is the block to branch to.
 Block *
 emitWarpVectorRegion(OpBuilder &b, Location loc, Region &into,
                      LLVM::LLVMFuncOp lanes, Value params, Value frame,
