@@ -182,7 +182,29 @@ public:
         attach(next);
         continue;
       }
-      if (!mask || !worthSkipping(block)) {
+      // A block that only one side of uniform branches leads to (a loop's
+      // test of a uniform counter, `if (blockDim.x < 2)`): its code runs
+      // under those branches, on the lanes before them (often all), so its
+      // accesses need no masks and its checks know their lanes.
+      Value guard, codeMask = mask;
+      for (;;) {
+        auto o = codeMask ? origins.find(codeMask) : origins.end();
+        if (o == origins.end())
+          break;
+        const Lanes *c = get(o->second.cond);
+        if (!c || c->kind != Lanes::Uniform)
+          break;
+        Value holds = c->value;
+        if (!o->second.side)
+          holds = LLVM::XOrOp::create(
+              b, loc, holds,
+              LLVM::ConstantOp::create(b, loc, b.getI1Type(),
+                                       b.getBoolAttr(true)));
+        guard =
+            guard ? Value(LLVM::AndOp::create(b, loc, guard, holds)) : holds;
+        codeMask = o->second.parent;
+      }
+      if (!guard && (!mask || !worthSkipping(block))) {
         if (!body(block))
           return false;
         continue;
@@ -191,14 +213,30 @@ public:
       // (its values, its edges' masks) passes through the join, poison
       // (no lanes) on the way around.
       Block *pre = b.getInsertionBlock();
-      Value some = any(mask);
+      Value some = guard ? guard : any(mask);
       Block *code = newBlockDetached();
       attach(code);
       size_t rangesBefore = loadRanges.size();
       size_t oldBefore = frameOldOrder.size();
+      size_t exitsBefore = exits.size();
+      Value trueMask = mask;
+      mask = codeMask;
       if (!body(block))
         return false;
       Block *codeEnd = b.getInsertionBlock();
+      // Where the code ran on the lanes before the uniform branches, its
+      // edges and exits on all of them have a mask to pass (all lanes).
+      Value all;
+      auto concrete = [&](Value &m) {
+        if (!m)
+          m = all ? all : (all = allTrue());
+      };
+      for (Block *succ : block->getSuccessors())
+        for (Edge &e : incoming[succ])
+          if (e.from == block)
+            concrete(e.mask);
+      for (size_t i = exitsBefore; i < exits.size(); ++i)
+        concrete(exits[i].first);
       // The values used after the block (by other blocks, or passed to
       // them).
       SmallVector<Value> escaping;
@@ -218,6 +256,8 @@ public:
         for (Edge &e : incoming[succ])
           if (e.from == block && e.mask)
             masks.push_back(&e.mask);
+      for (size_t i = exitsBefore; i < exits.size(); ++i)
+        masks.push_back(&exits[i].first);
       Block *join = newBlockDetached();
       SmallVector<Value> through, around;
       b.setInsertionPointToEnd(pre);
@@ -246,6 +286,12 @@ public:
         lanes[v].value = join->getArgument(i);
       for (auto [i, m] : llvm::enumerate(masks)) {
         Value through = join->getArgument(escaping.size() + i);
+        // The code's own lanes (its mask as it ran) are the block's lanes
+        // after the join; another mask keeps what it is.
+        if (guard && (*m == codeMask || *m == all)) {
+          *m = trueMask;
+          continue;
+        }
         if (auto o = origins.find(*m); o != origins.end())
           origins[through] = o->second;
         *m = through;
@@ -312,8 +358,10 @@ private:
   Block *fallback;
   Value params, frame, warpCtx;
   uint32_t region;
-  /// The current block's lanes (null: all).
-  Value mask;
+  /// The lanes the current block's code runs on (null: all); and the
+  /// block's lanes, which differ where the code runs under uniform
+  /// branches (emit).
+  Value mask, blockMask;
   /// Whether a store was emitted (then the loop cannot start over), and
   /// whether one to memory outside the frame was, or a load from there.
   bool stored = false, storedMemory = false, loadedMemory = false;
@@ -705,7 +753,7 @@ private:
   /// Starts lane-function block `block`: its mask and arguments.
   bool enter(Block *block, SmallVectorImpl<Edge> *edges) {
     if (!edges) {
-      mask = {};
+      mask = blockMask = {};
       guards.clear();
       return true;
     }
@@ -714,7 +762,7 @@ private:
       llvm::erase_if(guards, [&](const std::pair<Value, bool> &g) {
         return !llvm::is_contained(e.guards, g);
       });
-    mask =
+    mask = blockMask =
         joinMasks(llvm::map_to_vector(*edges, [](Edge &e) { return e.mask; }));
     for (auto [i, arg] : llvm::enumerate(block->getArguments())) {
       Value first = (*edges)[0].operands[i];
@@ -769,8 +817,8 @@ private:
       bool uniform = c->kind == Lanes::Uniform;
       Value at = br.getCondition();
       Value yes = both(mask, cond), notYes = both(mask, no);
-      origins[yes] = {mask, at, true};
-      origins[notYes] = {mask, at, false};
+      origins[yes] = {blockMask, at, true};
+      origins[notYes] = {blockMask, at, false};
       // A side that goes to a block that calls (a check's report), before
       // the other side in the order of the code: where a lane goes there,
       // the code goes back to the loop (emit) before the other side's
@@ -957,6 +1005,29 @@ private:
         uint64_t limit = max - uint64_t(x.step) * (kLanes - 1);
         if (uint64_t(x.step) * (kLanes - 1) > max)
           return false;
+        if (mask) {
+          // Only the lanes in the mask count (those outside may wrap: the
+          // lanes below `off` in `buf[tid - off]`): no wrap from the first
+          // one's value to the last one's, and the wide form is based at
+          // the first one's.
+          ActiveLanes ends = activeLanes();
+          Value first = laneValue(x, ends.first);
+          Value ok = LLVM::OrOp::create(
+              b, loc,
+              LLVM::ICmpOp::create(b, loc,
+                                   isSigned ? LLVM::ICmpPredicate::sge
+                                            : LLVM::ICmpPredicate::uge,
+                                   laneValue(x, ends.last), first),
+              ends.none);
+          if (!require(ok))
+            return false;
+          Type wide = r.getType();
+          Value base = LLVM::SubOp::create(
+              b, loc, scalar(op, {first}),
+              LLVM::MulOp::create(b, loc, laneAs(ends.first, wide),
+                                  intConstant(wide, x.step)));
+          return affine(r, base, x.step, Root::None);
+        }
         Value bound = LLVM::ConstantOp::create(
             b, loc, x.value.getType(),
             b.getIntegerAttr(x.value.getType(),
@@ -1360,6 +1431,48 @@ private:
     return false;
   }
 
+  Value intConstant(Type t, int64_t v) {
+    return LLVM::ConstantOp::create(
+        b, loc, t,
+        b.getIntegerAttr(t, APInt(t.getIntOrFloatBitWidth(), uint64_t(v),
+                                  /*isSigned=*/false, /*implicitTrunc=*/true)));
+  }
+
+  /// The first and the last lane in `mask` (i32; 32 and -1 where it is
+  /// empty), and whether it is empty.
+  struct ActiveLanes {
+    Value first, last, none;
+  };
+  ActiveLanes activeLanes() {
+    Type i32 = b.getI32Type();
+    Value bits = LLVM::BitcastOp::create(b, loc, i32, mask);
+    Value first = LLVM::CountTrailingZerosOp::create(b, loc, i32, bits, false);
+    Value last = LLVM::SubOp::create(
+        b, loc, intConstant(i32, kLanes - 1),
+        LLVM::CountLeadingZerosOp::create(b, loc, i32, bits, false));
+    Value none = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, bits,
+                                      intConstant(i32, 0));
+    return {first, last, none};
+  }
+
+  /// `lane` (an i32 in [0, 32)) as integer type `t`.
+  Value laneAs(Value lane, Type t) {
+    unsigned width = t.getIntOrFloatBitWidth();
+    if (width > 32)
+      return LLVM::ZExtOp::create(b, loc, t, lane);
+    if (width < 32)
+      return LLVM::TruncOp::create(b, loc, t, lane);
+    return lane;
+  }
+
+  /// The value of Affine integer `x` in lane `lane` (an i32).
+  Value laneValue(const Lanes &x, Value lane) {
+    Type t = x.value.getType();
+    return LLVM::AddOp::create(
+        b, loc, x.value,
+        LLVM::MulOp::create(b, loc, laneAs(lane, t), intConstant(t, x.step)));
+  }
+
   /// An order comparison (not `eq` or `ne`) of integer `base + lane *
   /// step` with a value the same for all lanes, where it steers a bounds
   /// check (steersCheck). Where the 32 values do not wrap around in the
@@ -1392,12 +1505,18 @@ private:
             (uint64_t(1) << std::min(63u, width - unsigned(isSigned))))
       return std::nullopt;
     Type t = x->value.getType();
-    Value first = x->value;
-    Value span = LLVM::ConstantOp::create(
-        b, loc, t,
-        b.getIntegerAttr(t, APInt(width, uint64_t(x->step * (kLanes - 1)),
-                                  /*isSigned=*/false, /*implicitTrunc=*/true)));
-    Value last = LLVM::AddOp::create(b, loc, first, span);
+    // The first and the last lane in the mask (lanes outside it may be
+    // anywhere: the lanes below `off` in `v += buf[tid - off]`).
+    Value first = x->value, last, none;
+    if (!mask) {
+      last = LLVM::AddOp::create(b, loc, first,
+                                 intConstant(t, x->step * (kLanes - 1)));
+    } else {
+      ActiveLanes ends = activeLanes();
+      first = laneValue(*x, ends.first);
+      last = laneValue(*x, ends.last);
+      none = ends.none;
+    }
     P beyond = x->step > 0 ? (isSigned ? P::sge : P::uge)
                            : (isSigned ? P::sle : P::ule);
     Value noWrap = LLVM::ICmpOp::create(b, loc, beyond, last, first);
@@ -1408,7 +1527,10 @@ private:
     Value atFirst = at(first);
     Value agree =
         LLVM::ICmpOp::create(b, loc, P::eq, atFirst, at(last)).getResult();
-    if (!require(LLVM::AndOp::create(b, loc, noWrap, agree)))
+    Value ok = LLVM::AndOp::create(b, loc, noWrap, agree);
+    if (none) // No lane: nothing to check.
+      ok = LLVM::OrOp::create(b, loc, ok, none);
+    if (!require(ok))
       return std::nullopt;
     set(cmp.getResult(), {Lanes::Uniform, atFirst, 0, Root::None});
     return true;
