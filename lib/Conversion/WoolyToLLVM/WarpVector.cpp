@@ -881,10 +881,19 @@ private:
   /// Whether integer `v` (of the lane function) goes, through a few
   /// integer operations, into an address or a branch's condition.
   static bool steersAccesses(Value v, unsigned depth = 6) {
-    for (Operation *user : v.getUsers()) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
       if (isa<LLVM::GEPOp, LLVM::IntToPtrOp, LLVM::CondBrOp, LLVM::SwitchOp>(
               user))
         return true;
+      // Through a branch, the block argument it becomes (a loop's phi).
+      if (auto br = dyn_cast<LLVM::BrOp>(user)) {
+        if (depth &&
+            steersAccesses(br.getDest()->getArgument(use.getOperandNumber()),
+                           depth - 1))
+          return true;
+        continue;
+      }
       if (depth && user->getNumResults() == 1 &&
           isa<IntegerType>(user->getResult(0).getType()) &&
           isa<LLVM::AddOp, LLVM::SubOp, LLVM::MulOp, LLVM::ShlOp, LLVM::LShrOp,
