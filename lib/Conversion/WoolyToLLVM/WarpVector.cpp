@@ -219,6 +219,9 @@ public:
       size_t rangesBefore = loadRanges.size();
       size_t oldBefore = frameOldOrder.size();
       size_t exitsBefore = exits.size();
+      DenseMap<Value, Value> vectorsBefore = vectors;
+      DenseMap<Value, FrameStore> storesBefore = frameStores;
+      unsigned clearedBefore = frameStoresCleared;
       Value trueMask = mask;
       mask = codeMask;
       if (!body(block))
@@ -296,9 +299,17 @@ public:
           origins[through] = o->second;
         *m = through;
       }
-      // What was made in the skipped code is not there around it.
-      vectors.clear();
-      frameStores.clear();
+      // What was made in the skipped code is not there around it; what
+      // was made before is, where the code did not store over it.
+      vectors = std::move(vectorsBefore);
+      llvm::DenseMap<Value, FrameStore> kept;
+      if (frameStoresCleared == clearedBefore)
+        for (auto &[at, before] : storesBefore) {
+          auto now = frameStores.find(at);
+          if (now != frameStores.end() && now->second.vector == before.vector)
+            kept.try_emplace(at, before);
+        }
+      frameStores = std::move(kept);
       for (size_t i = oldBefore; i < frameOldOrder.size(); ++i)
         frameOld[frameOldOrder[i]].valid = false;
     }
@@ -500,8 +511,17 @@ private:
   /// Varying forms made of Uniform and Affine values.
   DenseMap<Value, Value> vectors;
   /// The last store to each frame address (of the lane function): the
-  /// value and the block of the lane function it is in.
-  DenseMap<Value, std::pair<Value, Block *>> frameStores;
+  /// value (`<32 x T>`), the block of the lane function it is in, and the
+  /// stored value's form where it is the same for all lanes.
+  struct FrameStore {
+    Value vector;
+    Block *block;
+    std::optional<Lanes> uniform;
+  };
+  DenseMap<Value, FrameStore> frameStores;
+  /// How often frameStores was emptied (a store to memory the frame may
+  /// be part of).
+  unsigned frameStoresCleared = 0;
   std::unique_ptr<DominanceInfo> dominance;
   /// Per block of the lane function, its incoming edges: the lanes that
   /// take them and the values they pass.
@@ -1254,9 +1274,12 @@ private:
       // load it again after a masked store).
       auto last = frameStores.find(load.getAddr());
       if (addr->root == Root::Frame && last != frameStores.end() &&
-          last->second.first.getType() == vt &&
-          dominance->dominates(last->second.second, load->getBlock())) {
-        set(load, {Lanes::Varying, last->second.first, 0, Root::None});
+          last->second.vector.getType() == vt &&
+          dominance->dominates(last->second.block, load->getBlock())) {
+        if (last->second.uniform)
+          set(load, *last->second.uniform);
+        else
+          set(load, {Lanes::Varying, last->second.vector, 0, Root::None});
         return true;
       }
       Value v;
@@ -1367,10 +1390,15 @@ private:
       return false;
     if (addr->kind == Lanes::Affine && addr->step == size) {
       if (addr->root == Root::Frame) {
-        frameStores[store.getAddr()] = {v, store->getBlock()};
+        std::optional<Lanes> uniform;
+        if (get(value)->kind == Lanes::Uniform)
+          uniform = *get(value);
+        frameStores[store.getAddr()] = {v, store->getBlock(), uniform};
         frameAccess(addr->value, /*store=*/true);
-      } else
+      } else {
         frameStores.clear(); // Memory might be a frame slot's alias.
+        ++frameStoresCleared;
+      }
       if (!mask) {
         auto op = cast<LLVM::StoreOp>(b.clone(*store));
         op.getValueMutable().assign(v);
