@@ -2319,14 +2319,20 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     if (depth >= kWarpVectorChain || next == 0 || next >= regions ||
         !permutationTo.count(next)) {
       // Each lane's next region, for the code after `uniform` that reads
-      // them (the vector code does not store them where all lanes agree).
+      // them (the vector code does not store them where all lanes agree):
+      // a warp collective's, where its lanes may not all name the warp. At
+      // a barrier or the end, `uniform` returns without them.
+      bool barrier = next == WOOLY_REGION_EXITED ||
+                     (next >= 1 && next - 1 < layout.cuts.size() &&
+                      !layout.cuts[next - 1].warp);
       auto v32 = VectorType::get({32}, i32);
-      LLVM::StoreOp::create(
-          b, loc,
-          LLVM::ConstantOp::create(
-              b, loc, v32,
-              DenseElementsAttr::get(v32, b.getI32IntegerAttr(int32_t(next)))),
-          nexts, /*alignment=*/16);
+      if (!barrier)
+        LLVM::StoreOp::create(b, loc,
+                              LLVM::ConstantOp::create(
+                                  b, loc, v32,
+                                  DenseElementsAttr::get(
+                                      v32, b.getI32IntegerAttr(int32_t(next)))),
+                              nexts, /*alignment=*/16);
       LLVM::BrOp::create(b, loc, ValueRange{c32(next)}, uniform);
       return;
     }
