@@ -615,6 +615,55 @@ extern "C" __global__ void volatile_reduce(const int *in, int *out) {
     out[blockIdx.x] = sdata[0];
 }
 
+// Constant shuffles of every kind with constant widths below 32 (each
+// segment its own clamp), deltas past the segment, and 64-bit/double values.
+extern "C" __global__ void shfl_const(const int *in, long long *out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int v = in[i];
+  long long q = (long long)v * 3;
+  double d = v * 0.5;
+  int a = __shfl_up_sync(0xffffffffu, v, 3, 8);
+  int b = __shfl_down_sync(0xffffffffu, v, 5, 8);
+  int c = __shfl_xor_sync(0xffffffffu, v, 6, 4);
+  int e = __shfl_sync(0xffffffffu, v, 13, 16);
+  int f = __shfl_up_sync(0xffffffffu, v, 9, 8);
+  int g = __shfl_down_sync(0xffffffffu, v, 31, 32);
+  int h = __shfl_sync(0xffffffffu, v, 45, 32);
+  int k = __shfl_xor_sync(0xffffffffu, v, 17, 16);
+  long long q2 = __shfl_down_sync(0xffffffffu, q, 2, 4);
+  double d2 = __shfl_up_sync(0xffffffffu, d, 1, 2);
+  out[i] = (long long)a ^ ((long long)b << 3) ^ ((long long)c << 6) ^
+           ((long long)e << 9) ^ ((long long)f << 12) ^ ((long long)g << 15) ^
+           ((long long)h << 18) ^ ((long long)k << 21) ^ q2 ^ (long long)d2;
+}
+
+// A thread's own array indexed by data (`.local` memory), written before a
+// barrier and a shuffle and read after them. nvcc computes the array's
+// address once, at the start: the integer that crosses the cuts is made
+// from the address, not the address itself. Regions kept only that integer
+// (the warp function's lanes then shared one array, and thread by thread
+// the address was in a stack frame no longer live); the kernel runs as
+// fibers.
+extern "C" __global__ void local_array(const int *in, int *out) {
+  __shared__ int s[256];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int a[16];
+  int v = in[i];
+  for (int k = 0; k < 16; ++k)
+    a[k] = v * k + tid;
+  s[tid] = v;
+  __syncthreads();
+  int j = s[(tid + 1) % blockDim.x] & 15;
+  a[j] += __shfl_xor_sync(0xffffffffu, v, 1);
+  a[(j + 3) & 15] ^= __shfl_down_sync(0xffffffffu, a[j], 2);
+  __syncthreads();
+  int r = 0;
+  for (int k = 0; k < 16; ++k)
+    r = r * 31 + a[(k * 7 + v) & 15];
+  out[i] = r;
+}
+
 // Out of bounds (warp-adversarial.test runs these alone): a shared store
 // whose index goes negative for the low lanes of the second warp (`off`
 // up to 32), and a global load at a negative offset in thread `bad`.
