@@ -664,6 +664,29 @@ extern "C" __global__ void local_array(const int *in, int *out) {
   out[i] = r;
 }
 
+// In odd blocks the lanes of each warp split between two shuffles (the
+// warp function hands the lanes to the runtime), in even blocks they stay
+// together: on one worker, blocks that stay in the block's lockstep follow
+// blocks that left it, and the other way round.
+extern "C" __global__ void alt_split(const int *in, int *out) {
+  __shared__ int s[256];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int lane = tid & 31;
+  int v = in[i];
+  s[tid] = v;
+  __syncthreads();
+  if ((blockIdx.x & 1) && (v & 1))
+    v += __shfl_xor_sync(__activemask(), v, 1);
+  else
+    v -= __shfl_xor_sync(__activemask(), v, 2);
+  v += s[(tid + 3) % blockDim.x] * (int)blockIdx.x;
+  __syncthreads();
+  s[tid] = v ^ lane;
+  __syncthreads();
+  out[i] = s[(tid + 1) % blockDim.x] + (int)blockIdx.x;
+}
+
 // Out of bounds (warp-adversarial.test runs these alone): a shared store
 // whose index goes negative for the low lanes of the second warp (`off`
 // up to 32), and a global load at a negative offset in thread `bad`.
