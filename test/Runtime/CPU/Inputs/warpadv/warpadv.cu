@@ -687,6 +687,29 @@ extern "C" __global__ void alt_split(const int *in, int *out) {
   out[i] = s[(tid + 1) % blockDim.x] + (int)blockIdx.x;
 }
 
+// Lanes that return early (a data-dependent set), then votes, a match and
+// shuffles among the lanes still there (__activemask), and a barrier.
+extern "C" __global__ void exit_votes(const int *in, int *out) {
+  __shared__ int s[256];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int lane = tid & 31;
+  int v = in[i];
+  s[tid] = v;
+  out[i] = -7;
+  if ((v & 7) == 5 || (lane == 3 && (v & 1)))
+    return;
+  unsigned m = __activemask();
+  unsigned b = __ballot_sync(m, v & 2);
+  int src = __ffs(m) - 1;
+  int first = __shfl_sync(m, v, src);
+  unsigned g = __match_any_sync(m, v & 3);
+  int any = __any_sync(m, v < 0);
+  __syncthreads();
+  int nb = s[(tid + 1) % blockDim.x];
+  out[i] = (int)(b ^ m) + first + (int)g * 3 + any + nb;
+}
+
 // Out of bounds (warp-adversarial.test runs these alone): a shared store
 // whose index goes negative for the low lanes of the second warp (`off`
 // up to 32), and a global load at a negative offset in thread `bad`.
