@@ -710,6 +710,23 @@ extern "C" __global__ void exit_votes(const int *in, int *out) {
   out[i] = (int)(b ^ m) + first + (int)g * 3 + any + nb;
 }
 
+// Contiguous global loads in a vector region, under a lane condition (odd
+// lanes) and under a uniform one, past the end of `b` from lane n % 32 on.
+extern "C" __global__ void masked_global(const int *a, const int *b, int *out,
+                                         int n, int u) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  int lane = threadIdx.x & 31;
+  int v = a[i];
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  int t = 0;
+  if (lane & 1)
+    t = b[i + n];
+  if (u > 0)
+    t += b[i + u];
+  t += __shfl_xor_sync(0xffffffffu, t, 2);
+  out[i] = v + t;
+}
+
 // Out of bounds (warp-adversarial.test runs these alone): a shared store
 // whose index goes negative for the low lanes of the second warp (`off`
 // up to 32), and a global load at a negative offset in thread `bad`.
