@@ -261,13 +261,22 @@ public:
             masks.push_back(&e.mask);
       for (size_t i = exitsBefore; i < exits.size(); ++i)
         masks.push_back(&exits[i].first);
+      // What the rest reads of them: each one's value, and the uniform
+      // part above the bits where its lanes differ (Lanes::high), which
+      // the rest may use alone (`(tid >> 3) & ~3`).
+      SmallVector<Value *> passed;
+      for (Value v : escaping) {
+        Lanes &l = lanes[v];
+        passed.push_back(&l.value);
+        if (l.high)
+          passed.push_back(&l.high);
+      }
       Block *join = newBlockDetached();
       SmallVector<Value> through, around;
       b.setInsertionPointToEnd(pre);
-      for (Value v : escaping) {
-        through.push_back(lanes[v].value);
-        around.push_back(
-            LLVM::PoisonOp::create(b, loc, lanes[v].value.getType()));
+      for (Value *v : passed) {
+        through.push_back(*v);
+        around.push_back(LLVM::PoisonOp::create(b, loc, v->getType()));
       }
       for (auto [i, m] : llvm::enumerate(masks)) {
         through.push_back(*m);
@@ -285,10 +294,10 @@ public:
       attach(join);
       for (Value v : through)
         join->addArgument(v.getType(), loc);
-      for (auto [i, v] : llvm::enumerate(escaping))
-        lanes[v].value = join->getArgument(i);
+      for (auto [i, v] : llvm::enumerate(passed))
+        *v = join->getArgument(i);
       for (auto [i, m] : llvm::enumerate(masks)) {
-        Value through = join->getArgument(escaping.size() + i);
+        Value through = join->getArgument(passed.size() + i);
         // The code's own lanes (its mask as it ran) are the block's lanes
         // after the join; another mask keeps what it is.
         if (guard && (*m == codeMask || *m == all)) {

@@ -1011,6 +1011,42 @@ Value slotAddress(OpBuilder &b, Location loc, Value frame, Value lane,
                              ArrayRef<LLVM::GEPArg>{off});
 }
 
+/// Whether an address made from `alloca` (through any operation but a load,
+/// whose result is what the memory holds, and through branches to block
+/// arguments) is in `across`, or is stored to memory: the `.local` memory
+/// is then reached on both sides of a cut, where its contents do not
+/// survive (the region's next call has a stack of its own, and the lanes
+/// of a warp function share one).
+bool addressLivesAcross(Value alloca, const llvm::SetVector<Value> &across) {
+  SmallVector<Value> work{alloca};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (across.contains(v))
+      return true;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<LLVM::LoadOp>(user))
+        continue;
+      if (auto store = dyn_cast<LLVM::StoreOp>(user)) {
+        if (store.getValue() == v)
+          return true;
+        continue;
+      }
+      if (auto br = dyn_cast<BranchOpInterface>(user)) {
+        if (std::optional<BlockArgument> arg =
+                br.getSuccessorBlockArgument(use.getOperandNumber()))
+          work.push_back(*arg);
+        continue;
+      }
+      llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
+}
+
 /// For a kernel whose barriers and warp collectives can be split
 /// (regionSplitBlocker), builds `__wooly_lanes_<k>(ctx, params, region,
 /// lane, frame) -> next`: the kernel cut at each of them. A call runs one
@@ -1154,6 +1190,7 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
   for (auto alloca : llvm::to_vector(first->getOps<LLVM::AllocaOp>())) {
     bool lives = across.contains(alloca.getResult());
     if (!isBufferAlloca(alloca.getResult())) {
+      lives = addressLivesAcross(alloca.getResult(), across);
       if (lives) {
         fn.erase();
         return std::nullopt;
