@@ -1066,23 +1066,16 @@ private:
                                   intConstant(wide, x.step)));
           return affine(r, base, x.step, Root::None);
         }
-        Value bound = LLVM::ConstantOp::create(
-            b, loc, x.value.getType(),
-            b.getIntegerAttr(x.value.getType(),
-                             APInt(width, limit, /*isSigned=*/false,
-                                   /*implicitTrunc=*/true)));
+        Type t = x.value.getType();
         Value ok = LLVM::ICmpOp::create(b, loc,
                                         isSigned ? LLVM::ICmpPredicate::sle
                                                  : LLVM::ICmpPredicate::ule,
-                                        x.value, bound);
+                                        x.value, intConstant(t, int64_t(limit)));
         if (isSigned) // And the base itself not so low that lanes cross 0.
           ok = LLVM::AndOp::create(
               b, loc, ok,
-              LLVM::ICmpOp::create(
-                  b, loc, LLVM::ICmpPredicate::sge, x.value,
-                  LLVM::ConstantOp::create(
-                      b, loc, x.value.getType(),
-                      b.getIntegerAttr(x.value.getType(), 0))));
+              LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::sge, x.value,
+                                   intConstant(t, 0)));
         if (!require(ok))
           return false;
       }
