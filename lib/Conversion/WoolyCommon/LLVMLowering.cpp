@@ -814,7 +814,11 @@ LogicalResult prepareModule(ModuleOp module, LoweringState &state,
       continue;
     if (failed(initializeGlobal(b, g, lg->op, target, state)))
       return failure();
-    b.setInsertionPointToStart(module.getBody());
+    // The next global after this one: the LLVM module keeps the variables
+    // in declaration order, which decides where the GPU targets place
+    // shared variables (kernels may rely on more than their declared
+    // alignment, as they do with the original PTX).
+    b.setInsertionPointAfter(lg->op);
   }
 
   // Kernel parameter layout: each parameter at its alignment (CUDA's rule).
