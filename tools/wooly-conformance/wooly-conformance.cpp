@@ -8,6 +8,9 @@
 // pointers (both the output for warp tests), one block of `block_dim_x`
 // threads, 1024 bytes of dynamic shared memory, bit-exact comparison of
 // the output. Prints each failure and `N passed, N failed, N skipped`.
+// After a failed test it checks that the device still answers (a fault can
+// leave a GPU context unusable: CUDA's sticky errors) and, where it does
+// not, starts it again and says so, so that one fault fails one test.
 //
 // With --passes (cpu, or cuda with --target=sm_XX) every test is compiled with
 // those Wooly passes and launched as a runtime would launch the transformed
@@ -225,7 +228,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << llvm::toString(created.takeError()) << '\n';
     return 2;
   }
-  Backend &device = **created;
+  std::unique_ptr<Backend> owner = std::move(*created);
+  Backend *device = owner.get();
   if (!passes.empty() && runsOriginal) {
     llvm::errs() << "error: --passes needs the compiled module to run: the "
                     "cpu backend, or --target=sm_XX\n";
@@ -249,17 +253,49 @@ int main(int argc, char **argv) {
   if (coalesce)
     llvm::outs() << "passes: wooly-coalesce{kernels=K,K} (two parts)\n";
   // The CPU backend is the default; name any other device in the output.
-  if (device.kind() != "cpu")
-    llvm::outs() << "device: " << device.name() << '\n';
+  if (device->kind() != "cpu")
+    llvm::outs() << "device: " << device->name() << '\n';
   if (target->kind != Target::Kind::Host)
     llvm::outs() << "target: " << target->str() << " (Wooly's PTX)\n";
   unsigned passed = 0, failed = 0, skipped = 0, knownFailed = 0;
+  // The test that failed last, while the device may not have been checked
+  // since: a fault can leave a GPU context unusable (CUDA's sticky errors,
+  // e.g. a misaligned address), and every later test would fail with it.
+  std::string lastFailed;
   for (const std::string &name : names) {
     if (re && !re->match(name))
       continue;
+    if (!lastFailed.empty()) {
+      // A copy reaches the context (an allocation may come from a pool).
+      uint32_t word = 0;
+      auto probe = device->allocate(sizeof(word));
+      llvm::Error err = probe
+                            ? device->copyToDevice(*probe, &word, sizeof(word))
+                            : probe.takeError();
+      if (probe)
+        err = llvm::joinErrors(std::move(err), device->free(*probe));
+      if (err) {
+        std::string why = llvm::toString(std::move(err));
+        owner.reset();
+        auto again = createBackend(backend, backendOptions);
+        if (!again) {
+          llvm::errs() << "error: the device failed after " << lastFailed
+                       << " (" << why << ") and could not be started again: "
+                       << llvm::toString(again.takeError()) << '\n';
+          return 2;
+        }
+        owner = std::move(*again);
+        device = owner.get();
+        llvm::outs() << "note: the device failed after " << lastFailed << " ("
+                     << why << "); started it again (a new context) for "
+                     << name << " and the tests after it\n";
+      }
+      lastFailed.clear();
+    }
     const llvm::json::Object &t = *json->getAsObject()->getObject(name);
     auto report = [&](StringRef what) {
       ++failed;
+      lastFailed = name;
       auto k = known.find(name);
       if (k != known.end()) {
         ++knownFailed;
@@ -308,13 +344,13 @@ int main(int argc, char **argv) {
       continue;
     }
     auto module = std::make_shared<const CompiledModule>(std::move(*compiled));
-    auto loaded = device.loadModule(module, input.text);
+    auto loaded = device->loadModule(module, input.text);
     if (!loaded) {
       report("load error: " + llvm::toString(loaded.takeError()));
       continue;
     }
     auto unload = llvm::scope_exit(
-        [&] { llvm::consumeError(device.unloadModule(*loaded)); });
+        [&] { llvm::consumeError(device->unloadModule(*loaded)); });
     const KernelInfo *k = module->findKernel(kernel);
     if (!k) {
       report("no kernel '" + kernel.str() + "'");
@@ -331,20 +367,20 @@ int main(int argc, char **argv) {
       continue;
     }
     uint64_t outSize = std::max<size_t>(expected.size(), 1);
-    auto outAddr = device.allocate(outSize);
+    auto outAddr = device->allocate(outSize);
     uint64_t inAddr = 0;
     if (!outAddr) {
       report(llvm::toString(outAddr.takeError()));
       continue;
     }
     if (hasInput && !in.empty()) {
-      auto a = device.allocate(in.size());
+      auto a = device->allocate(in.size());
       if (!a) {
         report(llvm::toString(a.takeError()));
         continue;
       }
       inAddr = *a;
-      if (auto e = device.copyToDevice(inAddr, in.data(), in.size())) {
+      if (auto e = device->copyToDevice(inAddr, in.data(), in.size())) {
         report(llvm::toString(std::move(e)));
         continue;
       }
@@ -352,9 +388,9 @@ int main(int argc, char **argv) {
       inAddr = *outAddr;
     }
     auto freeAll = llvm::scope_exit([&] {
-      llvm::consumeError(device.free(*outAddr));
+      llvm::consumeError(device->free(*outAddr));
       if (inAddr != *outAddr)
-        llvm::consumeError(device.free(inAddr));
+        llvm::consumeError(device->free(inAddr));
     });
     // Arguments: (input, output); warp kernels often take only the output.
     // Parameters a pass appended (with a role) come after them.
@@ -390,7 +426,7 @@ int main(int argc, char **argv) {
     std::vector<uint64_t> coalesceAllocs;
     auto freeCoalesce = llvm::scope_exit([&] {
       for (uint64_t a : coalesceAllocs)
-        llvm::consumeError(device.free(a));
+        llvm::consumeError(device->free(a));
     });
     uint64_t outCopy = 0;
     if (coalesce) {
@@ -401,12 +437,12 @@ int main(int argc, char **argv) {
       }
       auto upload = [&](const void *data,
                         size_t bytes) -> llvm::Expected<uint64_t> {
-        auto a = device.allocate(std::max<size_t>(bytes, 1));
+        auto a = device->allocate(std::max<size_t>(bytes, 1));
         if (!a)
           return a.takeError();
         coalesceAllocs.push_back(*a);
         if (bytes)
-          if (auto e = device.copyToDevice(*a, data, bytes))
+          if (auto e = device->copyToDevice(*a, data, bytes))
             return std::move(e);
         return *a;
       };
@@ -466,7 +502,7 @@ int main(int argc, char **argv) {
       fc.block = {coalescedBlock(parts), 1, 1};
       fc.dynamicSharedBytes = coalescedDynamicShared(parts);
       if (auto e =
-              device.launch(*loaded, "__wooly_coalesced", fc, *fusedParams)) {
+              device->launch(*loaded, "__wooly_coalesced", fc, *fusedParams)) {
         report("launch error: " + llvm::toString(std::move(e)));
         continue;
       }
@@ -481,7 +517,7 @@ int main(int argc, char **argv) {
       uint64_t hi = std::max(*outAddr + outSize,
                              inAddr == *outAddr ? 0 : inAddr + in.size());
       options.isolateRegion = {lo, hi};
-      auto ran = launchKernel(device, *loaded, *k, config, params, options);
+      auto ran = launchKernel(*device, *loaded, *k, config, params, options);
       if (!ran) {
         report("launch error: " + llvm::toString(ran.takeError()));
         continue;
@@ -493,7 +529,7 @@ int main(int argc, char **argv) {
       }
     }
     std::vector<uint8_t> got(expected.size());
-    if (auto e = device.copyFromDevice(got.data(), *outAddr, got.size())) {
+    if (auto e = device->copyFromDevice(got.data(), *outAddr, got.size())) {
       report(llvm::toString(std::move(e)));
       continue;
     }
@@ -513,7 +549,7 @@ int main(int argc, char **argv) {
     if (outCopy) {
       // Part 1 (on the copies) computed what part 0 did.
       std::vector<uint8_t> got1(expected.size());
-      if (auto e = device.copyFromDevice(got1.data(), outCopy, got1.size())) {
+      if (auto e = device->copyFromDevice(got1.data(), outCopy, got1.size())) {
         report(llvm::toString(std::move(e)));
         continue;
       }
