@@ -274,13 +274,27 @@ struct HostEmitter : Emitter {
         if (state.dynamicSharedOffset)
           total = LLVM::UMaxOp::create(rw, loc, total,
                                        c64(state.dynamicSharedOffset));
-        Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
-        Value inside =
-            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult, off, total);
-        Value fits =
-            LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule, end, total);
-        Value ok = alignedToo(LLVM::AndOp::create(rw, loc, inside, fits), off,
-                              size, flags);
+        // `[off, off + size)` inside `[0, total)`. Where the static shared
+        // memory alone holds an access (total >= size), that is one
+        // comparison with a bound the same for every thread, `off <=
+        // total - size` (neither side wraps), which the warp vector code
+        // makes once for a warp's contiguous accesses; otherwise `off <
+        // total` and `off + size <= total` (the sum may wrap).
+        Value ok;
+        if (state.dynamicSharedOffset >= size) {
+          ok = LLVM::ICmpOp::create(
+              rw, loc, LLVM::ICmpPredicate::ule, off,
+              LLVM::SubOp::create(rw, loc, total, c64(size),
+                                  LLVM::IntegerOverflowFlags::nuw));
+        } else {
+          Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
+          Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
+                                              off, total);
+          Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
+                                            end, total);
+          ok = LLVM::AndOp::create(rw, loc, inside, fits);
+        }
+        ok = alignedToo(ok, off, size, flags);
         emitUnlikely(ok, [&] {
           call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
         });

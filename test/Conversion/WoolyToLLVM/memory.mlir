@@ -149,3 +149,45 @@ wooly.func @shared_atomics(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
   %1 = wooly.atom shared cas %p, %v, %0 : i32, i32, i32 -> i32
   wooly.ret
 }
+
+// -----
+
+// A shared access inside the static shared memory's size is checked with one
+// comparison, `off <= total - size` (total, the launch's window, is at least
+// the static size, here 64 bytes, so the difference does not wrap).
+// CHECK-LABEL: llvm.func @__wooly_kernel_one_compare(
+// CHECK: %[[OFF:.*]] = llvm.zext %{{.*}} : i32 to i64
+// CHECK: %[[TOTAL:.*]] = llvm.intr.umax(%{{.*}}, %{{.*}}) : (i64, i64) -> i64
+// CHECK: %[[SIZE:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK: %[[LIMIT:.*]] = llvm.sub %[[TOTAL]], %[[SIZE]] overflow<nuw> : i64
+// CHECK: %[[IN:.*]] = llvm.icmp "ule" %[[OFF]], %[[LIMIT]] : i64
+// CHECK-NOT: llvm.icmp "ult" %[[OFF]]
+// CHECK: llvm.and %[[IN]], %{{.*}} : i1
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+wooly.global shared @t : i32[16] align 4
+wooly.func @one_compare(%i: i32 {wooly.type = "u32"}, %v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %base = wooly.addressof @t : i32
+  %o = arith.muli %i, %v : i32
+  wooly.st shared %o, %v : i32, i32
+  wooly.ret
+}
+
+// -----
+
+// With only dynamic shared memory the window may be smaller than the
+// access: the offset is below the size and so is its end (their sum may
+// wrap in 64 bits).
+// CHECK-LABEL: llvm.func @__wooly_kernel_two_compares(
+// CHECK: %[[OFF:.*]] = llvm.zext %{{.*}} : i32 to i64
+// CHECK: %[[END:.*]] = llvm.add %[[OFF]], %{{.*}} : i64
+// CHECK: %[[IN:.*]] = llvm.icmp "ult" %[[OFF]], %[[TOTAL:.*]] : i64
+// CHECK: %[[FITS:.*]] = llvm.icmp "ule" %[[END]], %[[TOTAL]] : i64
+// CHECK: llvm.and %[[IN]], %[[FITS]] : i1
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+wooly.global shared extern @dyn : i8[0] align 16
+wooly.func @two_compares(%i: i32 {wooly.type = "u32"}, %v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %base = wooly.addressof @dyn : i32
+  %o = arith.muli %i, %v : i32
+  wooly.st shared %o, %v : i32, i32
+  wooly.ret
+}
