@@ -275,7 +275,9 @@ int main(int argc, char **argv) {
       if (probe)
         err = llvm::joinErrors(std::move(err), device->free(*probe));
       if (err) {
-        std::string why = llvm::toString(std::move(err));
+        // One line (joined errors have one each).
+        std::string why =
+            llvm::join(llvm::split(llvm::toString(std::move(err)), '\n'), "; ");
         owner.reset();
         auto again = createBackend(backend, backendOptions);
         if (!again) {
