@@ -1067,10 +1067,10 @@ private:
           return affine(r, base, x.step, Root::None);
         }
         Type t = x.value.getType();
-        Value ok = LLVM::ICmpOp::create(b, loc,
-                                        isSigned ? LLVM::ICmpPredicate::sle
-                                                 : LLVM::ICmpPredicate::ule,
-                                        x.value, intConstant(t, int64_t(limit)));
+        Value ok = LLVM::ICmpOp::create(
+            b, loc,
+            isSigned ? LLVM::ICmpPredicate::sle : LLVM::ICmpPredicate::ule,
+            x.value, intConstant(t, int64_t(limit)));
         if (isSigned) // And the base itself not so low that lanes cross 0.
           ok = LLVM::AndOp::create(
               b, loc, ok,
