@@ -211,6 +211,13 @@ struct cudaFuncAttributes {
   int reserved[16];
 };
 
+/// enum cudaLimit (cudaDeviceSetLimit, cudaDeviceGetLimit).
+enum cudaLimit : int {
+  cudaLimitStackSize = 0x00,
+  cudaLimitPrintfFifoSize = 0x01,
+  cudaLimitMallocHeapSize = 0x02,
+};
+
 /// enum cudaFuncAttribute (cudaFuncSetAttribute).
 enum cudaFuncAttribute : int {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,

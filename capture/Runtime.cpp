@@ -866,17 +866,30 @@ RT_API cudaError_t cudaDeviceReset() {
   return cudaSuccess;
 }
 
+/// The device heap of each tenant (device-side malloc) on wooly-serve's
+/// CPU backend: CUDA's default size, which cudaDeviceSetLimit does not
+/// change yet.
+constexpr size_t kDeviceHeapBytes = 8 << 20;
+
 RT_API cudaError_t cudaDeviceSetLimit(int limit, size_t value) {
-  (void)limit, (void)value;
   INIT();
-  return cudaSuccess; // stack, printf FIFO and heap sizes are the server's
+  // Stack, printf FIFO and heap sizes are the server's. A larger heap than
+  // the server's is not an error (programs set one just in case), but
+  // mallocs beyond it return null, so the program is told.
+  if (limit == cudaLimitMallocHeapSize && value > kDeviceHeapBytes)
+    log(1,
+        "cudaDeviceSetLimit(cudaLimitMallocHeapSize, %zu): the device heap "
+        "stays %zu MiB (not configurable yet); device-side malloc returns "
+        "null beyond it",
+        value, kDeviceHeapBytes >> 20);
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaDeviceGetLimit(size_t *value, int limit) {
   if (!value)
     return setError(cudaErrorInvalidValue);
   INIT();
-  static const size_t defaults[] = {1024, 1 << 20, 8 << 20};
+  static const size_t defaults[] = {1024, 1 << 20, kDeviceHeapBytes};
   *value = limit >= 0 && limit < 3 ? defaults[limit] : 0;
   return cudaSuccess;
 }

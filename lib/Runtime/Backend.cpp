@@ -247,6 +247,9 @@ public:
     if (CpuModule *m = modules.find(handle))
       device.setModuleDomain(m->loaded, domain);
   }
+  uint64_t releaseMemoryDomain(uint64_t domain) override {
+    return device.releaseDomain(domain);
+  }
   llvm::Error free(uint64_t addr) override {
     return device.memory().free(addr);
   }

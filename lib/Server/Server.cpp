@@ -3957,6 +3957,8 @@ void Server::Impl::maybeErase(Session &s) {
     llvm::consumeError(memory->free(addr));
     freed += bytes;
   }
+  // The backend's own memory of the session: its device heap.
+  uint64_t heap = backend->releaseMemoryDomain(s.id);
   for (auto &[h, m] : s.modules) {
     memory->removePinned(m->variablesKey);
     if (m->loaded)
@@ -3965,13 +3967,17 @@ void Server::Impl::maybeErase(Session &s) {
         m->image->state != ModuleImage::State::Inspecting)
       images.erase(m->image->hash);
   }
-  log(llvm::formatv("session {0} closed: {1} returned to the device{2}", s.id,
-                    bytesText(freed),
-                    objects ? llvm::formatv("; {0} texture or surface "
-                                            "object{1} destroyed",
-                                            objects, objects == 1 ? "" : "s")
-                                  .str()
-                            : std::string())
+  log(llvm::formatv(
+          "session {0} closed: {1} returned to the device{2}{3}", s.id,
+          bytesText(freed),
+          heap ? llvm::formatv(" (and its device heap, {0})", bytesText(heap))
+                     .str()
+               : std::string(),
+          objects ? llvm::formatv("; {0} texture or surface "
+                                  "object{1} destroyed",
+                                  objects, objects == 1 ? "" : "s")
+                        .str()
+                  : std::string())
           .str());
   // The session counts for its tenant until here: a dead session with work
   // still in flight keeps using its TenantState.

@@ -165,6 +165,13 @@ static_assert(wabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
 static_assert(wabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
                   ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               "");
+static_assert(int(wabi::cudaLimitStackSize) == (int)::cudaLimitStackSize, "");
+static_assert(int(wabi::cudaLimitPrintfFifoSize) ==
+                  (int)::cudaLimitPrintfFifoSize,
+              "");
+static_assert(int(wabi::cudaLimitMallocHeapSize) ==
+                  (int)::cudaLimitMallocHeapSize,
+              "");
 static_assert(wabi::cudaFuncAttributeMaxDynamicSharedMemorySize ==
                   (int)::cudaFuncAttributeMaxDynamicSharedMemorySize,
               "");

@@ -237,6 +237,10 @@ public:
   /// Puts the module variables of `module` (those loaded so far and those
   /// its later parts add) in memory domain `domain`. No-op without domains.
   virtual void setModuleDomain(BackendModule *module, uint64_t domain) {}
+  /// Frees what the backend keeps for memory domain `domain` itself (cpu:
+  /// its device heap), once its session ended and none of its launches
+  /// runs; returns the bytes freed. No-op without domains.
+  virtual uint64_t releaseMemoryDomain(uint64_t domain) { return 0; }
   /// Frees an allocation; `addr` must be an address `allocate` returned.
   /// A swapped-out allocation may be freed too.
   virtual llvm::Error free(uint64_t addr) = 0;

@@ -2827,7 +2827,8 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
   declare("__wooly_rt_exit", voidTy, {ptrTy}, true);
   declare("__wooly_rt_trap", voidTy, {ptrTy}, true);
   declare("__wooly_rt_bad_call", voidTy, {ptrTy, i64}, true);
-  declare("__wooly_rt_unsupported_call", voidTy, {ptrTy, i32}, true);
+  declare("__wooly_rt_malloc", i64, {ptrTy, i64});
+  declare("__wooly_rt_free", voidTy, {ptrTy, i64});
   declare("__wooly_rt_sreg", i64, {ptrTy, i32});
   declare("__wooly_rt_isspacep", i32, {ptrTy, i32, i64});
   declare("__wooly_rt_nanosleep", voidTy, {ptrTy, i32});
@@ -2972,9 +2973,8 @@ SmallVector<Value> HostTargetInfo::implicitArguments(Emitter &e,
 
 /// `vprintf` goes to the runtime's printf, and CUDA's `__assertfail` (a
 /// failed `assert`) ends the launch with the assertion's text. The device
-/// heap's `malloc` and `free` are not supported yet: a call ends the launch
-/// with that error, but the module compiles (C++ device code references
-/// `free` from every virtual destructor's deleting variant).
+/// heap's `malloc` and `free` (and so `new` and `delete`) go to the
+/// runtime's heap of the block's memory domain (DeviceHeap.h).
 std::optional<LogicalResult>
 HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
                                  ConversionPatternRewriter &rw) const {
@@ -3000,12 +3000,15 @@ HostTargetInfo::lowerSpecialCall(CallOp op, CallOp::Adaptor adaptor,
       return op.emitOpError(isMalloc ? "malloc takes (size) and returns a "
                                        "pointer"
                                      : "free takes (pointer)");
-    e.call("__wooly_rt_unsupported_call", {},
-           {c, e.c32(isMalloc ? WOOLY_CALL_MALLOC : WOOLY_CALL_FREE)});
-    if (isMalloc) // never reached: the call does not return
-      rw.replaceOp(op, e.intCast(e.c64(0), op.getResult(0).getType()));
-    else
+    // The device heap of the block's memory domain (DeviceHeap.h).
+    Value arg = e.toI64(adaptor.getOperands()[0]);
+    if (isMalloc) {
+      Value p = e.call("__wooly_rt_malloc", e.i64(), {c, arg});
+      rw.replaceOp(op, e.intCast(p, op.getResult(0).getType()));
+    } else {
+      e.call("__wooly_rt_free", {}, {c, arg});
       rw.eraseOp(op);
+    }
     return success();
   }
   if (callee == "__assertfail") {

@@ -225,14 +225,19 @@ void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target) {
   });
 }
 
-void __wooly_rt_unsupported_call(WoolyThreadCtx *ctx, uint32_t which) {
-  faultThread(threadOf(ctx), [&] {
-    const char *name = which == WOOLY_CALL_MALLOC ? "malloc"
-                       : which == WOOLY_CALL_FREE ? "free"
-                                                  : "an unknown function";
-    return std::string("device-side ") + name +
-           " (CUDA's device heap) is not supported yet";
-  });
+uint64_t __wooly_rt_malloc(WoolyThreadCtx *ctx, uint64_t size) {
+  Worker &w = *threadOf(ctx)->worker;
+  LaunchState &l = *w.launch;
+  return l.heaps->allocate(l.memoryDomainOf(w.linearBlock), size);
+}
+
+void __wooly_rt_free(WoolyThreadCtx *ctx, uint64_t ptr) {
+  GpuThread *t = threadOf(ctx);
+  LaunchState &l = *t->worker->launch;
+  if (llvm::Error e =
+          l.heaps->free(l.memoryDomainOf(t->worker->linearBlock), ptr))
+    faultThread(t,
+                [&] { return "device-side " + llvm::toString(std::move(e)); });
 }
 
 uint64_t __wooly_rt_sreg(WoolyThreadCtx *ctx, uint32_t which) {

@@ -165,6 +165,7 @@ Error CpuDevice::Impl::launch(LoadedModule *handle, StringRef kernelName,
   l.numSites = entry.part->numAccessSites;
   l.params = paramCopy.data();
   l.memory = &memory;
+  l.heaps = &heaps;
   l.textures = &textures;
   l.printfSink = config.printfSink ? &config.printfSink : &options.printfSink;
   l.numWorkers = unsigned(std::min<uint64_t>(blocks, maxWorkers));
@@ -364,6 +365,12 @@ void CpuDevice::setModuleDomain(LoadedModule *module, uint64_t domain) {
   for (auto &g : m->globals)
     memory().setGlobalDomain(g.second.first, domain);
 }
+
+uint64_t CpuDevice::releaseDomain(uint64_t domain) {
+  return impl->heaps.release(domain);
+}
+
+DeviceHeaps &CpuDevice::heaps() { return impl->heaps; }
 
 Error CpuDevice::launch(LoadedModule *module, StringRef kernel,
                         const LaunchConfig &config,

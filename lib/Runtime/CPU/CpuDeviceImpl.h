@@ -114,6 +114,8 @@ public:
   Options options;
   DeviceLimits limits;
   DeviceMemory memory;
+  /// CUDA's device heap, one per memory domain (destroyed before `memory`).
+  DeviceHeaps heaps{memory, options.deviceHeapBytes};
   /// Texture and surface objects (Texture.cpp).
   detail::TextureTable textures;
   std::unique_ptr<llvm::orc::LLJIT> jit;

@@ -14,6 +14,7 @@
 
 #include "Wooly/Runtime/CPU/ABI.h"
 #include "Wooly/Runtime/CPU/CpuDevice.h"
+#include "Wooly/Runtime/CPU/DeviceHeap.h"
 
 #include "Fiber.h"
 #include "Texture.h"
@@ -160,6 +161,8 @@ struct LaunchState {
   std::string error;
   FaultKind errorKind = FaultKind::Launch;
   DeviceMemory *memory = nullptr;
+  /// The device heaps (device-side malloc and free).
+  DeviceHeaps *heaps = nullptr;
   /// The device's texture and surface objects.
   const TextureTable *textures = nullptr;
   const std::function<void(llvm::StringRef)> *printfSink = nullptr;

@@ -61,7 +61,8 @@ llvm::orc::SymbolMap CpuDevice::Impl::runtimeSymbols() {
   WOOLY_RT(__wooly_rt_exit);
   WOOLY_RT(__wooly_rt_trap);
   WOOLY_RT(__wooly_rt_bad_call);
-  WOOLY_RT(__wooly_rt_unsupported_call);
+  WOOLY_RT(__wooly_rt_malloc);
+  WOOLY_RT(__wooly_rt_free);
   WOOLY_RT(__wooly_rt_space_oob);
   WOOLY_RT(__wooly_rt_sreg);
   WOOLY_RT(__wooly_rt_isspacep);

@@ -49,14 +49,12 @@ wooly.func @caller() attributes {kernel} {
 
 // -----
 
-// The device heap is not supported yet: a call of malloc or free ends the
-// launch with that error (which = 0 / 1), but the module compiles.
+// The device heap: malloc and free go to the runtime's heap of the block's
+// memory domain; malloc's result is the block's address.
 // CHECK-LABEL: llvm.func @__wooly_kernel_heap(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
-// CHECK: %[[M:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[M]]) : (!llvm.ptr, i32) -> ()
-// CHECK: %[[F:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CHECK: llvm.call @__wooly_rt_unsupported_call(%[[CTX]], %[[F]]) : (!llvm.ptr, i32) -> ()
+// CHECK: %[[P:.*]] = llvm.call @__wooly_rt_malloc(%[[CTX]], %{{.*}}) : (!llvm.ptr, i64) -> i64
+// CHECK: llvm.call @__wooly_rt_free(%[[CTX]], %[[P]]) : (!llvm.ptr, i64) -> ()
 wooly.func private @malloc(i64) -> i64 attributes {linkage = "extern"}
 wooly.func private @free(i64) attributes {linkage = "extern"}
 wooly.func @heap(%n: i64 {wooly.type = "u64"}) attributes {kernel} {

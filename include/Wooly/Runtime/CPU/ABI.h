@@ -300,16 +300,14 @@ void __wooly_rt_trap(WoolyThreadCtx *ctx);
 /// module: ends the launch with an error. Does not return.
 void __wooly_rt_bad_call(WoolyThreadCtx *ctx, uint64_t target);
 
-/// A call of a CUDA device-runtime function that Wooly does not implement
-/// yet (`which`: WoolyUnsupportedCall): ends the launch with an error
-/// naming it. The module still loads, so that kernels which never reach
-/// such a call (a virtual destructor's deleting variant calls `free`) run.
-/// Does not return.
-enum WoolyUnsupportedCall {
-  WOOLY_CALL_MALLOC = 0,
-  WOOLY_CALL_FREE = 1,
-};
-void __wooly_rt_unsupported_call(WoolyThreadCtx *ctx, uint32_t which);
+/// Device-side `malloc`: a 16-byte aligned block of `size` bytes in the
+/// device heap of the calling block's memory domain (DeviceHeap.h), or 0
+/// where the heap has no room.
+uint64_t __wooly_rt_malloc(WoolyThreadCtx *ctx, uint64_t size);
+
+/// Device-side `free` of a block `__wooly_rt_malloc` returned (0: nothing).
+/// Any other address ends the launch with an error.
+void __wooly_rt_free(WoolyThreadCtx *ctx, uint64_t ptr);
 
 /// `which` of `__wooly_rt_sreg` for `%envreg0`; `%envreg<N>` is this + N.
 enum { WOOLY_SREG_ENVREG0 = 64 };

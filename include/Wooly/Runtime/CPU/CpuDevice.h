@@ -25,6 +25,7 @@
 
 #include "Wooly/Compiler/CompiledModule.h"
 #include "Wooly/Runtime/Backend.h"
+#include "Wooly/Runtime/CPU/DeviceHeap.h"
 #include "Wooly/Runtime/CPU/DeviceMemory.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -74,6 +75,9 @@ public:
     /// In region mode, run whole warps at once where the compiler built a
     /// warp function (KernelInfo::warpSymbol); false: thread by thread.
     bool warps = true;
+    /// Bytes of each memory domain's device heap (device-side malloc;
+    /// CUDA's default cudaLimitMallocHeapSize).
+    uint64_t deviceHeapBytes = 8u << 20;
   };
 
   CpuDevice();
@@ -100,6 +104,12 @@ public:
   /// Puts the module variables of `module`, present and future (parts
   /// added later), in memory domain `domain` (LaunchConfig::memoryDomains).
   void setModuleDomain(LoadedModule *module, uint64_t domain);
+  /// Frees what the device keeps for memory domain `domain` (its device
+  /// heap) once no launch of it runs any more: its session ended. Returns
+  /// the bytes freed.
+  uint64_t releaseDomain(uint64_t domain);
+  /// The device heaps (device-side malloc and free).
+  DeviceHeaps &heaps();
   /// The compiled module behind a loaded one (its first part).
   const CompiledModule &compiled(const LoadedModule *module) const;
 

@@ -5,7 +5,7 @@
 // functor templates, extended __device__ lambdas, virtual functions on
 // objects built in device memory by placement new, __constant__ coefficients
 // set with cudaMemcpyToSymbol, printf from the device, and new/delete on the
-// device heap (last: Wooly does not support it yet, and says so).
+// device heap.
 // Written for Wooly; checks its results against the host and prints PASS
 // (exit 0) or FAIL (exit 1).
 //
@@ -91,8 +91,7 @@ __global__ void shapes(ShapeStorage *storage, float *areas, int n) {
            poly[3]);
 }
 
-// The device heap: new and delete (malloc and free), which Wooly does not
-// support yet. Last, as its failure is sticky.
+// The device heap: new and delete (malloc and free).
 __global__ void heap(int *out) {
   int *p = new int[4];
   for (int k = 0; k < 4; ++k)
@@ -157,17 +156,10 @@ int main() {
   CHECK(cudaMalloc(&dHeap, sizeof(heapOut)));
   heap<<<1, 4>>>(dHeap);
   CHECK(cudaGetLastError());
-  cudaError_t err = cudaDeviceSynchronize();
-  if (err == cudaSuccess) {
-    CHECK(cudaMemcpy(heapOut, dHeap, sizeof(heapOut), cudaMemcpyDeviceToHost));
-    for (int t = 0; t < 4; ++t)
-      EXPECT(heapOut[t] == 30 + t, "heap[%d] = %d", t, heapOut[t]);
-    std::printf("device heap: new/delete work\n");
-  } else {
-    // Wooly: the launch fails with "device-side malloc ... not supported
-    // yet" (on stderr), and the other kernels above ran.
-    std::printf("device heap: %s\n", cudaGetErrorName(err));
-  }
+  CHECK(cudaMemcpy(heapOut, dHeap, sizeof(heapOut), cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 4; ++t)
+    EXPECT(heapOut[t] == 30 + t, "heap[%d] = %d", t, heapOut[t]);
+  std::printf("device heap: new/delete work\n");
   app::pass();
   return 0;
 }

@@ -1,0 +1,98 @@
+//===- DeviceHeap.cpp - CUDA's device heap on the CPU backend ---*- C++ -*-===//
+
+#include "Wooly/Runtime/CPU/DeviceHeap.h"
+
+#include "Wooly/Runtime/CPU/DeviceMemory.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace wooly::cpu;
+
+namespace {
+constexpr uint64_t kAlign = 16;
+} // namespace
+
+DeviceHeaps::~DeviceHeaps() {
+  for (auto &[domain, heap] : heaps)
+    llvm::consumeError(memory.free(heap->base));
+}
+
+uint64_t DeviceHeaps::allocate(uint64_t domain, uint64_t size) {
+  if (size > heapBytes)
+    return 0;
+  uint64_t rounded = (std::max<uint64_t>(size, 1) + kAlign - 1) & ~(kAlign - 1);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Heap> &heap = heaps[domain];
+  if (!heap) {
+    llvm::Expected<uint64_t> base = memory.allocate(heapBytes, domain);
+    if (!base) {
+      llvm::consumeError(base.takeError());
+      heaps.erase(domain);
+      return 0;
+    }
+    heap = std::make_unique<Heap>();
+    heap->base = *base;
+    heap->bytes = heapBytes;
+    heap->free[*base] = heapBytes;
+  }
+  for (auto it = heap->free.begin(); it != heap->free.end(); ++it) {
+    auto [start, length] = *it;
+    if (length < rounded)
+      continue;
+    heap->free.erase(it);
+    if (length > rounded)
+      heap->free[start + rounded] = length - rounded;
+    heap->used[start] = rounded;
+    return start;
+  }
+  return 0;
+}
+
+llvm::Error DeviceHeaps::free(uint64_t domain, uint64_t addr) {
+  if (addr == 0)
+    return llvm::Error::success();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto h = heaps.find(domain);
+  auto used = h == heaps.end() ? decltype(h->second->used)::iterator()
+                               : h->second->used.find(addr);
+  if (h == heaps.end() || used == h->second->used.end())
+    return llvm::createStringError(llvm::formatv(
+        "free(0x{0:x-}): not a block that device-side malloc returned, or "
+        "freed already",
+        addr));
+  Heap &heap = *h->second;
+  uint64_t start = addr, length = used->second;
+  heap.used.erase(used);
+  // Merges with the free neighbours on either side.
+  auto next = heap.free.lower_bound(start);
+  if (next != heap.free.end() && next->first == start + length) {
+    length += next->second;
+    next = heap.free.erase(next);
+  }
+  if (next != heap.free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      prev->second += length;
+      return llvm::Error::success();
+    }
+  }
+  heap.free[start] = length;
+  return llvm::Error::success();
+}
+
+uint64_t DeviceHeaps::release(uint64_t domain) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto h = heaps.find(domain);
+  if (h == heaps.end())
+    return 0;
+  uint64_t bytes = h->second->bytes;
+  llvm::consumeError(memory.free(h->second->base));
+  heaps.erase(h);
+  return bytes;
+}
+
+size_t DeviceHeaps::blocksInUse(uint64_t domain) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto h = heaps.find(domain);
+  return h == heaps.end() ? 0 : h->second->used.size();
+}
