@@ -771,6 +771,141 @@ TEST(CpuDevice, MemoryDomainsPerPart) {
   }
 }
 
+// The device heaps' allocator: 16-byte aligned blocks that do not overlap,
+// null where the heap has no room, freed blocks merged so that the whole
+// heap can be taken again, errors for addresses malloc did not return, and
+// each domain's heap an allocation of that domain, freed by release.
+TEST(DeviceHeaps, AllocatesAlignedBlocksAndMergesFreedOnes) {
+  DeviceMemory memory;
+  DeviceHeaps heaps(memory, 4096);
+  EXPECT_EQ(heaps.allocate(1, 4097), 0u) << "larger than the heap";
+  EXPECT_EQ(memory.bytesInUse(), 0u) << "made before it was needed";
+  std::vector<uint64_t> blocks;
+  for (uint64_t size : {1, 16, 17, 100, 0}) {
+    uint64_t b = heaps.allocate(1, size);
+    ASSERT_NE(b, 0u);
+    EXPECT_EQ(b % 16, 0u);
+    blocks.push_back(b);
+  }
+  EXPECT_EQ(memory.bytesInUse(), 4096u);
+  std::optional<Allocation> a = memory.find(blocks[0], 1);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->domain, 1u);
+  // Sizes 1, 16, 17, 100, 0 take 16, 16, 32, 112, 16 bytes, in a row.
+  EXPECT_EQ(blocks[1] - blocks[0], 16u);
+  EXPECT_EQ(blocks[2] - blocks[1], 16u);
+  EXPECT_EQ(blocks[3] - blocks[2], 32u);
+  EXPECT_EQ(blocks[4] - blocks[3], 112u);
+  EXPECT_EQ(heaps.blocksInUse(1), 5u);
+  EXPECT_EQ(heaps.allocate(1, 4096 - 192 + 1), 0u) << "no room left";
+  // Freed in an order that merges on both sides.
+  for (size_t i : {1, 3, 2, 0, 4})
+    EXPECT_FALSE(bool(heaps.free(1, blocks[i])));
+  EXPECT_EQ(heaps.blocksInUse(1), 0u);
+  uint64_t whole = heaps.allocate(1, 4096);
+  EXPECT_EQ(whole, blocks[0]) << "the freed ranges were not merged";
+  EXPECT_FALSE(bool(heaps.free(1, 0))) << "free(NULL) does nothing";
+  EXPECT_FALSE(bool(heaps.free(1, whole)));
+  for (auto [domain, addr] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {1, whole}, {1, whole + 16}, {2, whole}}) {
+    llvm::Error e = heaps.free(domain, addr);
+    ASSERT_TRUE(bool(e));
+    EXPECT_NE(llvm::toString(std::move(e))
+                  .find("not a block that device-side "
+                        "malloc returned"),
+              std::string::npos);
+  }
+  // Another domain's heap is another allocation.
+  uint64_t other = heaps.allocate(2, 8);
+  ASSERT_NE(other, 0u);
+  EXPECT_EQ(memory.find(other, 8)->domain, 2u);
+  EXPECT_EQ(heaps.release(1), 4096u);
+  EXPECT_EQ(heaps.release(1), 0u);
+  EXPECT_EQ(memory.bytesInUse(), 4096u);
+  EXPECT_EQ(heaps.allocate(1, 8) % 16, 0u) << "a released heap is made again";
+}
+
+namespace {
+// `keep` mallocs a block from thread 0 and writes 42 into it and its address
+// into out[0]; `poke` writes into the address it is given; `release` frees
+// it. `badFree` frees the address it is given.
+const char *kHeap = R"(
+.extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);
+.extern .func free(.param .b64 free_param_0);
+.visible .entry keep(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  {
+  .param .b64 param0;
+  st.param.b64 [param0+0], 64;
+  .param .b64 retval0;
+  call.uni (retval0), malloc, (param0);
+  ld.param.b64 %rd2, [retval0+0];
+  }
+  mov.u32 %r1, 42;
+  st.global.u32 [%rd2], %r1;
+  st.global.u64 [%rd1], %rd2;
+  ret;
+}
+.visible .entry poke(.param .u64 at)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [at];
+  mov.u32 %r1, 7;
+  st.global.u32 [%rd1+4], %r1;
+  ret;
+}
+.visible .entry badFree(.param .u64 at)
+{
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [at];
+  {
+  .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  call.uni free, (param0);
+  }
+  ret;
+}
+)";
+} // namespace
+
+// A block of one domain's heap outlives its launch, and another launch of
+// the same domain may use it; another domain's launch may not (its heap is
+// memory of the first domain); free of an address malloc did not return
+// ends the launch with an error that says so.
+TEST(CpuDevice, DeviceHeapBlocksBelongToTheirDomain) {
+  Fixture f(kHeap, 1);
+  ASSERT_TRUE(f.loaded);
+  uint64_t out = llvm::cantFail(f.device.memory().allocate(8, 7));
+  LaunchConfig c = launchOf(1, 1);
+  c.memoryDomains = {7};
+  ASSERT_EQ(f.launch("keep", c, f.params("keep", {out})), "");
+  uint64_t block = 0;
+  llvm::cantFail(f.device.memory().copyFromDevice(&block, out, 8));
+  ASSERT_NE(block, 0u);
+  EXPECT_EQ(f.read(block, 1)[0], 42u);
+  EXPECT_EQ(f.device.heaps().blocksInUse(7), 1u);
+  EXPECT_EQ(f.launch("poke", c, f.params("poke", {block})), "");
+  EXPECT_EQ(f.read(block, 2)[1], 7u);
+  c.memoryDomains = {9};
+  EXPECT_NE(f.launch("poke", c, f.params("poke", {block}))
+                .find("out-of-bounds write"),
+            std::string::npos)
+      << "domain 9 wrote domain 7's heap";
+  c.memoryDomains = {7};
+  std::string e = f.launch("badFree", c, f.params("badFree", {out}));
+  EXPECT_NE(e.find("device-side free(0x"), std::string::npos) << e;
+  EXPECT_NE(e.find("not a block that device-side malloc returned"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(f.launch("badFree", c, f.params("badFree", {block})), "");
+  EXPECT_EQ(f.device.heaps().blocksInUse(7), 0u);
+  EXPECT_EQ(f.device.releaseDomain(7), 8u << 20);
+}
+
 // A launch in fault domains (a coalesced launch's parts): a fault ends only
 // its domain; the blocks of the others all run, and the error names the
 // domain that faulted.
