@@ -463,6 +463,46 @@ int ptxTargetArch(std::string_view ptx) {
 
 namespace wooly::capture {
 
+const char *driverLaunchAttribute(int id, const char *value,
+                                  LaunchAttributes &out) {
+  switch (id) {
+  case 0:  // ignore
+  case 1:  // access policy window
+  case 3:  // synchronisation policy
+  case 5:  // cluster scheduling policy preference
+  case 6:  // programmatic stream serialisation
+  case 8:  // priority
+  case 9:  // memory synchronisation domain map
+  case 10: // memory synchronisation domain
+  case 11: // preferred cluster dimension
+  case 14: // preferred shared memory carveout
+  case 16: // NVLink utilisation-centric scheduling
+    return nullptr;
+  case 2: { // cooperative
+    int v;
+    std::memcpy(&v, value, sizeof v);
+    out.cooperative = v != 0;
+    return nullptr;
+  }
+  case 4: { // cluster dimension
+    unsigned dim[3];
+    std::memcpy(dim, value, sizeof dim);
+    if (dim[0] <= 1 && dim[1] <= 1 && dim[2] <= 1)
+      return nullptr;
+    return "thread block clusters of more than one block are not supported "
+           "yet";
+  }
+  case 7:
+    return "a programmatic event is not supported yet";
+  case 12:
+    return "a launch completion event is not supported yet";
+  case 13:
+    return "device-updatable kernel nodes are not supported yet";
+  default:
+    return "this launch attribute is not supported yet";
+  }
+}
+
 CUresult driverLoadPtx(std::string_view ptx, std::string_view name,
                        CUmodule *module) {
   LOCKED_READY(s);
@@ -1597,18 +1637,16 @@ WOOLY_CU_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config,
                                        void **extra) {
   if (!config)
     return CUDA_ERROR_INVALID_VALUE;
-  bool cooperative = false;
+  wooly::capture::LaunchAttributes attributes;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute &a = config->attrs[i];
-    if (a.id == 0 /* ignore */ || a.id == 8 /* priority */)
-      continue;
-    if (a.id == 2 /* cooperative */) {
-      cooperative = a.value.cooperative != 0;
-      continue;
+    if (const char *why = wooly::capture::driverLaunchAttribute(
+            a.id, a.value.bytes, attributes)) {
+      log(1, "cuLaunchKernelEx: launch attribute %d: %s", a.id, why);
+      return CUDA_ERROR_NOT_SUPPORTED;
     }
-    log(1, "cuLaunchKernelEx: launch attribute %d is not supported yet", a.id);
-    return CUDA_ERROR_NOT_SUPPORTED;
   }
+  bool cooperative = attributes.cooperative;
   if (CUresult e = bindReferences(f))
     return e;
   LOCKED_READY(s);

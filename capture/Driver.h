@@ -180,6 +180,23 @@ private:
   std::unordered_map<uint64_t, Record> records;
 };
 
+/// What a launch's attributes (cudaLaunchKernelEx, cuLaunchKernelEx) ask.
+struct LaunchAttributes {
+  bool cooperative = false;
+};
+
+/// Takes launch attribute `id` (cudaLaunchAttributeID and
+/// CUlaunchAttributeID have the same values) whose value's bytes are at
+/// `value` into `out`. Hints that change no result on Wooly's devices are
+/// taken and ignored (an access policy window, synchronisation and cluster
+/// scheduling policies, programmatic stream serialisation - a launch that
+/// waits for the one before it entirely waits at least as long as asked -,
+/// memory synchronisation domains, a preferred cluster size or shared
+/// memory carveout), as is a cluster of one block. Returns null where the
+/// launch may go on, else why it may not.
+WOOLY_DRIVER_PRIVATE const char *
+driverLaunchAttribute(int id, const char *value, LaunchAttributes &out);
+
 /// A sentence describing `code` (cuGetErrorString, cudaGetErrorString), or
 /// null for an unknown code.
 WOOLY_DRIVER_PRIVATE const char *resultDescription(int code);

@@ -564,22 +564,18 @@ RT_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
                                        const void *func, void **args) {
   if (!config)
     return setError(cudaErrorInvalidValue);
-  bool cooperative = false;
+  LaunchAttributes attributes;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     const cudaLaunchAttribute &a = config->attrs[i];
-    if (a.id == cudaLaunchAttributeIgnore ||
-        a.id == cudaLaunchAttributePriority)
-      continue;
-    if (a.id == cudaLaunchAttributeCooperative) {
-      cooperative = a.val.cooperative != 0;
-      continue;
+    if (const char *why =
+            driverLaunchAttribute(a.id, a.val.bytes, attributes)) {
+      log(1, "cudaLaunchKernelExC: launch attribute %d: %s", (int)a.id, why);
+      return setError(cudaErrorNotSupported);
     }
-    log(1, "cudaLaunchKernelExC: launch attribute %d is not supported yet",
-        (int)a.id);
-    return setError(cudaErrorNotSupported);
   }
   return launch(func, config->gridDim, config->blockDim, args,
-                config->dynamicSmemBytes, config->stream, cooperative);
+                config->dynamicSmemBytes, config->stream,
+                attributes.cooperative);
 }
 
 RT_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid,

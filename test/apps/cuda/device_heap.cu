@@ -3,8 +3,9 @@
 // CUDA's device heap: blocks that one kernel allocates and another uses and
 // frees (16-byte aligned, none overlapping), `new`/`delete` of objects with
 // constructors, a block allocated by one thread and shared with its block
-// through shared memory across barriers, and a full heap: malloc returns
-// null (the default heap is 8 MiB), and memory freed is allocated again.
+// through shared memory across barriers, 2048 threads allocating and freeing
+// at once, and a full heap: malloc returns null (the default heap is 8 MiB),
+// and memory freed is allocated again.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,6 +103,26 @@ __global__ void exhaust(void **ptrs, int *counts) {
   free(again);
 }
 
+// Every thread allocates, fills, checks and frees blocks of varying sizes,
+// 16 rounds, all threads at once: no block shared, none corrupted.
+__global__ void churn(int *bad) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int round = 0; round < 16; ++round) {
+    int words = (i * 7 + round * 13) % 61 + 1;
+    int *p = static_cast<int *>(malloc(words * sizeof(int)));
+    if (!p) {
+      atomicAdd(bad, 1);
+      continue;
+    }
+    for (int k = 0; k < words; ++k)
+      p[k] = i ^ (k << 20) ^ (round << 12);
+    for (int k = 0; k < words; ++k)
+      if (p[k] != (i ^ (k << 20) ^ (round << 12)))
+        atomicAdd(bad, 1);
+    free(p);
+  }
+}
+
 int main() {
   const int n = 2 * kThreads;
   int **dPtrs, *dSums;
@@ -153,6 +174,16 @@ int main() {
   for (int b = 0; b < 4; ++b)
     EXPECT(out[b] == 3 * 127 * 128 / 2, "sharedBlock[%d] = %d", b, out[b]);
   std::printf("device_heap: one block per thread block, across barriers\n");
+
+  int *dBad, badBlocks = 0;
+  CHECK(cudaMalloc(&dBad, sizeof(int)));
+  CHECK(cudaMemset(dBad, 0, sizeof(int)));
+  churn<<<8, 256>>>(dBad);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemcpy(&badBlocks, dBad, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT(badBlocks == 0, "churn: %d null or corrupted blocks", badBlocks);
+  std::printf("device_heap: 2048 threads x 16 rounds of malloc, fill, check, "
+              "free\n");
 
   void **dBig;
   int *dCounts, counts[3];
