@@ -25,6 +25,7 @@ struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphNode_st;
 struct CUgraphExec_st;
+struct CUmemPoolHandle_st;
 struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
@@ -601,6 +602,38 @@ enum CUpointer_attribute : int {
 struct CUmemLocation {
   int type;
   int id;
+};
+
+/// Memory pools (cudaMallocAsync's): cudaMemPool_t, enum cudaMemPoolAttr,
+/// struct cudaMemPoolProps and struct cudaMemAccessDesc.
+using cudaMemPool_t = ::CUmemPoolHandle_st *;
+enum cudaMemPoolAttr : int {
+  cudaMemPoolReuseFollowEventDependencies = 1,
+  cudaMemPoolReuseAllowOpportunistic = 2,
+  cudaMemPoolReuseAllowInternalDependencies = 3,
+  cudaMemPoolAttrReleaseThreshold = 4,
+  cudaMemPoolAttrReservedMemCurrent = 5,
+  cudaMemPoolAttrReservedMemHigh = 6,
+  cudaMemPoolAttrUsedMemCurrent = 7,
+  cudaMemPoolAttrUsedMemHigh = 8,
+};
+enum : int {
+  cudaMemAllocationTypePinned = 1,
+  cudaMemLocationTypeDevice = 1,
+  cudaMemAccessFlagsProtReadWrite = 3,
+};
+struct cudaMemPoolProps {
+  int allocType;
+  int handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+struct cudaMemAccessDesc {
+  CUmemLocation location;
+  int flags;
 };
 
 /// The `extra` array of cuLaunchKernel.

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -1023,16 +1024,280 @@ RT_API cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   });
 }
 
+//===----------------------------------------------------------------------===//
+// Memory pools (stream-ordered allocation)
+//===----------------------------------------------------------------------===//
+//
+// The allocations of cudaMallocAsync and cudaMallocFromPoolAsync come from
+// the server as cudaMalloc's do, usable at once (so also in stream order),
+// and a freed one goes back to it at once. A pool is thus what it tells:
+// its attributes, and the bytes of its live allocations (UsedMemCurrent and
+// UsedMemHigh; the reserved bytes are the same, as no pool keeps memory
+// back, whatever its release threshold). The one device has a default pool,
+// the current one until cudaDeviceSetMemPool.
+
+namespace {
+struct MemPool {
+  int reuse[3] = {1, 1, 1}; // cudaMemPoolReuse* (attributes 1 to 3)
+  uint64_t releaseThreshold = 0;
+  uint64_t used = 0, usedHigh = 0, reservedHigh = 0;
+};
+
+struct MemPools {
+  std::mutex mu;
+  MemPool defaultPool;
+  MemPool *current = &defaultPool;
+  std::set<MemPool *> created;
+  /// The live allocations of each pool: address -> (pool, bytes).
+  std::unordered_map<uintptr_t, std::pair<MemPool *, size_t>> allocations;
+
+  /// `pool` if it is the default pool or one cudaMemPoolCreate made and
+  /// not destroyed, else null. Called under `mu`.
+  MemPool *find(cudaMemPool_t pool) {
+    auto *p = reinterpret_cast<MemPool *>(pool);
+    return p == &defaultPool || created.count(p) ? p : nullptr;
+  }
+};
+
+MemPools &memPools() {
+  static MemPools *pools = new MemPools; // outlives static destructors
+  return *pools;
+}
+
+/// Allocates `bytes` for `pool` (the current one where null).
+cudaError_t mallocFromPool(void **ptr, size_t bytes, cudaMemPool_t pool) {
+  MemPools &pools = memPools();
+  {
+    std::lock_guard<std::mutex> lock(pools.mu);
+    if (pool && !pools.find(pool))
+      return setError(cudaErrorInvalidValue);
+  }
+  if (cudaError_t e = cudaMalloc(ptr, bytes))
+    return e;
+  std::lock_guard<std::mutex> lock(pools.mu);
+  MemPool *p = pool ? pools.find(pool) : pools.current;
+  if (!p) // destroyed meanwhile: an allocation of no pool
+    return cudaSuccess;
+  pools.allocations[reinterpret_cast<uintptr_t>(*ptr)] = {p, bytes};
+  p->used += bytes;
+  p->usedHigh = std::max(p->usedHigh, p->used);
+  p->reservedHigh = std::max(p->reservedHigh, p->used);
+  return cudaSuccess;
+}
+
+/// Forgets `ptr` as an allocation of its pool, if it is one.
+void forgetPoolAllocation(void *ptr) {
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  auto it = pools.allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == pools.allocations.end())
+    return;
+  it->second.first->used -= it->second.second;
+  pools.allocations.erase(it);
+}
+} // namespace
+
 RT_API cudaError_t cudaMallocAsync(void **ptr, size_t bytes,
                                    cudaStream_t stream) {
   (void)stream; // the allocation is usable at once, so also in stream order
-  return cudaMalloc(ptr, bytes);
+  return mallocFromPool(ptr, bytes, nullptr);
+}
+
+RT_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t bytes,
+                                           cudaMemPool_t pool,
+                                           cudaStream_t stream) {
+  (void)stream;
+  if (!pool)
+    return setError(cudaErrorInvalidValue);
+  return mallocFromPool(ptr, bytes, pool);
+}
+
+RT_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool,
+                                               int device) {
+  if (!pool)
+    return setError(cudaErrorInvalidValue);
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  *pool = reinterpret_cast<cudaMemPool_t>(&memPools().defaultPool);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device) {
+  if (!pool)
+    return setError(cudaErrorInvalidValue);
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  *pool = reinterpret_cast<cudaMemPool_t>(pools.current);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  MemPool *p = pools.find(pool);
+  if (!p)
+    return setError(cudaErrorInvalidValue);
+  pools.current = p;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool,
+                                     const cudaMemPoolProps *props) {
+  if (!pool || !props || props->allocType != cudaMemAllocationTypePinned ||
+      props->location.type != cudaMemLocationTypeDevice)
+    return setError(cudaErrorInvalidValue);
+  if (props->location.id != 0)
+    return setError(cudaErrorInvalidDevice);
+  if (props->handleTypes != 0) {
+    log(1,
+        "cudaMemPoolCreate: pools whose allocations can be exported (handle "
+        "types 0x%x) are not supported yet",
+        unsigned(props->handleTypes));
+    return setError(cudaErrorNotSupported);
+  }
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  auto *p = new MemPool;
+  pools.created.insert(p);
+  *pool = reinterpret_cast<cudaMemPool_t>(p);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  MemPool *p = pools.find(pool);
+  if (!p || p == &pools.defaultPool)
+    return setError(cudaErrorInvalidValue);
+  // Its live allocations stay valid, allocations of no pool now.
+  for (auto it = pools.allocations.begin(); it != pools.allocations.end();)
+    it = it->second.first == p ? pools.allocations.erase(it) : std::next(it);
+  if (pools.current == p)
+    pools.current = &pools.defaultPool;
+  pools.created.erase(p);
+  delete p;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t minBytes) {
+  (void)minBytes; // nothing is kept back to trim
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  return pools.find(pool) ? cudaSuccess : setError(cudaErrorInvalidValue);
+}
+
+namespace {
+cudaError_t setPoolAttribute(MemPool &p, int attr, const void *value) {
+  uint64_t v64;
+  switch (attr) {
+  case cudaMemPoolReuseFollowEventDependencies:
+  case cudaMemPoolReuseAllowOpportunistic:
+  case cudaMemPoolReuseAllowInternalDependencies:
+    std::memcpy(&p.reuse[attr - 1], value, sizeof(int));
+    return cudaSuccess;
+  case cudaMemPoolAttrReleaseThreshold:
+    std::memcpy(&p.releaseThreshold, value, sizeof(uint64_t));
+    return cudaSuccess;
+  case cudaMemPoolAttrReservedMemHigh: // only reset, to the current value
+  case cudaMemPoolAttrUsedMemHigh:
+    std::memcpy(&v64, value, sizeof v64);
+    if (v64 != 0)
+      return cudaErrorInvalidValue;
+    (attr == cudaMemPoolAttrUsedMemHigh ? p.usedHigh : p.reservedHigh) = p.used;
+    return cudaSuccess;
+  default: // the current values are read-only
+    return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t getPoolAttribute(MemPool &p, int attr, void *value) {
+  uint64_t v64;
+  switch (attr) {
+  case cudaMemPoolReuseFollowEventDependencies:
+  case cudaMemPoolReuseAllowOpportunistic:
+  case cudaMemPoolReuseAllowInternalDependencies:
+    std::memcpy(value, &p.reuse[attr - 1], sizeof(int));
+    return cudaSuccess;
+  case cudaMemPoolAttrReleaseThreshold:
+    v64 = p.releaseThreshold;
+    break;
+  case cudaMemPoolAttrReservedMemCurrent:
+  case cudaMemPoolAttrUsedMemCurrent:
+    v64 = p.used;
+    break;
+  case cudaMemPoolAttrReservedMemHigh:
+    v64 = p.reservedHigh;
+    break;
+  case cudaMemPoolAttrUsedMemHigh:
+    v64 = p.usedHigh;
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  std::memcpy(value, &v64, sizeof v64);
+  return cudaSuccess;
+}
+
+/// `attribute(pool)` under the pools' lock, where `pool` is a pool and
+/// `value` is not null; else cudaErrorInvalidValue.
+template <typename F>
+cudaError_t withPool(cudaMemPool_t pool, const void *value, F attribute) {
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  MemPool *p = pools.find(pool);
+  cudaError_t e = p && value ? attribute(*p) : cudaErrorInvalidValue;
+  return e == cudaSuccess ? e : setError(e);
+}
+} // namespace
+
+RT_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, int attr,
+                                           void *value) {
+  return withPool(pool, value,
+                  [&](MemPool &p) { return setPoolAttribute(p, attr, value); });
+}
+
+RT_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, int attr,
+                                           void *value) {
+  return withPool(pool, value,
+                  [&](MemPool &p) { return getPoolAttribute(p, attr, value); });
+}
+
+RT_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool,
+                                        const cudaMemAccessDesc *descs,
+                                        size_t count) {
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  if (!pools.find(pool) || (count && !descs))
+    return setError(cudaErrorInvalidValue);
+  // The one device always reads and writes its pools' memory.
+  for (size_t i = 0; i < count; ++i)
+    if (descs[i].location.type != cudaMemLocationTypeDevice ||
+        descs[i].location.id != 0)
+      return setError(cudaErrorInvalidDevice);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemPoolGetAccess(int *flags, cudaMemPool_t pool,
+                                        CUmemLocation *location) {
+  MemPools &pools = memPools();
+  std::lock_guard<std::mutex> lock(pools.mu);
+  if (!flags || !location || !pools.find(pool))
+    return setError(cudaErrorInvalidValue);
+  if (location->type != cudaMemLocationTypeDevice || location->id != 0)
+    return setError(cudaErrorInvalidDevice);
+  *flags = cudaMemAccessFlagsProtReadWrite;
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaFree(void *ptr) {
   if (!ptr)
     return cudaSuccess;
   INIT();
+  forgetPoolAllocation(ptr);
   RETURN_IF(cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr)));
   return cudaSuccess;
 }
@@ -1602,6 +1867,7 @@ WOOLY_ALIAS(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol)
 WOOLY_ALIAS(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync)
 WOOLY_ALIAS(cudaMemcpyFromSymbolAsync_ptsz, cudaMemcpyFromSymbolAsync)
 WOOLY_ALIAS(cudaMallocAsync_ptsz, cudaMallocAsync)
+WOOLY_ALIAS(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync)
 WOOLY_ALIAS(cudaFreeAsync_ptsz, cudaFreeAsync)
 WOOLY_ALIAS(cudaStreamSynchronize_ptsz, cudaStreamSynchronize)
 WOOLY_ALIAS(cudaStreamQuery_ptsz, cudaStreamQuery)

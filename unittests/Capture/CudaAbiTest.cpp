@@ -165,6 +165,30 @@ static_assert(wabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
 static_assert(wabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
                   ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               "");
+SAME_LAYOUT(cudaMemPoolProps);
+SAME_FIELD(cudaMemPoolProps, location);
+SAME_FIELD(cudaMemPoolProps, maxSize);
+SAME_FIELD(cudaMemPoolProps, usage);
+SAME_LAYOUT(cudaMemAccessDesc);
+SAME_FIELD(cudaMemAccessDesc, flags);
+static_assert(int(wabi::cudaMemPoolAttrReleaseThreshold) ==
+                  (int)::cudaMemPoolAttrReleaseThreshold,
+              "");
+static_assert(int(wabi::cudaMemPoolAttrUsedMemHigh) ==
+                  (int)::cudaMemPoolAttrUsedMemHigh,
+              "");
+static_assert(int(wabi::cudaMemPoolReuseAllowInternalDependencies) ==
+                  (int)::cudaMemPoolReuseAllowInternalDependencies,
+              "");
+static_assert(wabi::cudaMemAllocationTypePinned ==
+                  (int)::cudaMemAllocationTypePinned,
+              "");
+static_assert(wabi::cudaMemLocationTypeDevice ==
+                  (int)::cudaMemLocationTypeDevice,
+              "");
+static_assert(wabi::cudaMemAccessFlagsProtReadWrite ==
+                  (int)::cudaMemAccessFlagsProtReadWrite,
+              "");
 static_assert(int(wabi::cudaLimitStackSize) == (int)::cudaLimitStackSize, "");
 static_assert(int(wabi::cudaLimitPrintfFifoSize) ==
                   (int)::cudaLimitPrintfFifoSize,
