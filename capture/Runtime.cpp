@@ -28,7 +28,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -1513,6 +1515,24 @@ RT_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
   return wooly::capture::memcpy(dst, src, bytes, kind, stream, true);
 }
 
+/// Copies between devices: the one device with itself.
+RT_API cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src,
+                                  int srcDevice, size_t bytes) {
+  if (dstDevice != 0 || srcDevice != 0)
+    return setError(cudaErrorInvalidDevice);
+  return wooly::capture::memcpy(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                nullptr, false);
+}
+
+RT_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice,
+                                       const void *src, int srcDevice,
+                                       size_t bytes, cudaStream_t stream) {
+  if (dstDevice != 0 || srcDevice != 0)
+    return setError(cudaErrorInvalidDevice);
+  return wooly::capture::memcpy(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                stream, true);
+}
+
 RT_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                      size_t spitch, size_t width, size_t height,
                                      cudaMemcpyKind kind, cudaStream_t stream) {
@@ -1707,9 +1727,39 @@ RT_API cudaError_t cudaStreamCreate(cudaStream_t *stream) {
   return cudaStreamCreateWithPriority(stream, 0, 0);
 }
 
+//===----------------------------------------------------------------------===//
+// Stream attributes: the hints a stream may carry for its launches (access
+// policy window, synchronisation policy, memory synchronisation domains)
+// are kept and read back but change nothing here; the priority is read
+// from the stream.
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct StreamAttributes {
+  std::mutex mu;
+  /// stream -> attribute id -> its value's 64 bytes.
+  std::map<cudaStream_t, std::map<int, std::array<char, 64>>> values;
+};
+
+StreamAttributes &streamAttributes() {
+  static auto *attributes = new StreamAttributes; // outlives static dtors
+  return *attributes;
+}
+
+bool isStreamHint(int attr) {
+  return attr == 1 /* access policy window */ ||
+         attr == 3 /* synchronisation policy */ ||
+         attr == 9 /* memory synchronisation domain map */ ||
+         attr == 10 /* memory synchronisation domain */;
+}
+} // namespace
+
 RT_API cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   INIT();
   RETURN_IF(cuStreamDestroy_v2(stream));
+  StreamAttributes &a = streamAttributes();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.values.erase(stream);
   return cudaSuccess;
 }
 
@@ -1739,6 +1789,85 @@ RT_API cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority) {
 RT_API cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned *flags) {
   INIT();
   RETURN_IF(cuStreamGetFlags(stream, flags));
+  return cudaSuccess;
+}
+
+/// A stream's id, unique among the streams alive: its handle (the legacy
+/// default stream's, 0, is CUDA's cudaStreamLegacy, 0x1).
+RT_API cudaError_t cudaStreamGetId(cudaStream_t stream,
+                                   unsigned long long *id) {
+  if (!id)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  unsigned flags;
+  RETURN_IF(cuStreamGetFlags(stream, &flags)); // a stream of the process
+  uintptr_t handle = reinterpret_cast<uintptr_t>(stream);
+  *id = handle ? handle : 0x1;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamSetAttribute(cudaStream_t stream, int attr,
+                                          const void *value) {
+  if (!value)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  unsigned flags;
+  RETURN_IF(cuStreamGetFlags(stream, &flags));
+  if (attr == 8) { // priority
+    log(1, "cudaStreamSetAttribute: a stream's priority is set when it is "
+           "created (cudaStreamCreateWithPriority); changing it is not "
+           "supported yet");
+    return setError(cudaErrorNotSupported);
+  }
+  if (!isStreamHint(attr))
+    return setError(cudaErrorInvalidValue);
+  StreamAttributes &a = streamAttributes();
+  std::lock_guard<std::mutex> lock(a.mu);
+  std::memcpy(a.values[stream][attr].data(), value, 64);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamGetAttribute(cudaStream_t stream, int attr,
+                                          void *value) {
+  if (!value)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  if (attr == 8) { // priority
+    int priority = 0;
+    RETURN_IF(cuStreamGetPriority(stream, &priority));
+    std::memset(value, 0, 64);
+    std::memcpy(value, &priority, sizeof priority);
+    return cudaSuccess;
+  }
+  unsigned flags;
+  RETURN_IF(cuStreamGetFlags(stream, &flags));
+  if (!isStreamHint(attr))
+    return setError(cudaErrorInvalidValue);
+  StreamAttributes &a = streamAttributes();
+  std::lock_guard<std::mutex> lock(a.mu);
+  auto s = a.values.find(stream);
+  auto v = s == a.values.end() ? decltype(s->second)::iterator()
+                               : s->second.find(attr);
+  if (s == a.values.end() || v == s->second.end())
+    std::memset(value, 0, 64);
+  else
+    std::memcpy(value, v->second.data(), 64);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaStreamCopyAttributes(cudaStream_t dst,
+                                            cudaStream_t src) {
+  INIT();
+  unsigned flags;
+  RETURN_IF(cuStreamGetFlags(dst, &flags));
+  RETURN_IF(cuStreamGetFlags(src, &flags));
+  StreamAttributes &a = streamAttributes();
+  std::lock_guard<std::mutex> lock(a.mu);
+  auto s = a.values.find(src);
+  if (s == a.values.end())
+    a.values.erase(dst);
+  else
+    a.values[dst] = s->second;
   return cudaSuccess;
 }
 
@@ -1875,6 +2004,10 @@ WOOLY_ALIAS(cudaStreamWaitEvent_ptsz, cudaStreamWaitEvent)
 WOOLY_ALIAS(cudaStreamAddCallback_ptsz, cudaStreamAddCallback)
 WOOLY_ALIAS(cudaStreamGetPriority_ptsz, cudaStreamGetPriority)
 WOOLY_ALIAS(cudaStreamGetFlags_ptsz, cudaStreamGetFlags)
+WOOLY_ALIAS(cudaStreamGetId_ptsz, cudaStreamGetId)
+WOOLY_ALIAS(cudaStreamSetAttribute_ptsz, cudaStreamSetAttribute)
+WOOLY_ALIAS(cudaStreamGetAttribute_ptsz, cudaStreamGetAttribute)
+WOOLY_ALIAS(cudaStreamCopyAttributes_ptsz, cudaStreamCopyAttributes)
 WOOLY_ALIAS(cudaStreamGetDevice_ptsz, cudaStreamGetDevice)
 WOOLY_ALIAS(cudaEventRecord_ptsz, cudaEventRecord)
 WOOLY_ALIAS(cudaEventRecordWithFlags_ptsz, cudaEventRecordWithFlags)
