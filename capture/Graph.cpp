@@ -15,6 +15,10 @@
 // (another stream waiting for an event recorded during the capture) is not
 // supported yet and says so.
 //
+// The queries (nodes, root nodes, dependencies, dependents, edges) read the
+// client's graph; a clone copies its nodes and edges, and each copy knows
+// its original (cudaGraphNodeFindInClone).
+//
 // Not supported yet (clear errors): child graphs, 3D memcpy nodes, memory
 // allocation nodes, graph exec update.
 //
@@ -75,6 +79,9 @@ struct CUgraphNode_st {
   void *userData = nullptr;
   // Event record / wait.
   cudaEvent_t event = nullptr;
+  /// The node this one is a copy of (cudaGraphClone), for
+  /// cudaGraphNodeFindInClone.
+  const CUgraphNode_st *original = nullptr;
 };
 
 struct CUgraph_st {
@@ -668,22 +675,173 @@ RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
   return cudaSuccess;
 }
 
-RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
-                                     size_t *count) {
+namespace {
+/// sizeof(cudaGraphEdgeData): ports and a type, all 0 for a default edge.
+constexpr size_t kEdgeDataBytes = 8;
+
+/// The answer of the graph queries (cudaGraphGetNodes, ...): with no
+/// `out`, how many there are; else the first `*count` of them (the rest of
+/// `out` null), and in `*count` how many were written. `edgeData`, where
+/// given, gets the default edge (all zero) for each.
+void listNodes(const std::vector<CUgraphNode_st *> &all, cudaGraphNode_t *out,
+               void *edgeData, size_t *count) {
+  if (!out) {
+    *count = all.size();
+    return;
+  }
+  size_t n = std::min(*count, all.size());
+  std::copy_n(all.begin(), n, out);
+  std::fill(out + n, out + *count, nullptr);
+  if (edgeData)
+    std::memset(edgeData, 0, n * kEdgeDataBytes);
+  *count = n;
+}
+} // namespace
+
+namespace {
+/// The nodes `pick` accepts from `graph`'s, listed (listNodes) under the
+/// graphs' lock, where `graph` is a graph and `count` is not null.
+template <typename F>
+cudaError_t queryNodes(cudaGraph_t graph, cudaGraphNode_t *out, size_t *count,
+                       F pick) {
   if (!count)
     return setError(cudaErrorInvalidValue);
   Graphs &g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.graphs.count(graph))
     return setError(cudaErrorInvalidValue);
-  if (!nodes) {
-    *count = graph->nodes.size();
-    return cudaSuccess;
+  std::vector<CUgraphNode_st *> all;
+  for (auto &n : graph->nodes)
+    if (pick(*n))
+      all.push_back(n.get());
+  listNodes(all, out, nullptr, count);
+  return cudaSuccess;
+}
+} // namespace
+
+RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes,
+                                     size_t *count) {
+  return queryNodes(graph, nodes, count,
+                    [](const CUgraphNode_st &) { return true; });
+}
+
+RT_API cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph,
+                                         cudaGraphNode_t *roots,
+                                         size_t *count) {
+  return queryNodes(graph, roots, count,
+                    [](const CUgraphNode_st &n) { return n.deps.empty(); });
+}
+
+/// Every edge of `graph` (a dependency of a node on another), in node
+/// order.
+RT_API cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from,
+                                     cudaGraphNode_t *to, void *edgeData,
+                                     size_t *count) {
+  if (!count || bool(from) != bool(to))
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph))
+    return setError(cudaErrorInvalidValue);
+  std::vector<CUgraphNode_st *> froms, tos;
+  for (auto &n : graph->nodes)
+    for (CUgraphNode_st *d : n->deps) {
+      froms.push_back(d);
+      tos.push_back(n.get());
+    }
+  size_t n = *count;
+  listNodes(froms, from, edgeData, &n);
+  listNodes(tos, to, nullptr, count);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node,
+                                                cudaGraphNode_t *deps,
+                                                void *edgeData, size_t *count) {
+  if (!node || !count)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  listNodes(node->deps, deps, edgeData, count);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node,
+                                                  cudaGraphNode_t *dependents,
+                                                  void *edgeData,
+                                                  size_t *count) {
+  if (!node || !count)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  std::vector<CUgraphNode_st *> all;
+  for (auto &n : node->graph->nodes)
+    if (std::find(n->deps.begin(), n->deps.end(), node) != n->deps.end())
+      all.push_back(n.get());
+  listNodes(all, dependents, edgeData, count);
+  return cudaSuccess;
+}
+
+/// A copy of `original`'s nodes and edges; each node remembers the one it
+/// copies (cudaGraphNodeFindInClone).
+RT_API cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original) {
+  if (!clone)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(original))
+    return setError(cudaErrorInvalidValue);
+  auto copy = std::make_unique<CUgraph_st>();
+  std::unordered_map<const CUgraphNode_st *, CUgraphNode_st *> of;
+  for (auto &n : original->nodes) {
+    auto c = std::make_unique<CUgraphNode_st>(*n);
+    c->graph = copy.get();
+    c->paramPointers.clear(); // made again by GetParams, into its own copy
+    c->original = n.get();
+    of[n.get()] = c.get();
+    copy->nodes.push_back(std::move(c));
   }
-  size_t n = std::min(*count, graph->nodes.size());
-  for (size_t i = 0; i < n; ++i)
-    nodes[i] = graph->nodes[i].get();
-  *count = n;
+  for (auto &c : copy->nodes)
+    for (CUgraphNode_st *&d : c->deps)
+      d = of.at(d);
+  *clone = copy.get();
+  g.graphs.insert(copy.release());
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *node,
+                                            cudaGraphNode_t original,
+                                            cudaGraph_t clone) {
+  if (!node || !original)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(clone))
+    return setError(cudaErrorInvalidValue);
+  for (auto &n : clone->nodes)
+    if (n->original == original) {
+      *node = n.get();
+      return cudaSuccess;
+    }
+  return setError(cudaErrorInvalidValue);
+}
+
+/// Removes a node and its edges from its graph.
+RT_API cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
+  if (!node)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  CUgraph_st *graph = node->graph;
+  if (!g.graphs.count(graph))
+    return setError(cudaErrorInvalidValue);
+  for (auto &n : graph->nodes)
+    n->deps.erase(std::remove(n->deps.begin(), n->deps.end(), node),
+                  n->deps.end());
+  auto it = std::find_if(graph->nodes.begin(), graph->nodes.end(),
+                         [&](auto &n) { return n.get() == node; });
+  if (it != graph->nodes.end())
+    graph->nodes.erase(it);
   return cudaSuccess;
 }
 

@@ -8,7 +8,10 @@
 //                                              host node: sum the copy
 //
 // instantiated, launched three times, then updated in place with
-// cudaGraphExecKernelNodeSetParams (a new `scale`) and launched again.
+// cudaGraphExecKernelNodeSetParams (a new `scale`) and launched again. The
+// queries (root nodes, dependencies, dependents, edges) tell its shape; a
+// clone with another scale and without the host node runs, and the
+// original still runs as before.
 //
 //===----------------------------------------------------------------------===//
 
@@ -153,6 +156,63 @@ int main() {
     EXPECT(hostC[i] == 1 - 2 * i + i + offset, "C[%d] = %d, expected %d", i,
            hostC[i], 1 - 2 * i + i + offset);
   std::printf("scale -2: sum = %lld\n", record.sums[firstRuns]);
+
+  // The graph's shape as the queries tell it.
+  cudaGraphNode_t found[8];
+  size_t count = 8;
+  CHECK(cudaGraphGetRootNodes(graph, found, &count));
+  EXPECT(count == 1 && found[0] == memsetNode && found[1] == nullptr,
+         "%zu root nodes", count);
+  count = 8;
+  CHECK(cudaGraphNodeGetDependencies(addNode, found, nullptr, &count));
+  EXPECT(count == 2 && found[0] == scaleNode && found[1] == indexNode,
+         "the add node has %zu dependencies", count);
+  count = 8;
+  CHECK(cudaGraphNodeGetDependentNodes(memsetNode, found, nullptr, &count));
+  EXPECT(count == 2 && found[0] == scaleNode && found[1] == indexNode,
+         "the memset node has %zu dependents", count);
+  cudaGraphNode_t from[8], to[8];
+  count = 8;
+  CHECK(cudaGraphGetEdges(graph, from, to, nullptr, &count));
+  EXPECT(count == 6 && from[5] == copyNode && to[5] == hostNode,
+         "the graph has %zu edges", count);
+  count = 0;
+  CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count));
+  EXPECT(count == 6, "%zu edges counted", count);
+
+  // A clone with its own scale, and without its host node; the instantiated
+  // original keeps its own.
+  cudaGraph_t clone;
+  CHECK(cudaGraphClone(&clone, graph));
+  cudaGraphNode_t cloneScale, cloneHost;
+  CHECK(cudaGraphNodeFindInClone(&cloneScale, scaleNode, clone));
+  CHECK(cudaGraphNodeFindInClone(&cloneHost, hostNode, clone));
+  EXPECT(cloneScale != scaleNode, "the clone shares a node");
+  int cloneScaleValue = 5;
+  void *cloneArgs[] = {&dA, &cloneScaleValue, &n};
+  cudaKernelNodeParams cloneParams = scaleParams;
+  cloneParams.kernelParams = cloneArgs;
+  CHECK(cudaGraphKernelNodeSetParams(cloneScale, &cloneParams));
+  CHECK(cudaGraphDestroyNode(cloneHost));
+  CHECK(cudaGraphGetNodes(clone, nullptr, &numNodes));
+  EXPECT(numNodes == 5, "the clone has %zu nodes after one destroyed",
+         numNodes);
+  cudaGraphExec_t cloneExec;
+  CHECK(cudaGraphInstantiate(&cloneExec, clone, 0));
+  CHECK(cudaGraphLaunch(cloneExec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(record.runs == firstRuns + 1, "the destroyed host node ran");
+  for (int i = 0; i < kN; ++i)
+    EXPECT(hostC[i] == 1 + 5 * i + i + offset, "clone: C[%d] = %d", i,
+           hostC[i]);
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(record.sums[firstRuns + 1] == expectedSum(-2, offset),
+         "the original after cloning: sum = %lld", record.sums[firstRuns + 1]);
+  std::printf("clone: scale 5 without the host node; the original still "
+              "scale -2\n");
+  CHECK(cudaGraphExecDestroy(cloneExec));
+  CHECK(cudaGraphDestroy(clone));
 
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
