@@ -1680,10 +1680,23 @@ TEST_F(ServerTest, CoalescedLaunchesAreBitIdenticalAndFaultsStayTheirTenants) {
                                "other launch (its blocks from "),
                 std::string::npos)
           << s.message;
-    // The faulted session is done for; the next round uses a new one.
+    // The faulted session is done for; the next round uses a new one,
+    // whose kernel is made ready first (a launch into its own memory), so
+    // that its launch in the round is queued as soon as it arrives.
     if (!faultFused) {
       ts[3].c = connect("small3");
       ASSERT_TRUE(ts[3].c->loadModule(kCoalesceC, "m", ts[3].m).ok());
+      uint64_t scratch;
+      ASSERT_TRUE(ts[3].c->malloc(SmallTenant::kN * 4, scratch).ok());
+      Params warm(*ts[3].m.findKernel("poke"));
+      warm.add(scratch).add(uint32_t(1));
+      ASSERT_TRUE(ts[3]
+                      .c
+                      ->launch(ts[3].m.handle, "poke", {SmallTenant::kBlocks},
+                               {SmallTenant::kThreads}, 0, warm.bytes.data(),
+                               warm.bytes.size())
+                      .ok());
+      ASSERT_TRUE(ts[3].c->deviceSynchronize().ok());
     }
   }
   EXPECT_TRUE(faultFused) << log();
