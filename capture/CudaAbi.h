@@ -327,10 +327,25 @@ struct cudaTextureDesc {
 
 /// union cudaLaunchAttributeValue is 64 bytes; only the ids Wooly reads are
 /// named.
+/// cudaLaunchAttributeID; CUlaunchAttributeID has the same values (stream
+/// attributes, cudaStreamAttrID, are the stream-valid ones of them).
 enum cudaLaunchAttributeID : int {
   cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeAccessPolicyWindow = 1,
   cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeSynchronizationPolicy = 3,
+  cudaLaunchAttributeClusterDimension = 4,
+  cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+  cudaLaunchAttributeProgrammaticEvent = 7,
   cudaLaunchAttributePriority = 8,
+  cudaLaunchAttributeMemSyncDomainMap = 9,
+  cudaLaunchAttributeMemSyncDomain = 10,
+  cudaLaunchAttributePreferredClusterDimension = 11,
+  cudaLaunchAttributeLaunchCompletionEvent = 12,
+  cudaLaunchAttributeDeviceUpdatableKernelNode = 13,
+  cudaLaunchAttributePreferredSharedMemoryCarveout = 14,
+  cudaLaunchAttributeNvlinkUtilCentricScheduling = 16,
 };
 struct cudaLaunchAttribute {
   cudaLaunchAttributeID id;

@@ -466,25 +466,25 @@ namespace wooly::capture {
 const char *driverLaunchAttribute(int id, const char *value,
                                   LaunchAttributes &out) {
   switch (id) {
-  case 0:  // ignore
-  case 1:  // access policy window
-  case 3:  // synchronisation policy
-  case 5:  // cluster scheduling policy preference
-  case 6:  // programmatic stream serialisation
-  case 8:  // priority
-  case 9:  // memory synchronisation domain map
-  case 10: // memory synchronisation domain
-  case 11: // preferred cluster dimension
-  case 14: // preferred shared memory carveout
-  case 16: // NVLink utilisation-centric scheduling
+  case cudaLaunchAttributeIgnore:
+  case cudaLaunchAttributeAccessPolicyWindow:
+  case cudaLaunchAttributeSynchronizationPolicy:
+  case cudaLaunchAttributeClusterSchedulingPolicyPreference:
+  case cudaLaunchAttributeProgrammaticStreamSerialization:
+  case cudaLaunchAttributePriority:
+  case cudaLaunchAttributeMemSyncDomainMap:
+  case cudaLaunchAttributeMemSyncDomain:
+  case cudaLaunchAttributePreferredClusterDimension:
+  case cudaLaunchAttributePreferredSharedMemoryCarveout:
+  case cudaLaunchAttributeNvlinkUtilCentricScheduling:
     return nullptr;
-  case 2: { // cooperative
+  case cudaLaunchAttributeCooperative: {
     int v;
     std::memcpy(&v, value, sizeof v);
     out.cooperative = v != 0;
     return nullptr;
   }
-  case 4: { // cluster dimension
+  case cudaLaunchAttributeClusterDimension: {
     unsigned dim[3];
     std::memcpy(dim, value, sizeof dim);
     if (dim[0] <= 1 && dim[1] <= 1 && dim[2] <= 1)
@@ -492,11 +492,11 @@ const char *driverLaunchAttribute(int id, const char *value,
     return "thread block clusters of more than one block are not supported "
            "yet";
   }
-  case 7:
+  case cudaLaunchAttributeProgrammaticEvent:
     return "a programmatic event is not supported yet";
-  case 12:
+  case cudaLaunchAttributeLaunchCompletionEvent:
     return "a launch completion event is not supported yet";
-  case 13:
+  case cudaLaunchAttributeDeviceUpdatableKernelNode:
     return "device-updatable kernel nodes are not supported yet";
   default:
     return "this launch attribute is not supported yet";

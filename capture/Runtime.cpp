@@ -1747,10 +1747,10 @@ StreamAttributes &streamAttributes() {
 }
 
 bool isStreamHint(int attr) {
-  return attr == 1 /* access policy window */ ||
-         attr == 3 /* synchronisation policy */ ||
-         attr == 9 /* memory synchronisation domain map */ ||
-         attr == 10 /* memory synchronisation domain */;
+  return attr == cudaLaunchAttributeAccessPolicyWindow ||
+         attr == cudaLaunchAttributeSynchronizationPolicy ||
+         attr == cudaLaunchAttributeMemSyncDomainMap ||
+         attr == cudaLaunchAttributeMemSyncDomain;
 }
 } // namespace
 
@@ -1813,7 +1813,7 @@ RT_API cudaError_t cudaStreamSetAttribute(cudaStream_t stream, int attr,
   INIT();
   unsigned flags;
   RETURN_IF(cuStreamGetFlags(stream, &flags));
-  if (attr == 8) { // priority
+  if (attr == cudaLaunchAttributePriority) {
     log(1, "cudaStreamSetAttribute: a stream's priority is set when it is "
            "created (cudaStreamCreateWithPriority); changing it is not "
            "supported yet");
@@ -1832,7 +1832,7 @@ RT_API cudaError_t cudaStreamGetAttribute(cudaStream_t stream, int attr,
   if (!value)
     return setError(cudaErrorInvalidValue);
   INIT();
-  if (attr == 8) { // priority
+  if (attr == cudaLaunchAttributePriority) {
     int priority = 0;
     RETURN_IF(cuStreamGetPriority(stream, &priority));
     std::memset(value, 0, 64);
@@ -1845,13 +1845,10 @@ RT_API cudaError_t cudaStreamGetAttribute(cudaStream_t stream, int attr,
     return setError(cudaErrorInvalidValue);
   StreamAttributes &a = streamAttributes();
   std::lock_guard<std::mutex> lock(a.mu);
-  auto s = a.values.find(stream);
-  auto v = s == a.values.end() ? decltype(s->second)::iterator()
-                               : s->second.find(attr);
-  if (s == a.values.end() || v == s->second.end())
-    std::memset(value, 0, 64);
-  else
-    std::memcpy(value, v->second.data(), 64);
+  std::memset(value, 0, 64); // what a stream has where nothing was set
+  if (auto s = a.values.find(stream); s != a.values.end())
+    if (auto v = s->second.find(attr); v != s->second.end())
+      std::memcpy(value, v->second.data(), 64);
   return cudaSuccess;
 }
 

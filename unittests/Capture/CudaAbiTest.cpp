@@ -205,6 +205,21 @@ static_assert(wabi::CU_POINTER_ATTRIBUTE_MEMORY_TYPE ==
 static_assert(wabi::cudaLaunchAttributeCooperative ==
                   (int)::cudaLaunchAttributeCooperative,
               "");
+static_assert(wabi::cudaLaunchAttributeClusterDimension ==
+                  (int)::cudaLaunchAttributeClusterDimension,
+              "");
+static_assert(wabi::cudaLaunchAttributeProgrammaticStreamSerialization ==
+                  (int)::cudaLaunchAttributeProgrammaticStreamSerialization,
+              "");
+static_assert(wabi::cudaLaunchAttributeMemSyncDomain ==
+                  (int)::cudaLaunchAttributeMemSyncDomain,
+              "");
+static_assert(wabi::cudaLaunchAttributePreferredSharedMemoryCarveout ==
+                  (int)::cudaLaunchAttributePreferredSharedMemoryCarveout,
+              "");
+static_assert(wabi::cudaLaunchAttributeNvlinkUtilCentricScheduling ==
+                  (int)::cudaLaunchAttributeNvlinkUtilCentricScheduling,
+              "");
 static_assert(wabi::cudaLaunchAttributePriority ==
                   (int)::cudaLaunchAttributePriority,
               "");

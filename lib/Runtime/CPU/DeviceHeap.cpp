@@ -5,6 +5,7 @@
 #include "Wooly/Runtime/CPU/DeviceMemory.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace wooly::cpu;
 
@@ -20,7 +21,7 @@ DeviceHeaps::~DeviceHeaps() {
 uint64_t DeviceHeaps::allocate(uint64_t domain, uint64_t size) {
   if (size > heapBytes)
     return 0;
-  uint64_t rounded = (std::max<uint64_t>(size, 1) + kAlign - 1) & ~(kAlign - 1);
+  uint64_t rounded = llvm::alignTo(std::max<uint64_t>(size, 1), kAlign);
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Heap> &heap = heaps[domain];
   if (!heap) {
@@ -53,16 +54,14 @@ llvm::Error DeviceHeaps::free(uint64_t domain, uint64_t addr) {
     return llvm::Error::success();
   std::lock_guard<std::mutex> lock(mutex);
   auto h = heaps.find(domain);
-  auto used = h == heaps.end() ? decltype(h->second->used)::iterator()
-                               : h->second->used.find(addr);
-  if (h == heaps.end() || used == h->second->used.end())
+  if (h == heaps.end() || !h->second->used.count(addr))
     return llvm::createStringError(llvm::formatv(
         "free(0x{0:x-}): not a block that device-side malloc returned, or "
         "freed already",
         addr));
   Heap &heap = *h->second;
-  uint64_t start = addr, length = used->second;
-  heap.used.erase(used);
+  uint64_t start = addr, length = heap.used[addr];
+  heap.used.erase(addr);
   // Merges with the free neighbours on either side.
   auto next = heap.free.lower_bound(start);
   if (next != heap.free.end() && next->first == start + length) {

@@ -49,8 +49,6 @@ public:
   /// returns the bytes freed (0: it had none).
   uint64_t release(uint64_t domain);
 
-  /// The bytes of each heap made from now on.
-  uint64_t bytesPerHeap() const { return heapBytes; }
   /// Blocks in use in `domain`'s heap (tests).
   size_t blocksInUse(uint64_t domain);
 
