@@ -8,27 +8,33 @@
 // once, and a program never finds a function missing.
 //
 // Every function in these lists that is not implemented returns an error
-// code (cudaError_t or CUresult, an int) in the x86-64 ABI's return
-// register, so a stub without parameters is a valid stand-in; the few that
-// return something else (cudaGetErrorName, cudaCreateChannelDesc, the
-// __cuda registration calls) are implemented.
+// code (cudaError_t, CUresult or cublasStatus_t, an int) in the x86-64
+// ABI's return register, so a stub without parameters is a valid
+// stand-in; the few that return something else (cudaGetErrorName,
+// cudaCreateChannelDesc, the __cuda registration calls, cublasGetStatusName
+// and cublasGetCudartVersion, ...) are implemented.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Log.h"
 
-#define WOOLY_STUB(name)                                                       \
+#define WOOLY_STUB(name, result)                                               \
   extern "C" __attribute__((weak, visibility("default"))) int name() {         \
     wooly::capture::logUnsupportedOnce(#name);                                 \
-    return 801;                                                                \
+    return result;                                                             \
   }
 
 #if defined(WOOLY_STUBS_CUDART)
-#define WOOLY_CUDART(name) WOOLY_STUB(name)
+#define WOOLY_CUDART(name) WOOLY_STUB(name, 801)
 #include "CudartExports.def"
 #elif defined(WOOLY_STUBS_CU)
-#define WOOLY_CU(name) WOOLY_STUB(name)
+#define WOOLY_CU(name) WOOLY_STUB(name, 801)
 #include "CuExports.def"
+#elif defined(WOOLY_STUBS_CUBLAS)
+// cublasStatus_t's CUBLAS_STATUS_NOT_SUPPORTED. The legacy API's void
+// functions (cublasSgemm without a handle, ...) ignore it.
+#define WOOLY_CUBLAS(name) WOOLY_STUB(name, 15)
+#include "blas/CublasExports.def"
 #else
-#error "define WOOLY_STUBS_CUDART or WOOLY_STUBS_CU"
+#error "define WOOLY_STUBS_CUDART, WOOLY_STUBS_CU or WOOLY_STUBS_CUBLAS"
 #endif

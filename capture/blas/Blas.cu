@@ -1,0 +1,978 @@
+//===- Blas.cu - The drop-in libcublas.so.13 ------------------------------===//
+//
+// NVIDIA's cuBLAS links its own copy of the CUDA runtime and reaches the
+// driver through private export tables, so it cannot run on Wooly's
+// libcudart/libcuda. This library takes its place (same soname, same
+// symbol version): it implements the cuBLAS v2 API that training code and
+// NVIDIA's samples use with ordinary CUDA kernels, which this library's own
+// fatbin registers with Wooly's libcudart like any program's, so they reach
+// wooly-serve as PTX and share the device with every other tenant's.
+//
+// Implemented (float and double unless said otherwise):
+// - the handle: create/destroy, stream, pointer mode (host or device
+//   scalars and results), math mode, atomics mode, workspace, versions,
+//   status names;
+// - host <-> device copies: cublasSet/GetVector, Set/GetMatrix (+Async);
+// - level 1: axpy, scal, copy, swap, dot, nrm2, asum, iamax, iamin;
+// - level 2: gemv;
+// - level 3: gemm (S, D, H), gemm batched and strided batched (S, D),
+//   cublasGemmEx / GemmBatchedEx / GemmStridedBatchedEx and cublasSgemmEx
+//   for the real types training code uses (half, bfloat16, float, double,
+//   int8 -> int32; see gemmKernelFor).
+// Every other export of the real library is a stub (Stubs.cpp) that says
+// so on stderr once and returns CUBLAS_STATUS_NOT_SUPPORTED.
+//
+// Semantics are BLAS's, column-major. Results are not bit-identical to
+// NVIDIA's (its kernels pick their own summation order per GPU); ours sum
+// in index order, in the compute type, so they are deterministic. The
+// kernels are plain (a thread per output element, no shared-memory
+// tiling): what runs well on the CPU backend and correctly everywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Log.h"
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+using wooly::capture::logUnsupportedOnce;
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+  cublasPointerMode_t pointerMode = CUBLAS_POINTER_MODE_HOST;
+  cublasMath_t mathMode = CUBLAS_DEFAULT_MATH;
+  cublasAtomicsMode_t atomicsMode = CUBLAS_ATOMICS_NOT_ALLOWED;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  /// 16 bytes of device memory for reduction results the caller wants in
+  /// host memory (pointer mode host).
+  void *scratch = nullptr;
+};
+
+namespace {
+
+constexpr int kVersion = CUBLAS_VERSION;
+
+/// The status of the last launch on `h`'s stream.
+cublasStatus_t launched() {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess)
+    return CUBLAS_STATUS_SUCCESS;
+  wooly::capture::log(1, "cuBLAS kernel launch failed: %s",
+                      cudaGetErrorString(e));
+  return CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+/// A scalar argument: its value (pointer mode host, read at the call) or
+/// its device address (pointer mode device, read by the kernel).
+template <typename T> struct Scalar {
+  T value;
+  const T *device;
+  __device__ T get() const { return device ? *device : value; }
+};
+
+template <typename T> Scalar<T> scalarOf(cublasHandle_t h, const T *p) {
+  Scalar<T> s{};
+  if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE)
+    s.device = p;
+  else
+    s.value = *p;
+  return s;
+}
+
+/// Index of element `i` of a BLAS vector of `n` elements with increment
+/// `inc` (a negative increment walks it from the end).
+__device__ __host__ inline long long at(long long i, int n, int inc) {
+  return inc >= 0 ? i * inc : (i - (n - 1)) * inc;
+}
+
+int64_t gridFor(int64_t n, int64_t per) { return (n + per - 1) / per; }
+
+constexpr int kThreads = 256;
+
+unsigned blocksFor(int64_t n) {
+  return unsigned(std::min<int64_t>(gridFor(n, kThreads), 65535));
+}
+
+//===----------------------------------------------------------------------===//
+// Level 1
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void axpyKernel(int n, Scalar<T> alpha, const T *x, int incx, T *y,
+                           int incy) {
+  T a = alpha.get();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    y[at(i, n, incy)] += a * x[at(i, n, incx)];
+}
+
+template <typename T>
+__global__ void scalKernel(int n, Scalar<T> alpha, T *x, int incx) {
+  T a = alpha.get();
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    x[i * incx] *= a;
+}
+
+template <typename T>
+__global__ void copyKernel(int n, const T *x, int incx, T *y, int incy,
+                           bool swap) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    T *dst = y + at(i, n, incy);
+    T v = x[at(i, n, incx)];
+    if (swap)
+      const_cast<T *>(x)[at(i, n, incx)] = *dst;
+    *dst = v;
+  }
+}
+
+enum class Reduce { Dot, SumSquares, AbsSum };
+
+/// One block reduces the whole vector: each thread sums a strided part in
+/// index order, then a tree in shared memory (the same order on every run
+/// and every device).
+template <typename T, Reduce kind>
+__global__ void reduceKernel(int n, const T *x, int incx, const T *y, int incy,
+                             T *result) {
+  __shared__ T part[kThreads];
+  T s = T(0);
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    T v = x[at(i, n, incx)];
+    if (kind == Reduce::Dot)
+      s += v * y[at(i, n, incy)];
+    else if (kind == Reduce::SumSquares)
+      s += v * v;
+    else
+      s += v < T(0) ? -v : v;
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *result = kind == Reduce::SumSquares ? T(sqrt(double(part[0]))) : part[0];
+}
+
+/// The 1-based index of the first element of largest (or smallest)
+/// absolute value; 0 for an empty vector.
+template <typename T, bool max>
+__global__ void iamaxKernel(int n, const T *x, int incx, int *result) {
+  __shared__ T best[kThreads];
+  __shared__ int where[kThreads];
+  T b = T(0);
+  int k = 0;
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    T v = x[(long long)i * incx];
+    v = v < T(0) ? -v : v;
+    if (k == 0 || (max ? v > b : v < b)) {
+      b = v;
+      k = i + 1;
+    }
+  }
+  best[threadIdx.x] = b;
+  where[threadIdx.x] = k;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) {
+      T ob = best[threadIdx.x + w];
+      int ok = where[threadIdx.x + w];
+      int mk = where[threadIdx.x];
+      T mb = best[threadIdx.x];
+      bool take = ok != 0 && (mk == 0 || (max ? ob > mb : ob < mb) ||
+                              (ob == mb && ok < mk));
+      if (take) {
+        best[threadIdx.x] = ob;
+        where[threadIdx.x] = ok;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *result = where[0];
+}
+
+/// Runs a one-block reduction that writes a `R` to `result`, in host or
+/// device memory as the pointer mode says.
+template <typename R, typename Launch>
+cublasStatus_t reduceTo(cublasHandle_t h, R *result, Launch launch) {
+  if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE) {
+    launch(result);
+    return launched();
+  }
+  launch(static_cast<R *>(h->scratch));
+  if (cublasStatus_t s = launched())
+    return s;
+  if (cudaMemcpyAsync(result, h->scratch, sizeof(R), cudaMemcpyDeviceToHost,
+                      h->stream) != cudaSuccess ||
+      cudaStreamSynchronize(h->stream) != cudaSuccess)
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename T>
+cublasStatus_t axpy(cublasHandle_t h, int n, const T *alpha, const T *x,
+                    int incx, T *y, int incy) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (n <= 0)
+    return CUBLAS_STATUS_SUCCESS;
+  axpyKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, scalarOf(h, alpha), x,
+                                                       incx, y, incy);
+  return launched();
+}
+
+template <typename T>
+cublasStatus_t scal(cublasHandle_t h, int n, const T *alpha, T *x, int incx) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (n <= 0 || incx <= 0)
+    return CUBLAS_STATUS_SUCCESS;
+  scalKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, scalarOf(h, alpha), x,
+                                                       incx);
+  return launched();
+}
+
+template <typename T>
+cublasStatus_t copy(cublasHandle_t h, int n, const T *x, int incx, T *y,
+                    int incy, bool swap) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (n <= 0)
+    return CUBLAS_STATUS_SUCCESS;
+  copyKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, x, incx, y, incy,
+                                                       swap);
+  return launched();
+}
+
+template <typename T, Reduce kind>
+cublasStatus_t reduce(cublasHandle_t h, int n, const T *x, int incx, const T *y,
+                      int incy, T *result) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!result)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // nrm2 and asum of a vector with a non-positive increment are 0, as in
+  // the reference BLAS.
+  if (kind != Reduce::Dot && incx <= 0)
+    n = 0;
+  return reduceTo<T>(h, result, [&](T *out) {
+    reduceKernel<T, kind>
+        <<<1, kThreads, 0, h->stream>>>(std::max(n, 0), x, incx, y, incy, out);
+  });
+}
+
+template <typename T, bool max>
+cublasStatus_t iamax(cublasHandle_t h, int n, const T *x, int incx,
+                     int *result) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!result)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (incx <= 0)
+    n = 0;
+  return reduceTo<int>(h, result, [&](int *out) {
+    iamaxKernel<T, max>
+        <<<1, kThreads, 0, h->stream>>>(std::max(n, 0), x, incx, out);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Level 2 and 3
+//===----------------------------------------------------------------------===//
+
+bool transposed(cublasOperation_t op) { return op != CUBLAS_OP_N; }
+
+bool validOp(cublasOperation_t op) {
+  return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+}
+
+template <typename T>
+__global__ void gemvKernel(bool trans, int m, int n, Scalar<T> alpha,
+                           const T *A, int lda, const T *x, int incx,
+                           Scalar<T> beta, T *y, int incy) {
+  // y has m elements (n when transposed); element r is row r of op(A)
+  // times x.
+  int rows = trans ? n : m, cols = trans ? m : n;
+  T a = alpha.get(), b = beta.get();
+  for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows;
+       r += (long long)gridDim.x * blockDim.x) {
+    T s = T(0);
+    for (int c = 0; c < cols; ++c) {
+      T e = trans ? A[c + r * (long long)lda] : A[r + c * (long long)lda];
+      s += e * x[at(c, cols, incx)];
+    }
+    T &out = y[at(r, rows, incy)];
+    out = b == T(0) ? a * s : a * s + b * out;
+  }
+}
+
+template <typename T>
+cublasStatus_t gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n,
+                    const T *alpha, const T *A, int lda, const T *x, int incx,
+                    const T *beta, T *y, int incy) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!validOp(trans) || m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 ||
+      incy == 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  int rows = transposed(trans) ? n : m;
+  if (m == 0 || n == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  gemvKernel<<<blocksFor(rows), kThreads, 0, h->stream>>>(
+      transposed(trans), m, n, scalarOf(h, alpha), A, lda, x, incx,
+      scalarOf(h, beta), y, incy);
+  return launched();
+}
+
+/// One GEMM of a batch: `C = alpha * op(A) * op(B) + beta * C`, column-major,
+/// A m x k after op, B k x n after op. Either base pointers with strides,
+/// or (where `arrays`) device arrays of per-batch pointers.
+struct GemmShape {
+  bool transA, transB;
+  int m, n, k;
+  long long lda, ldb, ldc;
+  long long strideA, strideB, strideC;
+  int batch;
+  bool arrays;
+  const void *A, *B;
+  void *C;
+};
+
+/// `TIn` the type of A and B, `TOut` of C, `TScale` of alpha and beta,
+/// `TAcc` the type the products are summed in. A thread per element of C;
+/// grid-stride loops over C's rows, columns (y) and the batch (z).
+template <typename TIn, typename TOut, typename TScale, typename TAcc>
+__global__ void gemmKernel(GemmShape s, Scalar<TScale> alphaArg,
+                           Scalar<TScale> betaArg) {
+  TScale alpha = alphaArg.get(), beta = betaArg.get();
+  for (int b = blockIdx.z; b < s.batch; b += gridDim.z) {
+    const TIn *A, *B;
+    TOut *C;
+    if (s.arrays) {
+      A = static_cast<const TIn *const *>(s.A)[b];
+      B = static_cast<const TIn *const *>(s.B)[b];
+      C = static_cast<TOut *const *>(s.C)[b];
+    } else {
+      A = static_cast<const TIn *>(s.A) + b * s.strideA;
+      B = static_cast<const TIn *>(s.B) + b * s.strideB;
+      C = static_cast<TOut *>(s.C) + b * s.strideC;
+    }
+    for (long long j = blockIdx.y * (long long)blockDim.y + threadIdx.y;
+         j < s.n; j += (long long)gridDim.y * blockDim.y)
+      for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+           i < s.m; i += (long long)gridDim.x * blockDim.x) {
+        TAcc acc = TAcc(0);
+        for (int l = 0; l < s.k; ++l) {
+          TIn a = s.transA ? A[l + i * s.lda] : A[i + l * s.lda];
+          TIn e = s.transB ? B[j + l * s.ldb] : B[l + j * s.ldb];
+          acc += TAcc(a) * TAcc(e);
+        }
+        TOut &out = C[i + j * s.ldc];
+        TScale v = alpha * TScale(acc);
+        // BLAS: with beta == 0, C is not read (it may hold NaNs).
+        if (!(beta == TScale(0)))
+          v = v + beta * TScale(out);
+        out = TOut(v);
+      }
+  }
+}
+
+template <typename TIn, typename TOut, typename TScale, typename TAcc>
+cublasStatus_t launchGemm(cublasHandle_t h, const GemmShape &s,
+                          const void *alpha, const void *beta) {
+  dim3 block(16, 16);
+  dim3 grid(unsigned(std::min<int64_t>(gridFor(s.m, 16), 65535)),
+            unsigned(std::min<int64_t>(gridFor(s.n, 16), 65535)),
+            unsigned(std::min(s.batch, 65535)));
+  gemmKernel<TIn, TOut, TScale, TAcc><<<grid, block, 0, h->stream>>>(
+      s, scalarOf(h, static_cast<const TScale *>(alpha)),
+      scalarOf(h, static_cast<const TScale *>(beta)));
+  return launched();
+}
+
+/// Checks a GEMM's arguments as cuBLAS does; fills `s` and says whether
+/// there is anything to compute.
+cublasStatus_t gemmShape(cublasHandle_t h, cublasOperation_t ta,
+                         cublasOperation_t tb, int m, int n, int k, int lda,
+                         int ldb, int ldc, int batch, GemmShape &s) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  bool transA = transposed(ta), transB = transposed(tb);
+  if (!validOp(ta) || !validOp(tb) || m < 0 || n < 0 || k < 0 || batch < 0 ||
+      lda < std::max(1, transA ? k : m) || ldb < std::max(1, transB ? n : k) ||
+      ldc < std::max(1, m))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  s = GemmShape{};
+  s.transA = transA;
+  s.transB = transB;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.lda = lda;
+  s.ldb = ldb;
+  s.ldc = ldc;
+  s.batch = batch;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// What GemmEx and friends run for a combination of types: null where it
+/// is not implemented.
+using GemmLauncher = cublasStatus_t (*)(cublasHandle_t, const GemmShape &,
+                                        const void *, const void *);
+
+GemmLauncher gemmKernelFor(cudaDataType a, cudaDataType b, cudaDataType c,
+                           cublasComputeType_t compute) {
+  if (a != b)
+    return nullptr;
+  switch (compute) {
+  case CUBLAS_COMPUTE_16F:
+  case CUBLAS_COMPUTE_16F_PEDANTIC:
+    if (a == CUDA_R_16F && c == CUDA_R_16F)
+      return launchGemm<__half, __half, __half, __half>;
+    return nullptr;
+  case CUBLAS_COMPUTE_32F:
+  case CUBLAS_COMPUTE_32F_PEDANTIC:
+  case CUBLAS_COMPUTE_32F_FAST_16F:
+  case CUBLAS_COMPUTE_32F_FAST_16BF:
+  case CUBLAS_COMPUTE_32F_FAST_TF32:
+    // The fast modes allow, and do not require, inputs rounded to fewer
+    // bits: full float is what they compute here.
+    if (a == CUDA_R_32F && c == CUDA_R_32F)
+      return launchGemm<float, float, float, float>;
+    if (a == CUDA_R_16F && c == CUDA_R_16F)
+      return launchGemm<__half, __half, float, float>;
+    if (a == CUDA_R_16F && c == CUDA_R_32F)
+      return launchGemm<__half, float, float, float>;
+    if (a == CUDA_R_16BF && c == CUDA_R_16BF)
+      return launchGemm<__nv_bfloat16, __nv_bfloat16, float, float>;
+    if (a == CUDA_R_16BF && c == CUDA_R_32F)
+      return launchGemm<__nv_bfloat16, float, float, float>;
+    return nullptr;
+  case CUBLAS_COMPUTE_64F:
+  case CUBLAS_COMPUTE_64F_PEDANTIC:
+    if (a == CUDA_R_64F && c == CUDA_R_64F)
+      return launchGemm<double, double, double, double>;
+    return nullptr;
+  case CUBLAS_COMPUTE_32I:
+  case CUBLAS_COMPUTE_32I_PEDANTIC:
+    if (a == CUDA_R_8I && c == CUDA_R_32I)
+      return launchGemm<int8_t, int32_t, int32_t, int32_t>;
+    return nullptr;
+  default:
+    return nullptr;
+  }
+}
+
+const char *typeName(cudaDataType t) {
+  switch (t) {
+  case CUDA_R_16F:
+    return "CUDA_R_16F";
+  case CUDA_R_16BF:
+    return "CUDA_R_16BF";
+  case CUDA_R_32F:
+    return "CUDA_R_32F";
+  case CUDA_R_64F:
+    return "CUDA_R_64F";
+  case CUDA_R_8I:
+    return "CUDA_R_8I";
+  case CUDA_R_32I:
+    return "CUDA_R_32I";
+  case CUDA_C_32F:
+    return "CUDA_C_32F";
+  case CUDA_C_64F:
+    return "CUDA_C_64F";
+  case CUDA_R_8F_E4M3:
+    return "CUDA_R_8F_E4M3";
+  case CUDA_R_8F_E5M2:
+    return "CUDA_R_8F_E5M2";
+  default:
+    return "another cudaDataType";
+  }
+}
+
+cublasStatus_t gemmEx(const char *name, cublasHandle_t h, const GemmShape &s,
+                      const void *alpha, const void *beta, cudaDataType a,
+                      cudaDataType b, cudaDataType c,
+                      cublasComputeType_t compute) {
+  GemmLauncher launch = gemmKernelFor(a, b, c, compute);
+  if (!launch) {
+    // Said once per combination of types.
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "%s with A, B, C of types %s, %s, %s and compute type %d",
+                  name, typeName(a), typeName(b), typeName(c), int(compute));
+    logUnsupportedOnce(what, "implemented are the real types half, "
+                             "bfloat16, float, double and int8 -> int32");
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (s.m == 0 || s.n == 0 || s.batch == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  return launch(h, s, alpha, beta);
+}
+
+template <typename T> cudaDataType dataTypeOf();
+template <> cudaDataType dataTypeOf<float>() { return CUDA_R_32F; }
+template <> cudaDataType dataTypeOf<double>() { return CUDA_R_64F; }
+template <> cudaDataType dataTypeOf<__half>() { return CUDA_R_16F; }
+
+template <typename T> cublasComputeType_t computeTypeOf();
+template <> cublasComputeType_t computeTypeOf<float>() {
+  return CUBLAS_COMPUTE_32F;
+}
+template <> cublasComputeType_t computeTypeOf<double>() {
+  return CUBLAS_COMPUTE_64F;
+}
+template <> cublasComputeType_t computeTypeOf<__half>() {
+  return CUBLAS_COMPUTE_16F;
+}
+
+/// Sgemm, Dgemm, Hgemm and their batched forms.
+template <typename T>
+cublasStatus_t gemm(const char *name, cublasHandle_t h, cublasOperation_t ta,
+                    cublasOperation_t tb, int m, int n, int k, const T *alpha,
+                    const void *A, int lda, long long strideA, const void *B,
+                    int ldb, long long strideB, const T *beta, const void *C,
+                    int ldc, long long strideC, int batch, bool arrays) {
+  GemmShape s;
+  if (cublasStatus_t st =
+          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batch, s))
+    return st;
+  s.A = A;
+  s.B = B;
+  // A device array of pointers to C where `arrays`.
+  s.C = const_cast<void *>(C);
+  s.strideA = strideA;
+  s.strideB = strideB;
+  s.strideC = strideC;
+  s.arrays = arrays;
+  cudaDataType t = dataTypeOf<T>();
+  return gemmEx(name, h, s, alpha, beta, t, t, t, computeTypeOf<T>());
+}
+
+//===----------------------------------------------------------------------===//
+// Host <-> device copies
+//===----------------------------------------------------------------------===//
+
+cublasStatus_t copyMatrix(int rows, int cols, int elemSize, const void *src,
+                          int lds, void *dst, int ldd, cudaStream_t stream,
+                          bool async) {
+  if (rows < 0 || cols < 0 || elemSize <= 0 || lds < std::max(1, rows) ||
+      ldd < std::max(1, rows))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || cols == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  size_t w = size_t(rows) * elemSize;
+  cudaError_t e =
+      async ? cudaMemcpy2DAsync(dst, size_t(ldd) * elemSize, src,
+                                size_t(lds) * elemSize, w, cols,
+                                cudaMemcpyDefault, stream)
+            : cudaMemcpy2D(dst, size_t(ldd) * elemSize, src,
+                           size_t(lds) * elemSize, w, cols, cudaMemcpyDefault);
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_MAPPING_ERROR;
+}
+
+cublasStatus_t copyVector(int n, int elemSize, const void *src, int incs,
+                          void *dst, int incd, cudaStream_t stream,
+                          bool async) {
+  if (n < 0 || elemSize <= 0 || incs <= 0 || incd <= 0)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (n == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  // A vector is a matrix of one-element columns.
+  size_t w = size_t(elemSize);
+  cudaError_t e =
+      async ? cudaMemcpy2DAsync(dst, size_t(incd) * w, src, size_t(incs) * w, w,
+                                n, cudaMemcpyDefault, stream)
+            : cudaMemcpy2D(dst, size_t(incd) * w, src, size_t(incs) * w, w, n,
+                           cudaMemcpyDefault);
+  return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_MAPPING_ERROR;
+}
+
+/// A handle's setting, read into `*out`.
+template <typename T>
+cublasStatus_t getField(cublasHandle_t h, T cublasContext::*field, T *out) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!out)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *out = h->*field;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename T>
+cublasStatus_t setField(cublasHandle_t h, T cublasContext::*field, T value) {
+  if (!h)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->*field = value;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The API
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
+  if (!handle)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  auto *h = new (std::nothrow) cublasContext;
+  if (!h)
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  if (cudaMalloc(&h->scratch, 16) != cudaSuccess) {
+    delete h;
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  }
+  *handle = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  // Work queued on the handle's stream may still use the scratch.
+  cudaStreamSynchronize(handle->stream);
+  cudaFree(handle->scratch);
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int *version) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!version)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *version = kVersion;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value) {
+  if (!value)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+  case MAJOR_VERSION:
+    *value = CUBLAS_VER_MAJOR;
+    return CUBLAS_STATUS_SUCCESS;
+  case MINOR_VERSION:
+    *value = CUBLAS_VER_MINOR;
+    return CUBLAS_STATUS_SUCCESS;
+  case PATCH_LEVEL:
+    *value = CUBLAS_VER_PATCH;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+size_t cublasGetCudartVersion(void) { return CUDART_VERSION; }
+
+const char *cublasGetStatusName(cublasStatus_t status) {
+  switch (status) {
+#define NAME(s)                                                                \
+  case s:                                                                      \
+    return #s;
+    NAME(CUBLAS_STATUS_SUCCESS)
+    NAME(CUBLAS_STATUS_NOT_INITIALIZED)
+    NAME(CUBLAS_STATUS_ALLOC_FAILED)
+    NAME(CUBLAS_STATUS_INVALID_VALUE)
+    NAME(CUBLAS_STATUS_ARCH_MISMATCH)
+    NAME(CUBLAS_STATUS_MAPPING_ERROR)
+    NAME(CUBLAS_STATUS_EXECUTION_FAILED)
+    NAME(CUBLAS_STATUS_INTERNAL_ERROR)
+    NAME(CUBLAS_STATUS_NOT_SUPPORTED)
+    NAME(CUBLAS_STATUS_LICENSE_ERROR)
+#undef NAME
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char *cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+  case CUBLAS_STATUS_SUCCESS:
+    return "success";
+  case CUBLAS_STATUS_NOT_INITIALIZED:
+    return "the library was not initialized";
+  case CUBLAS_STATUS_ALLOC_FAILED:
+    return "the resource allocation failed";
+  case CUBLAS_STATUS_INVALID_VALUE:
+    return "an invalid numeric value was used as an argument";
+  case CUBLAS_STATUS_ARCH_MISMATCH:
+    return "an absent device architectural feature is required";
+  case CUBLAS_STATUS_MAPPING_ERROR:
+    return "an access to GPU memory space failed";
+  case CUBLAS_STATUS_EXECUTION_FAILED:
+    return "the GPU program failed to execute";
+  case CUBLAS_STATUS_INTERNAL_ERROR:
+    return "an internal operation failed";
+  case CUBLAS_STATUS_NOT_SUPPORTED:
+    return "the functionality requested is not supported";
+  case CUBLAS_STATUS_LICENSE_ERROR:
+    return "an error was detected when checking the current licensing";
+  }
+  return "unknown error";
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle,
+                                  cudaStream_t streamId) {
+  return setField(handle, &cublasContext::stream, streamId);
+}
+
+cublasStatus_t cublasGetStream_v2(cublasHandle_t handle,
+                                  cudaStream_t *streamId) {
+  return getField(handle, &cublasContext::stream, streamId);
+}
+
+cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t handle,
+                                       cublasPointerMode_t *mode) {
+  return getField(handle, &cublasContext::pointerMode, mode);
+}
+
+cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle,
+                                       cublasPointerMode_t mode) {
+  if (handle && mode != CUBLAS_POINTER_MODE_HOST &&
+      mode != CUBLAS_POINTER_MODE_DEVICE)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  return setField(handle, &cublasContext::pointerMode, mode);
+}
+
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode) {
+  return getField(handle, &cublasContext::mathMode, mode);
+}
+
+// Every math mode computes in full precision here (tensor-op and TF32 modes
+// allow less, and do not require it), so the mode is only kept.
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  return setField(handle, &cublasContext::mathMode, mode);
+}
+
+cublasStatus_t cublasGetAtomicsMode(cublasHandle_t handle,
+                                    cublasAtomicsMode_t *mode) {
+  return getField(handle, &cublasContext::atomicsMode, mode);
+}
+
+cublasStatus_t cublasSetAtomicsMode(cublasHandle_t handle,
+                                    cublasAtomicsMode_t mode) {
+  return setField(handle, &cublasContext::atomicsMode, mode);
+}
+
+// No kernel here needs a workspace; the buffer is kept, not used.
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
+                                     size_t workspaceSizeInBytes) {
+  if (!handle)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->workspace = workspace;
+  handle->workspaceBytes = workspaceSizeInBytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetVector(int n, int elemSize, const void *x, int incx,
+                               void *devicePtr, int incy) {
+  return copyVector(n, elemSize, x, incx, devicePtr, incy, nullptr, false);
+}
+cublasStatus_t cublasGetVector(int n, int elemSize, const void *x, int incx,
+                               void *y, int incy) {
+  return copyVector(n, elemSize, x, incx, y, incy, nullptr, false);
+}
+cublasStatus_t cublasSetVectorAsync(int n, int elemSize, const void *hostPtr,
+                                    int incx, void *devicePtr, int incy,
+                                    cudaStream_t stream) {
+  return copyVector(n, elemSize, hostPtr, incx, devicePtr, incy, stream, true);
+}
+cublasStatus_t cublasGetVectorAsync(int n, int elemSize, const void *devicePtr,
+                                    int incx, void *hostPtr, int incy,
+                                    cudaStream_t stream) {
+  return copyVector(n, elemSize, devicePtr, incx, hostPtr, incy, stream, true);
+}
+cublasStatus_t cublasSetMatrix(int rows, int cols, int elemSize, const void *A,
+                               int lda, void *B, int ldb) {
+  return copyMatrix(rows, cols, elemSize, A, lda, B, ldb, nullptr, false);
+}
+cublasStatus_t cublasGetMatrix(int rows, int cols, int elemSize, const void *A,
+                               int lda, void *B, int ldb) {
+  return copyMatrix(rows, cols, elemSize, A, lda, B, ldb, nullptr, false);
+}
+cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int elemSize,
+                                    const void *A, int lda, void *B, int ldb,
+                                    cudaStream_t stream) {
+  return copyMatrix(rows, cols, elemSize, A, lda, B, ldb, stream, true);
+}
+cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int elemSize,
+                                    const void *A, int lda, void *B, int ldb,
+                                    cudaStream_t stream) {
+  return copyMatrix(rows, cols, elemSize, A, lda, B, ldb, stream, true);
+}
+
+// Level 1.
+#define WOOLY_LEVEL1(P, p, T)                                                  \
+  cublasStatus_t cublas##P##axpy_v2(cublasHandle_t h, int n, const T *alpha,   \
+                                    const T *x, int incx, T *y, int incy) {    \
+    return axpy(h, n, alpha, x, incx, y, incy);                                \
+  }                                                                            \
+  cublasStatus_t cublas##P##scal_v2(cublasHandle_t h, int n, const T *alpha,   \
+                                    T *x, int incx) {                          \
+    return scal(h, n, alpha, x, incx);                                         \
+  }                                                                            \
+  cublasStatus_t cublas##P##copy_v2(cublasHandle_t h, int n, const T *x,       \
+                                    int incx, T *y, int incy) {                \
+    return copy(h, n, x, incx, y, incy, false);                                \
+  }                                                                            \
+  cublasStatus_t cublas##P##swap_v2(cublasHandle_t h, int n, T *x, int incx,   \
+                                    T *y, int incy) {                          \
+    return copy(h, n, x, incx, y, incy, true);                                 \
+  }                                                                            \
+  cublasStatus_t cublas##P##dot_v2(cublasHandle_t h, int n, const T *x,        \
+                                   int incx, const T *y, int incy,             \
+                                   T *result) {                                \
+    return reduce<T, Reduce::Dot>(h, n, x, incx, y, incy, result);             \
+  }                                                                            \
+  cublasStatus_t cublas##P##nrm2_v2(cublasHandle_t h, int n, const T *x,       \
+                                    int incx, T *result) {                     \
+    return reduce<T, Reduce::SumSquares>(h, n, x, incx, nullptr, 0, result);   \
+  }                                                                            \
+  cublasStatus_t cublas##P##asum_v2(cublasHandle_t h, int n, const T *x,       \
+                                    int incx, T *result) {                     \
+    return reduce<T, Reduce::AbsSum>(h, n, x, incx, nullptr, 0, result);       \
+  }                                                                            \
+  cublasStatus_t cublasI##p##amax_v2(cublasHandle_t h, int n, const T *x,      \
+                                     int incx, int *result) {                  \
+    return iamax<T, true>(h, n, x, incx, result);                              \
+  }                                                                            \
+  cublasStatus_t cublasI##p##amin_v2(cublasHandle_t h, int n, const T *x,      \
+                                     int incx, int *result) {                  \
+    return iamax<T, false>(h, n, x, incx, result);                             \
+  }                                                                            \
+  cublasStatus_t cublas##P##gemv_v2(cublasHandle_t h, cublasOperation_t trans, \
+                                    int m, int n, const T *alpha, const T *A,  \
+                                    int lda, const T *x, int incx,             \
+                                    const T *beta, T *y, int incy) {           \
+    return gemv(h, trans, m, n, alpha, A, lda, x, incx, beta, y, incy);        \
+  }
+WOOLY_LEVEL1(S, s, float)
+WOOLY_LEVEL1(D, d, double)
+#undef WOOLY_LEVEL1
+
+// Level 3.
+// cublas_v2.h maps the legacy names (cublasSgemm) to these (_v2); Hgemm
+// has no legacy form, so no suffix.
+#define WOOLY_GEMM(NAME, T)                                                    \
+  cublasStatus_t NAME(cublasHandle_t h, cublasOperation_t ta,                  \
+                      cublasOperation_t tb, int m, int n, int k,               \
+                      const T *alpha, const T *A, int lda, const T *B,         \
+                      int ldb, const T *beta, T *C, int ldc) {                 \
+    return gemm(#NAME, h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta,  \
+                C, ldc, 0, 1, false);                                          \
+  }
+WOOLY_GEMM(cublasSgemm_v2, float)
+WOOLY_GEMM(cublasDgemm_v2, double)
+WOOLY_GEMM(cublasHgemm, __half)
+#undef WOOLY_GEMM
+
+#define WOOLY_GEMM_BATCHED(P, T)                                               \
+  cublasStatus_t cublas##P##gemmStridedBatched(                                \
+      cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,     \
+      int n, int k, const T *alpha, const T *A, int lda, long long strideA,    \
+      const T *B, int ldb, long long strideB, const T *beta, T *C, int ldc,    \
+      long long strideC, int batchCount) {                                     \
+    return gemm("cublas" #P "gemmStridedBatched", h, ta, tb, m, n, k, alpha,   \
+                A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,       \
+                batchCount, false);                                            \
+  }                                                                            \
+  cublasStatus_t cublas##P##gemmBatched(                                       \
+      cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,     \
+      int n, int k, const T *alpha, const T *const Aarray[], int lda,          \
+      const T *const Barray[], int ldb, const T *beta, T *const Carray[],      \
+      int ldc, int batchCount) {                                               \
+    return gemm("cublas" #P "gemmBatched", h, ta, tb, m, n, k, alpha, Aarray,  \
+                lda, 0, Barray, ldb, 0, beta, Carray, ldc, 0, batchCount,      \
+                true);                                                         \
+  }
+WOOLY_GEMM_BATCHED(S, float)
+WOOLY_GEMM_BATCHED(D, double)
+WOOLY_GEMM_BATCHED(H, __half)
+#undef WOOLY_GEMM_BATCHED
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta,
+                            cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A,
+                            cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta,
+                            void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GemmShape s;
+  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, 1, s))
+    return st;
+  s.A = A;
+  s.B = B;
+  s.C = C;
+  return gemmEx("cublasGemmEx", h, s, alpha, beta, Atype, Btype, Ctype,
+                computeType);
+}
+
+cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta,
+                             cublasOperation_t tb, int m, int n, int k,
+                             const float *alpha, const void *A,
+                             cudaDataType Atype, int lda, const void *B,
+                             cudaDataType Btype, int ldb, const float *beta,
+                             void *C, cudaDataType Ctype, int ldc) {
+  GemmShape s;
+  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, 1, s))
+    return st;
+  s.A = A;
+  s.B = B;
+  s.C = C;
+  return gemmEx("cublasSgemmEx", h, s, alpha, beta, Atype, Btype, Ctype,
+                CUBLAS_COMPUTE_32F);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+    int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
+    long long strideA, const void *B, cudaDataType Btype, int ldb,
+    long long strideB, const void *beta, void *C, cudaDataType Ctype, int ldc,
+    long long strideC, int batchCount, cublasComputeType_t computeType,
+    cublasGemmAlgo_t) {
+  GemmShape s;
+  if (cublasStatus_t st =
+          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batchCount, s))
+    return st;
+  s.A = A;
+  s.B = B;
+  s.C = C;
+  s.strideA = strideA;
+  s.strideB = strideB;
+  s.strideC = strideC;
+  return gemmEx("cublasGemmStridedBatchedEx", h, s, alpha, beta, Atype, Btype,
+                Ctype, computeType);
+}
+
+cublasStatus_t cublasGemmBatchedEx(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+    int k, const void *alpha, const void *const Aarray[], cudaDataType Atype,
+    int lda, const void *const Barray[], cudaDataType Btype, int ldb,
+    const void *beta, void *const Carray[], cudaDataType Ctype, int ldc,
+    int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
+  GemmShape s;
+  if (cublasStatus_t st =
+          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batchCount, s))
+    return st;
+  s.A = Aarray;
+  s.B = Barray;
+  s.C = const_cast<void **>(Carray);
+  s.arrays = true;
+  return gemmEx("cublasGemmBatchedEx", h, s, alpha, beta, Atype, Btype, Ctype,
+                computeType);
+}
+
+} // extern "C"
