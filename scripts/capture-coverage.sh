@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Compares the functions Wooly's drop-ins export with NVIDIA's libraries:
+# Compares the functions Wooly's drop-ins export with NVIDIA's libraries
+# (libcudart, libcuda, and libcublas where nvcc built Wooly's):
 # how many NVIDIA exports Wooly implements, how many are stubs (they return
-# cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED and log their name once),
+# cudaErrorNotSupported / CUDA_ERROR_NOT_SUPPORTED /
+# CUBLAS_STATUS_NOT_SUPPORTED and log their name once),
 # and any NVIDIA export Wooly lacks (a program could fail to load: must be
 # none). NVIDIA's lists come from the CUDA toolkit when it is installed
 # (CUDA_HOME, default /usr/local/cuda), else from capture/*Exports.def.
@@ -51,3 +53,11 @@ echo "NVIDIA's exports: $src_rt, $src_drv"
 printf '%-16s %8s %12s %8s %8s\n' library nvidia implemented stubs missing
 report libcudart.so.13 "$build/capture/libcudart.so.13" "$tmp/cudart"
 report libcuda.so.1 "$build/capture/libcuda.so.1" "$tmp/cuda"
+if [[ -f "$build/capture/libcublas.so.13" ]]; then
+  if [[ -f "$cuda/lib64/libcublas.so.13" ]]; then
+    exports "$cuda/lib64/libcublas.so.13" | awk '{print $2}' | sort -u >"$tmp/cublas"
+  else
+    sed -n 's/^WOOLY_CUBLAS(\(.*\))$/\1/p' capture/blas/CublasExports.def | sort -u >"$tmp/cublas"
+  fi
+  report libcublas.so.13 "$build/capture/libcublas.so.13" "$tmp/cublas"
+fi
