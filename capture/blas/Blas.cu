@@ -18,7 +18,7 @@
 // - level 3: gemm (S, D, H), gemm batched and strided batched (S, D),
 //   cublasGemmEx / GemmBatchedEx / GemmStridedBatchedEx and cublasSgemmEx
 //   for the real types training code uses (half, bfloat16, float, double,
-//   int8 -> int32; see gemmKernelFor).
+//   int8 -> int32; see Gemm.cuh).
 // Every other export of the real library is a stub (Stubs.cpp) that says
 // so on stderr once and returns CUBLAS_STATUS_NOT_SUPPORTED.
 //
@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gemm.cuh"
 #include "Log.h"
 
 #include <cublas_v2.h>
@@ -41,6 +42,8 @@
 #include <cstring>
 #include <new>
 
+using wooly::blas::GemmShape;
+using wooly::blas::Scalar;
 using wooly::capture::logUnsupportedOnce;
 
 struct cublasContext {
@@ -69,21 +72,8 @@ cublasStatus_t launched() {
   return CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
-/// A scalar argument: its value (pointer mode host, read at the call) or
-/// its device address (pointer mode device, read by the kernel).
-template <typename T> struct Scalar {
-  T value;
-  const T *device;
-  __device__ T get() const { return device ? *device : value; }
-};
-
 template <typename T> Scalar<T> scalarOf(cublasHandle_t h, const T *p) {
-  Scalar<T> s{};
-  if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE)
-    s.device = p;
-  else
-    s.value = *p;
-  return s;
+  return wooly::blas::scalarOf(h->pointerMode == CUBLAS_POINTER_MODE_DEVICE, p);
 }
 
 /// Index of element `i` of a BLAS vector of `n` elements with increment
@@ -335,77 +325,14 @@ cublasStatus_t gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n,
   return launched();
 }
 
-/// One GEMM of a batch: `C = alpha * op(A) * op(B) + beta * C`, column-major,
-/// A m x k after op, B k x n after op. Either base pointers with strides,
-/// or (where `arrays`) device arrays of per-batch pointers.
-struct GemmShape {
-  bool transA, transB;
-  int m, n, k;
-  long long lda, ldb, ldc;
-  long long strideA, strideB, strideC;
-  int batch;
-  bool arrays;
-  const void *A, *B;
-  void *C;
-};
-
-/// `TIn` the type of A and B, `TOut` of C, `TScale` of alpha and beta,
-/// `TAcc` the type the products are summed in. A thread per element of C;
-/// grid-stride loops over C's rows, columns (y) and the batch (z).
-template <typename TIn, typename TOut, typename TScale, typename TAcc>
-__global__ void gemmKernel(GemmShape s, Scalar<TScale> alphaArg,
-                           Scalar<TScale> betaArg) {
-  TScale alpha = alphaArg.get(), beta = betaArg.get();
-  for (int b = blockIdx.z; b < s.batch; b += gridDim.z) {
-    const TIn *A, *B;
-    TOut *C;
-    if (s.arrays) {
-      A = static_cast<const TIn *const *>(s.A)[b];
-      B = static_cast<const TIn *const *>(s.B)[b];
-      C = static_cast<TOut *const *>(s.C)[b];
-    } else {
-      A = static_cast<const TIn *>(s.A) + b * s.strideA;
-      B = static_cast<const TIn *>(s.B) + b * s.strideB;
-      C = static_cast<TOut *>(s.C) + b * s.strideC;
-    }
-    for (long long j = blockIdx.y * (long long)blockDim.y + threadIdx.y;
-         j < s.n; j += (long long)gridDim.y * blockDim.y)
-      for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-           i < s.m; i += (long long)gridDim.x * blockDim.x) {
-        TAcc acc = TAcc(0);
-        for (int l = 0; l < s.k; ++l) {
-          TIn a = s.transA ? A[l + i * s.lda] : A[i + l * s.lda];
-          TIn e = s.transB ? B[j + l * s.ldb] : B[l + j * s.ldb];
-          acc += TAcc(a) * TAcc(e);
-        }
-        TOut &out = C[i + j * s.ldc];
-        TScale v = alpha * TScale(acc);
-        // BLAS: with beta == 0, C is not read (it may hold NaNs).
-        if (!(beta == TScale(0)))
-          v = v + beta * TScale(out);
-        out = TOut(v);
-      }
-  }
-}
-
-template <typename TIn, typename TOut, typename TScale, typename TAcc>
-cublasStatus_t launchGemm(cublasHandle_t h, const GemmShape &s,
-                          const void *alpha, const void *beta) {
-  dim3 block(16, 16);
-  dim3 grid(unsigned(std::min<int64_t>(gridFor(s.m, 16), 65535)),
-            unsigned(std::min<int64_t>(gridFor(s.n, 16), 65535)),
-            unsigned(std::min(s.batch, 65535)));
-  gemmKernel<TIn, TOut, TScale, TAcc><<<grid, block, 0, h->stream>>>(
-      s, scalarOf(h, static_cast<const TScale *>(alpha)),
-      scalarOf(h, static_cast<const TScale *>(beta)));
-  return launched();
-}
-
-/// Checks a GEMM's arguments as cuBLAS does; fills `s` and says whether
-/// there is anything to compute.
+/// Checks a GEMM's arguments as cuBLAS does and fills `s` (column-major
+/// matrices).
 cublasStatus_t gemmShape(cublasHandle_t h, cublasOperation_t ta,
-                         cublasOperation_t tb, int m, int n, int k, int lda,
-                         int ldb, int ldc, int batch, GemmShape &s) {
+                         cublasOperation_t tb, int m, int n, int k,
+                         const void *A, int lda, long long strideA,
+                         const void *B, int ldb, long long strideB,
+                         const void *C, int ldc, long long strideC, int batch,
+                         bool arrays, GemmShape &s) {
   if (!h)
     return CUBLAS_STATUS_NOT_INITIALIZED;
   bool transA = transposed(ta), transB = transposed(tb);
@@ -419,106 +346,22 @@ cublasStatus_t gemmShape(cublasHandle_t h, cublasOperation_t ta,
   s.m = m;
   s.n = n;
   s.k = k;
-  s.lda = lda;
-  s.ldb = ldb;
-  s.ldc = ldc;
   s.batch = batch;
+  s.arrays = arrays;
+  s.A = wooly::blas::columnMajor(A, lda, strideA);
+  s.B = wooly::blas::columnMajor(B, ldb, strideB);
+  s.C = s.D = wooly::blas::columnMajor(C, ldc, strideC);
+  s.scalarsOnDevice = h->pointerMode == CUBLAS_POINTER_MODE_DEVICE;
   return CUBLAS_STATUS_SUCCESS;
 }
 
-/// What GemmEx and friends run for a combination of types: null where it
-/// is not implemented.
-using GemmLauncher = cublasStatus_t (*)(cublasHandle_t, const GemmShape &,
-                                        const void *, const void *);
-
-GemmLauncher gemmKernelFor(cudaDataType a, cudaDataType b, cudaDataType c,
-                           cublasComputeType_t compute) {
-  if (a != b)
-    return nullptr;
-  switch (compute) {
-  case CUBLAS_COMPUTE_16F:
-  case CUBLAS_COMPUTE_16F_PEDANTIC:
-    if (a == CUDA_R_16F && c == CUDA_R_16F)
-      return launchGemm<__half, __half, __half, __half>;
-    return nullptr;
-  case CUBLAS_COMPUTE_32F:
-  case CUBLAS_COMPUTE_32F_PEDANTIC:
-  case CUBLAS_COMPUTE_32F_FAST_16F:
-  case CUBLAS_COMPUTE_32F_FAST_16BF:
-  case CUBLAS_COMPUTE_32F_FAST_TF32:
-    // The fast modes allow, and do not require, inputs rounded to fewer
-    // bits: full float is what they compute here.
-    if (a == CUDA_R_32F && c == CUDA_R_32F)
-      return launchGemm<float, float, float, float>;
-    if (a == CUDA_R_16F && c == CUDA_R_16F)
-      return launchGemm<__half, __half, float, float>;
-    if (a == CUDA_R_16F && c == CUDA_R_32F)
-      return launchGemm<__half, float, float, float>;
-    if (a == CUDA_R_16BF && c == CUDA_R_16BF)
-      return launchGemm<__nv_bfloat16, __nv_bfloat16, float, float>;
-    if (a == CUDA_R_16BF && c == CUDA_R_32F)
-      return launchGemm<__nv_bfloat16, float, float, float>;
-    return nullptr;
-  case CUBLAS_COMPUTE_64F:
-  case CUBLAS_COMPUTE_64F_PEDANTIC:
-    if (a == CUDA_R_64F && c == CUDA_R_64F)
-      return launchGemm<double, double, double, double>;
-    return nullptr;
-  case CUBLAS_COMPUTE_32I:
-  case CUBLAS_COMPUTE_32I_PEDANTIC:
-    if (a == CUDA_R_8I && c == CUDA_R_32I)
-      return launchGemm<int8_t, int32_t, int32_t, int32_t>;
-    return nullptr;
-  default:
-    return nullptr;
-  }
-}
-
-const char *typeName(cudaDataType t) {
-  switch (t) {
-  case CUDA_R_16F:
-    return "CUDA_R_16F";
-  case CUDA_R_16BF:
-    return "CUDA_R_16BF";
-  case CUDA_R_32F:
-    return "CUDA_R_32F";
-  case CUDA_R_64F:
-    return "CUDA_R_64F";
-  case CUDA_R_8I:
-    return "CUDA_R_8I";
-  case CUDA_R_32I:
-    return "CUDA_R_32I";
-  case CUDA_C_32F:
-    return "CUDA_C_32F";
-  case CUDA_C_64F:
-    return "CUDA_C_64F";
-  case CUDA_R_8F_E4M3:
-    return "CUDA_R_8F_E4M3";
-  case CUDA_R_8F_E5M2:
-    return "CUDA_R_8F_E5M2";
-  default:
-    return "another cudaDataType";
-  }
-}
-
+/// GemmEx and its batched forms: scalars of the compute type's scale type.
 cublasStatus_t gemmEx(const char *name, cublasHandle_t h, const GemmShape &s,
                       const void *alpha, const void *beta, cudaDataType a,
                       cudaDataType b, cudaDataType c,
                       cublasComputeType_t compute) {
-  GemmLauncher launch = gemmKernelFor(a, b, c, compute);
-  if (!launch) {
-    // Said once per combination of types.
-    char what[200];
-    std::snprintf(what, sizeof what,
-                  "%s with A, B, C of types %s, %s, %s and compute type %d",
-                  name, typeName(a), typeName(b), typeName(c), int(compute));
-    logUnsupportedOnce(what, "implemented are the real types half, "
-                             "bfloat16, float, double and int8 -> int32");
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  if (s.m == 0 || s.n == 0 || s.batch == 0)
-    return CUBLAS_STATUS_SUCCESS;
-  return launch(h, s, alpha, beta);
+  return wooly::blas::runGemm(name, s, alpha, beta, a, b, c, c, compute,
+                              wooly::blas::scaleTypeOf(compute), h->stream);
 }
 
 template <typename T> cudaDataType dataTypeOf();
@@ -545,17 +388,9 @@ cublasStatus_t gemm(const char *name, cublasHandle_t h, cublasOperation_t ta,
                     int ldb, long long strideB, const T *beta, const void *C,
                     int ldc, long long strideC, int batch, bool arrays) {
   GemmShape s;
-  if (cublasStatus_t st =
-          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batch, s))
+  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, A, lda, strideA, B, ldb,
+                                    strideB, C, ldc, strideC, batch, arrays, s))
     return st;
-  s.A = A;
-  s.B = B;
-  // A device array of pointers to C where `arrays`.
-  s.C = const_cast<void *>(C);
-  s.strideA = strideA;
-  s.strideB = strideB;
-  s.strideC = strideC;
-  s.arrays = arrays;
   cudaDataType t = dataTypeOf<T>();
   return gemmEx(name, h, s, alpha, beta, t, t, t, computeTypeOf<T>());
 }
@@ -911,11 +746,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta,
                             void *C, cudaDataType Ctype, int ldc,
                             cublasComputeType_t computeType, cublasGemmAlgo_t) {
   GemmShape s;
-  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, 1, s))
+  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C,
+                                    ldc, 0, 1, false, s))
     return st;
-  s.A = A;
-  s.B = B;
-  s.C = C;
   return gemmEx("cublasGemmEx", h, s, alpha, beta, Atype, Btype, Ctype,
                 computeType);
 }
@@ -927,11 +760,9 @@ cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta,
                              cudaDataType Btype, int ldb, const float *beta,
                              void *C, cudaDataType Ctype, int ldc) {
   GemmShape s;
-  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, 1, s))
+  if (cublasStatus_t st = gemmShape(h, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C,
+                                    ldc, 0, 1, false, s))
     return st;
-  s.A = A;
-  s.B = B;
-  s.C = C;
   return gemmEx("cublasSgemmEx", h, s, alpha, beta, Atype, Btype, Ctype,
                 CUBLAS_COMPUTE_32F);
 }
@@ -945,14 +776,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     cublasGemmAlgo_t) {
   GemmShape s;
   if (cublasStatus_t st =
-          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batchCount, s))
+          gemmShape(h, ta, tb, m, n, k, A, lda, strideA, B, ldb, strideB, C,
+                    ldc, strideC, batchCount, false, s))
     return st;
-  s.A = A;
-  s.B = B;
-  s.C = C;
-  s.strideA = strideA;
-  s.strideB = strideB;
-  s.strideC = strideC;
   return gemmEx("cublasGemmStridedBatchedEx", h, s, alpha, beta, Atype, Btype,
                 Ctype, computeType);
 }
@@ -965,12 +791,9 @@ cublasStatus_t cublasGemmBatchedEx(
     int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t) {
   GemmShape s;
   if (cublasStatus_t st =
-          gemmShape(h, ta, tb, m, n, k, lda, ldb, ldc, batchCount, s))
+          gemmShape(h, ta, tb, m, n, k, Aarray, lda, 0, Barray, ldb, 0, Carray,
+                    ldc, 0, batchCount, true, s))
     return st;
-  s.A = Aarray;
-  s.B = Barray;
-  s.C = const_cast<void **>(Carray);
-  s.arrays = true;
   return gemmEx("cublasGemmBatchedEx", h, s, alpha, beta, Atype, Btype, Ctype,
                 computeType);
 }
