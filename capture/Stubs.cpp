@@ -31,10 +31,15 @@
 #define WOOLY_CU(name) WOOLY_STUB(name, 801)
 #include "CuExports.def"
 #elif defined(WOOLY_STUBS_CUBLAS)
-// cublasStatus_t's CUBLAS_STATUS_NOT_SUPPORTED. The legacy API's void
-// functions (cublasSgemm without a handle, ...) ignore it.
+// cublasStatus_t's CUBLAS_STATUS_NOT_SUPPORTED (cuBLAS and cuBLASLt). The
+// legacy API's void functions (cublasSgemm without a handle, ...) ignore
+// it.
 #define WOOLY_CUBLAS(name) WOOLY_STUB(name, 15)
 #include "blas/CublasExports.def"
+#elif defined(WOOLY_STUBS_CUBLASLT)
+#define WOOLY_CUBLASLT(name) WOOLY_STUB(name, 15)
+#include "blas/CublasLtExports.def"
 #else
-#error "define WOOLY_STUBS_CUDART, WOOLY_STUBS_CU or WOOLY_STUBS_CUBLAS"
+#error                                                                         \
+    "define WOOLY_STUBS_CUDART, WOOLY_STUBS_CU, WOOLY_STUBS_CUBLAS or WOOLY_STUBS_CUBLASLT"
 #endif

@@ -53,11 +53,15 @@ echo "NVIDIA's exports: $src_rt, $src_drv"
 printf '%-16s %8s %12s %8s %8s\n' library nvidia implemented stubs missing
 report libcudart.so.13 "$build/capture/libcudart.so.13" "$tmp/cudart"
 report libcuda.so.1 "$build/capture/libcuda.so.1" "$tmp/cuda"
-if [[ -f "$build/capture/libcublas.so.13" ]]; then
-  if [[ -f "$cuda/lib64/libcublas.so.13" ]]; then
-    exports "$cuda/lib64/libcublas.so.13" | awk '{print $2}' | sort -u >"$tmp/cublas"
+# The cuBLAS drop-ins, where nvcc built them: LIBRARY DEF-FILE MACRO.
+for blas in "libcublas.so.13 CublasExports.def WOOLY_CUBLAS" \
+  "libcublasLt.so.13 CublasLtExports.def WOOLY_CUBLASLT"; do
+  read -r lib def macro <<<"$blas"
+  [[ -f "$build/capture/$lib" ]] || continue
+  if [[ -f "$cuda/lib64/$lib" ]]; then
+    exports "$cuda/lib64/$lib" | awk '{print $2}' | sort -u >"$tmp/$lib"
   else
-    sed -n 's/^WOOLY_CUBLAS(\(.*\))$/\1/p' capture/blas/CublasExports.def | sort -u >"$tmp/cublas"
+    sed -n "s/^$macro(\(.*\))\$/\1/p" "capture/blas/$def" | sort -u >"$tmp/$lib"
   fi
-  report libcublas.so.13 "$build/capture/libcublas.so.13" "$tmp/cublas"
-fi
+  report "$lib" "$build/capture/$lib" "$tmp/$lib"
+done

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #ifndef APP_NAME
 #error "define APP_NAME (the name printed in PASS/FAIL lines) first"
@@ -73,6 +74,28 @@ inline void checkCuda(cudaError_t err, const char *call, const char *file,
     return;
   fail("%s:%d: %s returned %s (%s)", baseName(file), line, call,
        cudaGetErrorName(err), cudaGetErrorString(err));
+}
+#endif
+
+#ifndef CUDA_APP_DRIVER_API
+/// A device copy of `v` (cudaMalloc + cudaMemcpy; fails the program on an
+/// error).
+template <typename T> T *toDevice(const std::vector<T> &v) {
+  T *d = nullptr;
+  checkCuda(cudaMalloc(&d, v.size() * sizeof(T)), "cudaMalloc", __FILE__,
+            __LINE__);
+  checkCuda(
+      cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice),
+      "cudaMemcpy", __FILE__, __LINE__);
+  return d;
+}
+
+/// The `n` elements at device address `d`.
+template <typename T> std::vector<T> toHost(const T *d, size_t n) {
+  std::vector<T> v(n);
+  checkCuda(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost),
+            "cudaMemcpy", __FILE__, __LINE__);
+  return v;
 }
 #endif
 

@@ -34,6 +34,9 @@
 
 namespace {
 
+using app::toDevice;
+using app::toHost;
+
 unsigned seed = 12345;
 /// A small integer in [-4, 4] (so that sums of products are exact).
 int small() {
@@ -45,19 +48,6 @@ template <typename T> std::vector<T> randomVector(size_t n) {
   std::vector<T> v(n);
   for (T &x : v)
     x = T(small());
-  return v;
-}
-
-template <typename T> T *toDevice(const std::vector<T> &v) {
-  T *d = nullptr;
-  CHECK(cudaMalloc(&d, v.size() * sizeof(T)));
-  CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-template <typename T> std::vector<T> toHost(const T *d, size_t n) {
-  std::vector<T> v(n);
-  CHECK(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
   return v;
 }
 
