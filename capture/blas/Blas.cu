@@ -43,6 +43,7 @@
 #include <new>
 
 using wooly::blas::GemmShape;
+using wooly::blas::launch;
 using wooly::blas::Scalar;
 using wooly::capture::logUnsupportedOnce;
 
@@ -62,9 +63,8 @@ namespace {
 
 constexpr int kVersion = CUBLAS_VERSION;
 
-/// The status of the last launch on `h`'s stream.
-cublasStatus_t launched() {
-  cudaError_t e = cudaGetLastError();
+/// A launch's status as cuBLAS's.
+cublasStatus_t launched(cudaError_t e) {
   if (e == cudaSuccess)
     return CUBLAS_STATUS_SUCCESS;
   wooly::capture::log(1, "cuBLAS kernel launch failed: %s",
@@ -126,32 +126,62 @@ __global__ void copyKernel(int n, const T *x, int incx, T *y, int incy,
 
 enum class Reduce { Dot, SumSquares, AbsSum };
 
+/// `part[0] = op(part[0], ..., part[kThreads - 1])` by a tree (the same order
+/// on every run and every device); every thread then reads part[0].
+template <typename T, typename Op>
+__device__ T blockReduce(T *part, T mine, Op op) {
+  part[threadIdx.x] = mine;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w)
+      part[threadIdx.x] = op(part[threadIdx.x], part[threadIdx.x + w]);
+    __syncthreads();
+  }
+  T all = part[0];
+  __syncthreads();
+  return all;
+}
+
 /// One block reduces the whole vector: each thread sums a strided part in
-/// index order, then a tree in shared memory (the same order on every run
-/// and every device).
+/// index order, then a tree in shared memory. nrm2 sums the squares of the
+/// elements divided by the largest magnitude (found first), so that they
+/// neither overflow nor underflow, as the reference BLAS's does.
 template <typename T, Reduce kind>
 __global__ void reduceKernel(int n, const T *x, int incx, const T *y, int incy,
                              T *result) {
   __shared__ T part[kThreads];
+  auto sum = [](T a, T b) { return a + b; };
+  T scale = T(1);
+  if (kind == Reduce::SumSquares) {
+    T m = T(0);
+    for (int i = threadIdx.x; i < n; i += kThreads)
+      m = fmax(m, fabs(x[at(i, n, incx)]));
+    scale = blockReduce(part, m, [](T a, T b) { return fmax(a, b); });
+    if (scale == T(0) || isinf(scale)) {
+      // All zeros (or an infinity: the norm is infinite, or NaN if a NaN is
+      // there too, which the sum below would say).
+      bool nan = false;
+      for (int i = threadIdx.x; i < n; i += kThreads)
+        nan |= isnan(x[at(i, n, incx)]);
+      T any = blockReduce(part, nan ? T(1) : T(0), sum);
+      if (threadIdx.x == 0)
+        *result = any != T(0) ? T(NAN) : scale;
+      return;
+    }
+  }
   T s = T(0);
   for (int i = threadIdx.x; i < n; i += kThreads) {
     T v = x[at(i, n, incx)];
     if (kind == Reduce::Dot)
       s += v * y[at(i, n, incy)];
     else if (kind == Reduce::SumSquares)
-      s += v * v;
+      s += (v / scale) * (v / scale);
     else
-      s += v < T(0) ? -v : v;
+      s += fabs(v);
   }
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = kThreads / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w)
-      part[threadIdx.x] += part[threadIdx.x + w];
-    __syncthreads();
-  }
+  T all = blockReduce(part, s, sum);
   if (threadIdx.x == 0)
-    *result = kind == Reduce::SumSquares ? T(sqrt(double(part[0]))) : part[0];
+    *result = kind == Reduce::SumSquares ? scale * sqrt(all) : all;
 }
 
 /// The 1-based index of the first element of largest (or smallest)
@@ -196,12 +226,9 @@ __global__ void iamaxKernel(int n, const T *x, int incx, int *result) {
 /// device memory as the pointer mode says.
 template <typename R, typename Launch>
 cublasStatus_t reduceTo(cublasHandle_t h, R *result, Launch launch) {
-  if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE) {
-    launch(result);
-    return launched();
-  }
-  launch(static_cast<R *>(h->scratch));
-  if (cublasStatus_t s = launched())
+  if (h->pointerMode == CUBLAS_POINTER_MODE_DEVICE)
+    return launched(launch(result));
+  if (cublasStatus_t s = launched(launch(static_cast<R *>(h->scratch))))
     return s;
   if (cudaMemcpyAsync(result, h->scratch, sizeof(R), cudaMemcpyDeviceToHost,
                       h->stream) != cudaSuccess ||
@@ -215,22 +242,24 @@ cublasStatus_t axpy(cublasHandle_t h, int n, const T *alpha, const T *x,
                     int incx, T *y, int incy) {
   if (!h)
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!alpha)
+    return CUBLAS_STATUS_INVALID_VALUE;
   if (n <= 0)
     return CUBLAS_STATUS_SUCCESS;
-  axpyKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, scalarOf(h, alpha), x,
-                                                       incx, y, incy);
-  return launched();
+  return launched(launch(axpyKernel<T>, blocksFor(n), kThreads, h->stream, n,
+                         scalarOf(h, alpha), x, incx, y, incy));
 }
 
 template <typename T>
 cublasStatus_t scal(cublasHandle_t h, int n, const T *alpha, T *x, int incx) {
   if (!h)
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!alpha)
+    return CUBLAS_STATUS_INVALID_VALUE;
   if (n <= 0 || incx <= 0)
     return CUBLAS_STATUS_SUCCESS;
-  scalKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, scalarOf(h, alpha), x,
-                                                       incx);
-  return launched();
+  return launched(launch(scalKernel<T>, blocksFor(n), kThreads, h->stream, n,
+                         scalarOf(h, alpha), x, incx));
 }
 
 template <typename T>
@@ -240,9 +269,8 @@ cublasStatus_t copy(cublasHandle_t h, int n, const T *x, int incx, T *y,
     return CUBLAS_STATUS_NOT_INITIALIZED;
   if (n <= 0)
     return CUBLAS_STATUS_SUCCESS;
-  copyKernel<<<blocksFor(n), kThreads, 0, h->stream>>>(n, x, incx, y, incy,
-                                                       swap);
-  return launched();
+  return launched(launch(copyKernel<T>, blocksFor(n), kThreads, h->stream, n, x,
+                         incx, y, incy, swap));
 }
 
 template <typename T, Reduce kind>
@@ -257,8 +285,8 @@ cublasStatus_t reduce(cublasHandle_t h, int n, const T *x, int incx, const T *y,
   if (kind != Reduce::Dot && incx <= 0)
     n = 0;
   return reduceTo<T>(h, result, [&](T *out) {
-    reduceKernel<T, kind>
-        <<<1, kThreads, 0, h->stream>>>(std::max(n, 0), x, incx, y, incy, out);
+    return launch(reduceKernel<T, kind>, 1, kThreads, h->stream, std::max(n, 0),
+                  x, incx, y, incy, out);
   });
 }
 
@@ -272,8 +300,8 @@ cublasStatus_t iamax(cublasHandle_t h, int n, const T *x, int incx,
   if (incx <= 0)
     n = 0;
   return reduceTo<int>(h, result, [&](int *out) {
-    iamaxKernel<T, max>
-        <<<1, kThreads, 0, h->stream>>>(std::max(n, 0), x, incx, out);
+    return launch(iamaxKernel<T, max>, 1, kThreads, h->stream, std::max(n, 0),
+                  x, incx, out);
   });
 }
 
@@ -297,11 +325,13 @@ __global__ void gemvKernel(bool trans, int m, int n, Scalar<T> alpha,
   T a = alpha.get(), b = beta.get();
   for (long long r = blockIdx.x * (long long)blockDim.x + threadIdx.x; r < rows;
        r += (long long)gridDim.x * blockDim.x) {
+    // BLAS: with alpha == 0, A and x are not read; with beta == 0, y is not.
     T s = T(0);
-    for (int c = 0; c < cols; ++c) {
-      T e = trans ? A[c + r * (long long)lda] : A[r + c * (long long)lda];
-      s += e * x[at(c, cols, incx)];
-    }
+    if (a != T(0))
+      for (int c = 0; c < cols; ++c) {
+        T e = trans ? A[c + r * (long long)lda] : A[r + c * (long long)lda];
+        s += e * x[at(c, cols, incx)];
+      }
     T &out = y[at(r, rows, incy)];
     out = b == T(0) ? a * s : a * s + b * out;
   }
@@ -314,15 +344,14 @@ cublasStatus_t gemv(cublasHandle_t h, cublasOperation_t trans, int m, int n,
   if (!h)
     return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!validOp(trans) || m < 0 || n < 0 || lda < std::max(1, m) || incx == 0 ||
-      incy == 0)
+      incy == 0 || !alpha || !beta)
     return CUBLAS_STATUS_INVALID_VALUE;
   int rows = transposed(trans) ? n : m;
   if (m == 0 || n == 0)
     return CUBLAS_STATUS_SUCCESS;
-  gemvKernel<<<blocksFor(rows), kThreads, 0, h->stream>>>(
-      transposed(trans), m, n, scalarOf(h, alpha), A, lda, x, incx,
-      scalarOf(h, beta), y, incy);
-  return launched();
+  return launched(launch(gemvKernel<T>, blocksFor(rows), kThreads, h->stream,
+                         transposed(trans), m, n, scalarOf(h, alpha), A, lda, x,
+                         incx, scalarOf(h, beta), y, incy));
 }
 
 /// Checks a GEMM's arguments as cuBLAS does and fills `s` (column-major
@@ -360,6 +389,8 @@ cublasStatus_t gemmEx(const char *name, cublasHandle_t h, const GemmShape &s,
                       const void *alpha, const void *beta, cudaDataType a,
                       cudaDataType b, cudaDataType c,
                       cublasComputeType_t compute) {
+  if (!alpha || !beta)
+    return CUBLAS_STATUS_INVALID_VALUE;
   return wooly::blas::runGemm(name, s, alpha, beta, a, b, c, c, compute,
                               wooly::blas::scaleTypeOf(compute), h->stream);
 }
@@ -467,9 +498,11 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle) {
   auto *h = new (std::nothrow) cublasContext;
   if (!h)
     return CUBLAS_STATUS_ALLOC_FAILED;
-  if (cudaMalloc(&h->scratch, 16) != cudaSuccess) {
+  if (cudaError_t e = cudaMalloc(&h->scratch, 16)) {
     delete h;
-    return CUBLAS_STATUS_NOT_INITIALIZED;
+    // Out of memory, or no device (the runtime did not initialise).
+    return e == cudaErrorMemoryAllocation ? CUBLAS_STATUS_ALLOC_FAILED
+                                          : CUBLAS_STATUS_NOT_INITIALIZED;
   }
   *handle = h;
   return CUBLAS_STATUS_SUCCESS;
@@ -485,9 +518,8 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int *version) {
-  if (!handle)
-    return CUBLAS_STATUS_NOT_INITIALIZED;
+// The handle is not needed (NVIDIA's accepts none too).
+cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int *version) {
   if (!version)
     return CUBLAS_STATUS_INVALID_VALUE;
   *version = kVersion;

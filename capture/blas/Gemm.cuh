@@ -21,6 +21,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 namespace wooly::blas {
 
@@ -39,6 +42,26 @@ template <typename T> Scalar<T> scalarOf(bool onDevice, const T *p) {
   else
     s.value = *p;
   return s;
+}
+
+/// Launches `kernel` with `args` through cudaLaunchKernel and returns its
+/// status. The libraries share the application's runtime: unlike `<<<>>>`
+/// followed by cudaGetLastError, this leaves an error the application has
+/// not read yet where it is (NVIDIA's libraries, with their own runtime,
+/// never touch it).
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block,
+                   cudaStream_t stream, Args &&...args) {
+  std::tuple<std::decay_t<Params>...> values(std::forward<Args>(args)...);
+  void *pointers[sizeof...(Params) > 0 ? sizeof...(Params) : 1];
+  std::apply(
+      [&](auto &...v) {
+        size_t i = 0;
+        ((pointers[i++] = static_cast<void *>(&v)), ...);
+      },
+      values);
+  return cudaLaunchKernel(reinterpret_cast<const void *>(kernel), grid, block,
+                          pointers, 0, stream);
 }
 
 /// A stored matrix: element (r, c) at `base + r * rs + c * cs`, the matrix
@@ -133,10 +156,14 @@ __global__ void gemmKernel(GemmShape s, Scalar<TScale> alphaArg,
          j < s.n; j += (long long)gridDim.y * blockDim.y)
       for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
            i < s.m; i += (long long)gridDim.x * blockDim.x) {
-        TAcc acc = TAcc(0);
-        for (int l = 0; l < s.k; ++l)
-          acc += TAcc(A[i * aI + l * aL]) * TAcc(B[l * bL + j * bJ]);
-        TScale v = alpha * TScale(acc);
+        // BLAS: with alpha == 0, A and B are not read (D = beta C).
+        TScale v = TScale(0);
+        if (!(alpha == TScale(0))) {
+          TAcc acc = TAcc(0);
+          for (int l = 0; l < s.k; ++l)
+            acc += TAcc(A[i * aI + l * aL]) * TAcc(B[l * bL + j * bJ]);
+          v = alpha * TScale(acc);
+        }
         // BLAS: with beta == 0, C is not read (it may hold NaNs).
         if (!(beta == TScale(0)))
           v = v + beta * TScale(C[i * s.C.rs + j * s.C.cs]);
@@ -190,10 +217,10 @@ cudaError_t launchGemm(const GemmShape &s, const void *alpha, const void *beta,
     return unsigned(std::min<long long>((n + 15) / 16, 65535));
   };
   dim3 grid(blocks(s.m), blocks(s.n), unsigned(std::min(s.batch, 65535)));
-  gemmKernel<TIn, TOut, TScale, TAcc><<<grid, dim3(16, 16), 0, stream>>>(
-      s, scalarOf(s.scalarsOnDevice, static_cast<const TScale *>(alpha)),
-      scalarOf(s.scalarsOnDevice, static_cast<const TScale *>(beta)));
-  return cudaGetLastError();
+  return launch(gemmKernel<TIn, TOut, TScale, TAcc>, grid, dim3(16, 16), stream,
+                s,
+                scalarOf(s.scalarsOnDevice, static_cast<const TScale *>(alpha)),
+                scalarOf(s.scalarsOnDevice, static_cast<const TScale *>(beta)));
 }
 
 using GemmLauncher = cudaError_t (*)(const GemmShape &, const void *,

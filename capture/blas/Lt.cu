@@ -254,8 +254,10 @@ template <typename T, typename Opaque> cublasStatus_t create(Opaque **out) {
 
 template <typename T, typename Opaque>
 cublasStatus_t init(Opaque *o, size_t size) {
-  if (!o || size < sizeof(Opaque))
+  if (!o)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (size < sizeof(Opaque))
+    return CUBLAS_STATUS_ALLOC_FAILED;
   new (o) T();
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -311,6 +313,12 @@ cublasStatus_t plan(const MatmulDesc &d, const Layout &a, const Layout &b,
                  "columns, row-major), or its batch count is below 1",
                  CUBLAS_STATUS_INVALID_VALUE);
   }
+  auto validOp = [](int32_t op) {
+    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+  };
+  if (!validOp(d.transA) || !validOp(d.transB))
+    return bad("TRANSA and TRANSB must be CUBLAS_OP_N, _T or _C",
+               CUBLAS_STATUS_INVALID_VALUE);
   if (d.transC != CUBLAS_OP_N)
     return bad("a transposed C", CUBLAS_STATUS_NOT_SUPPORTED);
   bool ta = d.transA != CUBLAS_OP_N, tb = d.transB != CUBLAS_OP_N;
@@ -412,6 +420,9 @@ cublasStatus_t plan(const MatmulDesc &d, const Layout &a, const Layout &b,
                  CUBLAS_STATUS_INVALID_VALUE);
     if (d.auxType != -1 && d.auxType != dl.type)
       return bad("an auxiliary matrix of a type other than D's",
+                 CUBLAS_STATUS_NOT_SUPPORTED);
+    if (dl.order != CUBLASLT_ORDER_COL)
+      return bad("an auxiliary matrix beside a row-major D",
                  CUBLAS_STATUS_NOT_SUPPORTED);
     e.aux = d.aux;
     e.auxLd = d.auxLd;

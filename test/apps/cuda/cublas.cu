@@ -360,6 +360,49 @@ void copies() {
   std::printf("cublas: Set/GetMatrix and Set/GetVector with strides\n");
 }
 
+__global__ void noop() {}
+
+/// BLAS's edge cases: alpha == 0 does not read A or B (NaNs there do not
+/// reach C), nrm2 neither overflows nor underflows, and a cuBLAS call
+/// leaves an error the program has not read yet for the program.
+void edges(cublasHandle_t h) {
+  const int m = 4, n = 3, k = 5;
+  std::vector<float> A(m * k, std::nan("")), B(k * n, std::nan(""));
+  auto C = randomVector<float>(m * n);
+  float *dA = toDevice(A), *dB = toDevice(B), *dC = toDevice(C);
+  float zero = 0, two = 2;
+  CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &zero, dA, m, dB,
+                         k, &two, dC, m));
+  for (float &c : C)
+    c *= 2;
+  expectEqual(toHost(dC, C.size()), C, "Sgemm with alpha 0 over NaNs");
+
+  std::vector<float> big = {3e20f, -4e20f}, tiny = {3e-25f, 4e-25f};
+  float *dBig = toDevice(big), *dTiny = toDevice(tiny);
+  float norm = 0;
+  CHECK_BLAS(cublasSnrm2(h, 2, dBig, 1, &norm));
+  EXPECT(std::fabs(norm - 5e20f) <= 1e-6f * 5e20f, "Snrm2 of 3e20, -4e20: %g",
+         norm);
+  CHECK_BLAS(cublasSnrm2(h, 2, dTiny, 1, &norm));
+  EXPECT(std::fabs(norm - 5e-25f) <= 1e-6f * 5e-25f,
+         "Snrm2 of 3e-25, 4e-25: %g", norm);
+
+  // An invalid launch of the program's own, not read yet, then a good
+  // cuBLAS call: the call succeeds and the program still finds its error.
+  noop<<<1, 4096>>>();
+  CHECK_BLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &zero, dA, m, dB,
+                         k, &two, dC, m));
+  cudaError_t pending = cudaGetLastError();
+  EXPECT(pending == cudaErrorInvalidConfiguration,
+         "the program's pending error after a cuBLAS call: %s",
+         cudaGetErrorName(pending));
+  for (void *p :
+       {(void *)dA, (void *)dB, (void *)dC, (void *)dBig, (void *)dTiny})
+    CHECK(cudaFree(p));
+  std::printf("cublas: alpha 0 over NaNs, nrm2 of 1e20s and 1e-25s, the "
+              "program's pending error kept\n");
+}
+
 void errors(cublasHandle_t h) {
   float one = 1;
   float *d = nullptr;
@@ -368,6 +411,11 @@ void errors(cublasHandle_t h) {
   cublasStatus_t s = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, &one, d,
                                  4, d, 8, &one, d, 8);
   EXPECT(s == CUBLAS_STATUS_INVALID_VALUE, "Sgemm with lda < m: %s",
+         cublasGetStatusName(s));
+  // No alpha.
+  s = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, nullptr, d, 8, d, 8,
+                  &one, d, 8);
+  EXPECT(s == CUBLAS_STATUS_INVALID_VALUE, "Sgemm without alpha: %s",
          cublasGetStatusName(s));
   // A GemmEx type combination that is not implemented: fp8 inputs.
   s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d,
@@ -419,6 +467,7 @@ int main() {
   level1(h);
   gemv(h);
   copies();
+  edges(h);
   errors(h);
 
   CHECK(cudaStreamSynchronize(stream));

@@ -314,11 +314,30 @@ void errors(Lt &lt) {
                                      &result, &found);
   EXPECT(s == CUBLAS_STATUS_NOT_SUPPORTED && found == 0,
          "RELU_AUX heuristic: %s, %d found", cublasLtGetStatusName(s), found);
+  // A transpose that is none of N, T, C: invalid.
+  int32_t seven = 7;
+  epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                          &epilogue, sizeof epilogue));
+  CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &seven, sizeof seven));
+  s = cublasLtMatmulAlgoGetHeuristic(lt.handle, desc, l, l, l, l, pref, 1,
+                                     &result, &found);
+  EXPECT(s == CUBLAS_STATUS_INVALID_VALUE && found == 0,
+         "TRANSB 7 heuristic: %s, %d found", cublasLtGetStatusName(s), found);
+  // A descriptor initialised in too little space.
+  cublasLtMatmulDescOpaque_t opaque;
+  s = cublasLtMatmulDescInit_internal(&opaque, 16, CUBLAS_COMPUTE_32F,
+                                      CUDA_R_32F);
+  EXPECT(s == CUBLAS_STATUS_ALLOC_FAILED, "Init in 16 bytes: %s",
+         cublasLtGetStatusName(s));
+  CHECK_LT(cublasLtMatmulDescInit(&opaque, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   CHECK_LT(cublasLtMatmulPreferenceDestroy(pref));
   CHECK_LT(cublasLtMatrixLayoutDestroy(l));
   CHECK_LT(cublasLtMatmulDescDestroy(desc));
   CHECK(cudaFree(scale));
-  std::printf("cublaslt: errors: attribute size, fp8 scale, RELU_AUX\n");
+  std::printf("cublaslt: errors: attribute size, fp8 scale, RELU_AUX, "
+              "transpose 7, Init in too little space\n");
 }
 
 } // namespace
