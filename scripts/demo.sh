@@ -58,10 +58,12 @@ done
 metrics=$(grep -o 'http://[0-9.]*:[0-9]*/metrics' "$work/serve.log" | head -1)
 
 apps="$BUILD_DIR/apps/cuda"
-if [[ -x "$apps/sample_mlp" && -x "$apps/reduce" ]]; then
+if [[ -x "$apps/graph_capture" && -x "$apps/reduce" ]]; then
   # SGD training of a small network with cuBLAS (Wooly's drop-in
-  # libcublas.so.13 in $BUILD_DIR/capture) against reductions.
-  training=("$apps/sample_mlp")
+  # libcublas.so.13 in $BUILD_DIR/capture) where the toolkit has cuBLAS,
+  # else a CUDA graph replayed 100 times; against reductions.
+  training=("$apps/graph_capture")
+  [[ -x "$apps/sample_mlp" ]] && training=("$apps/sample_mlp")
   inference=("$apps/reduce")
   echo "demo: CUDA programs built by nvcc here ($apps)"
 else

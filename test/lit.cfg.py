@@ -92,6 +92,14 @@ else:
         "the CUDA test programs were not built (no nvcc): 'REQUIRES: cuda-apps' "
         "tests are unsupported"
     )
+# The drop-in cuBLAS and the programs that use it: where the toolkit has
+# cuBLAS ('REQUIRES: cublas').
+if config.wooly_have_cublas_apps in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("cublas")
+elif "cuda-apps" in config.available_features:
+    lit_config.note(
+        "no cuBLAS in the CUDA toolkit: 'REQUIRES: cublas' tests are unsupported"
+    )
 
 
 def _has_nvidia_gpu():
