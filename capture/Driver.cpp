@@ -124,12 +124,26 @@ namespace {
 /// A managed allocation: `size` bytes at the program's pointer, inside the
 /// server's allocation at `serverAddress`; `mapped` bytes of this process's
 /// address space (whole pages) from the pointer on. Or a managed module
-/// variable of `module` (its pages are in State::managedVariablePages).
+/// variable of `module` (its pages are in State::managedVariablePages). Or
+/// the device's copy of registered host memory (`host`, which is then where
+/// the host's copy is: see cuMemHostGetDevicePointer).
 struct ManagedRange {
   size_t size = 0;
   uint64_t serverAddress = 0;
   size_t mapped = 0;
   CUmod_st *module = nullptr;
+  void *host = nullptr;
+  /// The host's copy of the range at device address `address`.
+  void *hostCopy(uint64_t address) const {
+    return host ? host : reinterpret_cast<void *>(address);
+  }
+};
+
+/// Host memory registered with cuMemHostRegister: its size, and the device
+/// address of its copy once the program asked for one (0 until then).
+struct RegisteredRange {
+  size_t size = 0;
+  uint64_t device = 0;
 };
 
 /// The process's view of its session.
@@ -158,6 +172,8 @@ struct State {
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
   std::map<uintptr_t, size_t> hostRanges;
+  /// Host memory registered with cuMemHostRegister: start -> range.
+  std::map<uintptr_t, RegisteredRange> registered;
   /// Managed allocations (cuMemAllocManaged): their start, which is the
   /// program's pointer, -> the server's allocation. The same addresses are
   /// mapped in this process (see "Managed memory").
@@ -279,9 +295,9 @@ client::Status managedToDevice(State &s, uint64_t stream) {
     return client::Status();
   if (s.managedHostNewer) {
     for (const auto &[address, range] : s.managed) {
-      client::Status st = s.client->copyToDevice(
-          address, reinterpret_cast<const void *>(address), range.size, stream,
-          /*async=*/false);
+      client::Status st =
+          s.client->copyToDevice(address, range.hostCopy(address), range.size,
+                                 stream, /*async=*/false);
       if (!st.ok())
         return st;
     }
@@ -297,8 +313,8 @@ client::Status managedToHost(State &s) {
   if (s.managed.empty() || !s.managedDeviceNewer)
     return client::Status();
   for (const auto &[address, range] : s.managed) {
-    client::Status st = s.client->copyFromDevice(
-        reinterpret_cast<void *>(address), address, range.size, 0);
+    client::Status st = s.client->copyFromDevice(range.hostCopy(address),
+                                                 address, range.size, 0);
     if (!st.ok())
       return st;
   }
@@ -1091,6 +1107,10 @@ WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
     v = 1; // without concurrent access ("Managed memory")
     break;
+  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+  case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
+    v = 1; // mapped host memory is managed memory (cuMemHostAlloc,
+    break; // cuMemHostGetDevicePointer)
   default:
     v = 0; // not offered (concurrent managed access, cooperative launch, ...)
     break;
@@ -1847,6 +1867,8 @@ WOOLY_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
     return CUDA_SUCCESS;
   LOCKED_READY(s);
   auto managed = s.managed.find(dptr);
+  if (managed != s.managed.end() && managed->second.host)
+    return CUDA_ERROR_INVALID_VALUE; // registered memory's: cuMemHostUnregister
   if (managed != s.managed.end() && !managed->second.module)
     return freeManagedLocked(s, managed, "cuMemFree");
   CHECK_STATUS("cuMemFree", s.client->free(dptr));
@@ -1919,7 +1941,8 @@ WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto managed = s.managed.find(reinterpret_cast<uint64_t>(ptr));
-    if (managed != s.managed.end() && !managed->second.module && s.client)
+    if (managed != s.managed.end() && !managed->second.module &&
+        !managed->second.host && s.client)
       return freeManagedLocked(s, managed, "cuMemFreeHost");
   }
   {
@@ -1931,8 +1954,30 @@ WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
   return CUDA_SUCCESS;
 }
 
-/// The device address of mapped host memory: its own address (only
-/// cuMemHostAlloc's mapped allocations are; registered memory is not).
+namespace {
+/// The registered range [ptr, ptr + bytes) lies in, or end().
+std::map<uintptr_t, RegisteredRange>::iterator
+findRegistered(State &s, uintptr_t ptr, size_t bytes = 1) {
+  auto it = s.registered.upper_bound(ptr);
+  if (it == s.registered.begin())
+    return s.registered.end();
+  --it;
+  uintptr_t offset = ptr - it->first;
+  return offset < it->second.size && bytes <= it->second.size - offset
+             ? it
+             : s.registered.end();
+}
+} // namespace
+
+/// The device address of mapped host memory. cuMemHostAlloc's mapped
+/// allocations are managed memory, at the same address on both sides.
+/// Registered host memory (cuMemHostRegister; mapped whatever its flags, as
+/// on a system with unified addressing) gets a device copy at its first
+/// call here: server memory that is kept coherent with the program's like
+/// managed memory (at launches and synchronisations). Its address is not
+/// the host's (CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM
+/// is 0), so kernels reach it only through this call's answer, and memory
+/// the program registers only to copy from faster costs nothing.
 WOOLY_CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr,
                                                    unsigned flags) {
   if (!dptr || !ptr || flags != 0)
@@ -1943,22 +1988,74 @@ WOOLY_CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr,
     *dptr = p;
     return CUDA_SUCCESS;
   }
-  logUnsupportedOnce("cuMemHostGetDevicePointer",
-                     "only memory from cudaHostAlloc(cudaHostAllocMapped) "
-                     "is mapped for the device");
-  return CUDA_ERROR_NOT_SUPPORTED;
+  auto reg = findRegistered(s, p);
+  if (reg == s.registered.end())
+    return CUDA_ERROR_INVALID_VALUE; // not mapped host memory
+  RegisteredRange &r = reg->second;
+  if (!r.device) {
+    uint64_t address = 0;
+    CHECK_STATUS("cuMemHostGetDevicePointer",
+                 s.client->malloc(r.size, address));
+    ManagedRange copy;
+    copy.size = r.size;
+    copy.serverAddress = address;
+    copy.host = reinterpret_cast<void *>(reg->first);
+    s.managed[address] = copy;
+    s.deviceRanges[address] = r.size;
+    s.managedHostNewer = true; // the host's bytes go over before device work
+    r.device = address;
+    log(2,
+        "cuMemHostGetDevicePointer: registered host memory at %p (%zu "
+        "bytes) has its device copy at 0x%llx",
+        copy.host, r.size, (unsigned long long)address);
+  }
+  *dptr = r.device + (p - reg->first);
+  return CUDA_SUCCESS;
 }
 
+/// Registers host memory. Copies from and to it need nothing (they go over
+/// the connection either way); a device copy is made only where the
+/// program asks for its device address (cuMemHostGetDevicePointer).
 WOOLY_CU_API CUresult cuMemHostRegister_v2(void *ptr, size_t bytes,
                                            unsigned flags) {
-  (void)flags;
-  if (!ptr || !bytes)
+  // CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY
+  if (!ptr || !bytes || (flags & ~0xfu))
     return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS; // nothing to pin: copies go over the connection
+  if (flags & 0x04) // CU_MEMHOSTREGISTER_IOMEMORY: a device's I/O memory
+    return CUDA_ERROR_NOT_SUPPORTED;
+  CHECK_INIT(s);
+  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  if (bytes > UINTPTR_MAX - p)
+    return CUDA_ERROR_INVALID_VALUE;
+  // Overlapping an earlier registration (in part or whole) is an error.
+  auto next = s.registered.lower_bound(p);
+  if ((next != s.registered.end() && next->first < p + bytes) ||
+      findRegistered(s, p) != s.registered.end())
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  s.registered[p] = RegisteredRange{bytes, 0};
+  return CUDA_SUCCESS;
 }
 
+/// Unregisters host memory: its device copy, if it has one, comes back
+/// first where device work may have written it, and goes.
 WOOLY_CU_API CUresult cuMemHostUnregister(void *ptr) {
-  return ptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!ptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  CHECK_INIT(s);
+  auto it = s.registered.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s.registered.end())
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  if (uint64_t device = it->second.device) {
+    auto copy = s.managed.find(device);
+    if (s.managedDeviceNewer)
+      CHECK_STATUS("cuMemHostUnregister",
+                   s.client->copyFromDevice(ptr, device, it->second.size, 0));
+    CHECK_STATUS("cuMemHostUnregister", s.client->free(device));
+    s.managed.erase(copy);
+    s.deviceRanges.erase(device);
+  }
+  s.registered.erase(it);
+  return CUDA_SUCCESS;
 }
 
 WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,

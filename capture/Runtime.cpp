@@ -72,6 +72,8 @@ CUresult cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned,
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
+CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuMemHostUnregister(void *);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                CUstream);
 CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
@@ -815,6 +817,11 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->textureAlignment = (size_t)attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
   prop->texturePitchAlignment = 32;
   prop->multiProcessorCount = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  prop->canMapHostMemory = attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+  prop->hostRegisterSupported =
+      attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
+  prop->canUseHostPointerForRegisteredMem =
+      attr(CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
   prop->concurrentKernels = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
   prop->asyncEngineCount = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
   prop->unifiedAddressing = attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
@@ -1383,19 +1390,22 @@ RT_API cudaError_t cudaFreeHost(void *ptr) {
   return cudaSuccess;
 }
 
+/// Registered host memory: see cuMemHostRegister_v2 and
+/// cuMemHostGetDevicePointer_v2 (the flags have the same values).
 RT_API cudaError_t cudaHostRegister(void *ptr, size_t bytes, unsigned flags) {
-  (void)flags;
-  if (!ptr || !bytes)
-    return setError(cudaErrorInvalidValue);
+  INIT();
+  RETURN_IF(cuMemHostRegister_v2(ptr, bytes, flags));
   return cudaSuccess;
 }
 
 RT_API cudaError_t cudaHostUnregister(void *ptr) {
-  return ptr ? cudaSuccess : setError(cudaErrorInvalidValue);
+  INIT();
+  RETURN_IF(cuMemHostUnregister(ptr));
+  return cudaSuccess;
 }
 
-/// Mapped host memory (cudaHostAllocMapped) has one address for the host
-/// and the device.
+/// Mapped host memory: cudaHostAllocMapped's has one address for the host
+/// and the device; registered memory's device address is another.
 RT_API cudaError_t cudaHostGetDevicePointer(void **dptr, void *ptr,
                                             unsigned flags) {
   if (!dptr)

@@ -6,8 +6,9 @@
 // synchronisations, cudaMemcpy/cudaMemset on managed memory, a linked
 // structure of managed pointers walked by a kernel, prefetch/advise hints,
 // pointer attributes, streams and events as synchronisation points,
-// allocate-and-free churn, and mapped pinned memory (cudaHostAllocMapped +
-// cudaHostGetDevicePointer), and __managed__ variables: read and written by
+// allocate-and-free churn, mapped pinned memory (cudaHostAllocMapped +
+// cudaHostGetDevicePointer), registered host memory (cudaHostRegister),
+// and __managed__ variables: read and written by
 // the host before any launch, by kernels, and only read by a kernel after
 // the host changed them. Valid on a GPU too.
 //
@@ -185,6 +186,64 @@ int main() {
          "mapped: %d %d %d", mapped[0], mapped[199], mapped[200]);
   std::printf("mapped: %d %d %d\n", mapped[0], mapped[199], mapped[200]);
   CHECK(cudaFreeHost(mapped));
+
+  // Registered host memory (cudaHostRegister): the program's own buffer,
+  // mapped. Its device pointer is cudaHostGetDevicePointer's (the host's
+  // where canUseHostPointerForRegisteredMem is 1); a pointer into the
+  // middle maps to the middle; the host's writes between launches reach
+  // the kernel, the kernel's reach the host after a synchronisation.
+  EXPECT(prop.canMapHostMemory == 1 && prop.hostRegisterSupported == 1,
+         "canMapHostMemory %d, hostRegisterSupported %d", prop.canMapHostMemory,
+         prop.hostRegisterSupported);
+  {
+    std::vector<int> own(1000, -1);
+    CHECK(cudaHostRegister(own.data(), own.size() * sizeof(int),
+                           cudaHostRegisterMapped));
+    EXPECT(cudaHostRegister(own.data() + 10, 4, 0) ==
+               cudaErrorHostMemoryAlreadyRegistered,
+           "registering part of a registered range again");
+    cudaGetLastError();
+    int *ownDevice, *middle;
+    CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&ownDevice),
+                                   own.data(), 0));
+    CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&middle),
+                                   own.data() + 500, 0));
+    EXPECT(middle == ownDevice + 500, "device pointer of the middle");
+    EXPECT(prop.canUseHostPointerForRegisteredMem || ownDevice != own.data(),
+           "registered memory's device pointer is the host's");
+    fill<<<2, 128>>>(ownDevice, 200, 3);
+    CHECK(cudaDeviceSynchronize());
+    own[999] = 42; // the host writes; the next launch reads it
+    fill<<<1, 32>>>(middle, 10, own[999]);
+    CHECK(cudaDeviceSynchronize());
+    std::printf("registered: %d %d %d %d %d\n", own[0], own[199], own[200],
+                own[500], own[509]);
+    EXPECT(own[0] == 3 && own[199] == 202 && own[200] == -1 && own[500] == 42 &&
+               own[509] == 51 && own[999] == 42,
+           "registered: %d %d %d %d %d %d", own[0], own[199], own[200],
+           own[500], own[509], own[999]);
+    CHECK(cudaHostUnregister(own.data()));
+    EXPECT(cudaHostUnregister(own.data()) == cudaErrorHostMemoryNotRegistered,
+           "unregistering twice");
+    cudaGetLastError();
+    // Registered without cudaHostRegisterMapped: mapped all the same (as
+    // with unified addressing), and plain copies need no device pointer.
+    std::vector<int> staging(64, 5);
+    CHECK(cudaHostRegister(staging.data(), 64 * sizeof(int),
+                           cudaHostRegisterDefault));
+    int *dev;
+    CHECK(cudaMalloc(&dev, 64 * sizeof(int)));
+    CHECK(cudaMemcpy(dev, staging.data(), 64 * sizeof(int),
+                     cudaMemcpyHostToDevice));
+    fill<<<1, 32>>>(dev, 16, 100);
+    CHECK(cudaMemcpy(staging.data(), dev, 64 * sizeof(int),
+                     cudaMemcpyDeviceToHost));
+    EXPECT(staging[0] == 100 && staging[15] == 115 && staging[16] == 5,
+           "registered staging: %d %d %d", staging[0], staging[15],
+           staging[16]);
+    CHECK(cudaHostUnregister(staging.data()));
+    CHECK(cudaFree(dev));
+  }
 
   // __managed__ variables.
   EXPECT(launches == 100 && table[3] == 4.0f, "initial %d %g", launches,
