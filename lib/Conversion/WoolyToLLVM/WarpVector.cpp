@@ -58,6 +58,7 @@
 #include <map>
 
 using namespace mlir;
+using mlir::wooly::warp_vector::UniformSlots;
 
 namespace {
 
@@ -135,9 +136,10 @@ bool isDivision(Operation *op) {
 class Emitter {
 public:
   Emitter(OpBuilder &b, Location loc, Region &into, Block *fallback,
-          Value params, Value frame, Value warpCtx, uint32_t region)
+          Value params, Value frame, Value warpCtx, uint32_t region,
+          const UniformSlots &uniform)
       : b(b), loc(loc), into(into), fallback(fallback), params(params),
-        frame(frame), warpCtx(warpCtx), region(region) {}
+        frame(frame), warpCtx(warpCtx), region(region), uniform(uniform) {}
 
   DenseMap<Value, Lanes> lanes;
   /// The blocks made, the first the entry.
@@ -155,6 +157,7 @@ public:
       position[block] = unsigned(i);
     dominance = std::make_unique<DominanceInfo>(entry->getParentOp());
     newBlock();
+    startUniformBits();
     // The lane function's arguments but the lane's context: the
     // parameters, the region, the lane, the frame and the warp's context.
     Value r = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
@@ -378,6 +381,81 @@ private:
   Block *fallback;
   Value params, frame, warpCtx;
   uint32_t region;
+
+  /// The frame's word of uniform slots (UniformSlots): what it says as the
+  /// code goes, in a variable of the warp function (LLVM keeps it in a
+  /// register), and its address. Null where the kernel has none.
+  const UniformSlots &uniform;
+  Value bitsVar, bitsAddr;
+  void startUniformBits() {
+    if (!uniform.bitsAt || uniform.slots.empty())
+      return;
+    Type i64 = b.getI64Type();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&into.front());
+      bitsVar = LLVM::AllocaOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext()), i64,
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1)), 8);
+    }
+    bitsAddr = LLVM::GEPOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getI8Type(),
+        frame, ArrayRef<LLVM::GEPArg>{int64_t(*uniform.bitsAt)});
+    // The first region has no slots to read, and the word may be another
+    // kernel's (the frames are the worker's): it starts empty.
+    Value bits = region == 0
+                     ? Value(intConstant(i64, 0))
+                     : Value(LLVM::LoadOp::create(b, loc, i64, bitsAddr));
+    LLVM::StoreOp::create(b, loc, bits, bitsVar);
+  }
+  /// The bit of the uniform slot at `base` (an address in the frame), if
+  /// it is one.
+  std::optional<unsigned> uniformBit(Value base) {
+    if (!bitsVar)
+      return std::nullopt;
+    std::optional<int64_t> at = frameOffset(base);
+    if (!at)
+      return std::nullopt;
+    auto it = llvm::find(uniform.slots, *at);
+    if (it == uniform.slots.end())
+      return std::nullopt;
+    return unsigned(it - uniform.slots.begin());
+  }
+  /// After a store to the frame at `base`: its bit says whether all 32
+  /// copies are now the same (`same`); a store the code cannot place may
+  /// have written any slot.
+  void storedFrame(Value base, bool same) {
+    if (!bitsVar)
+      return;
+    Type i64 = b.getI64Type();
+    std::optional<int64_t> at = frameOffset(base);
+    Value bits;
+    if (!at) {
+      bits = intConstant(i64, 0);
+    } else if (std::optional<unsigned> bit = uniformBit(base)) {
+      Value old = LLVM::LoadOp::create(b, loc, i64, bitsVar);
+      uint64_t one = uint64_t(1) << *bit;
+      bits = same ? Value(LLVM::OrOp::create(b, loc, old,
+                                             intConstant(i64, int64_t(one))))
+                  : Value(LLVM::AndOp::create(b, loc, old,
+                                              intConstant(i64, int64_t(~one))));
+    } else {
+      return;
+    }
+    LLVM::StoreOp::create(b, loc, bits, bitsVar);
+  }
+
+public:
+  /// Where the code leaves the region (to the next region or to the
+  /// lanes' own): the word goes back to the frame.
+  void saveUniformBits() {
+    if (bitsVar)
+      LLVM::StoreOp::create(
+          b, loc, LLVM::LoadOp::create(b, loc, b.getI64Type(), bitsVar),
+          bitsAddr);
+  }
+
+private:
   /// The lanes the current block's code runs on (null: all); and the
   /// block's lanes, which differ where the code runs under uniform
   /// branches (emit).
@@ -1292,10 +1370,41 @@ private:
       // branches: checked to be the same in every lane, then used once.
       if (addr->root == Root::Frame && isa<IntegerType>(t) &&
           steersAccesses(load.getResult()) && canRestart()) {
+        // Where the frame's word says that the 32 copies are the same, the
+        // first lane's is the value (and no check is needed).
+        Block *join = nullptr;
+        if (std::optional<unsigned> bit = uniformBit(addr->value)) {
+          Type i64 = b.getI64Type();
+          Value bits = LLVM::LoadOp::create(b, loc, i64, bitsVar);
+          Value isSet = LLVM::ICmpOp::create(
+              b, loc, LLVM::ICmpPredicate::ne,
+              LLVM::AndOp::create(b, loc, bits,
+                                  intConstant(i64, int64_t(1) << *bit)),
+              intConstant(i64, 0));
+          Block *same = newBlockDetached(), *check = newBlockDetached();
+          join = newBlockDetached();
+          join->addArgument(t, loc);
+          join->addArgument(vt, loc);
+          LLVM::CondBrOp::create(b, loc, isSet, same, check);
+          attach(same);
+          auto one = cast<LLVM::LoadOp>(b.clone(*load));
+          one.getAddrMutable().assign(addr->value);
+          Value all = LLVM::ShuffleVectorOp::create(
+              b, loc,
+              LLVM::InsertElementOp::create(
+                  b, loc, LLVM::PoisonOp::create(b, loc, vt), one,
+                  LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                           b.getI32IntegerAttr(0))),
+              LLVM::PoisonOp::create(b, loc, vt),
+              SmallVector<int32_t>(kLanes, 0));
+          LLVM::BrOp::create(b, loc, ValueRange{one, all}, join);
+          attach(check);
+        }
         auto op = cast<LLVM::LoadOp>(b.clone(*load));
         op.getAddrMutable().assign(addr->value);
         op.getResult().setType(vt);
-        rememberOld(addr->value, op);
+        if (!join)
+          rememberOld(addr->value, op);
         // All 32 copies (those of lanes outside the mask too: cheaper,
         // and where the lanes computed it alike, they are alike).
         Value first = LLVM::ExtractElementOp::create(
@@ -1312,11 +1421,16 @@ private:
                                              b.getI32IntegerAttr(0))),
                 LLVM::PoisonOp::create(b, loc, vt),
                 SmallVector<int32_t>(kLanes, 0)));
-        if (require(all(same))) {
-          set(load, {Lanes::Uniform, first, 0, Root::None});
-          return true;
+        if (!require(all(same)))
+          return false;
+        if (join) {
+          LLVM::BrOp::create(b, loc, ValueRange{first, op}, join);
+          attach(join);
+          first = join->getArgument(0);
+          rememberOld(addr->value, join->getArgument(1));
         }
-        return false;
+        set(load, {Lanes::Uniform, first, 0, Root::None});
+        return true;
       }
       if (addr->root == Root::Global)
         prefetchAhead(addr->value, kLanes * size);
@@ -1397,6 +1511,7 @@ private:
           uniform = *get(value);
         frameStores[store.getAddr()] = {v, store->getBlock(), uniform};
         frameAccess(addr->value, /*store=*/true);
+        storedFrame(addr->value, uniform && !mask);
       } else {
         frameStores.clear(); // Memory might be a frame slot's alias.
         ++frameStoresCleared;
@@ -1669,7 +1784,7 @@ private:
 Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
     OpBuilder &b, Location loc, Region &into, LLVM::LLVMFuncOp lanesFn,
     Value params, Value frame, Value warpCtx, Value nexts, uint32_t region,
-    Block *fallback, Block *mixed,
+    Block *fallback, Block *mixed, const UniformSlots &uniform,
     llvm::function_ref<void(OpBuilder &, uint32_t)> onExit) {
   if (!lanesFn || lanesFn.getBody().empty())
     return nullptr;
@@ -1677,7 +1792,7 @@ Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
   if (entry->getNumArguments() != 6)
     return nullptr;
   OpBuilder::InsertionGuard guard(b);
-  Emitter e(b, loc, into, fallback, params, frame, warpCtx, region);
+  Emitter e(b, loc, into, fallback, params, frame, warpCtx, region, uniform);
   bool ok = e.emit(entry);
   if (!ok) {
     for (Block *block : e.made)
@@ -1723,11 +1838,13 @@ Block *mlir::wooly::warp_vector::emitWarpVectorRegion(
     b.setInsertionPointToEnd(other);
     if (next == to.rbegin()->first) {
       LLVM::StoreOp::create(b, loc, lanesNext, nexts, /*alignment=*/16);
+      e.saveUniformBits();
       LLVM::BrOp::create(b, loc, ValueRange{}, mixed);
     }
   }
   for (auto [exit, next] : exits) {
     b.setInsertionPointToEnd(exit);
+    e.saveUniformBits();
     onExit(b, next);
   }
   return e.made.front();

@@ -22,8 +22,24 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::wooly::warp_vector {
+
+/// The frame slots of values kept across cuts whose 32 copies the code
+/// tracks, and where it keeps what it knows of them: bit `i` of the warp's
+/// word at `bitsAt` (a byte offset in the warp's frame) set means that the
+/// 32 copies of the slot at `slots[i]` (a byte offset, lane 0's copy) are
+/// the same. The vector code sets a slot's bit where it stored one value
+/// for all 32 lanes, and clears it where it stored anything else; then a
+/// later region reads that value once, without comparing the 32 copies.
+/// Whatever else writes a warp's frame slots (the loop over the lanes, the
+/// thread's own region function, the copies of a collective's results)
+/// clears the word first.
+struct UniformSlots {
+  std::optional<int64_t> bitsAt;
+  SmallVector<int64_t> slots;
+};
 
 /// Emits, in new blocks of `into` (the warp function's body), lane
 /// function `lanes` (`(laneCtx, params, region, lane, frame, warpCtx) ->
@@ -48,7 +64,7 @@ Block *
 emitWarpVectorRegion(OpBuilder &b, Location loc, Region &into,
                      LLVM::LLVMFuncOp lanes, Value params, Value frame,
                      Value warpCtx, Value nexts, uint32_t region,
-                     Block *fallback, Block *mixed,
+                     Block *fallback, Block *mixed, const UniformSlots &uniform,
                      llvm::function_ref<void(OpBuilder &, uint32_t)> onExit);
 
 } // namespace mlir::wooly::warp_vector

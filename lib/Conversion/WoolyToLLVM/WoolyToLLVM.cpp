@@ -1008,6 +1008,11 @@ struct RegionLayout {
   LLVM::AccessGroupAttr frameAccesses;
   /// Cut `i` ends region `i` and region `i + 1` follows it.
   SmallVector<RegionCut> cuts;
+  /// The slots of integers kept across cuts, at most 64, and the word in
+  /// each warp's frame that says which of them hold one value in all 32
+  /// copies (warp_vector::UniformSlots; lane 0's copy of `uniformBits`).
+  SmallVector<FrameSlot> uniformSlots;
+  std::optional<FrameSlot> uniformBits;
 };
 
 /// `frame + 32 * slot.at + lane * slot.stride` (`lane` an i64).
@@ -1023,6 +1028,21 @@ Value slotAddress(OpBuilder &b, Location loc, Value frame, Value lane,
                                b.getI64IntegerAttr(int64_t(slot.stride))));
   return LLVM::GEPOp::create(b, loc, ptrTy, b.getI8Type(), base,
                              ArrayRef<LLVM::GEPArg>{off});
+}
+
+/// Where `b` stands: the warp's word of uniform slots (RegionLayout) is
+/// cleared, before code that writes the lanes' slots one by one.
+void clearUniformBits(OpBuilder &b, Location loc, Value frame,
+                      const RegionLayout &layout) {
+  if (!layout.uniformBits)
+    return;
+  Type ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  LLVM::StoreOp::create(
+      b, loc,
+      LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(0)),
+      LLVM::GEPOp::create(
+          b, loc, ptrTy, b.getI8Type(), frame,
+          ArrayRef<LLVM::GEPArg>{int64_t(32 * layout.uniformBits->at)}));
 }
 
 /// Whether an address made from `alloca` (through any operation but a load,
@@ -1333,6 +1353,8 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
     }
     Type t = v.getType();
     Value p = slot(layout.getTypeSize(t), layout.getTypeABIAlignment(t));
+    if (isa<IntegerType>(t) && out.uniformSlots.size() < 64)
+      out.uniformSlots.push_back(slotOf.lookup(p));
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : v.getUses())
       uses.push_back(&use);
@@ -1351,6 +1373,8 @@ std::optional<RegionLayout> buildLaneFunction(ModuleOp module,
       use->set(load);
     }
   }
+  if (!out.uniformSlots.empty())
+    out.uniformBits = slotOf.lookup(slot(8, 8));
   Value maskSlot;
   SmallVector<Value> staging, results;
   if (llvm::any_of(cuts, [](LLVM::CallOp c) {
@@ -1723,6 +1747,9 @@ void buildRegionFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   Value lane = LLVM::ZExtOp::create(
       b, loc, i64, load(offsetof(WoolyThreadCtx, laneid), i32));
   Value frame = load(offsetof(WoolyThreadCtx, regionFrame), ptrTy);
+  // The thread writes its own slots: the warp's vector code may no longer
+  // take one copy for all (WarpVector.h, UniformSlots).
+  clearUniformBits(b, loc, frame, layout);
   emitResultCopy(b, loc, fn, region, frame, layout, contextScope,
                  [&](llvm::function_ref<void(Value)> emit) { emit(lane); });
   Value next = LLVM::CallOp::create(
@@ -2031,6 +2058,7 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   b.setInsertionPointToEnd(entry);
   emitResultCopy(b, loc, fn, first, frame, layout, contextScope,
                  [&](llvm::function_ref<void(Value)> emit) {
+                   clearUniformBits(b, loc, frame, layout);
                    emitLaneLoop(b, loc, fn, Value(), [&](Value lane, Value) {
                      emit(lane);
                      return Value();
@@ -2073,6 +2101,8 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
       Block *entry = b.getInsertionBlock();
       entries[r][form] = {b.createBlock(&fn.getBody(), fn.getBody().end()),
                           entry, callee};
+      // The lanes write their own slots (the vector code's fallback too).
+      clearUniformBits(b, loc, frame, layout);
       emitLaneLoop(
           b, loc, fn, Value(),
           [&](Value lane, Value) {
@@ -2348,6 +2378,12 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
   // kWarpVectorChain regions): one run of code that LLVM keeps in
   // registers, where the loops would meet in the frame.
   std::function<void(uint32_t, unsigned)> onward;
+  warp_vector::UniformSlots uniformSlots;
+  if (layout.uniformBits) {
+    uniformSlots.bitsAt = int64_t(32 * layout.uniformBits->at);
+    for (const FrameSlot &slot : layout.uniformSlots)
+      uniformSlots.slots.push_back(int64_t(32 * slot.at));
+  }
   // Where `b` stands: region `r`'s form `form` as vector code, or a branch
   // to its loop.
   std::map<std::pair<size_t, int>, bool> vectorises;
@@ -2359,7 +2395,7 @@ void buildWarpFunction(ModuleOp module, LLVM::LLVMFuncOp kernel,
     if (known == vectorises.end() || known->second)
       code = warp_vector::emitWarpVectorRegion(
           b, loc, fn.getBody(), module.lookupSymbol<LLVM::LLVMFuncOp>(e.callee),
-          params, frame, ctx0, nexts, uint32_t(r), e.loop, check,
+          params, frame, ctx0, nexts, uint32_t(r), e.loop, check, uniformSlots,
           [&](OpBuilder &, uint32_t next) { onward(next, depth + 1); });
     vectorises[{r, form}] = code != nullptr;
     b.setInsertionPointToEnd(from);
