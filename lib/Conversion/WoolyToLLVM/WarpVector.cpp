@@ -706,6 +706,17 @@ private:
         LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(bits)));
   }
 
+  /// Scalar `v` in all 32 lanes.
+  Value broadcast(Value v) {
+    auto vt = VectorType::get({kLanes}, v.getType());
+    Value poison = LLVM::PoisonOp::create(b, loc, vt);
+    Value zero = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                          b.getI32IntegerAttr(0));
+    Value one = LLVM::InsertElementOp::create(b, loc, poison, v, zero);
+    return LLVM::ShuffleVectorOp::create(b, loc, one, poison,
+                                         SmallVector<int32_t>(kLanes, 0));
+  }
+
   Value allTrue() {
     return constantVector(b.getI1Type(),
                           SmallVector<Attribute>(1, b.getBoolAttr(true)));
@@ -810,12 +821,7 @@ private:
       splat = LLVM::ConstantOp::create(
           b, loc, vt, DenseElementsAttr::get(vt, c.getValue()));
     } else {
-      Value poison = LLVM::PoisonOp::create(b, loc, vt);
-      Value zero = LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                            b.getI32IntegerAttr(0));
-      Value one = LLVM::InsertElementOp::create(b, loc, poison, l->value, zero);
-      splat = LLVM::ShuffleVectorOp::create(b, loc, one, poison,
-                                            SmallVector<int32_t>(kLanes, 0));
+      splat = broadcast(l->value);
     }
     Value result = splat;
     if (l->kind == Lanes::Affine) {
@@ -1389,15 +1395,7 @@ private:
           attach(same);
           auto one = cast<LLVM::LoadOp>(b.clone(*load));
           one.getAddrMutable().assign(addr->value);
-          Value all = LLVM::ShuffleVectorOp::create(
-              b, loc,
-              LLVM::InsertElementOp::create(
-                  b, loc, LLVM::PoisonOp::create(b, loc, vt), one,
-                  LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                           b.getI32IntegerAttr(0))),
-              LLVM::PoisonOp::create(b, loc, vt),
-              SmallVector<int32_t>(kLanes, 0));
-          LLVM::BrOp::create(b, loc, ValueRange{one, all}, join);
+          LLVM::BrOp::create(b, loc, ValueRange{one, broadcast(one)}, join);
           attach(check);
         }
         auto op = cast<LLVM::LoadOp>(b.clone(*load));
@@ -1411,16 +1409,8 @@ private:
             b, loc, op,
             LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                      b.getI32IntegerAttr(0)));
-        Value same = LLVM::ICmpOp::create(
-            b, loc, LLVM::ICmpPredicate::eq, op,
-            LLVM::ShuffleVectorOp::create(
-                b, loc,
-                LLVM::InsertElementOp::create(
-                    b, loc, LLVM::PoisonOp::create(b, loc, vt), first,
-                    LLVM::ConstantOp::create(b, loc, b.getI32Type(),
-                                             b.getI32IntegerAttr(0))),
-                LLVM::PoisonOp::create(b, loc, vt),
-                SmallVector<int32_t>(kLanes, 0)));
+        Value same = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, op,
+                                          broadcast(first));
         if (!require(all(same)))
           return false;
         if (join) {
