@@ -11,9 +11,13 @@
 // new parameters make its run be stored again at the next launch.
 //
 // Stream capture records the stream's launches, copies, memsets, host
-// functions and event records as a chain of nodes. Capture across streams
-// (another stream waiting for an event recorded during the capture) is not
-// supported yet and says so.
+// functions and event records as nodes, each depending on what the stream
+// did last. Another stream that waits for an event recorded in the capture
+// joins it (a fork): its work becomes nodes that depend on what the event
+// followed, and where the capture's stream waits for an event that stream
+// recorded, it depends on that stream's nodes too (a join). The capture
+// ends on the stream that began it, once every stream that joined it has
+// been joined back.
 //
 // The queries (nodes, root nodes, dependencies, dependents, edges) read the
 // client's graph; a clone copies its nodes and edges, and each copy knows
@@ -111,10 +115,21 @@ struct CUgraphExec_st {
 
 namespace {
 
+/// A stream in a capture: the graph, the nodes its next node depends on,
+/// the capture's id and the stream that began it (the stream itself, or
+/// the one whose capture it joined).
 struct Capture {
   CUgraph_st *graph = nullptr;
-  CUgraphNode_st *last = nullptr;
+  std::vector<CUgraphNode_st *> deps;
   unsigned long long id = 0;
+  cudaStream_t origin = nullptr;
+};
+
+/// An event recorded in a capture: which, and the nodes a stream that
+/// waits for it depends on.
+struct CapturedEvent {
+  unsigned long long id = 0;
+  std::vector<CUgraphNode_st *> deps;
 };
 
 struct Graphs {
@@ -122,8 +137,8 @@ struct Graphs {
   std::unordered_set<CUgraph_st *> graphs;
   std::unordered_set<CUgraphExec_st *> execs;
   std::unordered_map<cudaStream_t, Capture> captures;
-  /// Events recorded by a capture in progress, and its stream.
-  std::unordered_map<cudaEvent_t, cudaStream_t> capturedEvents;
+  /// Events recorded by a capture in progress.
+  std::unordered_map<cudaEvent_t, CapturedEvent> capturedEvents;
   unsigned long long nextCaptureId = 1;
 };
 
@@ -203,11 +218,33 @@ cudaError_t captureNode(cudaStream_t stream,
     return cudaErrorStreamCaptureInvalidated;
   Capture &c = it->second;
   node->graph = c.graph;
-  if (c.last)
-    node->deps.push_back(c.last);
-  c.last = node.get();
+  node->deps = c.deps;
+  c.deps.assign(1, node.get());
   c.graph->nodes.push_back(std::move(node));
   return cudaSuccess;
+}
+
+/// Adds `more` to `deps`, each node once.
+void mergeDeps(std::vector<CUgraphNode_st *> &deps,
+               const std::vector<CUgraphNode_st *> &more) {
+  for (CUgraphNode_st *n : more)
+    if (std::find(deps.begin(), deps.end(), n) == deps.end())
+      deps.push_back(n);
+}
+
+/// Ends capture `id` (g.mu held): its streams stop capturing, its events
+/// are forgotten.
+void endCaptureLocked(Graphs &g, unsigned long long id) {
+  for (auto it = g.captures.begin(); it != g.captures.end();) {
+    if (it->second.id == id) {
+      it = g.captures.erase(it);
+      --activeCaptures;
+    } else {
+      ++it;
+    }
+  }
+  for (auto e = g.capturedEvents.begin(); e != g.capturedEvents.end();)
+    e = e->second.id == id ? g.capturedEvents.erase(e) : std::next(e);
 }
 
 /// Whether the server can keep `n` in a graph: it needs nothing from this
@@ -410,7 +447,8 @@ cudaError_t captureEventRecord(cudaStream_t stream, cudaEvent_t event) {
   if (e == cudaSuccess) {
     Graphs &g = graphs();
     std::lock_guard<std::mutex> lock(g.mu);
-    g.capturedEvents[event] = stream;
+    const Capture &c = g.captures.at(stream);
+    g.capturedEvents[event] = CapturedEvent{c.id, c.deps};
   }
   return e;
 }
@@ -424,6 +462,34 @@ bool recordedByCapture(cudaEvent_t event) {
 }
 
 cudaError_t captureEventWait(cudaStream_t stream, cudaEvent_t event) {
+  {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto recorded = g.capturedEvents.find(event);
+    if (recorded != g.capturedEvents.end()) {
+      auto it = g.captures.find(stream);
+      if (it == g.captures.end()) {
+        // A fork: the stream joins the capture after the event's nodes.
+        const Capture *from = nullptr;
+        for (const auto &[s, c] : g.captures)
+          if (c.id == recorded->second.id)
+            from = &c;
+        if (!from)
+          return cudaErrorStreamCaptureInvalidated;
+        Capture joined{from->graph, recorded->second.deps, from->id,
+                       from->origin};
+        g.captures[stream] = std::move(joined);
+        ++activeCaptures;
+        return cudaSuccess;
+      }
+      // A join within the capture: no node, only dependencies.
+      if (it->second.id != recorded->second.id)
+        return cudaErrorStreamCaptureIsolation;
+      mergeDeps(it->second.deps, recorded->second.deps);
+      return cudaSuccess;
+    }
+  }
+  // An event from outside the capture: waited for where the graph runs.
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeWaitEvent;
   n->event = event;
@@ -458,7 +524,7 @@ RT_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
     return setError(cudaErrorIllegalState);
   auto *graph = new CUgraph_st;
   g.graphs.insert(graph);
-  g.captures[stream] = Capture{graph, nullptr, g.nextCaptureId++};
+  g.captures[stream] = Capture{graph, {}, g.nextCaptureId++, stream};
   ++activeCaptures;
   return cudaSuccess;
 }
@@ -472,11 +538,35 @@ RT_API cudaError_t cudaStreamEndCapture(cudaStream_t stream,
   auto it = g.captures.find(stream);
   if (it == g.captures.end())
     return setError(cudaErrorIllegalState);
-  *graph = it->second.graph;
-  g.captures.erase(it);
-  for (auto e = g.capturedEvents.begin(); e != g.capturedEvents.end();)
-    e = e->second == stream ? g.capturedEvents.erase(e) : std::next(e);
-  --activeCaptures;
+  const Capture &c = it->second;
+  if (c.origin != stream)
+    return setError(cudaErrorStreamCaptureUnmatched); // a stream that joined
+  // Every stream that joined the capture must have been joined back: what
+  // it did last is something the capture's stream depends on.
+  std::unordered_set<const CUgraphNode_st *> before;
+  std::vector<const CUgraphNode_st *> work(c.deps.begin(), c.deps.end());
+  while (!work.empty()) {
+    const CUgraphNode_st *n = work.back();
+    work.pop_back();
+    if (before.insert(n).second)
+      work.insert(work.end(), n->deps.begin(), n->deps.end());
+  }
+  bool joined = true;
+  for (const auto &[s, other] : g.captures)
+    if (other.id == c.id && s != stream)
+      for (const CUgraphNode_st *n : other.deps)
+        joined &= before.count(n) != 0;
+  CUgraph_st *captured = c.graph;
+  endCaptureLocked(g, c.id);
+  if (!joined) {
+    log(1, "cudaStreamEndCapture: a stream that joined the capture (waited "
+           "for an event recorded in it) was not joined back (the capture's "
+           "stream never waited for an event recorded after its work)");
+    g.graphs.erase(captured);
+    delete captured;
+    return setError(cudaErrorStreamCaptureUnjoined);
+  }
+  *graph = captured;
   return cudaSuccess;
 }
 
@@ -509,11 +599,38 @@ RT_API cudaError_t cudaStreamGetCaptureInfo(
   if (graph)
     *graph = c.graph;
   if (deps)
-    *deps = c.last ? &c.last : nullptr;
+    *deps = c.deps.empty() ? nullptr : c.deps.data();
   if (edges)
     *edges = nullptr;
   if (numDeps)
-    *numDeps = c.last ? 1 : 0;
+    *numDeps = c.deps.size();
+  return cudaSuccess;
+}
+
+/// Replaces (cudaStreamSetCaptureDependencies, 1) or adds to
+/// (cudaStreamAddCaptureDependencies, 0) the nodes the stream's next
+/// captured work depends on: nodes of the capture's graph, without edge
+/// data.
+RT_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream,
+                                                       cudaGraphNode_t *deps,
+                                                       const void *edgeData,
+                                                       size_t numDeps,
+                                                       unsigned flags) {
+  if ((numDeps && !deps) || flags > 1 || edgeData)
+    return setError(edgeData ? cudaErrorNotSupported : cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end())
+    return setError(cudaErrorIllegalState);
+  Capture &c = it->second;
+  for (size_t i = 0; i < numDeps; ++i)
+    if (!deps[i] || deps[i]->graph != c.graph)
+      return setError(cudaErrorInvalidValue);
+  std::vector<CUgraphNode_st *> nodes(deps, deps + numDeps);
+  if (flags == 1)
+    c.deps.clear();
+  mergeDeps(c.deps, nodes);
   return cudaSuccess;
 }
 
@@ -1045,3 +1162,5 @@ WOOLY_ALIAS(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture)
 WOOLY_ALIAS(cudaStreamEndCapture_ptsz, cudaStreamEndCapture)
 WOOLY_ALIAS(cudaStreamIsCapturing_ptsz, cudaStreamIsCapturing)
 WOOLY_ALIAS(cudaStreamGetCaptureInfo_ptsz, cudaStreamGetCaptureInfo)
+WOOLY_ALIAS(cudaStreamUpdateCaptureDependencies_ptsz,
+            cudaStreamUpdateCaptureDependencies)

@@ -1889,13 +1889,9 @@ RT_API cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
 RT_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned flags) {
   INIT();
-  if (isCapturing(stream))
+  // Waiting for an event recorded in a capture joins the capture.
+  if (isCapturing(stream) || recordedByCapture(event))
     return setError(captureEventWait(stream, event));
-  if (recordedByCapture(event)) {
-    log(1, "cudaStreamWaitEvent: the event was recorded by a stream capture; "
-           "capture across streams is not supported yet");
-    return setError(cudaErrorStreamCaptureUnsupported);
-  }
   RETURN_IF(cuStreamWaitEvent(stream, event, flags));
   return cudaSuccess;
 }

@@ -3,7 +3,9 @@
 // Captures a memset, two kernels and two copies (device-to-device and
 // device-to-pinned-host) from a stream into a graph, checks the capture
 // status, checks that nothing ran during capture, then replays the graph 100
-// times: the accumulator gains 1 per replay, so it ends at 100.
+// times: the accumulator gains 1 per replay, so it ends at 100. Then a
+// capture across two streams (a fork and a join through events), replayed,
+// and one whose fork is never joined, which fails at its end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +99,100 @@ int main() {
 
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
+
+  // Capture across streams, as frameworks overlap work: `side` joins the
+  // capture by waiting for an event recorded in it (a fork), runs while the
+  // capture's stream does, and is joined back by an event of its own. The
+  // last kernel depends on both branches.
+  {
+    cudaStream_t side;
+    CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    cudaEvent_t fork, join;
+    CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    CHECK(cudaMemset(dAcc, 0, bytes));
+    CHECK(cudaMemset(dScratch, 0, bytes));
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    addOne<<<grid, block, 0, stream>>>(dAcc, n); // acc = 1
+    CHECK(cudaEventRecord(fork, stream));
+    CHECK(cudaStreamWaitEvent(side, fork, 0));
+    CHECK(cudaStreamIsCapturing(side, &status));
+    EXPECT(status == cudaStreamCaptureStatusActive,
+           "the forked stream's capture status is %d", int(status));
+    addTwiceAccPlusIndex<<<grid, block, 0, side>>>(dAcc, dScratch, n);
+    CHECK(cudaEventRecord(join, side));
+    addOne<<<grid, block, 0, stream>>>(dOut, n); // beside the side branch
+    CHECK(cudaStreamWaitEvent(stream, join, 0));
+    const cudaGraphNode_t *deps = nullptr;
+    size_t numDeps = 0;
+    CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps,
+                                   nullptr, &numDeps));
+    EXPECT(numDeps == 2, "after the join the stream depends on %zu nodes",
+           numDeps);
+    // The same dependencies again (cudaStreamAddCaptureDependencies): no
+    // change.
+    std::vector<cudaGraphNode_t> joinedDeps(deps, deps + numDeps);
+    CHECK(cudaStreamUpdateCaptureDependencies(
+        stream, joinedDeps.data(), nullptr, joinedDeps.size(),
+        cudaStreamAddCaptureDependencies));
+    addOne<<<grid, block, 0, stream>>>(dAcc, n); // acc = 2, after both
+    cudaGraph_t forked;
+    CHECK(cudaStreamEndCapture(stream, &forked));
+    CHECK(cudaStreamIsCapturing(side, &status));
+    EXPECT(status == cudaStreamCaptureStatusNone,
+           "the forked stream still captures after the end");
+    CHECK(cudaGraphGetNodes(forked, nullptr, &numNodes));
+    std::vector<cudaGraphNode_t> nodes(numNodes);
+    CHECK(cudaGraphGetNodes(forked, nodes.data(), &numNodes));
+    size_t lastDeps = 0;
+    CHECK(cudaGraphNodeGetDependencies(nodes.back(), nullptr, nullptr,
+                                       &lastDeps));
+    std::printf("forked capture: %zu nodes, the last after %zu\n", numNodes,
+                lastDeps);
+    EXPECT(lastDeps == 2, "the last node depends on %zu nodes", lastDeps);
+    CHECK(cudaMemset(dOut, 0, bytes));
+    CHECK(cudaGraphInstantiate(&exec, forked, 0));
+    for (int r = 0; r < 3; ++r)
+      CHECK(cudaGraphLaunch(exec, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    CHECK(cudaMemcpy(acc.data(), dAcc, bytes, cudaMemcpyDeviceToHost));
+    std::vector<int> scratch(n);
+    CHECK(cudaMemcpy(scratch.data(), dScratch, bytes, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(out.data(), dOut, bytes, cudaMemcpyDeviceToHost));
+    // Replay r adds 2 * (2r + 1) + i to scratch (acc is 2r + 1 there).
+    for (int i = 0; i < n; ++i)
+      EXPECT(acc[i] == 6 && out[i] == 3 && scratch[i] == 2 * 9 + 3 * i,
+             "forked replays: acc %d, out %d, scratch %d at %d", acc[i], out[i],
+             scratch[i], i);
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(forked));
+
+    // A fork never joined back: the capture fails at its end, and both
+    // streams are free again.
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    addOne<<<grid, block, 0, stream>>>(dAcc, n);
+    CHECK(cudaEventRecord(fork, stream));
+    CHECK(cudaStreamWaitEvent(side, fork, 0));
+    addOne<<<grid, block, 0, side>>>(dOut, n);
+    EXPECT(cudaStreamEndCapture(side, &forked) ==
+               cudaErrorStreamCaptureUnmatched,
+           "ending the capture on the stream that joined it");
+    EXPECT(cudaStreamEndCapture(stream, &forked) ==
+               cudaErrorStreamCaptureUnjoined,
+           "ending a capture whose fork was not joined");
+    cudaGetLastError();
+    CHECK(cudaStreamIsCapturing(side, &status));
+    EXPECT(status == cudaStreamCaptureStatusNone,
+           "the unjoined stream still captures");
+    addOne<<<grid, block, 0, side>>>(dOut, n); // runs now
+    CHECK(cudaStreamSynchronize(side));
+    CHECK(cudaMemcpy(out.data(), dOut, bytes, cudaMemcpyDeviceToHost));
+    EXPECT(out[0] == 4, "after the failed capture out[0] = %d", out[0]);
+    CHECK(cudaEventDestroy(fork));
+    CHECK(cudaEventDestroy(join));
+    CHECK(cudaStreamDestroy(side));
+  }
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(dAcc));
   CHECK(cudaFree(dScratch));
