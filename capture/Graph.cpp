@@ -23,8 +23,11 @@
 // client's graph; a clone copies its nodes and edges, and each copy knows
 // its original (cudaGraphNodeFindInClone).
 //
-// Not supported yet (clear errors): child graphs, 3D memcpy nodes, memory
-// allocation nodes, graph exec update.
+// A child graph node owns a copy of the graph it was given; instantiation
+// expands it in place (flattenGraph), nested ones too.
+//
+// Not supported yet (clear errors): 3D memcpy nodes, memory allocation
+// nodes, graph exec update, child graph parameters of an instantiated graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +86,9 @@ struct CUgraphNode_st {
   void *userData = nullptr;
   // Event record / wait.
   cudaEvent_t event = nullptr;
+  /// Child graph: the node's own copy of the graph it was given (registered
+  /// in Graphs::graphs, destroyed with the node).
+  CUgraph_st *child = nullptr;
   /// The node this one is a copy of (cudaGraphClone), for
   /// cudaGraphNodeFindInClone.
   const CUgraphNode_st *original = nullptr;
@@ -206,6 +212,112 @@ cudaError_t addNode(CUgraph_st *graph, const cudaGraphNode_t *deps,
     *out = node.get();
   graph->nodes.push_back(std::move(node));
   return cudaSuccess;
+}
+
+void mergeDeps(std::vector<CUgraphNode_st *> &deps,
+               const std::vector<CUgraphNode_st *> &more);
+
+/// Destroys `graph` (g.mu held) and, first, the child graphs its nodes own.
+void destroyGraphLocked(Graphs &g, CUgraph_st *graph) {
+  for (auto &n : graph->nodes)
+    if (n->child)
+      destroyGraphLocked(g, n->child);
+  g.graphs.erase(graph);
+  delete graph;
+}
+
+/// Whether `graph` is a child graph node's own (g.mu held).
+bool isChildGraphLocked(Graphs &g, const CUgraph_st *graph) {
+  for (const CUgraph_st *other : g.graphs)
+    for (auto &n : other->nodes)
+      if (n->child == graph)
+        return true;
+  return false;
+}
+
+/// A copy of `original` (g.mu held), registered: its nodes and edges, and
+/// copies of their child graphs. Each node remembers the one it copies
+/// (cudaGraphNodeFindInClone).
+CUgraph_st *cloneGraphLocked(Graphs &g, const CUgraph_st &original) {
+  auto *copy = new CUgraph_st;
+  g.graphs.insert(copy);
+  std::unordered_map<const CUgraphNode_st *, CUgraphNode_st *> of;
+  for (auto &n : original.nodes) {
+    auto c = std::make_unique<CUgraphNode_st>(*n);
+    c->graph = copy;
+    c->paramPointers.clear(); // made again by GetParams, into its own copy
+    c->original = n.get();
+    if (n->child)
+      c->child = cloneGraphLocked(g, *n->child);
+    of[n.get()] = c.get();
+    copy->nodes.push_back(std::move(c));
+  }
+  for (auto &c : copy->nodes)
+    for (CUgraphNode_st *&d : c->deps)
+      d = of.at(d);
+  return copy;
+}
+
+/// Appends to `out` copies of `graph`'s nodes in an order that respects
+/// their edges, with child graphs expanded in place (nested ones too): a
+/// child graph's first nodes depend on what its node depended on, and
+/// what depended on its node depends on its last nodes. Nodes of `graph`
+/// without dependencies depend on `entry`. `from[i]` is the node `out[i]`
+/// copies; `leaves` gets the copies nothing in `graph` depends on (or
+/// `entry`, for an empty graph). False where the graph has a cycle.
+bool flattenGraph(const CUgraph_st &graph,
+                  const std::vector<CUgraphNode_st *> &entry,
+                  std::vector<std::unique_ptr<CUgraphNode_st>> &out,
+                  std::vector<const CUgraphNode_st *> &from,
+                  std::vector<CUgraphNode_st *> &leaves) {
+  // Kahn's algorithm, stable: ready nodes come in the order they were added.
+  std::unordered_map<const CUgraphNode_st *, size_t> pending;
+  std::unordered_map<const CUgraphNode_st *,
+                     std::vector<const CUgraphNode_st *>>
+      users;
+  std::vector<const CUgraphNode_st *> order;
+  for (auto &n : graph.nodes) {
+    pending[n.get()] = n->deps.size();
+    for (const CUgraphNode_st *d : n->deps)
+      users[d].push_back(n.get());
+    if (n->deps.empty())
+      order.push_back(n.get());
+  }
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const CUgraphNode_st *u : users[order[i]])
+      if (--pending[u] == 0)
+        order.push_back(u);
+  if (order.size() != graph.nodes.size())
+    return false;
+  // What each node's completion is: its copy, or a child graph's last
+  // nodes.
+  std::unordered_map<const CUgraphNode_st *, std::vector<CUgraphNode_st *>>
+      done;
+  for (const CUgraphNode_st *n : order) {
+    std::vector<CUgraphNode_st *> deps =
+        n->deps.empty() ? entry : std::vector<CUgraphNode_st *>();
+    for (const CUgraphNode_st *d : n->deps)
+      mergeDeps(deps, done.at(d));
+    if (n->type == cudaGraphNodeTypeGraph) {
+      std::vector<CUgraphNode_st *> last;
+      if (!n->child || !flattenGraph(*n->child, deps, out, from, last))
+        return false;
+      done[n] = std::move(last);
+      continue;
+    }
+    auto copy = std::make_unique<CUgraphNode_st>(*n);
+    copy->deps = std::move(deps);
+    done[n] = {copy.get()};
+    from.push_back(n);
+    out.push_back(std::move(copy));
+  }
+  leaves.clear();
+  for (const CUgraphNode_st *n : order)
+    if (users[n].empty())
+      mergeDeps(leaves, done.at(n));
+  if (graph.nodes.empty())
+    leaves = entry;
+  return true;
 }
 
 /// Appends a node to the capture of `stream`, after the capture's last node.
@@ -562,8 +674,7 @@ RT_API cudaError_t cudaStreamEndCapture(cudaStream_t stream,
     log(1, "cudaStreamEndCapture: a stream that joined the capture (waited "
            "for an event recorded in it) was not joined back (the capture's "
            "stream never waited for an event recorded after its work)");
-    g.graphs.erase(captured);
-    delete captured;
+    destroyGraphLocked(g, captured);
     return setError(cudaErrorStreamCaptureUnjoined);
   }
   *graph = captured;
@@ -659,9 +770,45 @@ RT_API cudaError_t cudaGraphCreate(cudaGraph_t *graph, unsigned flags) {
 RT_API cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   Graphs &g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
-  if (!g.graphs.erase(graph))
+  if (!g.graphs.count(graph) || isChildGraphLocked(g, graph))
+    return setError(cudaErrorInvalidValue); // a node's: it goes with it
+  destroyGraphLocked(g, graph);
+  return cudaSuccess;
+}
+
+/// A child graph node: runs a copy of `child`, made now (CUDA's semantics:
+/// later changes to `child` do not reach the node).
+RT_API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *node,
+                                              cudaGraph_t graph,
+                                              const cudaGraphNode_t *deps,
+                                              size_t numDeps,
+                                              cudaGraph_t child) {
+  if (!node)
     return setError(cudaErrorInvalidValue);
-  delete graph;
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeGraph;
+  Graphs &g = graphs();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.graphs.count(child) || child == graph)
+      return setError(cudaErrorInvalidValue);
+    n->child = cloneGraphLocked(g, *child);
+  }
+  CUgraph_st *copy = n->child;
+  cudaError_t e = addNode(graph, deps, numDeps, std::move(n), node);
+  if (e != cudaSuccess) {
+    std::lock_guard<std::mutex> lock(g.mu);
+    destroyGraphLocked(g, copy);
+  }
+  return setError(e);
+}
+
+/// The node's own graph: its nodes may be read and changed (not destroyed).
+RT_API cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node,
+                                                   cudaGraph_t *graph) {
+  if (!node || !graph || node->type != cudaGraphNodeTypeGraph)
+    return setError(cudaErrorInvalidValue);
+  *graph = node->child;
   return cudaSuccess;
 }
 
@@ -908,21 +1055,7 @@ RT_API cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original) {
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.graphs.count(original))
     return setError(cudaErrorInvalidValue);
-  auto copy = std::make_unique<CUgraph_st>();
-  std::unordered_map<const CUgraphNode_st *, CUgraphNode_st *> of;
-  for (auto &n : original->nodes) {
-    auto c = std::make_unique<CUgraphNode_st>(*n);
-    c->graph = copy.get();
-    c->paramPointers.clear(); // made again by GetParams, into its own copy
-    c->original = n.get();
-    of[n.get()] = c.get();
-    copy->nodes.push_back(std::move(c));
-  }
-  for (auto &c : copy->nodes)
-    for (CUgraphNode_st *&d : c->deps)
-      d = of.at(d);
-  *clone = copy.get();
-  g.graphs.insert(copy.release());
+  *clone = cloneGraphLocked(g, *original);
   return cudaSuccess;
 }
 
@@ -957,8 +1090,11 @@ RT_API cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
                   n->deps.end());
   auto it = std::find_if(graph->nodes.begin(), graph->nodes.end(),
                          [&](auto &n) { return n.get() == node; });
-  if (it != graph->nodes.end())
+  if (it != graph->nodes.end()) {
+    if ((*it)->child)
+      destroyGraphLocked(g, (*it)->child);
     graph->nodes.erase(it);
+  }
   return cudaSuccess;
 }
 
@@ -1004,31 +1140,19 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.graphs.count(graph))
     return setError(cudaErrorInvalidValue);
-  // Kahn's algorithm, stable: ready nodes run in the order they were added.
-  std::unordered_map<const CUgraphNode_st *, size_t> pending;
-  std::unordered_map<const CUgraphNode_st *, std::vector<CUgraphNode_st *>>
-      users;
-  for (auto &n : graph->nodes) {
-    pending[n.get()] = n->deps.size();
-    for (CUgraphNode_st *d : n->deps)
-      users[d].push_back(n.get());
-  }
-  auto result = std::make_unique<CUgraphExec_st>();
-  std::vector<CUgraphNode_st *> ready;
-  for (auto &n : graph->nodes)
-    if (n->deps.empty())
-      ready.push_back(n.get());
-  for (size_t i = 0; i < ready.size(); ++i) {
-    CUgraphNode_st *n = ready[i];
-    result->index[n] = result->order.size();
-    result->order.push_back(*n);
-    for (CUgraphNode_st *u : users[n])
-      if (--pending[u] == 0)
-        ready.push_back(u);
-  }
-  if (result->order.size() != graph->nodes.size()) {
+  // The nodes in an order that respects the edges, child graphs expanded
+  // (flattenGraph).
+  std::vector<std::unique_ptr<CUgraphNode_st>> flat;
+  std::vector<const CUgraphNode_st *> from;
+  std::vector<CUgraphNode_st *> leaves;
+  if (!flattenGraph(*graph, {}, flat, from, leaves)) {
     log(1, "cudaGraphInstantiate: the graph has a cycle");
     return setError(cudaErrorInvalidValue);
+  }
+  auto result = std::make_unique<CUgraphExec_st>();
+  for (size_t i = 0; i < flat.size(); ++i) {
+    result->index[from[i]] = result->order.size();
+    result->order.push_back(*flat[i]);
   }
   // Runs of nodes the server can keep become graphs on the server (made at
   // the first launch).

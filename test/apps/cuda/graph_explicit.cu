@@ -11,7 +11,8 @@
 // cudaGraphExecKernelNodeSetParams (a new `scale`) and launched again. The
 // queries (root nodes, dependencies, dependents, edges) tell its shape; a
 // clone with another scale and without the host node runs, and the
-// original still runs as before.
+// original still runs as before. Then child graph nodes, nested twice, and
+// a clone of their graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -213,6 +214,72 @@ int main() {
               "scale -2\n");
   CHECK(cudaGraphExecDestroy(cloneExec));
   CHECK(cudaGraphDestroy(clone));
+
+  // Child graphs, nested: inner (B := i + 10, then B += i) is a node of
+  // middle (then A += 3i), which is a node of outer (A := i first, C := A +
+  // B last): C = 6i + 10. Each node owns a copy of the graph it was given.
+  {
+    auto kernelNode = [&](cudaGraph_t g, cudaGraphNode_t *dep, void *func,
+                          void **args) {
+      cudaKernelNodeParams p = scaleParams;
+      p.func = func;
+      p.kernelParams = args;
+      cudaGraphNode_t node;
+      CHECK(cudaGraphAddKernelNode(&node, g, dep, dep ? 1 : 0, &p));
+      return node;
+    };
+    int zero = 0, one = 1, three = 3;
+    void *bIndex[] = {&dB, &bOffset, &n}, *bPlus[] = {&dB, &one, &n},
+         *aPlus[] = {&dA, &three, &n}, *aIndex[] = {&dA, &zero, &n};
+    cudaGraph_t inner, middle, outer;
+    CHECK(cudaGraphCreate(&inner, 0));
+    cudaGraphNode_t first =
+        kernelNode(inner, nullptr, (void *)indexPlus, bIndex);
+    kernelNode(inner, &first, (void *)addScaledIndex, bPlus);
+    CHECK(cudaGraphCreate(&middle, 0));
+    cudaGraphNode_t innerNode;
+    CHECK(cudaGraphAddChildGraphNode(&innerNode, middle, nullptr, 0, inner));
+    kernelNode(middle, &innerNode, (void *)addScaledIndex, aPlus);
+    CHECK(cudaGraphCreate(&outer, 0));
+    cudaGraphNode_t start =
+        kernelNode(outer, nullptr, (void *)indexPlus, aIndex);
+    cudaGraphNode_t middleNode;
+    CHECK(cudaGraphAddChildGraphNode(&middleNode, outer, &start, 1, middle));
+    kernelNode(outer, &middleNode, (void *)add, addArgs);
+    // The nodes own copies: the graphs given can go.
+    CHECK(cudaGraphDestroy(inner));
+    CHECK(cudaGraphDestroy(middle));
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(middleNode, &type));
+    EXPECT(type == cudaGraphNodeTypeGraph, "child node type %d", int(type));
+    cudaGraph_t own;
+    CHECK(cudaGraphChildGraphNodeGetGraph(middleNode, &own));
+    size_t ownNodes = 0;
+    CHECK(cudaGraphGetNodes(own, nullptr, &ownNodes));
+    EXPECT(ownNodes == 2, "the child graph has %zu nodes", ownNodes);
+    EXPECT(cudaGraphDestroy(own) == cudaErrorInvalidValue,
+           "a child node's own graph was destroyed");
+    cudaGetLastError();
+    cudaGraph_t outerClone;
+    CHECK(cudaGraphClone(&outerClone, outer));
+    CHECK(cudaMemset(dC, 0, bytes));
+    for (cudaGraph_t g : {outer, outerClone}) {
+      cudaGraphExec_t e;
+      CHECK(cudaGraphInstantiate(&e, g, 0));
+      CHECK(cudaGraphLaunch(e, stream));
+      CHECK(cudaStreamSynchronize(stream));
+      std::vector<int> c(kN);
+      CHECK(cudaMemcpy(c.data(), dC, bytes, cudaMemcpyDeviceToHost));
+      for (int i = 0; i < kN; ++i)
+        EXPECT(c[i] == 6 * i + 10, "child graphs: C[%d] = %d", i, c[i]);
+      CHECK(cudaGraphExecDestroy(e));
+      CHECK(cudaMemset(dC, 0, bytes));
+    }
+    std::printf("child graphs: nested twice, C[%d] = %d, and a clone\n", kN - 1,
+                6 * (kN - 1) + 10);
+    CHECK(cudaGraphDestroy(outerClone));
+    CHECK(cudaGraphDestroy(outer));
+  }
 
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
