@@ -1235,9 +1235,37 @@ RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
       return setError(cudaErrorInvalidValue);
   }
   if (isCapturing(stream)) {
-    log(1, "cudaGraphLaunch into a stream being captured (a child graph) is "
-           "not supported yet");
-    return setError(cudaErrorStreamCaptureUnsupported);
+    // The capture gets a child graph node: the exec's nodes as they are
+    // now (parameter updates included), one after the other in the order
+    // the exec runs them.
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->type = cudaGraphNodeTypeGraph;
+    {
+      std::lock_guard<std::mutex> execLock(exec->mu);
+      Graphs &g = graphs();
+      std::lock_guard<std::mutex> lock(g.mu);
+      auto *child = new CUgraph_st;
+      g.graphs.insert(child);
+      for (const CUgraphNode_st &n : exec->order) {
+        auto copy = std::make_unique<CUgraphNode_st>(n);
+        copy->graph = child;
+        copy->deps.clear();
+        copy->paramPointers.clear();
+        copy->original = nullptr;
+        if (!child->nodes.empty())
+          copy->deps.push_back(child->nodes.back().get());
+        child->nodes.push_back(std::move(copy));
+      }
+      node->child = child;
+    }
+    CUgraph_st *child = node->child;
+    e = captureNode(stream, std::move(node));
+    if (e != cudaSuccess) {
+      Graphs &g = graphs();
+      std::lock_guard<std::mutex> lock(g.mu);
+      destroyGraphLocked(g, child);
+    }
+    return setError(e);
   }
   std::lock_guard<std::mutex> lock(exec->mu);
   if (exec->reset) {

@@ -168,6 +168,40 @@ int main() {
     CHECK(cudaGraphExecDestroy(exec));
     CHECK(cudaGraphDestroy(forked));
 
+    // An instantiated graph launched into a capture: a child graph node.
+    cudaGraph_t small, outer;
+    cudaGraphExec_t smallExec, outerExec;
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    addOne<<<grid, block, 0, stream>>>(dOut, n);
+    CHECK(cudaStreamEndCapture(stream, &small));
+    CHECK(cudaGraphInstantiate(&smallExec, small, 0));
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    addOne<<<grid, block, 0, stream>>>(dAcc, n);
+    CHECK(cudaGraphLaunch(smallExec, stream));
+    addOne<<<grid, block, 0, stream>>>(dAcc, n);
+    CHECK(cudaStreamEndCapture(stream, &outer));
+    CHECK(cudaGraphGetNodes(outer, nullptr, &numNodes));
+    std::vector<cudaGraphNode_t> outerNodes(numNodes);
+    CHECK(cudaGraphGetNodes(outer, outerNodes.data(), &numNodes));
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(outerNodes[1], &type));
+    EXPECT(numNodes == 3 && type == cudaGraphNodeTypeGraph,
+           "a graph launched into a capture: %zu nodes, the second of type %d",
+           numNodes, int(type));
+    CHECK(cudaGraphInstantiate(&outerExec, outer, 0));
+    for (int r = 0; r < 2; ++r)
+      CHECK(cudaGraphLaunch(outerExec, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    CHECK(cudaMemcpy(acc.data(), dAcc, bytes, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(out.data(), dOut, bytes, cudaMemcpyDeviceToHost));
+    EXPECT(acc[0] == 10 && out[n - 1] == 5,
+           "graph launched into a capture: acc %d, out %d", acc[0], out[n - 1]);
+    std::printf("graph launched into a capture: a child graph node\n");
+    CHECK(cudaGraphExecDestroy(outerExec));
+    CHECK(cudaGraphExecDestroy(smallExec));
+    CHECK(cudaGraphDestroy(outer));
+    CHECK(cudaGraphDestroy(small));
+
     // A fork never joined back: the capture fails at its end, and both
     // streams are free again.
     CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -188,7 +222,7 @@ int main() {
     addOne<<<grid, block, 0, side>>>(dOut, n); // runs now
     CHECK(cudaStreamSynchronize(side));
     CHECK(cudaMemcpy(out.data(), dOut, bytes, cudaMemcpyDeviceToHost));
-    EXPECT(out[0] == 4, "after the failed capture out[0] = %d", out[0]);
+    EXPECT(out[0] == 6, "after the failed capture out[0] = %d", out[0]);
     CHECK(cudaEventDestroy(fork));
     CHECK(cudaEventDestroy(join));
     CHECK(cudaStreamDestroy(side));
