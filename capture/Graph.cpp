@@ -26,8 +26,10 @@
 // A child graph node owns a copy of the graph it was given; instantiation
 // expands it in place (flattenGraph), nested ones too.
 //
+// cudaGraphExecUpdate takes the parameters of a graph of the same shape.
+//
 // Not supported yet (clear errors): 3D memcpy nodes, memory allocation
-// nodes, graph exec update, child graph parameters of an instantiated graph.
+// nodes, child graph parameters of an instantiated graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,6 +115,9 @@ struct CUgraphExec_st {
   std::unordered_map<const CUgraphNode_st *, size_t> index;
   std::vector<Segment> segments;
   std::vector<size_t> segmentOf; // per node of `order`
+  /// Per node of `order`, the positions of the nodes it depends on
+  /// (ascending): its edges, which cudaGraphExecUpdate compares.
+  std::vector<std::vector<size_t>> depsOf;
   std::mutex mu;                 // launches of one exec run one at a time
   /// Made before cudaDeviceReset: unusable (set under Graphs::mu, which a
   /// launch may take while it holds `mu`, so not under `mu`).
@@ -318,6 +323,22 @@ bool flattenGraph(const CUgraph_st &graph,
   if (graph.nodes.empty())
     leaves = entry;
   return true;
+}
+
+/// For each of `flat`'s nodes, the positions in `flat` of those it depends
+/// on, ascending.
+std::vector<std::vector<size_t>>
+depPositions(const std::vector<std::unique_ptr<CUgraphNode_st>> &flat) {
+  std::unordered_map<const CUgraphNode_st *, size_t> at;
+  for (size_t i = 0; i < flat.size(); ++i)
+    at[flat[i].get()] = i;
+  std::vector<std::vector<size_t>> deps(flat.size());
+  for (size_t i = 0; i < flat.size(); ++i) {
+    for (const CUgraphNode_st *d : flat[i]->deps)
+      deps[i].push_back(at.at(d));
+    std::sort(deps[i].begin(), deps[i].end());
+  }
+  return deps;
 }
 
 /// Appends a node to the capture of `stream`, after the capture's last node.
@@ -1150,6 +1171,7 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
     return setError(cudaErrorInvalidValue);
   }
   auto result = std::make_unique<CUgraphExec_st>();
+  result->depsOf = depPositions(flat);
   for (size_t i = 0; i < flat.size(); ++i) {
     result->index[from[i]] = result->order.size();
     result->order.push_back(*flat[i]);
@@ -1172,6 +1194,62 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   *exec = result.release();
   g.execs.insert(*exec);
   return cudaSuccess;
+}
+
+/// Gives an instantiated graph the parameters of `graph`'s nodes, where
+/// `graph` has the same shape: as many nodes (child graphs expanded), in
+/// the same order, of the same types, with the same edges; kernels of the
+/// same functions; copies and memsets that stay where they ran (on the
+/// server or in this process). Otherwise nothing changes and `info` says
+/// why (cudaErrorGraphExecUpdateFailure).
+RT_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
+                                       cudaGraphExecUpdateResultInfo *info) {
+  auto report = [&](cudaGraphExecUpdateResult result,
+                    cudaGraphNode_t node) -> cudaError_t {
+    if (info) {
+      info->result = result;
+      info->errorNode = node;
+      info->errorFromNode = nullptr;
+    }
+    return setError(result == cudaGraphExecUpdateSuccess
+                        ? cudaSuccess
+                        : cudaErrorGraphExecUpdateFailure);
+  };
+  std::vector<std::unique_ptr<CUgraphNode_st>> flat;
+  std::vector<const CUgraphNode_st *> from;
+  std::vector<CUgraphNode_st *> leaves;
+  {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.execs.count(exec) || !g.graphs.count(graph))
+      return setError(cudaErrorInvalidValue);
+    if (!flattenGraph(*graph, {}, flat, from, leaves))
+      return report(cudaGraphExecUpdateError, nullptr);
+  }
+  std::lock_guard<std::mutex> lock(exec->mu);
+  if (flat.size() != exec->order.size() || depPositions(flat) != exec->depsOf)
+    return report(cudaGraphExecUpdateErrorTopologyChanged, nullptr);
+  for (size_t i = 0; i < flat.size(); ++i) {
+    const CUgraphNode_st &now = exec->order[i], &next = *flat[i];
+    auto *node = const_cast<CUgraphNode_st *>(from[i]);
+    if (next.type != now.type)
+      return report(cudaGraphExecUpdateErrorNodeTypeChanged, node);
+    if (next.type == cudaGraphNodeTypeKernel && next.fn != now.fn)
+      return report(cudaGraphExecUpdateErrorUnsupportedFunctionChange, node);
+    if (serverNode(next) != serverNode(now))
+      return report(cudaGraphExecUpdateErrorParametersChanged, node);
+  }
+  for (size_t i = 0; i < flat.size(); ++i) {
+    exec->order[i] = *flat[i];
+    exec->order[i].deps.clear(); // `flat`'s, gone after this call
+    exec->index[from[i]] = i;
+  }
+  for (Segment &seg : exec->segments) {
+    if (seg.handle)
+      (void)driverGraphDestroy(seg.handle);
+    seg.handle = 0;
+  }
+  return report(cudaGraphExecUpdateSuccess, nullptr);
 }
 
 RT_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec,

@@ -11,8 +11,9 @@
 // cudaGraphExecKernelNodeSetParams (a new `scale`) and launched again. The
 // queries (root nodes, dependencies, dependents, edges) tell its shape; a
 // clone with another scale and without the host node runs, and the
-// original still runs as before. Then child graph nodes, nested twice, and
-// a clone of their graph.
+// original still runs as before; cudaGraphExecUpdate refuses the clone and
+// takes a graph of the same shape. Then child graph nodes, nested twice,
+// and a clone of their graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -213,7 +214,37 @@ int main() {
   std::printf("clone: scale 5 without the host node; the original still "
               "scale -2\n");
   CHECK(cudaGraphExecDestroy(cloneExec));
+
+  // cudaGraphExecUpdate: the clone lost its host node (another shape), so
+  // it is refused; a fresh clone of the same shape with scale 7 is taken.
+  cudaGraphExecUpdateResultInfo info = {};
+  EXPECT(cudaGraphExecUpdate(exec, clone, &info) ==
+                 cudaErrorGraphExecUpdateFailure &&
+             info.result == cudaGraphExecUpdateErrorTopologyChanged,
+         "updating from a graph of another shape: result %d", int(info.result));
+  cudaGetLastError();
   CHECK(cudaGraphDestroy(clone));
+  cudaGraph_t same;
+  CHECK(cudaGraphClone(&same, graph));
+  cudaGraphNode_t sameScale;
+  CHECK(cudaGraphNodeFindInClone(&sameScale, scaleNode, same));
+  int seven = 7;
+  void *sevenArgs[] = {&dA, &seven, &n};
+  cudaKernelNodeParams sevenParams = scaleParams;
+  sevenParams.kernelParams = sevenArgs;
+  CHECK(cudaGraphKernelNodeSetParams(sameScale, &sevenParams));
+  CHECK(cudaGraphExecUpdate(exec, same, &info));
+  EXPECT(info.result == cudaGraphExecUpdateSuccess, "update result %d",
+         int(info.result));
+  int before = record.runs;
+  EXPECT(before < kMaxRuns, "host node record full");
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(record.runs == before + 1 &&
+             record.sums[before] == expectedSum(7, offset),
+         "after cudaGraphExecUpdate: sum = %lld", record.sums[before]);
+  std::printf("exec update: scale 7 from a graph of the same shape\n");
+  CHECK(cudaGraphDestroy(same));
 
   // Child graphs, nested: inner (B := i + 10, then B += i) is a node of
   // middle (then A += 3i), which is a node of outer (A := i first, C := A +
