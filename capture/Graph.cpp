@@ -580,8 +580,9 @@ cudaError_t captureEventRecord(cudaStream_t stream, cudaEvent_t event) {
   if (e == cudaSuccess) {
     Graphs &g = graphs();
     std::lock_guard<std::mutex> lock(g.mu);
-    const Capture &c = g.captures.at(stream);
-    g.capturedEvents[event] = CapturedEvent{c.id, c.deps};
+    auto it = g.captures.find(stream); // ended meanwhile by another thread?
+    if (it != g.captures.end())
+      g.capturedEvents[event] = CapturedEvent{it->second.id, it->second.deps};
   }
   return e;
 }
@@ -1175,6 +1176,7 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   for (size_t i = 0; i < flat.size(); ++i) {
     result->index[from[i]] = result->order.size();
     result->order.push_back(*flat[i]);
+    result->order.back().deps.clear(); // `flat`'s (depsOf has the edges)
   }
   // Runs of nodes the server can keep become graphs on the server (made at
   // the first launch).
