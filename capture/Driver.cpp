@@ -2046,12 +2046,11 @@ WOOLY_CU_API CUresult cuMemHostUnregister(void *ptr) {
   if (it == s.registered.end())
     return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   if (uint64_t device = it->second.device) {
-    auto copy = s.managed.find(device);
     if (s.managedDeviceNewer)
       CHECK_STATUS("cuMemHostUnregister",
                    s.client->copyFromDevice(ptr, device, it->second.size, 0));
     CHECK_STATUS("cuMemHostUnregister", s.client->free(device));
-    s.managed.erase(copy);
+    s.managed.erase(device);
     s.deviceRanges.erase(device);
   }
   s.registered.erase(it);
@@ -2072,6 +2071,7 @@ WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
       --it;
       host = ptr - it->first < it->second;
     }
+    host |= findRegistered(s, ptr) != s.registered.end();
   }
   if (!device && !host)
     return CUDA_ERROR_INVALID_VALUE;
@@ -2086,9 +2086,14 @@ WOOLY_CU_API CUresult cuPointerGetAttribute(void *data, int attribute,
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     *static_cast<void **>(data) = host ? reinterpret_cast<void *>(ptr) : 0;
     return host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    *static_cast<int *>(data) = isManagedRange(s, ptr, 1);
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED: {
+    // Not the device copy of registered host memory (managed here only in
+    // how it is kept coherent).
+    auto it = s.managed.upper_bound(ptr);
+    bool copy = it != s.managed.begin() && std::prev(it)->second.host;
+    *static_cast<int *>(data) = isManagedRange(s, ptr, 1) && !copy;
     return CUDA_SUCCESS;
+  }
   case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     *static_cast<int *>(data) = 0;
     return CUDA_SUCCESS;

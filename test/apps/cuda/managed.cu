@@ -209,6 +209,13 @@ int main() {
     CHECK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&middle),
                                    own.data() + 500, 0));
     EXPECT(middle == ownDevice + 500, "device pointer of the middle");
+    cudaPointerAttributes where;
+    CHECK(cudaPointerGetAttributes(&where, own.data() + 3));
+    EXPECT(where.type == cudaMemoryTypeHost, "registered memory's type %d",
+           int(where.type));
+    CHECK(cudaPointerGetAttributes(&where, middle));
+    EXPECT(where.type != cudaMemoryTypeManaged,
+           "the device copy of registered memory counts as managed");
     EXPECT(prop.canUseHostPointerForRegisteredMem || ownDevice != own.data(),
            "registered memory's device pointer is the host's");
     fill<<<2, 128>>>(ownDevice, 200, 3);
