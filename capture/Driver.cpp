@@ -975,6 +975,37 @@ WOOLY_CU_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+/// The device's PCI address as CUDA writes it ("domain:bus:device.0",
+/// hexadecimal): Wooly's device reports 0 for each (the server's GPU, if
+/// it has one, is not the program's to address), so "0000:00:00.0".
+WOOLY_CU_API CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!id || len < 13)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(id, size_t(len), "%04x:%02x:%02x.0", 0u, 0u, 0u);
+  return CUDA_SUCCESS;
+}
+
+/// The device at a PCI address ("[domain:]bus:device.function"): device 0
+/// where it is cuDeviceGetPCIBusId's.
+WOOLY_CU_API CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id) {
+  CHECK_INIT(s);
+  if (!dev || !id)
+    return CUDA_ERROR_INVALID_VALUE;
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  char end = 0;
+  if (std::sscanf(id, "%x:%x:%x.%x%c", &domain, &bus, &device, &function,
+                  &end) != 4 &&
+      std::sscanf(id, "%x:%x.%x%c", &bus, &device, &function, &end) != 3)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (domain || bus || device || function)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
 WOOLY_CU_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   CHECK_INIT(s);
   if (!bytes)
@@ -1262,6 +1293,13 @@ WOOLY_CU_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
     *least = 0;
   if (greatest)
     *greatest = -5;
+  return CUDA_SUCCESS;
+}
+
+/// The device keeps no persisting L2 lines (access policy windows are
+/// accepted and change nothing): nothing to reset.
+WOOLY_CU_API CUresult cuCtxResetPersistingL2Cache() {
+  CHECK_INIT(s);
   return CUDA_SUCCESS;
 }
 

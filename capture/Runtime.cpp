@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -73,6 +74,9 @@ CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemAllocManaged(CUdeviceptr *, size_t, unsigned);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
+CUresult cuDeviceGetPCIBusId(char *, int, CUdevice);
+CUresult cuDeviceGetByPCIBusId(CUdevice *, const char *);
+CUresult cuCtxResetPersistingL2Cache();
 CUresult cuMemHostUnregister(void *);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                CUstream);
@@ -762,9 +766,20 @@ RT_API cudaError_t cudaChooseDevice(int *device, const void *prop) {
   return cudaSuccess;
 }
 
+/// The flags the program set (scheduling, cudaDeviceMapHost, ...): kept
+/// for cudaGetDeviceFlags; the session behaves the same whatever they are
+/// (synchronisation waits for the server's reply; mapped memory works
+/// without cudaDeviceMapHost).
+std::atomic<unsigned> deviceFlags{0};
+
 RT_API cudaError_t cudaSetDeviceFlags(unsigned flags) {
-  (void)flags;
+  // cudaDeviceScheduleMask (7) with values 0-2 and 4, cudaDeviceMapHost
+  // (8), cudaDeviceLmemResizeToMax (16), cudaDeviceSyncMemops (128).
+  if ((flags & ~(0x07u | 0x08u | 0x10u | 0x80u)) || (flags & 7) == 3 ||
+      (flags & 7) > 4)
+    return setError(cudaErrorInvalidValue);
   INIT();
+  deviceFlags = flags;
   return cudaSuccess;
 }
 
@@ -772,7 +787,25 @@ RT_API cudaError_t cudaGetDeviceFlags(unsigned *flags) {
   if (!flags)
     return setError(cudaErrorInvalidValue);
   INIT();
-  *flags = 0;
+  *flags = deviceFlags;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
+  INIT();
+  RETURN_IF(cuDeviceGetPCIBusId(id, len, device));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *id) {
+  INIT();
+  RETURN_IF(cuDeviceGetByPCIBusId(device, id));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaCtxResetPersistingL2Cache() {
+  INIT();
+  RETURN_IF(cuCtxResetPersistingL2Cache());
   return cudaSuccess;
 }
 

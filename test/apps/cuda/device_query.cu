@@ -128,6 +128,24 @@ int main() {
          "a function that does not exist was found");
   std::printf("driver entry point cuDriverGetVersion: %d\n", viaEntry);
 
+  // The PCI address, both ways (NCCL and frameworks map devices by it).
+  char bus[32];
+  CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  int byBus = -1;
+  CHECK(cudaDeviceGetByPCIBusId(&byBus, bus));
+  EXPECT(byBus == 0, "cudaDeviceGetByPCIBusId(%s) = %d", bus, byBus);
+  std::printf("PCI bus id %s is device %d\n", bus, byBus);
+  // Device flags read back as set; resetting persisting L2 lines works.
+  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync | cudaDeviceMapHost));
+  unsigned flags = 0;
+  CHECK(cudaGetDeviceFlags(&flags));
+  EXPECT(flags == (cudaDeviceScheduleBlockingSync | cudaDeviceMapHost),
+         "cudaGetDeviceFlags = %u", flags);
+  EXPECT(cudaSetDeviceFlags(3) == cudaErrorInvalidValue,
+         "scheduling flags 3 were accepted");
+  cudaGetLastError();
+  CHECK(cudaCtxResetPersistingL2Cache());
+
   CHECK(cudaDeviceReset());
   app::pass();
   return 0;
