@@ -815,6 +815,13 @@ RT_API cudaError_t cudaDeviceGetAttribute(int *value, int attr, int device) {
   INIT();
   if (device != 0)
     return setError(cudaErrorInvalidDevice);
+  // Stream-ordered allocation and memory pools are this library's ("Memory
+  // pools" below), not the driver's (whose cuMemPool* are not there yet):
+  // the runtime says it has them.
+  if (attr == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) {
+    *value = 1;
+    return cudaSuccess;
+  }
   RETURN_IF(cuDeviceGetAttribute(value, attr, device));
   return cudaSuccess;
 }
@@ -879,6 +886,7 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
       (size_t)attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   prop->maxBlocksPerMultiProcessor =
       attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  prop->memoryPoolsSupported = 1; // cudaDeviceGetAttribute
   prop->hostNumaId = -1;
   prop->deviceNumaId = -1;
   return cudaSuccess;

@@ -57,6 +57,14 @@ int main() {
   EXPECT(reuse == 0, "reuse attribute not kept");
 
   uint64_t before = attribute(pool, cudaMemPoolAttrUsedMemCurrent);
+  // What RMM and PyTorch's cudaMallocAsync backend check first.
+  int pools = 0;
+  CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  EXPECT(pools == 1 && prop.memoryPoolsSupported == 1,
+         "memory pools supported: attribute %d, property %d", pools,
+         prop.memoryPoolsSupported);
   int *a, *b, *c;
   CHECK(cudaMallocAsync(&a, bytes, stream));
   CHECK(cudaMallocAsync(&b, bytes, stream));
