@@ -887,6 +887,7 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->maxBlocksPerMultiProcessor =
       attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
   prop->memoryPoolsSupported = 1; // cudaDeviceGetAttribute
+  prop->cooperativeLaunch = attr(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
   prop->hostNumaId = -1;
   prop->deviceNumaId = -1;
   return cudaSuccess;

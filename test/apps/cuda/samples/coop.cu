@@ -90,6 +90,12 @@ __global__ void stage(const float *in, float *out, int n) {
 int main() {
   int dev = 0, coop = 0, numSms = 0, perSm = 0;
   CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+  // What NVIDIA's samples check before a cooperative launch.
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  EXPECT(prop.cooperativeLaunch == coop,
+         "cudaDeviceProp::cooperativeLaunch %d, the attribute %d",
+         prop.cooperativeLaunch, coop);
   CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, dev));
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, normalise, BLOCK,
                                                       0));
