@@ -118,7 +118,7 @@ struct CUgraphExec_st {
   /// Per node of `order`, the positions of the nodes it depends on
   /// (ascending): its edges, which cudaGraphExecUpdate compares.
   std::vector<std::vector<size_t>> depsOf;
-  std::mutex mu;                 // launches of one exec run one at a time
+  std::mutex mu; // launches of one exec run one at a time
   /// Made before cudaDeviceReset: unusable (set under Graphs::mu, which a
   /// launch may take while it holds `mu`, so not under `mu`).
   std::atomic<bool> reset{false};
@@ -454,10 +454,9 @@ std::vector<GraphCall> serverCalls(CUgraphExec_st &exec, const Segment &seg) {
   return calls;
 }
 
-/// Forgets the server's copy of the segment holding node `i` (its
-/// parameters changed): it is made again at the next launch.
-void invalidateSegment(CUgraphExec_st &exec, size_t i) {
-  Segment &seg = exec.segments[exec.segmentOf[i]];
+/// Forgets the server's copy of `seg` (its nodes' parameters changed, or
+/// the exec goes): it is made again at the next launch.
+void forgetServerGraph(Segment &seg) {
   if (seg.handle)
     (void)driverGraphDestroy(seg.handle);
   seg.handle = 0;
@@ -1246,11 +1245,8 @@ RT_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
     exec->order[i].deps.clear(); // `flat`'s, gone after this call
     exec->index[from[i]] = i;
   }
-  for (Segment &seg : exec->segments) {
-    if (seg.handle)
-      (void)driverGraphDestroy(seg.handle);
-    seg.handle = 0;
-  }
+  for (Segment &seg : exec->segments)
+    forgetServerGraph(seg);
   return report(cudaGraphExecUpdateSuccess, nullptr);
 }
 
@@ -1266,8 +1262,7 @@ RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   if (!g.execs.erase(exec))
     return setError(cudaErrorInvalidValue);
   for (Segment &seg : exec->segments)
-    if (seg.handle)
-      (void)driverGraphDestroy(seg.handle);
+    forgetServerGraph(seg);
   delete exec;
   return cudaSuccess;
 }
@@ -1300,7 +1295,7 @@ cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
   }
   std::lock_guard<std::mutex> lock(exec->mu);
   *target = std::move(updated);
-  invalidateSegment(*exec, exec->index[node]);
+  forgetServerGraph(exec->segments[exec->segmentOf[exec->index[node]]]);
   return cudaSuccess;
 }
 
