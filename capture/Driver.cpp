@@ -235,6 +235,7 @@ CUresult fromCode(const client::Status &st) {
     return CUDA_ERROR_NOT_PERMITTED;
   case C::NoSession:
   case C::Unavailable:
+  case C::DeviceLost:
     return CUDA_ERROR_DEVICE_UNAVAILABLE;
   case C::Internal:
     break;
@@ -287,17 +288,21 @@ CUresult fail(State &s, const client::Status &st, const char *call) {
 // The host touching managed memory while device work runs (allowed only
 // with concurrent managed access) is not coherent.
 
-/// Before device work in `stream`: the host's copies of managed memory go
-/// first. Synchronously: work queued next in other streams must find them
-/// there too.
-client::Status managedToDevice(State &s, uint64_t stream) {
+/// Before device work (in any stream): the host's copies of managed memory
+/// go first, in the legacy default stream (0). The server orders every
+/// later operation of the session, in any stream, after that stream's
+/// work, so kernels queued next in other streams find the host's bytes
+/// too. (A synchronous copy alone does not: its reply comes once the server
+/// holds the bytes, before the device has them, and a kernel in a
+/// non-blocking stream could run first, and be overwritten by the copy.)
+client::Status managedToDevice(State &s) {
   if (s.managed.empty())
     return client::Status();
   if (s.managedHostNewer) {
     for (const auto &[address, range] : s.managed) {
       client::Status st =
           s.client->copyToDevice(address, range.hostCopy(address), range.size,
-                                 stream, /*async=*/false);
+                                 /*stream=*/0, /*async=*/false);
       if (!st.ok())
         return st;
     }
@@ -323,10 +328,9 @@ client::Status managedToHost(State &s) {
   return client::Status();
 }
 
-/// Device work follows in `stream`: managed memory first (a macro because
-/// CHECK_STATUS returns from the caller).
-#define MANAGED_TO_DEVICE(s, call, stream)                                     \
-  CHECK_STATUS(call, managedToDevice(s, stream))
+/// Device work follows: managed memory first (a macro because CHECK_STATUS
+/// returns from the caller).
+#define MANAGED_TO_DEVICE(s, call) CHECK_STATUS(call, managedToDevice(s))
 /// A synchronisation ended: managed memory back.
 #define MANAGED_TO_HOST(s, call) CHECK_STATUS(call, managedToHost(s))
 
@@ -345,6 +349,10 @@ CUresult connect(State &s) {
   s.client = client::Client::connect(options, st);
   if (!s.client) {
     log(1, "cannot open a session on wooly-serve: %s", st.str().c_str());
+    // A server that answers that its device is lost: the device is
+    // unavailable; one that does not answer: no device.
+    if (st.code == client::Code::DeviceLost)
+      return CUDA_ERROR_DEVICE_UNAVAILABLE;
     return fromCode(st) == CUDA_ERROR_DEVICE_UNAVAILABLE ? CUDA_ERROR_NO_DEVICE
                                                          : fromCode(st);
   }
@@ -606,7 +614,7 @@ CUresult driverGraphCreate(const GraphCall *calls, size_t count,
 CUresult driverGraphLaunch(uint64_t graph, CUstream stream) {
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
-  MANAGED_TO_DEVICE(s, "cudaGraphLaunch", handle);
+  MANAGED_TO_DEVICE(s, "cudaGraphLaunch");
   CHECK_STATUS("cudaGraphLaunch", s.client->graphLaunch(graph, handle));
   return CUDA_SUCCESS;
 }
@@ -1654,7 +1662,7 @@ CUresult launchLocked(State &s, CUfunction f, client::Dim3 grid,
   } else if (bytes) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  MANAGED_TO_DEVICE(s, "cuLaunchKernel", handle);
+  MANAGED_TO_DEVICE(s, "cuLaunchKernel");
   if (cooperative && !s.cooperativeLaunch) {
     logUnsupportedOnce("cuLaunchCooperativeKernel",
                        "the server's device has no grid-wide "
@@ -2153,7 +2161,7 @@ CUresult copyH2D(CUdeviceptr dst, const void *src, size_t bytes,
     return CUDA_ERROR_INVALID_VALUE;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
-  MANAGED_TO_DEVICE(s, call, handle);
+  MANAGED_TO_DEVICE(s, call);
   CHECK_STATUS(call, s.client->copyToDevice(dst, src, bytes, handle, async));
   if (!async)
     MANAGED_TO_HOST(s, call);
@@ -2168,7 +2176,7 @@ CUresult copyD2H(void *dst, CUdeviceptr src, size_t bytes, CUstream stream,
     return CUDA_ERROR_INVALID_VALUE;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
-  MANAGED_TO_DEVICE(s, call, handle);
+  MANAGED_TO_DEVICE(s, call);
   CHECK_STATUS(call, s.client->copyFromDevice(dst, src, bytes, handle));
   MANAGED_TO_HOST(s, call);
   return CUDA_SUCCESS;
@@ -2180,7 +2188,7 @@ CUresult copyD2D(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
     return CUDA_SUCCESS;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
-  MANAGED_TO_DEVICE(s, call, handle);
+  MANAGED_TO_DEVICE(s, call);
   CHECK_STATUS(call,
                s.client->copyDeviceToDevice(dst, src, bytes, handle, async));
   if (!async)
@@ -2203,7 +2211,7 @@ CUresult memsetElements(CUdeviceptr dst, uint32_t value, unsigned width,
     uniform &= ((value >> (8 * i)) & 0xff) == b0;
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
-  MANAGED_TO_DEVICE(s, call, handle);
+  MANAGED_TO_DEVICE(s, call);
   if (uniform) {
     CHECK_STATUS(call, s.client->memset(dst, b0, count * width, handle, async));
     if (!async)
@@ -2434,7 +2442,7 @@ CUresult copyBox(State &s, const CopySide &dst, const CopySide &src,
                  bool async, const char *call) {
   if (!width || !height || !depth)
     return CUDA_SUCCESS;
-  MANAGED_TO_DEVICE(s, call, stream);
+  MANAGED_TO_DEVICE(s, call);
   bool contiguous = dst.pitch == width && src.pitch == width;
   size_t rowsAtOnce = contiguous ? height : 1;
   for (size_t z = 0; z < depth; ++z) {

@@ -36,7 +36,7 @@ const char *resultDescription(int code) {
     return "CUDA driver version is insufficient for CUDA runtime version";
   case 46:
     return "CUDA-capable device(s) is/are busy or unavailable (the Wooly "
-           "server cannot be reached)";
+           "server cannot be reached, or its device is lost)";
   case 52:
     return "missing launch configuration";
   case 98:

@@ -153,7 +153,7 @@ cudaError_t ensureInit() {
       if (r == CUDA_SUCCESS)
         r = cuCtxSetCurrent(ctx);
     }
-    if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_DEVICE_UNAVAILABLE)
+    if (r == CUDA_ERROR_NO_DEVICE)
       return cudaErrorNoDevice;
     return static_cast<cudaError_t>(r);
   }();

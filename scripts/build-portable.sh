@@ -5,7 +5,7 @@
 # no LLVM 22 (e.g. a lent GPU machine that gets only a copy of the working
 # tree). The other shared libraries they need (ZeroMQ, Protobuf, yaml-cpp,
 # ... and theirs) are copied into OUT_DIR/lib, with capture's
-# libcudart.so.13, libcuda.so.1 (and libcublas.so.13) into
+# libcudart.so.13, libcuda.so.1 (and libcublas.so.13, libcublasLt.so.13) into
 # OUT_DIR/capture: run the tools with LD_LIBRARY_PATH=OUT_DIR/lib, and CUDA
 # programs through capture with
 # LD_LIBRARY_PATH=OUT_DIR/capture:OUT_DIR/lib (never the server: it needs
@@ -80,8 +80,8 @@ for tool in "${TOOLS[@]}"; do
   copyDeps "$OUT_DIR/$tool"
 done
 for lib in "$BUILD_DIR"/capture/libcudart.so.13 "$BUILD_DIR"/capture/libcuda.so.1 \
-  "$BUILD_DIR"/capture/libcublas.so.13; do
-  [[ -f $lib ]] || continue # libcublas: built only where nvcc is
+  "$BUILD_DIR"/capture/libcublas.so.13 "$BUILD_DIR"/capture/libcublasLt.so.13; do
+  [[ -f $lib ]] || continue # cuBLAS and cuBLASLt: built only where nvcc is
   cp -L "$lib" "$OUT_DIR/capture/"
   copyDeps "$lib"
 done

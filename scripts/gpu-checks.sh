@@ -5,8 +5,8 @@
 # of scripts/build-portable.sh. Each step has a time limit and its output is
 # kept in OUT_DIR; a summary line per step comes last.
 #
-#   1. capture: the CUDA test programs through wooly-serve --backend=cuda,
-#      one server for all (test/Integration/capture-cuda.test's programs).
+#   1. capture: every CUDA test program of test/Capture through
+#      wooly-serve --backend=cuda, a server each, 6 at a time.
 #   2. paced: programs as latency-critical and best-effort tenants at once;
 #      the best-effort kernels run as the PTX Wooly generates with
 #      wooly-slice (test/Capture/paced.test on the GPU).
@@ -67,18 +67,59 @@ nvidia-smi -L || true
 for s in $STEPS; do
   case $s in
   capture)
-    cmds=()
-    for app in vector_add reduce multi_kernel multi_module symbols \
-      dynamic_shared streams_events callbacks occupancy device_query \
-      graph_capture graph_explicit compress_default compress_none host_threads \
-      pitched streams_per_thread sample_matmul sample_histo sample_scan \
-      sample_conv sample_warp rdc; do
-      cmds+=(--- "$APPS/$app")
+    # Every capture test program (test/Capture's, with their arguments),
+    # each with a server of its own so that one failure hides no other, 6
+    # at a time; a program passes when it exits 0 and prints its PASS line.
+    # Its output and the server's log are in OUT/capture/.
+    mkdir -p "$OUT/capture"
+    progs=()
+    for f in "$APPS"/*; do
+      n=$(basename "$f")
+      [[ -f $f && -x $f ]] || continue
+      case $n in
+      # Expected to fail (static_cudart), or run with arguments below and
+      # by the contain step (misbehave).
+      static_cudart | shared_weights | misbehave | driver_api | texture_driver) ;;
+      *) progs+=("$n") ;;
+      esac
     done
-    cmds+=(--- "$APPS/driver_api" "$APPS/driver_kernels.ptx" "$APPS/driver_kernels.fatbin")
-    step capture 180 "${with_server[@]}" --keep-log="$OUT/capture-serve.log" \
-      -- "${cmds[@]:1}"
-    echo "capture: $(grep -c PASS "$OUT/capture.log") PASS lines" ;;
+    progs+=("driver_api $APPS/driver_kernels.ptx $APPS/driver_kernels.fatbin"
+      "texture_driver $APPS/texture_filter.ptx")
+    t0=$SECONDS
+    echo "== capture (${#progs[@]} programs)"
+    for p in "${progs[@]}"; do
+      while (($(jobs -rp | wc -l) >= 6)); do wait -n; done
+      read -r -a words <<<"$p"
+      (
+        timeout 150 "${with_server[@]}" --timeout=120 \
+          --keep-log="$OUT/capture/${words[0]}.serve.log" -- \
+          "$APPS/${words[0]}" "${words[@]:1}" >"$OUT/capture/${words[0]}.log" 2>&1
+        echo "rc=$? ${words[0]}" >>"$OUT/capture.log"
+      ) &
+    done
+    wait
+    # Known to fail on the cuda backend: texture and surface objects and
+    # texture references (not supported there yet), and fault (its illegal
+    # address loses the context every tenant shares: the server refuses the
+    # session the program opens after cudaDeviceReset, with DEVICE_LOST).
+    known=" texture_filter texture_driver texref_driver sample_hwfeatures sample_legacy fault "
+    passed=0 failed=() knownFailed=()
+    for p in "${progs[@]}"; do
+      n=${p%% *}
+      if grep -q "^rc=0 $n\$" "$OUT/capture.log" &&
+        grep -q '^PASS' "$OUT/capture/$n.log"; then
+        passed=$((passed + 1))
+      elif [[ $known == *" $n "* && ${BACKEND:-cuda} == cuda ]]; then
+        knownFailed+=("$n")
+      else
+        failed+=("$n")
+      fi
+    done
+    echo "capture: $passed of ${#progs[@]} passed; known failures:" \
+      "${knownFailed[*]:-none}; failed: ${failed[*]:-none}" |
+      tee -a "$OUT/capture.log"
+    summary+=("$(printf '%-28s rc=%-3s %4ss  %s' capture "${#failed[@]}" \
+      $((SECONDS - t0)) "$passed of ${#progs[@]} passed, ${#knownFailed[@]} known failures")") ;;
   paced)
     printf '%s\n' 'tenants:' \
       '  - {name: tenant0, token: "t", class: latency-critical, sla_ms: 5}' \

@@ -80,6 +80,10 @@ config.substitutions.append(
 config.substitutions.append(("%cuda_apps", config.wooly_cuda_apps_dir))
 config.substitutions.append(("%wooly_src_root", config.wooly_src_root))
 config.substitutions.append(("%wooly_obj_root", config.wooly_obj_root))
+# A CUDA driver without a GPU (test/apps/fakecuda): its folder, to put first
+# in LD_LIBRARY_PATH of `wooly-serve --backend cuda`.
+config.substitutions.append(
+    ("%fake_cuda", os.path.join(config.wooly_obj_root, "fakecuda")))
 config.substitutions.append(
     ("%wooly_capture", os.path.join(config.wooly_obj_root, "capture"))
 )

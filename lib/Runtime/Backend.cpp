@@ -540,6 +540,10 @@ public:
     return device->lastKernelMs();
   }
 
+  std::optional<std::string> lostReason() const override {
+    return device->lostReason();
+  }
+
 private:
   // Destroyed after `modules` (declared first): the device unloads what is
   // still loaded when it closes.

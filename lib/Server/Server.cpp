@@ -606,6 +606,12 @@ public:
   unsigned traceTrack(const TenantConfig &t);
   void complete(Op *op);
   void finishOp(Op *op, std::deque<Op *> &worklist);
+  /// DEVICE_LOST (sticky) for call `seq` when the backend's context is lost
+  /// for good (Backend::lostReason: on a GPU, a fault that CUDA makes sticky
+  /// for the whole context); OK while the device works. Logs the loss the
+  /// first time it is seen.
+  pb::Status lostStatus(uint64_t seq);
+  std::atomic<bool> lostLogged{false};
   void requireSlot(Op *op);
   void startCompile(Session &s, SessionModule &m, const std::string &key,
                     KernelSlot &slot);
@@ -1410,6 +1416,11 @@ void Server::Impl::hello(const std::string &routingId, int fd, pb::Call &call) {
     if (!config.quotaBytes)
       config.quotaBytes = deviceMemory;
   }
+  if (pb::Status lost = lostStatus(seq); lost.code() != pb::OK) {
+    log("refused a session for tenant '" + config.name +
+        "': the device is lost");
+    return replyStatus(routingId, seq, lost);
+  }
   TenantState *tenant;
   {
     std::lock_guard<std::mutex> lock(tenantsMutex);
@@ -1713,6 +1724,10 @@ void Server::Impl::moduleLoaded(Session &s, uint64_t seq,
         image->users++; // the compiled image stays cached meanwhile
         pendingModuleLoads.push_back({s.id, seq, image});
         return;
+      }
+      if (pb::Status lost = lostStatus(seq); lost.code() != pb::OK) {
+        llvm::consumeError(std::move(e));
+        return replyStatus(s.routingId, seq, lost);
       }
       return replyStatus(
           s.routingId, seq,
@@ -2858,6 +2873,10 @@ pb::Status Server::Impl::beginWrites(Op *op, bool *mustWait) {
       *mustWait = true;
       return pb::Status();
     }
+    if (pb::Status lost = lostStatus(op->seq); lost.code() != pb::OK) {
+      llvm::consumeError(std::move(e));
+      return lost;
+    }
     return status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), op->seq);
   };
   // Counts a write to the allocation `addr` falls in; returns its base
@@ -3765,6 +3784,10 @@ void Server::Impl::allocateFor(PendingMalloc m) {
       return;
     }
     s.tenant->metrics.errors++;
+    if (pb::Status lost = lostStatus(m.seq); lost.code() != pb::OK) {
+      llvm::consumeError(std::move(e));
+      return replyStatus(m.routingId, m.seq, lost);
+    }
     return replyStatus(
         m.routingId, m.seq,
         status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), m.seq));
@@ -3786,6 +3809,21 @@ void Server::Impl::retryMemoryWaiters() {
     makeReady(op);
   memoryWaiting = memoryWaiters.size();
   retryingWaiters = false;
+}
+
+pb::Status Server::Impl::lostStatus(uint64_t seq) {
+  std::optional<std::string> why = backend->lostReason();
+  if (!why)
+    return pb::Status();
+  if (!lostLogged.exchange(true))
+    log("the device is lost for every tenant: " + *why +
+        ". Every session's device work fails from now on, and new sessions "
+        "are refused; restart wooly-serve (with --contain, a tenant's trap, "
+        "failed assert or misaligned access ends only its own launch)");
+  return status(pb::DEVICE_LOST,
+                "the server's device is lost for every tenant (" + *why +
+                    "); it must be restarted",
+                seq, /*sticky=*/true);
 }
 
 void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
@@ -3829,6 +3867,13 @@ void Server::Impl::finishOp(Op *op, std::deque<Op *> &work) {
     }
     if (failed)
       metrics.errors++;
+  }
+  if (failed && !cancelled) {
+    // Work that failed because a fault (perhaps another tenant's) lost the
+    // context; the fault itself keeps its own error.
+    if (pb::Status lost = lostStatus(op->seq);
+        lost.code() != pb::OK && !op->result.sticky())
+      op->result = lost;
   }
   if (failed && !cancelled) {
     if (op->result.sticky()) {

@@ -63,6 +63,9 @@ enum class Code : int {
   IllegalAddress = 18,
   /// The server's watchdog stopped a kernel past its time budget (sticky).
   LaunchTimeout = 19,
+  /// The server's device context is lost for every tenant (sticky; see
+  /// DEVICE_LOST in proto/wooly.proto).
+  DeviceLost = 20,
   /// Client side: the server cannot be reached or the connection was lost.
   Unavailable = 100,
 };

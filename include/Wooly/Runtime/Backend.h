@@ -359,6 +359,13 @@ public:
   /// the launch overhead); none where the backend has no such measure (the
   /// cpu backend: a launch's wall time is its time).
   virtual std::optional<double> lastKernelMs() const { return std::nullopt; }
+
+  /// Why the device is lost for good, when it is: on a GPU, the first error
+  /// that the driver makes sticky for the whole context (a kernel's illegal
+  /// address, trap, misaligned access, ...), after which every operation of
+  /// every user fails until the process starts a new context. nullopt while
+  /// the device works (always, on the cpu backend: it contains faults).
+  virtual std::optional<std::string> lostReason() const { return std::nullopt; }
 };
 
 /// The content hash `Backend::contentHash` defines, of `bytes` bytes that

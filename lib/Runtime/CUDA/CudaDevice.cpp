@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Wooly/Runtime/CUDA/CudaDevice.h"
+#include "Wooly/Runtime/Backend.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
@@ -74,6 +75,17 @@ constexpr int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+// The errors that CUDA makes sticky for the whole context.
+constexpr CUresult CUDA_ERROR_ECC_UNCORRECTABLE = 214;
+constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+constexpr CUresult CUDA_ERROR_LAUNCH_TIMEOUT = 702;
+constexpr CUresult CUDA_ERROR_ASSERT = 710;
+constexpr CUresult CUDA_ERROR_HARDWARE_STACK_ERROR = 714;
+constexpr CUresult CUDA_ERROR_ILLEGAL_INSTRUCTION = 715;
+constexpr CUresult CUDA_ERROR_MISALIGNED_ADDRESS = 716;
+constexpr CUresult CUDA_ERROR_INVALID_ADDRESS_SPACE = 717;
+constexpr CUresult CUDA_ERROR_INVALID_PC = 718;
+constexpr CUresult CUDA_ERROR_LAUNCH_FAILED = 719;
 
 // CUjit_option values.
 constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER = 3;
@@ -435,8 +447,43 @@ public:
   llvm::Error check(CUresult r, const llvm::Twine &what) const {
     if (r == CUDA_SUCCESS)
       return llvm::Error::success();
-    return llvm::createStringError(what + ": " + describe(r));
+    std::string message = (what + ": " + describe(r)).str();
+    std::lock_guard<std::mutex> lock(lostMutex);
+    if (lost.empty() && losesContext(r))
+      lost = message;
+    if (!lost.empty())
+      message += "; the device's context is lost for every tenant since " +
+                 (lost == message ? std::string("this error") : lost) +
+                 " (a fault that CUDA makes sticky for the whole context): "
+                 "restart wooly-serve";
+    return llvm::createStringError(message);
   }
+
+  /// Whether the driver returns `r` for every later call in the context:
+  /// CUDA's sticky errors, which leave the context unusable ("the process
+  /// must be terminated and relaunched"). A kernel's trap or stack overflow
+  /// comes back as CUDA_ERROR_LAUNCH_FAILED.
+  static bool losesContext(CUresult r) {
+    switch (r) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+      return true;
+    default:
+      return false;
+    }
+  }
+
+  /// The first error that lost the context ("" while it works).
+  mutable std::mutex lostMutex;
+  mutable std::string lost;
 };
 
 llvm::Expected<std::unique_ptr<CudaDevice>> CudaDevice::open(int ordinal) {
@@ -1147,13 +1194,33 @@ llvm::Error CudaDevice::launch(CudaModule *module, StringRef kernel,
                         config.dynamicSharedBytes)))
     return e;
   timed = timed && api.cuEventRecord(lane->end, lane->stream) == CUDA_SUCCESS;
-  if (auto e = impl->wait(lane, "kernel '" + kernel + "'"))
-    return e;
+  if (CUresult r = api.cuStreamSynchronize(lane->stream); r != CUDA_SUCCESS) {
+    llvm::Error e = impl->check(r, "kernel '" + kernel + "'");
+    // The faults with a code of their own, as the CUDA runtime reports them.
+    std::optional<FaultKind> kind;
+    if (r == CUDA_ERROR_ILLEGAL_ADDRESS)
+      kind = FaultKind::IllegalAddress;
+    else if (r == CUDA_ERROR_MISALIGNED_ADDRESS)
+      kind = FaultKind::MisalignedAddress;
+    else if (r == CUDA_ERROR_ASSERT)
+      kind = FaultKind::Assert;
+    if (!kind)
+      return e;
+    return llvm::make_error<KernelFaultError>(*kind,
+                                              llvm::toString(std::move(e)));
+  }
   float ms = 0;
   if (timed &&
       api.cuEventElapsedTime(&ms, lane->start, lane->end) == CUDA_SUCCESS)
     lane->lastKernelMs = ms;
   return llvm::Error::success();
+}
+
+std::optional<std::string> CudaDevice::lostReason() const {
+  std::lock_guard<std::mutex> lock(impl->lostMutex);
+  if (impl->lost.empty())
+    return std::nullopt;
+  return impl->lost;
 }
 
 std::optional<double> CudaDevice::lastKernelMs() const {

@@ -5,7 +5,8 @@
 // synchronise, read), several launches and host updates between
 // synchronisations, cudaMemcpy/cudaMemset on managed memory, a linked
 // structure of managed pointers walked by a kernel, prefetch/advise hints,
-// pointer attributes, streams and events as synchronisation points,
+// pointer attributes, streams and events as synchronisation points, the
+// host's writes reaching kernels in other non-blocking streams,
 // allocate-and-free churn, mapped pinned memory (cudaHostAllocMapped +
 // cudaHostGetDevicePointer), registered host memory (cudaHostRegister),
 // and __managed__ variables: read and written by
@@ -42,6 +43,9 @@ __global__ void useTable(float *out) {
   atomicAdd(&launches, 1);
   out[threadIdx.x] = table[threadIdx.x % 4] * 2.0f;
 }
+
+__global__ void touchFirst(int *p) { p[0] += 1; }
+__global__ void readLast(const int *p, size_t n, int *out) { *out = p[n - 1]; }
 
 struct Node {
   int value;
@@ -115,6 +119,30 @@ int main() {
   for (int i = 0; i < n; ++i)
     EXPECT(y[i] == float(i % 7) * (i < n / 2 ? 3.0f : 5.0f), "y[%d] = %g", i,
            y[i]);
+
+  // The host's writes reach a kernel in another non-blocking stream as well
+  // as the launch that sent them: a buffer large enough that its copy takes
+  // a while, a launch in a, then one in b that reads the buffer's end and
+  // writes a managed result (which the copy must not overwrite later).
+  {
+    const size_t m = size_t(16) << 20; // 64 MiB of ints
+    int *big, *seen;
+    CHECK(cudaMallocManaged(&big, m * sizeof(int)));
+    CHECK(cudaMallocManaged(&seen, sizeof(int)));
+    for (int round = 1; round <= 3; ++round) {
+      big[m - 1] = round * 10;
+      *seen = -1;
+      touchFirst<<<1, 1, 0, a>>>(big);
+      readLast<<<1, 1, 0, b>>>(big, m, seen);
+      CHECK(cudaDeviceSynchronize());
+      EXPECT(*seen == round * 10,
+             "round %d: the kernel in the other stream read %d, not %d", round,
+             *seen, round * 10);
+    }
+    std::printf("streams: the host's writes reach both streams' kernels\n");
+    CHECK(cudaFree(big));
+    CHECK(cudaFree(seen));
+  }
   CHECK(cudaStreamDestroy(a));
   CHECK(cudaStreamDestroy(b));
 

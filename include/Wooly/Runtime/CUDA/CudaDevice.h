@@ -152,6 +152,10 @@ public:
   /// 0.5 us resolution); none when the driver lacks events or the launch
   /// failed.
   std::optional<double> lastKernelMs() const;
+  /// The first error that CUDA made sticky for the whole context (a
+  /// kernel's illegal address, trap, ...): every later call fails. nullopt
+  /// while the context works.
+  std::optional<std::string> lostReason() const;
 
   class Impl;
 
