@@ -219,6 +219,17 @@ enum cudaLimit : int {
   cudaLimitMallocHeapSize = 0x02,
 };
 
+/// CUlimit (cuCtxSetLimit, cuCtxGetLimit): cudaLimit's numbers and more.
+enum CUlimit : int {
+  CU_LIMIT_STACK_SIZE = 0x00,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+  CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+  CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+  CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+  CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+};
+
 /// enum cudaFuncAttribute (cudaFuncSetAttribute).
 enum cudaFuncAttribute : int {
   cudaFuncAttributeMaxDynamicSharedMemorySize = 8,

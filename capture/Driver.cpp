@@ -146,6 +146,9 @@ struct RegisteredRange {
   uint64_t device = 0;
 };
 
+/// CUDA's default device heap (cudaLimitMallocHeapSize).
+constexpr size_t kDefaultHeapBytes = 8 << 20;
+
 /// The process's view of its session.
 struct State {
   std::mutex mu;
@@ -155,6 +158,10 @@ struct State {
   client::DeviceProperties props;
   /// The sticky error of a kernel fault (CUDA_SUCCESS when none).
   CUresult sticky = CUDA_SUCCESS;
+  /// cuCtxSetLimit's values (CUlimit 0 to 2): the stack and printf FIFO
+  /// sizes as the program set them (the server keeps its own), and the
+  /// device heap's, which the server's session has.
+  size_t limits[3] = {1024, 1 << 20, kDefaultHeapBytes};
   /// The server's device takes cooperative launches.
   bool cooperativeLaunch = false;
 
@@ -1213,6 +1220,7 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   s.client.reset();
   dropObjects(s);
   s.sticky = CUDA_SUCCESS;
+  s.limits[CU_LIMIT_MALLOC_HEAP_SIZE] = kDefaultHeapBytes; // a new session's
   s.initResult = connect(s);
   return s.initResult;
 }
@@ -1308,6 +1316,53 @@ WOOLY_CU_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
 /// accepted and change nothing): nothing to reset.
 WOOLY_CU_API CUresult cuCtxResetPersistingL2Cache() {
   CHECK_INIT(s);
+  return CUDA_SUCCESS;
+}
+
+/// Device limits. The heap's size is the session's on the server (charged
+/// to the tenant's quota; refused once a kernel has allocated from the
+/// heap, as in CUDA). Where the server's device has no heap per session
+/// (the cuda backend: the context's heap is every tenant's), the size
+/// stays CUDA's default and the program is told, without an error:
+/// programs set a large heap just in case, and device-side malloc returns
+/// null past the heap as on a GPU. Stack and printf FIFO sizes are
+/// recorded and reported back.
+WOOLY_CU_API CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  LOCKED_READY(s);
+  if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
+    if (value == s.limits[limit])
+      return CUDA_SUCCESS;
+    client::Status st = s.client->setHeapSize(value);
+    if (st.code == client::Code::Unsupported) {
+      log(1,
+          "cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, %zu): %s; the device "
+          "heap stays %zu MiB, and device-side malloc returns null beyond it",
+          value, st.message.c_str(), s.limits[limit] >> 20);
+      return CUDA_SUCCESS;
+    }
+    CHECK_STATUS("cuCtxSetLimit", st);
+    s.limits[limit] = value;
+    return CUDA_SUCCESS;
+  }
+  if (limit == CU_LIMIT_STACK_SIZE || limit == CU_LIMIT_PRINTF_FIFO_SIZE) {
+    s.limits[limit] = value;
+    return CUDA_SUCCESS;
+  }
+  // Launch depths of dynamic parallelism (not supported), L2 hints.
+  return limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE ? CUDA_SUCCESS
+                                                    : CUDA_ERROR_INVALID_VALUE;
+}
+
+WOOLY_CU_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit) {
+  if (!value)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  if (limit <= CU_LIMIT_MALLOC_HEAP_SIZE)
+    *value = s.limits[limit];
+  else if (limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+    *value = 0;
+  else
+    return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 

@@ -55,6 +55,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuCtxSynchronize();
+CUresult cuCtxSetLimit(CUlimit, size_t);
+CUresult cuCtxGetLimit(size_t *, CUlimit);
 CUresult cuCtxGetStreamPriorityRange(int *, int *);
 CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *, size_t *, CUmodule, const char *);
@@ -914,22 +916,10 @@ RT_API cudaError_t cudaDeviceReset() {
   return cudaSuccess;
 }
 
-/// The device heap of each tenant (device-side malloc) on wooly-serve's
-/// CPU backend: CUDA's default size, which cudaDeviceSetLimit does not
-/// change yet.
-constexpr size_t kDeviceHeapBytes = 8 << 20;
-
+// cudaLimit and CUlimit share their numbers (stack, printf FIFO, heap, ...).
 RT_API cudaError_t cudaDeviceSetLimit(int limit, size_t value) {
   INIT();
-  // Stack, printf FIFO and heap sizes are the server's. A larger heap than
-  // the server's is not an error (programs set one just in case), but
-  // mallocs beyond it return null, so the program is told.
-  if (limit == cudaLimitMallocHeapSize && value > kDeviceHeapBytes)
-    log(1,
-        "cudaDeviceSetLimit(cudaLimitMallocHeapSize, %zu): the device heap "
-        "stays %zu MiB (not configurable yet); device-side malloc returns "
-        "null beyond it",
-        value, kDeviceHeapBytes >> 20);
+  RETURN_IF(cuCtxSetLimit(CUlimit(limit), value));
   return cudaSuccess;
 }
 
@@ -937,8 +927,7 @@ RT_API cudaError_t cudaDeviceGetLimit(size_t *value, int limit) {
   if (!value)
     return setError(cudaErrorInvalidValue);
   INIT();
-  static const size_t defaults[] = {1024, 1 << 20, kDeviceHeapBytes};
-  *value = limit >= 0 && limit < 3 ? defaults[limit] : 0;
+  RETURN_IF(cuCtxGetLimit(value, CUlimit(limit)));
   return cudaSuccess;
 }
 

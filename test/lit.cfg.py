@@ -80,10 +80,14 @@ config.substitutions.append(
 config.substitutions.append(("%cuda_apps", config.wooly_cuda_apps_dir))
 config.substitutions.append(("%wooly_src_root", config.wooly_src_root))
 config.substitutions.append(("%wooly_obj_root", config.wooly_obj_root))
-# A CUDA driver without a GPU (test/apps/fakecuda): its folder, to put first
-# in LD_LIBRARY_PATH of `wooly-serve --backend cuda`.
-config.substitutions.append(
-    ("%fake_cuda", os.path.join(config.wooly_obj_root, "fakecuda")))
+# The stand-in CUDA driver without a GPU (unittests/Runtime/FakeCudaDriver.cpp,
+# built with the unit tests): its folder, to put first in LD_LIBRARY_PATH of
+# `wooly-serve --backend cuda` ('REQUIRES: fake-cuda').
+fake_cuda = os.path.join(config.wooly_obj_root, "unittests", "Runtime",
+                         "fake-cuda-full")
+config.substitutions.append(("%fake_cuda", fake_cuda))
+if os.path.exists(os.path.join(fake_cuda, "libcuda.so.1")):
+    config.available_features.add("fake-cuda")
 config.substitutions.append(
     ("%wooly_capture", os.path.join(config.wooly_obj_root, "capture"))
 )

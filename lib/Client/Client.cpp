@@ -956,6 +956,12 @@ Status Client::deviceSynchronize() {
       *impl, [](pb::Call &c) { c.mutable_device_synchronize(); }, noReply);
 }
 
+Status Client::setHeapSize(uint64_t bytes) {
+  return sync(
+      *impl, [&](pb::Call &c) { c.mutable_set_heap_size()->set_bytes(bytes); },
+      noReply);
+}
+
 Status Client::beginGraph() {
   if (impl->recording)
     return makeStatus(Code::InvalidValue, "a graph is already being recorded");

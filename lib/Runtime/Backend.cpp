@@ -81,6 +81,12 @@ llvm::Error Backend::bindReference(BackendModule *module, llvm::StringRef name,
   return copyToDevice(var->first, &handle, sizeof handle);
 }
 
+llvm::Error Backend::setHeapSize(uint64_t, uint64_t) {
+  return llvm::createStringError(
+      "the device heap's size cannot be set on the " + kind() +
+      " backend yet (its heap is not one per tenant)");
+}
+
 llvm::Error Backend::swapOut(uint64_t) {
   return llvm::createStringError("the " + kind() +
                                  " backend cannot swap memory out");
@@ -249,6 +255,9 @@ public:
   }
   uint64_t releaseMemoryDomain(uint64_t domain) override {
     return device.releaseDomain(domain);
+  }
+  llvm::Error setHeapSize(uint64_t domain, uint64_t bytes) override {
+    return device.heaps().setSize(domain, bytes);
   }
   llvm::Error free(uint64_t addr) override {
     return device.memory().free(addr);

@@ -281,7 +281,8 @@ llvm::Error MemoryManager::freeBlock(std::map<uint64_t, Block>::iterator it) {
 }
 
 llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
-                                         uint64_t bytes, bool mayWait) {
+                                         uint64_t bytes, bool mayWait,
+                                         llvm::StringRef what) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = tenantMap.find(tenant);
   if (it == tenantMap.end() || blocks.count(key))
@@ -289,9 +290,9 @@ llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
   TenantMemory &t = it->second;
   if (bytes > t.quota - std::min(t.quota, t.used()))
     return llvm::createStringError(
-        llvm::formatv("the module's variables ({0}) would exceed tenant "
-                      "'{1}''s quota: {2} of {3} in use",
-                      mib(bytes), t.name, mib(t.used()), mib(t.quota))
+        llvm::formatv("{4} ({0}) would exceed tenant '{1}''s quota: {2} of "
+                      "{3} in use",
+                      mib(bytes), t.name, mib(t.used()), mib(t.quota), what)
             .str());
   if (mayWait && bytes <= cap && t.used() <= cap - bytes &&
       waitForRoom(bytes, tenant))
@@ -299,10 +300,9 @@ llvm::Error MemoryManager::reservePinned(uint64_t tenant, uint64_t key,
   if (bytes > cap || t.used() > cap - bytes || !makeRoom(bytes, tenant)) {
     usage.outOfMemory++;
     return llvm::createStringError(
-        llvm::formatv("out of device memory for the module's variables ({0}): "
-                      "{1} of {2} in use and no idle tenant's memory to move "
-                      "out",
-                      mib(bytes), mib(usage.physical), mib(cap))
+        llvm::formatv("out of device memory for {3} ({0}): {1} of {2} in use "
+                      "and no idle tenant's memory to move out",
+                      mib(bytes), mib(usage.physical), mib(cap), what)
             .str());
   }
   Block &b = blocks[key];

@@ -477,6 +477,9 @@ struct Session {
   SessionLimits limits;
   pb::Status sticky;
   std::map<uint64_t, uint64_t> allocations; // base -> size
+  /// A device heap size set with SetHeapSize, and its reservation in the
+  /// memory manager (0, 0: the backend's default heap, not charged).
+  uint64_t heapBytes = 0, heapKey = 0;
   std::map<uint64_t, std::unique_ptr<SessionModule>> modules;
   std::map<uint64_t, Stream> streams;
   std::map<uint64_t, Event> events;
@@ -2562,6 +2565,44 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     }
     return;
   }
+  case pb::Call::kSetHeapSize: {
+    uint64_t bytes = call.set_heap_size().bytes();
+    if (bytes == 0)
+      return fail(status(pb::INVALID_VALUE, "a device heap of 0 bytes", seq));
+    // Charged to the tenant's quota, pinned (the backend makes the heap
+    // and kernels write it behind the memory manager's back). The previous
+    // size's reservation goes first; it comes back if this one fails.
+    auto restore = [&] {
+      if (s->heapKey)
+        llvm::consumeError(memory->reservePinned(s->tenant->memId, s->heapKey,
+                                                 s->heapBytes, false,
+                                                 "the device heap"));
+    };
+    if (s->heapKey)
+      memory->removePinned(s->heapKey);
+    uint64_t key = (1ull << 63) | nextVariablesKey++;
+    if (llvm::Error e =
+            memory->reservePinned(s->tenant->memId, key, bytes,
+                                  /*mayWait=*/false, "the device heap")) {
+      restore();
+      return fail(status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), seq));
+    }
+    if (llvm::Error e = backend->setHeapSize(s->id, bytes)) {
+      memory->removePinned(key);
+      restore();
+      // The cpu backend refuses only a heap in use; the others have no
+      // heap of the session's own.
+      return fail(
+          status(backend->kind() == "cpu" ? pb::INVALID_VALUE : pb::UNSUPPORTED,
+                 llvm::toString(std::move(e)), seq));
+    }
+    s->heapKey = key;
+    s->heapBytes = bytes;
+    log(llvm::formatv("session {0}: device heap {1}", s->id, bytesText(bytes))
+            .str());
+    pb::Reply r = simpleReply();
+    return reply(routingId, r);
+  }
   case pb::Call::kDeviceSynchronize: {
     Op *op = newOp(*s, Op::Type::Marker, 0, seq);
     op->reply = true;
@@ -4004,6 +4045,8 @@ void Server::Impl::maybeErase(Session &s) {
   }
   // The backend's own memory of the session: its device heap.
   uint64_t heap = backend->releaseMemoryDomain(s.id);
+  if (s.heapKey)
+    memory->removePinned(s.heapKey);
   for (auto &[h, m] : s.modules) {
     memory->removePinned(m->variablesKey);
     if (m->loaded)

@@ -165,6 +165,14 @@ static_assert(wabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
 static_assert(wabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
                   ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               "");
+static_assert(int(wabi::CU_LIMIT_MALLOC_HEAP_SIZE) ==
+                      int(::CU_LIMIT_MALLOC_HEAP_SIZE) &&
+                  int(wabi::CU_LIMIT_PERSISTING_L2_CACHE_SIZE) ==
+                      int(::CU_LIMIT_PERSISTING_L2_CACHE_SIZE) &&
+                  int(wabi::CU_LIMIT_STACK_SIZE) == int(::cudaLimitStackSize) &&
+                  int(wabi::CU_LIMIT_MALLOC_HEAP_SIZE) ==
+                      int(::cudaLimitMallocHeapSize),
+              "CUlimit and cudaLimit share their numbers");
 SAME_LAYOUT(cudaMemPoolProps);
 SAME_FIELD(cudaMemPoolProps, location);
 SAME_FIELD(cudaMemPoolProps, maxSize);

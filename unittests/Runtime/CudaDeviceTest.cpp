@@ -129,7 +129,16 @@ TEST(CudaDeviceTest, MemoryAndLaunch) {
   EXPECT_EQ(errorText(dev.launch(*module, "nope", config, params)),
             "no kernel 'nope' in the module (cuModuleGetFunction: "
             "CUDA_ERROR_NOT_FOUND: named symbol not found)");
+  // An illegal address loses a GPU's context for good (CUDA's sticky
+  // errors; the stand-in's "faulty" does not stick): the device says so,
+  // from then on, in every error.
+  EXPECT_FALSE(dev.lostReason());
   EXPECT_EQ(errorText(dev.launch(*module, "faulty", config, {})),
+            "kernel 'faulty': CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
+            "access was encountered; the device's context is lost for every "
+            "tenant since this error (a fault that CUDA makes sticky for the "
+            "whole context): restart wooly-serve");
+  EXPECT_EQ(dev.lostReason().value_or(""),
             "kernel 'faulty': CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
             "access was encountered");
 

@@ -9,6 +9,13 @@
 //   FAKE_CUDA_NO_DEVICE   cuInit fails with CUDA_ERROR_NO_DEVICE;
 //   FAKE_CUDA_INCOMPLETE  cuLaunchKernel is missing;
 //   (neither)             the whole API used by CudaDevice.
+// The full one also stands in for a GPU under wooly-serve --backend cuda
+// (test/Capture/cuda-device-lost.test: LD_LIBRARY_PATH names its folder):
+// a kernel whose name contains $WOOLY_FAKE_CUDA_FAULT faults as an illegal
+// address does on a GPU, the next synchronisation returns
+// CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call that reaches
+// the context (CUDA's sticky errors). The kernel "faulty" faults once, not
+// stickily (CudaDeviceTest).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +32,7 @@
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #define API extern "C" __attribute__((visibility("default")))
@@ -71,7 +79,15 @@ struct Function {
   std::string name;
 };
 std::string pendingError; // The kernel whose launch "faults" at sync.
+bool pendingLoses = false; // That fault loses the context (sticky).
+bool lost = false;         // The context is lost: every call fails.
 } // namespace
+
+/// The sticky error of a lost context, returned by every call that reaches
+/// the context.
+#define RETURN_IF_LOST()                                                       \
+  if (lost)                                                                    \
+  return 700
 
 using wooly::test::FakeLaunch;
 static FakeLaunch lastLaunch;
@@ -110,18 +126,22 @@ API int cuDevicePrimaryCtxRetain(void **ctx, int) {
 API int cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 API int cuCtxSetCurrent(void *) { return 0; }
 API int cuCtxSynchronize() {
+  RETURN_IF_LOST();
   if (pendingError.empty())
     return 0;
   pendingError.clear();
+  lost = std::exchange(pendingLoses, false);
   return 700;
 }
 API int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  RETURN_IF_LOST();
   if (n == 0)
     return 1;
   *p = reinterpret_cast<uintptr_t>(std::malloc(n));
   return 0;
 }
 API int cuMemFree_v2(unsigned long long p) {
+  RETURN_IF_LOST();
   std::free(reinterpret_cast<void *>(uintptr_t(p)));
   return 0;
 }
@@ -268,6 +288,7 @@ API int cuMemGetInfo_v2(size_t *freeBytes, size_t *totalBytes) {
   return 0;
 }
 API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+  RETURN_IF_LOST();
   if (!accessible(d, n, PROT_WRITE))
     return 700;
   std::memcpy(reinterpret_cast<void *>(uintptr_t(d)), s, n);
@@ -277,6 +298,7 @@ API int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
 static std::atomic<unsigned> slowCopyMs{0};
 API void fakeCudaSlowCopies(unsigned ms) { slowCopyMs = ms; }
 API int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
+  RETURN_IF_LOST();
   if (!accessible(s, n, PROT_READ))
     return 700;
   if (n >= (1 << 20) && slowCopyMs)
@@ -285,6 +307,7 @@ API int cuMemcpyDtoH_v2(void *d, unsigned long long s, size_t n) {
   return 0;
 }
 API int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) {
+  RETURN_IF_LOST();
   if (!accessible(d, n, PROT_WRITE))
     return 700;
   std::memset(reinterpret_cast<void *>(uintptr_t(d)), v, n);
@@ -311,6 +334,7 @@ API int cuMemcpyDtoHAsync_v2(void *d, unsigned long long s, size_t n, void *) {
 }
 API int cuMemcpyDtoDAsync_v2(unsigned long long d, unsigned long long s,
                              size_t n, void *) {
+  RETURN_IF_LOST();
   if (!accessible(s, n, PROT_READ) || !accessible(d, n, PROT_WRITE))
     return 700;
   std::memmove(reinterpret_cast<void *>(uintptr_t(d)),
@@ -344,6 +368,7 @@ API int cuDeviceGetAttribute(int *value, int attribute, int) {
 }
 API int cuModuleLoadDataEx(void **module, const void *image, unsigned n,
                            int *options, void **values) {
+  RETURN_IF_LOST();
   const char *ptx = static_cast<const char *>(image);
   if (std::strstr(ptx, ".entry") == nullptr) {
     // Writes into the error log (option 5) of the size given (option 6).
@@ -405,8 +430,14 @@ API int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
   lastLaunch.shared = shared;
   lastLaunch.stream = *static_cast<int *>(stream);
   lastLaunch.params.assign(buf, buf + size);
+  RETURN_IF_LOST();
   if (name == "faulty")
     pendingError = name;
+  const char *fault = std::getenv("WOOLY_FAKE_CUDA_FAULT");
+  if (fault && *fault && name.find(fault) != std::string::npos) {
+    pendingError = name;
+    pendingLoses = true;
+  }
   return 0;
 }
 // Events: every kernel "takes" 0.25 ms.

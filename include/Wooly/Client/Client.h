@@ -280,6 +280,10 @@ public:
   Status eventElapsed(uint64_t start, uint64_t end, float &ms);
 
   Status deviceSynchronize();
+  /// Sets the session's device heap size (cudaLimitMallocHeapSize): charged
+  /// to the tenant's quota; INVALID_VALUE once a kernel allocated from the
+  /// heap, UNSUPPORTED where the backend's heap is not per session.
+  Status setHeapSize(uint64_t bytes);
 
   /// CUDA graphs kept on the server. After `beginGraph`, the asynchronous
   /// calls `launch`, `memset`/`copyDeviceToDevice` with `async`,

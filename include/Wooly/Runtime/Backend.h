@@ -241,6 +241,12 @@ public:
   /// its device heap), once its session ended and none of its launches
   /// runs; returns the bytes freed. No-op without domains.
   virtual uint64_t releaseMemoryDomain(uint64_t domain) { return 0; }
+  /// Makes memory domain `domain`'s device heap (device-side malloc)
+  /// `bytes` long: cudaLimitMallocHeapSize. Errors: a kernel of the domain
+  /// has allocated from the heap already (CUDA's rule), or the backend has
+  /// no heap per domain (the default: cuda's heap is the context's, shared
+  /// by every tenant).
+  virtual llvm::Error setHeapSize(uint64_t domain, uint64_t bytes);
   /// Frees an allocation; `addr` must be an address `allocate` returned.
   /// A swapped-out allocation may be freed too.
   virtual llvm::Error free(uint64_t addr) = 0;

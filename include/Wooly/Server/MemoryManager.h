@@ -194,8 +194,10 @@ public:
   /// quota, nothing left to evict, a key in use.
   /// `mayWait`: as allocate's (MustWaitError while idle tenants' memory
   /// moves out on the swap thread).
+  /// `what` names the memory in an error.
   llvm::Error reservePinned(uint64_t tenant, uint64_t key, uint64_t bytes,
-                            bool mayWait = false);
+                            bool mayWait = false,
+                            llvm::StringRef what = "the module's variables");
   /// Returns what `reservePinned` reserved under `key` (the module was
   /// unloaded); no-op for an unknown key.
   void removePinned(uint64_t key);

@@ -19,13 +19,15 @@ DeviceHeaps::~DeviceHeaps() {
 }
 
 uint64_t DeviceHeaps::allocate(uint64_t domain, uint64_t size) {
-  if (size > heapBytes)
+  std::lock_guard<std::mutex> lock(mutex);
+  auto sized = sizes.find(domain);
+  uint64_t bytes = sized == sizes.end() ? heapBytes : sized->second;
+  if (size > bytes)
     return 0;
   uint64_t rounded = llvm::alignTo(std::max<uint64_t>(size, 1), kAlign);
-  std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Heap> &heap = heaps[domain];
   if (!heap) {
-    llvm::Expected<uint64_t> base = memory.allocate(heapBytes, domain);
+    llvm::Expected<uint64_t> base = memory.allocate(bytes, domain);
     if (!base) {
       llvm::consumeError(base.takeError());
       heaps.erase(domain);
@@ -33,8 +35,8 @@ uint64_t DeviceHeaps::allocate(uint64_t domain, uint64_t size) {
     }
     heap = std::make_unique<Heap>();
     heap->base = *base;
-    heap->bytes = heapBytes;
-    heap->free[*base] = heapBytes;
+    heap->bytes = bytes;
+    heap->free[*base] = bytes;
   }
   for (auto it = heap->free.begin(); it != heap->free.end(); ++it) {
     auto [start, length] = *it;
@@ -79,8 +81,29 @@ llvm::Error DeviceHeaps::free(uint64_t domain, uint64_t addr) {
   return llvm::Error::success();
 }
 
+llvm::Error DeviceHeaps::setSize(uint64_t domain, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (heaps.count(domain))
+    return llvm::createStringError(
+        "the device heap is in use (a kernel has allocated from it): its "
+        "size can be set only before the first kernel that calls malloc, "
+        "as in CUDA");
+  if (bytes == heapBytes)
+    sizes.erase(domain);
+  else
+    sizes[domain] = bytes;
+  return llvm::Error::success();
+}
+
+uint64_t DeviceHeaps::size(uint64_t domain) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto sized = sizes.find(domain);
+  return sized == sizes.end() ? heapBytes : sized->second;
+}
+
 uint64_t DeviceHeaps::release(uint64_t domain) {
   std::lock_guard<std::mutex> lock(mutex);
+  sizes.erase(domain);
   auto h = heaps.find(domain);
   if (h == heaps.end())
     return 0;

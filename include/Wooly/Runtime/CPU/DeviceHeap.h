@@ -46,8 +46,15 @@ public:
   /// CUDA's free(NULL)). Any other address is an error that says why.
   llvm::Error free(uint64_t domain, uint64_t addr);
   /// Forgets `domain`'s heap and frees its memory (its session ended);
-  /// returns the bytes freed (0: it had none).
+  /// returns the bytes freed (0: it had none). Its size goes back to the
+  /// default.
   uint64_t release(uint64_t domain);
+  /// Makes `domain`'s heap `bytes` long (cudaLimitMallocHeapSize). An
+  /// error once the heap was made (a kernel of the domain allocated from
+  /// it), as CUDA's.
+  llvm::Error setSize(uint64_t domain, uint64_t bytes);
+  /// The size of `domain`'s heap (made or not).
+  uint64_t size(uint64_t domain);
 
   /// Blocks in use in `domain`'s heap (tests).
   size_t blocksInUse(uint64_t domain);
@@ -65,6 +72,8 @@ private:
   uint64_t heapBytes;
   std::mutex mutex;
   std::map<uint64_t, std::unique_ptr<Heap>> heaps;
+  /// Sizes set with setSize (others: heapBytes).
+  std::map<uint64_t, uint64_t> sizes;
 };
 
 } // namespace wooly::cpu
