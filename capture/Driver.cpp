@@ -1349,17 +1349,18 @@ WOOLY_CU_API CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     return CUDA_SUCCESS;
   }
   // Launch depths of dynamic parallelism (not supported), L2 hints.
-  return limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE ? CUDA_SUCCESS
-                                                    : CUDA_ERROR_INVALID_VALUE;
+  return unsigned(limit) <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_VALUE;
 }
 
 WOOLY_CU_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit) {
   if (!value)
     return CUDA_ERROR_INVALID_VALUE;
   LOCKED_READY(s);
-  if (limit <= CU_LIMIT_MALLOC_HEAP_SIZE)
+  if (unsigned(limit) <= CU_LIMIT_MALLOC_HEAP_SIZE)
     *value = s.limits[limit];
-  else if (limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+  else if (unsigned(limit) <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
     *value = 0;
   else
     return CUDA_ERROR_INVALID_VALUE;

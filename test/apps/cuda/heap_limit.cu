@@ -4,7 +4,8 @@
 // 64 MiB heap set before the first kernel that calls malloc holds 48 blocks
 // of 1 MiB (more than the default holds), and malloc past it returns null;
 // setting the size again once a kernel has allocated returns
-// cudaErrorInvalidValue and changes nothing (CUDA's rule). With the argument
+// cudaErrorInvalidValue and changes nothing (CUDA's rule). The stack size
+// reads back as set; an unknown limit is an error. With the argument
 // "quota" the tenant's memory quota (32 MiB on the test's server) is smaller
 // than the heap asked for: cudaErrorMemoryAllocation, and the heap stays
 // 8 MiB.
@@ -55,6 +56,16 @@ int main(int argc, char **argv) {
     app::pass();
     return 0;
   }
+
+  // The other limits: set, then read back; an unknown one is an error.
+  size_t stack = 0;
+  CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 4096));
+  CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  EXPECT(stack == 4096, "stack size read back: %zu", stack);
+  EXPECT(cudaDeviceGetLimit(&stack, cudaLimit(-1)) != cudaSuccess &&
+             cudaDeviceGetLimit(&stack, cudaLimit(1000)) != cudaSuccess,
+         "unknown limits were accepted");
+  cudaGetLastError();
 
   CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64u << 20));
   CHECK(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize));
