@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -146,8 +147,9 @@ struct RegisteredRange {
   uint64_t device = 0;
 };
 
-/// CUDA's default device heap (cudaLimitMallocHeapSize).
-constexpr size_t kDefaultHeapBytes = 8 << 20;
+/// CUDA's defaults of the stack, printf FIFO and device heap sizes
+/// (CUlimit 0 to 2).
+constexpr std::array<size_t, 3> kDefaultLimits = {1024, 1 << 20, 8 << 20};
 
 /// The process's view of its session.
 struct State {
@@ -161,7 +163,7 @@ struct State {
   /// cuCtxSetLimit's values (CUlimit 0 to 2): the stack and printf FIFO
   /// sizes as the program set them (the server keeps its own), and the
   /// device heap's, which the server's session has.
-  size_t limits[3] = {1024, 1 << 20, kDefaultHeapBytes};
+  std::array<size_t, 3> limits = kDefaultLimits;
   /// The server's device takes cooperative launches.
   bool cooperativeLaunch = false;
 
@@ -1220,7 +1222,7 @@ WOOLY_CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   s.client.reset();
   dropObjects(s);
   s.sticky = CUDA_SUCCESS;
-  s.limits[CU_LIMIT_MALLOC_HEAP_SIZE] = kDefaultHeapBytes; // a new session's
+  s.limits = kDefaultLimits; // a new session's
   s.initResult = connect(s);
   return s.initResult;
 }
