@@ -1674,6 +1674,47 @@ RT_API cudaError_t cudaMemset2D(void *dst, size_t pitch, int value,
   return cudaSuccess;
 }
 
+/// The `extent.width` bytes of `extent.height` rows in each of
+/// `extent.depth` slices of `p` (rows `p.pitch` apart, slices
+/// `p.pitch * p.ysize`): one memset per run of contiguous bytes (a slice
+/// whose rows fill their pitch, all slices where they fill theirs too).
+RT_API cudaError_t cudaMemset3DAsync(cudaPitchedPtr p, int value,
+                                     cudaExtent extent, cudaStream_t stream) {
+  if (extent.width > p.pitch || (extent.depth > 1 && extent.height > p.ysize))
+    return setError(cudaErrorInvalidValue);
+  if (extent.width == 0 || extent.height == 0 || extent.depth == 0)
+    return cudaSuccess;
+  char *base = static_cast<char *>(p.ptr);
+  size_t slicePitch = p.pitch * p.ysize;
+  bool rowsContiguous = extent.width == p.pitch;
+  bool slicesContiguous = rowsContiguous && extent.height == p.ysize;
+  if (slicesContiguous)
+    return wooly::capture::memset(
+        base, value, slicePitch * (extent.depth - 1) + p.pitch * extent.height,
+        stream, true);
+  for (size_t z = 0; z < extent.depth; ++z) {
+    char *slice = base + z * slicePitch;
+    cudaError_t e =
+        rowsContiguous
+            ? wooly::capture::memset(slice, value, p.pitch * extent.height,
+                                     stream, true)
+            : cudaMemset2DAsync(slice, p.pitch, value, extent.width,
+                                extent.height, stream);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemset3D(cudaPitchedPtr p, int value,
+                                cudaExtent extent) {
+  cudaError_t e = cudaMemset3DAsync(p, value, extent, nullptr);
+  if (e != cudaSuccess)
+    return e;
+  RETURN_IF(cuStreamSynchronize(nullptr));
+  return cudaSuccess;
+}
+
 RT_API cudaError_t cudaGetSymbolAddress(void **ptr, const void *symbol) {
   if (!ptr)
     return setError(cudaErrorInvalidValue);
@@ -2025,6 +2066,8 @@ WOOLY_ALIAS(cudaMemset_ptds, cudaMemset)
 WOOLY_ALIAS(cudaMemsetAsync_ptsz, cudaMemsetAsync)
 WOOLY_ALIAS(cudaMemset2D_ptds, cudaMemset2D)
 WOOLY_ALIAS(cudaMemset2DAsync_ptsz, cudaMemset2DAsync)
+WOOLY_ALIAS(cudaMemset3D_ptds, cudaMemset3D)
+WOOLY_ALIAS(cudaMemset3DAsync_ptsz, cudaMemset3DAsync)
 WOOLY_ALIAS(cudaMemcpyToSymbol_ptds, cudaMemcpyToSymbol)
 WOOLY_ALIAS(cudaMemcpyFromSymbol_ptds, cudaMemcpyFromSymbol)
 WOOLY_ALIAS(cudaMemcpyToSymbolAsync_ptsz, cudaMemcpyToSymbolAsync)
