@@ -42,6 +42,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -60,6 +61,8 @@ CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
 CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+// The runtime's (Textures.cpp).
+cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *, cudaStream_t);
 }
 
 struct CUgraphNode_st {
@@ -75,11 +78,14 @@ struct CUgraphNode_st {
   std::vector<char> params;
   std::vector<size_t> paramOffsets;  // of each parameter in `params`
   std::vector<void *> paramPointers; // into `params`, made by GetParams
-  // Memcpy.
+  // Memcpy: `bytes` from `src` to `dst`, or, where the node was given 3D
+  // parameters that are not one run of bytes (arrays, rows apart),
+  // `copy3d`.
   void *dst = nullptr;
   const void *src = nullptr;
   size_t bytes = 0;
   cudaMemcpyKind kind = cudaMemcpyDefault;
+  std::optional<cudaMemcpy3DParms> copy3d;
   // Memset.
   size_t pitch = 0, width = 0, height = 0;
   unsigned value = 0, elementSize = 1;
@@ -397,6 +403,8 @@ bool serverNode(const CUgraphNode_st &n) {
     return true;
   }
   case cudaGraphNodeTypeMemcpy:
+    if (n.copy3d)
+      return false; // the client runs it (cudaMemcpy3DAsync)
     return n.kind == cudaMemcpyDeviceToDevice ||
            (n.kind == cudaMemcpyDefault &&
             driverIsDevicePointer(n.dst, n.bytes) &&
@@ -475,6 +483,8 @@ cudaError_t runNode(CUgraphNode_st &n, cudaStream_t stream) {
     break;
   }
   case cudaGraphNodeTypeMemcpy:
+    if (n.copy3d)
+      return cudaMemcpy3DAsync(&*n.copy3d, stream);
     return wooly::capture::memcpy(n.dst, n.src, n.bytes, n.kind, stream, true);
   case cudaGraphNodeTypeMemset:
     for (size_t row = 0; row < n.height && r == CUDA_SUCCESS; ++row) {
@@ -848,6 +858,76 @@ RT_API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *node,
   return setError(addNode(graph, deps, numDeps, std::move(n), node));
 }
 
+namespace {
+/// Sets memcpy node `n` from 3D parameters: as `bytes` from `src` to `dst`
+/// where they describe one run of bytes (no arrays; a single row, or rows
+/// and slices that follow each other on both sides), else as `copy3d`.
+cudaError_t setMemcpyParams(CUgraphNode_st &n, const cudaMemcpy3DParms &p) {
+  if ((p.srcArray == nullptr) == (p.srcPtr.ptr == nullptr) ||
+      (p.dstArray == nullptr) == (p.dstPtr.ptr == nullptr))
+    return cudaErrorInvalidValue;
+  const cudaExtent &e = p.extent;
+  auto runs = [&](const cudaPitchedPtr &ptr) {
+    return (e.height <= 1 && e.depth <= 1) ||
+           (e.width == ptr.pitch && (e.depth <= 1 || e.height == ptr.ysize));
+  };
+  n.copy3d.reset();
+  n.kind = p.kind;
+  if (p.srcArray || p.dstArray || !runs(p.srcPtr) || !runs(p.dstPtr)) {
+    n.copy3d = p;
+    n.dst = nullptr;
+    n.src = nullptr;
+    n.bytes = 0;
+    return cudaSuccess;
+  }
+  auto at = [](const cudaPitchedPtr &ptr, const cudaPos &pos) {
+    return static_cast<char *>(ptr.ptr) +
+           (pos.z * ptr.ysize + pos.y) * ptr.pitch + pos.x;
+  };
+  n.dst = at(p.dstPtr, p.dstPos);
+  n.src = at(p.srcPtr, p.srcPos);
+  n.bytes =
+      e.width * std::max<size_t>(e.height, 1) * std::max<size_t>(e.depth, 1);
+  return cudaSuccess;
+}
+
+/// Sets memcpy node `n` to `count` bytes from `src` to `dst`.
+void setMemcpy1D(CUgraphNode_st &n, void *dst, const void *src, size_t count,
+                 cudaMemcpyKind kind) {
+  n.copy3d.reset();
+  n.dst = dst;
+  n.src = src;
+  n.bytes = count;
+  n.kind = kind;
+}
+
+/// A memcpy node's parameters as 3D ones.
+cudaMemcpy3DParms memcpyParams(const CUgraphNode_st &n) {
+  if (n.copy3d)
+    return *n.copy3d;
+  cudaMemcpy3DParms p = {};
+  p.srcPtr = {const_cast<void *>(n.src), n.bytes, n.bytes, 1};
+  p.dstPtr = {n.dst, n.bytes, n.bytes, 1};
+  p.extent = {n.bytes, 1, 1};
+  p.kind = n.kind;
+  return p;
+}
+
+cudaError_t setMemsetParams(CUgraphNode_st &n, const cudaMemsetParams &p) {
+  if (!p.dst ||
+      (p.elementSize != 1 && p.elementSize != 2 && p.elementSize != 4) ||
+      (p.height > 1 && p.pitch < p.width * p.elementSize))
+    return cudaErrorInvalidValue;
+  n.dst = p.dst;
+  n.value = p.value;
+  n.elementSize = p.elementSize;
+  n.width = p.width;
+  n.height = p.height ? p.height : 1;
+  n.pitch = p.pitch;
+  return cudaSuccess;
+}
+} // namespace
+
 RT_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node,
                                             cudaGraph_t graph,
                                             const cudaGraphNode_t *deps,
@@ -858,10 +938,21 @@ RT_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node,
     return setError(cudaErrorInvalidValue);
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeMemcpy;
-  n->dst = dst;
-  n->src = src;
-  n->bytes = count;
-  n->kind = kind;
+  setMemcpy1D(*n, dst, src, count, kind);
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+RT_API cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *node,
+                                          cudaGraph_t graph,
+                                          const cudaGraphNode_t *deps,
+                                          size_t numDeps,
+                                          const cudaMemcpy3DParms *params) {
+  if (!node || !params)
+    return setError(cudaErrorInvalidValue);
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemcpy;
+  if (cudaError_t e = setMemcpyParams(*n, *params))
+    return setError(e);
   return setError(addNode(graph, deps, numDeps, std::move(n), node));
 }
 
@@ -870,20 +961,12 @@ RT_API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *node,
                                           const cudaGraphNode_t *deps,
                                           size_t numDeps,
                                           const cudaMemsetParams *params) {
-  if (!node || !params || !params->dst ||
-      (params->elementSize != 1 && params->elementSize != 2 &&
-       params->elementSize != 4) ||
-      (params->height > 1 &&
-       params->pitch < params->width * params->elementSize))
+  if (!node || !params)
     return setError(cudaErrorInvalidValue);
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeMemset;
-  n->dst = params->dst;
-  n->value = params->value;
-  n->elementSize = params->elementSize;
-  n->width = params->width;
-  n->height = params->height ? params->height : 1;
-  n->pitch = params->pitch;
+  if (cudaError_t e = setMemsetParams(*n, *params))
+    return setError(e);
   return setError(addNode(graph, deps, numDeps, std::move(n), node));
 }
 
@@ -1144,6 +1227,70 @@ RT_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
   return cudaSuccess;
 }
 
+RT_API cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node,
+                                                cudaMemcpy3DParms *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeMemcpy)
+    return setError(cudaErrorInvalidValue);
+  *params = memcpyParams(*node);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphMemcpyNodeSetParams(
+    cudaGraphNode_t node, const cudaMemcpy3DParms *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeMemcpy)
+    return setError(cudaErrorInvalidValue);
+  return setError(setMemcpyParams(*node, *params));
+}
+
+RT_API cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node,
+                                                  void *dst, const void *src,
+                                                  size_t count,
+                                                  cudaMemcpyKind kind) {
+  if (!node || node->type != cudaGraphNodeTypeMemcpy)
+    return setError(cudaErrorInvalidValue);
+  setMemcpy1D(*node, dst, src, count, kind);
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node,
+                                                cudaMemsetParams *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeMemset)
+    return setError(cudaErrorInvalidValue);
+  *params = {};
+  params->dst = node->dst;
+  params->pitch = node->pitch;
+  params->value = node->value;
+  params->elementSize = node->elementSize;
+  params->width = node->width;
+  params->height = node->height;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphMemsetNodeSetParams(
+    cudaGraphNode_t node, const cudaMemsetParams *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeMemset)
+    return setError(cudaErrorInvalidValue);
+  return setError(setMemsetParams(*node, *params));
+}
+
+RT_API cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
+                                              cudaHostNodeParams *params) {
+  if (!node || !params || node->type != cudaGraphNodeTypeHost)
+    return setError(cudaErrorInvalidValue);
+  params->fn = node->host;
+  params->userData = node->userData;
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphHostNodeSetParams(
+    cudaGraphNode_t node, const cudaHostNodeParams *params) {
+  if (!node || !params || !params->fn || node->type != cudaGraphNodeTypeHost)
+    return setError(cudaErrorInvalidValue);
+  node->host = params->fn;
+  node->userData = params->userData;
+  return cudaSuccess;
+}
+
 RT_API cudaError_t cudaGraphKernelNodeSetParams(
     cudaGraphNode_t node, const cudaKernelNodeParams *params) {
   if (!node || !params || node->type != cudaGraphNodeTypeKernel)
@@ -1267,36 +1414,110 @@ RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   return cudaSuccess;
 }
 
-RT_API cudaError_t
-cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                 const cudaKernelNodeParams *params) {
-  if (!params)
-    return setError(cudaErrorInvalidValue);
+namespace {
+/// Changes node `node` (of type `type`) of `exec` by `set(old, updated)` on
+/// a copy: kept when `set` succeeds and the node stays where it runs (on
+/// the server or in this process: the exec's segments do not change); the
+/// server's copy of its segment is made again at the next launch.
+template <typename Set>
+cudaError_t updateExecNode(const char *call, cudaGraphExec_t exec,
+                           cudaGraphNode_t node, cudaGraphNodeType type,
+                           Set set) {
   CUgraphNode_st *target;
   {
     Graphs &g = graphs();
     std::lock_guard<std::mutex> lock(g.mu);
     if (!g.execs.count(exec))
-      return setError(cudaErrorInvalidValue);
+      return cudaErrorInvalidValue;
     auto it = exec->index.find(node);
-    if (it == exec->index.end() ||
-        exec->order[it->second].type != cudaGraphNodeTypeKernel)
-      return setError(cudaErrorInvalidValue);
+    if (it == exec->index.end() || exec->order[it->second].type != type)
+      return cudaErrorInvalidValue;
     target = &exec->order[it->second];
   }
   CUgraphNode_st updated = *target;
-  cudaError_t e = setKernelParams(updated, *params);
-  if (e != cudaSuccess)
-    return setError(e);
-  if (updated.fn != target->fn) {
-    log(1, "cudaGraphExecKernelNodeSetParams: the node's function cannot "
-           "change");
-    return setError(cudaErrorInvalidValue);
+  if (cudaError_t e = set(*target, updated))
+    return e;
+  if (serverNode(updated) != serverNode(*target)) {
+    log(1,
+        "%s: the new parameters move the node between the server and this "
+        "process (a copy from or to host memory, a memset of a multi-byte "
+        "pattern, a 3D copy run here; device-only work runs on the server): "
+        "instantiate the graph again",
+        call);
+    return cudaErrorInvalidValue;
   }
   std::lock_guard<std::mutex> lock(exec->mu);
   *target = std::move(updated);
   forgetServerGraph(exec->segments[exec->segmentOf[exec->index[node]]]);
   return cudaSuccess;
+}
+} // namespace
+
+RT_API cudaError_t
+cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                 const cudaKernelNodeParams *params) {
+  if (!params)
+    return setError(cudaErrorInvalidValue);
+  return setError(updateExecNode(
+      "cudaGraphExecKernelNodeSetParams", exec, node, cudaGraphNodeTypeKernel,
+      [&](const CUgraphNode_st &old, CUgraphNode_st &updated) {
+        cudaError_t e = setKernelParams(updated, *params);
+        if (e == cudaSuccess && updated.fn != old.fn) {
+          log(1, "cudaGraphExecKernelNodeSetParams: the node's function "
+                 "cannot change");
+          return cudaErrorInvalidValue;
+        }
+        return e;
+      }));
+}
+
+RT_API cudaError_t
+cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                 const cudaMemcpy3DParms *params) {
+  if (!params)
+    return setError(cudaErrorInvalidValue);
+  return setError(updateExecNode(
+      "cudaGraphExecMemcpyNodeSetParams", exec, node, cudaGraphNodeTypeMemcpy,
+      [&](const CUgraphNode_st &, CUgraphNode_st &updated) {
+        return setMemcpyParams(updated, *params);
+      }));
+}
+
+RT_API cudaError_t cudaGraphExecMemcpyNodeSetParams1D(
+    cudaGraphExec_t exec, cudaGraphNode_t node, void *dst, const void *src,
+    size_t count, cudaMemcpyKind kind) {
+  return setError(updateExecNode(
+      "cudaGraphExecMemcpyNodeSetParams1D", exec, node, cudaGraphNodeTypeMemcpy,
+      [&](const CUgraphNode_st &, CUgraphNode_st &updated) {
+        setMemcpy1D(updated, dst, src, count, kind);
+        return cudaSuccess;
+      }));
+}
+
+RT_API cudaError_t
+cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                 const cudaMemsetParams *params) {
+  if (!params)
+    return setError(cudaErrorInvalidValue);
+  return setError(updateExecNode(
+      "cudaGraphExecMemsetNodeSetParams", exec, node, cudaGraphNodeTypeMemset,
+      [&](const CUgraphNode_st &, CUgraphNode_st &updated) {
+        return setMemsetParams(updated, *params);
+      }));
+}
+
+RT_API cudaError_t
+cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                               const cudaHostNodeParams *params) {
+  if (!params || !params->fn)
+    return setError(cudaErrorInvalidValue);
+  return setError(updateExecNode(
+      "cudaGraphExecHostNodeSetParams", exec, node, cudaGraphNodeTypeHost,
+      [&](const CUgraphNode_st &, CUgraphNode_st &updated) {
+        updated.host = params->fn;
+        updated.userData = params->userData;
+        return cudaSuccess;
+      }));
 }
 
 RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
