@@ -279,6 +279,17 @@ struct cudaPitchedPtr {
   void *ptr;
   size_t pitch, xsize, ysize;
 };
+struct cudaMemcpy3DPeerParms {
+  cudaArray_t srcArray;
+  cudaPos srcPos;
+  cudaPitchedPtr srcPtr;
+  int srcDevice;
+  cudaArray_t dstArray;
+  cudaPos dstPos;
+  cudaPitchedPtr dstPtr;
+  int dstDevice;
+  cudaExtent extent;
+};
 struct cudaMemcpy3DParms {
   cudaArray_t srcArray;
   cudaPos srcPos;

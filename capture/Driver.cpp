@@ -181,6 +181,9 @@ struct State {
   std::map<uint64_t, uint64_t> deviceRanges;
   /// Host allocations of cuMemAllocHost/cuMemHostAlloc: start -> size.
   std::map<uintptr_t, size_t> hostRanges;
+  /// The flags each cuMemHostAlloc allocation was made with (mapped ones
+  /// too, which are managed ranges): start -> flags (cuMemHostGetFlags).
+  std::map<uintptr_t, unsigned> hostAllocFlags;
   /// Host memory registered with cuMemHostRegister: start -> range.
   std::map<uintptr_t, RegisteredRange> registered;
   /// Managed allocations (cuMemAllocManaged): their start, which is the
@@ -2023,6 +2026,7 @@ WOOLY_CU_API CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
     CUdeviceptr d = 0;
     if (CUresult r = allocManagedLocked(s, bytes, &d, "cuMemHostAlloc"))
       return r;
+    s.hostAllocFlags[d] = flags;
     *ptr = reinterpret_cast<void *>(d);
     return CUDA_SUCCESS;
   }
@@ -2032,7 +2036,30 @@ WOOLY_CU_API CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned flags) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.hostRanges[reinterpret_cast<uintptr_t>(p)] = bytes;
+  s.hostAllocFlags[reinterpret_cast<uintptr_t>(p)] = flags;
   *ptr = p;
+  return CUDA_SUCCESS;
+}
+
+/// The flags of the cuMemHostAlloc allocation that `ptr` lies in.
+WOOLY_CU_API CUresult cuMemHostGetFlags(unsigned *flags, void *ptr) {
+  if (!flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = s.hostAllocFlags.upper_bound(p);
+  if (it == s.hostAllocFlags.begin())
+    return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  size_t size = 0;
+  if (auto h = s.hostRanges.find(it->first); h != s.hostRanges.end())
+    size = h->second;
+  else if (auto m = s.managed.find(it->first); m != s.managed.end())
+    size = m->second.size;
+  if (p - it->first >= std::max<size_t>(size, 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  *flags = it->second;
   return CUDA_SUCCESS;
 }
 
@@ -2046,13 +2073,16 @@ WOOLY_CU_API CUresult cuMemFreeHost(void *ptr) {
     std::lock_guard<std::mutex> lock(s.mu);
     auto managed = s.managed.find(reinterpret_cast<uint64_t>(ptr));
     if (managed != s.managed.end() && !managed->second.module &&
-        !managed->second.host && s.client)
+        !managed->second.host && s.client) {
+      s.hostAllocFlags.erase(reinterpret_cast<uintptr_t>(ptr));
       return freeManagedLocked(s, managed, "cuMemFreeHost");
+    }
   }
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (ptr && !s.hostRanges.erase(reinterpret_cast<uintptr_t>(ptr)))
       return CUDA_ERROR_INVALID_VALUE;
+    s.hostAllocFlags.erase(reinterpret_cast<uintptr_t>(ptr));
   }
   ::free(ptr);
   return CUDA_SUCCESS;

@@ -61,6 +61,7 @@ CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream);
 CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
 CUresult cuEventRecord(CUevent, CUstream);
 CUresult cuStreamWaitEvent(CUstream, CUevent, unsigned);
+CUresult cuFuncGetName(const char **, CUfunction);
 // The runtime's (Textures.cpp).
 cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *, cudaStream_t);
 }
@@ -100,6 +101,9 @@ struct CUgraphNode_st {
   /// The node this one is a copy of (cudaGraphClone), for
   /// cudaGraphNodeFindInClone.
   const CUgraphNode_st *original = nullptr;
+  /// An instantiated graph's kernel, memcpy or memset node turned off with
+  /// cudaGraphNodeSetEnabled: it does nothing, its edges still order.
+  bool disabled = false;
 };
 
 struct CUgraph_st {
@@ -419,6 +423,8 @@ std::vector<GraphCall> serverCalls(CUgraphExec_st &exec, const Segment &seg) {
   std::vector<GraphCall> calls;
   for (size_t i = seg.begin; i < seg.end; ++i) {
     const CUgraphNode_st &n = exec.order[i];
+    if (n.disabled)
+      continue;
     GraphCall c;
     switch (n.type) {
     case cudaGraphNodeTypeKernel:
@@ -473,6 +479,8 @@ void forgetServerGraph(Segment &seg) {
 /// Issues one node on `stream`.
 cudaError_t runNode(CUgraphNode_st &n, cudaStream_t stream) {
   CUresult r = CUDA_SUCCESS;
+  if (n.disabled)
+    return cudaSuccess;
   switch (n.type) {
   case cudaGraphNodeTypeKernel: {
     size_t size = n.params.size();
@@ -1043,6 +1051,34 @@ RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
   return cudaSuccess;
 }
 
+RT_API cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph,
+                                               const cudaGraphNode_t *from,
+                                               const cudaGraphNode_t *to,
+                                               const void *edgeData,
+                                               size_t count) {
+  (void)edgeData;
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph) || (count && (!from || !to)))
+    return setError(cudaErrorInvalidValue);
+  // Every edge must exist; none is removed otherwise.
+  for (size_t i = 0; i < count; ++i) {
+    if (!from[i] || !to[i] || to[i]->graph != graph)
+      return setError(cudaErrorInvalidValue);
+    size_t have = std::count(to[i]->deps.begin(), to[i]->deps.end(), from[i]);
+    size_t asked = 0;
+    for (size_t j = 0; j < count; ++j)
+      asked += to[j] == to[i] && from[j] == from[i];
+    if (have < asked)
+      return setError(cudaErrorInvalidValue);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto &deps = to[i]->deps;
+    deps.erase(std::find(deps.begin(), deps.end(), from[i]));
+  }
+  return cudaSuccess;
+}
+
 namespace {
 /// sizeof(cudaGraphEdgeData): ports and a type, all 0 for a default edge.
 constexpr size_t kEdgeDataBytes = 8;
@@ -1518,6 +1554,105 @@ cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
         updated.userData = params->userData;
         return cudaSuccess;
       }));
+}
+
+RT_API cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t exec,
+                                           cudaGraphNode_t node,
+                                           unsigned enabled) {
+  Graphs &g = graphs();
+  std::unique_lock<std::mutex> lock(g.mu);
+  if (!g.execs.count(exec))
+    return setError(cudaErrorInvalidValue);
+  auto it = exec->index.find(node);
+  if (it == exec->index.end())
+    return setError(cudaErrorInvalidValue);
+  size_t i = it->second;
+  lock.unlock();
+  std::lock_guard<std::mutex> execLock(exec->mu);
+  CUgraphNode_st &n = exec->order[i];
+  // CUDA's: kernel, memcpy and memset nodes only.
+  if (n.type != cudaGraphNodeTypeKernel && n.type != cudaGraphNodeTypeMemcpy &&
+      n.type != cudaGraphNodeTypeMemset)
+    return setError(cudaErrorInvalidValue);
+  if (n.disabled != !enabled) {
+    n.disabled = !enabled;
+    forgetServerGraph(exec->segments[exec->segmentOf[i]]);
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec,
+                                           cudaGraphNode_t node,
+                                           unsigned *enabled) {
+  if (!enabled)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.execs.count(exec))
+    return setError(cudaErrorInvalidValue);
+  auto it = exec->index.find(node);
+  if (it == exec->index.end())
+    return setError(cudaErrorInvalidValue);
+  const CUgraphNode_st &n = exec->order[it->second];
+  if (n.type != cudaGraphNodeTypeKernel && n.type != cudaGraphNodeTypeMemcpy &&
+      n.type != cudaGraphNodeTypeMemset)
+    return setError(cudaErrorInvalidValue);
+  *enabled = !n.disabled;
+  return cudaSuccess;
+}
+
+/// The graph in Graphviz's DOT language: a node per graph node (its type,
+/// and what it runs or copies), an edge per dependency; child graphs as
+/// clusters. `flags` (the amount of detail) is ignored.
+RT_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path,
+                                          unsigned flags) {
+  (void)flags;
+  if (!path)
+    return setError(cudaErrorInvalidValue);
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.graphs.count(graph))
+    return setError(cudaErrorInvalidValue);
+  std::FILE *f = std::fopen(path, "w");
+  if (!f)
+    return setError(cudaErrorOperatingSystem);
+  static const char *const kTypes[] = {"kernel",     "memcpy",      "memset",
+                                       "host",       "graph",       "empty",
+                                       "wait event", "event record"};
+  std::fprintf(f, "digraph cudaGraph {\n");
+  unsigned cluster = 0;
+  auto print = [&](auto &self, const CUgraph_st &gr) -> void {
+    for (const auto &n : gr.nodes) {
+      const char *type =
+          unsigned(n->type) < std::size(kTypes) ? kTypes[n->type] : "other";
+      std::string label = type;
+      const char *kernel = nullptr;
+      if (n->type == cudaGraphNodeTypeKernel && n->fn &&
+          cuFuncGetName(&kernel, n->fn) == CUDA_SUCCESS && kernel)
+        label += std::string("\\n") + kernel;
+      else if (n->type == cudaGraphNodeTypeMemcpy && !n->copy3d)
+        label += "\\n" + std::to_string(n->bytes) + " bytes";
+      else if (n->type == cudaGraphNodeTypeMemcpy)
+        label += " (3D)";
+      else if (n->type == cudaGraphNodeTypeMemset)
+        label += "\\n" + std::to_string(n->width * n->elementSize) + " x " +
+                 std::to_string(n->height) + " bytes";
+      std::fprintf(f, "  \"%p\" [label=\"%s\"];\n",
+                   static_cast<const void *>(n.get()), label.c_str());
+      for (const CUgraphNode_st *d : n->deps)
+        std::fprintf(f, "  \"%p\" -> \"%p\";\n", static_cast<const void *>(d),
+                     static_cast<const void *>(n.get()));
+      if (n->child) {
+        std::fprintf(f, "  subgraph cluster_%u {\n  label=\"child of %p\";\n",
+                     cluster++, static_cast<const void *>(n.get()));
+        self(self, *n->child);
+        std::fprintf(f, "  }\n");
+      }
+    }
+  };
+  print(print, *graph);
+  std::fprintf(f, "}\n");
+  return setError(std::fclose(f) == 0 ? cudaSuccess : cudaErrorOperatingSystem);
 }
 
 RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {

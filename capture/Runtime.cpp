@@ -87,6 +87,7 @@ CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
 CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
 CUresult cuMemHostAlloc(void **, size_t, unsigned);
+CUresult cuMemHostGetFlags(unsigned *, void *);
 CUresult cuMemFreeHost(void *);
 CUresult cuPointerGetAttribute(void *, int, CUdeviceptr);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
@@ -937,6 +938,22 @@ RT_API cudaError_t cudaDeviceSetCacheConfig(int config) {
   return cudaSuccess;
 }
 
+/// Shared memory bank size (deprecated; fixed on every GPU since Maxwell):
+/// four bytes, and any of the three settings is accepted.
+RT_API cudaError_t cudaDeviceSetSharedMemConfig(int config) {
+  INIT();
+  return config >= 0 && config <= 2 ? cudaSuccess
+                                    : setError(cudaErrorInvalidValue);
+}
+
+RT_API cudaError_t cudaDeviceGetSharedMemConfig(int *config) {
+  if (!config)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  *config = 1; // cudaSharedMemBankSizeFourByte
+  return cudaSuccess;
+}
+
 RT_API cudaError_t cudaDeviceGetCacheConfig(int *config) {
   if (!config)
     return setError(cudaErrorInvalidValue);
@@ -1414,6 +1431,11 @@ RT_API cudaError_t cudaHostAlloc(void **ptr, size_t bytes, unsigned flags) {
 
 RT_API cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
   return cudaHostAlloc(ptr, bytes, 0);
+}
+
+RT_API cudaError_t cudaHostGetFlags(unsigned *flags, void *ptr) {
+  RETURN_IF(cuMemHostGetFlags(flags, ptr));
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaFreeHost(void *ptr) {

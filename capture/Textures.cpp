@@ -478,6 +478,37 @@ RT_API cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms *p,
   return memcpy3D(p, stream, true);
 }
 
+namespace {
+/// A copy between devices, on the one device there is: device 0 to
+/// device 0, as cudaMemcpy3D with the devices' memory on both sides.
+cudaError_t memcpy3DPeer(const cudaMemcpy3DPeerParms *p, cudaStream_t stream,
+                         bool async) {
+  if (!p)
+    return setError(cudaErrorInvalidValue);
+  if (p->srcDevice != 0 || p->dstDevice != 0)
+    return setError(cudaErrorInvalidDevice);
+  cudaMemcpy3DParms q = {};
+  q.srcArray = p->srcArray;
+  q.srcPos = p->srcPos;
+  q.srcPtr = p->srcPtr;
+  q.dstArray = p->dstArray;
+  q.dstPos = p->dstPos;
+  q.dstPtr = p->dstPtr;
+  q.extent = p->extent;
+  q.kind = cudaMemcpyDeviceToDevice;
+  return memcpy3D(&q, stream, async);
+}
+} // namespace
+
+RT_API cudaError_t cudaMemcpy3DPeer(const cudaMemcpy3DPeerParms *p) {
+  return memcpy3DPeer(p, nullptr, false);
+}
+
+RT_API cudaError_t cudaMemcpy3DPeerAsync(const cudaMemcpy3DPeerParms *p,
+                                         cudaStream_t stream) {
+  return memcpy3DPeer(p, stream, true);
+}
+
 //===----------------------------------------------------------------------===//
 // Texture and surface objects
 //===----------------------------------------------------------------------===//
@@ -634,6 +665,8 @@ WOOLY_ALIAS(cudaMemcpy2DToArrayAsync_ptsz, cudaMemcpy2DToArrayAsync)
 WOOLY_ALIAS(cudaMemcpy2DFromArray_ptds, cudaMemcpy2DFromArray)
 WOOLY_ALIAS(cudaMemcpy2DFromArrayAsync_ptsz, cudaMemcpy2DFromArrayAsync)
 WOOLY_ALIAS(cudaMemcpyToArray_ptds, cudaMemcpyToArray)
+WOOLY_ALIAS(cudaMemcpy3DPeer_ptds, cudaMemcpy3DPeer)
+WOOLY_ALIAS(cudaMemcpy3DPeerAsync_ptsz, cudaMemcpy3DPeerAsync)
 WOOLY_ALIAS(cudaMemcpyFromArray_ptds, cudaMemcpyFromArray)
 WOOLY_ALIAS(cudaMemcpyToArrayAsync_ptsz, cudaMemcpyToArrayAsync)
 WOOLY_ALIAS(cudaMemcpyFromArrayAsync_ptsz, cudaMemcpyFromArrayAsync)

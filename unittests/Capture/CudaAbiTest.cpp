@@ -173,6 +173,10 @@ static_assert(int(wabi::CU_LIMIT_MALLOC_HEAP_SIZE) ==
                   int(wabi::CU_LIMIT_MALLOC_HEAP_SIZE) ==
                       int(::cudaLimitMallocHeapSize),
               "CUlimit and cudaLimit share their numbers");
+SAME_LAYOUT(cudaMemcpy3DPeerParms);
+SAME_FIELD(cudaMemcpy3DPeerParms, srcDevice);
+SAME_FIELD(cudaMemcpy3DPeerParms, dstDevice);
+SAME_FIELD(cudaMemcpy3DPeerParms, extent);
 SAME_LAYOUT(cudaMemPoolProps);
 SAME_FIELD(cudaMemPoolProps, location);
 SAME_FIELD(cudaMemPoolProps, maxSize);

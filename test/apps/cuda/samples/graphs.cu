@@ -10,13 +10,19 @@
 // cudaGraphHostNodeGetParams/SetParams, their cudaGraphExec*SetParams
 // counterparts on an instantiated graph (a new input, a new memset value, a
 // new host callback), and a pitched 2D copy node (rows apart on both sides)
-// into cudaMallocPitch memory.
+// into cudaMallocPitch memory; nodes turned off and on
+// (cudaGraphNodeSetEnabled), an edge removed, the graph as DOT
+// (cudaGraphDebugDotPrint); cudaHostGetFlags, the shared memory bank size
+// and a 3D copy between "peers" (device 0 and device 0).
 //
 //===----------------------------------------------------------------------===//
 
 #define APP_NAME "sample_graphs"
 #include "../CudaApp.h"
 
+#include <cstdio>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 constexpr int kN = 1 << 16, kBlocks = 64, kThreads = 256;
@@ -247,6 +253,96 @@ int main() {
              got2d.dstPtr.pitch == pitch && got2d.extent.height == h,
          "2D copy node parameters read back wrong");
   std::printf("sample_graphs: a pitched 2D copy node both ways\n");
+
+  // Nodes turned off and on in an instantiated graph: without the final
+  // kernel the copy brings back what `out` held.
+  unsigned enabled = 2;
+  CHECK(cudaGraphNodeSetEnabled(exec2, finalNode, 0));
+  CHECK(cudaGraphNodeGetEnabled(exec2, finalNode, &enabled));
+  EXPECT(enabled == 0, "the final kernel is still enabled");
+  CHECK(cudaMemset(out, 0, sizeof(double)));
+  CHECK(cudaGraphLaunch(exec2, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(*result == 0.0, "with the final kernel off: %g", *result);
+  CHECK(cudaGraphNodeSetEnabled(exec2, finalNode, 1));
+  CHECK(cudaGraphLaunch(exec2, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT(*result == otherExpected, "with it on again: %g", *result);
+  EXPECT(cudaGraphNodeSetEnabled(exec2, hostNode, 0) == cudaErrorInvalidValue,
+         "a host node was turned off");
+  cudaGetLastError();
+  // An edge removed: the 2D graph's copies no longer depend on each other.
+  CHECK(cudaGraphRemoveDependencies(g2, &n1, &n2, nullptr, 1));
+  size_t edges = 1;
+  CHECK(cudaGraphGetEdges(g2, nullptr, nullptr, nullptr, &edges));
+  EXPECT(edges == 0, "%zu edges left", edges);
+  EXPECT(cudaGraphRemoveDependencies(g2, &n1, &n2, nullptr, 1) ==
+             cudaErrorInvalidValue,
+         "an edge that is not there was removed");
+  cudaGetLastError();
+  // The graph as Graphviz's DOT.
+  char dot[64];
+  std::snprintf(dot, sizeof dot, "/tmp/sample_graphs.%d.dot", int(getpid()));
+  CHECK(cudaGraphDebugDotPrint(graph, dot, 0));
+  std::string text;
+  if (std::FILE *f = std::fopen(dot, "r")) {
+    char buf[4096];
+    for (size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      text.append(buf, got);
+    std::fclose(f);
+  }
+  std::remove(dot);
+  EXPECT(text.rfind("digraph", 0) == 0 &&
+             text.find("reducePartial") != std::string::npos &&
+             text.find("memset") != std::string::npos &&
+             text.find("host") != std::string::npos &&
+             text.find(" -> ") != std::string::npos,
+         "cudaGraphDebugDotPrint wrote:\n%s", text.c_str());
+  std::printf("sample_graphs: nodes turned off and on, an edge removed, the "
+              "graph as DOT\n");
+
+  // Around the graphs: pinned memory's flags, the (fixed) shared memory bank
+  // size, a 3D copy between "peers" (the one device).
+  unsigned flags = 99;
+  CHECK(cudaHostGetFlags(&flags, result));
+  EXPECT(flags == cudaHostAllocDefault, "cudaMallocHost flags %u", flags);
+  float *mapped;
+  CHECK(cudaHostAlloc(&mapped, 4096,
+                      cudaHostAllocMapped | cudaHostAllocPortable));
+  CHECK(cudaHostGetFlags(&flags, mapped + 100));
+  EXPECT(flags == (cudaHostAllocMapped | cudaHostAllocPortable),
+         "cudaHostAlloc flags %u", flags);
+  EXPECT(cudaHostGetFlags(&flags, input.data()) == cudaErrorInvalidValue,
+         "flags of memory cudaHostAlloc did not allocate");
+  cudaGetLastError();
+  CHECK(cudaFreeHost(mapped));
+  cudaSharedMemConfig bank;
+  CHECK(cudaDeviceGetSharedMemConfig(&bank));
+  EXPECT(bank == cudaSharedMemBankSizeFourByte, "bank size %d", int(bank));
+  CHECK(cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeEightByte));
+  float *pitched2;
+  size_t pitch2;
+  CHECK(cudaMallocPitch(reinterpret_cast<void **>(&pitched2), &pitch2,
+                        w * sizeof(float), h));
+  cudaMemcpy3DPeerParms peer = {};
+  peer.srcPtr = make_cudaPitchedPtr(pitched, pitch, w, h);
+  peer.dstPtr = make_cudaPitchedPtr(pitched2, pitch2, w, h);
+  peer.extent = make_cudaExtent(w * sizeof(float), h, 1);
+  CHECK(cudaMemcpy3DPeerAsync(&peer, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> peerBack(w * h);
+  CHECK(cudaMemcpy2D(peerBack.data(), w * sizeof(float), pitched2, pitch2,
+                     w * sizeof(float), h, cudaMemcpyDeviceToHost));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      EXPECT(peerBack[y * w + x] == float(y * 1000 + x),
+             "3D peer copy: (%d, %d) = %g", x, y, peerBack[y * w + x]);
+  peer.dstDevice = 1;
+  EXPECT(cudaMemcpy3DPeer(&peer) == cudaErrorInvalidDevice,
+         "a copy to device 1 of 1");
+  cudaGetLastError();
+  CHECK(cudaFree(pitched2));
+  std::printf("sample_graphs: host flags, bank size, a 3D peer copy\n");
 
   CHECK(cudaGraphExecDestroy(e2));
   CHECK(cudaGraphDestroy(g2));
