@@ -1033,6 +1033,20 @@ RT_API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *node,
                       event);
 }
 
+namespace {
+/// Whether `count` edges from[i] -> to[i] name nodes of `graph` (a graph
+/// of `g`, whose lock the caller holds).
+bool edgesOf(Graphs &g, cudaGraph_t graph, const cudaGraphNode_t *from,
+             const cudaGraphNode_t *to, size_t count) {
+  if (!g.graphs.count(graph) || (count && (!from || !to)))
+    return false;
+  for (size_t i = 0; i < count; ++i)
+    if (!from[i] || !to[i] || from[i]->graph != graph || to[i]->graph != graph)
+      return false;
+  return true;
+}
+} // namespace
+
 RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
                                             const cudaGraphNode_t *from,
                                             const cudaGraphNode_t *to,
@@ -1041,11 +1055,8 @@ RT_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph,
   (void)edgeData;
   Graphs &g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
-  if (!g.graphs.count(graph) || (count && (!from || !to)))
+  if (!edgesOf(g, graph, from, to, count))
     return setError(cudaErrorInvalidValue);
-  for (size_t i = 0; i < count; ++i)
-    if (!from[i] || !to[i] || from[i]->graph != graph || to[i]->graph != graph)
-      return setError(cudaErrorInvalidValue);
   for (size_t i = 0; i < count; ++i)
     to[i]->deps.push_back(from[i]);
   return cudaSuccess;
@@ -1059,12 +1070,10 @@ RT_API cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph,
   (void)edgeData;
   Graphs &g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
-  if (!g.graphs.count(graph) || (count && (!from || !to)))
+  if (!edgesOf(g, graph, from, to, count))
     return setError(cudaErrorInvalidValue);
   // Every edge must exist; none is removed otherwise.
   for (size_t i = 0; i < count; ++i) {
-    if (!from[i] || !to[i] || to[i]->graph != graph)
-      return setError(cudaErrorInvalidValue);
     size_t have = std::count(to[i]->deps.begin(), to[i]->deps.end(), from[i]);
     size_t asked = 0;
     for (size_t j = 0; j < count; ++j)
@@ -1556,27 +1565,37 @@ cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
       }));
 }
 
+namespace {
+/// The position in `exec` of its kernel, memcpy or memset node `node` (the
+/// nodes cudaGraphNodeSetEnabled takes); nullopt for another node.
+std::optional<size_t> switchableNode(cudaGraphExec_t exec,
+                                     cudaGraphNode_t node) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!g.execs.count(exec))
+    return std::nullopt;
+  auto it = exec->index.find(node);
+  if (it == exec->index.end())
+    return std::nullopt;
+  cudaGraphNodeType type = exec->order[it->second].type;
+  if (type != cudaGraphNodeTypeKernel && type != cudaGraphNodeTypeMemcpy &&
+      type != cudaGraphNodeTypeMemset)
+    return std::nullopt;
+  return it->second;
+}
+} // namespace
+
 RT_API cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t exec,
                                            cudaGraphNode_t node,
                                            unsigned enabled) {
-  Graphs &g = graphs();
-  std::unique_lock<std::mutex> lock(g.mu);
-  if (!g.execs.count(exec))
+  std::optional<size_t> i = switchableNode(exec, node);
+  if (!i)
     return setError(cudaErrorInvalidValue);
-  auto it = exec->index.find(node);
-  if (it == exec->index.end())
-    return setError(cudaErrorInvalidValue);
-  size_t i = it->second;
-  lock.unlock();
   std::lock_guard<std::mutex> execLock(exec->mu);
-  CUgraphNode_st &n = exec->order[i];
-  // CUDA's: kernel, memcpy and memset nodes only.
-  if (n.type != cudaGraphNodeTypeKernel && n.type != cudaGraphNodeTypeMemcpy &&
-      n.type != cudaGraphNodeTypeMemset)
-    return setError(cudaErrorInvalidValue);
+  CUgraphNode_st &n = exec->order[*i];
   if (n.disabled != !enabled) {
     n.disabled = !enabled;
-    forgetServerGraph(exec->segments[exec->segmentOf[i]]);
+    forgetServerGraph(exec->segments[exec->segmentOf[*i]]);
   }
   return cudaSuccess;
 }
@@ -1584,20 +1603,11 @@ RT_API cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t exec,
 RT_API cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec,
                                            cudaGraphNode_t node,
                                            unsigned *enabled) {
-  if (!enabled)
+  std::optional<size_t> i = switchableNode(exec, node);
+  if (!enabled || !i)
     return setError(cudaErrorInvalidValue);
-  Graphs &g = graphs();
-  std::lock_guard<std::mutex> lock(g.mu);
-  if (!g.execs.count(exec))
-    return setError(cudaErrorInvalidValue);
-  auto it = exec->index.find(node);
-  if (it == exec->index.end())
-    return setError(cudaErrorInvalidValue);
-  const CUgraphNode_st &n = exec->order[it->second];
-  if (n.type != cudaGraphNodeTypeKernel && n.type != cudaGraphNodeTypeMemcpy &&
-      n.type != cudaGraphNodeTypeMemset)
-    return setError(cudaErrorInvalidValue);
-  *enabled = !n.disabled;
+  std::lock_guard<std::mutex> execLock(exec->mu);
+  *enabled = !exec->order[*i].disabled;
   return cudaSuccess;
 }
 
