@@ -428,6 +428,17 @@ enum cudaGraphNodeType : int {
   cudaGraphNodeTypeWaitEvent = 6,
   cudaGraphNodeTypeEventRecord = 7,
 };
+enum cudaGraphInstantiateResult : int {
+  cudaGraphInstantiateSuccess = 0,
+  cudaGraphInstantiateError = 1,
+  cudaGraphInstantiateInvalidStructure = 2,
+};
+struct cudaGraphInstantiateParams {
+  unsigned long long flags;
+  cudaStream_t uploadStream;
+  cudaGraphNode_t errNode_out;
+  cudaGraphInstantiateResult result_out;
+};
 enum cudaGraphExecUpdateResult : int {
   cudaGraphExecUpdateSuccess = 0,
   cudaGraphExecUpdateError = 1,

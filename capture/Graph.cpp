@@ -132,6 +132,8 @@ struct CUgraphExec_st {
   /// Made before cudaDeviceReset: unusable (set under Graphs::mu, which a
   /// launch may take while it holds `mu`, so not under `mu`).
   std::atomic<bool> reset{false};
+  /// The flags it was instantiated with (cudaGraphExecGetFlags).
+  unsigned long long flags = 0;
 };
 
 namespace {
@@ -1346,7 +1348,8 @@ RT_API cudaError_t cudaGraphKernelNodeSetParams(
 RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
                                         cudaGraph_t graph,
                                         unsigned long long flags) {
-  (void)flags; // auto-free-on-launch, upload, device launch: nothing to do
+  // Auto-free-on-launch, upload, device launch, priority: nothing to do
+  // (no memory nodes, no device-side launch); kept for cudaGraphExecGetFlags.
   if (!exec)
     return setError(cudaErrorInvalidValue);
   Graphs &g = graphs();
@@ -1363,6 +1366,7 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
     return setError(cudaErrorInvalidValue);
   }
   auto result = std::make_unique<CUgraphExec_st>();
+  result->flags = flags;
   result->depsOf = depPositions(flat);
   for (size_t i = 0; i < flat.size(); ++i) {
     result->index[from[i]] = result->order.size();
@@ -1446,6 +1450,30 @@ RT_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec,
                                                  cudaGraph_t graph,
                                                  unsigned long long flags) {
   return cudaGraphInstantiate(exec, graph, flags);
+}
+
+RT_API cudaError_t
+cudaGraphInstantiateWithParams(cudaGraphExec_t *exec, cudaGraph_t graph,
+                               cudaGraphInstantiateParams *params) {
+  if (!params)
+    return setError(cudaErrorInvalidValue);
+  params->errNode_out = nullptr;
+  cudaError_t e = cudaGraphInstantiate(exec, graph, params->flags);
+  // A graph that is not a graph, or one with a cycle: its structure.
+  params->result_out = e == cudaSuccess ? cudaGraphInstantiateSuccess
+                       : exec           ? cudaGraphInstantiateInvalidStructure
+                                        : cudaGraphInstantiateError;
+  return e;
+}
+
+RT_API cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec,
+                                         unsigned long long *flags) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (!flags || !g.execs.count(exec))
+    return setError(cudaErrorInvalidValue);
+  *flags = exec->flags;
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
@@ -1751,6 +1779,7 @@ RT_API cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t stream) {
 
 WOOLY_ALIAS(cudaGraphLaunch_ptsz, cudaGraphLaunch)
 WOOLY_ALIAS(cudaGraphUpload_ptsz, cudaGraphUpload)
+WOOLY_ALIAS(cudaGraphInstantiateWithParams_ptsz, cudaGraphInstantiateWithParams)
 WOOLY_ALIAS(cudaStreamBeginCapture_ptsz, cudaStreamBeginCapture)
 WOOLY_ALIAS(cudaStreamEndCapture_ptsz, cudaStreamEndCapture)
 WOOLY_ALIAS(cudaStreamIsCapturing_ptsz, cudaStreamIsCapturing)

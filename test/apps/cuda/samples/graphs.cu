@@ -13,7 +13,8 @@
 // into cudaMallocPitch memory; nodes turned off and on
 // (cudaGraphNodeSetEnabled), an edge removed, the graph as DOT
 // (cudaGraphDebugDotPrint); cudaHostGetFlags, the shared memory bank size
-// and a 3D copy between "peers" (device 0 and device 0).
+// and a 3D copy between "peers" (device 0 and device 0);
+// cudaGraphInstantiateWithParams and cudaGraphExecGetFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -201,8 +202,19 @@ int main() {
   cudaGraphNode_t d2d;
   CHECK(cudaGraphAddMemcpyNode(&d2d, graph, &hostNode, 1, &toDevice));
   CHECK(cudaGraphMemcpyNodeSetParams(copyIn, &otherParams));
+  // Instantiated with parameters, as newer code does.
   cudaGraphExec_t exec2;
-  CHECK(cudaGraphInstantiate(&exec2, graph, 0));
+  cudaGraphInstantiateParams how = {};
+  how.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch;
+  how.result_out = cudaGraphInstantiateError;
+  CHECK(cudaGraphInstantiateWithParams(&exec2, graph, &how));
+  unsigned long long execFlags = 0;
+  CHECK(cudaGraphExecGetFlags(exec2, &execFlags));
+  EXPECT(how.result_out == cudaGraphInstantiateSuccess &&
+             how.errNode_out == nullptr &&
+             execFlags == cudaGraphInstantiateFlagAutoFreeOnLaunch,
+         "cudaGraphInstantiateWithParams: result %d, flags %llu",
+         int(how.result_out), execFlags);
   EXPECT(cudaGraphExecMemcpyNodeSetParams(exec2, d2d, &inParams) ==
              cudaErrorInvalidValue,
          "a device-to-device copy node became a host-to-device one in place");
