@@ -1424,6 +1424,138 @@ WOOLY_CU_API CUresult cuModuleLoad(CUmodule *module, const char *path) {
   return cuModuleLoadData(module, bytes.data());
 }
 
+//===----------------------------------------------------------------------===//
+// JIT linking (cuLink*)
+//===----------------------------------------------------------------------===//
+//
+// What NVRTC-based programs and Python JITs (numba, CuPy) do to link device
+// code: the inputs' PTX (PTX text, or a fatbin's) is joined with linkPtx as
+// for `-rdc` programs, and the "cubin" cuLinkComplete hands back is that PTX
+// text, which cuModuleLoadData takes. SASS inputs (cubins, host objects,
+// libraries, LTO IR) cannot be linked: the error says so, also in the error
+// log buffer the program passed.
+
+struct CUlinkState_st {
+  std::vector<std::string> ptx;
+  std::string linked;
+  char *errorLog = nullptr;
+  size_t errorLogBytes = 0;
+
+  /// Records `message` in the program's error log buffer (if any) and in
+  /// Wooly's log.
+  CUresult fail(CUresult r, const std::string &message) {
+    log(1, "%s", message.c_str());
+    if (errorLog && errorLogBytes)
+      std::snprintf(errorLog, errorLogBytes, "%s", message.c_str());
+    return r;
+  }
+};
+
+namespace {
+constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferBytes = 6;
+constexpr int kJitInputPtx = 1, kJitInputFatbinary = 2;
+std::mutex linkStatesMutex;
+std::unordered_set<CUlinkState_st *> linkStates;
+
+CUlinkState_st *findLinkState(CUlinkState_st *state) {
+  std::lock_guard<std::mutex> lock(linkStatesMutex);
+  return linkStates.count(state) ? state : nullptr;
+}
+} // namespace
+
+WOOLY_CU_API CUresult cuLinkCreate_v2(unsigned numOptions, int *options,
+                                      void **optionValues,
+                                      CUlinkState_st **stateOut) {
+  if (!stateOut || (numOptions && (!options || !optionValues)))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto state = std::make_unique<CUlinkState_st>();
+  for (unsigned i = 0; i < numOptions; ++i) {
+    if (options[i] == kJitErrorLogBuffer)
+      state->errorLog = static_cast<char *>(optionValues[i]);
+    else if (options[i] == kJitErrorLogBufferBytes)
+      state->errorLogBytes = reinterpret_cast<uintptr_t>(optionValues[i]);
+  }
+  if (state->errorLog && state->errorLogBytes)
+    state->errorLog[0] = '\0';
+  std::lock_guard<std::mutex> lock(linkStatesMutex);
+  *stateOut = state.release();
+  linkStates.insert(*stateOut);
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuLinkAddData_v2(CUlinkState_st *state, int type,
+                                       void *data, size_t size,
+                                       const char *name, unsigned numOptions,
+                                       int *options, void **optionValues) {
+  (void)numOptions, (void)options, (void)optionValues;
+  if (!findLinkState(state) || !data)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::string what = name && *name ? std::string(" '") + name + "'" : "";
+  if (type == kJitInputPtx) {
+    const char *text = static_cast<const char *>(data);
+    state->ptx.emplace_back(text, size ? strnlen(text, size) : strlen(text));
+    return CUDA_SUCCESS;
+  }
+  if (type == kJitInputFatbinary) {
+    std::string ptx, error;
+    if (CUresult r = ptxOfImage(data, ptx, error))
+      return state->fail(r, "cuLinkAddData" + what + ": " + error);
+    state->ptx.push_back(std::move(ptx));
+    return CUDA_SUCCESS;
+  }
+  return state->fail(
+      CUDA_ERROR_NOT_SUPPORTED,
+      "cuLinkAddData" + what +
+          ": only PTX and fatbins with PTX can be linked (cubins, host "
+          "objects, libraries and LTO IR carry SASS or IR that Wooly cannot "
+          "run)");
+}
+
+WOOLY_CU_API CUresult cuLinkAddFile_v2(CUlinkState_st *state, int type,
+                                       const char *path, unsigned numOptions,
+                                       int *options, void **optionValues) {
+  if (!findLinkState(state) || !path)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return state->fail(CUDA_ERROR_FILE_NOT_FOUND,
+                       std::string("cuLinkAddFile: cannot open '") + path +
+                           "'");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string bytes = buf.str();
+  bytes.push_back('\0');
+  return cuLinkAddData_v2(state, type, bytes.data(), bytes.size(), path,
+                          numOptions, options, optionValues);
+}
+
+WOOLY_CU_API CUresult cuLinkComplete(CUlinkState_st *state, void **image,
+                                     size_t *size) {
+  if (!findLinkState(state) || !image || !size)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (state->ptx.empty())
+    return state->fail(CUDA_ERROR_INVALID_VALUE,
+                       "cuLinkComplete: nothing was added to link");
+  std::string error;
+  if (!wooly::capture::linkPtx(state->ptx, state->linked, error))
+    return state->fail(CUDA_ERROR_INVALID_PTX, "cuLinkComplete: " + error);
+  // PTX text, NUL-terminated, as cuModuleLoadData reads it; it lives as
+  // long as the link state.
+  *image = state->linked.data();
+  *size = state->linked.size() + 1;
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuLinkDestroy(CUlinkState_st *state) {
+  {
+    std::lock_guard<std::mutex> lock(linkStatesMutex);
+    if (!linkStates.erase(state))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  delete state;
+  return CUDA_SUCCESS;
+}
+
 WOOLY_CU_API CUresult cuModuleUnload(CUmodule module) {
   LOCKED_READY(s);
   if (!s.modules.count(module))

@@ -14,6 +14,7 @@
 #include "CudaApp.h"
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -230,6 +231,103 @@ int main(int argc, char **argv) {
     CHECK(cuEventDestroy(stop));
     CHECK(cuStreamDestroy(stream));
     CHECK(cuModuleUnload(fromFatbin));
+  }
+
+  // JIT linking as NVRTC users and Python JITs do it: a kernel that calls an
+  // `.extern` device function, linked with the module that defines it; the
+  // linked image loads and runs. Linking driver_kernels.ptx twice is a
+  // multiple definition, reported in the error log buffer; a cubin input is
+  // refused.
+  {
+    static const char kCaller[] = R"(.version 7.0
+.target sm_50
+.address_size 64
+.extern .func (.param .b32 func_retval0) twice
+(
+	.param .b32 twice_param_0
+)
+;
+.visible .entry callTwice(
+	.param .u64 callTwice_param_0
+)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [callTwice_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, 21;
+	{
+	.param .b32 param0;
+	st.param.b32 [param0+0], %r1;
+	.param .b32 retval0;
+	call.uni (retval0), twice, (param0);
+	ld.param.b32 %r2, [retval0+0];
+	}
+	st.global.u32 [%rd2], %r2;
+	ret;
+}
+)";
+    static const char kCallee[] = R"(.version 7.0
+.target sm_50
+.address_size 64
+.visible .func (.param .b32 func_retval0) twice(
+	.param .b32 twice_param_0
+)
+{
+	.reg .b32 %r<3>;
+	ld.param.u32 %r1, [twice_param_0];
+	shl.b32 %r2, %r1, 1;
+	st.param.b32 [func_retval0+0], %r2;
+	ret;
+}
+)";
+    char errorLog[1024] = "untouched";
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {errorLog, reinterpret_cast<void *>(sizeof errorLog)};
+    CUlinkState link;
+    CHECK(cuLinkCreate(2, options, values, &link));
+    CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char *>(kCaller),
+                        sizeof kCaller, "caller", 0, nullptr, nullptr));
+    CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char *>(kCallee),
+                        sizeof kCallee, "callee", 0, nullptr, nullptr));
+    void *image = nullptr;
+    size_t imageBytes = 0;
+    CHECK(cuLinkComplete(link, &image, &imageBytes));
+    CUmodule linked;
+    CHECK(cuModuleLoadData(&linked, image));
+    CHECK(cuLinkDestroy(link));
+    CUfunction callTwice;
+    CHECK(cuModuleGetFunction(&callTwice, linked, "callTwice"));
+    CUdeviceptr dWord;
+    CHECK(cuMemAlloc(&dWord, sizeof(int)));
+    void *args[] = {&dWord};
+    CHECK(
+        cuLaunchKernel(callTwice, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+    int word = 0;
+    CHECK(cuMemcpyDtoH(&word, dWord, sizeof word));
+    EXPECT(word == 42, "the linked kernel wrote %d, expected 42", word);
+    CHECK(cuMemFree(dWord));
+    CHECK(cuModuleUnload(linked));
+
+    CHECK(cuLinkCreate(2, options, values, &link));
+    CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.data()),
+                        ptx.size(), "first", 0, nullptr, nullptr));
+    CHECK(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.data()),
+                        ptx.size(), "second", 0, nullptr, nullptr));
+    CUresult twice = cuLinkComplete(link, &image, &imageBytes);
+    EXPECT(twice == CUDA_ERROR_INVALID_PTX &&
+               std::strstr(errorLog, "multiple definition"),
+           "linking a module with itself: %d, log '%s'", int(twice), errorLog);
+    char elf[] = "\x7f"
+                 "ELF";
+    EXPECT(cuLinkAddData(link, CU_JIT_INPUT_CUBIN, elf, sizeof elf, "cubin", 0,
+                         nullptr, nullptr) == CUDA_ERROR_NOT_SUPPORTED,
+           "a cubin was linked");
+    CHECK(cuLinkDestroy(link));
+    std::printf("cuLink: a kernel linked with its callee wrote %d; a "
+                "multiple definition and a cubin refused\n",
+                word);
   }
 
   CHECK(cuMemFree(dIn));
