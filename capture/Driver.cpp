@@ -2544,6 +2544,62 @@ WOOLY_CU_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value,
   return memsetElements(dst, value, 4, count, stream, true, "cuMemsetD32Async");
 }
 
+namespace {
+/// `height` rows of `width` elements of `size` bytes, `pitch` bytes apart:
+/// one memset per row, or one for all where the rows fill their pitch.
+CUresult memset2D(CUdeviceptr dst, size_t pitch, unsigned value, unsigned size,
+                  size_t width, size_t height, CUstream stream, bool async,
+                  const char *call) {
+  if (height > 1 && pitch < width * size)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (pitch == width * size)
+    return memsetElements(dst, value, size, width * height, stream, async,
+                          call);
+  for (size_t row = 0; row < height; ++row)
+    if (CUresult r = memsetElements(dst + row * pitch, value, size, width,
+                                    stream, async, call))
+      return r;
+  return CUDA_SUCCESS;
+}
+} // namespace
+
+WOOLY_CU_API CUresult cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch,
+                                      unsigned char value, size_t width,
+                                      size_t height) {
+  return memset2D(dst, pitch, value, 1, width, height, nullptr, false,
+                  "cuMemsetD2D8");
+}
+WOOLY_CU_API CUresult cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch,
+                                       unsigned short value, size_t width,
+                                       size_t height) {
+  return memset2D(dst, pitch, value, 2, width, height, nullptr, false,
+                  "cuMemsetD2D16");
+}
+WOOLY_CU_API CUresult cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch,
+                                       unsigned value, size_t width,
+                                       size_t height) {
+  return memset2D(dst, pitch, value, 4, width, height, nullptr, false,
+                  "cuMemsetD2D32");
+}
+WOOLY_CU_API CUresult cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch,
+                                        unsigned char value, size_t width,
+                                        size_t height, CUstream stream) {
+  return memset2D(dst, pitch, value, 1, width, height, stream, true,
+                  "cuMemsetD2D8Async");
+}
+WOOLY_CU_API CUresult cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch,
+                                         unsigned short value, size_t width,
+                                         size_t height, CUstream stream) {
+  return memset2D(dst, pitch, value, 2, width, height, stream, true,
+                  "cuMemsetD2D16Async");
+}
+WOOLY_CU_API CUresult cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch,
+                                         unsigned value, size_t width,
+                                         size_t height, CUstream stream) {
+  return memset2D(dst, pitch, value, 4, width, height, stream, true,
+                  "cuMemsetD2D32Async");
+}
+
 //===----------------------------------------------------------------------===//
 // Arrays, 2D and 3D copies, texture and surface objects
 //===----------------------------------------------------------------------===//
@@ -3613,6 +3669,12 @@ WOOLY_ALIAS(cuMemsetD8_v2_ptds, cuMemsetD8_v2)
 WOOLY_ALIAS(cuMemsetD16_v2_ptds, cuMemsetD16_v2)
 WOOLY_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
 WOOLY_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
+WOOLY_ALIAS(cuMemsetD2D8_v2_ptds, cuMemsetD2D8_v2)
+WOOLY_ALIAS(cuMemsetD2D16_v2_ptds, cuMemsetD2D16_v2)
+WOOLY_ALIAS(cuMemsetD2D32_v2_ptds, cuMemsetD2D32_v2)
+WOOLY_ALIAS(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async)
+WOOLY_ALIAS(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async)
+WOOLY_ALIAS(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async)
 WOOLY_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
 WOOLY_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)
 WOOLY_ALIAS(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2)

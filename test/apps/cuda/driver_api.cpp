@@ -330,6 +330,35 @@ int main(int argc, char **argv) {
                 word);
   }
 
+  // 2D memsets of pitched memory: 8-bit rows shorter than the pitch, 16-bit
+  // on a stream, 32-bit over whole rows (one memset).
+  {
+    const size_t w = 37, h = 9;
+    CUdeviceptr pitched;
+    size_t pitch = 0;
+    CHECK(cuMemAllocPitch(&pitched, &pitch, w * 4, h, 4));
+    CHECK(cuMemsetD2D32(pitched, pitch, 0xdeadbeef, pitch / 4, h));
+    CHECK(cuMemsetD2D8(pitched, pitch, 0x11, w, h));
+    CUstream s2;
+    CHECK(cuStreamCreate(&s2, 0));
+    CHECK(cuMemsetD2D16Async(pitched + 2 * pitch, pitch, 0x2233, 3, 2, s2));
+    CHECK(cuStreamSynchronize(s2));
+    CHECK(cuStreamDestroy(s2));
+    std::vector<uint8_t> back(pitch * h);
+    CHECK(cuMemcpyDtoH(back.data(), pitched, back.size()));
+    int wrong = 0;
+    for (size_t y = 0; y < h; ++y)
+      for (size_t x = 0; x < pitch; ++x) {
+        uint8_t want = x < w ? 0x11 : uint8_t(0xdeadbeefu >> (8 * (x % 4)));
+        if ((y == 2 || y == 3) && x < 6)
+          want = x % 2 ? 0x22 : 0x33;
+        wrong += back[y * pitch + x] != want;
+      }
+    EXPECT(wrong == 0, "2D memsets: %d bytes wrong", wrong);
+    CHECK(cuMemFree(pitched));
+    std::printf("cuMemsetD2D8/16/32: %zu rows of pitch %zu\n", h, pitch);
+  }
+
   CHECK(cuMemFree(dIn));
   CHECK(cuMemFree(dOut));
   CHECK(cuMemFree(dScalars));
