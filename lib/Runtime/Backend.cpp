@@ -259,6 +259,7 @@ public:
   llvm::Error setHeapSize(uint64_t domain, uint64_t bytes) override {
     return device.heaps().setSize(domain, bytes);
   }
+  bool hasDomainHeaps() const override { return true; }
   llvm::Error free(uint64_t addr) override {
     return device.memory().free(addr);
   }

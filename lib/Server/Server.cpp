@@ -2569,6 +2569,12 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
     uint64_t bytes = call.set_heap_size().bytes();
     if (bytes == 0)
       return fail(status(pb::INVALID_VALUE, "a device heap of 0 bytes", seq));
+    if (!backend->hasDomainHeaps())
+      return fail(status(pb::UNSUPPORTED,
+                         "the device heap's size cannot be set on the " +
+                             backend->kind().str() +
+                             " backend yet (its heap is every tenant's)",
+                         seq));
     // Charged to the tenant's quota, pinned (the backend makes the heap
     // and kernels write it behind the memory manager's back). The previous
     // size's reservation goes first; it comes back if this one fails.
@@ -2588,13 +2594,11 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       return fail(status(pb::OUT_OF_MEMORY, llvm::toString(std::move(e)), seq));
     }
     if (llvm::Error e = backend->setHeapSize(s->id, bytes)) {
+      // The heap is in use already (a kernel allocated from it).
       memory->removePinned(key);
       restore();
-      // The cpu backend refuses only a heap in use; the others have no
-      // heap of the session's own.
       return fail(
-          status(backend->kind() == "cpu" ? pb::INVALID_VALUE : pb::UNSUPPORTED,
-                 llvm::toString(std::move(e)), seq));
+          status(pb::INVALID_VALUE, llvm::toString(std::move(e)), seq));
     }
     s->heapKey = key;
     s->heapBytes = bytes;

@@ -78,7 +78,7 @@ struct Module {
 struct Function {
   std::string name;
 };
-std::string pendingError; // The kernel whose launch "faults" at sync.
+std::string pendingError;  // The kernel whose launch "faults" at sync.
 bool pendingLoses = false; // That fault loses the context (sticky).
 bool lost = false;         // The context is lost: every call fails.
 } // namespace

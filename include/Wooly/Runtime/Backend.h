@@ -247,6 +247,9 @@ public:
   /// no heap per domain (the default: cuda's heap is the context's, shared
   /// by every tenant).
   virtual llvm::Error setHeapSize(uint64_t domain, uint64_t bytes);
+  /// Whether each memory domain has a device heap of its own, whose size
+  /// setHeapSize sets (cpu); else the heap is the device's, every tenant's.
+  virtual bool hasDomainHeaps() const { return false; }
   /// Frees an allocation; `addr` must be an address `allocate` returned.
   /// A swapped-out allocation may be freed too.
   virtual llvm::Error free(uint64_t addr) = 0;
