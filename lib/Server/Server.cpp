@@ -2597,8 +2597,7 @@ void Server::Impl::handleCall(const std::string &routingId, int fd,
       // The heap is in use already (a kernel allocated from it).
       memory->removePinned(key);
       restore();
-      return fail(
-          status(pb::INVALID_VALUE, llvm::toString(std::move(e)), seq));
+      return fail(status(pb::INVALID_VALUE, llvm::toString(std::move(e)), seq));
     }
     s->heapKey = key;
     s->heapBytes = bytes;
