@@ -1575,6 +1575,51 @@ private:
     return false;
   }
 
+  /// The value of i1 `v` that passes a bounds check, where every use of
+  /// `v` is on the way to one branch to a block that calls something (the
+  /// check's report) and the other value of `v` alone sends it there:
+  /// through `and` (its false decides) up to a branch whose false side
+  /// reports, or through `or` (its true decides) up to one whose true side
+  /// does. Then `v` need not be each lane's value where the lanes disagree:
+  /// where any lane fails, all taking the report is the same as that lane
+  /// taking it, since the report goes to the loop over the lanes, which
+  /// runs the region again. None where this is not so.
+  static std::optional<bool> passingValue(Value v) {
+    std::optional<bool> pass;
+    auto agree = [&](bool p) {
+      if (pass && *pass != p)
+        return false;
+      pass = p;
+      return true;
+    };
+    SmallVector<Value> work{v};
+    for (unsigned steps = 0; !work.empty(); ++steps) {
+      Value x = work.pop_back_val();
+      if (steps > 16 || x.use_empty())
+        return std::nullopt;
+      for (Operation *user : x.getUsers()) {
+        if (auto br = dyn_cast<LLVM::CondBrOp>(user)) {
+          auto reports = [](Block *succ) {
+            return llvm::any_of(
+                *succ, [](Operation &op) { return isa<LLVM::CallOp>(op); });
+          };
+          bool onTrue = reports(br.getTrueDest()),
+               onFalse = reports(br.getFalseDest());
+          if (br.getCondition() != x || onTrue == onFalse ||
+              !agree(/*pass=*/onFalse))
+            return std::nullopt;
+          continue;
+        }
+        bool isAnd = isa<LLVM::AndOp>(user), isOr = isa<LLVM::OrOp>(user);
+        if ((!isAnd && !isOr) || !user->getResult(0).getType().isInteger(1) ||
+            !agree(/*pass=*/isAnd))
+          return std::nullopt;
+        work.push_back(user->getResult(0));
+      }
+    }
+    return pass;
+  }
+
   Value intConstant(Type t, int64_t v) {
     return LLVM::ConstantOp::create(
         b, loc, t,
@@ -1668,6 +1713,23 @@ private:
       return Value(swapped ? LLVM::ICmpOp::create(b, loc, p, y->value, lane)
                            : LLVM::ICmpOp::create(b, loc, p, lane, y->value));
     };
+    if (std::optional<bool> pass = passingValue(cmp.getResult())) {
+      // All lanes pass where the first and the last do and nothing wraps;
+      // elsewhere the one value that reports (passingValue) stands for
+      // the lanes: one branch, the check's own.
+      auto passes = [&](Value holds) {
+        return *pass ? holds
+                     : Value(LLVM::XOrOp::create(
+                           b, loc, holds, intConstant(b.getI1Type(), 1)));
+      };
+      Value all = LLVM::AndOp::create(
+          b, loc, noWrap,
+          LLVM::AndOp::create(b, loc, passes(at(first)), passes(at(last))));
+      if (none)
+        all = LLVM::OrOp::create(b, loc, all, none);
+      set(cmp.getResult(), {Lanes::Uniform, passes(all), 0, Root::None});
+      return true;
+    }
     Value atFirst = at(first);
     Value agree =
         LLVM::ICmpOp::create(b, loc, P::eq, atFirst, at(last)).getResult();

@@ -16,6 +16,9 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <csignal>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <link.h>
 #include <mutex>
@@ -272,6 +275,36 @@ void switchStacks(Worker &w, uint64_t domain) {
 
 } // namespace
 
+namespace {
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void zeroLines512(char *p, size_t bytes) {
+  __m512i z = _mm512_setzero_si512();
+  for (size_t i = 0; i < bytes; i += 64)
+    _mm512_store_si512(reinterpret_cast<__m512i *>(p + i), z);
+}
+__attribute__((target("avx2"))) void zeroLines256(char *p, size_t bytes) {
+  __m256i z = _mm256_setzero_si256();
+  for (size_t i = 0; i < bytes; i += 64) {
+    _mm256_store_si256(reinterpret_cast<__m256i *>(p + i), z);
+    _mm256_store_si256(reinterpret_cast<__m256i *>(p + i + 32), z);
+  }
+}
+#endif
+} // namespace
+
+void detail::zeroLines(char *p, size_t bytes) {
+#if defined(__x86_64__)
+  static const int level = __builtin_cpu_supports("avx512f") ? 2
+                           : __builtin_cpu_supports("avx2")  ? 1
+                                                             : 0;
+  if (level == 2)
+    return zeroLines512(p, bytes);
+  if (level == 1)
+    return zeroLines256(p, bytes);
+#endif
+  std::memset(p, 0, bytes);
+}
+
 void detail::joinLaunch(Worker &w) {
   LaunchState &l = *w.launch;
   if (w.setUpFor == l.id)
@@ -353,7 +386,7 @@ void detail::runBlocks(Worker &w, const std::atomic<unsigned> *activeLaunches) {
     w.block[0] = b % g[0];
     w.block[1] = (b / g[0]) % g[1];
     w.block[2] = b / (uint64_t(g[0]) * g[1]);
-    std::memset(w.shared.data(), 0, w.shared.size());
+    w.shared.clear();
     uint64_t domain = l.memoryDomainOf(b);
     if (domain != w.cacheDomain) {
       clearSiteCache(w);

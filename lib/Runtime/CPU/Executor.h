@@ -58,6 +58,12 @@ enum class ThreadStatus : uint8_t {
 struct Worker;
 struct LaunchState;
 
+/// Zero-fills `bytes` (a multiple of 64) at `p` (64-byte aligned) with
+/// plain vector stores: glibc's memset of a few KiB starts with
+/// `rep stosb`, which costs more than the window it clears before every
+/// block.
+void zeroLines(char *p, size_t bytes);
+
 /// A worker's shared-memory window: cache-line aligned and padded to whole
 /// lines, so that no two workers' windows share one.
 class SharedWindow {
@@ -76,6 +82,8 @@ public:
   }
   char *data() { return mem.get(); }
   size_t size() const { return length; }
+  /// Zero-fills the window again (before each block).
+  void clear() { zeroLines(mem.get(), (length + 63) & ~size_t(63)); }
 
 private:
   struct Free {

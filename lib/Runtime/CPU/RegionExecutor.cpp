@@ -206,21 +206,26 @@ void detail::runBlockRegions(Worker &w) {
     if (why == kJmpFault)
       return;
     if (lockstep && why == 0) {
-      uint32_t warp = 0, region = 0, r = 0;
-      for (; warp < warps; ++warp) {
-        r = warpFn(&w.threads[warp * 32].ctx, params, sizeof(GpuThread));
-        if (r == 0 || (warp && r != region))
+      // Round after round with the one `setjmp` above: a `longjmp` comes
+      // back there with none of this loop's values needed.
+      uint32_t warp, region, r;
+      for (;;) {
+        warp = region = r = 0;
+        for (; warp < warps; ++warp) {
+          r = warpFn(&w.threads[warp * 32].ctx, params, sizeof(GpuThread));
+          if (r == 0 || (warp && r != region))
+            break;
+          region = r;
+        }
+        if (warp != warps)
           break;
-        region = r;
-      }
-      if (warp == warps) {
         if (region == WOOLY_REGION_EXITED) {
           w.regionThreadsClean = true; // No thread's status changed.
           return;
         }
         if (l.stopped(w.linearBlock))
           return;
-        continue; // The barrier completes: the next round.
+        // The barrier completes: the next round.
       }
       // The warps diverged: each thread of the warps that ran is where it
       // stopped, the others where they were; the thread by thread pass

@@ -157,6 +157,31 @@ extern "C" __global__ void scan_loop(int n, const int *in, int *out) {
     out[i] = buf[cur][tid];
 }
 
+// The scan with its masked read moved `shift` words up (0: the scan): with
+// 289, the first round's read of warp 7 (threads 224-255) lies past the
+// 2 KiB window in every lane, while warps 0-6 read inside it; with 300,
+// warp 6's lanes from thread 213 on read past it and its lanes below do
+// not. The window check of a contiguous access is made on the first and
+// the last lane: either way the loop over the lanes reports the first
+// thread in thread order.
+extern "C" __global__ void scan_shifted(int shift, const int *in, int *out) {
+  __shared__ int buf[2][256];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int cur = 0;
+  buf[cur][tid] = in[i];
+  __syncthreads();
+  for (int off = 1; off < blockDim.x; off <<= 1) {
+    int v = buf[cur][tid];
+    if (tid >= off)
+      v += buf[cur][tid - off + shift];
+    buf[cur ^ 1][tid] = v;
+    cur ^= 1;
+    __syncthreads();
+  }
+  out[i] = buf[cur][tid];
+}
+
 // A region that loads a neighbour's shared word and then stores its own:
 // lane by lane, lane 1 reads what lane 0 just stored, so the vector code
 // (all loads, then all stores) must see the overlap at run time and leave
