@@ -26,6 +26,42 @@ extern "C" __global__ void block_scan_loop_i32(int n, const int *in, int *out) {
     out[i] = buf[cur][tid];
 }
 
+// The same scan as CUB's BlockScan (its WARP_SCANS algorithm) makes it: each
+// warp scans its 32 values by shuffles, warp 0 scans the warps' totals from
+// shared memory, and each warp adds the totals of the warps before it
+// (blockDim.x a multiple of 32, at most 1024).
+extern "C" __global__ void block_scan_warps_i32(int n, const int *in,
+                                                int *out) {
+  __shared__ int totals[32];
+  int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int i = blockIdx.x * blockDim.x + tid;
+  int v = (i < n) ? in[i] : 0;
+  for (int d = 1; d < 32; d <<= 1) {
+    int u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d)
+      v += u;
+  }
+  if (lane == 31)
+    totals[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    int warps = blockDim.x >> 5;
+    int t = lane < warps ? totals[lane] : 0;
+    for (int d = 1; d < 32; d <<= 1) {
+      int u = __shfl_up_sync(0xffffffffu, t, d);
+      if (lane >= d)
+        t += u;
+    }
+    if (lane < warps)
+      totals[lane] = t;
+  }
+  __syncthreads();
+  if (warp > 0)
+    v += totals[warp - 1];
+  if (i < n)
+    out[i] = v;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1)
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
