@@ -338,14 +338,18 @@ std::vector<Case> makeCases() {
     cases.push_back(std::move(c));
   }
 
-  { // 5. Barriers in a loop: Hillis-Steele inclusive block scan.
+  // 5. Two inclusive block scans of the same input, checked against the
+  // same C++ loop: Hillis-Steele, barriers in a loop (`block_scan_i32`),
+  // and as CUB's BlockScan makes it, warp shuffles and the warps' totals
+  // through shared memory (`block_scan_warps`).
+  auto scanCase = [&](const char *label, const char *kernel) {
     Case c;
     int n = int(scaled(4u << 20, 256));
     std::vector<int> in = randomInts(rng, n);
-    c.label = "block_scan_i32";
+    c.label = label;
     c.file = "cpu-bench.sm_80.ptx";
     c.own = true;
-    c.kernel = "block_scan_loop_i32";
+    c.kernel = kernel;
     c.config.grid = {uint32_t(n / 256), 1, 1};
     c.config.block = {256, 1, 1};
     c.buffers = {{bytesOf(in), uint64_t(n) * 4}, {{}, uint64_t(n) * 4}};
@@ -358,30 +362,9 @@ std::vector<Case> makeCases() {
       cppBlockScan(n, 256, in.data(), reinterpret_cast<int *>(out));
     };
     cases.push_back(std::move(c));
-  }
-
-  { // 5b. The same scan as CUB's BlockScan makes it: warp shuffles, the
-    // warps' totals through shared memory.
-    Case c;
-    int n = int(scaled(4u << 20, 256));
-    std::vector<int> in = randomInts(rng, n);
-    c.label = "block_scan_warps";
-    c.file = "cpu-bench.sm_80.ptx";
-    c.own = true;
-    c.kernel = "block_scan_warps_i32";
-    c.config.grid = {uint32_t(n / 256), 1, 1};
-    c.config.block = {256, 1, 1};
-    c.buffers = {{bytesOf(in), uint64_t(n) * 4}, {{}, uint64_t(n) * 4}};
-    c.args = {{-1, uint32_t(n)}, {0}, {1}};
-    c.output = 1;
-    c.threads = c.elements = uint64_t(n);
-    c.bytes = 8.0 * n;
-    c.cppOut.resize(uint64_t(n) * 4);
-    c.cpp = [in = std::move(in), n](uint8_t *out) {
-      cppBlockScan(n, 256, in.data(), reinterpret_cast<int *>(out));
-    };
-    cases.push_back(std::move(c));
-  }
+  };
+  scanCase("block_scan_i32", "block_scan_loop_i32");
+  scanCase("block_scan_warps", "block_scan_warps_i32");
 
   { // 6. Softmax, a block per row: warp shuffles + shared memory + barriers.
     Case c;
