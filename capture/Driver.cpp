@@ -40,6 +40,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -1066,6 +1067,86 @@ WOOLY_CU_API CUresult cuDeviceComputeCapability(int *major, int *minor,
   return CUDA_SUCCESS;
 }
 
+/// The texture and surface limits of a device with textures (those of
+/// compute capability 8.x, which the CPU backend's arrays, of up to 2^30
+/// elements a side, hold): the attribute's value, or none where `attribute`
+/// is not one of them.
+static std::optional<int> textureLimit(int attribute) {
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH:
+    return 131072;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT:
+    return 65536;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH:
+    return 16384;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH:
+    return 32768;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS:
+    return 2048;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS:
+    return 2046;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH:
+    return 1 << 28;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT:
+    return 65000;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH:
+    return (1 << 21) - 32;
+  case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
+    return 512;
+  case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+    return 32;
+  default:
+    return std::nullopt;
+  }
+}
+
+WOOLY_CU_API CUresult
+cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format,
+                                   unsigned numChannels, CUdevice dev) {
+  CHECK_INIT(s);
+  if (!maxWidthInElements ||
+      (numChannels != 1 && numChannels != 2 && numChannels != 4))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0)
+    return CUDA_ERROR_INVALID_DEVICE;
+  if (s.props.backend != "cpu")
+    return CUDA_ERROR_NOT_SUPPORTED; // No textures on this backend yet.
+  *maxWidthInElements =
+      size_t(*textureLimit(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH));
+  return CUDA_SUCCESS;
+}
+
 WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
                                            CUdevice dev) {
   CHECK_INIT(s);
@@ -1077,6 +1158,12 @@ WOOLY_CU_API CUresult cuDeviceGetAttribute(int *value, int attribute,
   auto clampInt = [](uint64_t v) {
     return (int)std::min<uint64_t>(v, 0x7fffffff);
   };
+  // Textures and surfaces are the CPU backend's (the cuda backend has none
+  // yet, and refuses them): elsewhere their limits are 0.
+  if (std::optional<int> limit = textureLimit(attribute)) {
+    *value = p.backend == "cpu" ? *limit : 0;
+    return CUDA_SUCCESS;
+  }
   int v = 0;
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:

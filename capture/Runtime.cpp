@@ -78,6 +78,8 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *, void *, unsigned);
 CUresult cuMemHostRegister_v2(void *, size_t, unsigned);
 CUresult cuDeviceGetPCIBusId(char *, int, CUdevice);
 CUresult cuDeviceGetByPCIBusId(CUdevice *, const char *);
+CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *, CUarray_format, unsigned,
+                                            CUdevice);
 CUresult cuCtxResetPersistingL2Cache();
 CUresult cuMemHostUnregister(void *);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned,
@@ -800,6 +802,19 @@ RT_API cudaError_t cudaDeviceGetPCIBusId(char *id, int len, int device) {
   return cudaSuccess;
 }
 
+RT_API cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(
+    size_t *maxWidthInElements, const cudaChannelFormatDesc *desc, int device) {
+  if (!desc)
+    return setError(cudaErrorInvalidValue);
+  INIT();
+  unsigned channels =
+      (desc->x > 0) + (desc->y > 0) + (desc->z > 0) + (desc->w > 0);
+  RETURN_IF(
+      cuDeviceGetTexture1DLinearMaxWidth(maxWidthInElements, CUarray_format(0),
+                                         channels == 3 ? 4 : channels, device));
+  return cudaSuccess;
+}
+
 RT_API cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *id) {
   INIT();
   RETURN_IF(cuDeviceGetByPCIBusId(device, id));
@@ -858,7 +873,51 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   prop->minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   prop->textureAlignment = (size_t)attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
-  prop->texturePitchAlignment = 32;
+  prop->texturePitchAlignment =
+      (size_t)attr(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+  prop->surfaceAlignment = (size_t)attr(CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT);
+  prop->maxTexture1D = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH);
+  prop->maxTexture1DMipmap =
+      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH);
+  prop->maxTexture2D[0] = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH);
+  prop->maxTexture2D[1] = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT);
+  prop->maxTexture2DMipmap[0] =
+      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH);
+  prop->maxTexture2DMipmap[1] =
+      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT);
+  for (int i = 0; i < 3; ++i) {
+    prop->maxTexture2DLinear[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH + i);
+    prop->maxTexture3D[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH + i);
+    prop->maxTexture3DAlt[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE + i);
+    prop->maxTexture2DLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH + i);
+    prop->maxSurface3D[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH + i);
+    prop->maxSurface2DLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH + i);
+  }
+  for (int i = 0; i < 2; ++i) {
+    prop->maxTexture2DGather[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH + i);
+    prop->maxTexture1DLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH + i);
+    prop->maxTextureCubemapLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH + i);
+    prop->maxSurface2D[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH + i);
+    prop->maxSurface1DLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH + i);
+    prop->maxSurfaceCubemapLayered[i] =
+        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH + i);
+  }
+  prop->maxTextureCubemap =
+      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH);
+  prop->maxSurface1D = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH);
+  prop->maxSurfaceCubemap =
+      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH);
   prop->multiProcessorCount = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   prop->canMapHostMemory = attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
   prop->hostRegisterSupported =

@@ -82,6 +82,44 @@ int main() {
   expectAttribute(cudaDevAttrMaxSharedMemoryPerBlock, "MaxSharedMemoryPerBlock",
                   static_cast<long long>(prop.sharedMemPerBlock));
 
+  // Texture and surface limits (deviceQuery prints them; programs size
+  // their arrays by them): each the attribute's value; on a device with
+  // textures (prop.maxTexture1D > 0) at least what every CUDA 13 GPU has.
+  expectAttribute(cudaDevAttrMaxTexture1DWidth, "MaxTexture1DWidth",
+                  prop.maxTexture1D);
+  expectAttribute(cudaDevAttrMaxTexture2DWidth, "MaxTexture2DWidth",
+                  prop.maxTexture2D[0]);
+  expectAttribute(cudaDevAttrMaxTexture2DHeight, "MaxTexture2DHeight",
+                  prop.maxTexture2D[1]);
+  expectAttribute(cudaDevAttrMaxTexture3DDepth, "MaxTexture3DDepth",
+                  prop.maxTexture3D[2]);
+  expectAttribute(cudaDevAttrMaxTexture2DLayeredLayers,
+                  "MaxTexture2DLayeredLayers", prop.maxTexture2DLayered[2]);
+  expectAttribute(cudaDevAttrMaxSurface2DWidth, "MaxSurface2DWidth",
+                  prop.maxSurface2D[0]);
+  expectAttribute(cudaDevAttrMaxSurface3DWidth, "MaxSurface3DWidth",
+                  prop.maxSurface3D[0]);
+  expectAttribute(cudaDevAttrMaxTextureCubemapWidth, "MaxTextureCubemapWidth",
+                  prop.maxTextureCubemap);
+  std::printf("  textures: 1D=(%d), 2D=(%d, %d), 3D=(%d, %d, %d), "
+              "2D layered=(%d, %d) x %d layers, surface 2D=(%d, %d)\n",
+              prop.maxTexture1D, prop.maxTexture2D[0], prop.maxTexture2D[1],
+              prop.maxTexture3D[0], prop.maxTexture3D[1], prop.maxTexture3D[2],
+              prop.maxTexture2DLayered[0], prop.maxTexture2DLayered[1],
+              prop.maxTexture2DLayered[2], prop.maxSurface2D[0],
+              prop.maxSurface2D[1]);
+  if (prop.maxTexture1D > 0) {
+    EXPECT(prop.maxTexture1D >= 65536 && prop.maxTexture2D[0] >= 65536 &&
+               prop.maxTexture2D[1] >= 32768 && prop.maxTexture3D[0] >= 4096 &&
+               prop.maxSurface2D[0] >= 32768 && prop.surfaceAlignment > 0 &&
+               prop.texturePitchAlignment > 0,
+           "texture limits below any CUDA 13 GPU's");
+    size_t linear = 0;
+    cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
+    CHECK(cudaDeviceGetTexture1DLinearMaxWidth(&linear, &desc, 0));
+    EXPECT(linear >= (size_t(1) << 27), "1D linear texture limit %zu", linear);
+  }
+
   err = cudaGetDeviceProperties(&prop, count);
   EXPECT(err == cudaErrorInvalidDevice,
          "cudaGetDeviceProperties(%d) returned %s", count,
