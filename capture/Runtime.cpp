@@ -876,48 +876,49 @@ RT_API cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
   prop->texturePitchAlignment =
       (size_t)attr(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
   prop->surfaceAlignment = (size_t)attr(CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT);
-  prop->maxTexture1D = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH);
-  prop->maxTexture1DMipmap =
-      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH);
-  prop->maxTexture2D[0] = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH);
-  prop->maxTexture2D[1] = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT);
-  prop->maxTexture2DMipmap[0] =
-      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH);
-  prop->maxTexture2DMipmap[1] =
-      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT);
-  for (int i = 0; i < 3; ++i) {
-    prop->maxTexture2DLinear[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH + i);
-    prop->maxTexture3D[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH + i);
-    prop->maxTexture3DAlt[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE + i);
-    prop->maxTexture2DLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH + i);
-    prop->maxSurface3D[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH + i);
-    prop->maxSurface2DLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH + i);
-  }
-  for (int i = 0; i < 2; ++i) {
-    prop->maxTexture2DGather[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH + i);
-    prop->maxTexture1DLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH + i);
-    prop->maxTextureCubemapLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH + i);
-    prop->maxSurface2D[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH + i);
-    prop->maxSurface1DLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH + i);
-    prop->maxSurfaceCubemapLayered[i] =
-        attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH + i);
-  }
-  prop->maxTextureCubemap =
-      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH);
-  prop->maxSurface1D = attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH);
-  prop->maxSurfaceCubemap =
-      attr(CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH);
+  // Texture and surface limits: each field's values are consecutive
+  // attributes from the first.
+  struct Limit {
+    int *field;
+    int count;
+    int first;
+  } limits[] = {
+      {&prop->maxTexture1D, 1, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH},
+      {&prop->maxTexture1DMipmap, 1,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH},
+      {prop->maxTexture2D, 2, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH},
+      {prop->maxTexture2DMipmap, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH},
+      {prop->maxTexture2DLinear, 3,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH},
+      {prop->maxTexture2DGather, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH},
+      {prop->maxTexture3D, 3, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH},
+      {prop->maxTexture3DAlt, 3,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE},
+      {&prop->maxTextureCubemap, 1,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH},
+      {prop->maxTexture1DLayered, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH},
+      {prop->maxTexture2DLayered, 3,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH},
+      {prop->maxTextureCubemapLayered, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH},
+      {&prop->maxSurface1D, 1, CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH},
+      {prop->maxSurface2D, 2, CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH},
+      {prop->maxSurface3D, 3, CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH},
+      {prop->maxSurface1DLayered, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH},
+      {prop->maxSurface2DLayered, 3,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH},
+      {&prop->maxSurfaceCubemap, 1,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH},
+      {prop->maxSurfaceCubemapLayered, 2,
+       CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH},
+  };
+  for (const Limit &l : limits)
+    for (int i = 0; i < l.count; ++i)
+      l.field[i] = attr(l.first + i);
   prop->multiProcessorCount = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   prop->canMapHostMemory = attr(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
   prop->hostRegisterSupported =
