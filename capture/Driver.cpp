@@ -129,6 +129,31 @@ namespace {
 /// variable of `module` (its pages are in State::managedVariablePages). Or
 /// the device's copy of registered host memory (`host`, which is then where
 /// the host's copy is: see cuMemHostGetDevicePointer).
+/// A location of managed memory, as cuMemAdvise and cuMemPrefetchAsync
+/// name it (CUmemLocationType: 0 none, 1 the device, 2 the host, 3 a host
+/// NUMA node).
+struct MemLocation {
+  int type = 0, id = 0;
+  bool operator==(const MemLocation &o) const {
+    return type == o.type && id == o.id;
+  }
+};
+
+/// What the program said of a part of a managed range: cuMemAdvise's
+/// advice and the last place cuMemPrefetchAsync was asked to move it to.
+/// Kept for cuMemRangeGetAttribute(s); the copies move at launches and
+/// synchronisations whatever it says.
+struct MemAdvice {
+  bool readMostly = false;
+  MemLocation preferred, lastPrefetch;
+  /// CU_MEM_ADVISE_SET_ACCESSED_BY: bit 0 the device, bit 1 the host.
+  unsigned accessedBy = 0;
+  bool operator==(const MemAdvice &o) const {
+    return readMostly == o.readMostly && preferred == o.preferred &&
+           lastPrefetch == o.lastPrefetch && accessedBy == o.accessedBy;
+  }
+};
+
 struct ManagedRange {
   size_t size = 0;
   uint64_t serverAddress = 0;
@@ -139,6 +164,9 @@ struct ManagedRange {
   void *hostCopy(uint64_t address) const {
     return host ? host : reinterpret_cast<void *>(address);
   }
+  /// MemAdvice from each offset to the next one here (empty: the default
+  /// everywhere).
+  std::map<uint64_t, MemAdvice> advice = {};
 };
 
 /// Host memory registered with cuMemHostRegister: its size, and the device
@@ -2125,25 +2153,218 @@ bool isManagedRange(State &s, uint64_t ptr, size_t bytes) {
 }
 } // namespace
 
-/// Hints on managed memory: accepted for a managed range, with no effect
-/// (the copies move at launches and synchronisations).
+namespace {
+/// The managed allocation that holds all of [ptr, ptr + bytes), if one does.
+ManagedRange *managedRangeOf(State &s, uint64_t ptr, size_t bytes,
+                             uint64_t &offset) {
+  if (!bytes || !isManagedRange(s, ptr, bytes))
+    return nullptr;
+  auto it = std::prev(s.managed.upper_bound(ptr));
+  offset = ptr - it->first;
+  return &it->second;
+}
+
+/// `location` as a MemLocation, or none where it names no place here. The
+/// CUDA 11 calls pass a device ordinal as a device location: -1 is the host
+/// (CU_DEVICE_CPU).
+std::optional<MemLocation> memLocation(CUmemLocation location, CUresult &err) {
+  err = CUDA_ERROR_INVALID_VALUE;
+  switch (location.type) {
+  case 1: // CU_MEM_LOCATION_TYPE_DEVICE
+    if (location.id == -1)
+      return MemLocation{2, 0};
+    if (location.id != 0) {
+      err = CUDA_ERROR_INVALID_DEVICE;
+      return std::nullopt;
+    }
+    return MemLocation{1, 0};
+  case 2: // CU_MEM_LOCATION_TYPE_HOST
+    return MemLocation{2, 0};
+  case 3: // CU_MEM_LOCATION_TYPE_HOST_NUMA: this process's one node
+    if (location.id != 0)
+      return std::nullopt;
+    return MemLocation{3, 0};
+  case 4: // CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
+    return MemLocation{3, 0};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Applies `change` to the advice of bytes [lo, hi) of `range`.
+template <typename Change>
+void changeAdvice(ManagedRange &range, uint64_t lo, uint64_t hi,
+                  Change change) {
+  std::map<uint64_t, MemAdvice> &m = range.advice;
+  if (m.empty())
+    m.emplace(0, MemAdvice());
+  auto split = [&](uint64_t at) {
+    auto it = std::prev(m.upper_bound(at));
+    if (it->first != at)
+      m.emplace_hint(std::next(it), at, it->second);
+  };
+  split(lo);
+  if (hi < range.size)
+    split(hi);
+  for (auto it = m.find(lo); it != m.end() && it->first < hi; ++it)
+    change(it->second);
+  // Neighbours alike become one.
+  for (auto it = m.begin(); it != m.end();) {
+    auto next = std::next(it);
+    if (next != m.end() && next->second == it->second)
+      m.erase(next);
+    else
+      it = next;
+  }
+}
+} // namespace
+
+/// Hints on managed memory: recorded (cuMemRangeGetAttribute reads them
+/// back), with no other effect: the copies move at launches and
+/// synchronisations.
 WOOLY_CU_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t bytes,
-                                            CUmemLocation, unsigned flags,
-                                            CUstream stream) {
+                                            CUmemLocation location,
+                                            unsigned flags, CUstream stream) {
   LOCKED_READY(s);
   RESOLVE_STREAM(s, stream, handle);
   (void)handle;
-  return flags == 0 && isManagedRange(s, ptr, bytes) ? CUDA_SUCCESS
-                                                     : CUDA_ERROR_INVALID_VALUE;
+  uint64_t offset = 0;
+  ManagedRange *range = managedRangeOf(s, ptr, bytes, offset);
+  if (flags != 0 || !range)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult err;
+  std::optional<MemLocation> to = memLocation(location, err);
+  if (!to)
+    return err;
+  changeAdvice(*range, offset, offset + bytes,
+               [&](MemAdvice &a) { a.lastPrefetch = *to; });
+  return CUDA_SUCCESS;
 }
 
 WOOLY_CU_API CUresult cuMemAdvise_v2(CUdeviceptr ptr, size_t bytes, int advice,
-                                     CUmemLocation) {
+                                     CUmemLocation location) {
   LOCKED_READY(s);
+  uint64_t offset = 0;
+  ManagedRange *range = managedRangeOf(s, ptr, bytes, offset);
   // CU_MEM_ADVISE_SET_READ_MOSTLY (1) .. UNSET_ACCESSED_BY (6)
-  return advice >= 1 && advice <= 6 && isManagedRange(s, ptr, bytes)
-             ? CUDA_SUCCESS
-             : CUDA_ERROR_INVALID_VALUE;
+  if (advice < 1 || advice > 6 || !range)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::optional<MemLocation> at;
+  if (advice == 3 || advice == 5 || advice == 6) { // the location counts
+    CUresult err;
+    if (!(at = memLocation(location, err)))
+      return err;
+  }
+  changeAdvice(*range, offset, offset + bytes, [&](MemAdvice &a) {
+    switch (advice) {
+    case 1:
+    case 2:
+      a.readMostly = advice == 1;
+      break;
+    case 3:
+      a.preferred = *at;
+      break;
+    case 4:
+      a.preferred = MemLocation();
+      break;
+    default: {
+      unsigned bit = at->type == 1 ? 1u : 2u;
+      a.accessedBy = advice == 5 ? a.accessedBy | bit : a.accessedBy & ~bit;
+      break;
+    }
+    }
+  });
+  return CUDA_SUCCESS;
+}
+
+/// What cuMemAdvise and cuMemPrefetchAsync recorded for a managed range
+/// (CUmem_range_attribute 1-8), as CUDA documents each.
+WOOLY_CU_API CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes,
+                                              int *attributes,
+                                              size_t numAttributes,
+                                              CUdeviceptr ptr, size_t bytes) {
+  if (!data || !dataSizes || !attributes || !numAttributes)
+    return CUDA_ERROR_INVALID_VALUE;
+  LOCKED_READY(s);
+  uint64_t offset = 0;
+  ManagedRange *range = managedRangeOf(s, ptr, bytes, offset);
+  if (!range)
+    return CUDA_ERROR_INVALID_VALUE;
+  // The advice of each part of the range.
+  std::vector<MemAdvice> parts;
+  if (range->advice.empty()) {
+    parts.emplace_back();
+  } else {
+    for (auto it = std::prev(range->advice.upper_bound(offset));
+         it != range->advice.end() && it->first < offset + bytes; ++it)
+      parts.push_back(it->second);
+  }
+  // The location all parts share, if they share one.
+  auto common = [&](MemLocation MemAdvice::*field) {
+    MemLocation first = parts.front().*field;
+    for (const MemAdvice &a : parts)
+      if (!(a.*field == first))
+        return MemLocation();
+    return first;
+  };
+  // As a device ordinal: the device, CU_DEVICE_CPU (-1) or
+  // CU_DEVICE_INVALID (-2).
+  auto ordinal = [](MemLocation l) {
+    return l.type == 1 ? 0 : l.type == 2 || l.type == 3 ? -1 : -2;
+  };
+  for (size_t i = 0; i < numAttributes; ++i) {
+    int attribute = attributes[i];
+    size_t size = dataSizes[i];
+    int *out = static_cast<int *>(data[i]);
+    if (!out || (attribute == 3 ? size == 0 || size % 4 : size != 4))
+      return CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+    case 1: // READ_MOSTLY
+      *out = std::all_of(parts.begin(), parts.end(),
+                         [](const MemAdvice &a) { return a.readMostly; });
+      break;
+    case 2: // PREFERRED_LOCATION
+      *out = ordinal(common(&MemAdvice::preferred));
+      break;
+    case 3: { // ACCESSED_BY: the device, the host, then CU_DEVICE_INVALID
+      unsigned all = ~0u;
+      for (const MemAdvice &a : parts)
+        all &= a.accessedBy;
+      size_t n = size / 4, k = 0;
+      if ((all & 1) && k < n)
+        out[k++] = 0;
+      if ((all & 2) && k < n)
+        out[k++] = -1;
+      while (k < n)
+        out[k++] = -2;
+      break;
+    }
+    case 4: // LAST_PREFETCH_LOCATION
+      *out = ordinal(common(&MemAdvice::lastPrefetch));
+      break;
+    case 5: // PREFERRED_LOCATION_TYPE
+    case 7: // LAST_PREFETCH_LOCATION_TYPE
+      *out = common(attribute == 5 ? &MemAdvice::preferred
+                                   : &MemAdvice::lastPrefetch)
+                 .type;
+      break;
+    case 6: // PREFERRED_LOCATION_ID
+    case 8: // LAST_PREFETCH_LOCATION_ID
+      *out = common(attribute == 6 ? &MemAdvice::preferred
+                                   : &MemAdvice::lastPrefetch)
+                 .id;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+WOOLY_CU_API CUresult cuMemRangeGetAttribute(void *data, size_t dataSize,
+                                             int attribute, CUdeviceptr ptr,
+                                             size_t bytes) {
+  return cuMemRangeGetAttributes(&data, &dataSize, &attribute, 1, ptr, bytes);
 }
 
 /// The CUDA 11 forms, with a device for the location.

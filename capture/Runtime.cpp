@@ -85,6 +85,8 @@ CUresult cuMemHostUnregister(void *);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr, size_t, CUmemLocation, unsigned,
                                CUstream);
 CUresult cuMemAdvise_v2(CUdeviceptr, size_t, int, CUmemLocation);
+CUresult cuMemRangeGetAttributes(void **, size_t *, int *, size_t, CUdeviceptr,
+                                 size_t);
 CUresult cuStreamAttachMemAsync(CUstream, CUdeviceptr, size_t, unsigned);
 CUresult cuMemFree_v2(CUdeviceptr);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
@@ -1462,6 +1464,22 @@ RT_API cudaError_t cudaMemAdvise(const void *ptr, size_t bytes, int advice,
   RETURN_IF(cuMemAdvise_v2(reinterpret_cast<CUdeviceptr>(ptr), bytes, advice,
                            location));
   return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes,
+                                             int *attributes,
+                                             size_t numAttributes,
+                                             const void *ptr, size_t bytes) {
+  INIT();
+  RETURN_IF(cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes,
+                                    reinterpret_cast<CUdeviceptr>(ptr), bytes));
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize,
+                                            int attribute, const void *ptr,
+                                            size_t bytes) {
+  return cudaMemRangeGetAttributes(&data, &dataSize, &attribute, 1, ptr, bytes);
 }
 
 RT_API cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *ptr,

@@ -168,6 +168,57 @@ int main() {
   cudaPointerAttributes attr;
   CHECK(cudaPointerGetAttributes(&attr, y + 10));
   EXPECT(attr.type == cudaMemoryTypeManaged, "type %d", int(attr.type));
+  // The hints read back, per part of the range: x is read-mostly and was
+  // prefetched to the device; its first half prefers the host, and the
+  // device accesses its second half.
+  size_t half = n / 2 * sizeof(float);
+  cudaMemLocation onHost = {cudaMemLocationTypeHost, 0};
+  CHECK(cudaMemAdvise(x, half, cudaMemAdviseSetPreferredLocation, onHost));
+  CHECK(cudaMemAdvise(x + n / 2, half, cudaMemAdviseSetAccessedBy, device));
+  auto rangeInt = [&](cudaMemRangeAttribute a, const void *p, size_t bytes) {
+    int v = -100;
+    CHECK(cudaMemRangeGetAttribute(&v, sizeof v, a, p, bytes));
+    return v;
+  };
+  const size_t all = n * sizeof(float);
+  int readMostly = rangeInt(cudaMemRangeAttributeReadMostly, x, all);
+  int prefetched = rangeInt(cudaMemRangeAttributeLastPrefetchLocation, x, all);
+  int preferredFirst =
+      rangeInt(cudaMemRangeAttributePreferredLocation, x, half);
+  int preferredAll = rangeInt(cudaMemRangeAttributePreferredLocation, x, all);
+  int preferredType =
+      rangeInt(cudaMemRangeAttributePreferredLocationType, x + 10, 64);
+  int accessed[2] = {-100, -100};
+  CHECK(cudaMemRangeGetAttribute(accessed, sizeof accessed,
+                                 cudaMemRangeAttributeAccessedBy, x + n / 2,
+                                 half));
+  int accessedAll = -100;
+  CHECK(cudaMemRangeGetAttribute(&accessedAll, sizeof accessedAll,
+                                 cudaMemRangeAttributeAccessedBy, x, all));
+  std::printf("advice: read-mostly %d, prefetched to %d, preferred %d "
+              "(type %d) then %d, accessed by %d %d then %d\n",
+              readMostly, prefetched, preferredFirst, preferredType,
+              preferredAll, accessed[0], accessed[1], accessedAll);
+  EXPECT(readMostly == 1 && prefetched == 0 &&
+             preferredFirst == cudaCpuDeviceId &&
+             preferredType == cudaMemLocationTypeHost &&
+             preferredAll == cudaInvalidDeviceId && accessed[0] == 0 &&
+             accessed[1] == cudaInvalidDeviceId &&
+             accessedAll == cudaInvalidDeviceId,
+         "cudaMemRangeGetAttribute does not give back the hints");
+  CHECK(cudaMemAdvise(x, all, cudaMemAdviseUnsetReadMostly, device));
+  EXPECT(rangeInt(cudaMemRangeAttributeReadMostly, x + 5, 4) == 0,
+         "read-mostly stayed after cudaMemAdviseUnsetReadMostly");
+  // Not managed memory, and a range past the allocation: refused.
+  int bad = 0;
+  EXPECT(cudaMemRangeGetAttribute(&bad, sizeof bad,
+                                  cudaMemRangeAttributeReadMostly, host.data(),
+                                  64) == cudaErrorInvalidValue &&
+             cudaMemRangeGetAttribute(&bad, sizeof bad,
+                                      cudaMemRangeAttributeReadMostly, x,
+                                      all + 4096) == cudaErrorInvalidValue,
+         "cudaMemRangeGetAttribute took memory that is not managed");
+  cudaGetLastError();
 
   // A linked list in managed memory.
   const int count = 10;
