@@ -427,6 +427,8 @@ enum cudaGraphNodeType : int {
   cudaGraphNodeTypeEmpty = 5,
   cudaGraphNodeTypeWaitEvent = 6,
   cudaGraphNodeTypeEventRecord = 7,
+  cudaGraphNodeTypeMemAlloc = 10,
+  cudaGraphNodeTypeMemFree = 11,
 };
 enum cudaGraphInstantiateResult : int {
   cudaGraphInstantiateSuccess = 0,
@@ -743,6 +745,13 @@ struct cudaMemPoolProps {
 struct cudaMemAccessDesc {
   CUmemLocation location;
   int flags;
+};
+struct cudaMemAllocNodeParams {
+  cudaMemPoolProps poolProps;
+  const cudaMemAccessDesc *accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  void *dptr;
 };
 
 /// The `extra` array of cuLaunchKernel.

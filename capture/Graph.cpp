@@ -106,8 +106,23 @@ struct CUgraphNode_st {
   bool disabled = false;
 };
 
+/// Graph memory: the allocations of a graph's allocation nodes. CUDA gives
+/// such an allocation one address for the graph's life; here it is made
+/// when the node is (cudaMallocAsync in a capture, cudaGraphAddMemAllocNode)
+/// and freed when the last graph, copy or exec holding it goes, so the
+/// nodes do nothing when the graph runs. A program may free one itself
+/// (cudaFree, or cudaFreeAsync outside a capture); then it is no graph's.
+struct GraphMemory {
+  std::vector<void *> ptrs;
+  ~GraphMemory();
+};
+
 struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+  /// The graph memory its nodes' allocations live in (the first, made at
+  /// the first allocation node, its own), and that of the graphs its child
+  /// graph nodes were copied from.
+  std::vector<std::shared_ptr<GraphMemory>> memory;
 };
 
 /// A run of consecutive nodes of an instantiated graph: kept on the server
@@ -134,6 +149,8 @@ struct CUgraphExec_st {
   std::atomic<bool> reset{false};
   /// The flags it was instantiated with (cudaGraphExecGetFlags).
   unsigned long long flags = 0;
+  /// The graph memory of the graph it was made from.
+  std::vector<std::shared_ptr<GraphMemory>> memory;
 };
 
 namespace {
@@ -168,6 +185,49 @@ struct Graphs {
 Graphs &graphs() {
   static Graphs *g = new Graphs;
   return *g;
+}
+
+/// The live graph memory allocations (GraphMemory) and their sizes, for
+/// cudaDeviceGetGraphMemAttribute.
+struct GraphAllocations {
+  std::mutex mu;
+  std::unordered_map<void *, size_t> live;
+  uint64_t used = 0, usedHigh = 0;
+};
+
+GraphAllocations &graphAllocations() {
+  static GraphAllocations *a = new GraphAllocations; // outlives destructors
+  return *a;
+}
+
+/// `graph`'s own graph memory (g.mu held).
+GraphMemory &ownMemory(CUgraph_st &graph) {
+  if (graph.memory.empty())
+    graph.memory.push_back(std::make_shared<GraphMemory>());
+  return *graph.memory.front();
+}
+
+/// Records `ptr` (`bytes`) as an allocation of `graph` (g.mu held).
+void ownAllocation(CUgraph_st &graph, void *ptr, size_t bytes) {
+  ownMemory(graph).ptrs.push_back(ptr);
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.live[ptr] = bytes;
+  a.used += bytes;
+  a.usedHigh = std::max(a.usedHigh, a.used);
+}
+
+/// Whether `ptr` is an allocation of `graph` the program has not freed
+/// (g.mu held).
+bool ownsAllocation(CUgraph_st &graph, void *ptr) {
+  if (graph.memory.empty())
+    return false;
+  const std::vector<void *> &ptrs = graph.memory.front()->ptrs;
+  if (std::find(ptrs.begin(), ptrs.end(), ptr) == ptrs.end())
+    return false;
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return a.live.count(ptr) != 0;
 }
 
 std::atomic<int> activeCaptures{0};
@@ -243,6 +303,17 @@ void destroyGraphLocked(Graphs &g, CUgraph_st *graph) {
   delete graph;
 }
 
+/// The graph memory `graph` and its child graphs hold (g.mu held).
+void collectMemory(const CUgraph_st &graph,
+                   std::vector<std::shared_ptr<GraphMemory>> &out) {
+  for (const std::shared_ptr<GraphMemory> &m : graph.memory)
+    if (std::find(out.begin(), out.end(), m) == out.end())
+      out.push_back(m);
+  for (auto &n : graph.nodes)
+    if (n->child)
+      collectMemory(*n->child, out);
+}
+
 /// Whether `graph` is a child graph node's own (g.mu held).
 bool isChildGraphLocked(Graphs &g, const CUgraph_st *graph) {
   for (const CUgraph_st *other : g.graphs)
@@ -258,6 +329,7 @@ bool isChildGraphLocked(Graphs &g, const CUgraph_st *graph) {
 CUgraph_st *cloneGraphLocked(Graphs &g, const CUgraph_st &original) {
   auto *copy = new CUgraph_st;
   g.graphs.insert(copy);
+  copy->memory = original.memory;
   std::unordered_map<const CUgraphNode_st *, CUgraphNode_st *> of;
   for (auto &n : original.nodes) {
     auto c = std::make_unique<CUgraphNode_st>(*n);
@@ -400,6 +472,8 @@ bool serverNode(const CUgraphNode_st &n) {
   case cudaGraphNodeTypeEventRecord:
   case cudaGraphNodeTypeWaitEvent:
   case cudaGraphNodeTypeEmpty:
+  case cudaGraphNodeTypeMemAlloc: // graph memory: made with the node
+  case cudaGraphNodeTypeMemFree:
     return true;
   case cudaGraphNodeTypeMemset: {
     // Byte-wise: every byte of an element the same.
@@ -543,6 +617,58 @@ bool isCapturing(cudaStream_t stream) {
   return g.captures.count(stream) != 0;
 }
 
+cudaError_t captureMemAlloc(cudaStream_t stream, void *ptr, size_t bytes) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end())
+    return cudaErrorStreamCaptureInvalidated;
+  Capture &c = it->second;
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = cudaGraphNodeTypeMemAlloc;
+  node->dst = ptr;
+  node->bytes = bytes;
+  node->graph = c.graph;
+  node->deps = c.deps;
+  c.deps.assign(1, node.get());
+  c.graph->nodes.push_back(std::move(node));
+  ownAllocation(*c.graph, ptr, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t captureMemFree(cudaStream_t stream, void *ptr) {
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.captures.find(stream);
+  if (it == g.captures.end())
+    return cudaErrorStreamCaptureInvalidated;
+  Capture &c = it->second;
+  if (!ownsAllocation(*c.graph, ptr)) {
+    log(1, "cudaFreeAsync in a stream capture: freeing memory that the "
+           "graph did not allocate (cudaMallocAsync in the same capture) is "
+           "not supported yet");
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  auto node = std::make_unique<CUgraphNode_st>();
+  node->type = cudaGraphNodeTypeMemFree;
+  node->dst = ptr;
+  node->graph = c.graph;
+  node->deps = c.deps;
+  c.deps.assign(1, node.get());
+  c.graph->nodes.push_back(std::move(node));
+  return cudaSuccess;
+}
+
+void forgetGraphMemory(void *ptr) {
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  auto it = a.live.find(ptr);
+  if (it == a.live.end())
+    return;
+  a.used -= it->second;
+  a.live.erase(it);
+}
+
 cudaError_t captureKernel(cudaStream_t stream, const void *func, CUfunction fn,
                           dim3 grid, dim3 block, void **args, size_t shared) {
   auto n = std::make_unique<CUgraphNode_st>();
@@ -655,9 +781,14 @@ void forgetGraphs() {
   activeCaptures -= (int)g.captures.size();
   g.captures.clear();
   g.capturedEvents.clear();
-  // Their kernels, events and server graphs were the old session's.
+  // Their kernels, events and server graphs were the old session's, and
+  // so is graph memory: nothing of it is freed again.
   for (CUgraphExec_st *exec : g.execs)
     exec->reset = true;
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> memoryLock(a.mu);
+  a.live.clear();
+  a.used = 0;
 }
 
 } // namespace wooly::capture
@@ -992,6 +1123,142 @@ RT_API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *node,
   n->host = params->fn;
   n->userData = params->userData;
   return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+GraphMemory::~GraphMemory() {
+  for (void *ptr : ptrs) {
+    {
+      GraphAllocations &a = graphAllocations();
+      std::lock_guard<std::mutex> lock(a.mu);
+      auto it = a.live.find(ptr);
+      if (it == a.live.end())
+        continue; // the program freed it, or a device reset did
+      a.used -= it->second;
+      a.live.erase(it);
+    }
+    freeGraphMemory(ptr);
+  }
+}
+
+/// An allocation node: the allocation is made now, on the one device, and
+/// its address is `params->dptr` (graph memory, above).
+RT_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node,
+                                            cudaGraph_t graph,
+                                            const cudaGraphNode_t *deps,
+                                            size_t numDeps,
+                                            cudaMemAllocNodeParams *params) {
+  if (!node || !params || !params->bytesize ||
+      params->poolProps.allocType != cudaMemAllocationTypePinned ||
+      params->poolProps.location.type != cudaMemLocationTypeDevice)
+    return setError(cudaErrorInvalidValue);
+  if (params->poolProps.location.id != 0)
+    return setError(cudaErrorInvalidDevice);
+  void *ptr = nullptr;
+  if (cudaError_t e = allocateForGraph(&ptr, params->bytesize))
+    return e;
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemAlloc;
+  n->dst = ptr;
+  n->bytes = params->bytesize;
+  if (cudaError_t e = addNode(graph, deps, numDeps, std::move(n), node)) {
+    freeGraphMemory(ptr);
+    return setError(e);
+  }
+  Graphs &g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  ownAllocation(*graph, ptr, params->bytesize);
+  params->dptr = ptr;
+  return cudaSuccess;
+}
+
+/// A free node: of an allocation of the same graph (others are not
+/// supported yet); the memory goes with the graph.
+RT_API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node,
+                                           cudaGraph_t graph,
+                                           const cudaGraphNode_t *deps,
+                                           size_t numDeps, void *ptr) {
+  if (!node || !ptr)
+    return setError(cudaErrorInvalidValue);
+  {
+    Graphs &g = graphs();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.graphs.count(graph))
+      return setError(cudaErrorInvalidValue);
+    if (!ownsAllocation(*graph, ptr)) {
+      log(1, "cudaGraphAddMemFreeNode: freeing memory that the graph did "
+             "not allocate is not supported yet");
+      return setError(cudaErrorNotSupported);
+    }
+  }
+  auto n = std::make_unique<CUgraphNode_st>();
+  n->type = cudaGraphNodeTypeMemFree;
+  n->dst = ptr;
+  return setError(addNode(graph, deps, numDeps, std::move(n), node));
+}
+
+/// The parameters of memory node `node` (of `type`): its allocation and,
+/// for an allocation node, its size. Null where `node` is no such node.
+static cudaError_t memoryNodeParams(cudaGraphNode_t node,
+                                    cudaGraphNodeType type, void **ptr,
+                                    cudaMemAllocNodeParams *params) {
+  if (!node || node->type != type || (!ptr && !params))
+    return setError(cudaErrorInvalidValue);
+  if (ptr)
+    *ptr = node->dst;
+  if (params) {
+    std::memset(params, 0, sizeof *params);
+    params->poolProps.allocType = cudaMemAllocationTypePinned;
+    params->poolProps.location = {cudaMemLocationTypeDevice, 0};
+    params->bytesize = node->bytes;
+    params->dptr = node->dst;
+  }
+  return cudaSuccess;
+}
+
+RT_API cudaError_t cudaGraphMemAllocNodeGetParams(
+    cudaGraphNode_t node, cudaMemAllocNodeParams *params) {
+  return memoryNodeParams(node, cudaGraphNodeTypeMemAlloc, nullptr, params);
+}
+
+RT_API cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node,
+                                                 void *ptrOut) {
+  return memoryNodeParams(node, cudaGraphNodeTypeMemFree,
+                          static_cast<void **>(ptrOut), nullptr);
+}
+
+/// Graph memory is freed with its graphs: there is nothing to trim.
+RT_API cudaError_t cudaDeviceGraphMemTrim(int device) {
+  return setError(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+}
+
+/// cudaGraphMemAttrUsedMemCurrent (0), UsedMemHigh (1), ReservedMemCurrent
+/// (2) and ReservedMemHigh (3): the bytes of live graph memory (nothing is
+/// reserved beyond it).
+RT_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, int attr,
+                                                  void *value) {
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  if (!value || attr < 0 || attr > 3)
+    return setError(cudaErrorInvalidValue);
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  *static_cast<uint64_t *>(value) = attr % 2 ? a.usedHigh : a.used;
+  return cudaSuccess;
+}
+
+/// Resets a high-water mark (UsedMemHigh, ReservedMemHigh) to 0: to the
+/// current use, as CUDA does.
+RT_API cudaError_t cudaDeviceSetGraphMemAttribute(int device, int attr,
+                                                  void *value) {
+  if (device != 0)
+    return setError(cudaErrorInvalidDevice);
+  if (!value || (attr != 1 && attr != 3) ||
+      *static_cast<uint64_t *>(value) != 0)
+    return setError(cudaErrorInvalidValue);
+  GraphAllocations &a = graphAllocations();
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.usedHigh = a.used;
+  return cudaSuccess;
 }
 
 RT_API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *node,
@@ -1349,7 +1616,8 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
                                         cudaGraph_t graph,
                                         unsigned long long flags) {
   // Auto-free-on-launch, upload, device launch, priority: nothing to do
-  // (no memory nodes, no device-side launch); kept for cudaGraphExecGetFlags.
+  // (graph memory lives as long as the graph, no device-side launch); kept
+  // for cudaGraphExecGetFlags.
   if (!exec)
     return setError(cudaErrorInvalidValue);
   Graphs &g = graphs();
@@ -1367,6 +1635,7 @@ RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec,
   }
   auto result = std::make_unique<CUgraphExec_st>();
   result->flags = flags;
+  collectMemory(*graph, result->memory);
   result->depsOf = depPositions(flat);
   for (size_t i = 0; i < flat.size(); ++i) {
     result->index[from[i]] = result->order.size();
@@ -1715,6 +1984,7 @@ RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
       std::lock_guard<std::mutex> lock(g.mu);
       auto *child = new CUgraph_st;
       g.graphs.insert(child);
+      child->memory = exec->memory;
       for (const CUgraphNode_st &n : exec->order) {
         auto copy = std::make_unique<CUgraphNode_st>(n);
         copy->graph = child;

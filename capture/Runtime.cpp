@@ -1216,19 +1216,47 @@ void forgetPoolAllocation(void *ptr) {
 }
 } // namespace
 
+namespace wooly::capture {
+cudaError_t allocateForGraph(void **ptr, size_t bytes) {
+  return mallocFromPool(ptr, bytes, nullptr);
+}
+
+void freeGraphMemory(void *ptr) {
+  forgetPoolAllocation(ptr);
+  (void)cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr));
+}
+} // namespace wooly::capture
+
+namespace {
+/// cudaMallocAsync's and cudaMallocFromPoolAsync's: in a capture, the
+/// allocation is the graph's (an allocation node), made now.
+cudaError_t mallocAsync(void **ptr, size_t bytes, cudaMemPool_t pool,
+                        cudaStream_t stream) {
+  if (cudaError_t e = mallocFromPool(ptr, bytes, pool))
+    return e;
+  if (isCapturing(stream)) {
+    if (cudaError_t e = captureMemAlloc(stream, *ptr, bytes)) {
+      freeGraphMemory(*ptr);
+      *ptr = nullptr;
+      return setError(e);
+    }
+  }
+  return cudaSuccess;
+}
+} // namespace
+
 RT_API cudaError_t cudaMallocAsync(void **ptr, size_t bytes,
                                    cudaStream_t stream) {
-  (void)stream; // the allocation is usable at once, so also in stream order
-  return mallocFromPool(ptr, bytes, nullptr);
+  // The allocation is usable at once, so also in stream order.
+  return mallocAsync(ptr, bytes, nullptr, stream);
 }
 
 RT_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t bytes,
                                            cudaMemPool_t pool,
                                            cudaStream_t stream) {
-  (void)stream;
   if (!pool)
     return setError(cudaErrorInvalidValue);
-  return mallocFromPool(ptr, bytes, pool);
+  return mallocAsync(ptr, bytes, pool, stream);
 }
 
 RT_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool,
@@ -1416,13 +1444,17 @@ RT_API cudaError_t cudaFree(void *ptr) {
   if (!ptr)
     return cudaSuccess;
   INIT();
+  forgetGraphMemory(ptr);
   forgetPoolAllocation(ptr);
   RETURN_IF(cuMemFree_v2(reinterpret_cast<CUdeviceptr>(ptr)));
   return cudaSuccess;
 }
 
 RT_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream) {
-  (void)stream; // the server frees once the session's earlier work is done
+  // In a capture: the graph's free node (the memory goes with the graph).
+  if (ptr && isCapturing(stream))
+    return setError(captureMemFree(stream, ptr));
+  // The server frees once the session's earlier work is done.
   return cudaFree(ptr);
 }
 

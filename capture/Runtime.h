@@ -76,6 +76,23 @@ bool recordedByCapture(cuabi::cudaEvent_t event);
 /// Drops every capture in progress (cudaDeviceReset).
 void forgetGraphs();
 
+// Graph memory: allocations of memory nodes (cudaMallocAsync in a capture,
+// cudaGraphAddMemAllocNode), which live as long as their graph, its copies
+// and the execs made from them (Graph.cpp, "Graph memory").
+/// Adds an allocation node for `ptr` (`bytes`, allocated by the caller) to
+/// the capture of `stream`; the graph owns it from then on.
+cudaError_t captureMemAlloc(cudaStream_t stream, void *ptr, size_t bytes);
+/// Adds a free node of `ptr` to the capture of `stream` (memory its graph
+/// allocated: other memory is not supported yet).
+cudaError_t captureMemFree(cudaStream_t stream, void *ptr);
+/// `ptr` is no graph's any more: the program frees it itself.
+void forgetGraphMemory(void *ptr);
+/// Allocates `bytes` as cudaMallocAsync does from `pool` (the current one
+/// where null), and frees such an allocation without touching the calling
+/// thread's last error (Runtime.cpp).
+cudaError_t allocateForGraph(void **ptr, size_t bytes);
+void freeGraphMemory(void *ptr);
+
 } // namespace wooly::capture
 
 #endif // WOOLY_CAPTURE_RUNTIME_H
