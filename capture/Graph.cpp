@@ -287,6 +287,9 @@ cudaError_t addNode(CUgraph_st *graph, const cudaGraphNode_t *deps,
   node->graph = graph;
   if (out)
     *out = node.get();
+  // An allocation node's memory is the graph's from now on.
+  if (node->type == cudaGraphNodeTypeMemAlloc)
+    ownAllocation(*graph, node->dst, node->bytes);
   graph->nodes.push_back(std::move(node));
   return cudaSuccess;
 }
@@ -1164,9 +1167,6 @@ RT_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node,
     freeGraphMemory(ptr);
     return setError(e);
   }
-  Graphs &g = graphs();
-  std::lock_guard<std::mutex> lock(g.mu);
-  ownAllocation(*graph, ptr, params->bytesize);
   params->dptr = ptr;
   return cudaSuccess;
 }

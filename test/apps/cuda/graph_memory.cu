@@ -130,6 +130,7 @@ int main() {
 
   // A captured free of memory the graph did not allocate: not supported
   // (its kernels would run after the memory went).
+  graph = nullptr;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   cudaError_t err = cudaFreeAsync(out, s);
   EXPECT(err == cudaErrorStreamCaptureUnsupported,
