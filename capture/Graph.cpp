@@ -187,11 +187,12 @@ Graphs &graphs() {
   return *g;
 }
 
-/// The live graph memory allocations (GraphMemory) and their sizes, for
-/// cudaDeviceGetGraphMemAttribute.
+/// The live graph memory allocations: each one's size (for
+/// cudaDeviceGetGraphMemAttribute) and the GraphMemory that holds it (an
+/// address the program freed may come back in another graph's).
 struct GraphAllocations {
   std::mutex mu;
-  std::unordered_map<void *, size_t> live;
+  std::unordered_map<void *, std::pair<size_t, const GraphMemory *>> live;
   uint64_t used = 0, usedHigh = 0;
 };
 
@@ -209,10 +210,11 @@ GraphMemory &ownMemory(CUgraph_st &graph) {
 
 /// Records `ptr` (`bytes`) as an allocation of `graph` (g.mu held).
 void ownAllocation(CUgraph_st &graph, void *ptr, size_t bytes) {
-  ownMemory(graph).ptrs.push_back(ptr);
+  GraphMemory &memory = ownMemory(graph);
+  memory.ptrs.push_back(ptr);
   GraphAllocations &a = graphAllocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  a.live[ptr] = bytes;
+  a.live[ptr] = {bytes, &memory};
   a.used += bytes;
   a.usedHigh = std::max(a.usedHigh, a.used);
 }
@@ -222,12 +224,10 @@ void ownAllocation(CUgraph_st &graph, void *ptr, size_t bytes) {
 bool ownsAllocation(CUgraph_st &graph, void *ptr) {
   if (graph.memory.empty())
     return false;
-  const std::vector<void *> &ptrs = graph.memory.front()->ptrs;
-  if (std::find(ptrs.begin(), ptrs.end(), ptr) == ptrs.end())
-    return false;
   GraphAllocations &a = graphAllocations();
   std::lock_guard<std::mutex> lock(a.mu);
-  return a.live.count(ptr) != 0;
+  auto it = a.live.find(ptr);
+  return it != a.live.end() && it->second.second == graph.memory.front().get();
 }
 
 std::atomic<int> activeCaptures{0};
@@ -668,7 +668,7 @@ void forgetGraphMemory(void *ptr) {
   auto it = a.live.find(ptr);
   if (it == a.live.end())
     return;
-  a.used -= it->second;
+  a.used -= it->second.first;
   a.live.erase(it);
 }
 
@@ -1134,9 +1134,9 @@ GraphMemory::~GraphMemory() {
       GraphAllocations &a = graphAllocations();
       std::lock_guard<std::mutex> lock(a.mu);
       auto it = a.live.find(ptr);
-      if (it == a.live.end())
+      if (it == a.live.end() || it->second.second != this)
         continue; // the program freed it, or a device reset did
-      a.used -= it->second;
+      a.used -= it->second.first;
       a.live.erase(it);
     }
     freeGraphMemory(ptr);
