@@ -230,6 +230,23 @@ bool ownsAllocation(CUgraph_st &graph, void *ptr) {
   return it != a.live.end() && it->second.second == graph.memory.front().get();
 }
 
+/// Takes memory node `node` into `graph` (g.mu held; other nodes pass):
+/// an allocation node's memory is the graph's from now on; a free node must
+/// free memory the graph allocated (other memory is not supported yet:
+/// false, logged for `call`).
+bool adoptMemoryNode(CUgraph_st &graph, const CUgraphNode_st &node,
+                     const char *call) {
+  if (node.type == cudaGraphNodeTypeMemAlloc)
+    ownAllocation(graph, node.dst, node.bytes);
+  if (node.type != cudaGraphNodeTypeMemFree || ownsAllocation(graph, node.dst))
+    return true;
+  log(1,
+      "%s: freeing memory that the graph did not allocate is not "
+      "supported yet",
+      call);
+  return false;
+}
+
 std::atomic<int> activeCaptures{0};
 thread_local cudaStreamCaptureMode captureMode = cudaStreamCaptureModeGlobal;
 
@@ -284,12 +301,11 @@ cudaError_t addNode(CUgraph_st *graph, const cudaGraphNode_t *deps,
       return cudaErrorInvalidValue;
     node->deps.push_back(deps[i]);
   }
+  if (!adoptMemoryNode(*graph, *node, "cudaGraphAddMemFreeNode"))
+    return cudaErrorNotSupported;
   node->graph = graph;
   if (out)
     *out = node.get();
-  // An allocation node's memory is the graph's from now on.
-  if (node->type == cudaGraphNodeTypeMemAlloc)
-    ownAllocation(*graph, node->dst, node->bytes);
   graph->nodes.push_back(std::move(node));
   return cudaSuccess;
 }
@@ -437,6 +453,8 @@ cudaError_t captureNode(cudaStream_t stream,
   if (it == g.captures.end())
     return cudaErrorStreamCaptureInvalidated;
   Capture &c = it->second;
+  if (!adoptMemoryNode(*c.graph, *node, "cudaFreeAsync in a stream capture"))
+    return cudaErrorStreamCaptureUnsupported;
   node->graph = c.graph;
   node->deps = c.deps;
   c.deps.assign(1, node.get());
@@ -621,45 +639,18 @@ bool isCapturing(cudaStream_t stream) {
 }
 
 cudaError_t captureMemAlloc(cudaStream_t stream, void *ptr, size_t bytes) {
-  Graphs &g = graphs();
-  std::lock_guard<std::mutex> lock(g.mu);
-  auto it = g.captures.find(stream);
-  if (it == g.captures.end())
-    return cudaErrorStreamCaptureInvalidated;
-  Capture &c = it->second;
   auto node = std::make_unique<CUgraphNode_st>();
   node->type = cudaGraphNodeTypeMemAlloc;
   node->dst = ptr;
   node->bytes = bytes;
-  node->graph = c.graph;
-  node->deps = c.deps;
-  c.deps.assign(1, node.get());
-  c.graph->nodes.push_back(std::move(node));
-  ownAllocation(*c.graph, ptr, bytes);
-  return cudaSuccess;
+  return captureNode(stream, std::move(node));
 }
 
 cudaError_t captureMemFree(cudaStream_t stream, void *ptr) {
-  Graphs &g = graphs();
-  std::lock_guard<std::mutex> lock(g.mu);
-  auto it = g.captures.find(stream);
-  if (it == g.captures.end())
-    return cudaErrorStreamCaptureInvalidated;
-  Capture &c = it->second;
-  if (!ownsAllocation(*c.graph, ptr)) {
-    log(1, "cudaFreeAsync in a stream capture: freeing memory that the "
-           "graph did not allocate (cudaMallocAsync in the same capture) is "
-           "not supported yet");
-    return cudaErrorStreamCaptureUnsupported;
-  }
   auto node = std::make_unique<CUgraphNode_st>();
   node->type = cudaGraphNodeTypeMemFree;
   node->dst = ptr;
-  node->graph = c.graph;
-  node->deps = c.deps;
-  c.deps.assign(1, node.get());
-  c.graph->nodes.push_back(std::move(node));
-  return cudaSuccess;
+  return captureNode(stream, std::move(node));
 }
 
 void forgetGraphMemory(void *ptr) {
@@ -1179,17 +1170,6 @@ RT_API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node,
                                            size_t numDeps, void *ptr) {
   if (!node || !ptr)
     return setError(cudaErrorInvalidValue);
-  {
-    Graphs &g = graphs();
-    std::lock_guard<std::mutex> lock(g.mu);
-    if (!g.graphs.count(graph))
-      return setError(cudaErrorInvalidValue);
-    if (!ownsAllocation(*graph, ptr)) {
-      log(1, "cudaGraphAddMemFreeNode: freeing memory that the graph did "
-             "not allocate is not supported yet");
-      return setError(cudaErrorNotSupported);
-    }
-  }
   auto n = std::make_unique<CUgraphNode_st>();
   n->type = cudaGraphNodeTypeMemFree;
   n->dst = ptr;
