@@ -1599,12 +1599,8 @@ private:
         return std::nullopt;
       for (Operation *user : x.getUsers()) {
         if (auto br = dyn_cast<LLVM::CondBrOp>(user)) {
-          auto reports = [](Block *succ) {
-            return llvm::any_of(
-                *succ, [](Operation &op) { return isa<LLVM::CallOp>(op); });
-          };
-          bool onTrue = reports(br.getTrueDest()),
-               onFalse = reports(br.getFalseDest());
+          bool onTrue = calls(br.getTrueDest()),
+               onFalse = calls(br.getFalseDest());
           if (br.getCondition() != x || onTrue == onFalse ||
               !agree(/*pass=*/onFalse))
             return std::nullopt;
