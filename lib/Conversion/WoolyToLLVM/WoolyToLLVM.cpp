@@ -31,6 +31,7 @@
 #include "WarpVector.h"
 #include "Wooly/Conversion/Passes.h"
 #include "Wooly/Dialect/Wooly/Analysis/KernelAnalysis.h"
+#include "Wooly/Dialect/Wooly/Analysis/SharedOffsets.h"
 #include "Wooly/Dialect/Wooly/Analysis/WaitLoops.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Runtime/CPU/ABI.h"
@@ -42,6 +43,7 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -265,34 +267,45 @@ struct HostEmitter : Emitter {
       Value off = toI64(addr);
       if (state.boundsChecks) {
         uint32_t site = state.nextSite++;
-        Value total =
-            toI64(loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
-        // A launch has at least the module's static shared memory (the
-        // runtime adds the dynamic bytes to it): saying so lets LLVM drop
-        // the check of an offset it can bound below that, such as a
-        // 256-bin table indexed by a byte.
-        if (state.dynamicSharedOffset)
-          total = LLVM::UMaxOp::create(rw, loc, total,
-                                       c64(state.dynamicSharedOffset));
-        // `[off, off + size)` inside `[0, total)`. Where the static shared
-        // memory alone holds an access (total >= size), that is one
-        // comparison with a bound the same for every thread, `off <=
-        // total - size` (neither side wraps), which the warp vector code
-        // makes once for a warp's contiguous accesses; otherwise `off <
-        // total` and `off + size <= total` (the sum may wrap).
+        // An offset bounded at compile time (SharedOffsets.h) inside the
+        // static shared memory, which every launch has, needs the alignment
+        // check alone (which LLVM drops where it knows the low bits).
+        auto bound = op->getAttrOfType<IntegerAttr>(kMaxSharedOffsetAttr);
+        bool inside = bound && uint64_t(bound.getInt()) + size <=
+                                   state.dynamicSharedOffset;
         Value ok;
-        if (state.dynamicSharedOffset >= size) {
-          ok = LLVM::ICmpOp::create(
-              rw, loc, LLVM::ICmpPredicate::ule, off,
-              LLVM::SubOp::create(rw, loc, total, c64(size),
-                                  LLVM::IntegerOverflowFlags::nuw));
+        if (inside) {
+          ok = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(),
+                                        rw.getBoolAttr(true));
         } else {
-          Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
-          Value inside = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ult,
-                                              off, total);
-          Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
-                                            end, total);
-          ok = LLVM::AndOp::create(rw, loc, inside, fits);
+          Value total = toI64(
+              loadField(c, offsetof(WoolyThreadCtx, totalSmemSize), i32()));
+          // A launch has at least the module's static shared memory (the
+          // runtime adds the dynamic bytes to it): saying so lets LLVM drop
+          // the check of an offset it can bound below that, such as a
+          // 256-bin table indexed by a byte.
+          if (state.dynamicSharedOffset)
+            total = LLVM::UMaxOp::create(rw, loc, total,
+                                         c64(state.dynamicSharedOffset));
+          // `[off, off + size)` inside `[0, total)`. Where the static
+          // shared memory alone holds an access (total >= size), that is
+          // one comparison with a bound the same for every thread, `off <=
+          // total - size` (neither side wraps), which the warp vector code
+          // makes once for a warp's contiguous accesses; otherwise `off <
+          // total` and `off + size <= total` (the sum may wrap).
+          if (state.dynamicSharedOffset >= size) {
+            ok = LLVM::ICmpOp::create(
+                rw, loc, LLVM::ICmpPredicate::ule, off,
+                LLVM::SubOp::create(rw, loc, total, c64(size),
+                                    LLVM::IntegerOverflowFlags::nuw));
+          } else {
+            Value end = LLVM::AddOp::create(rw, loc, off, c64(size));
+            Value below = LLVM::ICmpOp::create(
+                rw, loc, LLVM::ICmpPredicate::ult, off, total);
+            Value fits = LLVM::ICmpOp::create(rw, loc, LLVM::ICmpPredicate::ule,
+                                              end, total);
+            ok = LLVM::AndOp::create(rw, loc, below, fits);
+          }
         }
         ok = alignedToo(ok, off, size, flags);
         emitUnlikely(ok, [&] {
@@ -1897,12 +1910,32 @@ bool laneIdsFromLane(LLVM::LLVMFuncOp fn, bool rows) {
         first.setAliasScopesAttr(load.getAliasScopesAttr());
         v = first;
         if (offset == int64_t(offsetof(WoolyThreadCtx, tid))) {
+          // The lowering's bound of %tid.x (`and` with 1023, SRegOp's
+          // lowering) goes on lane 0's part, so that the lanes' ids stay
+          // `base + lane` (an `or` that LLVM sees as an add).
+          int32_t mask = ~31;
+          Operation *bound = nullptr;
+          if (load->hasOneUse())
+            if (auto a = dyn_cast<LLVM::AndOp>(*load->user_begin())) {
+              Value other =
+                  a.getLhs() == load.getResult() ? a.getRhs() : a.getLhs();
+              APInt c;
+              if (matchPattern(other, m_ConstantInt(&c)) &&
+                  (c.getZExtValue() & 31) == 31) {
+                mask &= int32_t(c.getZExtValue());
+                bound = a;
+              }
+            }
           Value base = LLVM::AndOp::create(
               b, loc, first,
-              LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(~31)));
+              LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(mask)));
           auto both = LLVM::OrOp::create(b, loc, base, l);
           both.setIsDisjoint(true);
           v = both;
+          if (bound) {
+            bound->getResult(0).replaceAllUsesWith(v);
+            bound->erase();
+          }
         }
       }
       load.getResult().replaceAllUsesWith(v);
@@ -2785,6 +2818,10 @@ LogicalResult HostTargetInfo::prepareModule(ModuleOp module, OpBuilder &b,
       llvm::alignTo(state.sharedEnd, state.dynamicSharedAlign);
   for (GlobalOp g : state.externShared)
     state.sharedOffsets[g.getSymName()] = state.dynamicSharedOffset;
+  // Shared accesses the layout and the special registers bound need no
+  // check (HostEmitter::address).
+  if (state.boundsChecks)
+    annotateSharedOffsetBounds(module, state.sharedOffsets);
 
   // Which functions need fibers: those with a collective op, and callers of
   // them (indirect calls are assumed to reach one).
@@ -3262,7 +3299,11 @@ LogicalResult HostTargetInfo::lower(SRegOp op, SRegOp::Adaptor adaptor,
   }
   switch (op.getReg()) {
   case SpecialReg::tid:
-    v = field(offsetof(WoolyThreadCtx, tid));
+    // Below 1024 (64 in z) in every launch (CpuDevice's DeviceLimits): the
+    // mask, which changes no value, tells LLVM so, and lets it drop the
+    // checks of shared accesses that index by the thread.
+    v = LLVM::AndOp::create(rw, e.loc, field(offsetof(WoolyThreadCtx, tid)),
+                            e.c32(dim == 2 ? 63 : 1023));
     break;
   case SpecialReg::ntid:
     v = field(offsetof(WoolyThreadCtx, ntid));

@@ -57,6 +57,7 @@
 
 #include "VirtualBlocks.h"
 
+#include "Wooly/Dialect/Wooly/Analysis/Compare.h"
 #include "Wooly/Dialect/Wooly/IR/Wooly.h"
 #include "Wooly/Dialect/Wooly/Transforms/Passes.h"
 
@@ -201,7 +202,7 @@ private:
           cmp && shape(b) == Shape::TidX && shape(a) == Shape::Uniform) {
         // c < tid.x etc.: the mirrored comparison, tid.x > c.
         std::optional<uint64_t> c = constant(a);
-        if (c && alignedCompare(mirror(cmp.getPredicate()), *c))
+        if (c && alignedCompare(swappedPredicate(cmp.getPredicate()), *c))
           return Shape::RowUniform;
       }
     }
@@ -271,31 +272,6 @@ private:
     if (auto cmp = dyn_cast<arith::CmpIOp>(op))
       return alignedCompare(cmp.getPredicate(), c);
     return false;
-  }
-
-  /// `b pred a` for `a pred b`.
-  static arith::CmpIPredicate mirror(arith::CmpIPredicate p) {
-    using P = arith::CmpIPredicate;
-    switch (p) {
-    case P::ult:
-      return P::ugt;
-    case P::ugt:
-      return P::ult;
-    case P::ule:
-      return P::uge;
-    case P::uge:
-      return P::ule;
-    case P::slt:
-      return P::sgt;
-    case P::sgt:
-      return P::slt;
-    case P::sle:
-      return P::sge;
-    case P::sge:
-      return P::sle;
-    default:
-      return p;
-    }
   }
 
   /// `%tid.x pred c` splits lanes only at multiples of 32.

@@ -182,6 +182,26 @@ extern "C" __global__ void scan_shifted(int shift, const int *in, int *out) {
   out[i] = buf[cur][tid];
 }
 
+// The scan's second read without its guard: in the first round thread 0
+// reads the word before the array. The compiler bounds the guarded read's
+// offset (SharedOffsets.h) and drops its check; this one it cannot bound,
+// so its check stays and reports thread 0 in every mode.
+extern "C" __global__ void scan_unguarded(const int *in, int *out) {
+  __shared__ int buf[2][256];
+  int tid = threadIdx.x;
+  int i = blockIdx.x * blockDim.x + tid;
+  int cur = 0;
+  buf[cur][tid] = in[i];
+  __syncthreads();
+  for (int off = 1; off < blockDim.x; off <<= 1) {
+    int v = buf[cur][tid] + buf[cur][tid - off];
+    buf[cur ^ 1][tid] = v;
+    cur ^= 1;
+    __syncthreads();
+  }
+  out[i] = buf[cur][tid];
+}
+
 // A region that loads a neighbour's shared word and then stores its own:
 // lane by lane, lane 1 reads what lane 0 just stored, so the vector code
 // (all loads, then all stores) must see the overlap at run time and leave

@@ -1,0 +1,62 @@
+// RUN: wooly-opt %s --convert-wooly-to-llvm --split-input-file | FileCheck %s
+
+// Shared accesses whose offsets are bounded at compile time inside the
+// static shared memory have no bounds check (SharedOffsets.h): the bound
+// comes from the thread id's range (below 1024) and the variables' layout
+// here, and from the branches that lead to an access and the values of a
+// loop's toggle in shared-bounds-scan.mlir.
+
+// s[tid] of a 4 KiB array: at most 4092, no bound to load (the window's
+// size, `umax` with the static size). s[tid + 1] may be at 4096. The
+// alignment check stays (LLVM drops it, knowing the low bits).
+// CHECK-LABEL: llvm.func @__wooly_kernel_by_tid(
+// CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
+// CHECK: %[[TID:.*]] = llvm.load %[[CTX]] {{.*}} -> i32
+// CHECK: %[[MAX:.*]] = llvm.mlir.constant(1023 : i32) : i32
+// CHECK: llvm.and %[[TID]], %[[MAX]] : i32
+// CHECK-COUNT-1: llvm.intr.umax
+// CHECK-NOT: llvm.intr.umax
+// CHECK: llvm.return
+wooly.global shared @s : i32[1024] align 4
+wooly.func @by_tid(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c1 = arith.constant 1 : i32
+  %c2 = arith.constant 2 : i32
+  %base = wooly.addressof @s : i32
+  %tid = wooly.sreg tid x : i32
+  %o = arith.shli %tid, %c2 : i32
+  %a = arith.addi %base, %o : i32
+  wooly.st shared %a, %v : i32, i32
+  %t1 = arith.addi %tid, %c1 : i32
+  %o1 = arith.shli %t1, %c2 : i32
+  %a1 = arith.addi %base, %o1 : i32
+  wooly.st shared %a1, %v : i32, i32
+  wooly.ret
+}
+
+// -----
+
+// An offset from a parameter, or one a loop moves with no bound, keeps
+// its check; so does a store past the end by one element.
+// CHECK-LABEL: llvm.func @__wooly_kernel_unbounded(
+// CHECK-COUNT-3: llvm.intr.umax
+// CHECK: llvm.return
+wooly.global shared @w : i32[64] align 4
+wooly.func @unbounded(%p: i32 {wooly.type = "u32"}, %n: i32 {wooly.type = "u32"}) attributes {kernel} {
+  %c0 = arith.constant 0 : i32
+  %c4 = arith.constant 4 : i32
+  %c256 = arith.constant 256 : i32
+  %base = wooly.addressof @w : i32
+  %a = arith.addi %base, %p : i32
+  wooly.st shared %a, %n : i32, i32
+  %end = arith.addi %base, %c256 : i32
+  wooly.st shared %end, %n : i32, i32
+  cf.br ^loop(%c0 : i32)
+^loop(%i: i32):
+  %o = arith.addi %base, %i : i32
+  wooly.st shared %o, %n : i32, i32
+  %i2 = arith.addi %i, %c4 : i32
+  %more = arith.cmpi ult, %i2, %n : i32
+  cf.cond_br %more, ^loop(%i2 : i32), ^done
+^done:
+  wooly.ret
+}
