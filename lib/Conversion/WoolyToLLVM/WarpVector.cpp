@@ -1119,6 +1119,12 @@ private:
       unsigned bits = 0;
       while (bits < width && x.step * (kLanes - 1) >= (int64_t(1) << bits))
         ++bits;
+      // A `zext nneg` (the lowering's, of a shared offset it bounded below
+      // 2^31: SharedOffsets.h) has every active lane's value below 2^31,
+      // and 31 steps below 2^31 more cannot reach 2^32: no wrap to check.
+      auto zext = dyn_cast<LLVM::ZExtOp>(op);
+      bool nonNegative = zext && zext.getNonNeg() && width == 32 &&
+                         x.step * (kLanes - 1) < (int64_t(1) << 31);
       if (!fitsLowBits(x, bits)) {
         // The last lane's value, base + 31 * step, must not wrap.
         bool isSigned = isa<LLVM::SExtOp>(op);
@@ -1134,22 +1140,31 @@ private:
           // the first one's.
           ActiveLanes ends = activeLanes();
           Value first = laneValue(x, ends.first);
-          Value ok = LLVM::OrOp::create(
-              b, loc,
-              LLVM::ICmpOp::create(b, loc,
-                                   isSigned ? LLVM::ICmpPredicate::sge
-                                            : LLVM::ICmpPredicate::uge,
-                                   laneValue(x, ends.last), first),
-              ends.none);
-          if (!require(ok))
-            return false;
+          if (!nonNegative) {
+            Value ok = LLVM::OrOp::create(
+                b, loc,
+                LLVM::ICmpOp::create(b, loc,
+                                     isSigned ? LLVM::ICmpPredicate::sge
+                                              : LLVM::ICmpPredicate::uge,
+                                     laneValue(x, ends.last), first),
+                ends.none);
+            if (!require(ok))
+              return false;
+          }
+          // The first lane's value, extended without the flag: with no lane
+          // in the mask, `first` is any lane's.
           Type wide = r.getType();
+          Value firstWide = scalar(op, {first});
+          if (nonNegative)
+            firstWide.getDefiningOp<LLVM::ZExtOp>().setNonNeg(false);
           Value base = LLVM::SubOp::create(
-              b, loc, scalar(op, {first}),
+              b, loc, firstWide,
               LLVM::MulOp::create(b, loc, laneAs(ends.first, wide),
                                   intConstant(wide, x.step)));
           return affine(r, base, x.step, Root::None);
         }
+        if (nonNegative) // Lane 0 is active: its value is below 2^31.
+          return affine(r, scalar(op, {x.value}), x.step, Root::None);
         Type t = x.value.getType();
         Value ok = LLVM::ICmpOp::create(
             b, loc,

@@ -275,6 +275,12 @@ struct HostEmitter : Emitter {
                                    state.dynamicSharedOffset;
         Value ok;
         if (inside) {
+          // The offset is below 2^31 too: its extension says so, which
+          // spares the warp vector code a check that the lanes' 32-bit
+          // offsets do not wrap (WarpVector.cpp).
+          if (auto zext = off.getDefiningOp<LLVM::ZExtOp>();
+              zext && zext.getArg() == addr && bound.getInt() < (1ll << 31))
+            zext.setNonNeg(true);
           ok = LLVM::ConstantOp::create(rw, loc, rw.getI1Type(),
                                         rw.getBoolAttr(true));
         } else {

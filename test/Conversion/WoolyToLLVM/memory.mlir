@@ -64,7 +64,7 @@ wooly.func @k(%n: i32 {wooly.type = "u32"}, %p: i64 {wooly.type = "u64"}) attrib
 // CHECK-LABEL: llvm.func @__wooly_kernel_s(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
 // CHECK: %[[OFF:.*]] = llvm.mlir.constant(32 : i32) : i32
-// CHECK: %[[OFF64:.*]] = llvm.zext %[[OFF]] : i32 to i64
+// CHECK: %[[OFF64:.*]] = llvm.zext nneg %[[OFF]] : i32 to i64
 // CHECK-NOT: llvm.getelementptr %[[CTX]][64]
 // CHECK: llvm.icmp "eq"
 // CHECK: llvm.call @__wooly_rt_shared_oob(

@@ -8,12 +8,16 @@
 
 // s[tid] of a 4 KiB array: at most 4092, no bound to load (the window's
 // size, `umax` with the static size). s[tid + 1] may be at 4096. The
-// alignment check stays (LLVM drops it, knowing the low bits).
+// alignment checks stay (LLVM drops them, knowing the low bits).
 // CHECK-LABEL: llvm.func @__wooly_kernel_by_tid(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
 // CHECK: %[[TID:.*]] = llvm.load %[[CTX]] {{.*}} -> i32
 // CHECK: %[[MAX:.*]] = llvm.mlir.constant(1023 : i32) : i32
 // CHECK: llvm.and %[[TID]], %[[MAX]] : i32
+// The bounded offset's extension says it is below 2^31 (for the warp
+// vector code: WarpVector.cpp); the other's does not.
+// CHECK: llvm.zext nneg %{{.*}} : i32 to i64
+// CHECK: llvm.zext %{{.*}} : i32 to i64
 // CHECK-COUNT-1: llvm.intr.umax
 // CHECK-NOT: llvm.intr.umax
 // CHECK: llvm.return
