@@ -313,10 +313,17 @@ struct HostEmitter : Emitter {
             ok = LLVM::AndOp::create(rw, loc, below, fits);
           }
         }
-        ok = alignedToo(ok, off, size, flags);
-        emitUnlikely(ok, [&] {
-          call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
-        });
+        // A multiple of the size is aligned (SharedOffsets.h).
+        auto zeros = op->getAttrOfType<IntegerAttr>(kSharedOffsetZerosAttr);
+        bool aligned = !(flags & WOOLY_ACCESS_ALIGNED) || size <= 1 ||
+                       (zeros && zeros.getInt() < 64 &&
+                        (uint64_t(1) << zeros.getInt()) % size == 0);
+        if (!inside || !aligned) {
+          ok = alignedToo(ok, off, size, flags);
+          emitUnlikely(ok, [&] {
+            call("__wooly_rt_shared_oob", {}, {c, c32(site), off, c32(size)});
+          });
+        }
       }
       Value base = loadField(c, offsetof(WoolyThreadCtx, shared), ptr());
       return gep(base, off);

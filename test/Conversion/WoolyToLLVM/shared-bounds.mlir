@@ -6,9 +6,10 @@
 // here, and from the branches that lead to an access and the values of a
 // loop's toggle in shared-bounds-scan.mlir.
 
-// s[tid] of a 4 KiB array: at most 4092, no bound to load (the window's
-// size, `umax` with the static size). s[tid + 1] may be at 4096. The
-// alignment checks stay (LLVM drops them, knowing the low bits).
+// s[tid] of a 4 KiB array: at most 4092 and a multiple of 4, so no check
+// at all. s[tid + 1] may be at 4096: its bound is loaded (the window's
+// size, `umax` with the static size) and checked. An `int` at byte offset
+// 2 * tid is inside but may be misaligned: only its alignment is checked.
 // CHECK-LABEL: llvm.func @__wooly_kernel_by_tid(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr
 // CHECK: %[[TID:.*]] = llvm.load %[[CTX]] {{.*}} -> i32
@@ -17,9 +18,18 @@
 // The bounded offset's extension says it is below 2^31 (for the warp
 // vector code: WarpVector.cpp); the other's does not.
 // CHECK: llvm.zext nneg %{{.*}} : i32 to i64
+// CHECK-NOT: llvm.call @__wooly_rt_shared_oob(
+// CHECK: llvm.store
 // CHECK: llvm.zext %{{.*}} : i32 to i64
-// CHECK-COUNT-1: llvm.intr.umax
+// CHECK: llvm.intr.umax
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+// CHECK: llvm.store
+// CHECK: llvm.zext nneg %{{.*}} : i32 to i64
 // CHECK-NOT: llvm.intr.umax
+// CHECK: llvm.icmp "eq"
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+// CHECK: llvm.store
+// CHECK-NOT: llvm.call @__wooly_rt_shared_oob(
 // CHECK: llvm.return
 wooly.global shared @s : i32[1024] align 4
 wooly.func @by_tid(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
@@ -34,6 +44,9 @@ wooly.func @by_tid(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
   %o1 = arith.shli %t1, %c2 : i32
   %a1 = arith.addi %base, %o1 : i32
   wooly.st shared %a1, %v : i32, i32
+  %o2 = arith.shli %tid, %c1 : i32
+  %a2 = arith.addi %base, %o2 : i32
+  wooly.st shared %a2, %v : i32, i32
   wooly.ret
 }
 

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -402,6 +403,83 @@ private:
   ConstantIntRanges splitValue = ConstantIntRanges::maxRange(1);
 };
 
+/// How many low bits of integers are known to be zero: those of constants
+/// and the variables' offsets, carried through shifts, multiplications,
+/// additions, bitwise operations and extensions, and a block argument's
+/// incoming values (none where the definitions form a cycle).
+class LowZeros {
+public:
+  explicit LowZeros(const llvm::StringMap<uint64_t> &offsets)
+      : offsets(offsets) {}
+
+  unsigned of(Value v, unsigned depth = 12) {
+    unsigned width =
+        v.getType().isIntOrIndex() ? v.getType().getIntOrFloatBitWidth() : 0;
+    if (!width || depth == 0)
+      return 0;
+    auto [it, inserted] = known.try_emplace(v, 0);
+    if (!inserted)
+      return it->second; // Known, or in a cycle: 0 until known.
+    unsigned z = std::min(compute(v, depth), width);
+    known[v] = z;
+    return z;
+  }
+
+private:
+  unsigned compute(Value v, unsigned depth) {
+    auto zerosOf = [](const APInt &c) { return c.countr_zero(); };
+    APInt c;
+    if (matchPattern(v, m_ConstantInt(&c)))
+      return zerosOf(c);
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      Block *b = arg.getOwner();
+      if (b->isEntryBlock())
+        return 0;
+      unsigned z = ~0u;
+      for (auto it = b->pred_begin(); it != b->pred_end(); ++it) {
+        auto br = dyn_cast<BranchOpInterface>((*it)->getTerminator());
+        if (!br)
+          return 0;
+        Value in =
+            br.getSuccessorOperands(it.getSuccessorIndex())[arg.getArgNumber()];
+        if (!in)
+          return 0;
+        z = std::min(z, of(in, depth - 1));
+      }
+      return z == ~0u ? 0 : z;
+    }
+    Operation *def = v.getDefiningOp();
+    if (auto a = dyn_cast_or_null<AddressOfOp>(def)) {
+      auto it = offsets.find(a.getGlobal());
+      return it == offsets.end() ? 0
+                                 : llvm::countr_zero(it->second | (1ull << 63));
+    }
+    auto operand = [&](unsigned i) {
+      return of(def->getOperand(i), depth - 1);
+    };
+    if (isa_and_nonnull<arith::AddIOp, arith::SubIOp, arith::OrIOp,
+                        arith::XOrIOp>(def))
+      return std::min(operand(0), operand(1));
+    if (isa_and_nonnull<arith::AndIOp>(def))
+      return std::max(operand(0), operand(1));
+    if (isa_and_nonnull<arith::MulIOp>(def))
+      return operand(0) + operand(1);
+    if (isa_and_nonnull<arith::ExtUIOp, arith::ExtSIOp, arith::TruncIOp>(def))
+      return operand(0);
+    if (isa_and_nonnull<arith::ShLIOp>(def) &&
+        matchPattern(def->getOperand(1), m_ConstantInt(&c)) &&
+        c.ult(v.getType().getIntOrFloatBitWidth()))
+      return operand(0) + unsigned(c.getZExtValue());
+    if (auto select = dyn_cast_or_null<arith::SelectOp>(def))
+      return std::min(of(select.getTrueValue(), depth - 1),
+                      of(select.getFalseValue(), depth - 1));
+    return 0;
+  }
+
+  const llvm::StringMap<uint64_t> &offsets;
+  llvm::DenseMap<Value, unsigned> known;
+};
+
 /// The address operand of a shared-memory access, else null.
 Value sharedAddress(Operation *op) {
   auto shared = [](StateSpace s) {
@@ -438,11 +516,14 @@ void mlir::wooly::annotateSharedOffsetBounds(
     return;
   Builder b(module.getContext());
   AddressBounds bounds(solver, module);
+  LowZeros zeros(offsets);
   for (auto [op, addr] : accesses) {
     auto *lattice = solver.lookupState<IntegerValueRangeLattice>(addr);
     if (!lattice || lattice->getValue().isUninitialized())
       continue; // Unreachable.
     if (std::optional<uint64_t> max = bounds.maxAt(addr, op->getBlock()))
       op->setAttr(kMaxSharedOffsetAttr, b.getI64IntegerAttr(int64_t(*max)));
+    if (unsigned z = zeros.of(addr))
+      op->setAttr(kSharedOffsetZerosAttr, b.getI64IntegerAttr(z));
   }
 }

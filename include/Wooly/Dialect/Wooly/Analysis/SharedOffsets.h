@@ -26,10 +26,17 @@ namespace mlir::wooly {
 inline constexpr llvm::StringLiteral kMaxSharedOffsetAttr =
     "wooly.max_shared_offset";
 
+/// On the same accesses: how many low bits of the address are known to be
+/// zero (the address is a multiple of 2 to that power), where any are.
+inline constexpr llvm::StringLiteral kSharedOffsetZerosAttr =
+    "wooly.shared_offset_zeros";
+
 /// Gives each shared-memory access of `module` whose address the integer
-/// range analysis bounds the attribute kMaxSharedOffsetAttr. `offsets` is
-/// the offset of each shared variable in the window (`addressof` of a
-/// variable not in it is unbounded). The special registers are bounded by
+/// range analysis bounds the attribute kMaxSharedOffsetAttr, and
+/// kSharedOffsetZerosAttr where its low bits are known (shifts, multiples,
+/// the variables' offsets: `s[tid]` of an `int` array is 4-byte aligned).
+/// `offsets` is the offset of each shared variable in the window (`addressof`
+/// of a variable not in it is unbounded). The special registers are bounded by
 /// the limits of every launch: `%tid` below 1024 (64 in z), `%ntid` from 1
 /// to 1024 (64 in z), `%laneid` below 32. Functions are analysed each on
 /// its own (their arguments unbounded): a device function may serve kernels
