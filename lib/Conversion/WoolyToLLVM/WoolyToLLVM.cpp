@@ -20,7 +20,9 @@
 // refills the entry or ends the launch with an out-of-bounds error (after
 // inlining, LLVM-level checks over whole loops stand in for these where
 // the addresses are affine: lib/Compiler/WidenAccessChecks.cpp). Shared
-// accesses are offsets into the block's shared window, checked inline;
+// accesses are offsets into the block's shared window, checked inline
+// (not those that SharedOffsets.h proves aligned and inside the static
+// shared memory, which every launch has);
 // `.local` and `.param` accesses are checked against the thread's live
 // stack and the launch's parameter buffer. A kernel that never synchronises
 // runs its block's threads in a loop (`__wooly_block_<k>`).
