@@ -77,3 +77,27 @@ wooly.func @unbounded(%p: i32 {wooly.type = "u32"}, %n: i32 {wooly.type = "u32"}
 ^done:
   wooly.ret
 }
+
+// -----
+
+// A device function's accesses keep their checks: a module compiled kernel
+// by kernel links its parts into one program, where the function's one
+// definition serves kernels with less static shared memory than its part's.
+// CHECK-LABEL: llvm.func weak_odr @__wooly_fn_dev(
+// CHECK: llvm.intr.umax
+// CHECK: llvm.call @__wooly_rt_shared_oob(
+// CHECK-LABEL: llvm.func @__wooly_kernel_calls_dev(
+wooly.global shared @ds : i32[1024] align 4
+wooly.func @dev(%v: i32 {wooly.type = "u32"}) {
+  %c2 = arith.constant 2 : i32
+  %base = wooly.addressof @ds : i32
+  %tid = wooly.sreg tid x : i32
+  %o = arith.shli %tid, %c2 : i32
+  %a = arith.addi %base, %o : i32
+  wooly.st shared %a, %v : i32, i32
+  wooly.ret
+}
+wooly.func @calls_dev(%v: i32 {wooly.type = "u32"}) attributes {kernel} {
+  wooly.call @dev(%v) : (i32) -> ()
+  wooly.ret
+}

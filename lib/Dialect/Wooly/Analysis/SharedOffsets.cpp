@@ -500,11 +500,17 @@ Value sharedAddress(Operation *op) {
 
 void mlir::wooly::annotateSharedOffsetBounds(
     ModuleOp module, const llvm::StringMap<uint64_t> &offsets) {
+  // Kernels' accesses only: a module compiled kernel by kernel links its
+  // parts into one program, where a device function's first definition
+  // serves the kernels of every part, whose static shared memory may be
+  // smaller than that of the part it was compiled in.
   SmallVector<std::pair<Operation *, Value>> accesses;
-  module.walk([&](Operation *op) {
-    if (Value addr = sharedAddress(op))
-      accesses.emplace_back(op, addr);
-  });
+  for (auto f : module.getOps<FuncOp>())
+    if (f.getKernel())
+      f.walk([&](Operation *op) {
+        if (Value addr = sharedAddress(op))
+          accesses.emplace_back(op, addr);
+      });
   if (accesses.empty())
     return;
   // Each function on its own: a device function's arguments are unbounded.

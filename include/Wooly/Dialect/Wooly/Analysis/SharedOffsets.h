@@ -31,7 +31,9 @@ inline constexpr llvm::StringLiteral kMaxSharedOffsetAttr =
 inline constexpr llvm::StringLiteral kSharedOffsetZerosAttr =
     "wooly.shared_offset_zeros";
 
-/// Gives each shared-memory access of `module` whose address the integer
+/// Gives each shared-memory access of a kernel of `module` (not of a device
+/// function, whose one definition may serve the kernels of a module's
+/// other parts, with less static shared memory) whose address the integer
 /// range analysis bounds the attribute kMaxSharedOffsetAttr, and
 /// kSharedOffsetZerosAttr where its low bits are known (shifts, multiples,
 /// the variables' offsets: `s[tid]` of an `int` array is 4-byte aligned).
