@@ -85,6 +85,8 @@ LogicalResult Importer::emitLdSt(Instruction &inst, Opcode op) {
   if (space == StateSpace::param && !isLoad)
     return error(inst.loc, "stores to parameters through addresses are not "
                            "supported yet");
+  if (space == StateSpace::constant && !isLoad)
+    return error(inst.loc, "'st.const': the const space is read-only");
   Type at;
   Value addr = address(addrOp, at, space);
   if (!addr)

@@ -159,6 +159,8 @@ public:
 
   /// The largest value of `v` at `at` (in the block of `at`).
   std::optional<uint64_t> maxAt(Value v, Block *at) {
+    if (!v.getType().isSignlessInteger())
+      return std::nullopt;
     split = nullptr;
     memo.clear();
     candidates.clear();
@@ -413,10 +415,10 @@ public:
       : offsets(offsets) {}
 
   unsigned of(Value v, unsigned depth = 12) {
-    unsigned width =
-        v.getType().isIntOrIndex() ? v.getType().getIntOrFloatBitWidth() : 0;
-    if (!width || depth == 0)
+    auto type = dyn_cast<IntegerType>(v.getType());
+    if (!type || depth == 0)
       return 0;
+    unsigned width = type.getWidth();
     auto [it, inserted] = known.try_emplace(v, 0);
     if (!inserted)
       return it->second; // Known, or in a cycle: 0 until known.
