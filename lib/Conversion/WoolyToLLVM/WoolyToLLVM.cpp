@@ -270,8 +270,8 @@ struct HostEmitter : Emitter {
       if (state.boundsChecks) {
         uint32_t site = state.nextSite++;
         // An offset bounded at compile time (SharedOffsets.h) inside the
-        // static shared memory, which every launch has, needs the alignment
-        // check alone (which LLVM drops where it knows the low bits).
+        // static shared memory, which every launch has, needs at most the
+        // alignment check, and none where its low bits are known (below).
         auto bound = op->getAttrOfType<IntegerAttr>(kMaxSharedOffsetAttr);
         bool inside = bound && uint64_t(bound.getInt()) + size <=
                                    state.dynamicSharedOffset;

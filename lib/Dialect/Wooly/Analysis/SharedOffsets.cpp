@@ -6,7 +6,8 @@
 // range only after it has grown kGrowthsBeforeWidening times, not at its
 // first growth, so that a loop's toggles (`cur ^= 1`) keep theirs. Then, at
 // each access, its address is evaluated again from those ranges, sharper
-// where the branches that lead to it say more (AddressBounds). Every range
+// where the branches that lead to it say more (AddressBounds), and its
+// known low zero bits are counted (LowZeros). Every range
 // is a superset of the values the thread can have there, so a bound below
 // the static shared memory's size holds in every launch.
 //
